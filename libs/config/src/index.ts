@@ -1,0 +1,39 @@
+import { z } from 'zod';
+
+export { z };
+
+/** Thrown at start-up when the environment is invalid; the message names every bad variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Validates environment variables against a schema whose keys are the variable names, and fails
+ * fast with one message that names each bad variable and says what it should be.
+ */
+export function loadConfig<S extends z.ZodRawShape>(
+  shape: S,
+  env: Record<string, string | undefined> = process.env,
+): z.infer<z.ZodObject<S>> {
+  const result = z.object(shape).safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => {
+      const name = issue.path.join('.');
+      const value = env[name];
+      const shown = value === undefined ? 'unset' : `got ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+      return `  ${name}: ${issue.message} (${shown})`;
+    });
+    throw new ConfigError(`invalid configuration; set these environment variables and start again:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}
+
+/** Common variable shapes, so every service spells them the same way. */
+export const vars = {
+  port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
+  url: () => z.string().url(),
+  logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  milliseconds: (fallback: number) => z.coerce.number().int().positive().default(fallback),
+  /** host:port of a gRPC service. */
+  address: () => z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'),
+};

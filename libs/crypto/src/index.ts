@@ -1,0 +1,132 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniformly random base62 text (rejection sampling: no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** An opaque secret with a recognisable prefix: `wk_` API keys, `inv_` invitation codes, … */
+export function generateToken(prefix: string, length = 40): string {
+  return `${prefix}${randomBase62(length)}`;
+}
+
+/** Tokens are stored only as this hash; a lookup hashes the presented token the same way. */
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two secrets of any length. */
+export function secretsEqual(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+/** What responses show of a secret: its last 4 characters. */
+export function hint(secret: string): string {
+  return secret.slice(-4);
+}
+
+export class KeyringError extends Error {
+  override name = 'KeyringError';
+}
+
+/**
+ * AES-256-GCM envelope encryption with a keyring.
+ *
+ * Each secret gets a fresh data key; the data key is wrapped by the keyring's active key. The
+ * ciphertext names the key id that wrapped it, so old keys keep decrypting after rotation while
+ * new writes use the active key (as Rails' and Vault transit's keyrings do). The caller passes a
+ * context (e.g. `integration_key:<tenant>:<provider>`) bound as additional authenticated data, so
+ * a ciphertext copied to another row does not decrypt.
+ *
+ * Format: `wk1.<key id>.<base64url wrapped data key>.<base64url iv|ciphertext|tag>`.
+ */
+export class Keyring {
+  readonly activeKeyId: string;
+  private readonly keys: Map<string, Buffer>;
+
+  constructor(keys: Map<string, Buffer>, activeKeyId: string) {
+    if (!keys.has(activeKeyId)) throw new KeyringError(`active key ${activeKeyId} is not in the keyring`);
+    for (const [id, key] of keys) {
+      if (key.length !== 32) throw new KeyringError(`key ${id} must be 32 bytes (base64 of 32 random bytes)`);
+      if (!/^[A-Za-z0-9_-]+$/.test(id)) throw new KeyringError(`key id ${id} may use only letters, digits, _ and -`);
+    }
+    this.keys = keys;
+    this.activeKeyId = activeKeyId;
+  }
+
+  /**
+   * Parses `ENCRYPTION_KEYS`: comma-separated `id:base64key` entries; the first is active.
+   * Example: `k2:<new>,k1:<old>` encrypts with k2 and still decrypts k1's ciphertexts.
+   */
+  static fromEnv(spec: string): Keyring {
+    const keys = new Map<string, Buffer>();
+    let active: string | undefined;
+    for (const entry of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+      const sep = entry.indexOf(':');
+      if (sep < 1) throw new KeyringError('ENCRYPTION_KEYS entries must look like id:base64key');
+      const id = entry.slice(0, sep);
+      keys.set(id, Buffer.from(entry.slice(sep + 1), 'base64'));
+      active ??= id;
+    }
+    if (!active) throw new KeyringError('ENCRYPTION_KEYS is empty');
+    return new Keyring(keys, active);
+  }
+
+  /** A fresh single-key keyring spec, for `make dev` and tests. */
+  static generateSpec(id = 'k1'): string {
+    return `${id}:${randomBytes(32).toString('base64')}`;
+  }
+
+  encrypt(plaintext: string, context: string): string {
+    const dataKey = randomBytes(32);
+    const wrapped = seal(this.keys.get(this.activeKeyId)!, dataKey, `wrap:${context}`);
+    const body = seal(dataKey, Buffer.from(plaintext, 'utf8'), context);
+    return ['wk1', this.activeKeyId, wrapped.toString('base64url'), body.toString('base64url')].join('.');
+  }
+
+  decrypt(ciphertext: string, context: string): string {
+    const [version, keyId, wrapped, body] = ciphertext.split('.');
+    if (version !== 'wk1' || !keyId || !wrapped || !body) throw new KeyringError('not a wk1 ciphertext');
+    const kek = this.keys.get(keyId);
+    if (!kek) throw new KeyringError(`ciphertext was written with key ${keyId}, which is not in ENCRYPTION_KEYS`);
+    const dataKey = open(kek, Buffer.from(wrapped, 'base64url'), `wrap:${context}`);
+    return open(dataKey, Buffer.from(body, 'base64url'), context).toString('utf8');
+  }
+
+  /** The key id a ciphertext was written with (recorded beside it as key_version). */
+  static keyIdOf(ciphertext: string): string {
+    return ciphertext.split('.')[1] ?? '';
+  }
+}
+
+function seal(key: Buffer, plaintext: Buffer, aad: string): Buffer {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(aad, 'utf8'));
+  const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([iv, ct, cipher.getAuthTag()]);
+}
+
+function open(key: Buffer, sealed: Buffer, aad: string): Buffer {
+  if (sealed.length < 28) throw new KeyringError('ciphertext is truncated');
+  const iv = sealed.subarray(0, 12);
+  const tag = sealed.subarray(sealed.length - 16);
+  const decipher = createDecipheriv('aes-256-gcm', key, iv);
+  decipher.setAAD(Buffer.from(aad, 'utf8'));
+  decipher.setAuthTag(tag);
+  try {
+    return Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]);
+  } catch {
+    throw new KeyringError('ciphertext does not authenticate (wrong key, wrong context, or tampered)');
+  }
+}

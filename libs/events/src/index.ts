@@ -1,0 +1,1 @@
+export { recordEvent, OUTBOX_MIGRATIONS, type EventInput } from './outbox.js';

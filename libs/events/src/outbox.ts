@@ -1,0 +1,66 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { PoolClient } from '@workauto/db';
+import { newId } from '@workauto/db';
+import { Event } from '@workauto/protos/workauto/events/v1/event.js';
+
+/** Migrations every service runs before its own: the outbox table. */
+export const OUTBOX_MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
+
+/** Who did it and from where: what a service's CallContext knows (structurally, to keep libs/events free of gRPC). */
+export interface EventContext {
+  tenantId: string | undefined;
+  requestId: string;
+  actor?: { type: string; id: string } | undefined;
+  clientIp?: string | undefined;
+  userAgent?: string | undefined;
+}
+
+export interface EventInput {
+  /** `<resource_type>.<verb>`, one of the types in docs/events.md. */
+  type: string;
+  resourceType: string;
+  resourceId: string;
+  /** Overrides the context's tenant (platform bootstrap creates a tenant it is not part of). */
+  tenantId?: string;
+  /** The resource after the change, as the API shows it. Must not hold secrets. */
+  data?: Record<string, unknown>;
+  /** For the audit entry: the changed fields and their new values. Must not hold secrets. */
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * The one call a mutation makes to record what happened: it writes the event to the outbox in
+ * the caller's transaction, so the change and its audit and domain events commit (or roll back)
+ * together. The relay publishes it afterwards.
+ */
+export async function recordEvent(tx: PoolClient, source: string, ctx: EventContext, input: EventInput): Promise<string> {
+  const tenantId = input.tenantId ?? ctx.tenantId;
+  if (!tenantId) throw new Error(`event ${input.type} has no tenant`);
+  const id = newId();
+  const event = Event.encode({
+    id,
+    type: input.type,
+    tenant_id: tenantId,
+    occurred_at: new Date(),
+    actor: ctx.actor ?? { type: 'system', id: 'system' },
+    resource: { type: input.resourceType, id: input.resourceId },
+    data: toJson(input.data),
+    metadata: toJson(input.metadata ?? {}),
+    request: { request_id: ctx.requestId, ip_address: ctx.clientIp ?? '', user_agent: ctx.userAgent ?? '' },
+    source,
+  }).finish();
+  await tx.query(
+    `INSERT INTO outbox (id, tenant_id, event_type, resource_type, resource_id, payload)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event)],
+  );
+  // Wakes the relay when the transaction commits (NOTIFY is delivered on commit only).
+  await tx.query(`SELECT pg_notify('outbox', $1)`, [source]);
+  return id;
+}
+
+/** Dates become RFC 3339 strings: a Struct holds JSON values only. */
+function toJson(value: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Record<string, unknown>);
+}

@@ -1,0 +1,119 @@
+import * as grpc from '@grpc/grpc-js';
+import { Any } from '@workauto/protos/google/protobuf/any.js';
+import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
+import { Status } from '@workauto/protos/google/rpc/status.js';
+
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+export interface ErrorDetails {
+  code: grpc.status;
+  message: string;
+  reason: string;
+  domain: string;
+  metadata: Record<string, string>;
+  fieldViolations: FieldViolation[];
+  /** An HTTP status the contract sets apart from the code's default (410 for an expired invitation). */
+  httpStatus?: number;
+}
+
+const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
+const HTTP_STATUS_KEY = 'workauto-http-status';
+const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
+const BAD_REQUEST_TYPE = 'type.googleapis.com/google.rpc.BadRequest';
+
+/**
+ * The one error type handlers throw. The server kit maps it once to a gRPC status carrying
+ * google.rpc.ErrorInfo (and BadRequest for field violations); anything else becomes INTERNAL.
+ */
+export class DomainError extends Error {
+  override name = 'DomainError';
+  constructor(
+    readonly code: grpc.status,
+    readonly reason: string,
+    message: string,
+    readonly extra: { metadata?: Record<string, string>; fieldViolations?: FieldViolation[]; httpStatus?: number; domain?: string } = {},
+  ) {
+    super(message);
+  }
+}
+
+/** Constructors for the conditions of the contract's error table (§2). */
+export const errors = {
+  notFound: (resource: string, id: string) =>
+    new DomainError(grpc.status.NOT_FOUND, `${resource.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_NOT_FOUND`, `${resource.replace(/_/g, ' ')} ${id} not found`, {
+      metadata: { [`${resource}_id`]: id },
+    }),
+  invalidArgument: (violations: FieldViolation[], message?: string) =>
+    new DomainError(
+      grpc.status.INVALID_ARGUMENT,
+      'INVALID_ARGUMENT',
+      message ?? violations.map((v) => `${v.field}: ${v.description}`).join('; '),
+      { fieldViolations: violations },
+    ),
+  invalidField: (field: string, description: string) =>
+    new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', `${field}: ${description}`, {
+      fieldViolations: [{ field, description }],
+    }),
+  alreadyExists: (reason: string, message: string, metadata?: Record<string, string>) =>
+    new DomainError(grpc.status.ALREADY_EXISTS, reason, message, metadata ? { metadata } : {}),
+  /** A state conflict: 409, or 410 for something that expired or was revoked. */
+  failedPrecondition: (reason: string, message: string, httpStatus: 409 | 410 = 409) =>
+    new DomainError(grpc.status.FAILED_PRECONDITION, reason, message, { httpStatus }),
+  permissionDenied: (reason: string, message: string) => new DomainError(grpc.status.PERMISSION_DENIED, reason, message),
+  unauthenticated: (reason: string, message: string) => new DomainError(grpc.status.UNAUTHENTICATED, reason, message),
+  unavailable: (reason: string, message: string) => new DomainError(grpc.status.UNAVAILABLE, reason, message),
+};
+
+/** Builds the grpc-js error a handler's failure is sent as. Unknown errors become a bare INTERNAL. */
+export function toServiceError(err: unknown, domain: string): Partial<grpc.ServiceError> {
+  const known =
+    err instanceof DomainError
+      ? err
+      : new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+  const details: Any[] = [
+    {
+      type_url: ERROR_INFO_TYPE,
+      value: Buffer.from(ErrorInfo.encode({ reason: known.reason, domain: known.extra.domain ?? domain, metadata: known.extra.metadata ?? {} }).finish()),
+    },
+  ];
+  if (known.extra.fieldViolations?.length) {
+    details.push({
+      type_url: BAD_REQUEST_TYPE,
+      value: Buffer.from(BadRequest.encode({ field_violations: known.extra.fieldViolations.map((v) => ({ ...v, reason: '' })) }).finish()),
+    });
+  }
+  const metadata = new grpc.Metadata();
+  metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: known.message, details }).finish()));
+  if (known.extra.httpStatus) metadata.set(HTTP_STATUS_KEY, String(known.extra.httpStatus));
+  return { code: known.code, details: known.message, metadata };
+}
+
+/** Reads the rich details back from a failed call (gateway and service-to-service clients). */
+export function decodeStatusDetails(err: grpc.ServiceError): ErrorDetails {
+  const out: ErrorDetails = { code: err.code, message: err.details || err.message, reason: '', domain: '', metadata: {}, fieldViolations: [] };
+  const bin = err.metadata?.get(STATUS_DETAILS_KEY)[0];
+  if (Buffer.isBuffer(bin)) {
+    try {
+      const status = Status.decode(bin);
+      out.message = status.message || out.message;
+      for (const any of status.details) {
+        if (any.type_url === ERROR_INFO_TYPE) {
+          const info = ErrorInfo.decode(any.value);
+          out.reason = info.reason;
+          out.domain = info.domain;
+          out.metadata = info.metadata;
+        } else if (any.type_url === BAD_REQUEST_TYPE) {
+          out.fieldViolations = BadRequest.decode(any.value).field_violations.map((v) => ({ field: v.field, description: v.description }));
+        }
+      }
+    } catch {
+      // A peer that sends malformed details still has its code and message.
+    }
+  }
+  const http = err.metadata?.get(HTTP_STATUS_KEY)[0];
+  if (typeof http === 'string' && /^\d{3}$/.test(http)) out.httpStatus = Number(http);
+  return out;
+}

@@ -1,0 +1,118 @@
+import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import type { Logger } from '@workauto/logger';
+import { loadPackageDefinition } from '@workauto/protos';
+import { CallContext } from './context.js';
+import { toServiceError, DomainError } from './errors.js';
+
+/** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
+type ServiceDefinition = Record<
+  string,
+  { path: string; requestStream: false; responseStream: false; requestDeserialize(b: Buffer): unknown; responseSerialize(v: never): Buffer }
+>;
+
+/** nice-grpc style handlers: take the request and the call context, return the response or throw a DomainError. */
+export type Handlers<S extends ServiceDefinition> = {
+  [K in keyof S]: (
+    request: ReturnType<S[K]['requestDeserialize']>,
+    ctx: CallContext,
+  ) => Promise<S[K]['responseSerialize'] extends (v: infer R) => Buffer ? R : never>;
+};
+
+export interface GrpcServerOptions {
+  /** Service name in logs and the health service, e.g. `identity`. */
+  name: string;
+  /** ErrorInfo.domain of this service's errors, e.g. `identity.workauto`. */
+  errorDomain: string;
+  logger: Logger;
+  /** Proto files (relative to proto/) served by reflection. */
+  protoFiles: string[];
+}
+
+/**
+ * One gRPC server with what every service needs: thin typed handlers, call context from metadata,
+ * errors mapped once, health (NOT_SERVING until ready and again on shutdown), reflection.
+ */
+export class GrpcServer {
+  readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
+  private readonly serviceNames: string[] = [];
+
+  constructor(private readonly options: GrpcServerOptions) {
+    this.health.addToServer(this.server);
+    const definition = loadPackageDefinition(options.protoFiles);
+    new ReflectionService(definition).addToServer(this.server);
+  }
+
+  add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
+    const impl: grpc.UntypedServiceImplementation = {};
+    for (const [method, def] of Object.entries(definition)) {
+      const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => Promise<unknown>;
+      impl[method] = this.wrap(def.path, handler);
+    }
+    this.server.addService(definition as unknown as grpc.ServiceDefinition, impl);
+    this.serviceNames.push(fullName);
+    this.health.setStatus(fullName, 'NOT_SERVING');
+    return this;
+  }
+
+  private wrap(path: string, handler: (req: unknown, ctx: CallContext) => Promise<unknown>): grpc.handleUnaryCall<unknown, unknown> {
+    const { logger, errorDomain } = this.options;
+    return (call, callback) => {
+      const started = performance.now();
+      const abort = new AbortController();
+      call.on('cancelled', () => abort.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call')));
+      const deadline = call.getDeadline();
+      const deadlineMs = deadline instanceof Date ? deadline.getTime() - Date.now() : Number.isFinite(deadline) ? Number(deadline) - Date.now() : Infinity;
+      const timer = Number.isFinite(deadlineMs)
+        ? setTimeout(() => abort.abort(new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', 'deadline exceeded')), Math.max(0, deadlineMs))
+        : undefined;
+      const ctx = CallContext.fromMetadata(call.metadata, abort.signal);
+      handler(call.request, ctx).then(
+        (response) => {
+          clearTimeout(timer);
+          logger.debug({ rpc: path, request_id: ctx.requestId, ms: Math.round(performance.now() - started) }, 'rpc ok');
+          callback(null, response);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          const mapped = toServiceError(err, errorDomain);
+          const log = { rpc: path, request_id: ctx.requestId, code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
+          if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
+          else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
+          callback(mapped);
+        },
+      );
+    };
+  }
+
+  /** Binds and starts serving; health stays NOT_SERVING until markServing(). Returns the bound port. */
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+    });
+  }
+
+  markServing(): void {
+    this.health.setStatus('', 'SERVING');
+    for (const name of this.serviceNames) this.health.setStatus(name, 'SERVING');
+  }
+
+  /** NOT_SERVING first (so balancers stop sending), then drain, then force after graceMs. */
+  async shutdown(graceMs = 10_000): Promise<void> {
+    this.health.setStatus('', 'NOT_SERVING');
+    for (const name of this.serviceNames) this.health.setStatus(name, 'NOT_SERVING');
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => {
+        this.options.logger.warn({ grace_ms: graceMs }, 'calls still running after the grace period; closing them');
+        this.server.forceShutdown();
+        resolve();
+      }, graceMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(force);
+        resolve();
+      });
+    });
+  }
+}

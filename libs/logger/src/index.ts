@@ -1,0 +1,54 @@
+import { Writable } from 'node:stream';
+import { pino, type Logger, type LoggerOptions } from 'pino';
+
+export type { Logger };
+
+/**
+ * Field names whose values are secrets. Redacted at any depth pino can address (top level and
+ * up to three levels down), so a secret that reaches a log call is censored, not written.
+ */
+const SECRET_KEYS = [
+  'authorization', 'api_key', 'apiKey', 'token', 'access_token', 'refresh_token', 'id_token',
+  'secret', 'client_secret', 'signing_secret', 'password', 'credential', 'code', 'code_verifier',
+  'cookie', 'platform_admin_token', 'encryption_keys',
+];
+const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`, `req.headers.${k}`]);
+
+/**
+ * Where every logger writes. One indirection so a test can capture the lines of the whole
+ * process (services included) and assert that no secret reached them.
+ */
+class Sink extends Writable {
+  target: NodeJS.WritableStream = process.stdout;
+  tap: ((line: string) => void) | undefined;
+  override _write(chunk: Buffer, _enc: BufferEncoding, done: (err?: Error | null) => void): void {
+    this.tap?.(chunk.toString('utf8'));
+    this.target.write(chunk, done);
+  }
+}
+const sink = new Sink();
+
+/** Calls `tap` with every log line written from now on, until the returned function is called. */
+export function tapLogs(tap: (line: string) => void): () => void {
+  sink.tap = tap;
+  return () => {
+    sink.tap = undefined;
+  };
+}
+
+/** Sends log lines elsewhere (tests send them to a file to keep the runner's output readable). */
+export function setLogTarget(target: NodeJS.WritableStream): void {
+  sink.target = target;
+}
+
+export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
+  const options: LoggerOptions = {
+    name,
+    level,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { service: name },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  };
+  return pino(options, sink);
+}

@@ -1,0 +1,3 @@
+export { startEmbeddedPostgres, freePort, type EmbeddedPostgresHandle } from './postgres.js';
+export { testDatabase } from './database.js';
+export { captureLogs } from './logs.js';

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { Keyring } from '@workauto/crypto';
+import { Downstream, MetadataKeys, decodeStatusDetails } from '@workauto/grpc';
+import { createLogger } from '@workauto/logger';
+import { testDatabase } from '@workauto/testing';
+import { IdentityServiceService as S, MemberRole, ActorType } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
+import pg from 'pg';
+import { createIdentityService, type RunningService } from './app.js';
+
+const ADMIN = 'platform-admin-token-for-identity-tests-0123456789';
+
+describe('identity over gRPC', () => {
+  let service: RunningService;
+  let client: Downstream;
+  let dbUrl: string;
+
+  before(async () => {
+    dbUrl = await testDatabase('identity');
+    service = await createIdentityService(
+      { databaseUrl: dbUrl, host: '127.0.0.1', port: 0, platformAdminToken: ADMIN, encryptionKeys: Keyring.generateSpec() },
+      createLogger('identity', 'silent'),
+    );
+    client = new Downstream('identity', `127.0.0.1:${service.port}`);
+  });
+  after(async () => {
+    client.close();
+    await service.stop();
+  });
+
+  const as = (tenantId: string, memberId: string) => {
+    const md = new grpc.Metadata();
+    md.set(MetadataKeys.tenantId, tenantId);
+    md.set(MetadataKeys.actorType, 'api_key');
+    md.set(MetadataKeys.actorId, 'test');
+    md.set(MetadataKeys.memberId, memberId);
+    return { metadata: md };
+  };
+  const failure = async (p: Promise<unknown>) => {
+    try {
+      await p;
+    } catch (err) {
+      return decodeStatusDetails(err as grpc.ServiceError);
+    }
+    assert.fail('expected the call to fail');
+  };
+  const bootstrap = (name: string) => client.call(S.createTenant, { name, owner: { name: `${name} owner`, email: `o@${name.toLowerCase()}.test` } });
+
+  it('bootstraps a tenant whose owner key authenticates with admin access everywhere', async () => {
+    const created = await bootstrap('Acme');
+    assert.match(created.api_key, /^wk_[0-9A-Za-z]{40}$/);
+    assert.equal(created.member?.role, MemberRole.MEMBER_ROLE_OWNER);
+    const principal = await client.call(S.authenticateToken, { token: created.api_key });
+    assert.equal(principal.tenant_id, created.tenant?.id);
+    assert.equal(principal.member_id, created.member?.id);
+    assert.equal(principal.actor_type, ActorType.ACTOR_TYPE_API_KEY);
+    assert.equal(principal.access.audit, AccessLevel.ACCESS_LEVEL_ADMIN);
+  });
+
+  it('stores only the hash of an API key', async () => {
+    const created = await bootstrap('Hashy');
+    const db = new pg.Client(dbUrl);
+    await db.connect();
+    const { rows } = await db.query('SELECT key_hash, key_hint FROM api_keys WHERE member_id = $1', [created.member?.id]);
+    await db.end();
+    assert.equal(rows.length, 1);
+    assert.notEqual(rows[0].key_hash, created.api_key);
+    assert.equal(rows[0].key_hint, created.api_key.slice(-4));
+    assert.equal(JSON.stringify(rows).includes(created.api_key), false);
+  });
+
+  it('rejects unknown tokens, and recognises the platform admin token', async () => {
+    assert.equal((await failure(client.call(S.authenticateToken, { token: 'wk_nope' }))).code, grpc.status.UNAUTHENTICATED);
+    assert.equal((await failure(client.call(S.authenticateToken, { token: '' }))).code, grpc.status.UNAUTHENTICATED);
+    const admin = await client.call(S.authenticateToken, { token: ADMIN });
+    assert.equal(admin.actor_type, ActorType.ACTOR_TYPE_PLATFORM_ADMIN);
+    assert.equal(admin.tenant_id, '');
+  });
+
+  it('keeps tenants apart: another tenant sees NOT_FOUND and an empty list', async () => {
+    const a = await bootstrap('Alpha');
+    const b = await bootstrap('Beta');
+    const err = await failure(client.call(S.getMember, { id: a.member!.id }, as(b.tenant!.id, b.member!.id)));
+    assert.equal(err.code, grpc.status.NOT_FOUND);
+    assert.equal(err.reason, 'MEMBER_NOT_FOUND');
+    const list = await client.call(S.listMembers, {}, as(b.tenant!.id, b.member!.id));
+    assert.deepEqual(list.data.map((m) => m.id), [b.member!.id]);
+  });
+
+  it('refuses to deactivate or demote the last active owner, and deactivation disables the key', async () => {
+    const t = await bootstrap('Solo');
+    const ctx = as(t.tenant!.id, t.member!.id);
+    const deact = await failure(client.call(S.deactivateMember, { id: t.member!.id }, ctx));
+    assert.equal(deact.code, grpc.status.FAILED_PRECONDITION);
+    assert.equal(deact.reason, 'LAST_OWNER');
+    assert.equal(deact.httpStatus, 409);
+    const demote = await failure(client.call(S.updateMember, { id: t.member!.id, role: MemberRole.MEMBER_ROLE_ADMIN }, ctx));
+    assert.equal(demote.reason, 'LAST_OWNER');
+    // Still an active owner with a working key.
+    assert.equal((await client.call(S.authenticateToken, { token: t.api_key })).member_id, t.member!.id);
+  });
+
+  it('validates updates field by field', async () => {
+    const t = await bootstrap('Valid');
+    const err = await failure(
+      client.call(S.updateMember, { id: t.member!.id, name: '', email: 'not-an-email', contact_id: 'x', role: 0 }, as(t.tenant!.id, t.member!.id)),
+    );
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+    assert.deepEqual(err.fieldViolations.map((v) => v.field).sort(), ['contact_id', 'email', 'name']);
+  });
+
+  it('pages members newest first with an opaque cursor', async () => {
+    const t = await bootstrap('Pager');
+    const err = await failure(client.call(S.listMembers, { limit: 0 }, as(t.tenant!.id, t.member!.id)));
+    assert.equal(err.fieldViolations[0]?.field, 'limit');
+    const bad = await failure(client.call(S.listMembers, { cursor: 'garbage' }, as(t.tenant!.id, t.member!.id)));
+    assert.equal(bad.fieldViolations[0]?.field, 'cursor');
+    const page = await client.call(S.listMembers, { limit: 1 }, as(t.tenant!.id, t.member!.id));
+    assert.equal(page.data.length, 1);
+    assert.equal(page.has_more, false);
+    assert.equal(page.next_cursor, undefined);
+  });
+
+  it('writes every mutation to the outbox in the same transaction', async () => {
+    const t = await bootstrap('Evented');
+    const db = new pg.Client(dbUrl);
+    await db.connect();
+    const { rows } = await db.query('SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq', [t.tenant!.id]);
+    await db.end();
+    assert.deepEqual(rows.map((r) => r.event_type), ['tenant.created', 'member.created', 'api_key.created']);
+  });
+});

@@ -1,0 +1,1 @@
+export { createIdentityService, type IdentityConfig, type RunningService } from './app.js';

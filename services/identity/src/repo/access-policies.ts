@@ -1,0 +1,20 @@
+import type { Queryable } from '@workauto/db';
+
+export interface AccessPolicyRow {
+  tenant_id: string;
+  member_id: string;
+  domain: string;
+  access_level: string;
+  resource_filter: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export async function listPolicies(db: Queryable, tenantId: string, memberId: string): Promise<AccessPolicyRow[]> {
+  const { rows } = await db.query<AccessPolicyRow>(
+    `SELECT tenant_id, member_id, domain, access_level, resource_filter, created_at, updated_at
+       FROM access_policies WHERE tenant_id = $1 AND member_id = $2 ORDER BY domain`,
+    [tenantId, memberId],
+  );
+  return rows;
+}

@@ -1,0 +1,43 @@
+import type { Queryable } from '@workauto/db';
+import type { Role } from '../domain/access.js';
+
+export interface ApiKeyRow {
+  id: string;
+  tenant_id: string;
+  member_id: string;
+  name: string;
+  key_hint: string;
+  created_at: Date;
+  updated_at: Date;
+  revoked_at: Date | null;
+}
+
+export async function insertApiKey(
+  db: Queryable,
+  k: { id: string; tenant_id: string; member_id: string; name: string; key_hash: string; key_hint: string },
+): Promise<ApiKeyRow> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `INSERT INTO api_keys (id, tenant_id, member_id, name, key_hash, key_hint) VALUES ($1, $2, $3, $4, $5, $6)
+     RETURNING id, tenant_id, member_id, name, key_hint, created_at, updated_at, revoked_at`,
+    [k.id, k.tenant_id, k.member_id, k.name, k.key_hash, k.key_hint],
+  );
+  return rows[0]!;
+}
+
+export interface CredentialRow {
+  key_id: string;
+  tenant_id: string;
+  member_id: string;
+  role: Role;
+}
+
+/** The live credential of a key hash: the key is not revoked and its member is active. */
+export async function findCredential(db: Queryable, keyHash: string): Promise<CredentialRow | undefined> {
+  const { rows } = await db.query<CredentialRow>(
+    `SELECT k.id AS key_id, k.tenant_id, k.member_id, m.role
+       FROM api_keys k JOIN members m ON m.id = k.member_id AND m.tenant_id = k.tenant_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND m.is_active`,
+    [keyHash],
+  );
+  return rows[0];
+}
