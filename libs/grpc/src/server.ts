@@ -78,7 +78,7 @@ export class GrpcServer {
         (err: unknown) => {
           clearTimeout(timer);
           const mapped = toServiceError(err, errorDomain);
-          const log = { rpc: path, request_id: ctx.requestId, code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
+          const log = { rpc: path, request_id: ctx.requestId, grpc_code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
           if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
           callback(mapped);

@@ -1,0 +1,45 @@
+# Every target runs on the Node 24 that package.json pins (node_modules/.bin comes first on PATH).
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
+TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
+
+.PHONY: dev test build proto proto-lint proto-breaking lint bench clean install
+
+## install: npm packages (Node 24 itself comes as the npm package `node`)
+install: node_modules/.installed
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+## proto: generate TypeScript from proto/ with buf + ts-proto (generated code is not committed)
+proto: install
+	buf generate
+
+## build: protos, then every workspace with tsc -b (strict)
+build: proto
+	tsc -b tsconfig.json
+
+## dev: the whole product on this machine (embedded PostgreSQL, all services, gateway on PORT)
+dev: build
+	node deploy/embedded/dist/main.js
+
+## test: the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
+test: build
+	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
+
+proto-lint: install
+	buf lint
+
+## proto-breaking: fails when proto/ breaks wire or source compatibility with main
+proto-breaking: install
+	buf breaking --against '.git#branch=main'
+
+lint: proto-lint build
+
+## bench: benchmark scripts (numbers go in the issues' closing notes)
+bench: build
+	@for f in scripts/bench-*.mjs; do echo "== $$f"; node deploy/embedded/dist/with-infra.js -- node $$f || exit 1; done
+
+clean:
+	rm -rf libs/*/dist services/*/dist deploy/embedded/dist libs/protos/src/gen **/*.tsbuildinfo

