@@ -1,52 +1,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { Keyring } from '@workauto/crypto';
-import { Downstream, MetadataKeys, decodeStatusDetails } from '@workauto/grpc';
-import { createLogger } from '@workauto/logger';
-import { testDatabase } from '@workauto/testing';
 import { IdentityServiceService as S, MemberRole, ActorType } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import pg from 'pg';
-import { createIdentityService, type RunningService } from './app.js';
-
-const ADMIN = 'platform-admin-token-for-identity-tests-0123456789';
+import { ADMIN_TOKEN as ADMIN, as, failure, startIdentity } from './test-support.js';
 
 describe('identity over gRPC', () => {
-  let service: RunningService;
-  let client: Downstream;
+  let identity: Awaited<ReturnType<typeof startIdentity>>;
+  let client: Awaited<ReturnType<typeof startIdentity>>['client'];
   let dbUrl: string;
+  const bootstrap = (name: string) => identity.bootstrap(name);
 
   before(async () => {
-    dbUrl = await testDatabase('identity');
-    service = await createIdentityService(
-      { databaseUrl: dbUrl, host: '127.0.0.1', port: 0, platformAdminToken: ADMIN, encryptionKeys: Keyring.generateSpec() },
-      createLogger('identity', 'silent'),
-    );
-    client = new Downstream('identity', `127.0.0.1:${service.port}`);
+    identity = await startIdentity();
+    client = identity.client;
+    dbUrl = identity.databaseUrl;
   });
-  after(async () => {
-    client.close();
-    await service.stop();
-  });
-
-  const as = (tenantId: string, memberId: string) => {
-    const md = new grpc.Metadata();
-    md.set(MetadataKeys.tenantId, tenantId);
-    md.set(MetadataKeys.actorType, 'api_key');
-    md.set(MetadataKeys.actorId, 'test');
-    md.set(MetadataKeys.memberId, memberId);
-    return { metadata: md };
-  };
-  const failure = async (p: Promise<unknown>) => {
-    try {
-      await p;
-    } catch (err) {
-      return decodeStatusDetails(err as grpc.ServiceError);
-    }
-    assert.fail('expected the call to fail');
-  };
-  const bootstrap = (name: string) => client.call(S.createTenant, { name, owner: { name: `${name} owner`, email: `o@${name.toLowerCase()}.test` } });
+  after(() => identity.stop());
 
   it('bootstraps a tenant whose owner key authenticates with admin access everywhere', async () => {
     const created = await bootstrap('Acme');

@@ -6,6 +6,7 @@ const { loadConfig, vars, z } = await import('@workauto/config');
 const { createLogger } = await import('@workauto/logger');
 const { installShutdownSignals } = await import('@workauto/grpc');
 const { createIdentityService } = await import('./app.js');
+const { providerSchema } = await import('./oauth.js');
 
 const config = loadConfig({
   DATABASE_URL: vars.url(),
@@ -14,6 +15,20 @@ const config = loadConfig({
   PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters'),
   ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
   LOG_LEVEL: vars.logLevel(),
+  // JSON: {"google": {"issuer": "https://accounts.google.com", "client_id": "…", "client_secret": "…"}}
+  OAUTH_PROVIDERS: z
+    .string()
+    .default('{}')
+    .transform((s, ctx) => {
+      try {
+        return z.record(z.string(), providerSchema).parse(JSON.parse(s));
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `must be a JSON object of providers: ${(err as Error).message.slice(0, 200)}` });
+        return z.NEVER;
+      }
+    }),
+  OAUTH_REDIRECT_BASE_URL: vars.url().default('http://127.0.0.1:8080'),
+  OAUTH_ALLOWED_RETURN_ORIGINS: z.string().default('').transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean)),
 });
 const logger = createLogger('identity', config.LOG_LEVEL);
 const service = await createIdentityService(
@@ -23,6 +38,7 @@ const service = await createIdentityService(
     port: config.GRPC_PORT,
     platformAdminToken: config.PLATFORM_ADMIN_TOKEN,
     encryptionKeys: config.ENCRYPTION_KEYS,
+    oauth: { providers: config.OAUTH_PROVIDERS, redirectBaseUrl: config.OAUTH_REDIRECT_BASE_URL, allowedReturnOrigins: config.OAUTH_ALLOWED_RETURN_ORIGINS },
   },
   logger,
 );

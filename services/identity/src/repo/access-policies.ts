@@ -18,3 +18,20 @@ export async function listPolicies(db: Queryable, tenantId: string, memberId: st
   );
   return rows;
 }
+
+/** Replaces the member's whole set in the caller's transaction. */
+export async function replacePolicies(
+  db: Queryable,
+  tenantId: string,
+  memberId: string,
+  policies: { domain: string; access_level: string; resource_filter: Record<string, unknown> }[],
+): Promise<AccessPolicyRow[]> {
+  await db.query('DELETE FROM access_policies WHERE tenant_id = $1 AND member_id = $2', [tenantId, memberId]);
+  for (const p of policies) {
+    await db.query(
+      `INSERT INTO access_policies (tenant_id, member_id, domain, access_level, resource_filter) VALUES ($1, $2, $3, $4, $5)`,
+      [tenantId, memberId, p.domain, p.access_level, p.resource_filter],
+    );
+  }
+  return listPolicies(db, tenantId, memberId);
+}

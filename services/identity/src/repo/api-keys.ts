@@ -41,3 +41,30 @@ export async function findCredential(db: Queryable, keyHash: string): Promise<Cr
   );
   return rows[0];
 }
+
+const KEY_COLUMNS = 'id, tenant_id, member_id, name, key_hint, created_at, updated_at, revoked_at';
+
+export async function listApiKeys(db: Queryable, tenantId: string, memberId: string, size: number, after?: { at: Date; id: string }): Promise<ApiKeyRow[]> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `SELECT ${KEY_COLUMNS} FROM api_keys
+      WHERE tenant_id = $1 AND member_id = $2 AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
+      ORDER BY created_at DESC, id DESC LIMIT $5`,
+    [tenantId, memberId, after?.at ?? null, after?.id ?? null, size + 1],
+  );
+  return rows;
+}
+
+export async function findApiKey(db: Queryable, tenantId: string, id: string): Promise<ApiKeyRow | undefined> {
+  const { rows } = await db.query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+  return rows[0];
+}
+
+/** Revokes once: a second revoke returns the row as it is. */
+export async function revokeApiKey(db: Queryable, tenantId: string, id: string): Promise<ApiKeyRow | undefined> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()), updated_at = now()
+      WHERE tenant_id = $1 AND id = $2 RETURNING ${KEY_COLUMNS}`,
+    [tenantId, id],
+  );
+  return rows[0];
+}

@@ -1,61 +1,29 @@
-import { withTransaction, newId, isUniqueViolation, type Pool } from '@workauto/db';
-import { errors, enumMapping, parsePage, toPage, validate, type CallContext, type Handlers } from '@workauto/grpc';
+import { withTransaction, newId, isUniqueViolation, type PoolClient } from '@workauto/db';
+import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
 import { generateToken, hint, sha256Hex, secretsEqual } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
-import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
-import {
-  ActorType,
-  MemberRole,
-  type IdentityServiceService,
-  type Member,
-} from '@workauto/protos/workauto/identity/v1/identity.js';
-import { effectiveAccess, isRole, type Role } from './domain/access.js';
-import { assertKeepsAnOwner, assertMayChangeRole } from './domain/members.js';
-import * as apiKeys from './repo/api-keys.js';
-import * as members from './repo/members.js';
-import * as policies from './repo/access-policies.js';
-import * as tenants from './repo/tenants.js';
+import { ActorType, MemberRole, type IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { effectiveAccess, isRole, type Role } from '../domain/access.js';
+import { assertKeepsAnOwner, assertMayChangeRole } from '../domain/members.js';
+import * as apiKeys from '../repo/api-keys.js';
+import * as members from '../repo/members.js';
+import * as policies from '../repo/access-policies.js';
+import * as tenants from '../repo/tenants.js';
+import { SOURCE, caller, levels, roles, toMember, type IdentityDeps } from './common.js';
 
-export const SOURCE = 'identity';
-const roles = enumMapping(MemberRole, 'MEMBER_ROLE_');
-const levels = enumMapping(AccessLevel, 'ACCESS_LEVEL_');
-
-export interface IdentityDeps {
-  pool: Pool;
-  platformAdminToken: string;
-}
-
-export function toMember(row: members.MemberRow): Member {
-  return {
-    id: row.id,
-    tenant_id: row.tenant_id,
-    name: row.name,
-    role: roles.fromDomain(row.role),
-    is_active: row.is_active,
-    metadata: row.metadata,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    email: row.email ?? undefined,
-    contact_id: row.contact_id ?? undefined,
-  };
-}
-
-/** The public view of a member in events and audit metadata (no secrets live on members). */
-const memberData = (row: members.MemberRow) => ({ ...row });
-
-async function callerRole(pool: Pool, ctx: CallContext): Promise<Role | undefined> {
-  const id = ctx.actor?.memberId;
-  return id ? (await members.findMember(pool, ctx.tenant, id))?.role : undefined;
-}
+type H = Handlers<typeof IdentityServiceService>;
 
 /** Issues a new API key for a member: returns the key (shown once) and stores only its hash. */
-export async function issueApiKey(tx: Parameters<typeof apiKeys.insertApiKey>[0], tenantId: string, memberId: string, name: string) {
+export async function issueApiKey(tx: PoolClient, tenantId: string, memberId: string, name: string) {
   const key = generateToken('wk_', 40);
   const row = await apiKeys.insertApiKey(tx, { id: newId(), tenant_id: tenantId, member_id: memberId, name, key_hash: sha256Hex(key), key_hint: hint(key) });
   return { key, row };
 }
 
-export function identityHandlers({ pool, platformAdminToken }: IdentityDeps): Handlers<typeof IdentityServiceService> {
+/** What an api_key event says about a key: never the key or its hash. */
+export const apiKeyData = (row: apiKeys.ApiKeyRow) => ({ id: row.id, member_id: row.member_id, name: row.name, key_hint: row.key_hint, revoked_at: row.revoked_at });
+
+export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick<H, 'createTenant' | 'listMembers' | 'getMember' | 'updateMember' | 'deactivateMember' | 'authenticateToken'> {
   return {
     async createTenant(req, ctx) {
       validate()
@@ -67,25 +35,19 @@ export function identityHandlers({ pool, platformAdminToken }: IdentityDeps): Ha
       const owner = req.owner!;
       return withTransaction(pool, async (tx) => {
         const tenant = await tenants.insertTenant(tx, { id: newId(), name: req.name.trim() });
-        const member = await members.insertMember(tx, {
-          id: newId(), tenant_id: tenant.id, name: owner.name.trim(), email: owner.email.trim(), role: 'owner',
-        });
+        const member = await members.insertMember(tx, { id: newId(), tenant_id: tenant.id, name: owner.name.trim(), email: owner.email.trim(), role: 'owner' });
         const { key, row: keyRow } = await issueApiKey(tx, tenant.id, member.id, 'owner key');
         const ev = { tenantId: tenant.id };
         await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'tenant.created', resourceType: 'tenant', resourceId: tenant.id, data: { ...tenant } });
-        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'member.created', resourceType: 'member', resourceId: member.id, data: memberData(member) });
-        await recordEvent(tx, SOURCE, ctx, {
-          ...ev, type: 'api_key.created', resourceType: 'api_key', resourceId: keyRow.id,
-          data: { id: keyRow.id, member_id: member.id, name: keyRow.name, key_hint: keyRow.key_hint },
-        });
+        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'member.created', resourceType: 'member', resourceId: member.id, data: { ...member } });
+        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'api_key.created', resourceType: 'api_key', resourceId: keyRow.id, data: apiKeyData(keyRow) });
         return { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.created_at }, member: toMember(member), api_key: key };
       });
     },
 
     async listMembers(req, ctx) {
       const page = parsePage(req);
-      const rows = await members.listMembers(pool, ctx.tenant, page.size, page.after);
-      return toPage(rows, page.size, toMember);
+      return toPage(await members.listMembers(pool, ctx.tenant, page.size, page.after), page.size, toMember);
     },
 
     async getMember(req, ctx) {
@@ -104,13 +66,13 @@ export function identityHandlers({ pool, platformAdminToken }: IdentityDeps): Ha
         .uuid('contact_id', req.contact_id)
         .check(req.role === MemberRole.MEMBER_ROLE_UNSPECIFIED || role !== undefined, 'role', `must be one of ${roles.names.join(', ')}`)
         .done();
-      const asCaller = await callerRole(pool, ctx);
+      const me = await caller(pool, ctx);
       return withTransaction(pool, async (tx) => {
         const owners = role ? await members.lockActiveOwners(tx, ctx.tenant) : [];
         const current = await members.findMember(tx, ctx.tenant, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('member', req.id);
         if (role && isRole(role) && role !== current.role) {
-          assertMayChangeRole(asCaller, current.role, role);
+          assertMayChangeRole(me.member.role, current.role, role);
           if (current.role === 'owner' && current.is_active) assertKeepsAnOwner(owners, current.id);
         }
         const patch = {
@@ -128,23 +90,25 @@ export function identityHandlers({ pool, platformAdminToken }: IdentityDeps): Ha
           throw err;
         }
         const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-        await recordEvent(tx, SOURCE, ctx, { type: 'member.updated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: changed });
+        await recordEvent(tx, SOURCE, ctx, { type: 'member.updated', resourceType: 'member', resourceId: updated.id, data: { ...updated }, metadata: changed });
         return toMember(updated);
       });
     },
 
     async deactivateMember(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
+      const me = await caller(pool, ctx);
       return withTransaction(pool, async (tx) => {
         const owners = await members.lockActiveOwners(tx, ctx.tenant);
         const current = await members.findMember(tx, ctx.tenant, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('member', req.id);
         if (!current.is_active) return toMember(current); // deactivating twice is harmless
-        if (current.role === 'owner') assertKeepsAnOwner(owners, current.id);
+        if (current.role === 'owner') {
+          assertMayChangeRole(me.member.role, 'owner', 'member');
+          assertKeepsAnOwner(owners, current.id);
+        }
         const updated = await members.updateMember(tx, ctx.tenant, req.id, { is_active: false });
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'member.deactivated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: { is_active: false },
-        });
+        await recordEvent(tx, SOURCE, ctx, { type: 'member.deactivated', resourceType: 'member', resourceId: updated.id, data: { ...updated }, metadata: { is_active: false } });
         return toMember(updated);
       });
     },
@@ -159,14 +123,7 @@ export function identityHandlers({ pool, platformAdminToken }: IdentityDeps): Ha
       if (!cred) throw errors.unauthenticated('INVALID_CREDENTIAL', 'the API key is invalid, revoked, or its member is deactivated');
       const overrides = await policies.listPolicies(pool, cred.tenant_id, cred.member_id);
       const access = Object.fromEntries(Object.entries(effectiveAccess(cred.role, overrides)).map(([d, l]) => [d, levels.fromDomain(l)]));
-      return {
-        actor_type: ActorType.ACTOR_TYPE_API_KEY,
-        actor_id: cred.key_id,
-        tenant_id: cred.tenant_id,
-        member_id: cred.member_id,
-        role: roles.fromDomain(cred.role),
-        access,
-      };
+      return { actor_type: ActorType.ACTOR_TYPE_API_KEY, actor_id: cred.key_id, tenant_id: cred.tenant_id, member_id: cred.member_id, role: roles.fromDomain(cred.role), access };
     },
   };
 }

@@ -1,0 +1,40 @@
+import { withTransaction } from '@workauto/db';
+import { errors, validate, type Handlers } from '@workauto/grpc';
+import { recordEvent } from '@workauto/events';
+import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { policyViolations, type PolicyInput } from '../domain/policies.js';
+import * as members from '../repo/members.js';
+import * as policies from '../repo/access-policies.js';
+import { SOURCE, assertOwnerFor, caller, levels, toPolicy, type IdentityDeps } from './common.js';
+
+type H = Handlers<typeof IdentityServiceService>;
+
+export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAccessPolicies' | 'replaceAccessPolicies'> {
+  return {
+    async listAccessPolicies(req, ctx) {
+      validate().uuid('member_id', req.member_id, { required: true }).done();
+      if (!(await members.findMember(pool, ctx.tenant, req.member_id))) throw errors.notFound('member', req.member_id);
+      return { data: (await policies.listPolicies(pool, ctx.tenant, req.member_id)).map(toPolicy) };
+    },
+
+    async replaceAccessPolicies(req, ctx) {
+      const inputs = req.policies.map((p) => ({ domain: p.domain, access_level: levels.toDomain(p.access_level), resource_filter: p.resource_filter ?? {} }));
+      const v = validate().uuid('member_id', req.member_id, { required: true });
+      for (const violation of policyViolations('policies', inputs)) v.add(violation.field, violation.description);
+      v.done();
+      const me = await caller(pool, ctx);
+      return withTransaction(pool, async (tx) => {
+        const target = await members.findMember(tx, ctx.tenant, req.member_id, { forUpdate: true });
+        if (!target) throw errors.notFound('member', req.member_id);
+        assertOwnerFor(me.member.role, target.role, "change an owner's access policies");
+        const rows = await policies.replacePolicies(tx, ctx.tenant, target.id, inputs as PolicyInput[]);
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'access_policies.replaced', resourceType: 'member', resourceId: target.id,
+          data: { member_id: target.id, policies: rows.map((r) => ({ domain: r.domain, access_level: r.access_level })) },
+          metadata: { policies: inputs.map((p) => `${p.domain}:${p.access_level}`) },
+        });
+        return { data: rows.map(toPolicy) };
+      });
+    },
+  };
+}

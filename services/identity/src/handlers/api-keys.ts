@@ -1,0 +1,56 @@
+import { withTransaction } from '@workauto/db';
+import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
+import { recordEvent } from '@workauto/events';
+import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
+import * as apiKeys from '../repo/api-keys.js';
+import * as members from '../repo/members.js';
+import { SOURCE, assertMembersAdmin, caller, toApiKey, type IdentityDeps } from './common.js';
+import { apiKeyData, issueApiKey } from './members.js';
+
+type H = Handlers<typeof IdentityServiceService>;
+
+/** Every caller manages its own keys; another member's keys need admin on members (contract §4). */
+export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 'createApiKey' | 'revokeApiKey'> {
+  return {
+    async listApiKeys(req, ctx) {
+      validate().uuid('member_id', req.member_id).done();
+      const page = parsePage(req);
+      const me = await caller(pool, ctx);
+      const memberId = req.member_id ?? me.member.id;
+      if (memberId !== me.member.id) {
+        assertMembersAdmin(me.access, "listing another member's API keys");
+        if (!(await members.findMember(pool, ctx.tenant, memberId))) throw errors.notFound('member', memberId);
+      }
+      return toPage(await apiKeys.listApiKeys(pool, ctx.tenant, memberId, page.size, page.after), page.size, (r) => toApiKey(r));
+    },
+
+    async createApiKey(req, ctx) {
+      validate().text('name', req.name, { required: true, max: 100 }).uuid('member_id', req.member_id).done();
+      const me = await caller(pool, ctx);
+      const memberId = req.member_id ?? me.member.id;
+      if (memberId !== me.member.id) assertMembersAdmin(me.access, "creating an API key for another member");
+      return withTransaction(pool, async (tx) => {
+        const member = await members.findMember(tx, ctx.tenant, memberId, { forUpdate: true });
+        if (!member) throw errors.notFound('member', memberId);
+        if (!member.is_active) throw errors.failedPrecondition('MEMBER_INACTIVE', 'the member is deactivated; reactivate it before giving it keys');
+        const { key, row } = await issueApiKey(tx, ctx.tenant, member.id, req.name.trim());
+        await recordEvent(tx, SOURCE, ctx, { type: 'api_key.created', resourceType: 'api_key', resourceId: row.id, data: apiKeyData(row), metadata: { member_id: member.id, name: row.name } });
+        return toApiKey(row, key);
+      });
+    },
+
+    async revokeApiKey(req, ctx) {
+      validate().uuid('id', req.id, { required: true }).done();
+      const me = await caller(pool, ctx);
+      return withTransaction(pool, async (tx) => {
+        const row = await apiKeys.findApiKey(tx, ctx.tenant, req.id);
+        if (!row) throw errors.notFound('api_key', req.id);
+        if (row.member_id !== me.member.id) assertMembersAdmin(me.access, "revoking another member's API key");
+        if (row.revoked_at) return toApiKey(row);
+        const revoked = (await apiKeys.revokeApiKey(tx, ctx.tenant, req.id))!;
+        await recordEvent(tx, SOURCE, ctx, { type: 'api_key.revoked', resourceType: 'api_key', resourceId: row.id, data: apiKeyData(revoked) });
+        return toApiKey(revoked);
+      });
+    },
+  };
+}

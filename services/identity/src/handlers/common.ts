@@ -1,0 +1,112 @@
+import type { Pool } from '@workauto/db';
+import { enumMapping, errors, type CallContext } from '@workauto/grpc';
+import type { Keyring } from '@workauto/crypto';
+import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
+import { InvitationStatus, MemberRole, type AccessPolicy, type ApiKey, type Invitation, type IntegrationKey, type Member } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { effectiveAccess, type Domain, type Level, type Role } from '../domain/access.js';
+import { invitationStatus } from '../domain/invitations.js';
+import { atLeast } from '../domain/policies.js';
+import type { OAuthProviders } from '../oauth.js';
+import * as members from '../repo/members.js';
+import * as policies from '../repo/access-policies.js';
+import type { ApiKeyRow } from '../repo/api-keys.js';
+import type { InvitationRow } from '../repo/invitations.js';
+import type { IntegrationKeyRow } from '../repo/integration-keys.js';
+
+export const SOURCE = 'identity';
+export const roles = enumMapping(MemberRole, 'MEMBER_ROLE_');
+export const levels = enumMapping(AccessLevel, 'ACCESS_LEVEL_');
+const invitationStatuses = enumMapping(InvitationStatus, 'INVITATION_STATUS_');
+
+export interface IdentityDeps {
+  pool: Pool;
+  platformAdminToken: string;
+  keyring: Keyring;
+  oauth: OAuthProviders;
+}
+
+export function toMember(row: members.MemberRow): Member {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    role: roles.fromDomain(row.role),
+    is_active: row.is_active,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    email: row.email ?? undefined,
+    contact_id: row.contact_id ?? undefined,
+  };
+}
+
+export function toPolicy(row: policies.AccessPolicyRow): AccessPolicy {
+  return { ...row, access_level: levels.fromDomain(row.access_level) };
+}
+
+export function toApiKey(row: ApiKeyRow, key?: string): ApiKey {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    member_id: row.member_id,
+    name: row.name,
+    key_hint: row.key_hint,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    revoked_at: row.revoked_at ?? undefined,
+    api_key: key,
+  };
+}
+
+export function toInvitation(row: InvitationRow, code?: string): Invitation {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    email: row.email,
+    name: row.name ?? undefined,
+    role: roles.fromDomain(row.role),
+    status: invitationStatuses.fromDomain(invitationStatus(row)),
+    access_policies: row.access_policies.map((p) => ({ ...p, access_level: levels.fromDomain(p.access_level) })),
+    expires_at: row.expires_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    claimed_at: row.claimed_at ?? undefined,
+    revoked_at: row.revoked_at ?? undefined,
+    member_id: row.member_id ?? undefined,
+    code,
+  };
+}
+
+export function toIntegrationKey(row: IntegrationKeyRow): IntegrationKey {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    provider: row.provider,
+    status: row.status,
+    metadata: { ...row.metadata, key_version: row.key_version },
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    key_hint: row.key_hint ?? undefined,
+    label: row.label ?? undefined,
+    last_verified_at: row.last_verified_at ?? undefined,
+  };
+}
+
+/** The calling member (active, of this tenant) with its effective access, for resource-level rules. */
+export async function caller(pool: Pool, ctx: CallContext): Promise<{ member: members.MemberRow; access: Record<Domain, Level> }> {
+  const id = ctx.actor?.memberId;
+  const member = id ? await members.findMember(pool, ctx.tenant, id) : undefined;
+  if (!member || !member.is_active) throw errors.unauthenticated('INVALID_CREDENTIAL', 'the calling member is not active');
+  return { member, access: effectiveAccess(member.role, await policies.listPolicies(pool, ctx.tenant, member.id)) };
+}
+
+/** Acting on another member's credentials needs admin on members (contract §4). */
+export function assertMembersAdmin(access: Record<Domain, Level>, what: string): void {
+  if (!atLeast(access.members, 'admin')) {
+    throw errors.permissionDenied('ACCESS_DENIED', `${what} needs the admin level on the members domain`);
+  }
+}
+
+export function assertOwnerFor(callerRole: Role, targetRole: Role, what: string): void {
+  if (targetRole === 'owner' && callerRole !== 'owner') throw errors.permissionDenied('OWNER_ROLE_REQUIRED', `only an owner can ${what}`);
+}

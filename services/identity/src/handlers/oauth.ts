@@ -1,0 +1,99 @@
+import * as grpc from '@grpc/grpc-js';
+import * as client from 'openid-client';
+import { withTransaction } from '@workauto/db';
+import { DomainError, errors, validate, type Handlers } from '@workauto/grpc';
+import { sha256Hex } from '@workauto/crypto';
+import { recordEvent } from '@workauto/events';
+import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
+import * as states from '../repo/oauth-states.js';
+import { SOURCE, toIntegrationKey, type IdentityDeps } from './common.js';
+import { storeCredential } from './integration-keys.js';
+
+type H = Handlers<typeof IdentityServiceService>;
+
+const STATE_TTL_MS = 10 * 60_000;
+const verifierContext = (stateHash: string) => `oauth_state:${stateHash}`;
+
+const unknownIdp = (idp: string) =>
+  new DomainError(grpc.status.NOT_FOUND, 'IDP_NOT_FOUND', `identity provider ${idp} is not configured; configure it in OAUTH_PROVIDERS`, { metadata: { idp } });
+
+/** OAuth 2.0 authorization code flow with PKCE S256 (and nonce for OIDC), via openid-client. */
+export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorization' | 'completeOAuthAuthorization'> {
+  const { pool, oauth, keyring } = deps;
+  return {
+    async startOAuthAuthorization(req, ctx) {
+      if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
+      validate()
+        .uuid('connection_id', req.connection_id, { required: true })
+        .check(oauth.isAllowedReturnTo(req.return_to), 'return_to', `must be a URL on an allowed origin (${oauth.settings.allowedReturnOrigins.join(', ') || 'none configured: set OAUTH_ALLOWED_RETURN_ORIGINS'})`)
+        .done();
+      const config = await oauth.configuration(req.idp).catch((err: unknown) => {
+        throw errors.unavailable('IDP_UNAVAILABLE', `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`);
+      });
+      const scopes = oauth.provider(req.idp).scopes;
+      const verifier = client.randomPKCECodeVerifier();
+      const state = client.randomState();
+      const nonce = scopes.includes('openid') ? client.randomNonce() : null;
+      const stateHash = sha256Hex(state);
+      const expiresAt = new Date(Date.now() + STATE_TTL_MS);
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: oauth.redirectUri(req.idp),
+        scope: scopes.join(' '),
+        code_challenge: await client.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state,
+        ...(nonce ? { nonce } : {}),
+      });
+      await states.insertOAuthState(pool, {
+        state_hash: stateHash, tenant_id: ctx.tenant, idp: req.idp, connection_id: req.connection_id, return_to: req.return_to,
+        code_verifier_cipher: keyring.encrypt(verifier, verifierContext(stateHash)), nonce,
+        actor_type: ctx.actor?.type ?? 'system', actor_id: ctx.actor?.id ?? 'system', expires_at: expiresAt,
+      });
+      return { authorize_url: url.href, expires_at: expiresAt, state };
+    },
+
+    async completeOAuthAuthorization(req, ctx) {
+      if (!oauth.has(req.idp)) throw unknownIdp(req.idp);
+      if (!req.state) throw errors.invalidField('state', 'is required: start again with POST /api/v1/oauth/{idp}/authorize');
+      const stateHash = sha256Hex(req.state);
+      const pending = await states.consumeOAuthState(pool, stateHash, req.idp);
+      if (!pending) throw errors.invalidField('state', 'is unknown, expired or already used: start again with POST /api/v1/oauth/{idp}/authorize');
+      const back = (params: Record<string, string>) => {
+        const url = new URL(pending.return_to);
+        for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+        return { location: url.href };
+      };
+      if (req.error || !req.code) return back({ status: 'error', error: req.error ?? 'missing_code', connection_id: pending.connection_id });
+      const config = await oauth.configuration(req.idp);
+      const current = new URL(oauth.redirectUri(req.idp));
+      current.searchParams.set('code', req.code);
+      current.searchParams.set('state', req.state);
+      let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
+      try {
+        tokens = await client.authorizationCodeGrant(config, current, {
+          pkceCodeVerifier: keyring.decrypt(pending.code_verifier_cipher, verifierContext(stateHash)),
+          expectedState: req.state,
+          ...(pending.nonce ? { expectedNonce: pending.nonce, idTokenExpected: true } : {}),
+        });
+      } catch (err) {
+        // The provider refused the code (expired, replayed, wrong verifier): the user starts again.
+        return back({ status: 'error', error: (err as { error?: string }).error ?? 'token_exchange_failed', connection_id: pending.connection_id });
+      }
+      const credential = JSON.stringify({
+        access_token: tokens.access_token, refresh_token: tokens.refresh_token, id_token: tokens.id_token,
+        token_type: tokens.token_type, scope: tokens.scope, expires_at: tokens.expires_in ? Date.now() + tokens.expires_in * 1000 : undefined,
+      });
+      const actorCtx = { ...ctx, tenantId: pending.tenant_id, actor: { type: pending.actor_type, id: pending.actor_id } };
+      await withTransaction(pool, async (tx) => {
+        const row = await storeCredential(deps, tx, pending.tenant_id, req.idp, credential, {
+          label: null, metadata: { connection_id: pending.connection_id, kind: 'oauth', scope: tokens.scope ?? null }, verified: true,
+        });
+        await recordEvent(tx, SOURCE, actorCtx, {
+          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: { ...toIntegrationKey(row) },
+          metadata: { provider: req.idp, connection_id: pending.connection_id, via: 'oauth' },
+        });
+      });
+      return back({ status: 'connected', connection_id: pending.connection_id });
+    },
+  };
+}

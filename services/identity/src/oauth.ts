@@ -1,0 +1,86 @@
+import * as client from 'openid-client';
+import { z } from '@workauto/config';
+
+/** One identity provider, by OIDC discovery (issuer) or by explicit OAuth 2.0 endpoints. */
+export const providerSchema = z
+  .object({
+    issuer: z.string().url().optional(),
+    authorization_endpoint: z.string().url().optional(),
+    token_endpoint: z.string().url().optional(),
+    client_id: z.string().min(1),
+    client_secret: z.string().min(1),
+    scopes: z.array(z.string()).default(['openid', 'email', 'profile']),
+  })
+  .refine((p) => p.issuer || (p.authorization_endpoint && p.token_endpoint), 'give issuer, or authorization_endpoint and token_endpoint');
+export type ProviderConfig = z.infer<typeof providerSchema>;
+
+export interface OAuthSettings {
+  /** name → provider, e.g. {"google": {"issuer": "https://accounts.google.com", …}} (env OAUTH_PROVIDERS). */
+  providers: Record<string, ProviderConfig>;
+  /** Public base URL of the gateway; the callback is <base>/api/v1/oauth/<idp>/callback. */
+  redirectBaseUrl: string;
+  /** Origins return_to may point at (no open redirect). */
+  allowedReturnOrigins: string[];
+}
+
+/** Plain http is accepted only for loopback issuers (local development and tests). */
+function isLoopback(url: URL): boolean {
+  return url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+}
+
+/**
+ * The configured identity providers, each resolved once into an openid-client Configuration
+ * (discovery is a network call, so it happens on first use, not at start-up).
+ */
+export class OAuthProviders {
+  private readonly resolved = new Map<string, Promise<client.Configuration>>();
+
+  constructor(readonly settings: OAuthSettings) {}
+
+  has(idp: string): boolean {
+    return Object.hasOwn(this.settings.providers, idp);
+  }
+
+  provider(idp: string): ProviderConfig {
+    return this.settings.providers[idp]!;
+  }
+
+  redirectUri(idp: string): string {
+    return `${this.settings.redirectBaseUrl.replace(/\/$/, '')}/api/v1/oauth/${idp}/callback`;
+  }
+
+  isAllowedReturnTo(returnTo: string): boolean {
+    try {
+      const url = new URL(returnTo);
+      return this.settings.allowedReturnOrigins.includes(url.origin);
+    } catch {
+      return false;
+    }
+  }
+
+  configuration(idp: string): Promise<client.Configuration> {
+    let config = this.resolved.get(idp);
+    if (!config) {
+      config = this.resolve(this.provider(idp));
+      config.catch(() => this.resolved.delete(idp)); // a failed discovery is retried next time
+      this.resolved.set(idp, config);
+    }
+    return config;
+  }
+
+  private async resolve(p: ProviderConfig): Promise<client.Configuration> {
+    const auth = client.ClientSecretPost(p.client_secret);
+    if (p.issuer) {
+      const issuer = new URL(p.issuer);
+      return client.discovery(issuer, p.client_id, undefined, auth, isLoopback(issuer) ? { execute: [client.allowInsecureRequests] } : undefined);
+    }
+    const config = new client.Configuration(
+      { issuer: new URL(p.authorization_endpoint!).origin, authorization_endpoint: p.authorization_endpoint!, token_endpoint: p.token_endpoint! },
+      p.client_id,
+      undefined,
+      auth,
+    );
+    if (isLoopback(new URL(p.token_endpoint!))) client.allowInsecureRequests(config);
+    return config;
+  }
+}
