@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint bench clean install
+.PHONY: dev test build proto proto-lint proto-breaking lint bench clean install chart-lint
 
 ## install: npm packages (Node 24 itself comes as the npm package `node`)
 install: node_modules/.installed
@@ -35,7 +35,13 @@ proto-lint: install
 proto-breaking: install
 	buf breaking --against '.git#branch=main'
 
-lint: proto-lint build
+lint: proto-lint build chart-lint
+
+## chart-lint: lint and render the Helm chart (helm is built once into .cache/)
+CHART_VALUES := --set kafka.brokers=kafka:9092 --set secrets.existingSecret=workauto
+chart-lint:
+	scripts/helm.sh lint charts/workauto $(CHART_VALUES)
+	scripts/helm.sh template workauto charts/workauto $(CHART_VALUES) > /dev/null
 
 ## bench: benchmark scripts (numbers go in the issues' closing notes)
 bench: build

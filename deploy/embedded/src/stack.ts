@@ -1,6 +1,6 @@
 import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
-import { createIdentityService, type RunningService } from '@workauto/identity';
+import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createGateway, type Gateway } from '@workauto/gateway';
@@ -17,6 +17,8 @@ export interface StackOptions {
   gatewayPort?: number;
   logger?: Logger;
   gatewayOptions?: { authCacheTtlMs?: number; rateLimitPerMinute?: number };
+  /** Identity providers for OAuth consent (none by default). */
+  oauth?: OAuthSettings;
 }
 
 export interface Stack {
@@ -41,7 +43,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
-      { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys },
+      { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
       logger.child({ service: 'identity' }),
     );
     services.notes_tasks = await createNotesTasksService({ databaseUrl: await db('notes_tasks'), host, port: 0 }, logger.child({ service: 'notes-tasks' }));

@@ -1,0 +1,18 @@
+{{- define "workauto.fullname" -}}{{ .Release.Name }}-workauto{{- end -}}
+{{- define "workauto.secretName" -}}{{ .Values.secrets.existingSecret | default (printf "%s-secrets" (include "workauto.fullname" .)) }}{{- end -}}
+{{- define "workauto.labels" -}}
+app.kubernetes.io/name: workauto
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+{{- define "workauto.commonEnv" -}}
+- name: LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+- name: KAFKA_BROKERS
+  value: {{ required "kafka.brokers is required" .Values.kafka.brokers | quote }}
+{{- if .Values.otelEndpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .Values.otelEndpoint | quote }}
+{{- end }}
+{{- end -}}
