@@ -1,8 +1,6 @@
 import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
-import { createNotesTasksService } from '@workauto/notes-tasks';
-import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createGateway, type Gateway } from '@workauto/gateway';
 
 export interface StackOptions {
@@ -46,8 +44,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
       logger.child({ service: 'identity' }),
     );
-    services.notes_tasks = await createNotesTasksService({ databaseUrl: await db('notes_tasks'), host, port: 0 }, logger.child({ service: 'notes-tasks' }));
-    services.crm_pipelines = await createCrmPipelinesService({ databaseUrl: await db('crm_pipelines'), host, port: 0 }, logger.child({ service: 'crm-pipelines' }));
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({ logger: logger.child({ service: 'gateway' }), downstreams, ...opts.gatewayOptions });
     const gatewayHost = opts.gatewayHost ?? host;

@@ -197,7 +197,7 @@ describe('identity end to end', () => {
     secrets.push(...idp.issued);
     const stored = await stack.api('GET', '/api/v1/integration-keys/fake', { key: tenant.key });
     assert.equal(stored.status, 200);
-    assert.equal(stored.body.metadata.connection_id, connection);
+    assert.equal(stored.body.metadata.connection_id, connection, JSON.stringify(stored.body));
     assert.equal(typeof stored.body.key_hint, 'string');
     // The state is single-use.
     const replay = await fetch(callbackUrl, { redirect: 'manual' });

@@ -1,0 +1,75 @@
+/**
+ * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken and cached
+ * for at most ttlMs (the bound for a revocation to reach this replica when another replica served
+ * it; the replica that serves an identity mutation clears its cache at once).
+ */
+import { createHash } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { Downstream } from '@workauto/grpc';
+import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
+import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { gatewayErrors } from './errors.js';
+import type { Level, Route } from './routes.js';
+
+const RANK: Record<Level, number> = { none: 0, read: 1, write: 2, admin: 3 };
+const LEVEL_OF: Record<number, Level> = {
+  [AccessLevel.ACCESS_LEVEL_NONE]: 'none', [AccessLevel.ACCESS_LEVEL_READ]: 'read', [AccessLevel.ACCESS_LEVEL_WRITE]: 'write', [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
+};
+const MAX_ENTRIES = 10_000;
+
+export function bearerToken(header: string | undefined): string | undefined {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return m?.[1];
+}
+
+export function tokenKey(token: string): string {
+  return createHash('sha256').update(token).digest('base64url');
+}
+
+export class Authenticator {
+  private readonly cache = new Map<string, { principal: Principal; expires: number }>();
+
+  constructor(
+    private readonly identity: () => Downstream | undefined,
+    private readonly ttlMs: number,
+  ) {}
+
+  clear(): void {
+    this.cache.clear();
+  }
+
+  /** The principal of a route's call, or a 401/403 in the contract's terms. */
+  async authorize(route: Route, authorization: string | undefined, metadata: grpc.Metadata): Promise<Principal | undefined> {
+    if (route.auth === 'none') return undefined;
+    const token = bearerToken(authorization);
+    if (!token) throw gatewayErrors.unauthenticated('send an API key as "Authorization: Bearer <key>"');
+    const principal = await this.resolve(token, metadata);
+    const isAdmin = principal.actor_type === ActorType.ACTOR_TYPE_PLATFORM_ADMIN;
+    if (route.auth === 'platform_admin') {
+      if (!isAdmin) throw gatewayErrors.forbidden('this endpoint needs the platform admin token', 'PLATFORM_ADMIN_REQUIRED');
+      return principal;
+    }
+    if (isAdmin || !principal.tenant_id) throw gatewayErrors.forbidden('this endpoint needs a tenant API key, not the platform admin token', 'TENANT_CREDENTIAL_REQUIRED');
+    if (route.domain) {
+      const have = LEVEL_OF[principal.access[route.domain] ?? AccessLevel.ACCESS_LEVEL_NONE] ?? 'none';
+      if (RANK[have] < RANK[route.level]) {
+        throw gatewayErrors.forbidden(`this needs ${route.level} access to ${route.domain}; your access there is ${have}. Ask an admin to change your role or access policy`);
+      }
+    }
+    return principal;
+  }
+
+  private async resolve(token: string, metadata: grpc.Metadata): Promise<Principal> {
+    const key = tokenKey(token);
+    const hit = this.cache.get(key);
+    if (hit && hit.expires > Date.now()) return hit.principal;
+    const identity = this.identity();
+    if (!identity) throw gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR');
+    const principal = await identity.call(IdentityServiceService.authenticateToken, { token }, { metadata, deadlineMs: 3_000 });
+    if (this.ttlMs > 0) {
+      if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(key, { principal, expires: Date.now() + this.ttlMs });
+    }
+    return principal;
+  }
+}

@@ -1,0 +1,95 @@
+/** The contract's error shape (§2), and gRPC status → HTTP as grpc-gateway maps it (with the contract's overrides). */
+import * as grpc from '@grpc/grpc-js';
+import { DomainError, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+
+export const GATEWAY_DOMAIN = 'gateway.workauto';
+
+const HTTP_BY_CODE: Record<number, number> = {
+  [grpc.status.OK]: 200,
+  [grpc.status.CANCELLED]: 499,
+  [grpc.status.UNKNOWN]: 500,
+  [grpc.status.INVALID_ARGUMENT]: 400,
+  [grpc.status.DEADLINE_EXCEEDED]: 504,
+  [grpc.status.NOT_FOUND]: 404,
+  [grpc.status.ALREADY_EXISTS]: 409,
+  [grpc.status.PERMISSION_DENIED]: 403,
+  [grpc.status.UNAUTHENTICATED]: 401,
+  [grpc.status.RESOURCE_EXHAUSTED]: 429,
+  [grpc.status.FAILED_PRECONDITION]: 409, // the contract: a state conflict is 409 (or 410, hinted by the service)
+  [grpc.status.ABORTED]: 409,
+  [grpc.status.OUT_OF_RANGE]: 400,
+  [grpc.status.UNIMPLEMENTED]: 501,
+  [grpc.status.INTERNAL]: 500,
+  [grpc.status.UNAVAILABLE]: 503,
+  [grpc.status.DATA_LOSS]: 500,
+};
+
+/** An error the gateway itself raises, in the same terms a service would. */
+export class GatewayError extends DomainError {
+  constructor(
+    code: grpc.status,
+    reason: string,
+    message: string,
+    readonly httpStatus?: number,
+    extra: { fieldViolations?: { field: string; description: string }[]; headers?: Record<string, string> } = {},
+  ) {
+    super(code, reason, message, { domain: GATEWAY_DOMAIN, ...(extra.fieldViolations ? { fieldViolations: extra.fieldViolations } : {}), ...(httpStatus ? { httpStatus } : {}) });
+    this.headers = extra.headers ?? {};
+  }
+  readonly headers: Record<string, string>;
+}
+
+export interface HttpError {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+function isServiceError(err: unknown): err is grpc.ServiceError {
+  return typeof err === 'object' && err !== null && typeof (err as grpc.ServiceError).code === 'number' && 'metadata' in err;
+}
+
+/** Any failure (a downstream status, a gateway error, a bug) as the contract's error response. */
+export function toHttpError(err: unknown, requestId: string): HttpError {
+  let d: ErrorDetails;
+  let headers: Record<string, string> = {};
+  if (err instanceof DomainError) {
+    d = {
+      code: err.code, message: err.message, reason: err.reason, domain: err.extra.domain ?? GATEWAY_DOMAIN,
+      metadata: err.extra.metadata ?? {}, fieldViolations: err.extra.fieldViolations ?? [], ...(err.extra.httpStatus ? { httpStatus: err.extra.httpStatus } : {}),
+    };
+    if (err instanceof GatewayError) headers = err.headers;
+  } else if (isServiceError(err)) {
+    d = decodeStatusDetails(err);
+    if (!d.reason) {
+      // A status without details: the channel itself failed (service down, deadline).
+      d.reason = grpc.status[d.code] ?? 'UNKNOWN';
+      d.domain = GATEWAY_DOMAIN;
+      if (d.code === grpc.status.UNAVAILABLE) d.message = 'a service behind the gateway is unavailable; retry in a few seconds';
+      if (d.code === grpc.status.DEADLINE_EXCEEDED) d.message = 'a service behind the gateway did not answer in time; retry later';
+    }
+  } else {
+    d = { code: grpc.status.INTERNAL, message: 'internal error; retry later, and report the request id if it persists', reason: 'INTERNAL', domain: GATEWAY_DOMAIN, metadata: {}, fieldViolations: [] };
+  }
+  const status = d.httpStatus ?? HTTP_BY_CODE[d.code] ?? 500;
+  if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
+  const details: unknown[] = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: d.reason, domain: d.domain, metadata: d.metadata }];
+  if (d.fieldViolations.length) details.push({ '@type': 'type.googleapis.com/google.rpc.BadRequest', field_violations: d.fieldViolations });
+  return {
+    status,
+    headers,
+    body: { error: { code: status, status: grpc.status[d.code] ?? 'UNKNOWN', message: d.message, details, request_id: requestId } },
+  };
+}
+
+export const gatewayErrors = {
+  badRequest: (violations: { field: string; description: string }[], message?: string) =>
+    new GatewayError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', message ?? violations.map((v) => `${v.field}: ${v.description}`).join('; '), undefined, { fieldViolations: violations }),
+  unauthenticated: (message: string) => new GatewayError(grpc.status.UNAUTHENTICATED, 'UNAUTHENTICATED', message),
+  forbidden: (message: string, reason = 'ACCESS_DENIED') => new GatewayError(grpc.status.PERMISSION_DENIED, reason, message),
+  routeNotFound: (method: string, path: string) =>
+    new GatewayError(grpc.status.NOT_FOUND, 'ROUTE_NOT_FOUND', `no route ${method} ${path}; see /api/v1/openapi.json for the API's routes`),
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new GatewayError(grpc.status.UNIMPLEMENTED, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(' or ')}`, 405, { headers: { Allow: allowed.join(', ') } }),
+  unavailable: (message: string) => new GatewayError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', message),
+};

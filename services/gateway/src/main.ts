@@ -1,0 +1,46 @@
+import { startTelemetry } from '@workauto/telemetry';
+
+const stopTelemetry = startTelemetry('gateway');
+const { loadConfig, vars, z } = await import('@workauto/config');
+const { createLogger } = await import('@workauto/logger');
+const { installShutdownSignals } = await import('@workauto/grpc');
+const { createGateway } = await import('./app.js');
+
+/** Downstream key (proto package segment) → its address variable. */
+const DOWNSTREAM_VARS = {
+  identity: 'IDENTITY_ADDR',
+  notes_tasks: 'NOTES_TASKS_ADDR',
+  crm_pipelines: 'CRM_PIPELINES_ADDR',
+  calendar: 'CALENDAR_ADDR',
+  agents: 'AGENTS_ADDR',
+  apps: 'APPS_ADDR',
+  webhooks: 'WEBHOOKS_ADDR',
+} as const;
+
+const config = loadConfig({
+  PORT: vars.port(8080),
+  HOST: z.string().default('0.0.0.0'),
+  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
+  LOG_LEVEL: vars.logLevel(),
+  ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
+});
+const env = config as unknown as Record<string, string | undefined>;
+const downstreams = Object.fromEntries(
+  Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
+);
+const logger = createLogger('gateway', config.LOG_LEVEL);
+const gateway = await createGateway({
+  logger,
+  downstreams,
+  authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+  rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+  deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
+});
+const port = await gateway.listen(config.HOST, config.PORT);
+logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');
+installShutdownSignals(logger, async () => {
+  await gateway.close();
+  await stopTelemetry();
+});

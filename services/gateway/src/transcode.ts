@@ -1,0 +1,90 @@
+/** HTTP request → gRPC request object for a route: path parameters, query parameters and the JSON body. */
+import protobuf from 'protobufjs';
+import { fieldFromJson, messageFromJson, scalarFromJson, enumNames, enumPrefix, type Violation } from './json-mapping.js';
+import { gatewayErrors } from './errors.js';
+import type { Route } from './routes.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A query or path value (always text) as the field's type. */
+function fromText(field: protobuf.Field, text: string, path: string, out: Violation[]): unknown {
+  field.resolve();
+  const rt = field.resolvedType;
+  if (rt instanceof protobuf.Enum) {
+    const n = rt.values[enumPrefix(rt) + text.toUpperCase()];
+    if (n === undefined || n === 0 || text !== text.toLowerCase()) {
+      out.push({ field: path, description: `must be one of ${enumNames(rt).join(', ')}; got ${JSON.stringify(text)}` });
+      return undefined;
+    }
+    return n;
+  }
+  if (rt instanceof protobuf.Type) {
+    if (rt.fullName === '.google.protobuf.Timestamp') return messageFromJson(rt, text, path, out);
+    out.push({ field: path, description: 'cannot be given in the URL' });
+    return undefined;
+  }
+  switch (field.type) {
+    case 'string':
+      return text;
+    case 'bool':
+      if (text === 'true' || text === 'false') return text === 'true';
+      out.push({ field: path, description: 'must be true or false' });
+      return undefined;
+    case 'double':
+    case 'float':
+      if (text.trim() !== '' && Number.isFinite(Number(text))) return Number(text);
+      out.push({ field: path, description: 'must be a number' });
+      return undefined;
+    default:
+      if (/^-?\d+$/.test(text)) return scalarFromJson(field.type, Number(text), path, out);
+      out.push({ field: path, description: `must be an integer, got ${JSON.stringify(text.slice(0, 40))}` });
+      return undefined;
+  }
+}
+
+export function buildRequest(route: Route, params: Record<string, string>, query: Record<string, unknown>, body: unknown): Record<string, unknown> {
+  const out: Violation[] = [];
+  const type = route.requestType;
+  let request: Record<string, unknown> = {};
+  const hasBody = body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
+
+  if (route.body === '*') {
+    request = messageFromJson(type, body ?? {}, '', out) ?? {};
+  } else if (route.body) {
+    const field = type.fields[route.body]!;
+    const mapped = body === undefined ? undefined : fieldFromJson(field, body, route.body, out);
+    if (mapped !== undefined) request[route.body] = mapped;
+  } else if (hasBody) {
+    out.push({ field: '(body)', description: 'this endpoint takes no request body' });
+  }
+
+  for (const [name, text] of Object.entries(params)) {
+    const field = type.fields[name];
+    if (!field) continue;
+    if ((name === 'id' || name.endsWith('_id')) && !UUID.test(text)) {
+      out.push({ field: name, description: `must be a UUID, got ${JSON.stringify(text.slice(0, 64))}` });
+      continue;
+    }
+    const v = fromText(field, text, name, out);
+    if (v !== undefined) request[name] = v; // the path wins over a body field of the same name
+  }
+
+  for (const [name, raw] of Object.entries(query)) {
+    const field = type.fields[name];
+    if (!field || name in params || name === route.body || route.body === '*' || field.map) {
+      out.push({ field: name, description: 'is not a query parameter of this endpoint' });
+      continue;
+    }
+    const values = Array.isArray(raw) ? raw.map(String) : [String(raw)];
+    if (field.repeated) {
+      request[name] = values.map((t, i) => fromText(field, t, `${name}[${i}]`, out));
+    } else {
+      if (values.length > 1) out.push({ field: name, description: 'is given more than once' });
+      const v = fromText(field, values[0]!, name, out);
+      if (v !== undefined) request[name] = v;
+    }
+  }
+
+  if (out.length) throw gatewayErrors.badRequest(out);
+  return request;
+}
