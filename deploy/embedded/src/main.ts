@@ -21,6 +21,7 @@ const config = loadConfig({
   DATABASE_URL: vars.url().optional(),
   PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   ENCRYPTION_KEYS: z.string().optional(),
+  KAFKA_BROKERS: z.string().optional(),
   LOG_LEVEL: vars.logLevel(),
 });
 const logger = createLogger('workauto', config.LOG_LEVEL);
@@ -61,6 +62,7 @@ const stack = await startStack({
   encryptionKeys: credentials.encryption_keys,
   gatewayHost: config.HOST,
   gatewayPort: config.PORT,
+  kafkaBrokers: config.KAFKA_BROKERS,
   logger,
 });
 

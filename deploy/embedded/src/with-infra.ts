@@ -37,14 +37,17 @@ async function main(): Promise<number> {
   if (!env.KAFKA_BROKERS && env.WORKAUTO_KAFKA !== 'off') {
     const script = join(repoRoot, 'scripts', 'kafka.sh');
     const started = Date.now();
-    const out = spawnSync('bash', [script, 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    // A broker of this run only (its own directory), so runs side by side do not stop each other's.
+    const runDir = mkdtempSync(join(tmpdir(), 'workauto-test-kafka-'));
+    const kafkaEnv = { ...env, KAFKA_RUN_DIR: runDir };
+    const out = spawnSync('bash', [script, 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: kafkaEnv });
     const line = out.stdout.trim().split('\n').pop() ?? '';
     if (out.status !== 0 || !line.startsWith('KAFKA_BROKERS=')) {
       console.error(`with-infra: the Kafka broker did not start (exit ${out.status}); see the output above`);
       return 1;
     }
     env.KAFKA_BROKERS = line.slice('KAFKA_BROKERS='.length);
-    cleanups.push(() => void spawnSync('bash', [script, 'stop'], { stdio: 'inherit' }));
+    cleanups.push(() => void spawnSync('bash', [script, 'stop'], { stdio: 'inherit', env: kafkaEnv }));
     console.log(`with-infra: Kafka ready at ${env.KAFKA_BROKERS} in ${Date.now() - started} ms`);
   }
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env });

@@ -37,3 +37,13 @@ export const vars = {
   /** host:port of a gRPC service. */
   address: () => z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'),
 };
+
+/** The event transport's variables, the same in every service (unset KAFKA_BROKERS = in-process). */
+export const kafkaVars = {
+  /** host:port[,…]; unset runs the in-process transport (one process only: make dev). */
+  KAFKA_BROKERS: z.string().regex(/^[^\s:,]+:\d+(,[^\s:,]+:\d+)*$/, 'expected host:port[,host:port…]').optional(),
+  /** Partitions of the topics a service creates at start-up. */
+  KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
+  /** Retention of those topics (default 7 days). */
+  KAFKA_TOPIC_RETENTION_MS: z.coerce.number().int().positive().default(7 * 24 * 3_600_000),
+};

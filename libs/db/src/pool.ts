@@ -63,3 +63,29 @@ export async function ensureDatabase(serverUrl: string, name: string): Promise<s
   }
   return databaseUrlFor(serverUrl, name);
 }
+
+/**
+ * `UPDATE <table> SET <the patch's defined fields>, updated_at = now()` on one row of one tenant,
+ * returning `returning`. Column names come from the repo's typed patch, never from input.
+ */
+export async function updateTenantRow<R extends pg.QueryResultRow>(
+  db: Queryable,
+  table: string,
+  returning: string,
+  tenantId: string,
+  id: string,
+  patch: Record<string, unknown>,
+): Promise<R | undefined> {
+  const sets: string[] = [];
+  const values: unknown[] = [tenantId, id];
+  for (const [column, value] of Object.entries(patch)) {
+    if (value === undefined) continue;
+    values.push(value);
+    sets.push(`${column} = $${values.length}`);
+  }
+  const { rows } = await db.query<R>(
+    `UPDATE ${table} SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING ${returning}`,
+    values,
+  );
+  return rows[0];
+}

@@ -1,1 +1,24 @@
-export { recordEvent, OUTBOX_MIGRATIONS, type EventInput } from './outbox.js';
+import type { Logger } from '@workauto/logger';
+import { KafkaTransport } from './kafka-transport.js';
+import { LocalTransport } from './local-transport.js';
+import type { EventTransport } from './transport.js';
+
+export { recordEvent, OUTBOX_MIGRATIONS, type EventInput, type EventContext } from './outbox.js';
+export { OutboxRelay, type RelayOptions } from './relay.js';
+export { startConsumer, type ConsumerOptions } from './consumer.js';
+export { KafkaTransport, type KafkaTransportOptions } from './kafka-transport.js';
+export { LocalTransport } from './local-transport.js';
+export { TOPICS, type EventTransport, type TransportMessage, type Subscription } from './transport.js';
+
+/** Kafka when brokers are given (KAFKA_BROKERS), else the in-process transport. */
+export function createTransport(opts: { brokers?: string | undefined; clientId: string; logger: Logger; partitions?: number; retentionMs?: number; namespace?: string }): EventTransport {
+  if (!opts.brokers) return new LocalTransport();
+  return new KafkaTransport({
+    brokers: opts.brokers.split(',').map((b) => b.trim()).filter(Boolean),
+    clientId: opts.clientId,
+    logger: opts.logger,
+    ...(opts.partitions ? { partitions: opts.partitions } : {}),
+    ...(opts.retentionMs ? { retentionMs: opts.retentionMs } : {}),
+    ...(opts.namespace ? { namespace: opts.namespace } : {}),
+  });
+}

@@ -2,6 +2,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PoolClient } from '@workauto/db';
 import { newId } from '@workauto/db';
+import { context, propagation } from '@opentelemetry/api';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
 
 /** Migrations every service runs before its own: the outbox table. */
@@ -50,10 +51,13 @@ export async function recordEvent(tx: PoolClient, source: string, ctx: EventCont
     request: { request_id: ctx.requestId, ip_address: ctx.clientIp ?? '', user_agent: ctx.userAgent ?? '' },
     source,
   }).finish();
+  // The request's trace context travels with the event (W3C traceparent in the Kafka headers).
+  const trace: Record<string, string> = {};
+  propagation.inject(context.active(), trace);
   await tx.query(
-    `INSERT INTO outbox (id, tenant_id, event_type, resource_type, resource_id, payload)
-     VALUES ($1, $2, $3, $4, $5, $6)`,
-    [id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event)],
+    `INSERT INTO outbox (id, tenant_id, event_type, resource_type, resource_id, payload, headers)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event), trace],
   );
   // Wakes the relay when the transaction commits (NOTIFY is delivered on commit only).
   await tx.query(`SELECT pg_notify('outbox', $1)`, [source]);

@@ -6,3 +6,4 @@ export { installShutdownSignals } from './signals.js';
 export { validate, Validator } from './validate.js';
 export { enumMapping } from './enums.js';
 export { parsePage, toPage, encodeCursor, type Page, type PageRequest } from './pagination.js';
+export { Resources } from './resources.js';

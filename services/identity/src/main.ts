@@ -2,9 +2,10 @@ import { startTelemetry } from '@workauto/telemetry';
 
 const stopTelemetry = startTelemetry('identity');
 // Loaded after telemetry so its instrumentations see grpc and pg.
-const { loadConfig, vars, z } = await import('@workauto/config');
+const { loadConfig, vars, z, kafkaVars } = await import('@workauto/config');
 const { createLogger } = await import('@workauto/logger');
 const { installShutdownSignals } = await import('@workauto/grpc');
+const { createTransport } = await import('@workauto/events');
 const { createIdentityService } = await import('./app.js');
 const { providerSchema } = await import('./oauth.js');
 
@@ -15,6 +16,7 @@ const config = loadConfig({
   PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters'),
   ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
   LOG_LEVEL: vars.logLevel(),
+  ...kafkaVars,
   // JSON: {"google": {"issuer": "https://accounts.google.com", "client_id": "…", "client_secret": "…"}}
   OAUTH_PROVIDERS: z
     .string()
@@ -31,6 +33,7 @@ const config = loadConfig({
   OAUTH_ALLOWED_RETURN_ORIGINS: z.string().default('').transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean)),
 });
 const logger = createLogger('identity', config.LOG_LEVEL);
+const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'identity', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
 const service = await createIdentityService(
   {
     databaseUrl: config.DATABASE_URL,
@@ -38,11 +41,13 @@ const service = await createIdentityService(
     port: config.GRPC_PORT,
     platformAdminToken: config.PLATFORM_ADMIN_TOKEN,
     encryptionKeys: config.ENCRYPTION_KEYS,
+    transport,
     oauth: { providers: config.OAUTH_PROVIDERS, redirectBaseUrl: config.OAUTH_REDIRECT_BASE_URL, allowedReturnOrigins: config.OAUTH_ALLOWED_RETURN_ORIGINS },
   },
   logger,
 );
 installShutdownSignals(logger, async () => {
   await service.stop();
+  await transport.close();
   await stopTelemetry();
 });

@@ -1,4 +1,4 @@
-import { type Queryable, type KeysetCursor } from '@workauto/db';
+import { type Queryable, type KeysetCursor, updateTenantRow } from '@workauto/db';
 import type { Role } from '../domain/access.js';
 
 export interface MemberRow {
@@ -64,16 +64,5 @@ export async function updateMember(
   id: string,
   patch: Partial<Pick<MemberRow, 'name' | 'email' | 'role' | 'contact_id' | 'metadata' | 'is_active'>>,
 ): Promise<MemberRow> {
-  const sets: string[] = [];
-  const values: unknown[] = [tenantId, id];
-  for (const [column, value] of Object.entries(patch)) {
-    if (value === undefined) continue;
-    values.push(value);
-    sets.push(`${column} = $${values.length}`);
-  }
-  const { rows } = await db.query<MemberRow>(
-    `UPDATE members SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    values,
-  );
-  return rows[0]!;
+  return (await updateTenantRow<MemberRow>(db, 'members', COLUMNS, tenantId, id, patch))!;
 }

@@ -1,0 +1,241 @@
+/**
+ * The event backbone against real PostgreSQL and (when the run has one: make test starts it) a
+ * real Kafka broker: outbox → relay → topics → consumer with dedup and dead letters.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPool, runMigrations, withTransaction, type Pool } from '@workauto/db';
+import { createLogger } from '@workauto/logger';
+import { testDatabase } from '@workauto/testing';
+import { Event } from '@workauto/protos/workauto/events/v1/event.js';
+import { KafkaTransport } from './kafka-transport.js';
+import { LocalTransport } from './local-transport.js';
+import { OUTBOX_MIGRATIONS, recordEvent } from './outbox.js';
+import { OutboxRelay } from './relay.js';
+import { startConsumer } from './consumer.js';
+import { TOPICS, type EventTransport, type Subscription, type TransportMessage } from './transport.js';
+
+const logger = createLogger('events-test', 'silent');
+const brokers = process.env.KAFKA_BROKERS;
+const TENANT = '0193a000-0000-7000-8000-000000000001';
+const ctx = { tenantId: TENANT, requestId: 'req-1', actor: { type: 'member', id: 'm-1' }, clientIp: '10.0.0.9', userAgent: 'tests/1.0' };
+
+async function freshPool(): Promise<Pool> {
+  const pool = createPool(await testDatabase('events'));
+  await runMigrations(pool, [OUTBOX_MIGRATIONS]);
+  await pool.query('CREATE TABLE applied (event_id uuid PRIMARY KEY, type text NOT NULL)');
+  return pool;
+}
+
+async function record(pool: Pool, n: number, resourceId = 'r-1', type = 'note.updated'): Promise<string[]> {
+  return withTransaction(pool, async (tx) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push(await recordEvent(tx, 'test', ctx, { type, resourceType: 'note', resourceId, data: { i } }));
+    return ids;
+  });
+}
+
+const pending = async (pool: Pool) => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0]!.n;
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
+    await sleep(50);
+  }
+}
+
+/** Every message of some topics, as a raw subscriber sees them. */
+async function collect(transport: EventTransport, topics: string[]): Promise<{ messages: TransportMessage[]; sub: Subscription }> {
+  const messages: TransportMessage[] = [];
+  const sub = await transport.subscribe({ groupId: `collector-${randomBytes(3).toString('hex')}`, topics, handle: async (m) => void messages.push(m) });
+  return { messages, sub };
+}
+
+describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
+  const transports: KafkaTransport[] = [];
+  /** A transport in a namespace of its own: fresh topics and consumer groups for each test. */
+  const kafka = (extra: Partial<ConstructorParameters<typeof KafkaTransport>[0]> = {}) => {
+    const t = new KafkaTransport({ brokers: brokers!.split(','), clientId: 'events-test', logger, namespace: `t${randomBytes(4).toString('hex')}.`, partitions: 3, ...extra });
+    transports.push(t);
+    return t;
+  };
+  after(async () => {
+    for (const t of transports) await t.close();
+  });
+
+  it('publishes a committed change to the audit and domain topics, keyed by resource, with its headers', async () => {
+    const pool = await freshPool();
+    const transport = kafka();
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    const audit = await collect(transport, [TOPICS.audit]);
+    const domain = await collect(transport, [TOPICS.domain]);
+    const [id] = await record(pool, 1, 'r-42', 'note.created');
+    await until('both topics have the event', () => audit.messages.length === 1 && domain.messages.length === 1);
+    for (const m of [audit.messages[0]!, domain.messages[0]!]) {
+      assert.equal(m.key, 'note:r-42');
+      assert.equal(m.headers['event-id'], id);
+      assert.equal(m.headers['event-type'], 'note.created');
+      assert.equal(m.headers['tenant-id'], TENANT);
+      const event = Event.decode(m.value);
+      assert.equal(event.id, id);
+      assert.equal(event.type, 'note.created');
+      assert.deepEqual(event.actor, { type: 'member', id: 'm-1' });
+      assert.equal(event.request?.ip_address, '10.0.0.9');
+      assert.equal(event.request?.user_agent, 'tests/1.0');
+      assert.deepEqual(event.data, { i: 0 });
+    }
+    await until('the row is marked published', async () => (await pending(pool)) === 0);
+    await Promise.all([audit.sub.stop(), domain.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+
+  it('publishes nothing for a rolled-back change', async () => {
+    const pool = await freshPool();
+    const transport = kafka();
+    const domain = await collect(transport, [TOPICS.domain]);
+    await assert.rejects(
+      withTransaction(pool, async (tx) => {
+        await recordEvent(tx, 'test', ctx, { type: 'note.created', resourceType: 'note', resourceId: 'gone' });
+        throw new Error('the change failed');
+      }),
+      /the change failed/,
+    );
+    const [marker] = await record(pool, 1, 'marker');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('the marker arrived', () => domain.messages.some((m) => m.headers['event-id'] === marker));
+    assert.deepEqual(domain.messages.map((m) => m.key), ['note:marker']);
+    await Promise.all([domain.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+
+  it('keeps events while the broker is unreachable and publishes all 100, in order, once it is back', async () => {
+    const pool = await freshPool();
+    // A transport whose broker is down (nothing listens on the port).
+    const down = kafka({ brokers: ['127.0.0.1:1'] });
+    const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger, pollMs: 100 });
+    stalled.start();
+    const ids = await record(pool, 100, 'ordered');
+    await sleep(1_500);
+    assert.equal(await pending(pool), 100, 'nothing is marked published while the broker is down');
+    await stalled.stop();
+
+    const up = kafka();
+    const domain = await collect(up, [TOPICS.domain]);
+    const relay = await OutboxRelay.start({ pool, transport: up, source: 'test', logger, pollMs: 100 });
+    await until('all 100 arrived', () => domain.messages.length >= 100);
+    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids, 'one resource: one partition, commit order');
+    await until('all are marked published', async () => (await pending(pool)) === 0);
+    await Promise.all([domain.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+
+  it('republishes after a crash between publish and mark, and the consumer applies each event once', async () => {
+    const pool = await freshPool();
+    const transport = kafka();
+    let deliveries = 0;
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'applier', topics: [TOPICS.domain],
+      handle: async (tx, event) => {
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const counting = await collect(transport, [TOPICS.domain]);
+    // The broker acknowledged, then the relay "crashed" before it marked the rows.
+    const crashing: EventTransport = {
+      publish: async (messages) => {
+        await transport.publish(messages);
+        throw new Error('crashed after the broker acknowledged');
+      },
+      subscribe: (o) => transport.subscribe(o),
+      ensureTopics: (t) => transport.ensureTopics(t),
+      close: async () => undefined,
+    };
+    const ids = await record(pool, 5, 'crash');
+    await assert.rejects(new OutboxRelay({ pool, transport: crashing, source: 'test', logger }).drainOnce(), /crashed/);
+    assert.equal(await pending(pool), 5);
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('every event was delivered twice', () => (deliveries = counting.messages.length) >= 10);
+    await until('every event was applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5);
+    await sleep(500);
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied ORDER BY event_id');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
+    assert.equal(deliveries, 10);
+    const processed = await pool.query('SELECT 1 FROM processed_events WHERE group_id = $1', ['applier']);
+    assert.equal(processed.rowCount, 5);
+    await Promise.all([consumer.stop(), counting.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+
+  it('moves an event that keeps failing to the dead-letter topic with the reason, and goes on', async () => {
+    const pool = await freshPool();
+    const transport = kafka();
+    const dead = await collect(transport, [TOPICS.deadLetter]);
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'picky', topics: [TOPICS.domain], maxAttempts: 3, retryDelayMs: 10,
+      handle: async (tx, event) => {
+        if (event.type === 'note.poison') throw new Error('cannot apply a poison note');
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const [poison] = await record(pool, 1, 'same', 'note.poison');
+    const [good] = await record(pool, 1, 'same', 'note.updated');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('the next event on the partition was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [good])).rowCount === 1);
+    await until('the poison event is in the dead-letter topic', () => dead.messages.length === 1);
+    const letter = dead.messages[0]!;
+    assert.equal(letter.headers['event-id'], poison);
+    assert.equal(letter.headers['dead-letter-reason'], 'cannot apply a poison note');
+    assert.equal(letter.headers['dead-letter-group'], 'picky');
+    assert.equal(letter.headers['original-topic'], TOPICS.domain);
+    await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+});
+
+describe('outbox relay', () => {
+  it('lets one relay per database be active, and another takes over when it stops', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport();
+    const first = new OutboxRelay({ pool, transport, source: 'test', logger, pollMs: 50 });
+    const second = new OutboxRelay({ pool, transport, source: 'test', logger, pollMs: 50 });
+    first.start();
+    await until('the first is active', () => first.active);
+    second.start();
+    await sleep(300);
+    assert.equal(second.active, false);
+    await first.stop();
+    await until('the second took over', () => second.active, 5_000);
+    await second.stop();
+    await pool.end();
+  });
+});
+
+describe('in-process transport (make dev without Kafka)', () => {
+  it('applies each committed event once, retrying a failing handler, and skips a redelivery', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    let failures = 2;
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'local', topics: [TOPICS.audit], maxAttempts: 3, retryDelayMs: 10,
+      handle: async (tx, event) => {
+        if (failures-- > 0) throw new Error('database hiccup');
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const ids = await record(pool, 3, 'local');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    await until('all three applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 3);
+    await until('all marked published', async () => (await pending(pool)) === 0);
+    // A redelivery (e.g. the relay died before marking) is skipped by the consumer's dedup.
+    await pool.query('UPDATE outbox SET published_at = NULL');
+    await relay.drainOnce();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
+    await relay.stop();
+    await consumer.stop();
+    await pool.end();
+  });
+});

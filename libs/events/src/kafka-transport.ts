@@ -1,0 +1,146 @@
+import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafkajs';
+import type { Logger } from '@workauto/logger';
+import type { EventTransport, Subscription, TransportMessage } from './transport.js';
+
+export interface KafkaTransportOptions {
+  brokers: string[];
+  clientId: string;
+  logger: Logger;
+  /** Partitions of topics this transport creates (default 3). */
+  partitions?: number;
+  replicationFactor?: number;
+  /** Retention of created topics in ms (default 7 days). */
+  retentionMs?: number;
+  /** Prefix of every topic and consumer group, so several installations (or test runs) share a broker apart. */
+  namespace?: string;
+}
+
+/**
+ * kafkajs behind the transport interface: an idempotent producer (acks from all in-sync replicas,
+ * one request in flight so retries cannot reorder), consumers that commit an offset only after
+ * the handler resolved.
+ */
+export class KafkaTransport implements EventTransport {
+  private readonly kafka: Kafka;
+  private producer: Producer | undefined;
+  private producerReady: Promise<Producer> | undefined;
+  private readonly consumers = new Set<Consumer>();
+  /** Topics known to exist (created or seen by this transport). */
+  private readonly ensured = new Set<string>();
+
+  private readonly ns: string;
+
+  constructor(private readonly opts: KafkaTransportOptions) {
+    this.ns = opts.namespace ?? '';
+    const log = opts.logger;
+    this.kafka = new Kafka({
+      clientId: opts.clientId,
+      brokers: opts.brokers,
+      connectionTimeout: 3_000,
+      requestTimeout: 10_000,
+      // Fail a publish within seconds when the broker is gone: the outbox keeps the events and
+      // the relay retries with its own backoff.
+      retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 2_000 },
+      logLevel: logLevel.NOTHING,
+      logCreator: () => ({ level, log: entry }) => {
+        if (level <= logLevel.WARN) log.warn({ kafka: entry.message, namespace: entry.namespace }, 'kafka client');
+      },
+    });
+  }
+
+  private getProducer(): Promise<Producer> {
+    if (!this.producerReady) {
+      const producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+      this.producerReady = producer.connect().then(
+        () => (this.producer = producer),
+        (err: unknown) => {
+          this.producerReady = undefined;
+          throw err;
+        },
+      );
+    }
+    return this.producerReady;
+  }
+
+  async publish(messages: TransportMessage[]): Promise<void> {
+    if (!messages.length) return;
+    // Topics are created before the first publish to them (auto-creation is off: partitions and retention are ours).
+    await this.ensureTopics([...new Set(messages.map((m) => m.topic))]);
+    const producer = await this.getProducer();
+    const byTopic = new Map<string, TransportMessage[]>();
+    for (const m of messages) byTopic.set(m.topic, [...(byTopic.get(m.topic) ?? []), m]);
+    try {
+      await producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, ms]) => ({ topic: this.ns + topic, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) })),
+      });
+    } catch (err) {
+      // A broken connection can leave the producer unusable: start a fresh one next time.
+      this.producerReady = undefined;
+      await producer.disconnect().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async subscribe(opts: { groupId: string; topics: string[]; handle: (m: TransportMessage) => Promise<void> }): Promise<Subscription> {
+    // A consumer may start before any producer: its topics must exist before it subscribes.
+    await this.ensureTopics(opts.topics);
+    const consumer = this.kafka.consumer({ groupId: this.ns + opts.groupId, allowAutoTopicCreation: false, retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 } });
+    await consumer.connect();
+    try {
+      for (const topic of opts.topics) await consumer.subscribe({ topic: this.ns + topic, fromBeginning: true });
+    } catch (err) {
+      await consumer.disconnect().catch(() => undefined);
+      throw err;
+    }
+    await consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ topic, partition, message }) => {
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+        await opts.handle({ topic: topic.slice(this.ns.length), key: message.key?.toString('utf8') ?? '', value: message.value ?? Buffer.alloc(0), headers });
+        // Committed only after the handler (and its database transaction) succeeded.
+        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
+      },
+    });
+    this.consumers.add(consumer);
+    return {
+      stop: async () => {
+        this.consumers.delete(consumer);
+        await consumer.disconnect();
+      },
+    };
+  }
+
+  async ensureTopics(topics: string[]): Promise<void> {
+    const wanted = topics.filter((t) => !this.ensured.has(t));
+    if (!wanted.length) return;
+    const admin: Admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const existing = new Set(await admin.listTopics());
+      const missing = wanted.map((t) => this.ns + t).filter((t) => !existing.has(t));
+      if (missing.length) {
+        await admin.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((topic) => ({
+            topic,
+            numPartitions: this.opts.partitions ?? 3,
+            replicationFactor: this.opts.replicationFactor ?? 1,
+            configEntries: [{ name: 'retention.ms', value: String(this.opts.retentionMs ?? 7 * 24 * 3_600_000) }],
+          })),
+        });
+      }
+      for (const t of wanted) this.ensured.add(t);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.consumers) await c.disconnect().catch(() => undefined);
+    this.consumers.clear();
+    if (this.producer) await this.producer.disconnect().catch(() => undefined);
+    this.producerReady = undefined;
+  }
+}

@@ -1,0 +1,51 @@
+import type { EventTransport, Subscription, TransportMessage } from './transport.js';
+
+/**
+ * In-process transport for `make dev` without Kafka. publish() resolves only after every current
+ * subscriber of the topic has handled the message (retrying a failing handler), so the outbox
+ * marks an event published only once it was applied: the same at-least-once guarantee as Kafka
+ * with the consumer's dedup, without a broker. A topic nobody subscribes to drops its messages.
+ */
+export class LocalTransport implements EventTransport {
+  private readonly subscribers = new Map<string, Set<{ groupId: string; handle: (m: TransportMessage) => Promise<void> }>>();
+  private closed = false;
+
+  constructor(private readonly retryDelayMs = 200) {}
+
+  async publish(messages: TransportMessage[]): Promise<void> {
+    if (this.closed) throw new Error('the local event transport is closed');
+    for (const message of messages) {
+      for (const sub of this.subscribers.get(message.topic) ?? []) {
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await sub.handle(message);
+            break;
+          } catch {
+            if (this.closed) throw new Error('the local event transport closed during delivery');
+            await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * 2 ** attempt, 5_000)));
+          }
+        }
+      }
+    }
+  }
+
+  async subscribe(opts: { groupId: string; topics: string[]; handle: (m: TransportMessage) => Promise<void> }): Promise<Subscription> {
+    const entry = { groupId: opts.groupId, handle: opts.handle };
+    for (const topic of opts.topics) {
+      if (!this.subscribers.has(topic)) this.subscribers.set(topic, new Set());
+      this.subscribers.get(topic)!.add(entry);
+    }
+    return {
+      stop: async () => {
+        for (const topic of opts.topics) this.subscribers.get(topic)?.delete(entry);
+      },
+    };
+  }
+
+  async ensureTopics(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.subscribers.clear();
+  }
+}

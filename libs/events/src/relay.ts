@@ -1,0 +1,204 @@
+import type pg from 'pg';
+import type { Logger } from '@workauto/logger';
+import { TOPICS, type EventTransport, type TransportMessage } from './transport.js';
+
+export interface RelayOptions {
+  pool: pg.Pool;
+  transport: EventTransport;
+  /** The service name: the relay's advisory lock and log lines are per service database. */
+  source: string;
+  logger: Logger;
+  topics?: { audit: string; domain: string };
+  batchSize?: number;
+  /** Polling fallback when no NOTIFY arrives (default 1 s). */
+  pollMs?: number;
+  /** How long published rows stay in the outbox (for inspection) before they are deleted (default 24 h). */
+  keepPublishedMs?: number;
+}
+
+interface OutboxRow {
+  seq: string;
+  id: string;
+  tenant_id: string;
+  event_type: string;
+  resource_type: string;
+  resource_id: string;
+  payload: Buffer;
+  headers: Record<string, string>;
+}
+
+const LOCK_KEY = 'workauto.outbox-relay';
+
+/**
+ * Publishes committed outbox rows in seq order to the audit and domain-event topics, and marks
+ * them published only after the transport acknowledged them. One relay per database is active
+ * (a session advisory lock); others stand by. Wakes on NOTIFY, polls as a fallback, and backs off
+ * while the broker is unreachable — the rows wait in the outbox, nothing is lost.
+ */
+export class OutboxRelay {
+  private client: pg.PoolClient | undefined;
+  private running = false;
+  private wake: (() => void) | undefined;
+  private loop: Promise<void> | undefined;
+  private failures = 0;
+  /** True while this relay holds the lock (the active one). */
+  active = false;
+
+  constructor(private readonly opts: RelayOptions) {}
+
+  /** What every service does at start: make sure the topics exist, then relay. */
+  static async start(opts: RelayOptions): Promise<OutboxRelay> {
+    const topics = opts.topics ?? TOPICS;
+    await opts.transport.ensureTopics([topics.audit, topics.domain, TOPICS.deadLetter]);
+    const relay = new OutboxRelay(opts);
+    relay.start();
+    return relay;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+  }
+
+  /** Publishes everything pending now (used by tests and on shutdown paths). */
+  async drainOnce(): Promise<number> {
+    return this.drain();
+  }
+
+  private async run(): Promise<void> {
+    const { logger, pollMs = 1_000 } = this.opts;
+    while (this.running) {
+      try {
+        if (!this.client) await this.acquire();
+        if (!this.active) {
+          await this.sleep(pollMs);
+          continue;
+        }
+        await this.prunePublished();
+        const published = await this.drain();
+        if (published > 0) {
+          this.failures = 0;
+          continue; // there may be more
+        }
+        this.failures = 0;
+        await this.sleep(pollMs);
+      } catch (err) {
+        this.failures++;
+        const delay = Math.min(250 * 2 ** this.failures, 30_000);
+        const pending = await this.pendingCount().catch(() => -1);
+        logger.warn(
+          { err: (err as Error).message, pending, retry_in_ms: delay, source: this.opts.source },
+          'events could not be published; they stay in the outbox and will be retried — check that Kafka (KAFKA_BROKERS) is reachable',
+        );
+        if (this.client && !(await this.alive())) await this.release();
+        await this.sleep(delay);
+      }
+    }
+    await this.release();
+  }
+
+  private async acquire(): Promise<void> {
+    const client = await this.opts.pool.connect();
+    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [LOCK_KEY]);
+    if (!rows[0]?.locked) {
+      client.release();
+      this.active = false;
+      return;
+    }
+    this.client = client;
+    this.active = true;
+    client.on('notification', () => this.wake?.());
+    await client.query('LISTEN outbox');
+  }
+
+  private async release(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.active = false;
+    if (!client) return;
+    try {
+      await client.query('UNLISTEN outbox');
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [LOCK_KEY]);
+      client.release();
+    } catch {
+      client.release(true); // a broken connection: its session (and lock) are gone anyway
+    }
+  }
+
+  private async alive(): Promise<boolean> {
+    try {
+      await this.client?.query('SELECT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
+
+  private lastPrune = 0;
+
+  /** Deletes rows published more than keepPublishedMs ago, at most every 10 minutes. */
+  private async prunePublished(): Promise<void> {
+    if (Date.now() - this.lastPrune < 10 * 60_000) return;
+    this.lastPrune = Date.now();
+    const keepMs = this.opts.keepPublishedMs ?? 24 * 3_600_000;
+    await this.opts.pool.query(`DELETE FROM outbox WHERE published_at < now() - $1 * interval '1 millisecond'`, [keepMs]);
+  }
+
+  private async pendingCount(): Promise<number> {
+    const { rows } = await this.opts.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
+    return rows[0]!.n;
+  }
+
+  /** One batch: claim pending rows, publish them, mark them — in one transaction. */
+  private async drain(): Promise<number> {
+    const { pool, transport, batchSize = 200 } = this.opts;
+    const topics = this.opts.topics ?? TOPICS;
+    const tx = await pool.connect();
+    try {
+      await tx.query('BEGIN');
+      const { rows } = await tx.query<OutboxRow>(
+        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers
+           FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batchSize],
+      );
+      if (!rows.length) {
+        await tx.query('COMMIT');
+        return 0;
+      }
+      const messages: TransportMessage[] = rows.flatMap((r) => {
+        const headers = { ...r.headers, 'event-id': r.id, 'event-type': r.event_type, 'tenant-id': r.tenant_id, source: this.opts.source };
+        const key = `${r.resource_type}:${r.resource_id}`;
+        return [
+          { topic: topics.audit, key, value: r.payload, headers },
+          { topic: topics.domain, key, value: r.payload, headers },
+        ];
+      });
+      await transport.publish(messages);
+      await tx.query('UPDATE outbox SET published_at = now() WHERE seq = ANY($1::bigint[])', [rows.map((r) => r.seq)]);
+      await tx.query('COMMIT');
+      return rows.length;
+    } catch (err) {
+      await tx.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      tx.release();
+    }
+  }
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A real single-node Kafka (KRaft) broker on loopback for tests and local runs.
+#   scripts/kafka.sh start   → prints KAFKA_BROKERS=127.0.0.1:<port> as its last line once ready
+#   scripts/kafka.sh stop
+# Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cache="$root/.cache/kafka"
+jars="$cache/jars"
+# One run directory per broker: KAFKA_RUN_DIR lets runs side by side (two test runs) keep apart.
+run="${KAFKA_RUN_DIR:-$cache/run}"
+log() { echo "kafka: $*" >&2; }
+
+free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+
+fetch_jars() {
+  if ls "$jars"/kafka_2.13-*.jar >/dev/null 2>&1; then return; fi
+  log "downloading Apache Kafka 3.9 jars from Maven Central (once; cached in .cache/kafka)…"
+  mkdir -p "$jars"
+  mvn -B -q -f "$root/deploy/kafka/pom.xml" \
+    org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$jars" >&2 || { log "mvn could not fetch the jars; check that Maven Central is reachable"; rm -rf "$jars"; exit 1; }
+}
+
+start() {
+  command -v java >/dev/null || { log "java (17+) is not installed; install a JDK 17"; exit 1; }
+  stop_quietly
+  fetch_jars
+  mkdir -p "$run"
+  local port cport
+  port=$(free_port); cport=$(free_port)
+  while [ "$cport" = "$port" ]; do cport=$(free_port); done
+  cat > "$run/server.properties" <<PROPS
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$cport
+listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
+advertised.listeners=PLAINTEXT://127.0.0.1:$port
+inter.broker.listener.name=PLAINTEXT
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$run/data
+num.partitions=3
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=false
+PROPS
+  cat > "$run/log4j.properties" <<'PROPS'
+log4j.rootLogger=WARN, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=${kafka.logs.dir}/server.log
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.server.KafkaServer=INFO
+log4j.logger.kafka.server.KafkaRaftServer=INFO
+PROPS
+  local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
+  java "${jvm[@]}" -cp "$jars/*" kafka.tools.StorageTool format -t "$(java -cp "$jars/*" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
+    -c "$run/server.properties" --ignore-formatted >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
+  nohup java "${jvm[@]}" -cp "$jars/*" kafka.Kafka "$run/server.properties" >"$run/stdout.log" 2>&1 &
+  echo $! > "$run/pid"
+  log "broker starting on 127.0.0.1:$port (pid $(cat "$run/pid"), log $run/server.log)…"
+  for _ in $(seq 1 120); do
+    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; exit 1; fi
+    if grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$run/server.log" 2>/dev/null; then
+      echo "KAFKA_BROKERS=127.0.0.1:$port"
+      return 0
+    fi
+    sleep 0.5
+  done
+  log "the broker did not start within 60 s; see $run/server.log"
+  exit 1
+}
+
+stop_quietly() {
+  if [ -f "$run/pid" ]; then
+    local pid; pid=$(cat "$run/pid")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+      kill -9 "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -rf "$run"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop_quietly; log "stopped" ;;
+  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac
