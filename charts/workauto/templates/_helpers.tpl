@@ -11,6 +11,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   value: {{ .Values.logLevel | quote }}
 - name: KAFKA_BROKERS
   value: {{ required "kafka.brokers is required" .Values.kafka.brokers | quote }}
+- name: KAFKA_TOPIC_PARTITIONS
+  value: {{ .Values.kafka.topicPartitions | quote }}
+- name: KAFKA_TOPIC_RETENTION_MS
+  value: {{ .Values.kafka.topicRetentionMs | quote }}
 {{- if .Values.otelEndpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ .Values.otelEndpoint | quote }}

@@ -27,7 +27,8 @@ export function tokenKey(token: string): string {
 }
 
 export class Authenticator {
-  private readonly cache = new Map<string, { principal: Principal; expires: number }>();
+  /** SHA-256 of the token → the lookup (pending or done) and when it stops counting. */
+  private readonly cache = new Map<string, { lookup: Promise<Principal>; expires: number }>();
 
   constructor(
     private readonly identity: () => Downstream | undefined,
@@ -42,7 +43,11 @@ export class Authenticator {
   async authorize(route: Route, authorization: string | undefined, metadata: grpc.Metadata): Promise<Principal | undefined> {
     if (route.auth === 'none') return undefined;
     const token = bearerToken(authorization);
-    if (!token) throw gatewayErrors.unauthenticated('send an API key as "Authorization: Bearer <key>"');
+    if (!token) {
+      throw gatewayErrors.unauthenticated(
+        authorization ? 'the Authorization header must be "Bearer <key>"' : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
+      );
+    }
     const principal = await this.resolve(token, metadata);
     const isAdmin = principal.actor_type === ActorType.ACTOR_TYPE_PLATFORM_ADMIN;
     if (route.auth === 'platform_admin') {
@@ -53,23 +58,34 @@ export class Authenticator {
     if (route.domain) {
       const have = LEVEL_OF[principal.access[route.domain] ?? AccessLevel.ACCESS_LEVEL_NONE] ?? 'none';
       if (RANK[have] < RANK[route.level]) {
-        throw gatewayErrors.forbidden(`this needs ${route.level} access to ${route.domain}; your access there is ${have}. Ask an admin to change your role or access policy`);
+        throw gatewayErrors.forbidden(
+          `this needs ${route.level} access to ${route.domain}; your access there is ${have}. Ask an admin to change your role or access policy`,
+          'ACCESS_DENIED',
+          { domain: route.domain, required_level: route.level, actual_level: have },
+        );
       }
     }
     return principal;
   }
 
-  private async resolve(token: string, metadata: grpc.Metadata): Promise<Principal> {
+  private resolve(token: string, metadata: grpc.Metadata): Promise<Principal> {
     const key = tokenKey(token);
+    const now = Date.now();
     const hit = this.cache.get(key);
-    if (hit && hit.expires > Date.now()) return hit.principal;
+    if (hit && hit.expires > now) return hit.lookup;
     const identity = this.identity();
-    if (!identity) throw gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR');
-    const principal = await identity.call(IdentityServiceService.authenticateToken, { token }, { metadata, deadlineMs: 3_000 });
+    if (!identity) return Promise.reject(gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR'));
+    const lookup = identity.call(IdentityServiceService.authenticateToken, { token }, { metadata, deadlineMs: 3_000 });
     if (this.ttlMs > 0) {
       if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(key, { principal, expires: Date.now() + this.ttlMs });
+      // The TTL runs from the lookup's start: no answer is used longer than ttlMs after identity gave it.
+      // Concurrent requests with the same token share one lookup while it is pending.
+      this.cache.set(key, { lookup, expires: now + this.ttlMs });
+      lookup.catch(() => {
+        // Failures (bad token, identity down) are not cached.
+        if (this.cache.get(key)?.lookup === lookup) this.cache.delete(key);
+      });
     }
-    return principal;
+    return lookup;
   }
 }

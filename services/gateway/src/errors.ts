@@ -24,6 +24,17 @@ const HTTP_BY_CODE: Record<number, number> = {
   [grpc.status.DATA_LOSS]: 500,
 };
 
+const GENERIC_MESSAGES: Partial<Record<number, string>> = {
+  [grpc.status.UNAVAILABLE]: 'a service behind the gateway is unavailable; retry in a few seconds',
+  [grpc.status.DEADLINE_EXCEEDED]: 'a service behind the gateway did not answer in time; retry later',
+  [grpc.status.INTERNAL]: 'internal error; retry later, and report the request id if it persists',
+  [grpc.status.UNKNOWN]: 'internal error; retry later, and report the request id if it persists',
+  [grpc.status.DATA_LOSS]: 'internal error; retry later, and report the request id if it persists',
+  [grpc.status.UNIMPLEMENTED]: 'this operation is not implemented by the service behind the gateway',
+  [grpc.status.CANCELLED]: 'the call was cancelled',
+  [grpc.status.RESOURCE_EXHAUSTED]: 'a service behind the gateway is overloaded or the message is too large; retry later',
+};
+
 /** An error the gateway itself raises, in the same terms a service would. */
 export class GatewayError extends DomainError {
   constructor(
@@ -31,9 +42,14 @@ export class GatewayError extends DomainError {
     reason: string,
     message: string,
     readonly httpStatus?: number,
-    extra: { fieldViolations?: { field: string; description: string }[]; headers?: Record<string, string> } = {},
+    extra: { fieldViolations?: { field: string; description: string }[]; headers?: Record<string, string>; metadata?: Record<string, string> } = {},
   ) {
-    super(code, reason, message, { domain: GATEWAY_DOMAIN, ...(extra.fieldViolations ? { fieldViolations: extra.fieldViolations } : {}), ...(httpStatus ? { httpStatus } : {}) });
+    super(code, reason, message, {
+      domain: GATEWAY_DOMAIN,
+      ...(extra.fieldViolations ? { fieldViolations: extra.fieldViolations } : {}),
+      ...(extra.metadata ? { metadata: extra.metadata } : {}),
+      ...(httpStatus ? { httpStatus } : {}),
+    });
     this.headers = extra.headers ?? {};
   }
   readonly headers: Record<string, string>;
@@ -62,11 +78,11 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
   } else if (isServiceError(err)) {
     d = decodeStatusDetails(err);
     if (!d.reason) {
-      // A status without details: the channel itself failed (service down, deadline).
+      // A status without details comes from grpc-js itself (service down, deadline, a broken
+      // message): its text names addresses and internals, so the client gets a fixed message.
       d.reason = grpc.status[d.code] ?? 'UNKNOWN';
       d.domain = GATEWAY_DOMAIN;
-      if (d.code === grpc.status.UNAVAILABLE) d.message = 'a service behind the gateway is unavailable; retry in a few seconds';
-      if (d.code === grpc.status.DEADLINE_EXCEEDED) d.message = 'a service behind the gateway did not answer in time; retry later';
+      d.message = GENERIC_MESSAGES[d.code] ?? d.message;
     }
   } else {
     d = { code: grpc.status.INTERNAL, message: 'internal error; retry later, and report the request id if it persists', reason: 'INTERNAL', domain: GATEWAY_DOMAIN, metadata: {}, fieldViolations: [] };
@@ -86,7 +102,8 @@ export const gatewayErrors = {
   badRequest: (violations: { field: string; description: string }[], message?: string) =>
     new GatewayError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', message ?? violations.map((v) => `${v.field}: ${v.description}`).join('; '), undefined, { fieldViolations: violations }),
   unauthenticated: (message: string) => new GatewayError(grpc.status.UNAUTHENTICATED, 'UNAUTHENTICATED', message),
-  forbidden: (message: string, reason = 'ACCESS_DENIED') => new GatewayError(grpc.status.PERMISSION_DENIED, reason, message),
+  forbidden: (message: string, reason = 'ACCESS_DENIED', metadata?: Record<string, string>) =>
+    new GatewayError(grpc.status.PERMISSION_DENIED, reason, message, undefined, metadata ? { metadata } : {}),
   routeNotFound: (method: string, path: string) =>
     new GatewayError(grpc.status.NOT_FOUND, 'ROUTE_NOT_FOUND', `no route ${method} ${path}; see /api/v1/openapi.json for the API's routes`),
   methodNotAllowed: (method: string, allowed: string[]) =>

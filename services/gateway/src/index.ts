@@ -1,2 +1,2 @@
 export { createGateway, type Gateway, type GatewayOptions } from './app.js';
-export type { Route } from './routes.js';
+export type { Route, RouteInfo } from './routes.js';

@@ -2,18 +2,33 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadProtoRoot } from '@workauto/protos';
 import { Member, UpdateMemberRequest, MemberRole } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { MappingError, messageFromJson, messageToJson, timestampToJson, type Violation } from './json-mapping.js';
-import { compileTemplate, matchRoute, buildRoutes } from './routes.js';
+import { MappingError, messageFromJson, messageToJson, parseRfc3339, timestampToJson, type Violation } from './json-mapping.js';
+import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
 
 const root = loadProtoRoot(['workauto/identity/v1/identity.proto']);
 const memberType = root.lookupType('workauto.identity.v1.Member');
 const updateType = root.lookupType('workauto.identity.v1.UpdateMemberRequest');
+const fixture = rootFromSource(FIXTURE_PROTO);
+const thingType = fixture.lookupType('workauto.fixture.v1.Thing');
+const createType = fixture.lookupType('workauto.fixture.v1.CreateThingRequest');
 
 function fromJson(type: typeof memberType, json: unknown) {
   const out: Violation[] = [];
   const obj = messageFromJson(type, json, '', out);
   if (out.length) throw new MappingError(out);
   return obj!;
+}
+
+function violations(type: typeof memberType, json: unknown): Violation[] {
+  const out: Violation[] = [];
+  messageFromJson(type, json, '', out);
+  return out;
+}
+
+/** JSON → the bytes the gateway sends → decoded → JSON, as a response would come back. */
+function roundTrip(type: typeof memberType, json: unknown): Record<string, unknown> {
+  const bytes = type.encode(type.fromObject(fromJson(type, json))).finish();
+  return messageToJson(type, type.decode(bytes) as unknown as Record<string, unknown>) as Record<string, unknown>;
 }
 
 describe('JSON → proto', () => {
@@ -27,6 +42,14 @@ describe('JSON → proto', () => {
     assert.equal(decoded.email, undefined, 'an absent optional field stays unset');
   });
 
+  it('treats null as not set, and keeps an explicit empty optional string', () => {
+    const decoded = UpdateMemberRequest.decode(updateType.encode(updateType.fromObject(fromJson(updateType, { name: null, email: '', role: null, metadata: null }))).finish());
+    assert.equal(decoded.name, undefined);
+    assert.equal(decoded.email, '', 'proto3 optional keeps presence: "" is not "unset"');
+    assert.equal(decoded.role, MemberRole.MEMBER_ROLE_UNSPECIFIED);
+    assert.equal(decoded.metadata, undefined);
+  });
+
   it('rejects unknown fields, wrong types and unknown enum values with their paths', () => {
     assert.throws(
       () => fromJson(updateType, { nme: 'typo', name: 5, role: 'king', metadata: [1] }),
@@ -35,18 +58,60 @@ describe('JSON → proto', () => {
         return true;
       },
     );
-    assert.throws(() => fromJson(updateType, { role: 'VIEWER' }), /role/);
+    assert.throws(() => fromJson(updateType, { role: 'VIEWER' }), /role/, 'enum names are lowercase only');
+    assert.throws(() => fromJson(updateType, { role: 'unspecified' }), /role/, 'UNSPECIFIED is not a value a client can send');
     assert.throws(() => fromJson(updateType, ['not', 'an', 'object']), /JSON object/);
+    assert.throws(() => fromJson(updateType, JSON.parse('{"__proto__": {"name": "x"}}')), /__proto__/);
+    assert.throws(() => fromJson(updateType, { constructor: 'x' }), /constructor/);
   });
 
-  it('parses RFC 3339 timestamps and refuses other strings', () => {
+  it('names nested and repeated paths: stages[1].nme, stages[0].display_order', () => {
+    const v = violations(createType, { name: 'x', stages: [{ name: 'a', display_order: 1.5 }, { nme: 'typo' }, 'str'] });
+    assert.deepEqual(v.map((x) => x.field), ['stages[0].display_order', 'stages[1].nme', 'stages[2]']);
+  });
+
+  it('takes int64 as a JSON number and refuses non-integers, strings and unsafe integers', () => {
+    assert.equal(roundTrip(createType, { name: 'x', amount: 9_007_199_254_740_991 }).amount, 9_007_199_254_740_991);
+    assert.equal(roundTrip(createType, { name: 'x', amount: -42 }).amount, -42);
+    for (const amount of ['42', 1.5, 2 ** 60, true]) {
+      assert.deepEqual(violations(createType, { name: 'x', amount }).map((v) => v.field), ['amount'], `amount ${String(amount)}`);
+    }
+    assert.deepEqual(violations(createType, { name: 'x', small: -1 }).map((v) => v.field), ['small'], 'uint32 is not negative');
+    assert.deepEqual(violations(createType, { name: 'x', small: 4_000_000_000 }), [], 'uint32 goes past 2^31');
+    assert.deepEqual(violations(createType, { name: 'x', stages: [{ name: 's', display_order: 2 ** 31 }] }).map((v) => v.field), ['stages[0].display_order']);
+  });
+
+  it('maps enums with the prefix of their type: THING_KIND_BIG_BOX ↔ big_box', () => {
+    assert.equal(roundTrip(createType, { name: 'x', kind: 'big_box' }).kind, 'big_box');
+    const [v] = violations(createType, { name: 'x', kind: 'huge' });
+    assert.equal(v?.field, 'kind');
+    assert.match(v!.description, /big_box, small/);
+  });
+
+  it('parses RFC 3339 timestamps with any offset and refuses other strings', () => {
     const out: Violation[] = [];
     const ts = messageFromJson(memberType, { created_at: '2026-11-22T10:00:00.123456+01:00' }, '', out) as { created_at: { seconds: number; nanos: number } };
     assert.deepEqual(out, []);
     assert.equal(ts.created_at.seconds, Date.UTC(2026, 10, 22, 9, 0, 0) / 1000);
     assert.equal(ts.created_at.nanos, 123456000);
-    messageFromJson(memberType, { created_at: 'yesterday' }, '', out);
-    assert.equal((out as Violation[])[0]?.field, 'created_at');
+    assert.equal(roundTrip(createType, { name: 'x', at: '2026-11-22T10:00:00.5+02:00' }).at, '2026-11-22T08:00:00.500000Z', 'answered in UTC');
+    for (const bad of ['yesterday', '2026-11-22', '2026-02-31T00:00:00Z', '2026-11-22T24:00:00Z', '2026-11-22T10:00:00', '2026-11-22T10:00:00+25:00', 1700000000]) {
+      assert.equal(violations(memberType, { created_at: bad })[0]?.field, 'created_at', String(bad));
+    }
+    assert.deepEqual(parseRfc3339('0001-01-01T00:00:00Z'), { seconds: -62135596800, nanos: 0 });
+    assert.deepEqual(parseRfc3339('2026-11-22t10:00:00.5z'), { seconds: Date.UTC(2026, 10, 22, 10) / 1000, nanos: 500_000_000 });
+    assert.equal(parseRfc3339('1969-12-31T23:59:59.25Z')?.seconds, -1);
+  });
+
+  it('refuses two members of one oneof, and maps keys of integer maps', () => {
+    assert.deepEqual(violations(createType, { name: 'x', url: 'u', port: 1 }).map((v) => v.field), ['port']);
+    assert.deepEqual(violations(createType, { name: 'x', by_number: { '1': 'one', two: 'x' } }).map((v) => v.field), ['by_number.two']);
+    assert.deepEqual(violations(createType, { name: 'x', url: null, port: 1 }), [], 'null is not set, so it does not count');
+  });
+
+  it('takes wrapper types as bare values', () => {
+    assert.deepEqual(violations(createType, { name: 'x', big: 5 }), []);
+    assert.deepEqual(violations(createType, { name: 'x', big: 'five' }).map((v) => v.field), ['big']);
   });
 });
 
@@ -63,29 +128,27 @@ describe('proto → JSON', () => {
     });
     assert.equal(timestampToJson(0, 5000), '1970-01-01T00:00:00.000005Z');
   });
-});
 
-describe('routes', () => {
-  it('are built from the annotations, literal segments first', () => {
-    const routes = buildRoutes(root);
-    const claim = matchRoute(routes, 'POST', '/api/v1/invitations/claim');
-    assert.ok(claim && 'route' in claim && claim.route.rpc === 'ClaimInvitation' && claim.route.auth === 'none');
-    const get = matchRoute(routes, 'GET', '/api/v1/members/abc');
-    assert.ok(get && 'route' in get && get.params.id === 'abc' && get.route.domain === 'members' && get.route.level === 'read');
-    const wrong = matchRoute(routes, 'PUT', '/api/v1/members/abc');
-    assert.ok(wrong && 'methodNotAllowed' in wrong && wrong.methodNotAllowed.includes('GET'));
-    assert.equal(matchRoute(routes, 'GET', '/api/v1/nothing'), undefined);
-    const create = routes.find((r) => r.rpc === 'CreateInvitation')!;
-    assert.equal(create.successStatus, 201);
-    assert.equal(routes.find((r) => r.rpc === 'DeleteIntegrationKey')!.successStatus, 204);
-    assert.equal(routes.find((r) => r.rpc === 'CompleteOAuthAuthorization')!.successStatus, 302);
-    assert.equal(routes.some((r) => r.rpc === 'AuthenticateToken'), false, 'rpcs without annotation are not routable');
+  it('writes an empty message with every default, and UNSPECIFIED enums as null', () => {
+    const json = messageToJson(thingType, thingType.decode(thingType.encode({}).finish()) as unknown as Record<string, unknown>);
+    assert.deepEqual(json, {
+      id: '', amount: 0, ratio: 0, flag: false, kind: null, stages: [], counts: {}, by_number: {}, metadata: null, anything: null,
+      list: null, at: null, note: null, alias: null, url: null, port: null, tags: [], small: 0, label: null, blob: '',
+    });
   });
 
-  it('compiles templates into anchored patterns', () => {
-    const t = compileTemplate('/api/v1/members/{member_id}/access-policies');
-    assert.deepEqual(t.params, ['member_id']);
-    assert.equal(t.pattern.test('/api/v1/members/x/access-policies'), true);
-    assert.equal(t.pattern.test('/api/v1/members/x/access-policies/extra'), false);
+  it('round-trips every kind of field', () => {
+    const input = {
+      id: 'i', amount: 12_345_678_901, ratio: 0.25, flag: true, kind: 'small',
+      stages: [{ name: 'a', confidence: 0.5, display_order: 1 }, { name: 'b', display_order: 2 }],
+      counts: { a: 1 }, by_number: { '7': 'seven' }, metadata: { nested: { deep: [1, null, 'x'] } }, anything: [1, { a: true }],
+      list: ['x', 2, null], at: '2026-11-22T10:00:00.123456Z', note: '', alias: 'al', port: 8080, tags: ['t'], small: 3,
+      label: { text: 'hello', color: '' }, blob: Buffer.from('hi').toString('base64'),
+    };
+    assert.deepEqual(roundTrip(thingType, input), {
+      ...input,
+      stages: [{ name: 'a', confidence: 0.5, display_order: 1 }, { name: 'b', confidence: null, display_order: 2 }],
+      url: null,
+    });
   });
 });

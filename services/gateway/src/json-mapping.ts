@@ -21,10 +21,18 @@ export class MappingError extends Error {
 const INT_TYPES = new Set(['int32', 'sint32', 'sfixed32', 'uint32', 'fixed32', 'int64', 'sint64', 'sfixed64', 'uint64', 'fixed64']);
 const UNSIGNED = new Set(['uint32', 'fixed32', 'uint64', 'fixed64']);
 const RANGE32 = { min: -(2 ** 31), max: 2 ** 31 - 1 };
-const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
+const UINT32_MAX = 2 ** 32 - 1;
+/** google.protobuf wrapper types ↔ their bare JSON value (null = not set). */
+export const WRAPPERS: Record<string, string> = {
+  '.google.protobuf.DoubleValue': 'double', '.google.protobuf.FloatValue': 'float', '.google.protobuf.Int64Value': 'int64',
+  '.google.protobuf.UInt64Value': 'uint64', '.google.protobuf.Int32Value': 'int32', '.google.protobuf.UInt32Value': 'uint32',
+  '.google.protobuf.BoolValue': 'bool', '.google.protobuf.StringValue': 'string', '.google.protobuf.BytesValue': 'bytes',
+};
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
+/** Fields with presence: proto3 `optional` and members of a oneof (null when not set). */
 export function isOptional(field: protobuf.Field): boolean {
-  return Boolean(field.options?.proto3_optional);
+  return Boolean(field.options?.proto3_optional) || field.partOf !== null;
 }
 
 /** `MEMBER_ROLE_OWNER` of enum MemberRole ↔ `owner`. */
@@ -70,14 +78,25 @@ export function messageFromJson(type: protobuf.Type, json: unknown, path: string
     return undefined;
   }
   const obj: Record<string, unknown> = {};
+  const oneofs = new Map<string, string>();
   for (const [key, value] of Object.entries(json as Record<string, unknown>)) {
-    const field = type.fields[key];
+    // Own properties only: `constructor` or `__proto__` are not fields.
+    const field = Object.prototype.hasOwnProperty.call(type.fields, key) ? type.fields[key] : undefined;
     const at = path ? `${path}.${key}` : key;
     if (!field) {
       out.push({ field: at, description: 'is not a field of this request; check the spelling (names are snake_case)' });
       continue;
     }
     if (value === null) continue; // null = not set
+    const group = field.partOf && !field.options?.proto3_optional ? field.partOf.name : undefined;
+    if (group) {
+      const other = oneofs.get(group);
+      if (other) {
+        out.push({ field: at, description: `cannot be set together with ${other}; give one of ${field.partOf!.oneof.join(', ')}` });
+        continue;
+      }
+      oneofs.set(group, key);
+    }
     const mapped = fieldFromJson(field, value, at, out);
     if (mapped !== undefined) obj[key] = mapped;
   }
@@ -91,8 +110,16 @@ export function fieldFromJson(field: protobuf.Field, value: unknown, path: strin
       out.push({ field: path, description: `must be a JSON object, got ${typeOf(value)}` });
       return undefined;
     }
+    const keyType = (field as unknown as protobuf.MapField).keyType;
     const m: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) m[k] = singleFromJson(field, v, `${path}.${k}`, out);
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      const at = `${path}.${k}`;
+      if (keyType === 'bool' ? k !== 'true' && k !== 'false' : keyType !== 'string' && !/^-?\d+$/.test(k)) {
+        out.push({ field: at, description: `is not a valid key: keys here are ${keyType === 'bool' ? 'true or false' : 'integers'}` });
+        continue;
+      }
+      m[k] = singleFromJson(field, v, at, out);
+    }
     return m;
   }
   if (field.repeated) {
@@ -139,7 +166,10 @@ export function scalarFromJson(type: string, value: unknown, path: string, out: 
       out.push({ field: path, description: `must be an integer, got ${typeof value === 'number' ? value : typeOf(value)}` });
       return undefined;
     }
-    if ((UNSIGNED.has(type) && value < 0) || (is32 && (value < RANGE32.min || value > RANGE32.max)) || !Number.isSafeInteger(value)) {
+    const outOfRange = UNSIGNED.has(type)
+      ? value < 0 || (is32 && value > UINT32_MAX)
+      : is32 && (value < RANGE32.min || value > RANGE32.max);
+    if (outOfRange || !Number.isSafeInteger(value)) {
       out.push({ field: path, description: 'is out of range' });
       return undefined;
     }
@@ -173,22 +203,45 @@ function wellKnownFromJson(type: protobuf.Type, json: unknown, path: string, out
         return undefined;
       }
       return { values: json.map(valueFromJson) };
-    case '.google.protobuf.Empty':
-      return {};
-    default:
-      return NOT_WKT;
+    default: {
+      const scalar = WRAPPERS[type.fullName];
+      if (!scalar) return NOT_WKT; // google.protobuf.Empty included: a plain message without fields
+      const v = scalarFromJson(scalar, json, path, out);
+      return v === undefined ? undefined : { value: v };
+    }
   }
 }
 
-function timestampFromJson(json: unknown, path: string, out: Violation[]): unknown {
-  const m = typeof json === 'string' ? RFC3339.exec(json) : null;
-  const ms = m ? Date.parse(json as string) : NaN;
-  if (!m || Number.isNaN(ms)) {
-    out.push({ field: path, description: 'must be an RFC 3339 timestamp like 2026-11-22T10:00:00Z' });
+/** Seconds and nanos of an RFC 3339 string, or undefined for anything else (including 2026-02-31 and 24:00). */
+export function parseRfc3339(text: string): { seconds: number; nanos: number } | undefined {
+  const m = RFC3339.exec(text);
+  if (!m) return undefined;
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  // Date.UTC rolls 31 February over to March; a real date survives the round trip unchanged.
+  const local = new Date(0);
+  local.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0–99 as 1900–1999
+  local.setUTCHours(hour, minute, Math.min(second, 59), 0);
+  if (year < 1 || local.getUTCFullYear() !== year || local.getUTCMonth() !== month - 1 || local.getUTCDate() !== day || hour > 23 || minute > 59 || second > 60) {
     return undefined;
   }
-  const nanos = Number((m[8] ?? '').padEnd(9, '0'));
-  return { seconds: Math.floor(ms / 1000), nanos };
+  let offsetMin = 0;
+  const zone = m[9]!;
+  if (zone !== 'Z' && zone !== 'z') {
+    const [h, mi] = zone.slice(1).split(':').map(Number) as [number, number];
+    if (h > 23 || mi > 59) return undefined;
+    offsetMin = (zone.startsWith('-') ? -1 : 1) * (h * 60 + mi);
+  }
+  // A leap second (:60) is read as :59, as most systems do.
+  const seconds = Math.floor(local.getTime() / 1000) - offsetMin * 60;
+  // google.protobuf.Timestamp's range: 0001-01-01 to 9999-12-31 (UTC).
+  if (seconds < -62135596800 || seconds > 253402300799) return undefined;
+  return { seconds, nanos: Number((m[8] ?? '').padEnd(9, '0')) };
+}
+
+function timestampFromJson(json: unknown, path: string, out: Violation[]): unknown {
+  const ts = typeof json === 'string' ? parseRfc3339(json) : undefined;
+  if (!ts) out.push({ field: path, description: 'must be an RFC 3339 timestamp like 2026-11-22T10:00:00Z' });
+  return ts;
 }
 
 function structFromJson(obj: Record<string, unknown>): unknown {
@@ -261,15 +314,25 @@ function wellKnownToJson(type: protobuf.Type, msg: Record<string, unknown> | nul
       return msg ? ((msg.values as Record<string, unknown>[]) ?? []).map(valueToJson) : null;
     case '.google.protobuf.Empty':
       return {};
-    default:
-      return NOT_WKT;
+    default: {
+      const scalar = WRAPPERS[type.fullName];
+      if (!scalar) return NOT_WKT;
+      if (!msg) return null;
+      const v = msg.value;
+      return scalar === 'bytes' ? Buffer.from((v as Uint8Array) ?? []).toString('base64')
+        : scalar === 'bool' ? Boolean(v)
+        : scalar === 'string' ? (v ?? '')
+        : num(v);
+    }
   }
 }
 
 /** RFC 3339 UTC with microseconds, as the contract shows: 2026-11-22T10:00:00.123456Z. */
-export function timestampToJson(seconds: number, nanos: number): string {
-  const base = new Date(seconds * 1000).toISOString().slice(0, 19);
-  return `${base}.${String(Math.floor(nanos / 1000)).padStart(6, '0')}Z`;
+export function timestampToJson(seconds: number, nanos: number): string | null {
+  const date = new Date(seconds * 1000);
+  if (Number.isNaN(date.getTime()) || seconds < -62135596800 || seconds > 253402300799) return null; // outside Timestamp's range
+  const base = date.toISOString().slice(0, 19);
+  return `${base}.${String(Math.floor(Math.max(0, Math.min(nanos, 999_999_999)) / 1000)).padStart(6, '0')}Z`;
 }
 
 function structToJson(msg: Record<string, unknown>): Record<string, unknown> {

@@ -19,6 +19,8 @@ const DOWNSTREAM_VARS = {
 
 const config = loadConfig({
   PORT: vars.port(8080),
+  DATABASE_URL: vars.url(),
+  ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
   HOST: z.string().default('0.0.0.0'),
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
@@ -34,6 +36,8 @@ const logger = createLogger('gateway', config.LOG_LEVEL);
 const gateway = await createGateway({
   logger,
   downstreams,
+  databaseUrl: config.DATABASE_URL,
+  encryptionKeys: config.ENCRYPTION_KEYS,
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   deadlineMs: config.DOWNSTREAM_DEADLINE_MS,

@@ -1,17 +1,25 @@
-/** An OpenAPI 3.1 document from the route table and the proto messages, with the same JSON mapping. */
+/**
+ * An OpenAPI 3.1 document from the route table and the proto messages, with the JSON mapping's
+ * rules. Requests and responses get separate schemas because the mapping treats them differently:
+ * a response always carries every field (null when unset), a request may leave out all but the
+ * REQUIRED ones and is refused with any other field.
+ */
 import protobuf from 'protobufjs';
-import { enumNames, isOptional } from './json-mapping.js';
+import { WRAPPERS, enumNames, isOptional } from './json-mapping.js';
 import type { Route } from './routes.js';
 
 type Schema = Record<string, unknown>;
+type Direction = 'input' | 'output';
 
 const SCALARS: Record<string, Schema> = {
   string: { type: 'string' }, bool: { type: 'boolean' }, double: { type: 'number' }, float: { type: 'number' },
   int32: { type: 'integer', format: 'int32' }, sint32: { type: 'integer', format: 'int32' }, sfixed32: { type: 'integer', format: 'int32' },
-  uint32: { type: 'integer', minimum: 0 }, fixed32: { type: 'integer', minimum: 0 },
+  uint32: { type: 'integer', minimum: 0, maximum: 4294967295 }, fixed32: { type: 'integer', minimum: 0, maximum: 4294967295 },
   int64: { type: 'integer', format: 'int64' }, sint64: { type: 'integer', format: 'int64' }, sfixed64: { type: 'integer', format: 'int64' },
   uint64: { type: 'integer', minimum: 0 }, fixed64: { type: 'integer', minimum: 0 }, bytes: { type: 'string', contentEncoding: 'base64' },
 };
+
+const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
 
 const ERROR_SCHEMA: Schema = {
   type: 'object',
@@ -19,94 +27,189 @@ const ERROR_SCHEMA: Schema = {
   properties: {
     error: {
       type: 'object',
-      required: ['code', 'status', 'message', 'details'],
+      required: ['code', 'status', 'message', 'details', 'request_id'],
       properties: {
-        code: { type: 'integer' },
-        status: { type: 'string' },
+        code: { type: 'integer', description: 'The HTTP status.' },
+        status: { type: 'string', description: 'The gRPC status name, e.g. INVALID_ARGUMENT.' },
         message: { type: 'string' },
-        details: { type: 'array', items: { type: 'object' } },
+        details: {
+          type: 'array',
+          items: {
+            oneOf: [
+              {
+                type: 'object',
+                required: ['@type', 'reason', 'domain', 'metadata'],
+                properties: {
+                  '@type': { const: 'type.googleapis.com/google.rpc.ErrorInfo' },
+                  reason: { type: 'string' },
+                  domain: { type: 'string' },
+                  metadata: { type: 'object', additionalProperties: { type: 'string' } },
+                },
+              },
+              {
+                type: 'object',
+                required: ['@type', 'field_violations'],
+                properties: {
+                  '@type': { const: 'type.googleapis.com/google.rpc.BadRequest' },
+                  field_violations: {
+                    type: 'array',
+                    items: { type: 'object', required: ['field', 'description'], properties: { field: { type: 'string' }, description: { type: 'string' } } },
+                  },
+                },
+              },
+            ],
+          },
+        },
         request_id: { type: 'string' },
       },
     },
   },
 };
 
+const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+
 export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   const schemas: Record<string, Schema> = { Error: ERROR_SCHEMA };
-  const ref = (type: protobuf.Type, exclude: string[] = []): Schema => {
+  /** Body schema name → the path variables it leaves out (one message can back several bodies). */
+  const bodyVariants = new Map<string, string>();
+
+  /** A message as a schema: a $ref to a named component, or inline for the well-known types. */
+  const messageRef = (type: protobuf.Type, dir: Direction, exclude: string[] = []): Schema => {
     switch (type.fullName) {
       case '.google.protobuf.Timestamp': return { type: 'string', format: 'date-time' };
       case '.google.protobuf.Struct': return { type: 'object' };
       case '.google.protobuf.Value': return {};
       case '.google.protobuf.ListValue': return { type: 'array' };
-      case '.google.protobuf.Empty': return { type: 'object' };
     }
-    const name = type.fullName.slice(1).replace(/^workauto\./, '') + (exclude.length ? `.Body` : '');
+    const wrapped = WRAPPERS[type.fullName];
+    if (wrapped) return { ...SCALARS[wrapped] };
+    // '-' never occurs in a proto name, so a request variant cannot collide with a message (AccessPolicyInput).
+    const base = type.fullName.slice(1).replace(/^workauto\./, '');
+    let name = dir === 'output' ? base : exclude.length ? `${base}-Body` : `${base}-Request`;
+    const variant = exclude.join(',');
+    if (bodyVariants.has(name) && bodyVariants.get(name) !== variant) name = `${name}-without-${exclude.join('-')}`;
+    if (exclude.length) bodyVariants.set(name, variant);
     if (!schemas[name]) {
-      schemas[name] = {}; // placeholder against recursion
-      schemas[name] = messageSchema(type, exclude);
+      schemas[name] = {}; // placeholder against recursive messages
+      schemas[name] = messageSchema(type, dir, exclude);
     }
     return { $ref: `#/components/schemas/${name}` };
   };
-  const fieldSchema = (field: protobuf.Field): Schema => {
+
+  const fieldSchema = (field: protobuf.Field, dir: Direction): Schema => {
     field.resolve();
     const rt = field.resolvedType;
-    let s: Schema = rt instanceof protobuf.Type ? ref(rt) : rt instanceof protobuf.Enum ? { type: 'string', enum: enumNames(rt) } : { ...SCALARS[field.type] };
-    if (field.map) s = { type: 'object', additionalProperties: s };
-    else if (field.repeated) s = { type: 'array', items: s };
-    else if (isOptional(field) || rt instanceof protobuf.Type || rt instanceof protobuf.Enum) s = { anyOf: [s, { type: 'null' }] };
+    let s: Schema =
+      rt instanceof protobuf.Type ? messageRef(rt, dir)
+      : rt instanceof protobuf.Enum ? { type: 'string', enum: enumNames(rt) }
+      : field.type === 'string' && (field.name === 'id' || field.name.endsWith('_id')) ? { ...UUID_SCHEMA }
+      : { ...SCALARS[field.type] };
+    if (field.map) return { type: 'object', additionalProperties: s };
+    if (field.repeated) return { type: 'array', items: s };
+    // Null means "not set": for optional fields, messages and enums (whose UNSPECIFIED value is null).
+    const canBeNull = isOptional(field) || rt instanceof protobuf.Type || rt instanceof protobuf.Enum;
+    if (canBeNull && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
+    // In a request, null is accepted for any field and means the same as leaving it out.
+    else if (dir === 'input' && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
     return s;
   };
-  const messageSchema = (type: protobuf.Type, exclude: string[]): Schema => {
+
+  const messageSchema = (type: protobuf.Type, dir: Direction, exclude: string[]): Schema => {
     const properties: Record<string, Schema> = {};
     const required: string[] = [];
     for (const f of type.fieldsArray) {
       if (exclude.includes(f.name)) continue;
-      properties[f.name] = fieldSchema(f);
+      properties[f.name] = fieldSchema(f, dir);
+      if (f.comment) properties[f.name] = { ...properties[f.name], description: f.comment.trim() };
       const behavior = f.options?.['(google.api.field_behavior)'];
-      if (behavior === 'REQUIRED') required.push(f.name);
+      if (dir === 'output' || behavior === 'REQUIRED') required.push(f.name);
     }
-    return { type: 'object', properties, ...(required.length ? { required } : {}), additionalProperties: false };
+    return {
+      type: 'object',
+      ...(type.comment ? { description: type.comment.trim() } : {}),
+      properties,
+      ...(required.length ? { required } : {}),
+      ...(dir === 'input' ? { additionalProperties: false } : {}),
+    };
   };
 
   const paths: Record<string, Record<string, unknown>> = {};
+  const operationIds = new Set<string>();
   for (const r of routes) {
-    const parameters: Schema[] = r.params.map((p) => ({ name: p, in: 'path', required: true, schema: fieldSchema(r.requestType.fields[p]!) }));
+    const parameters: Schema[] = r.params.map((p) => ({
+      name: p,
+      in: 'path',
+      required: true,
+      schema: pathSchema(r.requestType.fields[p]!, fieldSchema),
+    }));
     if (r.body !== '*') {
       for (const f of r.requestType.fieldsArray) {
         if (r.params.includes(f.name) || f.name === r.body || f.map) continue;
-        parameters.push({ name: f.name, in: 'query', required: false, schema: fieldSchema(f) });
+        f.resolve();
+        if (f.resolvedType instanceof protobuf.Type && f.resolvedType.fullName !== '.google.protobuf.Timestamp' && !WRAPPERS[f.resolvedType.fullName]) continue;
+        parameters.push({
+          name: f.name,
+          in: 'query',
+          required: false,
+          ...(f.repeated ? { style: 'form', explode: true } : {}),
+          ...(f.comment ? { description: f.comment.trim() } : {}),
+          schema: queryParamSchema(f, fieldSchema),
+        });
       }
     }
     let responseSchema: Schema | undefined;
     if (r.successStatus !== 204 && r.successStatus !== 302) {
-      responseSchema = r.responseBody ? fieldSchema(r.responseType.fields[r.responseBody]!) : ref(r.responseType);
+      responseSchema = r.responseBody ? fieldSchema(r.responseType.fields[r.responseBody]!, 'output') : messageRef(r.responseType, 'output');
     }
+    const requestSchema = r.body === '*' ? messageRef(r.requestType, 'input', r.params) : r.body ? fieldSchema(r.requestType.fields[r.body]!, 'input') : undefined;
+    const operationId = operationIds.has(r.rpc) ? `${r.downstream}_${r.rpc}` : r.rpc;
+    operationIds.add(operationId);
+    const success =
+      r.successStatus === 302 ? { description: 'Redirect to Location', headers: { Location: { schema: { type: 'string', format: 'uri-reference' } } } }
+      : r.successStatus === 204 ? { description: 'Done; no content' }
+      : { description: r.successStatus === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: responseSchema } } };
     const op: Record<string, unknown> = {
-      operationId: r.rpc,
+      operationId,
       tags: [r.downstream],
+      summary: r.rpc,
       ...(r.description ? { description: r.description } : {}),
       ...(parameters.length ? { parameters } : {}),
-      ...(r.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: r.body === '*' ? ref(r.requestType, r.params) : fieldSchema(r.requestType.fields[r.body]!) } } } }
-        : {}),
+      ...(requestSchema ? { requestBody: { required: r.body !== '*' || hasRequired(r.requestType, r.params), content: { 'application/json': { schema: requestSchema } } } } : {}),
       responses: {
-        [String(r.successStatus)]: r.successStatus === 302
-          ? { description: 'Redirect', headers: { Location: { schema: { type: 'string' } } } }
-          : { description: 'Success', ...(responseSchema ? { content: { 'application/json': { schema: responseSchema } } } : {}) },
-        default: { description: 'Error (contract §2)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        [String(r.successStatus)]: success,
+        default: { description: 'Error (the contract\'s §2 shape)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
       },
       ...(r.auth === 'none' ? { security: [] } : {}),
-      'x-required-access': r.domain ? `${r.domain}:${r.level}` : r.auth,
+      'x-workauto-policy': { auth: r.auth, ...(r.domain ? { domain: r.domain, level: r.level } : {}) },
     };
     (paths[r.template] ??= {})[r.method.toLowerCase()] = op;
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'workauto API', version: 'v1', description: 'Generated from the protos (google.api.http annotations).' },
+    info: {
+      title: 'workauto API',
+      version: 'v1',
+      description: 'Generated at start-up from the protos (google.api.http and workauto.api.v1.policy annotations).',
+    },
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
     paths,
-    components: { schemas, securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    components: { schemas, securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key (wk_…), or the platform admin token for /admin routes.' } } },
   };
+}
+
+function hasRequired(type: protobuf.Type, exclude: string[]): boolean {
+  return type.fieldsArray.some((f) => !exclude.includes(f.name) && f.options?.['(google.api.field_behavior)'] === 'REQUIRED');
+}
+
+/** Path variables are never null. */
+function pathSchema(field: protobuf.Field, fieldSchema: (f: protobuf.Field, dir: Direction) => Schema): Schema {
+  const s = fieldSchema(field, 'output');
+  return (s.anyOf as Schema[] | undefined)?.[0] ?? s;
+}
+
+function queryParamSchema(field: protobuf.Field, fieldSchema: (f: protobuf.Field, dir: Direction) => Schema): Schema {
+  const s = fieldSchema(field, 'output');
+  if (field.repeated) return s;
+  return (s.anyOf as Schema[] | undefined)?.[0] ?? s;
 }

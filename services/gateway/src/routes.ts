@@ -1,7 +1,7 @@
 /**
  * The route table, built from the protos: every rpc with a google.api.http annotation becomes a
  * route, with the policy its (workauto.api.v1.policy) option declares. Nothing here is written
- * per endpoint.
+ * per endpoint. A malformed annotation fails start-up, so a typo never becomes a silent 404.
  */
 import { readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -40,9 +40,16 @@ export interface Route {
   description: string;
 }
 
+/** The public name of a route-table entry (what `Gateway.routes` holds). */
+export type RouteInfo = Route;
+
+const VERBS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 const AUTH: Record<string, AuthKind> = { AUTH_UNSPECIFIED: 'api_key', AUTH_API_KEY: 'api_key', AUTH_PLATFORM_ADMIN: 'platform_admin', AUTH_NONE: 'none' };
 const LEVEL: Record<string, Level> = { ACCESS_LEVEL_UNSPECIFIED: 'none', ACCESS_LEVEL_NONE: 'none', ACCESS_LEVEL_READ: 'read', ACCESS_LEVEL_WRITE: 'write', ACCESS_LEVEL_ADMIN: 'admin' };
+/** Packages that hold shared messages, not services. */
 const SKIPPED_PACKAGES = new Set(['api', 'events']);
+const PARAM = /^\{([a-z_][a-z0-9_]*)\}$/;
+const LITERAL = /^[A-Za-z0-9._~-]+$/;
 
 /** proto/workauto/<pkg>/v1/*.proto of every package that can hold services. */
 export function serviceProtoFiles(): string[] {
@@ -62,22 +69,46 @@ function option<T>(method: protobuf.Method, name: string): T | undefined {
   return undefined;
 }
 
+/**
+ * `/api/v1/members/{member_id}/access-policies` → an anchored pattern. Only whole-segment
+ * `{field}` variables are supported (no `{name=…}` sub-paths, no `:verb` suffixes): anything else
+ * throws, so an annotation the gateway cannot serve fails at start-up.
+ */
 export function compileTemplate(template: string): { pattern: RegExp; params: string[]; literals: number } {
+  if (!template.startsWith('/')) throw new Error(`path template ${template} must start with /`);
   const params: string[] = [];
   let literals = 0;
   const source = template
+    .slice(1)
     .split('/')
     .map((seg) => {
-      const m = /^\{([a-z_][a-z0-9_]*)\}$/.exec(seg);
+      const m = PARAM.exec(seg);
       if (m) {
+        if (params.includes(m[1]!)) throw new Error(`path template ${template} binds {${m[1]}} twice`);
         params.push(m[1]!);
         return '([^/]+)';
       }
-      if (seg) literals++;
+      if (!LITERAL.test(seg)) throw new Error(`path template ${template}: segment "${seg}" is neither a literal nor a {field} variable`);
+      literals++;
       return seg.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
     })
     .join('/');
-  return { pattern: new RegExp(`^${source}/?$`), params, literals };
+  return { pattern: new RegExp(`^/${source}/?$`), params, literals };
+}
+
+/** Checks an annotation against its messages: every name it uses must be a field that can carry it. */
+function checkBindings(where: string, request: protobuf.Type, response: protobuf.Type, params: string[], body: string, responseBody: string): void {
+  for (const p of params) {
+    const f = request.fields[p];
+    if (!f) throw new Error(`${where}: path variable {${p}} is not a field of ${request.name}`);
+    f.resolve();
+    if (f.repeated || f.map || f.resolvedType instanceof protobuf.Type) throw new Error(`${where}: path variable {${p}} must be a scalar or enum field`);
+  }
+  if (body && body !== '*') {
+    if (!request.fields[body]) throw new Error(`${where}: body "${body}" is not a field of ${request.name}`);
+    if (params.includes(body)) throw new Error(`${where}: body "${body}" is also a path variable`);
+  }
+  if (responseBody && !response.fields[responseBody]) throw new Error(`${where}: response_body "${responseBody}" is not a field of ${response.name}`);
 }
 
 export function buildRoutes(root: protobuf.Root): Route[] {
@@ -88,27 +119,39 @@ export function buildRoutes(root: protobuf.Root): Route[] {
         const pkg = obj.fullName.split('.')[2] ?? '';
         for (const method of obj.methodsArray) {
           const http = option<Record<string, string>>(method, '(google.api.http)');
-          if (!http) continue;
-          const verb = (['get', 'post', 'put', 'patch', 'delete'] as const).find((v) => typeof http[v] === 'string');
-          if (!verb) continue;
+          if (!http) continue; // internal rpcs (AuthenticateToken) are not routable
+          const where = `${obj.fullName.slice(1)}.${method.name}`;
+          const verbs = VERBS.filter((v) => typeof http[v] === 'string');
+          if (verbs.length !== 1) throw new Error(`${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`);
+          if (method.requestStream || method.responseStream) throw new Error(`${where}: streaming rpcs cannot be routed`);
+          const verb = verbs[0]!;
           const template = http[verb]!;
           const policy = option<Record<string, string>>(method, '(workauto.api.v1.policy)') ?? {};
           method.resolve();
+          const requestType = method.resolvedRequestType!;
           const responseType = method.resolvedResponseType!;
+          const compiled = compileTemplate(template);
+          const body = http.body ?? '';
+          const responseBody = http.response_body ?? '';
+          checkBindings(where, requestType, responseType, compiled.params, body, responseBody);
+          const auth = AUTH[policy.auth ?? 'AUTH_UNSPECIFIED'];
+          const level = LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'];
+          if (!auth || !level) throw new Error(`${where}: unknown policy ${JSON.stringify(policy)}`);
+          if (policy.domain && level === 'none') throw new Error(`${where}: policy names domain ${policy.domain} without a level`);
           routes.push({
             method: verb.toUpperCase() as HttpMethod,
             template,
-            ...compileTemplate(template),
+            ...compiled,
             grpcPath: `/${obj.fullName.slice(1)}/${method.name}`,
             rpc: method.name,
             downstream: pkg,
-            requestType: method.resolvedRequestType!,
+            requestType,
             responseType,
-            body: http.body ?? '',
-            responseBody: http.response_body ?? '',
-            auth: AUTH[policy.auth ?? 'AUTH_UNSPECIFIED'] ?? 'api_key',
+            body,
+            responseBody,
+            auth,
             domain: policy.domain ?? '',
-            level: LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'] ?? 'none',
+            level,
             successStatus:
               responseType.fullName === '.workauto.api.v1.Redirect' ? 302
               : responseType.fullName === '.google.protobuf.Empty' ? 204
@@ -123,16 +166,24 @@ export function buildRoutes(root: protobuf.Root): Route[] {
     }
   };
   visit(root);
+  const seen = new Map<string, string>();
+  for (const r of routes) {
+    // Same shape, different variable names, would make one of the two unreachable.
+    const key = `${r.method} ${r.template.replace(/\{[^}]+\}/g, '{}')}`;
+    if (seen.has(key)) throw new Error(`${r.rpc} and ${seen.get(key)} both claim ${key}`);
+    seen.set(key, r.rpc);
+  }
   // Literal segments win over parameters: POST /invitations/claim before /invitations/{id}.
-  return routes.sort((a, b) => b.literals - a.literals || a.template.localeCompare(b.template));
+  return routes.sort((a, b) => b.literals - a.literals || a.template.localeCompare(b.template) || a.method.localeCompare(b.method));
 }
 
 export function loadRoutes(): Route[] {
   return buildRoutes(loadProtoRoot(serviceProtoFiles()));
 }
 
-export type Match = { route: Route; params: Record<string, string> } | { methodNotAllowed: HttpMethod[] } | undefined;
+export type Match = { route: Route; params: Record<string, string> } | { methodNotAllowed: HttpMethod[] } | { badPath: string } | undefined;
 
+/** The route for a method and a (still percent-encoded) path; path variables are decoded here. */
 export function matchRoute(routes: Route[], method: string, path: string): Match {
   const allowed = new Set<HttpMethod>();
   for (const route of routes) {
@@ -143,9 +194,13 @@ export function matchRoute(routes: Route[], method: string, path: string): Match
       continue;
     }
     const params: Record<string, string> = {};
-    route.params.forEach((p, i) => {
-      params[p] = decodeURIComponent(m[i + 1]!);
-    });
+    for (const [i, p] of route.params.entries()) {
+      try {
+        params[p] = decodeURIComponent(m[i + 1]!);
+      } catch {
+        return { badPath: p };
+      }
+    }
     return { route, params };
   }
   return allowed.size ? { methodNotAllowed: [...allowed] } : undefined;

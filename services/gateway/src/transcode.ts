@@ -1,17 +1,20 @@
 /** HTTP request → gRPC request object for a route: path parameters, query parameters and the JSON body. */
 import protobuf from 'protobufjs';
-import { fieldFromJson, messageFromJson, scalarFromJson, enumNames, enumPrefix, type Violation } from './json-mapping.js';
+import { fieldFromJson, messageFromJson, scalarFromJson, enumNames, enumPrefix, WRAPPERS, type Violation } from './json-mapping.js';
 import { gatewayErrors } from './errors.js';
 import type { Route } from './routes.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Plain decimal notation only: Number() would also take hex, binary and whitespace. */
+const DECIMAL = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /** A query or path value (always text) as the field's type. */
 function fromText(field: protobuf.Field, text: string, path: string, out: Violation[]): unknown {
   field.resolve();
   const rt = field.resolvedType;
   if (rt instanceof protobuf.Enum) {
-    const n = rt.values[enumPrefix(rt) + text.toUpperCase()];
+    const key = enumPrefix(rt) + text.toUpperCase();
+    const n = Object.prototype.hasOwnProperty.call(rt.values, key) ? rt.values[key] : undefined;
     if (n === undefined || n === 0 || text !== text.toLowerCase()) {
       out.push({ field: path, description: `must be one of ${enumNames(rt).join(', ')}; got ${JSON.stringify(text)}` });
       return undefined;
@@ -20,10 +23,19 @@ function fromText(field: protobuf.Field, text: string, path: string, out: Violat
   }
   if (rt instanceof protobuf.Type) {
     if (rt.fullName === '.google.protobuf.Timestamp') return messageFromJson(rt, text, path, out);
+    const wrapped = WRAPPERS[rt.fullName];
+    if (wrapped) {
+      const v = scalarText(wrapped, text, path, out);
+      return v === undefined ? undefined : { value: v };
+    }
     out.push({ field: path, description: 'cannot be given in the URL' });
     return undefined;
   }
-  switch (field.type) {
+  return scalarText(field.type, text, path, out);
+}
+
+function scalarText(type: string, text: string, path: string, out: Violation[]): unknown {
+  switch (type) {
     case 'string':
       return text;
     case 'bool':
@@ -32,16 +44,21 @@ function fromText(field: protobuf.Field, text: string, path: string, out: Violat
       return undefined;
     case 'double':
     case 'float':
-      if (text.trim() !== '' && Number.isFinite(Number(text))) return Number(text);
+      if (DECIMAL.test(text) && Number.isFinite(Number(text))) return Number(text);
       out.push({ field: path, description: 'must be a number' });
       return undefined;
     default:
-      if (/^-?\d+$/.test(text)) return scalarFromJson(field.type, Number(text), path, out);
+      if (type === 'bytes') return scalarFromJson(type, text, path, out);
+      if (/^-?\d+$/.test(text)) return scalarFromJson(type, Number(text), path, out);
       out.push({ field: path, description: `must be an integer, got ${JSON.stringify(text.slice(0, 40))}` });
       return undefined;
   }
 }
 
+/**
+ * The request message (as a protobufjs plain object) of one HTTP call. Throws one
+ * INVALID_ARGUMENT listing every violation of the path, the query and the body.
+ */
 export function buildRequest(route: Route, params: Record<string, string>, query: Record<string, unknown>, body: unknown): Record<string, unknown> {
   const out: Violation[] = [];
   const type = route.requestType;
@@ -50,6 +67,12 @@ export function buildRequest(route: Route, params: Record<string, string>, query
 
   if (route.body === '*') {
     request = messageFromJson(type, body ?? {}, '', out) ?? {};
+    // The path names the resource; a second, possibly different, value in the body is a mistake.
+    for (const p of route.params) {
+      if (body && typeof body === 'object' && Object.prototype.hasOwnProperty.call(body, p)) {
+        out.push({ field: p, description: 'is given in the path; leave it out of the body' });
+      }
+    }
   } else if (route.body) {
     const field = type.fields[route.body]!;
     const mapped = body === undefined ? undefined : fieldFromJson(field, body, route.body, out);
@@ -59,20 +82,22 @@ export function buildRequest(route: Route, params: Record<string, string>, query
   }
 
   for (const [name, text] of Object.entries(params)) {
-    const field = type.fields[name];
-    if (!field) continue;
+    const field = type.fields[name]!; // routes.ts checked every path variable is a field
     if ((name === 'id' || name.endsWith('_id')) && !UUID.test(text)) {
       out.push({ field: name, description: `must be a UUID, got ${JSON.stringify(text.slice(0, 64))}` });
       continue;
     }
     const v = fromText(field, text, name, out);
-    if (v !== undefined) request[name] = v; // the path wins over a body field of the same name
+    if (v !== undefined) request[name] = v;
   }
 
+  // A redirect route is a browser round trip whose URL a third party writes (an OAuth provider adds
+  // scope, iss, session_state, …): there, parameters the request does not name are dropped, not refused.
+  const dropUnknown = route.successStatus === 302;
   for (const [name, raw] of Object.entries(query)) {
-    const field = type.fields[name];
+    const field = Object.prototype.hasOwnProperty.call(type.fields, name) ? type.fields[name] : undefined;
     if (!field || name in params || name === route.body || route.body === '*' || field.map) {
-      out.push({ field: name, description: 'is not a query parameter of this endpoint' });
+      if (!dropUnknown) out.push({ field: name, description: 'is not a query parameter of this endpoint' });
       continue;
     }
     const values = Array.isArray(raw) ? raw.map(String) : [String(raw)];

@@ -1,0 +1,452 @@
+/**
+ * The gateway over real HTTP in front of the real identity service (real gRPC, real PostgreSQL
+ * from TEST_DATABASE_URL). Run through deploy/embedded's with-infra wrapper.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import protobuf from 'protobufjs';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { createIdentityService } from '@workauto/identity';
+import { createLogger, setLogTarget } from '@workauto/logger';
+import { captureLogs, testDatabase } from '@workauto/testing';
+import { createGateway, type Gateway, type GatewayOptions } from './index.js';
+import type { Route } from './routes.js';
+
+// Every log line of the run (gateway and identity) is captured to check that no secret reaches it,
+// and kept out of the test runner's output.
+const logs = captureLogs();
+setLogTarget(new Writable({ write: (_chunk, _enc, done) => done() }));
+
+const ADMIN_TOKEN = `wkadmin_${randomBytes(24).toString('hex')}`;
+const TWO_MIB = 2 * 1024 * 1024;
+
+interface Res {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+interface Call {
+  key?: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** node:http, for what fetch refuses to send (a GET with a body). */
+function rawRequest(url: string, method: string, headers: Record<string, string>, body: string): Promise<{ status: number; headers: Headers; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
+        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function client(base: string) {
+  return async (method: string, path: string, opts: Call = {}): Promise<Res> => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.key !== undefined) headers.authorization = `Bearer ${opts.key}`;
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const { status, headers: resHeaders, text } =
+      body !== undefined && method === 'GET'
+        ? await rawRequest(`${base}${path}`, method, headers, body)
+        : await fetch(`${base}${path}`, { method, headers, body, redirect: 'manual' }).then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
+    let parsed: unknown;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    return { status, headers: resHeaders, body: parsed, text };
+  };
+}
+
+/** The contract's error shape (§2), with the request id of the response header. */
+function assertError(res: Res, status: number, reason?: string): void {
+  assert.equal(res.status, status, `${res.status}: ${res.text.slice(0, 300)}`);
+  const e = res.body?.error;
+  assert.ok(e, `no error object: ${res.text.slice(0, 300)}`);
+  assert.deepEqual(Object.keys(e).sort(), ['code', 'details', 'message', 'request_id', 'status']);
+  assert.equal(e.code, status);
+  assert.match(e.status, /^[A-Z_]+$/);
+  assert.equal(typeof e.message, 'string');
+  assert.doesNotMatch(e.message, /\n\s+at /, 'no stack trace');
+  const info = e.details[0];
+  assert.equal(info['@type'], 'type.googleapis.com/google.rpc.ErrorInfo');
+  assert.equal(typeof info.reason, 'string');
+  assert.equal(typeof info.domain, 'string');
+  assert.equal(typeof info.metadata, 'object');
+  for (const d of e.details.slice(1)) {
+    assert.equal(d['@type'], 'type.googleapis.com/google.rpc.BadRequest');
+    assert.ok(Array.isArray(d.field_violations));
+  }
+  assert.equal(e.request_id, res.headers.get('x-request-id'));
+  if (status === 401) assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+  if (reason) assert.equal(info.reason, reason);
+}
+
+function violatedFields(res: Res): string[] {
+  const bad = res.body?.error?.details?.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest'));
+  return (bad?.field_violations ?? []).map((v: { field: string }) => v.field);
+}
+
+const isIdParam = (p: string) => p === 'id' || p.endsWith('_id');
+
+/** A route's path with placeholder values (fresh UUIDs for ids), optionally one variable replaced. */
+function pathOf(route: Route, replace: Record<string, string> = {}): string {
+  return route.template.replace(/\{([a-z0-9_]+)\}/g, (_m, p: string) => encodeURIComponent(replace[p] ?? (isIdParam(p) ? randomUUID() : 'x')));
+}
+
+/** A body field of the route and a JSON value of the wrong type for it. */
+function wrongTypedField(route: Route): { field: string; value: unknown } | undefined {
+  const type = route.body === '*' ? route.requestType : (route.requestType.fields[route.body]?.resolvedType as protobuf.Type | null);
+  if (!(type instanceof protobuf.Type)) return undefined;
+  for (const f of type.fieldsArray) {
+    if (route.body === '*' && route.params.includes(f.name)) continue;
+    f.resolve();
+    if (f.resolvedType?.fullName === '.google.protobuf.Value') continue; // any JSON is right
+    const value = f.type === 'string' && !f.repeated && !f.map ? 12345 : 'wrong';
+    return { field: route.body === '*' ? f.name : `${route.body}.${f.name}`, value };
+  }
+  return undefined;
+}
+
+describe('gateway in front of identity', () => {
+  let identity: { port: number; stop(): Promise<void> };
+  let identityStopped = false;
+  const gateways: Gateway[] = [];
+  let gw: Gateway;
+  let api: ReturnType<typeof client>;
+  const secrets: string[] = [ADMIN_TOKEN];
+  let a: { tenantId: string; ownerId: string; key: string };
+  let b: { tenantId: string; ownerId: string; key: string };
+
+  async function startGateway(overrides: Partial<GatewayOptions> = {}) {
+    const g = await createGateway({
+      logger: createLogger('gateway'), downstreams: { identity: `127.0.0.1:${identity.port}` },
+      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, ...overrides,
+    });
+    const port = await g.listen('127.0.0.1', 0);
+    gateways.push(g);
+    return { gateway: g, api: client(`http://127.0.0.1:${port}`) };
+  }
+
+  async function bootstrap(name: string) {
+    const res = await api('POST', '/api/v1/admin/tenants', {
+      key: ADMIN_TOKEN,
+      body: { name, owner: { name: `${name} Owner`, email: `owner-${randomBytes(3).toString('hex')}@example.com` } },
+    });
+    assert.equal(res.status, 201, res.text);
+    secrets.push(res.body.api_key);
+    return { tenantId: res.body.tenant.id as string, ownerId: res.body.member.id as string, key: res.body.api_key as string };
+  }
+
+  /** A second member of tenant A through the invitation flow, with its API key. */
+  async function invite(role: string) {
+    const inv = await api('POST', '/api/v1/invitations', { key: a.key, body: { email: `m-${randomBytes(3).toString('hex')}@example.com`, role } });
+    assert.equal(inv.status, 201, inv.text);
+    secrets.push(inv.body.code);
+    const claimed = await api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+    assert.equal(claimed.status, 200, claimed.text);
+    secrets.push(claimed.body.api_key);
+    return { memberId: claimed.body.member.id as string, key: claimed.body.api_key as string };
+  }
+
+  before(async () => {
+    identity = await createIdentityService(
+      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
+      createLogger('identity'),
+    );
+    ({ gateway: gw, api } = await startGateway());
+    a = await bootstrap('Alpha');
+    b = await bootstrap('Beta');
+  });
+
+  after(async () => {
+    for (const g of gateways) await g.close();
+    if (!identityStopped) await identity?.stop();
+    logs.stop();
+  });
+
+  it('bootstraps a tenant with the platform admin token: 201 {tenant, member, api_key}', async () => {
+    const res = await api('POST', '/api/v1/admin/tenants', { key: ADMIN_TOKEN, body: { name: 'Gamma', owner: { name: 'G Owner', email: 'g@example.com' } } });
+    assert.equal(res.status, 201, res.text);
+    secrets.push(res.body.api_key);
+    assert.deepEqual(Object.keys(res.body).sort(), ['api_key', 'member', 'tenant']);
+    assert.deepEqual(Object.keys(res.body.tenant).sort(), ['created_at', 'id', 'name']);
+    assert.match(res.body.tenant.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
+    assert.match(res.body.api_key, /^wk_[A-Za-z0-9]{32,}$/);
+    const m = res.body.member;
+    assert.deepEqual(
+      { role: m.role, is_active: m.is_active, email: m.email, contact_id: m.contact_id, metadata: m.metadata, tenant_id: m.tenant_id },
+      { role: 'owner', is_active: true, email: 'g@example.com', contact_id: null, metadata: {}, tenant_id: res.body.tenant.id },
+    );
+  });
+
+  it('lists members in the envelope, pages with limit and cursor, and keeps tenants apart', async () => {
+    const list = await api('GET', '/api/v1/members', { key: a.key });
+    assert.equal(list.status, 200, list.text);
+    assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
+    assert.deepEqual(list.body.data.map((m: { id: string }) => m.id), [a.ownerId]);
+    assert.equal(list.body.has_more, false);
+    assert.equal(list.body.next_cursor, null);
+
+    const foreign = await api('GET', `/api/v1/members/${a.ownerId}`, { key: b.key });
+    assertError(foreign, 404, 'MEMBER_NOT_FOUND');
+    const bList = await api('GET', '/api/v1/members', { key: b.key });
+    assert.deepEqual(bList.body.data.map((m: { id: string }) => m.id), [b.ownerId]);
+    assertError(await api('PATCH', `/api/v1/members/${a.ownerId}`, { key: b.key, body: { name: 'x' } }), 404);
+    assertError(await api('DELETE', `/api/v1/members/${a.ownerId}`, { key: b.key }), 404);
+    assertError(await api('GET', `/api/v1/members/${a.ownerId}/access-policies`, { key: b.key }), 404);
+
+    const second = await invite('member');
+    const page1 = await api('GET', '/api/v1/members?limit=1', { key: a.key });
+    assert.equal(page1.body.data.length, 1);
+    assert.equal(page1.body.has_more, true);
+    assert.equal(typeof page1.body.next_cursor, 'string');
+    const page2 = await api('GET', `/api/v1/members?limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`, { key: a.key });
+    assert.equal(page2.body.has_more, false);
+    assert.deepEqual([...page1.body.data, ...page2.body.data].map((m: { id: string }) => m.id).sort(), [a.ownerId, second.memberId].sort());
+  });
+
+  it('enforces each route\'s policy: domain levels, platform admin, tenant credentials', async () => {
+    const member = await invite('member');
+    assert.equal((await api('GET', '/api/v1/members', { key: member.key })).status, 200, 'member role reads members');
+    const denied = await api('POST', '/api/v1/invitations', { key: member.key, body: { email: 'x@example.com', role: 'viewer' } });
+    assertError(denied, 403, 'ACCESS_DENIED');
+    assert.match(denied.body.error.message, /admin access to members/);
+    assert.deepEqual(denied.body.error.details[0].metadata, { domain: 'members', required_level: 'admin', actual_level: 'read' });
+    assertError(await api('GET', '/api/v1/audit-log', { key: member.key }), 403, 'ACCESS_DENIED');
+    assertError(await api('GET', '/api/v1/members', { key: ADMIN_TOKEN }), 403, 'TENANT_CREDENTIAL_REQUIRED');
+    assertError(await api('POST', '/api/v1/admin/tenants', { key: a.key, body: { name: 'x', owner: { name: 'o', email: 'o@example.com' } } }), 403, 'PLATFORM_ADMIN_REQUIRED');
+    // Routes with an empty domain need only a tenant credential: every member manages its own keys.
+    assert.equal((await api('GET', '/api/v1/api-keys', { key: member.key })).status, 200);
+  });
+
+  it('changes a member\'s role, deactivates it, and its key stops working at once on this replica', async () => {
+    const m = await invite('member');
+    const other = await startGateway({ authCacheTtlMs: 2_000 }); // another replica with its own cache
+    const patched = await api('PATCH', `/api/v1/members/${m.memberId}`, { key: a.key, body: { role: 'viewer', metadata: { team: 'sales', level: 2 } } });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.body.role, 'viewer');
+    assert.deepEqual(patched.body.metadata, { team: 'sales', level: 2 });
+    assertError(await api('GET', '/api/v1/integration-keys', { key: m.key }), 403, 'ACCESS_DENIED');
+
+    const warmed = Date.now();
+    assert.equal((await other.api('GET', '/api/v1/members', { key: m.key })).status, 200);
+    const del = await api('DELETE', `/api/v1/members/${m.memberId}`, { key: a.key, headers: { 'user-agent': 'gateway-e2e/1.0' } });
+    assert.equal(del.status, 200, del.text);
+    assert.equal(del.body.is_active, false);
+    assert.equal(del.body.role, 'viewer');
+    assertError(await api('GET', '/api/v1/members', { key: m.key }), 401);
+    const stillListed = await api('GET', `/api/v1/members/${m.memberId}`, { key: a.key });
+    assert.equal(stillListed.body.is_active, false);
+
+    // The documented bound: another replica may trust its cached answer for authCacheTtlMs, no longer.
+    const stale = await other.api('GET', '/api/v1/members', { key: m.key });
+    if (Date.now() - warmed < 1_500) assert.equal(stale.status, 200, 'served from the other replica\'s cache');
+    await sleep(Math.max(0, warmed + 2_100 - Date.now()));
+    assertError(await other.api('GET', '/api/v1/members', { key: m.key }), 401);
+
+    // The deactivation reached the audit log with the actor and client the gateway passed on.
+    let entry: any;
+    for (let i = 0; i < 50 && !entry; i++) {
+      const log = await api('GET', '/api/v1/audit-log?action=member.deactivated', { key: a.key });
+      assert.equal(log.status, 200, log.text);
+      entry = log.body.data.find((e: { resource_id: string }) => e.resource_id === m.memberId);
+      if (!entry) await sleep(100);
+    }
+    assert.ok(entry, 'member.deactivated was audited');
+    assert.equal(entry.actor_type, 'api_key');
+    assert.equal(entry.user_agent, 'gateway-e2e/1.0');
+    assert.match(entry.ip_address, /127\.0\.0\.1/);
+  });
+
+  it('refuses to deactivate the last active owner with 409 FAILED_PRECONDITION', async () => {
+    const res = await api('DELETE', `/api/v1/members/${a.ownerId}`, { key: a.key });
+    assertError(res, 409, 'LAST_OWNER');
+    assert.equal(res.body.error.status, 'FAILED_PRECONDITION');
+  });
+
+  it('passes on the service\'s HTTP hint: a revoked invitation is 410', async () => {
+    const inv = await api('POST', '/api/v1/invitations', { key: a.key, body: { email: 'revoked@example.com', role: 'member' } });
+    secrets.push(inv.body.code);
+    assert.equal((await api('DELETE', `/api/v1/invitations/${inv.body.id}`, { key: a.key })).status, 200);
+    const claim = await api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+    assertError(claim, 410);
+    assert.equal(claim.body.error.status, 'FAILED_PRECONDITION');
+  });
+
+  it('revokes an API key with immediate effect, and answers 204 and bare arrays where annotated', async () => {
+    const created = await api('POST', '/api/v1/api-keys', { key: a.key, body: { name: 'ci' } });
+    assert.equal(created.status, 201, created.text);
+    secrets.push(created.body.api_key);
+    assert.equal((await api('GET', '/api/v1/members', { key: created.body.api_key })).status, 200);
+    assert.equal((await api('DELETE', `/api/v1/api-keys/${created.body.id}`, { key: a.key })).status, 200);
+    assertError(await api('GET', '/api/v1/members', { key: created.body.api_key }), 401);
+
+    const credential = `sk-${randomBytes(12).toString('hex')}`;
+    secrets.push(credential);
+    const put = await api('PUT', '/api/v1/integration-keys/openai', { key: a.key, body: { credential, label: 'prod' } });
+    assert.equal(put.status, 200, put.text);
+    assert.equal(put.body.key_hint, credential.slice(-4));
+    assert.equal(put.body.last_verified_at, null);
+    const del = await api('DELETE', '/api/v1/integration-keys/openai', { key: a.key });
+    assert.equal(del.status, 204);
+    assert.equal(del.text, '');
+    assertError(await api('GET', '/api/v1/integration-keys/openai', { key: a.key }), 404);
+
+    const policies = await api('GET', `/api/v1/members/${a.ownerId}/access-policies`, { key: a.key });
+    assert.equal(policies.status, 200, policies.text);
+    assert.ok(Array.isArray(policies.body), 'response_body "data" is a bare array');
+  });
+
+  it('answers bad input to every route with a 4xx in the contract shape, never a 5xx', async () => {
+    const wrong: string[] = [];
+    const check = async (label: string, res: Promise<Res>, status: number | '4xx', field?: string) => {
+      const r = await res;
+      try {
+        assertError(r, status === '4xx' ? (r.status >= 400 && r.status < 500 ? r.status : 400) : status);
+        if (field) assert.ok(violatedFields(r).includes(field), `violations ${JSON.stringify(violatedFields(r))} do not name ${field}`);
+      } catch (err) {
+        wrong.push(`${label}: ${(err as Error).message.split('\n')[0]}`);
+      }
+    };
+    for (const route of gw.routes) {
+      const label = (what: string) => `${route.method} ${route.template} ${what}`;
+      const key = route.auth === 'platform_admin' ? ADMIN_TOKEN : route.auth === 'api_key' ? a.key : undefined;
+      const path = pathOf(route);
+      if (route.auth !== 'none') {
+        await check(label('without credential'), api(route.method, path), 401);
+        await check(label('with Basic'), api(route.method, path, { headers: { authorization: 'Basic dXNlcjpwYXNz' } }), 401);
+        await check(label('with an unknown key'), api(route.method, path, { key: `wk_${randomBytes(20).toString('hex')}` }), 401);
+        await check(label('with the wrong kind of credential'), api(route.method, path, { key: route.auth === 'api_key' ? ADMIN_TOKEN : b.key }), 403);
+      }
+      if (route.successStatus === 302) {
+        // A browser round trip: parameters an OAuth provider adds are dropped, so the service answers.
+        await check(label('with an extra query parameter'), api(route.method, `${path}?colour=red`, { key }), '4xx');
+      } else {
+        await check(label('with an unknown query parameter'), api(route.method, `${path}?colour=red`, { key }), 400, 'colour');
+      }
+      for (const p of route.params.filter(isIdParam)) {
+        await check(label(`with a non-UUID ${p}`), api(route.method, pathOf(route, { [p]: 'not-a-uuid' }), { key }), 400, p);
+      }
+      if (route.body) {
+        await check(label('with malformed JSON'), api(route.method, path, { key, body: '{"name": ' }), 400);
+        await check(label('with a JSON array'), api(route.method, path, { key, body: [1, 2] }), 400);
+        await check(label('with text/plain'), api(route.method, path, { key, body: 'name=x', headers: { 'content-type': 'text/plain' } }), 415);
+        await check(label('with 2 MiB'), api(route.method, path, { key, body: JSON.stringify({ name: 'x'.repeat(TWO_MIB) }) }), 413);
+        const unknown = route.body === '*' ? 'nmae_typo' : `${route.body}.nmae_typo`;
+        await check(label('with an unknown field'), api(route.method, path, { key, body: { nmae_typo: 'x' } }), 400, unknown);
+        const typed = wrongTypedField(route);
+        if (typed) {
+          const body = { [typed.field.split('.').pop()!]: typed.value };
+          await check(label(`with a wrong-typed ${typed.field}`), api(route.method, path, { key, body }), 400, typed.field);
+        }
+      } else {
+        await check(label('with a body it does not take'), api(route.method, path, { key, body: { x: 1 } }), 400, '(body)');
+      }
+    }
+    assert.deepEqual(wrong, []);
+  });
+
+  it('answers typed query errors, unknown routes, wrong methods and request ids in the contract shape', async () => {
+    await Promise.all([
+      api('GET', '/api/v1/members?limit=1.5', { key: a.key }).then((r) => assertError(r, 400)),
+      api('GET', '/api/v1/members?limit=1&limit=2', { key: a.key }).then((r) => assertError(r, 400)),
+      api('GET', '/api/v1/members?limit=0', { key: a.key }).then((r) => assertError(r, 400)),
+      api('GET', '/api/v1/members?cursor=bogus', { key: a.key }).then((r) => assertError(r, 400)),
+      api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: { role: 'emperor' } }).then((r) => assertError(r, 400)),
+      api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: { id: b.ownerId, name: 'x' } }).then((r) => assertError(r, 400)),
+      api('GET', '/api/v1/members/%E0%A4%A', { key: a.key }).then((r) => assertError(r, 400)),
+    ]);
+    assertError(await api('GET', '/api/v1/no-such-thing', { key: a.key }), 404, 'ROUTE_NOT_FOUND');
+    assertError(await api('GET', '/elsewhere'), 404, 'ROUTE_NOT_FOUND');
+    const notAllowed = await api('PUT', `/api/v1/members/${a.ownerId}`, { key: a.key, body: {} });
+    assertError(notAllowed, 405, 'METHOD_NOT_ALLOWED');
+    assert.deepEqual(notAllowed.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'PATCH']);
+    const mine = await api('GET', '/api/v1/members', { key: a.key, headers: { 'x-request-id': 'req-123.abc' } });
+    assert.equal(mine.headers.get('x-request-id'), 'req-123.abc');
+    const odd = await api('GET', '/api/v1/members', { key: a.key, headers: { 'x-request-id': 'x'.repeat(300) } });
+    assert.match(odd.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    assert.match((await api('GET', '/healthz')).headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+  });
+
+  it('rate-limits per credential with 429 RESOURCE_EXHAUSTED and Retry-After', async () => {
+    const limited = await startGateway({ rateLimitPerMinute: 3 });
+    for (let i = 0; i < 3; i++) assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    const res = await limited.api('GET', '/api/v1/members', { key: a.key });
+    assertError(res, 429, 'RATE_LIMITED');
+    assert.equal(res.body.error.status, 'RESOURCE_EXHAUSTED');
+    assert.ok(Number(res.headers.get('retry-after')) >= 1);
+    assert.equal((await limited.api('GET', '/api/v1/members', { key: b.key })).status, 200, 'another credential has its own budget');
+    // Without a credential, the client address is the key.
+    const anon = await Promise.all([1, 2, 3, 4].map(() => limited.api('GET', '/api/v1/members')));
+    assert.deepEqual(anon.map((r) => r.status).sort(), [401, 401, 401, 429]);
+  });
+
+  it('limits failed authentications per client address, whatever token each one tries', async () => {
+    const limited = await startGateway({ rateLimitPerMinute: 3 });
+    const made = () => limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` });
+    for (let i = 0; i < 3; i++) assertError(await made(), 401);
+    const res = await made();
+    assertError(res, 429, 'RATE_LIMITED');
+    assert.ok(Number(res.headers.get('retry-after')) >= 1);
+  });
+
+  it('serves an OpenAPI 3.1 document of every route that validates', async () => {
+    const res = await api('GET', '/api/v1/openapi.json');
+    assert.equal(res.status, 200);
+    const doc = res.body;
+    assert.equal(doc.openapi, '3.1.0');
+    for (const route of gw.routes) assert.ok(doc.paths[route.template]?.[route.method.toLowerCase()], `${route.method} ${route.template} is missing`);
+    const result = await new Validator().validate(doc);
+    assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 1000));
+    assert.deepEqual(doc.paths['/api/v1/invitations/claim'].post.security, []);
+    assert.deepEqual(doc.components.securitySchemes.bearer, { ...doc.components.securitySchemes.bearer, type: 'http', scheme: 'bearer' });
+  });
+
+  it('answers 503 for a route whose service is not configured', async () => {
+    const bare = await startGateway({ downstreams: {} });
+    assertError(await bare.api('GET', '/api/v1/members', { key: a.key }), 503, 'SERVICE_UNAVAILABLE');
+    assert.equal((await bare.api('GET', '/readyz')).status, 200, 'nothing configured, nothing to wait for');
+  });
+
+  it('is live and ready while identity serves; not ready and 503 once it stops', async () => {
+    assert.deepEqual((await api('GET', '/healthz')).body, { status: 'ok' });
+    const ready = await api('GET', '/readyz');
+    assert.equal(ready.status, 200, ready.text);
+    assert.deepEqual(ready.body.not_ready, []);
+    await identity.stop();
+    identityStopped = true;
+    const notReady = await api('GET', '/readyz');
+    assert.equal(notReady.status, 503);
+    assert.deepEqual(notReady.body.not_ready, ['identity']);
+    assertError(await api('GET', '/api/v1/members', { key: a.key }), 503);
+    assertError(await api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }), 503);
+    assert.equal((await api('GET', '/healthz')).status, 200, 'liveness does not depend on downstreams');
+  });
+
+  it('never writes a token, API key, invitation code or credential to the logs', () => {
+    const text = logs.text();
+    assert.ok(text.includes('"msg":"request"'), 'the access log was captured');
+    assert.ok(text.includes('"service":"identity"'), 'identity\'s logs were captured');
+    for (const secret of secrets) assert.equal(text.includes(secret), false, `${secret.slice(0, 6)}… appears in the logs`);
+  });
+});

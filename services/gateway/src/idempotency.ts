@@ -1,0 +1,132 @@
+/**
+ * Idempotency-Key on every POST (contract §1, Stripe's rule), once, here in the gateway: the first
+ * response (status and body, even an error) is stored encrypted and replayed to a repeat with the
+ * same key by the same credential for 24 h; the same key with another request is a 409.
+ *
+ * A request that never reached its service (503: unavailable or circuit open) is not stored, so
+ * the client's retry does the work. A record whose first request died with its gateway replica is
+ * taken over once its lock (the downstream deadline plus a margin) has passed.
+ */
+import { createHash } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import type { Pool } from '@workauto/db';
+import type { Keyring } from '@workauto/crypto';
+import type { Logger } from '@workauto/logger';
+import { GatewayError, gatewayErrors } from './errors.js';
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+const RETENTION = '24 hours';
+
+export interface StoredResponse {
+  status: number;
+  /** The JSON body, or null for an empty one. */
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+export type Begin = { kind: 'first' } | { kind: 'replay'; response: StoredResponse };
+
+export class IdempotencyStore {
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly keyring: Keyring,
+    /** How long a running first request holds its key (longer than the downstream deadline). */
+    private readonly lockMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Checks the header's value: printable ASCII, 1–255 characters. */
+  static parseKey(value: string | undefined): string | undefined {
+    if (value === undefined) return undefined;
+    if (!KEY_PATTERN.test(value)) {
+      throw gatewayErrors.badRequest([{ field: 'Idempotency-Key', description: 'must be 1–255 printable ASCII characters (a UUID is a good choice)' }]);
+    }
+    return value;
+  }
+
+  static fingerprint(route: string, request: unknown): string {
+    return createHash('sha256').update(route).update('\0').update(canonicalJson(request)).digest('hex');
+  }
+
+  /** Claims the key for this request, or returns the stored response; throws the contract's 409s. */
+  async begin(scope: string, key: string, fingerprint: string): Promise<Begin> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      // New key, or one whose record expired or whose first request was abandoned: this request is first.
+      const claimed = await this.pool.query(
+        `INSERT INTO idempotency_keys (scope, key, fingerprint, locked_until)
+         VALUES ($1, $2, $3, now() + $4 * interval '1 millisecond')
+         ON CONFLICT (scope, key) DO UPDATE
+           SET fingerprint = EXCLUDED.fingerprint, response = NULL, created_at = now(), locked_until = EXCLUDED.locked_until
+           WHERE idempotency_keys.created_at < now() - interval '${RETENTION}'
+              OR (idempotency_keys.response IS NULL AND idempotency_keys.locked_until < now())
+         RETURNING 1`,
+        [scope, key, fingerprint, this.lockMs],
+      );
+      if (claimed.rowCount) return { kind: 'first' };
+      const { rows } = await this.pool.query<{ fingerprint: string; response: string | null }>(
+        'SELECT fingerprint, response FROM idempotency_keys WHERE scope = $1 AND key = $2',
+        [scope, key],
+      );
+      const row = rows[0];
+      if (!row) continue; // swept between the two statements: claim again
+      if (row.fingerprint !== fingerprint) {
+        throw new GatewayError(
+          grpc.status.ABORTED, 'IDEMPOTENCY_KEY_REUSED',
+          'this Idempotency-Key was already used with a different request; use a new key for a new request',
+        );
+      }
+      if (row.response === null) {
+        throw new GatewayError(
+          grpc.status.ABORTED, 'IDEMPOTENCY_KEY_IN_USE',
+          'a request with this Idempotency-Key is still running; retry after it has finished', undefined,
+          { headers: { 'Retry-After': '1' } },
+        );
+      }
+      return { kind: 'replay', response: JSON.parse(this.keyring.decrypt(row.response, context(scope, key))) as StoredResponse };
+    }
+    throw gatewayErrors.unavailable('the idempotency store is busy; retry the request');
+  }
+
+  async complete(scope: string, key: string, response: StoredResponse): Promise<void> {
+    const sealed = this.keyring.encrypt(JSON.stringify(response), context(scope, key));
+    await this.pool.query('UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [scope, key, sealed]);
+  }
+
+  /** Frees the key when the request provably did no work, so a retry may. */
+  async release(scope: string, key: string): Promise<void> {
+    await this.pool.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND response IS NULL', [scope, key]);
+  }
+
+  /** Deletes records older than 24 h every intervalMs. */
+  startSweeping(intervalMs = 10 * 60_000): void {
+    const sweep = () =>
+      this.pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '${RETENTION}'`).then(
+        (r) => r.rowCount && this.logger.info({ deleted: r.rowCount }, 'expired idempotency keys deleted'),
+        (err: unknown) => this.logger.warn({ err: String(err) }, 'idempotency key sweep failed; next try in 10 minutes'),
+      );
+    void sweep();
+    this.sweeper = setInterval(sweep, intervalMs);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+  }
+}
+
+/** Bound into the ciphertext, so a stored response cannot be moved to another key or credential. */
+function context(scope: string, key: string): string {
+  return `idempotency:${scope}:${key}`;
+}
+
+/** JSON with object keys sorted, so the same request always has the same fingerprint. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v) && !Buffer.isBuffer(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : v,
+  );
+}

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadProtoRoot } from '@workauto/protos';
+import { buildRoutes, compileTemplate, loadRoutes, matchRoute } from './routes.js';
+import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
+
+const identityRoutes = buildRoutes(loadProtoRoot(['workauto/identity/v1/identity.proto']));
+const fixtureRoutes = buildRoutes(rootFromSource(FIXTURE_PROTO));
+
+/** A fixture service whose one rpc carries the given http option body. */
+function withHttp(http: string, request = 'message Req { string id = 1; string name = 2; }'): string {
+  return `syntax = "proto3"; package workauto.bad.v1; import "google/api/annotations.proto";
+    service BadService { rpc Do(Req) returns (Req) { option (google.api.http) = {${http}}; } } ${request}`;
+}
+
+describe('route table', () => {
+  it('is built from the annotations, literal segments first', () => {
+    const claim = matchRoute(identityRoutes, 'POST', '/api/v1/invitations/claim');
+    assert.ok(claim && 'route' in claim && claim.route.rpc === 'ClaimInvitation' && claim.route.auth === 'none');
+    const get = matchRoute(identityRoutes, 'GET', '/api/v1/members/abc');
+    assert.ok(get && 'route' in get && get.params.id === 'abc' && get.route.domain === 'members' && get.route.level === 'read');
+    assert.equal(get.route.downstream, 'identity');
+    assert.equal(get.route.grpcPath, '/workauto.identity.v1.IdentityService/GetMember');
+    const wrong = matchRoute(identityRoutes, 'PUT', '/api/v1/members/abc');
+    assert.ok(wrong && 'methodNotAllowed' in wrong && wrong.methodNotAllowed.includes('GET') && wrong.methodNotAllowed.includes('PATCH'));
+    assert.equal(matchRoute(identityRoutes, 'GET', '/api/v1/nothing'), undefined);
+    assert.equal(identityRoutes.some((r) => r.rpc === 'AuthenticateToken'), false, 'rpcs without an annotation are not routable');
+  });
+
+  it('sets success codes: 201 for Create*, 204 for Empty, 302 for a Redirect, else 200', () => {
+    const status = (rpc: string) => identityRoutes.find((r) => r.rpc === rpc)!.successStatus;
+    assert.equal(status('CreateInvitation'), 201);
+    assert.equal(status('CreateTenant'), 201);
+    assert.equal(status('DeleteIntegrationKey'), 204);
+    assert.equal(status('CompleteOAuthAuthorization'), 302);
+    assert.equal(status('DeactivateMember'), 200);
+  });
+
+  it('reads policies: platform admin, none, default api key, domain and level', () => {
+    const by = (rpc: string) => fixtureRoutes.find((r) => r.rpc === rpc)!;
+    assert.equal(by('DeleteThing').auth, 'platform_admin');
+    assert.equal(by('PublicThing').auth, 'none');
+    assert.deepEqual([by('GetThing').auth, by('GetThing').domain], ['api_key', '']);
+    assert.deepEqual([by('CreateThing').domain, by('CreateThing').level], ['crm', 'write']);
+    assert.equal(by('ListThings').responseBody, 'data');
+    assert.equal(by('SetLabel').body, 'label');
+    assert.equal(by('SetLabel').downstream, 'fixture');
+    assert.equal(fixtureRoutes.some((r) => r.rpc === 'Internal'), false);
+  });
+
+  it('loads every service proto of the repository', () => {
+    const routes = loadRoutes();
+    assert.ok(routes.some((r) => r.rpc === 'CreateTenant'));
+    assert.ok(routes.every((r) => !['api', 'events'].includes(r.downstream)));
+  });
+
+  it('decodes path variables, and refuses broken percent-encoding', () => {
+    const m = matchRoute(fixtureRoutes, 'PUT', '/api/v1/things/abc/labels/a%2Fb%20c');
+    assert.ok(m && 'route' in m);
+    assert.deepEqual(m.params, { thing_id: 'abc', key: 'a/b c' });
+    assert.deepEqual(matchRoute(fixtureRoutes, 'PUT', '/api/v1/things/abc/labels/%E0%A4%A'), { badPath: 'key' });
+    const trailing = matchRoute(fixtureRoutes, 'GET', '/api/v1/things/');
+    assert.ok(trailing && 'route' in trailing && trailing.route.rpc === 'ListThings', 'a trailing slash is tolerated');
+  });
+});
+
+describe('path templates', () => {
+  it('compile into anchored patterns', () => {
+    const t = compileTemplate('/api/v1/members/{member_id}/access-policies');
+    assert.deepEqual(t.params, ['member_id']);
+    assert.equal(t.literals, 4);
+    assert.equal(t.pattern.test('/api/v1/members/x/access-policies'), true);
+    assert.equal(t.pattern.test('/api/v1/members/x/access-policies/extra'), false);
+    assert.equal(t.pattern.test('/api/v1/members//access-policies'), false);
+    assert.equal(t.pattern.test('/api/v1/members/x/y/access-policies'), false, 'a variable is one segment');
+    assert.equal(compileTemplate('/api/v1/a.b').pattern.test('/api/v1/aXb'), false, 'literal dots are literal');
+  });
+
+  it('refuse what the gateway cannot serve, at start-up', () => {
+    assert.throws(() => compileTemplate('/api/v1/{name=things/*}'), /neither a literal nor/);
+    assert.throws(() => compileTemplate('/api/v1/things/{id}:cancel'), /neither a literal nor/);
+    assert.throws(() => compileTemplate('/api/v1/{id}/{id}'), /twice/);
+    assert.throws(() => compileTemplate('api/v1'), /start with/);
+  });
+
+  it('must bind real fields, and two rpcs cannot claim one route', () => {
+    assert.throws(() => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x/{nope}"'))), /\{nope\} is not a field/);
+    assert.throws(() => buildRoutes(rootFromSource(withHttp('post: "/api/v1/x" body: "nope"'))), /body "nope"/);
+    assert.throws(() => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x" response_body: "nope"'))), /response_body "nope"/);
+    assert.throws(() => buildRoutes(rootFromSource(withHttp('custom: {kind: "HEAD" path: "/api/v1/x"}'))), /exactly one of/);
+    const twice = `syntax = "proto3"; package workauto.bad.v1; import "google/api/annotations.proto";
+      service BadService {
+        rpc A(Req) returns (Req) { option (google.api.http) = {get: "/api/v1/x/{id}"}; }
+        rpc B(Req) returns (Req) { option (google.api.http) = {get: "/api/v1/x/{name}"}; }
+      } message Req { string id = 1; string name = 2; }`;
+    assert.throws(() => buildRoutes(rootFromSource(twice)), /both claim GET/);
+  });
+});
