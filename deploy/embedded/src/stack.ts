@@ -2,6 +2,8 @@ import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway } from '@workauto/gateway';
+import { createCrmPipelinesService } from '@workauto/crm-pipelines';
+import { createTransport, type EventTransport } from '@workauto/events';
 
 export interface StackOptions {
   /** postgres://… of a server; each service gets its own database on it. */
@@ -17,11 +19,16 @@ export interface StackOptions {
   gatewayOptions?: { authCacheTtlMs?: number; rateLimitPerMinute?: number };
   /** Identity providers for OAuth consent (none by default). */
   oauth?: OAuthSettings;
+  /** Kafka brokers (host:port,…); unset = the in-process transport shared by all services. */
+  kafkaBrokers?: string | undefined;
+  /** Prefix of topics and consumer groups (tests run stacks side by side on one broker). */
+  kafkaNamespace?: string;
 }
 
 export interface Stack {
   /** http://host:port of the gateway. */
   url: string;
+  transport: EventTransport;
   gateway: Gateway;
   services: Record<string, RunningService>;
   /** Stops one service (tests of readiness and outages). */
@@ -38,14 +45,23 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const db = (service: string) => ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${service}`);
   const host = '127.0.0.1';
   const services: Record<string, RunningService> = {};
+  const transport = createTransport({
+    brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
+    ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
+  });
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
-      { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
+      { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, transport, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
       logger.child({ service: 'identity' }),
     );
+    services.crm_pipelines = await createCrmPipelinesService(
+      { databaseUrl: await db('crm_pipelines'), host, port: 0, transport },
+      logger.child({ service: 'crm-pipelines' }),
+    );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
-    const gateway = await createGateway({ logger: logger.child({ service: 'gateway' }), downstreams, ...opts.gatewayOptions });
+    const gateway = await createGateway({
+      logger: logger.child({ service: 'gateway' }), downstreams, databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys, ...opts.gatewayOptions });
     const gatewayHost = opts.gatewayHost ?? host;
     const port = await gateway.listen(gatewayHost, opts.gatewayPort ?? 0);
     const stopped = new Set<string>();
@@ -56,16 +72,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     };
     return {
       url: `http://${gatewayHost === '0.0.0.0' ? '127.0.0.1' : gatewayHost}:${port}`,
+      transport,
       gateway,
       services,
       stopService,
       async stop() {
         await gateway.close();
         for (const name of Object.keys(services).reverse()) await stopService(name);
+        await transport.close();
       },
     };
   } catch (err) {
     for (const s of Object.values(services).reverse()) await s.stop().catch(() => undefined);
+    await transport.close();
     throw err;
   }
 }

@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Keyring, generateToken } from '@workauto/crypto';
+import { Writable } from 'node:stream';
+import { setLogTarget } from '@workauto/logger';
+import { databaseUrlFor } from '@workauto/db';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
 export interface ApiResponse<T = any> {
@@ -21,19 +24,29 @@ export interface TestStack extends Stack {
   api<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
   /** A new tenant through the platform bootstrap endpoint. */
   createTenant(name?: string): Promise<TenantFixture>;
+  /** postgres://… of one service's database (to check what is stored, never to set up state). */
+  databaseUrl(service: string): string;
 }
 
 /**
  * The whole product on loopback for an end-to-end test file: fresh databases on the test run's
  * PostgreSQL (TEST_DATABASE_URL), a fresh admin token, real HTTP through the gateway.
  */
+// Log lines stay out of the test runner's output (tests still tap them to check for secrets);
+// set LOG_LEVEL to see them.
+if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_chunk, _enc, done) => done() }));
+
 export async function startTestStack(overrides: Partial<StackOptions> = {}): Promise<TestStack> {
   const server = process.env.TEST_DATABASE_URL;
   if (!server) throw new Error('TEST_DATABASE_URL is not set: run the tests with `make test`, which starts PostgreSQL');
   const adminToken = generateToken('wkadmin_', 40);
+  const run = `e2e_${randomBytes(4).toString('hex')}`;
   const stack = await startStack({
     databaseServerUrl: server,
-    databasePrefix: `e2e_${randomBytes(4).toString('hex')}`,
+    databasePrefix: run,
+    // The real broker when the test run has one (make test starts it); each stack in its own namespace.
+    kafkaBrokers: process.env.KAFKA_BROKERS,
+    kafkaNamespace: `${run}.`,
     platformAdminToken: adminToken,
     encryptionKeys: Keyring.generateSpec(),
     ...overrides,
@@ -64,5 +77,6 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
     if (res.status !== 201) throw new Error(`tenant bootstrap failed: ${res.status} ${JSON.stringify(res.body)}`);
     return { id: res.body.tenant.id, ownerId: res.body.member.id, key: res.body.api_key };
   };
-  return { ...stack, adminToken, api, createTenant };
+  const databaseUrl = (service: string) => databaseUrlFor(server, `${run}_${service}`);
+  return { ...stack, adminToken, api, createTenant, databaseUrl };
 }

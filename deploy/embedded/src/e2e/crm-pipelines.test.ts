@@ -1,0 +1,324 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { startTestStack, type ApiResponse, type TenantFixture, type TestStack } from './harness.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+type Kind = 'uuid' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'date-time';
+
+/** Every always-present field of a spec record is there with its type (contract §1 wire forms). */
+function assertRecord(value: any, fields: Record<string, Kind>, what: string): void {
+  assert.equal(typeof value, 'object', `${what} is an object`);
+  for (const [field, kind] of Object.entries(fields)) {
+    const v = value[field];
+    const ok =
+      kind === 'uuid' ? typeof v === 'string' && UUID.test(v)
+      : kind === 'date-time' ? typeof v === 'string' && TIMESTAMP.test(v)
+      : kind === 'integer' ? Number.isInteger(v)
+      : kind === 'number' ? typeof v === 'number' && Number.isFinite(v)
+      : kind === 'array' ? Array.isArray(v)
+      : kind === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
+      : typeof v === kind;
+    assert.ok(ok, `${what}.${field} should be ${kind}, got ${JSON.stringify(v)}`);
+  }
+}
+
+const RECORD = { id: 'uuid', tenant_id: 'uuid', metadata: 'object', created_at: 'date-time', updated_at: 'date-time' } as const;
+const PIPELINE = { ...RECORD, name: 'string', display_order: 'integer', is_default: 'boolean', currency: 'string', stages: 'array' } as const;
+const STAGE = { ...RECORD, pipeline_id: 'uuid', name: 'string', stage_type: 'string', display_order: 'integer' } as const;
+const DEAL = { ...RECORD, pipeline_id: 'uuid', stage_id: 'uuid', title: 'string', amount: 'number', currency: 'string', status: 'string' } as const;
+const HISTORY = { id: 'uuid', tenant_id: 'uuid', deal_id: 'uuid', changed_at: 'date-time', to_stage_id: 'uuid', to_stage_name: 'string' } as const;
+const SUMMARY = { pipeline_id: 'uuid', pipeline_name: 'string', stages: 'array', total_deals: 'integer', total_value: 'number', weighted_value: 'number' } as const;
+const STAGE_SUMMARY = { stage_id: 'uuid', stage_name: 'string', stage_type: 'string', deal_count: 'integer', total_value: 'number', weighted_value: 'number' } as const;
+const CONTACT = { ...RECORD, name: 'string' } as const;
+const CHANNEL = { ...RECORD, contact_id: 'uuid', type: 'string', is_primary: 'boolean', is_verified: 'boolean', preference_order: 'integer' } as const;
+
+/** The contract's error shape (§2), with the field violations of a 400. */
+function assertError(res: ApiResponse, status: number, reason?: string): void {
+  assert.equal(res.status, status, JSON.stringify(res.body));
+  const e = res.body?.error;
+  assert.ok(e, `no error object in ${JSON.stringify(res.body)}`);
+  assert.equal(e.code, status);
+  assert.equal(typeof e.status, 'string');
+  assert.equal(typeof e.message, 'string');
+  assert.equal(e.details[0]['@type'], 'type.googleapis.com/google.rpc.ErrorInfo');
+  if (reason) assert.equal(e.details[0].reason, reason);
+  assert.equal(e.request_id, res.headers.get('x-request-id'));
+}
+
+function violations(res: ApiResponse): string[] {
+  const bad = res.body?.error?.details?.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest'));
+  return (bad?.field_violations ?? []).map((v: { field: string }) => v.field);
+}
+
+const SALES = [
+  { name: 'Lead', stage_type: 'open', default_confidence: 0.1, display_order: 1 },
+  { name: 'Proposal', stage_type: 'open', display_order: 2 },
+  { name: 'Won', stage_type: 'won', display_order: 3 },
+  { name: 'Lost', stage_type: 'lost', display_order: 4 },
+];
+
+describe('crm-pipelines end to end', () => {
+  let stack: TestStack;
+  let a: TenantFixture;
+  let b: TenantFixture;
+
+  before(async () => {
+    stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 10_000 } });
+    assert.ok(stack.services.crm_pipelines, 'deploy/embedded/src/stack.ts must start crm-pipelines under the key crm_pipelines');
+    a = await stack.createTenant('Alpha');
+    b = await stack.createTenant('Beta');
+  });
+  after(() => stack?.stop());
+
+  const call = (method: string, path: string, key: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+
+  it('serves every pipeline and stage endpoint with the spec’s records', async () => {
+    const created = await call('POST', '/pipelines', a.key, { name: 'Sales', description: 'New business', is_default: true, stages: SALES });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const p = created.body;
+    assertRecord(p, PIPELINE, 'Pipeline');
+    assert.deepEqual([p.currency, p.is_default, p.description, p.deleted_at, p.tenant_id], ['USD', true, 'New business', null, a.id]);
+    assert.deepEqual(p.stages.map((s: any) => [s.name, s.stage_type, s.display_order]), [['Lead', 'open', 1], ['Proposal', 'open', 2], ['Won', 'won', 3], ['Lost', 'lost', 4]]);
+    for (const s of p.stages) assertRecord(s, STAGE, 'PipelineStage');
+    assert.equal(p.stages[0].default_confidence, 0.1);
+    assert.equal(p.stages[1].default_confidence, null);
+
+    const got = await call('GET', `/pipelines/${p.id}`, a.key);
+    assert.equal(got.status, 200);
+    assert.deepEqual(got.body, p);
+    const list = await call('GET', '/pipelines?limit=10', a.key);
+    assert.equal(list.status, 200);
+    assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
+    assert.deepEqual([list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor], [[p.id], false, null]);
+
+    const patched = await call('PATCH', `/pipelines/${p.id}`, a.key, { name: 'Sales EU', currency: 'EUR', metadata: { region: 'eu' } });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    assert.deepEqual([patched.body.name, patched.body.currency, patched.body.metadata], ['Sales EU', 'EUR', { region: 'eu' }]);
+
+    const stage = await call('POST', `/pipelines/${p.id}/stages`, a.key, { name: 'Demo', stage_type: 'open', default_confidence: 0.4, display_order: 2 });
+    assert.equal(stage.status, 201, JSON.stringify(stage.body));
+    assertRecord(stage.body, STAGE, 'PipelineStage');
+    assert.deepEqual([stage.body.display_order, stage.body.default_confidence, stage.body.pipeline_id], [2, 0.4, p.id]);
+    const moved = await call('PATCH', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key, { name: 'Live demo', display_order: 1 });
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    assert.deepEqual([moved.body.name, moved.body.display_order], ['Live demo', 1]);
+    const reordered = await call('GET', `/pipelines/${p.id}`, a.key);
+    assert.deepEqual(reordered.body.stages.map((s: any) => [s.name, s.display_order]), [['Live demo', 1], ['Lead', 2], ['Proposal', 3], ['Won', 4], ['Lost', 5]]);
+    const delStage = await call('DELETE', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key);
+    assert.equal(delStage.status, 204);
+    assert.equal(delStage.body, undefined);
+
+    const second = await call('POST', '/pipelines', a.key, { name: 'Partners', stages: [{ name: 'Open', stage_type: 'open' }] });
+    assert.deepEqual([second.status, second.body.is_default, second.body.currency], [201, false, 'USD']);
+    const del = await call('DELETE', `/pipelines/${second.body.id}`, a.key);
+    assert.equal(del.status, 204);
+    assertError(await call('GET', `/pipelines/${second.body.id}`, a.key), 404, 'PIPELINE_NOT_FOUND');
+  });
+
+  it('serves deals, their history and the pipeline summary', async () => {
+    const p = (await call('POST', '/pipelines', a.key, { name: 'Forecast', is_default: true, stages: SALES })).body;
+    const [lead, proposal, won, lost] = p.stages;
+    const contact = (await call('POST', '/contacts', a.key, { name: 'Dana' })).body;
+    const created = await call('POST', '/deals', a.key, {
+      title: 'Acme renewal', amount: 1200.5, confidence: 0.5, contact_id: contact.id, owner_id: a.ownerId, expected_close_date: '2026-12-31', metadata: { src: 'e2e' },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const d = created.body;
+    assertRecord(d, DEAL, 'Deal');
+    assert.deepEqual(
+      [d.pipeline_id, d.stage_id, d.status, d.amount, d.currency, d.confidence, d.contact_id, d.owner_id, d.expected_close_date, d.deleted_at],
+      [p.id, lead.id, 'open', 1200.5, 'USD', 0.5, contact.id, a.ownerId, '2026-12-31', null],
+    );
+    const d2 = (await call('POST', '/deals', a.key, { title: 'Small', amount: 99.99, stage_id: proposal.id })).body;
+    const d3 = (await call('POST', '/deals', a.key, { title: 'Lost one', amount: 500, stage_id: lost.id })).body;
+    assert.equal(d3.status, 'lost');
+
+    assert.deepEqual((await call('GET', `/deals/${d.id}`, a.key)).body, d);
+    const patched = await call('PATCH', `/deals/${d.id}`, a.key, { stage_id: proposal.id, amount: 1300 });
+    assert.equal(patched.status, 200, JSON.stringify(patched.body));
+    const closed = await call('PATCH', `/deals/${d.id}`, a.key, { stage_id: won.id });
+    assert.deepEqual([closed.body.status, closed.body.amount], ['won', 1300]);
+
+    const history = await call('GET', `/deals/${d.id}/history`, a.key);
+    assert.equal(history.status, 200);
+    assert.ok(Array.isArray(history.body), 'a bare array');
+    for (const h of history.body) assertRecord(h, HISTORY, 'DealStageHistoryEntry');
+    assert.deepEqual(
+      history.body.map((h: any) => [h.from_stage_name, h.to_stage_name, h.amount_at_change, h.confidence_at_change]),
+      [[null, 'Lead', 1200.5, 0.5], ['Lead', 'Proposal', 1300, 0.5], ['Proposal', 'Won', 1300, 0.5]],
+    );
+    assert.equal(history.body[1].from_stage_id, lead.id);
+
+    const list = await call('GET', `/deals?pipeline_id=${p.id}&status=open`, a.key);
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.body.data.map((x: any) => x.id), [d2.id]);
+    assert.deepEqual((await call('GET', `/deals?contact_id=${contact.id}&owner_id=${a.ownerId}`, a.key)).body.data.map((x: any) => x.id), [d.id]);
+    assert.deepEqual((await call('GET', `/deals?stage_id=${lost.id}`, a.key)).body.data.map((x: any) => x.id), [d3.id]);
+
+    const summary = await call('GET', `/pipelines/${p.id}/summary`, a.key);
+    assert.equal(summary.status, 200);
+    assertRecord(summary.body, SUMMARY, 'PipelineSummary');
+    for (const s of summary.body.stages) assertRecord(s, STAGE_SUMMARY, 'StageSummary');
+    assert.deepEqual(
+      summary.body.stages.map((s: any) => [s.stage_name, s.stage_type, s.deal_count, s.total_value, s.weighted_value]),
+      [['Lead', 'open', 0, 0, 0], ['Proposal', 'open', 1, 99.99, 0], ['Won', 'won', 1, 1300, 1300], ['Lost', 'lost', 1, 500, 0]],
+    );
+    assert.deepEqual([summary.body.total_deals, summary.body.total_value, summary.body.weighted_value], [3, 1899.99, 1300]);
+
+    assert.equal((await call('DELETE', `/deals/${d3.id}`, a.key)).status, 204);
+    assertError(await call('GET', `/deals/${d3.id}`, a.key), 404, 'DEAL_NOT_FOUND');
+    assertError(await call('GET', `/deals/${d3.id}/history`, a.key), 404);
+    const after = (await call('GET', `/pipelines/${p.id}/summary`, a.key)).body;
+    assert.deepEqual([after.total_deals, after.total_value], [2, 1399.99]);
+
+    // A stage holding deals: 409, unless the query names where they go.
+    assertError(await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key), 409, 'STAGE_HAS_DEALS');
+    assert.equal((await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}?move_deals_to_stage_id=${lead.id}`, a.key)).status, 204);
+    assert.equal((await call('GET', `/deals/${d2.id}`, a.key)).body.stage_id, lead.id);
+    assertError(await call('DELETE', `/pipelines/${p.id}`, a.key), 409, 'PIPELINE_HAS_DEALS');
+  });
+
+  it('serves contacts and their channels', async () => {
+    const created = await call('POST', '/contacts', a.key, { name: 'Erin Example', company: 'Globex', job_title: 'CFO' });
+    assert.equal(created.status, 201);
+    const c = created.body;
+    assertRecord(c, CONTACT, 'Contact');
+    assert.deepEqual([c.company, c.job_title, c.deleted_at], ['Globex', 'CFO', null]);
+    assert.deepEqual((await call('GET', `/contacts/${c.id}`, a.key)).body, c);
+    const patched = await call('PATCH', `/contacts/${c.id}`, a.key, { job_title: 'CEO' });
+    assert.equal(patched.body.job_title, 'CEO');
+
+    const email = await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: ' Erin@Globex.Example ', label: 'work' });
+    assert.equal(email.status, 201, JSON.stringify(email.body));
+    assertRecord(email.body, CHANNEL, 'ContactChannel');
+    assert.deepEqual(
+      [email.body.type, email.body.value, email.body.canonical_value, email.body.key_version, email.body.is_primary, email.body.is_verified, email.body.preference_order, email.body.label],
+      ['email', 'Erin@Globex.Example', 'erin@globex.example', 1, true, false, 1, 'work'],
+    );
+    const phone = await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'phone', value: '(415) 555-2671', region: 'US', is_primary: true });
+    assert.equal(phone.status, 201, JSON.stringify(phone.body));
+    assert.equal(phone.body.canonical_value, '+14155552671');
+    const second = await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: 'erin.private@example.com' });
+    assert.equal(second.body.is_primary, false);
+
+    const listed = await call('GET', `/contacts/${c.id}/channels`, a.key);
+    assert.equal(listed.status, 200);
+    assert.ok(Array.isArray(listed.body), 'a bare array');
+    assert.equal(listed.body.length, 3);
+    const promoted = await call('PATCH', `/contacts/${c.id}/channels/${second.body.id}`, a.key, { is_primary: true });
+    assert.equal(promoted.status, 200);
+    const after = (await call('GET', `/contacts/${c.id}/channels`, a.key)).body.filter((x: any) => x.type === 'email');
+    assert.deepEqual(after.map((x: any) => [x.value, x.is_primary]), [['Erin@Globex.Example', false], ['erin.private@example.com', true]]);
+    assert.equal((await call('DELETE', `/contacts/${c.id}/channels/${second.body.id}`, a.key)).status, 204);
+    const left = (await call('GET', `/contacts/${c.id}/channels`, a.key)).body.filter((x: any) => x.type === 'email');
+    assert.deepEqual(left.map((x: any) => [x.value, x.is_primary]), [['Erin@Globex.Example', true]]);
+
+    assertError(await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: 'ERIN@globex.example' }), 409, 'CHANNEL_VALUE_TAKEN');
+    const search = await call('GET', '/contacts?q=globex', a.key);
+    assert.deepEqual(search.body.data.map((x: any) => x.id), [c.id]);
+    assert.deepEqual((await call('GET', '/contacts?q=4155552671', a.key)).body.data.map((x: any) => x.id), [c.id]);
+    assert.equal((await call('DELETE', `/contacts/${c.id}`, a.key)).status, 204);
+    assertError(await call('GET', `/contacts/${c.id}`, a.key), 404, 'CONTACT_NOT_FOUND');
+    assert.deepEqual((await call('GET', '/contacts?q=globex', a.key)).body.data, []);
+  });
+
+  it('answers bad input with 400 in the contract’s shape', async () => {
+    const p = (await call('POST', '/pipelines', a.key, { name: 'Checks', stages: SALES })).body;
+    const eur = (await call('POST', '/pipelines', a.key, { name: 'Euro', currency: 'EUR', stages: SALES })).body;
+    const c = (await call('POST', '/contacts', a.key, { name: 'Val' })).body;
+    const cases: [string, string, unknown, string][] = [
+      ['POST', '/pipelines', { name: 'x', stages: [{ name: 'a', stage_type: 'maybe' }] }, 'stages[0].stage_type'],
+      ['POST', '/pipelines', { name: 'x', stages: [{ name: 'a', stage_type: 'open', default_confidence: 1.5 }] }, 'stages[0].default_confidence'],
+      ['POST', '/pipelines', { name: 'x', stages: [{ name: 'a', stage_type: 'open', default_confidence: -0.1 }] }, 'stages[0].default_confidence'],
+      ['POST', '/pipelines', { name: 'x', currency: 'DOLLARS' }, 'currency'],
+      ['POST', '/pipelines', { name: '' }, 'name'],
+      ['POST', '/pipelines', { name: 'x', stagez: [] }, 'stagez'],
+      ['POST', `/pipelines/${p.id}/stages`, { name: 'x', stage_type: 'OPEN' }, 'stage_type'],
+      ['PATCH', `/pipelines/${p.id}/stages/${p.stages[0].id}`, { default_confidence: 2 }, 'default_confidence'],
+      ['POST', '/deals', { title: 'x', pipeline_id: p.id, confidence: 1.01 }, 'confidence'],
+      ['POST', '/deals', { title: 'x', pipeline_id: eur.id, currency: 'USD' }, 'currency'],
+      ['POST', '/deals', { title: 'x', pipeline_id: p.id, currency: 'EUR' }, 'currency'],
+      ['POST', '/deals', { title: 'x', pipeline_id: p.id, amount: 10.001 }, 'amount'],
+      ['POST', '/deals', { title: 'x', pipeline_id: p.id, amount: '10' }, 'amount'],
+      ['POST', '/deals', { title: 'x', pipeline_id: p.id, expected_close_date: '31.12.2026' }, 'expected_close_date'],
+      ['GET', '/deals?status=pending', undefined, 'status'],
+      ['GET', '/deals?limit=0', undefined, 'limit'],
+      ['POST', `/contacts/${c.id}/channels`, { type: 'phone', value: '12345' }, 'value'],
+      ['POST', `/contacts/${c.id}/channels`, { type: 'phone', value: '+1 415 555 26711' }, 'value'],
+      ['POST', `/contacts/${c.id}/channels`, { type: 'phone', value: '415 555 2671', region: 'Narnia' }, 'region'],
+      ['POST', `/contacts/${c.id}/channels`, { type: 'email', value: 'not-an-email' }, 'value'],
+      ['POST', `/contacts/${c.id}/channels`, { type: 'fax', value: '123' }, 'type'],
+      ['POST', '/contacts', { name: 'x'.repeat(201) }, 'name'],
+      ['GET', '/deals/not-a-uuid', undefined, 'id'],
+    ];
+    const wrong: string[] = [];
+    for (const [method, path, body, field] of cases) {
+      const res = await call(method, path, a.key, body);
+      if (res.status !== 400 || !violations(res).includes(field)) wrong.push(`${method} ${path} ${JSON.stringify(body)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      else assertError(res, 400);
+    }
+    assert.deepEqual(wrong, []);
+    const deal = (await call('POST', '/deals', a.key, { title: 'x', pipeline_id: p.id })).body;
+    const mismatch = await call('PATCH', `/deals/${deal.id}`, a.key, { pipeline_id: eur.id });
+    assertError(mismatch, 400, 'INVALID_ARGUMENT');
+    assert.deepEqual(violations(mismatch), ['currency']);
+  });
+
+  it('keeps tenants apart on every by-id endpoint', async () => {
+    const p = (await call('POST', '/pipelines', a.key, { name: 'Private', stages: SALES })).body;
+    const s = p.stages[0];
+    const d = (await call('POST', '/deals', a.key, { title: 'Private deal', pipeline_id: p.id })).body;
+    const c = (await call('POST', '/contacts', a.key, { name: 'Private contact' })).body;
+    const ch = (await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: `${randomUUID()}@private.example` })).body;
+    const cases: [string, string, unknown?][] = [
+      ['GET', `/pipelines/${p.id}`],
+      ['PATCH', `/pipelines/${p.id}`, { name: 'taken' }],
+      ['DELETE', `/pipelines/${p.id}`],
+      ['GET', `/pipelines/${p.id}/summary`],
+      ['POST', `/pipelines/${p.id}/stages`, { name: 'x', stage_type: 'open' }],
+      ['PATCH', `/pipelines/${p.id}/stages/${s.id}`, { name: 'x' }],
+      ['DELETE', `/pipelines/${p.id}/stages/${s.id}`],
+      ['GET', `/deals/${d.id}`],
+      ['PATCH', `/deals/${d.id}`, { title: 'taken' }],
+      ['DELETE', `/deals/${d.id}`],
+      ['GET', `/deals/${d.id}/history`],
+      ['GET', `/contacts/${c.id}`],
+      ['PATCH', `/contacts/${c.id}`, { name: 'taken' }],
+      ['DELETE', `/contacts/${c.id}`],
+      ['POST', `/contacts/${c.id}/channels`, { type: 'email', value: 'b@beta.example' }],
+      ['GET', `/contacts/${c.id}/channels`],
+      ['PATCH', `/contacts/${c.id}/channels/${ch.id}`, { label: 'taken' }],
+      ['DELETE', `/contacts/${c.id}/channels/${ch.id}`],
+    ];
+    const leaks: string[] = [];
+    for (const [method, path, body] of cases) {
+      const res = await call(method, path, b.key, body);
+      if (res.status !== 404) leaks.push(`${method} ${path} → ${res.status}`);
+      else assertError(res, 404);
+    }
+    assert.deepEqual(leaks, []);
+    for (const path of ['/pipelines', '/deals', '/contacts']) {
+      const body = (await call('GET', path, b.key)).body;
+      assert.equal(JSON.stringify(body).includes('Private'), false, `${path} of another tenant shows nothing of Alpha`);
+    }
+    // Beta cannot put a deal into Alpha's stage or pipeline either.
+    await call('POST', '/pipelines', b.key, { name: 'Beta', stages: SALES });
+    assertError(await call('POST', '/deals', b.key, { title: 'x', stage_id: s.id }), 400);
+    assert.equal((await call('GET', `/pipelines/${p.id}`, a.key)).body.name, 'Private');
+  });
+
+  it('lets a viewer read but not write, as the crm policy says', async () => {
+    const inv = await call('POST', '/invitations', a.key, { email: `viewer-${randomUUID()}@alpha.test`, role: 'viewer' });
+    assert.equal(inv.status, 201, JSON.stringify(inv.body));
+    const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+    const viewer = claimed.body.api_key as string;
+    assert.equal((await call('GET', '/pipelines', viewer)).status, 200);
+    assert.equal((await call('GET', '/deals', viewer)).status, 200);
+    assert.equal((await call('GET', '/contacts', viewer)).status, 200);
+    assertError(await call('POST', '/pipelines', viewer, { name: 'nope' }), 403);
+    assertError(await call('POST', '/contacts', viewer, { name: 'nope' }), 403);
+    assertError(await stack.api('GET', '/api/v1/pipelines'), 401);
+  });
+});

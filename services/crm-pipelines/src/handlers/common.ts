@@ -1,0 +1,169 @@
+import type { Pool } from '@workauto/db';
+import { enumMapping } from '@workauto/grpc';
+import {
+  ChannelType,
+  DealStatus,
+  StageType,
+  type Contact,
+  type ContactChannel,
+  type Deal,
+  type DealStageHistoryEntry,
+  type Pipeline,
+  type PipelineStage,
+} from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
+import { toNumber } from '../domain/money.js';
+import type { ChannelRow } from '../repo/channels.js';
+import type { ContactRow } from '../repo/contacts.js';
+import type { DealRow } from '../repo/deals.js';
+import type { HistoryRow } from '../repo/history.js';
+import type { PipelineRow } from '../repo/pipelines.js';
+import type { StageRow } from '../repo/stages.js';
+
+export const SOURCE = 'crm-pipelines';
+export const stageTypes = enumMapping(StageType, 'STAGE_TYPE_');
+export const dealStatuses = enumMapping(DealStatus, 'DEAL_STATUS_');
+export const channelTypes = enumMapping(ChannelType, 'CHANNEL_TYPE_');
+
+/** Field limits (docs/crm-pipelines.md). */
+export const LIMITS = {
+  name: 200,
+  description: 2_000,
+  title: 200,
+  label: 100,
+  value: 2_048,
+  query: 200,
+  stagesPerPipeline: 50,
+  channelsPerContact: 50,
+  metadataBytes: 16_384,
+};
+
+export interface CrmDeps {
+  pool: Pool;
+}
+
+export function toStage(row: StageRow): PipelineStage {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    pipeline_id: row.pipeline_id,
+    name: row.name,
+    stage_type: stageTypes.fromDomain(row.stage_type),
+    display_order: row.display_order,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    default_confidence: toNumber(row.default_confidence),
+  };
+}
+
+export function toPipeline(row: PipelineRow, stages: StageRow[]): Pipeline {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    display_order: row.display_order,
+    is_default: row.is_default,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    description: row.description ?? undefined,
+    deleted_at: row.deleted_at ?? undefined,
+    stages: stages.map(toStage),
+    currency: row.currency,
+  };
+}
+
+export function toDeal(row: DealRow): Deal {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    pipeline_id: row.pipeline_id,
+    stage_id: row.stage_id,
+    title: row.title,
+    amount: Number(row.amount),
+    currency: row.currency,
+    status: dealStatuses.fromDomain(row.status),
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    confidence: toNumber(row.confidence),
+    contact_id: row.contact_id ?? undefined,
+    owner_id: row.owner_id ?? undefined,
+    expected_close_date: row.expected_close_date ?? undefined,
+    deleted_at: row.deleted_at ?? undefined,
+  };
+}
+
+export function toHistory(row: HistoryRow): DealStageHistoryEntry {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    deal_id: row.deal_id,
+    changed_at: row.changed_at,
+    to_stage_id: row.to_stage_id,
+    to_stage_name: row.to_stage_name,
+    from_stage_id: row.from_stage_id ?? undefined,
+    from_stage_name: row.from_stage_name ?? undefined,
+    amount_at_change: toNumber(row.amount_at_change),
+    confidence_at_change: toNumber(row.confidence_at_change),
+  };
+}
+
+export function toContact(row: ContactRow): Contact {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    company: row.company ?? undefined,
+    job_title: row.job_title ?? undefined,
+    deleted_at: row.deleted_at ?? undefined,
+  };
+}
+
+export function toChannel(row: ChannelRow): ContactChannel {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    contact_id: row.contact_id,
+    type: channelTypes.fromDomain(row.type),
+    is_primary: row.is_primary,
+    is_verified: row.is_verified,
+    preference_order: row.preference_order,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    value: row.value,
+    canonical_value: row.canonical_value,
+    label: row.label ?? undefined,
+    key_version: row.key_version,
+  };
+}
+
+// Event data is the resource as the API shows it (money and confidences as JSON numbers).
+export const stageData = (row: StageRow) => ({ ...row, default_confidence: toNumber(row.default_confidence) ?? null });
+export const pipelineData = (row: PipelineRow, stages?: StageRow[]) => ({ ...row, ...(stages ? { stages: stages.map(stageData) } : {}) });
+export const dealData = (row: DealRow) => ({ ...row, amount: Number(row.amount), confidence: toNumber(row.confidence) ?? null });
+export const historyData = (row: HistoryRow) => ({
+  ...row,
+  amount_at_change: toNumber(row.amount_at_change) ?? null,
+  confidence_at_change: toNumber(row.confidence_at_change) ?? null,
+});
+
+/** The fields a patch sets, for an event's metadata. */
+export function changedFields(patch: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+}
+
+/** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
+export function textOrNull(value: string | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const t = value.trim();
+  return t === '' ? null : t;
+}
+
+export function metadataTooLarge(metadata: Record<string, unknown> | undefined): boolean {
+  return metadata !== undefined && Buffer.byteLength(JSON.stringify(metadata)) > LIMITS.metadataBytes;
+}

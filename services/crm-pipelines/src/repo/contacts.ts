@@ -1,0 +1,70 @@
+import { updateTenantRow } from '@workauto/db';
+import type { KeysetCursor, Queryable } from '@workauto/db';
+
+export interface ContactRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  company: string | null;
+  job_title: string | null;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+const COLUMNS = 'id, tenant_id, name, company, job_title, metadata, created_at, updated_at, deleted_at';
+
+export async function insertContact(db: Queryable, c: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'company' | 'job_title' | 'metadata'>): Promise<ContactRow> {
+  const { rows } = await db.query<ContactRow>(
+    `INSERT INTO contacts (id, tenant_id, name, company, job_title, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+    [c.id, c.tenant_id, c.name, c.company, c.job_title, c.metadata],
+  );
+  return rows[0]!;
+}
+
+/**
+ * A live contact of the tenant. `forUpdate` locks it: every change to its channels takes this
+ * lock first, so the one-primary and dense-order rules see the channels one writer at a time.
+ */
+export async function findContact(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<ContactRow | undefined> {
+  const { rows } = await db.query<ContactRow>(
+    `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [tenantId, id],
+  );
+  return rows[0];
+}
+
+/** `%`, `_` and `\` match themselves in the ILIKE pattern. */
+function likePattern(q: string): string {
+  return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * Newest first; `q` matches a case-insensitive substring of the name, the company, or any live
+ * channel's value or canonical value (trigram indexes serve the ILIKEs).
+ */
+export async function listContacts(db: Queryable, tenantId: string, q: string | undefined, size: number, after?: KeysetCursor): Promise<ContactRow[]> {
+  const { rows } = await db.query<ContactRow>(
+    `SELECT ${COLUMNS} FROM contacts c
+      WHERE c.tenant_id = $1 AND c.deleted_at IS NULL
+        AND ($2::timestamptz IS NULL OR (c.created_at, c.id) < ($2, $3::uuid))
+        AND ($5::text IS NULL
+             OR c.name ILIKE $5 OR c.company ILIKE $5
+             OR EXISTS (SELECT 1 FROM contact_channels ch
+                         WHERE ch.contact_id = c.id AND ch.tenant_id = $1 AND ch.deleted_at IS NULL
+                           AND (ch.value ILIKE $5 OR ch.canonical_value ILIKE $5)))
+      ORDER BY c.created_at DESC, c.id DESC LIMIT $4`,
+    [tenantId, after?.at ?? null, after?.id ?? null, size + 1, q ? likePattern(q) : null],
+  );
+  return rows;
+}
+
+export async function updateContact(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  patch: Partial<Pick<ContactRow, 'name' | 'company' | 'job_title' | 'metadata' | 'deleted_at'>>,
+): Promise<ContactRow> {
+  return (await updateTenantRow<ContactRow>(db, 'contacts', COLUMNS, tenantId, id, patch))!;
+}

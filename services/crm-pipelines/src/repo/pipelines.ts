@@ -1,0 +1,112 @@
+import { updateTenantRow } from '@workauto/db';
+import type { KeysetCursor, Queryable } from '@workauto/db';
+
+export interface PipelineRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  description: string | null;
+  currency: string;
+  display_order: number;
+  is_default: boolean;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+const COLUMNS = 'id, tenant_id, name, description, currency, display_order, is_default, metadata, created_at, updated_at, deleted_at';
+
+/**
+ * Serialises the tenant's pipeline-set changes (default flag, display order, create, delete) until
+ * the transaction ends: the "exactly one default" and "dense order" rules need to see the whole set.
+ */
+export async function lockTenantPipelines(db: Queryable, tenantId: string): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('crm.pipelines:' || $1, 0))`, [tenantId]);
+}
+
+export async function insertPipeline(
+  db: Queryable,
+  p: Pick<PipelineRow, 'id' | 'tenant_id' | 'name' | 'description' | 'currency' | 'display_order' | 'is_default' | 'metadata'>,
+): Promise<PipelineRow> {
+  const { rows } = await db.query<PipelineRow>(
+    `INSERT INTO pipelines (id, tenant_id, name, description, currency, display_order, is_default, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [p.id, p.tenant_id, p.name, p.description, p.currency, p.display_order, p.is_default, p.metadata],
+  );
+  return rows[0]!;
+}
+
+/** A live pipeline of the tenant; `lock` takes a row lock until the transaction ends. */
+export async function findPipeline(db: Queryable, tenantId: string, id: string, lock?: 'update' | 'share'): Promise<PipelineRow | undefined> {
+  const { rows } = await db.query<PipelineRow>(
+    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
+    [tenantId, id],
+  );
+  return rows[0];
+}
+
+export async function findDefaultPipeline(db: Queryable, tenantId: string): Promise<PipelineRow | undefined> {
+  const { rows } = await db.query<PipelineRow>(
+    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL`,
+    [tenantId],
+  );
+  return rows[0];
+}
+
+/** Newest first; size+1 rows so the caller knows whether there is another page. */
+export async function listPipelines(db: Queryable, tenantId: string, size: number, after?: KeysetCursor): Promise<PipelineRow[]> {
+  const { rows } = await db.query<PipelineRow>(
+    `SELECT ${COLUMNS} FROM pipelines
+      WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [tenantId, after?.at ?? null, after?.id ?? null, size + 1],
+  );
+  return rows;
+}
+
+/** Ids of the tenant's live pipelines in display order (call under lockTenantPipelines). */
+export async function pipelineIdsInOrder(db: Queryable, tenantId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM pipelines WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY display_order, created_at, id`,
+    [tenantId],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Sets display_order 1..n in the order of `ids`; returns the ids whose position changed. */
+export async function setPipelineOrder(db: Queryable, tenantId: string, ids: string[]): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE pipelines p SET display_order = o.pos, updated_at = now()
+       FROM unnest($2::uuid[]) WITH ORDINALITY AS o(id, pos)
+      WHERE p.tenant_id = $1 AND p.id = o.id AND p.display_order <> o.pos
+      RETURNING p.id`,
+    [tenantId, ids],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** Clears the tenant's default flag; returns the pipeline that had it. */
+export async function unsetDefault(db: Queryable, tenantId: string): Promise<PipelineRow | undefined> {
+  const { rows } = await db.query<PipelineRow>(
+    `UPDATE pipelines SET is_default = false, updated_at = now()
+      WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [tenantId],
+  );
+  return rows[0];
+}
+
+export async function updatePipeline(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  patch: Partial<Pick<PipelineRow, 'name' | 'description' | 'currency' | 'is_default' | 'metadata' | 'deleted_at'>>,
+): Promise<PipelineRow> {
+  return (await updateTenantRow<PipelineRow>(db, 'pipelines', COLUMNS, tenantId, id, patch))!;
+}
+
+/** Re-reads rows after order changes (display_order is in the response). */
+export async function findPipelines(db: Queryable, tenantId: string, ids: string[]): Promise<PipelineRow[]> {
+  const { rows } = await db.query<PipelineRow>(`SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [tenantId, ids]);
+  return rows;
+}

@@ -1,0 +1,63 @@
+import type { Queryable } from '@workauto/db';
+import type { StageType } from '../domain/weighting.js';
+
+export interface StageSummaryRow {
+  stage_id: string;
+  stage_name: string;
+  stage_type: StageType;
+  deal_count: number;
+  /** NUMERIC text, rounded to the currency's minor unit. */
+  total_value: string;
+  weighted_value: string;
+  total_deals: number;
+  pipeline_total_value: string;
+  pipeline_weighted_value: string;
+}
+
+/**
+ * The pipeline summary as one aggregation in SQL over NUMERIC (never in memory, never floats).
+ * Live deals are grouped by stage straight from the deals_summary index (tenant, pipeline, stage
+ * → amount, confidence); since a stage's default confidence is one value per stage, the open
+ * stages' weighted value is Σ amount×confidence over deals that have one plus
+ * default × Σ amount over those that do not (0 when the stage has no default); won stages weigh 1,
+ * lost 0. Every live stage appears in display order (LEFT JOIN: empty ones with zeros). Stage and
+ * pipeline values are rounded to `digits` decimals only at the end (half away from zero); the
+ * totals are rounded from the exact sums, not summed from rounded stage values.
+ */
+export async function pipelineSummary(db: Queryable, tenantId: string, pipelineId: string, digits: number): Promise<StageSummaryRow[]> {
+  const { rows } = await db.query<StageSummaryRow>(
+    `WITH per_stage AS MATERIALIZED (
+       SELECT d.stage_id,
+              count(*) AS n,
+              sum(d.amount) AS total,
+              sum(d.amount * d.confidence) AS with_own,
+              sum(d.amount) FILTER (WHERE d.confidence IS NULL) AS without_own
+         FROM deals d
+        WHERE d.tenant_id = $1 AND d.pipeline_id = $2 AND d.deleted_at IS NULL
+        GROUP BY d.stage_id
+     ), stages AS (
+       SELECT s.id, s.name, s.stage_type, s.display_order,
+              coalesce(a.n, 0) AS n,
+              coalesce(a.total, 0) AS total,
+              CASE s.stage_type
+                WHEN 'won'  THEN coalesce(a.total, 0)
+                WHEN 'lost' THEN 0
+                ELSE coalesce(a.with_own, 0) + coalesce(s.default_confidence, 0) * coalesce(a.without_own, 0)
+              END AS weighted
+         FROM pipeline_stages s
+         LEFT JOIN per_stage a ON a.stage_id = s.id
+        WHERE s.tenant_id = $1 AND s.pipeline_id = $2 AND s.deleted_at IS NULL
+     )
+     SELECT id AS stage_id, name AS stage_name, stage_type,
+            n::int AS deal_count,
+            round(total, $3)::text AS total_value,
+            round(weighted, $3)::text AS weighted_value,
+            (sum(n) OVER ())::int AS total_deals,
+            round(sum(total) OVER (), $3)::text AS pipeline_total_value,
+            round(sum(weighted) OVER (), $3)::text AS pipeline_weighted_value
+       FROM stages
+      ORDER BY display_order, id`,
+    [tenantId, pipelineId, digits],
+  );
+  return rows;
+}

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import pg from 'pg';
+import { Downstream, MetadataKeys, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import { createLogger } from '@workauto/logger';
+import { testDatabase } from '@workauto/testing';
+import { CrmPipelinesServiceService as S, StageType } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
+import { createCrmPipelinesService, type RunningService } from './app.js';
+
+export { S };
+
+/** crm-pipelines on a fresh database, called over real gRPC, with a direct SQL client for checks. */
+export async function startCrm() {
+  const databaseUrl = await testDatabase('crm');
+  const service: RunningService = await createCrmPipelinesService({ databaseUrl, host: '127.0.0.1', port: 0 }, createLogger('crm-pipelines', 'silent'));
+  const client = new Downstream('crm_pipelines', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  return {
+    databaseUrl,
+    client,
+    db,
+    async stop() {
+      client.close();
+      await db.end();
+      await service.stop();
+    },
+  };
+}
+
+/** A fresh tenant: call options with its metadata, as the gateway would set them. */
+export function tenant(): { id: string; call: { metadata: grpc.Metadata } } {
+  const id = randomUUID();
+  const md = new grpc.Metadata();
+  md.set(MetadataKeys.tenantId, id);
+  md.set(MetadataKeys.actorType, 'api_key');
+  md.set(MetadataKeys.actorId, randomUUID());
+  md.set(MetadataKeys.memberId, randomUUID());
+  return { id, call: { metadata: md } };
+}
+
+/** The error details of a call that must fail. */
+export async function failure(p: Promise<unknown>): Promise<ErrorDetails> {
+  try {
+    await p;
+  } catch (err) {
+    return decodeStatusDetails(err as grpc.ServiceError);
+  }
+  assert.fail('expected the call to fail');
+}
+
+export const OPEN = StageType.STAGE_TYPE_OPEN;
+export const WON = StageType.STAGE_TYPE_WON;
+export const LOST = StageType.STAGE_TYPE_LOST;
+
+/** The usual sales pipeline: Lead, Qualified, Proposal (open), Won, Lost. */
+export const SALES_STAGES = [
+  { name: 'Lead', stage_type: OPEN, default_confidence: 0.1 },
+  { name: 'Qualified', stage_type: OPEN, default_confidence: 0.3 },
+  { name: 'Proposal', stage_type: OPEN },
+  { name: 'Won', stage_type: WON },
+  { name: 'Lost', stage_type: LOST },
+];
