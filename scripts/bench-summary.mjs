@@ -11,57 +11,19 @@
  *
  * Env: DEALS (100000), REQUESTS (200), WARMUP (20). Needs TEST_DATABASE_URL (with-infra sets it).
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { Keyring } from '@workauto/crypto';
-import { ensureDatabase } from '@workauto/db';
-import { LocalTransport } from '@workauto/events';
-import { createLogger } from '@workauto/logger';
-import { createIdentityService } from '@workauto/identity';
-import { createCrmPipelinesService } from '@workauto/crm-pipelines';
-import { createGateway } from '@workauto/gateway';
+import { startBenchStack, summarize } from './bench-lib.mjs';
 
 const DEALS = Number(process.env.DEALS ?? 100_000);
 const REQUESTS = Number(process.env.REQUESTS ?? 200);
 const WARMUP = Number(process.env.WARMUP ?? 20);
-const server = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
-if (!server) {
-  console.error('TEST_DATABASE_URL is not set: run through deploy/embedded/dist/with-infra.js (see the header)');
-  process.exit(2);
-}
 
-// The product's composition (as deploy/embedded/src/stack.ts): identity for auth, crm-pipelines, the gateway.
-const logger = createLogger('bench', 'warn');
-const prefix = `bench_${randomBytes(4).toString('hex')}`;
-const transport = new LocalTransport();
-const adminToken = `bench-admin-${randomBytes(24).toString('hex')}`;
-const identity = await createIdentityService(
-  { databaseUrl: await ensureDatabase(server, `${prefix}_identity`), host: '127.0.0.1', port: 0, platformAdminToken: adminToken, encryptionKeys: Keyring.generateSpec(), transport },
-  logger,
-);
-const crmUrl = await ensureDatabase(server, `${prefix}_crm_pipelines`);
-const crm = await createCrmPipelinesService({ databaseUrl: crmUrl, host: '127.0.0.1', port: 0, transport }, logger);
-const gateway = await createGateway({
-  logger,
-  downstreams: { identity: `127.0.0.1:${identity.port}`, crm_pipelines: `127.0.0.1:${crm.port}` },
-  rateLimitPerMinute: 1_000_000,
-});
-const base = `http://127.0.0.1:${await gateway.listen('127.0.0.1', 0)}`;
-
-async function api(method, path, key, body) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
+const { stack, api, createTenant, databaseUrl } = await startBenchStack();
+const crmUrl = databaseUrl('crm_pipelines');
 
 const db = new pg.Client({ connectionString: crmUrl });
 try {
-  const tenant = await api('POST', '/api/v1/admin/tenants', adminToken, { name: 'Bench', owner: { name: 'Owner', email: 'owner@bench.test' } });
+  const tenant = await createTenant();
   const key = tenant.api_key;
   const types = ['open', 'open', 'open', 'open', 'open', 'open', 'open', 'open', 'won', 'lost'];
   const pipeline = await api('POST', '/api/v1/pipelines', key, {
@@ -111,11 +73,8 @@ try {
     ms.push(performance.now() - started);
   }
   const wall = performance.now() - t0;
-  ms.sort((x, y) => x - y);
-  const pct = (p) => ms[Math.min(ms.length - 1, Math.ceil((p / 100) * ms.length) - 1)];
-  const fmt = (v) => v.toFixed(1);
   console.log(`GET ${path.replace(pipeline.id, '{id}')} × ${REQUESTS} (sequential, after ${WARMUP} warm-up):`);
-  console.log(`  p50 ${fmt(pct(50))} ms   p90 ${fmt(pct(90))} ms   p99 ${fmt(pct(99))} ms   min ${fmt(ms[0])} ms   max ${fmt(ms[ms.length - 1])} ms   ${fmt((REQUESTS / wall) * 1000)} req/s`);
+  console.log(`  ${summarize(ms)}   ${((REQUESTS / wall) * 1000).toFixed(1)} req/s`);
 
   const plan = await db.query(
     `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF)
@@ -127,8 +86,5 @@ try {
   for (const row of plan.rows) console.log(`  ${row['QUERY PLAN']}`);
 } finally {
   await db.end().catch(() => undefined);
-  await gateway.close();
-  await crm.stop();
-  await identity.stop();
-  await transport.close();
+  await stack.stop();
 }

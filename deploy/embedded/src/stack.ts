@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway } from '@workauto/gateway';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
+import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createTransport, type EventTransport } from '@workauto/events';
 
 export interface StackOptions {
@@ -58,6 +59,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     services.crm_pipelines = await createCrmPipelinesService(
       { databaseUrl: await db('crm_pipelines'), host, port: 0, transport },
       logger.child({ service: 'crm-pipelines' }),
+    );
+    services.notes_tasks = await createNotesTasksService(
+      { databaseUrl: await db('notes_tasks'), host, port: 0, transport },
+      logger.child({ service: 'notes-tasks' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({

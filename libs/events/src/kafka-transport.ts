@@ -18,7 +18,7 @@ export interface KafkaTransportOptions {
 /**
  * kafkajs behind the transport interface: an idempotent producer (acks from all in-sync replicas,
  * one request in flight so retries cannot reorder), consumers that commit an offset only after
- * the handler resolved.
+ * the handler resolved (kafkajs auto-commit of resolved offsets).
  */
 export class KafkaTransport implements EventTransport {
   private readonly kafka: Kafka;
@@ -94,13 +94,18 @@ export class KafkaTransport implements EventTransport {
       throw err;
     }
     await consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ topic, partition, message }) => {
+      // kafkajs commits only offsets whose eachMessage resolved (after the handler's transaction
+      // committed), every second or 100 messages: a crash redelivers at most that much, which the
+      // consumers' processed_events dedup absorbs. Partitions are consumed side by side; order
+      // holds within each (per key).
+      autoCommit: true,
+      autoCommitInterval: 1_000,
+      autoCommitThreshold: 100,
+      partitionsConsumedConcurrently: this.opts.partitions ?? 3,
+      eachMessage: async ({ topic, message }) => {
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
         await opts.handle({ topic: topic.slice(this.ns.length), key: message.key?.toString('utf8') ?? '', value: message.value ?? Buffer.alloc(0), headers });
-        // Committed only after the handler (and its database transaction) succeeded.
-        await consumer.commitOffsets([{ topic, partition, offset: (BigInt(message.offset) + 1n).toString() }]);
       },
     });
     this.consumers.add(consumer);

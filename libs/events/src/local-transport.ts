@@ -14,16 +14,23 @@ export class LocalTransport implements EventTransport {
 
   async publish(messages: TransportMessage[]): Promise<void> {
     if (this.closed) throw new Error('the local event transport is closed');
-    for (const message of messages) {
-      for (const sub of this.subscribers.get(message.topic) ?? []) {
-        for (let attempt = 0; ; attempt++) {
-          try {
-            await sub.handle(message);
-            break;
-          } catch {
-            if (this.closed) throw new Error('the local event transport closed during delivery');
-            await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * 2 ** attempt, 5_000)));
-          }
+    // Like Kafka partitions: messages of one key in order, different keys side by side.
+    const byKey = new Map<string, TransportMessage[]>();
+    for (const m of messages) byKey.set(`${m.topic}\0${m.key}`, [...(byKey.get(`${m.topic}\0${m.key}`) ?? []), m]);
+    await Promise.all([...byKey.values()].map(async (ordered) => {
+      for (const message of ordered) await this.deliver(message);
+    }));
+  }
+
+  private async deliver(message: TransportMessage): Promise<void> {
+    for (const sub of this.subscribers.get(message.topic) ?? []) {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await sub.handle(message);
+          break;
+        } catch {
+          if (this.closed) throw new Error('the local event transport closed during delivery');
+          await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * 2 ** attempt, 5_000)));
         }
       }
     }

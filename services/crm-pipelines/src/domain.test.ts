@@ -1,7 +1,7 @@
+import { isIsoDate } from '@workauto/grpc';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { KEY_VERSION, canonicalize } from './domain/channels.js';
-import { isIsoDate } from './domain/dates.js';
 import { amountProblem, confidenceProblem, minorUnitDigits, normalizeCurrency } from './domain/money.js';
 import { moveTo, orderOfInputs } from './domain/ordering.js';
 import { add, effectiveConfidence, formatDecimal, parseDecimal, round, weightedValue } from './domain/weighting.js';

@@ -1,28 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { startTestStack, type ApiResponse, type TenantFixture, type TestStack } from './harness.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
-type Kind = 'uuid' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'date-time';
-
-/** Every always-present field of a spec record is there with its type (contract §1 wire forms). */
-function assertRecord(value: any, fields: Record<string, Kind>, what: string): void {
-  assert.equal(typeof value, 'object', `${what} is an object`);
-  for (const [field, kind] of Object.entries(fields)) {
-    const v = value[field];
-    const ok =
-      kind === 'uuid' ? typeof v === 'string' && UUID.test(v)
-      : kind === 'date-time' ? typeof v === 'string' && TIMESTAMP.test(v)
-      : kind === 'integer' ? Number.isInteger(v)
-      : kind === 'number' ? typeof v === 'number' && Number.isFinite(v)
-      : kind === 'array' ? Array.isArray(v)
-      : kind === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
-      : typeof v === kind;
-    assert.ok(ok, `${what}.${field} should be ${kind}, got ${JSON.stringify(v)}`);
-  }
-}
+import { assertRecord, startTestStack, type ApiResponse, type TenantFixture, type TestStack } from './harness.js';
 
 const RECORD = { id: 'uuid', tenant_id: 'uuid', metadata: 'object', created_at: 'date-time', updated_at: 'date-time' } as const;
 const PIPELINE = { ...RECORD, name: 'string', display_order: 'integer', is_default: 'boolean', currency: 'string', stages: 'array' } as const;

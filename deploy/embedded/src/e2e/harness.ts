@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { Writable } from 'node:stream';
@@ -79,4 +80,25 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
   };
   const databaseUrl = (service: string) => databaseUrlFor(server, `${run}_${service}`);
   return { ...stack, adminToken, api, createTenant, databaseUrl };
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+export type Kind = 'uuid' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'date-time';
+
+/** Every always-present field of a spec record is there with its type (contract §1 wire forms). */
+export function assertRecord(value: any, fields: Record<string, Kind>, what: string): void {
+  assert.equal(typeof value, 'object', `${what} is an object`);
+  for (const [field, kind] of Object.entries(fields)) {
+    const v = value[field];
+    const ok =
+      kind === 'uuid' ? typeof v === 'string' && UUID.test(v)
+      : kind === 'date-time' ? typeof v === 'string' && TIMESTAMP.test(v)
+      : kind === 'integer' ? Number.isInteger(v)
+      : kind === 'number' ? typeof v === 'number' && Number.isFinite(v)
+      : kind === 'array' ? Array.isArray(v)
+      : kind === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
+      : typeof v === kind;
+    assert.ok(ok, `${what}.${field} should be ${kind}, got ${JSON.stringify(v)}`);
+  }
 }

@@ -1,8 +1,7 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
-import { isIsoDate } from '../domain/dates.js';
 import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency } from '../domain/money.js';
 import type { StageType } from '../domain/weighting.js';
 import * as contacts from '../repo/contacts.js';

@@ -1,0 +1,55 @@
+/**
+ * What every benchmark script shares: the whole product from deploy/embedded's startStack (the
+ * composition make dev runs) on the run's PostgreSQL (and Kafka when KAFKA_BROKERS is set), an
+ * HTTP helper, and percentiles. Run the scripts through with-infra (see each script's header).
+ */
+import { randomBytes } from 'node:crypto';
+import { Keyring } from '@workauto/crypto';
+import { databaseUrlFor } from '@workauto/db';
+import { createLogger } from '@workauto/logger';
+import { startStack } from '../deploy/embedded/dist/stack.js';
+
+export async function startBenchStack() {
+  const server = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!server) {
+    console.error('TEST_DATABASE_URL is not set: run through deploy/embedded/dist/with-infra.js (see the script header)');
+    process.exit(2);
+  }
+  const prefix = `bench_${randomBytes(4).toString('hex')}`;
+  const adminToken = `bench-admin-${randomBytes(24).toString('hex')}`;
+  const stack = await startStack({
+    databaseServerUrl: server,
+    databasePrefix: prefix,
+    platformAdminToken: adminToken,
+    encryptionKeys: Keyring.generateSpec(),
+    kafkaBrokers: process.env.KAFKA_BROKERS,
+    kafkaNamespace: `${prefix}.`,
+    logger: createLogger('bench', 'warn'),
+    gatewayOptions: { rateLimitPerMinute: 100_000_000 },
+  });
+  async function api(method, path, key, body) {
+    const res = await fetch(`${stack.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = res.status === 204 ? undefined : await res.json();
+    if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  }
+  async function createTenant(name = 'Bench') {
+    return api('POST', '/api/v1/admin/tenants', adminToken, { name, owner: { name: 'Owner', email: `owner-${randomBytes(3).toString('hex')}@bench.test` } });
+  }
+  return { stack, api, createTenant, databaseUrl: (service) => databaseUrlFor(server, `${prefix}_${service}`) };
+}
+
+/** p-th percentile (nearest rank) of an ascending array. */
+export function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+export function summarize(ms) {
+  const s = [...ms].sort((a, b) => a - b);
+  const f = (v) => v.toFixed(1);
+  return `p50 ${f(percentile(s, 50))} ms   p90 ${f(percentile(s, 90))} ms   p99 ${f(percentile(s, 99))} ms   min ${f(s[0])} ms   max ${f(s[s.length - 1])} ms`;
+}

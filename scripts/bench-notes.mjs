@@ -1,0 +1,104 @@
+/**
+ * Benchmark of GET /api/v1/notes/{id}: through the whole stack (HTTP → gateway (auth, role check,
+ * JSON ↔ protobuf) → gRPC → notes-tasks → PostgreSQL) next to a bare Express + pg handler that runs
+ * the same SELECT on the same database, in the same run. Not a test.
+ *
+ *   make build && WORKAUTO_KAFKA=off node deploy/embedded/dist/with-infra.js -- node scripts/bench-notes.mjs
+ *
+ * Load: autocannon at concurrency 32 (CONNECTIONS), DURATION seconds per target after WARMUP seconds,
+ * run as a child process so the load generator does not share the servers' event loop. The stack
+ * runs in one process as in `make dev` (gateway, identity and notes-tasks share an event loop).
+ * Env: CONNECTIONS (32), DURATION (15), WARMUP (3). Needs TEST_DATABASE_URL (with-infra sets it).
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import express from 'express';
+import pg from 'pg';
+import { createPool } from '@workauto/db';
+import { startBenchStack } from './bench-lib.mjs';
+
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
+const DURATION = Number(process.env.DURATION ?? 15);
+const WARMUP = Number(process.env.WARMUP ?? 3);
+const AUTOCANNON = fileURLToPath(new URL('../node_modules/autocannon/autocannon.js', import.meta.url));
+
+const { stack, api, createTenant, databaseUrl } = await startBenchStack();
+const base = stack.url;
+const notesUrl = databaseUrl('notes_tasks');
+
+// The bare baseline: Express + a pg pool of the service's size, the repo's SELECT, JSON out. No
+// auth, no validation beyond the id's shape, no gRPC hop.
+const pool = createPool(notesUrl, { max: 10, applicationName: 'bench-bare' });
+const app = express();
+app.disable('x-powered-by');
+app.disable('etag');
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+let bareTenant = '';
+app.get('/api/v1/notes/:id', async (req, res) => {
+  if (!UUID.test(req.params.id)) return void res.status(400).json({ error: 'bad id' });
+  try {
+    const { rows } = await pool.query(
+      `SELECT id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count, created_at, updated_at, deleted_at
+         FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
+      [bareTenant, req.params.id],
+    );
+    if (!rows[0]) return void res.status(404).json({ error: 'not found' });
+    res.json(rows[0]);
+  } catch {
+    res.status(500).json({ error: 'internal' });
+  }
+});
+const bare = app.listen(0, '127.0.0.1');
+await once(bare, 'listening');
+const bareBase = `http://127.0.0.1:${bare.address().port}`;
+
+/** autocannon in a child process; its JSON summary. */
+async function load(url, headers, seconds) {
+  const args = [AUTOCANNON, '-c', String(CONNECTIONS), '-d', String(seconds), '-j'];
+  for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
+  args.push(url);
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`autocannon exited with ${code}`);
+  return JSON.parse(out);
+}
+
+async function measure(name, url, headers) {
+  if (WARMUP > 0) await load(url, headers, WARMUP);
+  const r = await load(url, headers, DURATION);
+  const bad = r.non2xx + r.errors + r.timeouts;
+  const row = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, bad };
+  console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests, ${bad} non-2xx/errors)`);
+  if (bad > 0) throw new Error(`${name}: ${bad} requests failed`);
+  return row;
+}
+
+const check = new pg.Client({ connectionString: notesUrl });
+try {
+  const tenant = await createTenant();
+  const key = tenant.api_key;
+  bareTenant = tenant.tenant.id;
+  const body = `# Weekly notes\n\n${'Discussed the roadmap with [[contact:0193a1b2-0000-7000-8000-00000000000a|Dana]] and the budget. '.repeat(12)}`;
+  const note = await api('POST', '/api/v1/notes', key, { title: 'Bench note', body, metadata: { source: 'bench' } });
+  // Some other rows, so the lookup is an index lookup among many.
+  for (let i = 0; i < 200; i++) await api('POST', '/api/v1/notes', key, { title: `filler ${i}`, body: 'x' });
+  await check.connect();
+  await check.query('VACUUM ANALYZE notes');
+
+  const path = `/api/v1/notes/${note.id}`;
+  const viaGateway = await api('GET', path, key);
+  const viaBare = await (await fetch(`${bareBase}${path}`)).json();
+  if (viaGateway.id !== note.id || viaBare.id !== note.id || viaGateway.body !== viaBare.body) throw new Error('the two targets disagree');
+  console.log(`GET /api/v1/notes/{id} (note of ${body.length} characters), concurrency ${CONNECTIONS}, ${DURATION} s each after ${WARMUP} s warm-up:`);
+  const g = await measure('gateway → gRPC → notes-tasks → pg', `${base}${path}`, { authorization: `Bearer ${key}` });
+  const x = await measure('bare express + pg', `${bareBase}${path}`, {});
+  console.log(`  ratio (bare / gateway): ${(x.rps / g.rps).toFixed(2)}× the throughput; p99 ${g.p99} ms vs ${x.p99} ms`);
+} finally {
+  await check.end().catch(() => undefined);
+  bare.close();
+  await pool.end();
+  await stack.stop();
+}

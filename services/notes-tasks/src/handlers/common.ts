@@ -1,0 +1,141 @@
+import { withTransaction, type Pool, type PoolClient } from '@workauto/db';
+import { enumMapping } from '@workauto/grpc';
+import { EntityType, TaskPriority, type Note, type Tag, type Task } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { priorityKey } from '../domain/priority.js';
+import type { NoteRow } from '../repo/notes.js';
+import type { TagRow } from '../repo/tags.js';
+import type { TaskRow } from '../repo/tasks.js';
+
+export const SOURCE = 'notes-tasks';
+export const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
+export const entityTypes = enumMapping(EntityType, 'ENTITY_TYPE_');
+
+/** Field limits (docs/notes-tasks.md). Lengths are in UTF-16 code units, after trimming where the field is trimmed. */
+export const LIMITS = {
+  noteTitle: 500,
+  noteBody: 100_000,
+  taskTitle: 500,
+  taskDescription: 20_000,
+  tagName: 64,
+  query: 200,
+  url: 2_048,
+  externalId: 200,
+  identifier: 200,
+  minutes: 1_000_000,
+  metadataBytes: 16_384,
+  backlinks: 1_000,
+};
+
+export interface NotesTasksDeps {
+  pool: Pool;
+}
+
+/**
+ * One transaction, retried (up to 3 attempts) when PostgreSQL aborts it as a deadlock victim or a
+ * serialization failure: the lock order of repo/tasks.ts avoids both, this is the safety net.
+ */
+export async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTransaction(pool, fn);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw err;
+    }
+  }
+}
+
+export function toNote(row: NoteRow): Note {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    title: row.title,
+    body: row.body,
+    is_archived: row.is_archived,
+    is_pinned: row.is_pinned,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    deleted_at: row.deleted_at ?? undefined,
+    notebook_id: row.notebook_id ?? undefined,
+    source_url: row.source_url ?? undefined,
+    word_count: row.word_count,
+  };
+}
+
+export function toTag(row: TagRow): Tag {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    color: row.color ?? undefined,
+    description: row.description ?? undefined,
+  };
+}
+
+export function toTask(row: TaskRow): Task {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    title: row.title,
+    position: row.position,
+    priority: priorities.fromDomain(row.priority),
+    priority_key: priorityKey(row.priority, row.position),
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    assignee_id: row.assignee_id ?? undefined,
+    creator_id: row.creator_id ?? undefined,
+    parent_id: row.parent_id ?? undefined,
+    project_id: row.project_id ?? undefined,
+    section_id: row.section_id ?? undefined,
+    status_id: row.status_id ?? undefined,
+    canceled_at: row.canceled_at ?? undefined,
+    completed_at: row.completed_at ?? undefined,
+    deleted_at: row.deleted_at ?? undefined,
+    due_at: row.due_at ?? undefined,
+    next_occurrence: row.next_occurrence ?? undefined,
+    snoozed_until: row.snoozed_until ?? undefined,
+    deadline: row.deadline ?? undefined,
+    due_date: row.due_date ?? undefined,
+    start_date: row.start_date ?? undefined,
+    description: row.description ?? undefined,
+    external_id: row.external_id ?? undefined,
+    identifier: row.identifier ?? undefined,
+    rrule: row.rrule ?? undefined,
+    estimation_minutes: row.estimation_minutes ?? undefined,
+    time_spent_minutes: row.time_spent_minutes ?? undefined,
+  };
+}
+
+// Event data is the resource as the API shows it (internal columns left out).
+export const noteData = (row: NoteRow) => ({ ...row });
+export const tagData = (row: TagRow) => ({ ...row });
+export const taskData = (row: TaskRow) => {
+  const { rrule_anchor: _anchor, ...rest } = row;
+  return { ...rest, priority_key: priorityKey(row.priority, row.position) };
+};
+
+/** The fields a patch sets, for an event's metadata. */
+export function changedFields(patch: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+}
+
+/** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
+export function textOrNull(value: string | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const t = value.trim();
+  return t === '' ? null : t;
+}
+
+export function metadataTooLarge(metadata: Record<string, unknown> | undefined): boolean {
+  return metadata !== undefined && Buffer.byteLength(JSON.stringify(metadata)) > LIMITS.metadataBytes;
+}
+
+/** The key tag names are compared by: NFC, lowercased with Unicode rules. */
+export function tagKey(name: string): string {
+  return name.trim().normalize('NFC').toLowerCase();
+}

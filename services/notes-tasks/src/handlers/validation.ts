@@ -1,0 +1,47 @@
+import { isIsoDate } from '@workauto/grpc';
+import type { Validator } from '@workauto/grpc';
+import { LIMITS, metadataTooLarge } from './common.js';
+
+/** Field checks shared by the handlers, added to one Validator so a request's problems come together. */
+export function checkMetadata(v: Validator, field: string, value: Record<string, unknown> | undefined): Validator {
+  return metadataTooLarge(value) ? v.add(field, `must be at most ${LIMITS.metadataBytes} bytes of JSON`) : v;
+}
+
+/** A proto enum field: 0 (unset) is allowed unless required; a number outside the enum never is. */
+export function checkEnum(v: Validator, field: string, value: number | undefined, mapping: { toDomain(n: number | undefined): string | undefined; names: string[] }, required: boolean): Validator {
+  if (value === undefined || value === 0) return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
+  return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
+}
+
+/** An optional id; with `clearable`, an empty string (PATCH: clear it) is fine too. */
+export function checkId(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
+  return clearable && value === '' ? v : v.uuid(field, value);
+}
+
+export function checkDate(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
+  if (value === undefined || (clearable && value === '')) return v;
+  return isIsoDate(value) ? v : v.add(field, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
+}
+
+export function checkMinutes(v: Validator, field: string, value: number | undefined): Validator {
+  if (value === undefined) return v;
+  return Number.isInteger(value) && value >= 0 && value <= LIMITS.minutes ? v : v.add(field, `must be a whole number of minutes from 0 to ${LIMITS.minutes}`);
+}
+
+export function checkUrl(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
+  if (value === undefined || (clearable && value === '')) return v;
+  const text = value.trim();
+  let ok = text.length <= LIMITS.url;
+  try {
+    const url = new URL(text);
+    ok &&= url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    ok = false;
+  }
+  return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${LIMITS.url} characters`);
+}
+
+/** Length of text that is not trimmed (a note body keeps its whitespace). */
+export function checkLength(v: Validator, field: string, value: string | undefined, max: number): Validator {
+  return value === undefined || value.length <= max ? v : v.add(field, `must be at most ${max} characters`);
+}

@@ -1,0 +1,13 @@
+import type { Queryable } from '@workauto/db';
+import type { EntityType } from '../domain/mentions.js';
+
+/** Replaces the note's rows in the backlink index (call in the transaction of the note write). */
+export async function replaceLinks(db: Queryable, tenantId: string, noteId: string, targets: { type: EntityType; id: string }[]): Promise<void> {
+  await db.query('DELETE FROM note_links WHERE tenant_id = $1 AND note_id = $2', [tenantId, noteId]);
+  if (targets.length === 0) return;
+  await db.query(
+    `INSERT INTO note_links (tenant_id, note_id, entity_type, entity_id)
+     SELECT $1, $2, t, i FROM unnest($3::text[], $4::uuid[]) AS x(t, i)`,
+    [tenantId, noteId, targets.map((t) => t.type), targets.map((t) => t.id)],
+  );
+}

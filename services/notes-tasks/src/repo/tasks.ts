@@ -1,0 +1,221 @@
+import { updateTenantRow } from '@workauto/db';
+import type { KeysetCursor, Queryable } from '@workauto/db';
+import type { Priority } from '../domain/priority.js';
+
+export interface TaskRow {
+  id: string;
+  tenant_id: string;
+  parent_id: string | null;
+  title: string;
+  description: string | null;
+  position: number;
+  priority: Priority;
+  assignee_id: string | null;
+  creator_id: string | null;
+  project_id: string | null;
+  section_id: string | null;
+  status_id: string | null;
+  due_at: Date | null;
+  /** YYYY-MM-DD */
+  due_date: string | null;
+  deadline: string | null;
+  start_date: string | null;
+  rrule: string | null;
+  /** DTSTART of the rrule (internal, not in the API). */
+  rrule_anchor: Date | null;
+  next_occurrence: Date | null;
+  estimation_minutes: number | null;
+  time_spent_minutes: number | null;
+  external_id: string | null;
+  identifier: string | null;
+  snoozed_until: Date | null;
+  completed_at: Date | null;
+  canceled_at: Date | null;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+const COLUMNS = `id, tenant_id, parent_id, title, description, position, priority, assignee_id, creator_id, project_id,
+  section_id, status_id, due_at, due_date::text AS due_date, deadline::text AS deadline, start_date::text AS start_date,
+  rrule, rrule_anchor, next_occurrence, estimation_minutes, time_spent_minutes, external_id, identifier, snoozed_until,
+  completed_at, canceled_at, metadata, created_at, updated_at, deleted_at`;
+
+/** The sibling-set key of top-level tasks (the exclusion constraint uses the same). */
+const ROOT = '00000000-0000-0000-0000-000000000000';
+
+export type NewTask = Omit<TaskRow, 'created_at' | 'updated_at' | 'deleted_at' | 'completed_at' | 'canceled_at'>;
+export type TaskPatch = Partial<Omit<TaskRow, 'id' | 'tenant_id' | 'created_at' | 'updated_at' | 'creator_id'>>;
+
+/**
+ * Lock order of every change to the task tree (so concurrent ones never deadlock):
+ *   1. the tenant's tree lock: shared for changes inside sibling sets (create, move among the same
+ *      siblings, complete), exclusive for changes across them (reparent, delete with subtasks);
+ *   2. the sibling-set locks of the parents involved, in sorted order;
+ *   3. task rows, several at once always in id order.
+ * Transaction-scoped advisory locks: released at COMMIT or ROLLBACK.
+ */
+export async function lockTree(db: Queryable, tenantId: string, mode: 'shared' | 'exclusive'): Promise<void> {
+  await db.query(`SELECT ${mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock'}(hashtextextended('nt.tree:' || $1, 0))`, [tenantId]);
+}
+
+export async function lockSiblingSets(db: Queryable, tenantId: string, parents: (string | null)[]): Promise<void> {
+  const keys = [...new Set(parents.map((p) => p ?? ROOT))].sort();
+  for (const key of keys) {
+    await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('nt.siblings:' || $1 || ':' || $2, 0))`, [tenantId, key]);
+  }
+}
+
+export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
+  const entries = Object.entries(t);
+  const { rows } = await db.query<TaskRow>(
+    `INSERT INTO tasks (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
+    entries.map(([, v]) => v),
+  );
+  return rows[0]!;
+}
+
+/** A live task of the tenant; `lock` takes its row lock until the transaction ends. */
+export async function findTask(db: Queryable, tenantId: string, id: string, lock?: 'update'): Promise<TaskRow | undefined> {
+  const { rows } = await db.query<TaskRow>(
+    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
+    [tenantId, id],
+  );
+  return rows[0];
+}
+
+/** Locks live tasks in id order and returns them (by id). */
+export async function lockTasks(db: Queryable, tenantId: string, ids: string[]): Promise<Map<string, TaskRow>> {
+  const { rows } = await db.query<TaskRow>(
+    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL ORDER BY id FOR UPDATE`,
+    [tenantId, ids],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * Ids of the live children of `parentId` (null: the top-level tasks) in position order. With
+ * `lock` their rows are locked (in id order) first. Call under the sibling-set lock.
+ */
+export async function siblingIds(db: Queryable, tenantId: string, parentId: string | null, lock = false): Promise<string[]> {
+  const { rows } = await db.query<{ id: string; position: number }>(
+    `SELECT id, position FROM tasks
+      WHERE tenant_id = $1 AND coalesce(parent_id, '${ROOT}'::uuid) = coalesce($2::uuid, '${ROOT}'::uuid) AND deleted_at IS NULL
+      ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
+    [tenantId, parentId],
+  );
+  return rows.sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : 1)).map((r) => r.id);
+}
+
+/** Sets position 1..n in the order of `ids` (only rows whose position changes are written). */
+export async function setPositions(db: Queryable, tenantId: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query(
+    `UPDATE tasks t SET position = o.pos, updated_at = now()
+       FROM unnest($2::uuid[]) WITH ORDINALITY AS o(id, pos)
+      WHERE t.tenant_id = $1 AND t.id = o.id AND t.position <> o.pos`,
+    [tenantId, ids],
+  );
+}
+
+/** The live subtasks of a task at any depth (not the task itself). */
+export async function descendantIds(db: Queryable, tenantId: string, id: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH RECURSIVE down AS (
+       SELECT id FROM tasks WHERE tenant_id = $1 AND parent_id = $2 AND deleted_at IS NULL
+       UNION
+       SELECT t.id FROM tasks t JOIN down d ON t.parent_id = d.id WHERE t.tenant_id = $1 AND t.deleted_at IS NULL
+     ) SELECT id FROM down`,
+    [tenantId, id],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** True when `ancestorId` is `id` itself or one of its ancestors. */
+export async function isSelfOrAncestor(db: Queryable, tenantId: string, ancestorId: string, id: string): Promise<boolean> {
+  const { rows } = await db.query(
+    `WITH RECURSIVE up AS (
+       SELECT id, parent_id FROM tasks WHERE tenant_id = $1 AND id = $2
+       UNION
+       SELECT t.id, t.parent_id FROM tasks t JOIN up u ON t.id = u.parent_id WHERE t.tenant_id = $1
+     ) SELECT 1 FROM up WHERE id = $3 LIMIT 1`,
+    [tenantId, id, ancestorId],
+  );
+  return rows.length > 0;
+}
+
+export interface TaskFilters {
+  parentId?: string | undefined;
+  topLevel?: boolean | undefined;
+  assigneeId?: string | undefined;
+  statusId?: string | undefined;
+  projectId?: string | undefined;
+  completed?: boolean | undefined;
+  dueBefore?: Date | undefined;
+  dueAfter?: Date | undefined;
+  includeSnoozed?: boolean | undefined;
+}
+
+/** Newest first; size+1 rows. A task's due for the window: due_at, else due_date at 00:00 UTC. */
+export async function listTasks(db: Queryable, tenantId: string, f: TaskFilters, size: number, after?: KeysetCursor): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRow>(
+    `SELECT ${COLUMNS} FROM tasks
+      WHERE tenant_id = $1 AND deleted_at IS NULL
+        AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+        AND ($5::uuid IS NULL OR parent_id = $5)
+        AND ($6::boolean IS NOT TRUE OR parent_id IS NULL)
+        AND ($7::uuid IS NULL OR assignee_id = $7)
+        AND ($8::uuid IS NULL OR status_id = $8)
+        AND ($9::uuid IS NULL OR project_id = $9)
+        AND ($10::boolean IS NULL OR (completed_at IS NOT NULL) = $10)
+        AND ($11::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') < $11)
+        AND ($12::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') >= $12)
+        AND ($13::boolean IS TRUE OR snoozed_until IS NULL OR snoozed_until <= now())
+      ORDER BY created_at DESC, id DESC LIMIT $4`,
+    [
+      tenantId, after?.at ?? null, after?.id ?? null, size + 1,
+      f.parentId ?? null, f.topLevel ?? null, f.assigneeId ?? null, f.statusId ?? null, f.projectId ?? null,
+      f.completed ?? null, f.dueBefore ?? null, f.dueAfter ?? null, f.includeSnoozed ?? null,
+    ],
+  );
+  return rows;
+}
+
+/** Live children of a task in position order. */
+export async function children(db: Queryable, tenantId: string, parentId: string): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRow>(
+    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND parent_id = $2 AND deleted_at IS NULL ORDER BY position, id`,
+    [tenantId, parentId],
+  );
+  return rows;
+}
+
+/** Re-reads tasks (after positions changed). */
+export async function findTasks(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRow>(`SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [tenantId, ids]);
+  return rows;
+}
+
+export async function updateTask(db: Queryable, tenantId: string, id: string, patch: TaskPatch): Promise<TaskRow> {
+  return (await updateTenantRow<TaskRow>(db, 'tasks', COLUMNS, tenantId, id, patch))!;
+}
+
+/** Sets completed_at on those of the tasks that are open; returns them. */
+export async function completeOpen(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRow>(
+    `UPDATE tasks SET completed_at = now(), updated_at = now()
+      WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL AND completed_at IS NULL RETURNING ${COLUMNS}`,
+    [tenantId, ids],
+  );
+  return rows;
+}
+
+export async function softDelete(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
+  const { rows } = await db.query<TaskRow>(
+    `UPDATE tasks SET deleted_at = now(), updated_at = now()
+      WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    [tenantId, ids],
+  );
+  return rows;
+}
