@@ -1,6 +1,6 @@
 export { DomainError, errors, toServiceError, decodeStatusDetails, type ErrorDetails, type FieldViolation } from './errors.js';
 export { CallContext, MetadataKeys, type Actor } from './context.js';
-export { GrpcServer, type GrpcServerOptions, type Handlers } from './server.js';
+export { GrpcServer, type GrpcServerOptions, type Handlers, type UnaryServiceDefinition } from './server.js';
 export { Downstream, type DownstreamOptions, type UnaryMethod } from './client.js';
 export { installShutdownSignals } from './signals.js';
 export { validate, Validator, isIsoDate } from './validate.js';

@@ -7,13 +7,13 @@ import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
-type ServiceDefinition = Record<
+export type UnaryServiceDefinition = Record<
   string,
   { path: string; requestStream: false; responseStream: false; requestDeserialize(b: Buffer): unknown; responseSerialize(v: never): Buffer }
 >;
 
 /** nice-grpc style handlers: take the request and the call context, return the response or throw a DomainError. */
-export type Handlers<S extends ServiceDefinition> = {
+export type Handlers<S extends UnaryServiceDefinition> = {
   [K in keyof S]: (
     request: ReturnType<S[K]['requestDeserialize']>,
     ctx: CallContext,
@@ -45,7 +45,7 @@ export class GrpcServer {
     new ReflectionService(definition).addToServer(this.server);
   }
 
-  add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
+  add<S extends UnaryServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
     const impl: grpc.UntypedServiceImplementation = {};
     for (const [method, def] of Object.entries(definition)) {
       const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => Promise<unknown>;

@@ -1,0 +1,62 @@
+/**
+ * The start-up every gRPC service shares, so each service's app.ts only says what is its own:
+ * database pool → outbox and own migrations → gRPC server with its handlers → consumers → outbox
+ * relay → listen → SERVING. Stopping runs it backwards (the server first, so in-flight calls
+ * drain while their events can still be published); a start that fails half-way closes what it
+ * had opened.
+ */
+import { createPool, runMigrations, type Pool } from '@workauto/db';
+import { LocalTransport, OUTBOX_MIGRATIONS, OutboxRelay, type EventTransport, type Subscription } from '@workauto/events';
+import { GrpcServer, Resources, type Handlers, type UnaryServiceDefinition } from '@workauto/grpc';
+import type { Logger } from '@workauto/logger';
+
+/** What main.ts, make dev's stack and the tests give every service. */
+export interface ServiceConfig {
+  databaseUrl: string;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** Event streams (Kafka, or in-process for one-process runs); a private in-process one by default. */
+  transport?: EventTransport;
+}
+
+export interface RunningService {
+  port: number;
+  stop(): Promise<void>;
+}
+
+export interface ServiceSpec<S extends UnaryServiceDefinition> {
+  /** e.g. notes-tasks: log lines, the outbox relay's source, the pool's application_name. */
+  name: string;
+  /** ErrorInfo domain of its errors, e.g. notes.workauto. */
+  errorDomain: string;
+  /** Under proto/, for reflection: workauto/<pkg>/v1/<pkg>.proto. */
+  protoFile: string;
+  /** Fully qualified gRPC service name (health status is reported under it). */
+  grpcService: string;
+  definition: S;
+  /** The service's own migrations folder (applied after the shared outbox tables). */
+  migrations: string;
+  handlers(pool: Pool): Handlers<S>;
+  /** Event consumers the service runs (started before it serves). */
+  consumers?(pool: Pool, transport: EventTransport): Promise<Subscription[]>;
+}
+
+export async function startService<S extends UnaryServiceDefinition>(spec: ServiceSpec<S>, config: ServiceConfig, logger: Logger): Promise<RunningService> {
+  const resources = new Resources();
+  return resources.start(async () => {
+    const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
+    const applied = await runMigrations(pool, [OUTBOX_MIGRATIONS, spec.migrations]);
+    if (applied.length) logger.info({ applied }, 'migrations applied');
+    const server = new GrpcServer({ name: spec.name, errorDomain: spec.errorDomain, logger, protoFiles: [spec.protoFile] });
+    server.add(spec.grpcService, spec.definition, spec.handlers(pool));
+    const transport = config.transport ?? new LocalTransport();
+    for (const consumer of (await spec.consumers?.(pool, transport)) ?? []) resources.add(consumer, (c) => c.stop());
+    resources.add(await OutboxRelay.start({ pool, transport, source: spec.name, logger }), (r) => r.stop());
+    resources.add(server, (s) => s.shutdown());
+    const port = await server.listen(config.host, config.port);
+    server.markServing();
+    logger.info({ port }, `${spec.name} serving`);
+    return { port, stop: () => resources.close() };
+  });
+}
