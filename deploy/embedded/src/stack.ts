@@ -54,19 +54,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
       { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, transport, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
-      logger.child({ service: 'identity' }),
+      logger.child({ component: 'identity' }),
     );
     services.crm_pipelines = await createCrmPipelinesService(
       { databaseUrl: await db('crm_pipelines'), host, port: 0, transport },
-      logger.child({ service: 'crm-pipelines' }),
+      logger.child({ component: 'crm-pipelines' }),
     );
     services.notes_tasks = await createNotesTasksService(
       { databaseUrl: await db('notes_tasks'), host, port: 0, transport },
-      logger.child({ service: 'notes-tasks' }),
+      logger.child({ component: 'notes-tasks' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
-      logger: logger.child({ service: 'gateway' }), downstreams, databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys, ...opts.gatewayOptions });
+      logger: logger.child({ component: 'gateway' }), downstreams, databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys, ...opts.gatewayOptions });
     const gatewayHost = opts.gatewayHost ?? host;
     const port = await gateway.listen(gatewayHost, opts.gatewayPort ?? 0);
     const stopped = new Set<string>();

@@ -106,6 +106,9 @@ export class OutboxRelay {
 
   private async acquire(): Promise<void> {
     const client = await this.opts.pool.connect();
+    // A held connection that breaks (database restart, shutdown) must not crash the process: the
+    // loop notices on its next query, releases it and acquires again.
+    client.on('error', (err) => this.opts.logger.warn({ err: err.message, source: this.opts.source }, 'outbox relay lost its database connection; reconnecting'));
     const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [LOCK_KEY]);
     if (!rows[0]?.locked) {
       client.release();

