@@ -2,6 +2,7 @@
 # A real single-node Kafka (KRaft) broker on loopback for tests and local runs.
 #   scripts/kafka.sh start   → prints KAFKA_BROKERS=127.0.0.1:<port> as its last line once ready
 #   scripts/kafka.sh stop
+#   scripts/kafka.sh halt | resume   → stop the process keeping data and port, start it again (outage tests)
 # Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -60,6 +61,15 @@ PROPS
   local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
   java "${jvm[@]}" -cp "$jars/*" kafka.tools.StorageTool format -t "$(java -cp "$jars/*" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
     -c "$run/server.properties" --ignore-formatted >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
+  echo "$port" > "$run/port"
+  launch
+}
+
+# Runs the broker of $run (already formatted) and waits until it serves.
+launch() {
+  local port; port=$(cat "$run/port")
+  local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
+  : > "$run/server.log"
   nohup java "${jvm[@]}" -cp "$jars/*" kafka.Kafka "$run/server.properties" >"$run/stdout.log" 2>&1 &
   echo $! > "$run/pid"
   log "broker starting on 127.0.0.1:$port (pid $(cat "$run/pid"), log $run/server.log)…"
@@ -75,7 +85,8 @@ PROPS
   exit 1
 }
 
-stop_quietly() {
+# Stops the broker process and keeps its data and ports (tests of outages: `resume` brings it back).
+halt() {
   if [ -f "$run/pid" ]; then
     local pid; pid=$(cat "$run/pid")
     if kill -0 "$pid" 2>/dev/null; then
@@ -84,11 +95,17 @@ stop_quietly() {
       kill -9 "$pid" 2>/dev/null || true
     fi
   fi
+}
+
+stop_quietly() {
+  halt
   rm -rf "$run"
 }
 
 case "${1:-}" in
   start) start ;;
   stop) stop_quietly; log "stopped" ;;
-  *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+  halt) halt; log "halted (data kept; 'resume' starts it again on the same port)" ;;
+  resume) [ -f "$run/port" ] || { log "no halted broker in $run; use start"; exit 1; }; launch ;;
+  *) echo "usage: $0 start|stop|halt|resume" >&2; exit 2 ;;
 esac
