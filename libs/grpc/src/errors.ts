@@ -72,7 +72,11 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   const known =
     err instanceof DomainError
       ? err
-      : new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+      : isPostgresDataError(err)
+        // A value the handler should have refused reached SQL (logged as a bug by the server): still
+        // the client's input, so a 400 rather than a 500.
+        ? new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry')
+        : new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
   const details: Any[] = [
     {
       type_url: ERROR_INFO_TYPE,
@@ -89,6 +93,12 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: known.message, details }).finish()));
   if (known.extra.httpStatus) metadata.set(HTTP_STATUS_KEY, String(known.extra.httpStatus));
   return { code: known.code, details: known.message, metadata };
+}
+
+/** PostgreSQL's class 22 (data exception): invalid text for a uuid, a number out of range, a bad date. */
+function isPostgresDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
 }
 
 /** Reads the rich details back from a failed call (gateway and service-to-service clients). */

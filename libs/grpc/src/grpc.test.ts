@@ -23,6 +23,15 @@ describe('error mapping', () => {
     assert.equal(got.code, grpc.status.INTERNAL);
     assert.equal(got.message.includes('hunter2'), false);
   });
+
+  it('turns a PostgreSQL data exception (bad input that reached SQL) into INVALID_ARGUMENT, not a 500', () => {
+    const pgError = Object.assign(new Error('invalid input syntax for type uuid: ""'), { code: '22P02' });
+    const got = decodeStatusDetails(toServiceError(pgError, 'x') as grpc.ServiceError);
+    assert.equal(got.code, grpc.status.INVALID_ARGUMENT);
+    assert.equal(got.message.includes('uuid: ""'), false);
+    const other = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    assert.equal(decodeStatusDetails(toServiceError(other, 'x') as grpc.ServiceError).code, grpc.status.INTERNAL);
+  });
 });
 
 describe('pagination', () => {

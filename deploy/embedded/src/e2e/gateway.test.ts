@@ -31,6 +31,25 @@ describe('gateway end to end (platform foundation)', () => {
   });
   after(() => stack?.stop());
 
+  it('answers empty ids in bodies and queries of every service with 2xx or 4xx, never a 5xx', async () => {
+    const probes: [string, string, unknown?][] = [
+      ['POST', '/api/v1/api-keys', { name: 'x', member_id: '' }],
+      ['GET', '/api/v1/api-keys?member_id='],
+      ['POST', '/api/v1/tasks', { title: 'x', parent_id: '', assignee_id: '' }],
+      ['GET', '/api/v1/tasks?parent_id=&assignee_id='],
+      ['POST', '/api/v1/deals', { title: 'x', pipeline_id: '', contact_id: '', amount: 1 }],
+      ['GET', '/api/v1/deals?pipeline_id=&stage_id=&owner_id=&contact_id='],
+      ['POST', '/api/v1/notes', { title: 'x', notebook_id: '' }],
+      ['POST', '/api/v1/invitations', { email: 'empty@ids.test', name: 'x', role: 'member', contact_id: '' }],
+      ['PATCH', `/api/v1/members/${a.ownerId}`, { contact_id: '' }],
+      ['GET', '/api/v1/audit-log?cursor='],
+    ];
+    for (const [method, path, body] of probes) {
+      const res = await stack.api(method, path, { key: a.key, ...(body ? { body } : {}) });
+      assert.ok(res.status < 500, `${method} ${path} ${JSON.stringify(body ?? '')}: ${res.status} ${JSON.stringify(res.body)}`);
+    }
+  });
+
   it('lists the owner in the envelope, and keeps tenants apart', async () => {
     const list = await stack.api('GET', '/api/v1/members', { key: a.key });
     assert.equal(list.status, 200);

@@ -16,7 +16,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
       validate().uuid('member_id', req.member_id).done();
       const page = parsePage(req);
       const me = await caller(pool, ctx);
-      const memberId = req.member_id ?? me.member.id;
+      const memberId = req.member_id || me.member.id; // '' is absent, as the validator reads it
       if (memberId !== me.member.id) {
         assertMembersAdmin(me.access, "listing another member's API keys");
         if (!(await members.findMember(pool, ctx.tenant, memberId))) throw errors.notFound('member', memberId);
@@ -27,7 +27,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
     async createApiKey(req, ctx) {
       validate().text('name', req.name, { required: true, max: 100 }).uuid('member_id', req.member_id).done();
       const me = await caller(pool, ctx);
-      const memberId = req.member_id ?? me.member.id;
+      const memberId = req.member_id || me.member.id; // '' is absent, as the validator reads it
       if (memberId !== me.member.id) assertMembersAdmin(me.access, "creating an API key for another member");
       return withTransaction(pool, async (tx) => {
         const member = await members.findMember(tx, ctx.tenant, memberId, { forUpdate: true });
