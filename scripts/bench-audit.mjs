@@ -11,7 +11,7 @@
  * Env: CHANGES (1000), CONCURRENCY (4).
  */
 import pg from 'pg';
-import { startBenchStack, summarize } from './bench-lib.mjs';
+import { startBenchStack, summarize } from './lib-bench.mjs';
 
 const CHANGES = Number(process.env.CHANGES ?? 1_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 4);

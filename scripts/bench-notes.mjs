@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import express from 'express';
 import pg from 'pg';
 import { createPool } from '@workauto/db';
-import { startBenchStack } from './bench-lib.mjs';
+import { startBenchStack } from './lib-bench.mjs';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const DURATION = Number(process.env.DURATION ?? 15);

@@ -12,7 +12,7 @@
  * Env: DEALS (100000), REQUESTS (200), WARMUP (20). Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import pg from 'pg';
-import { startBenchStack, summarize } from './bench-lib.mjs';
+import { startBenchStack, summarize } from './lib-bench.mjs';
 
 const DEALS = Number(process.env.DEALS ?? 100_000);
 const REQUESTS = Number(process.env.REQUESTS ?? 200);

@@ -69,3 +69,27 @@ export function isIsoDate(text: string): boolean {
   const date = new Date(Date.UTC(y, mo - 1, d));
   return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
+
+/**
+ * What a PATCH clears: the fields named in its update_mask (the gateway lists the JSON body's
+ * keys, AIP-134) but sent without a value (null). Text, id and date fields come back as '' in
+ * `req` (each service's "clear" for them); the `other` clearable fields (numbers, timestamps) are
+ * in `cleared`. A null on any other field (one that cannot be empty) is a violation on `v`.
+ */
+export function patchNulls<R extends { update_mask?: string[] | undefined }>(
+  req: R,
+  clearable: { text?: readonly string[]; other?: readonly string[] },
+  v: Validator,
+): { req: R; cleared: Set<string> } {
+  const text = clearable.text ?? [];
+  const other = clearable.other ?? [];
+  const cleared = new Set<string>();
+  const empty: Record<string, string> = {};
+  for (const field of req.update_mask ?? []) {
+    if ((req as Record<string, unknown>)[field] !== undefined) continue;
+    if (text.includes(field)) empty[field] = '';
+    else if (other.includes(field)) cleared.add(field);
+    else v.add(field, 'cannot be null here (it cannot be empty); leave it out to keep its value');
+  }
+  return { req: Object.keys(empty).length ? { ...req, ...empty } : req, cleared };
+}

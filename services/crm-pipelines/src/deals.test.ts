@@ -161,10 +161,10 @@ describe('deals over gRPC', () => {
 
     const cleared = await crm.client.call(S.updateDeal, { id: a.id, contact_id: '', owner_id: '', expected_close_date: '', confidence: 0.2 }, t.call);
     assert.deepEqual([cleared.contact_id, cleared.owner_id, cleared.expected_close_date, cleared.confidence], [undefined, undefined, undefined, 0.2]);
-    const noConf = await crm.client.call(S.updateDeal, { id: c.id, clear_confidence: true, metadata: { x: [1] } }, t.call);
+    const noConf = await crm.client.call(S.updateDeal, { id: c.id, update_mask: ['confidence', 'metadata'], metadata: { x: [1] } }, t.call);
     assert.equal(noConf.confidence, undefined);
     assert.deepEqual(noConf.metadata, { x: [1] });
-    assert.equal((await failure(crm.client.call(S.updateDeal, { id: c.id, clear_confidence: true, confidence: 0.1 }, t.call))).fieldViolations[0]?.field, 'clear_confidence');
+    assert.equal((await failure(crm.client.call(S.updateDeal, { id: c.id, update_mask: ['title'] }, t.call))).fieldViolations[0]?.field, 'title', 'a title cannot be cleared');
 
     await crm.client.call(S.deleteDeal, { id: b.id }, t.call);
     assert.equal((await failure(crm.client.call(S.getDeal, { id: b.id }, t.call))).reason, 'DEAL_NOT_FOUND');

@@ -75,7 +75,7 @@ describe('pipeline summary over gRPC', () => {
         await crm.client.call(S.updateDeal, { id: ids[k]!, stage_id: p.stages[m.stage]!.id }, t.call);
       } else {
         m.conf = null;
-        await crm.client.call(S.updateDeal, { id: ids[k]!, clear_confidence: true }, t.call);
+        await crm.client.call(S.updateDeal, { id: ids[k]!, update_mask: ['confidence'] }, t.call);
       }
     }
     await crm.client.call(S.createDeal, { title: 'elsewhere', pipeline_id: noise.id, amount: 999 }, t.call);

@@ -5,6 +5,7 @@
  * REQUIRED ones and is refused with any other field.
  */
 import protobuf from 'protobufjs';
+import { updateMaskField } from './transcode.js';
 import { WRAPPERS, enumNames, isOptional } from './json-mapping.js';
 import type { Route } from './routes.js';
 
@@ -109,7 +110,7 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     // Null means "not set": for optional fields, messages and enums (whose UNSPECIFIED value is null).
     const canBeNull = isOptional(field) || rt instanceof protobuf.Type || rt instanceof protobuf.Enum;
     if (canBeNull && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
-    // In a request, null is accepted for any field and means the same as leaving it out.
+    // In a request, null is accepted for any field: left out, except in a PATCH, where it clears the field.
     else if (dir === 'input' && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
     return s;
   };
@@ -117,8 +118,9 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   const messageSchema = (type: protobuf.Type, dir: Direction, exclude: string[]): Schema => {
     const properties: Record<string, Schema> = {};
     const required: string[] = [];
+    const mask = dir === 'input' ? updateMaskField(type) : undefined;
     for (const f of type.fieldsArray) {
-      if (exclude.includes(f.name)) continue;
+      if (exclude.includes(f.name) || f === mask) continue; // update_mask is made from the body's keys
       properties[f.name] = fieldSchema(f, dir);
       if (f.comment) properties[f.name] = { ...properties[f.name], description: f.comment.trim() };
       const behavior = f.options?.['(google.api.field_behavior)'];

@@ -8,6 +8,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Plain decimal notation only: Number() would also take hex, binary and whitespace. */
 const DECIMAL = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
+/** The request's `google.protobuf.FieldMask update_mask`, when it has one (Update rpcs). */
+export function updateMaskField(type: protobuf.Type): protobuf.Field | undefined {
+  const field = type.fields.update_mask;
+  if (!field) return undefined;
+  field.resolve();
+  return field.resolvedType?.fullName === '.google.protobuf.FieldMask' ? field : undefined;
+}
+
 /** A query or path value (always text) as the field's type. */
 function fromText(field: protobuf.Field, text: string, path: string, out: Violation[]): unknown {
   field.resolve();
@@ -66,7 +74,15 @@ export function buildRequest(route: Route, params: Record<string, string>, query
   const hasBody = body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
 
   if (route.body === '*') {
+    const maskField = route.method === 'PATCH' ? updateMaskField(type) : undefined;
+    const given = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    if (maskField && given && Object.prototype.hasOwnProperty.call(given, maskField.name)) {
+      out.push({ field: maskField.name, description: "is made from the body's keys; leave it out (send null to clear a field)" });
+    }
     request = messageFromJson(type, body ?? {}, '', out) ?? {};
+    // AIP-134 with JSON merge-patch semantics: the body's keys are the fields to change, and a key
+    // whose value is null clears its field (the service reads it from update_mask).
+    if (maskField && given) request[maskField.name] = { paths: Object.keys(given) };
     // The path names the resource; a second, possibly different, value in the body is a mistake.
     for (const p of route.params) {
       if (body && typeof body === 'object' && Object.prototype.hasOwnProperty.call(body, p)) {

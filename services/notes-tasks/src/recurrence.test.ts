@@ -64,13 +64,13 @@ describe('recurring tasks over gRPC', () => {
   it('a new due or rule restarts the series; clearing the rule makes a plain task', async () => {
     const t = tenant();
     const task = await nt.client.call(S.createTask, { title: 'Review', due_at: at('2026-04-06T10:00:00Z'), rrule: 'FREQ=WEEKLY;COUNT=2' }, t.call);
-    const moved = await nt.client.call(S.updateTask, { clear_fields: [], id: task.id, due_at: at('2026-04-08T10:00:00Z') }, t.call);
+    const moved = await nt.client.call(S.updateTask, { id: task.id, due_at: at('2026-04-08T10:00:00Z') }, t.call);
     assert.deepEqual(moved.next_occurrence, at('2026-04-15T10:00:00Z'));
-    const monthly = await nt.client.call(S.updateTask, { clear_fields: [], id: task.id, rrule: 'FREQ=MONTHLY' }, t.call);
+    const monthly = await nt.client.call(S.updateTask, { id: task.id, rrule: 'FREQ=MONTHLY' }, t.call);
     assert.deepEqual(monthly.next_occurrence, at('2026-05-08T10:00:00Z'));
-    const err = await failure(nt.client.call(S.updateTask, { id: task.id, clear_fields: ['due_at'] }, t.call));
+    const err = await failure(nt.client.call(S.updateTask, { id: task.id, update_mask: ['due_at'] }, t.call));
     assert.deepEqual(err.fieldViolations.map((v) => v.field), ['rrule'], 'a recurring task keeps a due');
-    const plain = await nt.client.call(S.updateTask, { clear_fields: [], id: task.id, rrule: '' }, t.call);
+    const plain = await nt.client.call(S.updateTask, { id: task.id, rrule: '' }, t.call);
     assert.deepEqual([plain.rrule, plain.next_occurrence], [undefined, undefined]);
     const done = await nt.client.call(S.completeTask, { id: task.id }, t.call);
     assert.ok(done.completed_at);

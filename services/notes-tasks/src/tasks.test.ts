@@ -57,13 +57,13 @@ describe('tasks over gRPC', () => {
     assert.deepEqual(await nt.events(t.id), ['task.created', 'task.created']);
   });
 
-  it('patches fields and clears them with empty strings or clear_fields', async () => {
+  it('patches fields and clears them with empty strings or null (update_mask)', async () => {
     const t = tenant();
     const task = await create(t, { assignee_id: randomUUID(), due_at: new Date('2026-05-01T00:00:00Z'), estimation_minutes: 5, description: 'd' });
-    const p = await nt.client.call(S.updateTask, { id: task.id, title: 'Renamed', priority: TaskPriority.TASK_PRIORITY_URGENT, assignee_id: '', description: '', clear_fields: ['due_at', 'estimation_minutes'] }, t.call);
+    const p = await nt.client.call(S.updateTask, { id: task.id, title: 'Renamed', priority: TaskPriority.TASK_PRIORITY_URGENT, assignee_id: '', description: '', update_mask: ['due_at', 'estimation_minutes'] }, t.call);
     assert.deepEqual([p.title, p.priority, p.priority_key, p.assignee_id, p.description, p.due_at, p.estimation_minutes], ['Renamed', TaskPriority.TASK_PRIORITY_URGENT, '0-0000000001', undefined, undefined, undefined, undefined]);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: task.id, due_date: '2026-01-01', clear_fields: ['due_date', 'title'] }, t.call)), ['clear_fields[0]', 'clear_fields[1]']);
-    assert.deepEqual(await nt.client.call(S.updateTask, { clear_fields: [], id: task.id }, t.call), p, 'an empty patch changes nothing');
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: task.id, due_date: '2026-01-01', update_mask: ['due_date', 'title'] }, t.call)), ['title']);
+    assert.deepEqual(await nt.client.call(S.updateTask, { id: task.id }, t.call), p, 'an empty patch changes nothing');
     assert.deepEqual(await nt.events(t.id), ['task.created', 'task.updated']);
   });
 
@@ -102,20 +102,20 @@ describe('tasks over gRPC', () => {
     for (const title of ['a', 'b', 'c', 'd']) await create(t, { title, parent_id: p.id });
     assert.deepEqual(await order(t, p.id), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
     const ids = Object.fromEntries((await subtasks(t, p.id)).map((x) => [x.title, x.id]));
-    const moved = await nt.client.call(S.updateTask, { clear_fields: [], id: ids.d!, before_id: ids.a! }, t.call);
+    const moved = await nt.client.call(S.updateTask, { id: ids.d!, before_id: ids.a! }, t.call);
     assert.deepEqual([moved.position, moved.priority_key], [1, '4-0000000001']);
     assert.deepEqual(await order(t, p.id), [['d', 1], ['a', 2], ['b', 3], ['c', 4]]);
-    await nt.client.call(S.updateTask, { clear_fields: [], id: ids.d!, after_id: ids.c! }, t.call);
+    await nt.client.call(S.updateTask, { id: ids.d!, after_id: ids.c! }, t.call);
     assert.deepEqual(await order(t, p.id), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
-    await nt.client.call(S.updateTask, { clear_fields: [], id: ids.a!, after_id: ids.b!, title: 'a2' }, t.call);
+    await nt.client.call(S.updateTask, { id: ids.a!, after_id: ids.b!, title: 'a2' }, t.call);
     assert.deepEqual(await order(t, p.id), [['b', 1], ['a2', 2], ['c', 3], ['d', 4]]);
     const events = await nt.events(t.id);
     assert.deepEqual(events.slice(5), ['task.moved', 'task.moved', 'task.updated', 'task.moved']);
     // An anchor under another parent, the task itself, or both anchors: 400.
     const other = await create(t, { title: 'elsewhere' });
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { clear_fields: [], id: ids.b!, before_id: other.id }, t.call)), ['before_id']);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { clear_fields: [], id: ids.b!, after_id: ids.b! }, t.call)), ['after_id']);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { clear_fields: [], id: ids.b!, before_id: ids.c!, after_id: ids.d! }, t.call)), ['after_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, before_id: other.id }, t.call)), ['before_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, after_id: ids.b! }, t.call)), ['after_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, before_id: ids.c!, after_id: ids.d! }, t.call)), ['after_id']);
   });
 
   it('moves a task to another parent or the top level, renumbering both sides', async () => {
@@ -124,11 +124,11 @@ describe('tasks over gRPC', () => {
     const p2 = await create(t, { title: 'P2' });
     const [a, b, c] = [await create(t, { title: 'a', parent_id: p1.id }), await create(t, { title: 'b', parent_id: p1.id }), await create(t, { title: 'c', parent_id: p1.id })];
     const x = await create(t, { title: 'x', parent_id: p2.id });
-    const moved = await nt.client.call(S.updateTask, { clear_fields: [], id: a.id, parent_id: p2.id, before_id: x.id }, t.call);
+    const moved = await nt.client.call(S.updateTask, { id: a.id, parent_id: p2.id, before_id: x.id }, t.call);
     assert.deepEqual([moved.parent_id, moved.position], [p2.id, 1]);
     assert.deepEqual(await order(t, p1.id), [['b', 1], ['c', 2]]);
     assert.deepEqual(await order(t, p2.id), [['a', 1], ['x', 2]]);
-    const top = await nt.client.call(S.updateTask, { clear_fields: [], id: b.id, parent_id: '' }, t.call);
+    const top = await nt.client.call(S.updateTask, { id: b.id, parent_id: '' }, t.call);
     assert.deepEqual([top.parent_id, top.position], [undefined, 3]);
     assert.deepEqual(await positions(t, null), [1, 2, 3]);
     assert.deepEqual(await order(t, p1.id), [['c', 1]]);
@@ -143,13 +143,13 @@ describe('tasks over gRPC', () => {
     const d = await create(t, { title: 'd', parent_id: c.id });
     assert.equal(d.parent_id, c.id);
     for (const [id, parent] of [[a.id, d.id], [a.id, b.id], [b.id, c.id]] as const) {
-      const err = await failure(nt.client.call(S.updateTask, { clear_fields: [], id, parent_id: parent }, t.call));
+      const err = await failure(nt.client.call(S.updateTask, { id, parent_id: parent }, t.call));
       assert.deepEqual([err.code, err.fieldViolations.map((v) => v.field)], [grpc.status.INVALID_ARGUMENT, ['parent_id']]);
     }
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { clear_fields: [], id: a.id, parent_id: a.id }, t.call)), ['parent_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: a.id, parent_id: a.id }, t.call)), ['parent_id']);
     assert.deepEqual(await badFields(nt.client.call(S.createTask, { title: 'orphan', parent_id: randomUUID() }, t.call)), ['parent_id']);
     // Moving a whole branch elsewhere is fine.
-    const moved = await nt.client.call(S.updateTask, { clear_fields: [], id: c.id, parent_id: a.id }, t.call);
+    const moved = await nt.client.call(S.updateTask, { id: c.id, parent_id: a.id }, t.call);
     assert.deepEqual([moved.parent_id, (await subtasks(t, c.id)).map((x) => x.id)], [a.id, [d.id]]);
   });
 
@@ -201,7 +201,7 @@ describe('tasks over gRPC', () => {
     const results = await Promise.all(
       kids.map((k, i) => {
         const anchor = kids[(i * 7 + 3) % 20]!;
-        const body = anchor.id === k.id ? { clear_fields: [], id: k.id, before_id: kids[(i + 1) % 20]!.id } : i % 2 ? { clear_fields: [], id: k.id, before_id: anchor.id } : { clear_fields: [], id: k.id, after_id: anchor.id };
+        const body = anchor.id === k.id ? { id: k.id, before_id: kids[(i + 1) % 20]!.id } : i % 2 ? { id: k.id, before_id: anchor.id } : { id: k.id, after_id: anchor.id };
         return nt.client.call(S.updateTask, body, t.call);
       }),
     );
@@ -219,10 +219,10 @@ describe('tasks over gRPC', () => {
     const kids: Task[] = [];
     for (let i = 0; i < 10; i++) kids.push(await create(t, { title: `k${i}`, parent_id: p1.id }));
     await Promise.all([
-      ...kids.slice(0, 4).map((k) => nt.client.call(S.updateTask, { clear_fields: [], id: k.id, parent_id: p2.id }, t.call)),
+      ...kids.slice(0, 4).map((k) => nt.client.call(S.updateTask, { id: k.id, parent_id: p2.id }, t.call)),
       ...kids.slice(4, 7).map((k) => nt.client.call(S.deleteTask, { id: k.id }, t.call)),
       ...Array.from({ length: 5 }, (_, i) => create(t, { title: `n${i}`, parent_id: i % 2 ? p1.id : p2.id })),
-      ...kids.slice(7).map((k) => nt.client.call(S.updateTask, { clear_fields: [], id: k.id, before_id: kids[0]!.id }, t.call).catch(() => 'anchor moved away')),
+      ...kids.slice(7).map((k) => nt.client.call(S.updateTask, { id: k.id, before_id: kids[0]!.id }, t.call).catch(() => 'anchor moved away')),
     ]);
     assert.deepEqual(await positions(t, p1.id), [1, 2, 3, 4, 5]);
     assert.deepEqual(await positions(t, p2.id), [1, 2, 3, 4, 5, 6, 7]);
@@ -235,7 +235,7 @@ describe('tasks over gRPC', () => {
     const task = await create(a, { title: 'private' });
     for (const call of [
       () => nt.client.call(S.getTask, { id: task.id }, b.call),
-      () => nt.client.call(S.updateTask, { clear_fields: [], id: task.id, title: 'x' }, b.call),
+      () => nt.client.call(S.updateTask, { id: task.id, title: 'x' }, b.call),
       () => nt.client.call(S.deleteTask, { id: task.id }, b.call),
       () => nt.client.call(S.listSubtasks, { id: task.id }, b.call),
       () => nt.client.call(S.completeTask, { id: task.id }, b.call),
@@ -246,7 +246,7 @@ describe('tasks over gRPC', () => {
     }
     assert.deepEqual(await badFields(create(b, { title: 'x', parent_id: task.id })), ['parent_id']);
     const mine = await create(b, { title: 'mine' });
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { clear_fields: [], id: mine.id, parent_id: task.id }, b.call)), ['parent_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: mine.id, parent_id: task.id }, b.call)), ['parent_id']);
     assert.deepEqual((await nt.client.call(S.listTasks, {}, b.call)).data.map((x) => x.id), [mine.id]);
     assert.equal(mine.position, 1, 'positions are per tenant');
   });
@@ -269,7 +269,7 @@ describe('tasks over gRPC', () => {
     ];
     for (const [body, fields] of cases) assert.deepEqual(await badFields(create(t, body)), fields, JSON.stringify(body).slice(0, 80));
     const task = await create(t);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { clear_fields: [], id: task.id, title: '  ' }, t.call)), ['title']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: task.id, title: '  ' }, t.call)), ['title']);
     assert.deepEqual(await badFields(nt.client.call(S.listTasks, { parent_id: 'x', due_before: undefined }, t.call)), ['parent_id']);
     assert.deepEqual(await badFields(nt.client.call(S.completeTask, { id: task.id, occurrence: 'yesterday' }, t.call)), ['occurrence']);
     assert.deepEqual(await nt.events(t.id), ['task.created']);

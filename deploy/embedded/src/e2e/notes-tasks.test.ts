@@ -280,7 +280,7 @@ describe('notes-tasks end to end', () => {
       ['PATCH', `/tasks/${top.id}`, { parent_id: child.id }, 'parent_id'],
       ['PATCH', `/tasks/${top.id}`, { parent_id: top.id }, 'parent_id'],
       ['PATCH', `/tasks/${child.id}`, { before_id: top.id }, 'before_id'],
-      ['PATCH', `/tasks/${child.id}`, { clear_fields: ['title'] }, 'clear_fields[0]'],
+      ['PATCH', `/tasks/${child.id}`, { title: null }, 'title'],
       ['POST', `/tasks/${top.id}/complete`, { occurrence: 'now' }, 'occurrence'],
       ['GET', '/tasks?due_before=yesterday', undefined, 'due_before'],
       ['GET', '/tasks?completed=1', undefined, 'completed'],

@@ -1,5 +1,5 @@
 import { isUniqueViolation, newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { canonicalize, type ChannelType } from '../domain/channels.js';
@@ -84,8 +84,10 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
       return toContact(row);
     },
 
-    async updateContact(req, ctx) {
-      const v = validate()
+    async updateContact(patchRequest, ctx) {
+      const v = validate();
+      const { req } = patchNulls(patchRequest, { text: ['company', 'job_title'] }, v);
+      v
         .uuid('id', req.id, { required: true })
         .text('name', req.name, { max: LIMITS.name })
         .text('company', req.company, { min: 0, max: LIMITS.name })
@@ -166,8 +168,10 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
       return { data: (await channels.listChannels(pool, ctx.tenant, contact.id)).map(toChannel) };
     },
 
-    async updateContactChannel(req, ctx) {
-      const v = validate()
+    async updateContactChannel(patchRequest, ctx) {
+      const v = validate();
+      const { req } = patchNulls(patchRequest, { text: ['label'], other: ['region'] }, v);
+      v
         .uuid('contact_id', req.contact_id, { required: true })
         .uuid('channel_id', req.channel_id, { required: true })
         .text('value', req.value, { max: LIMITS.value })

@@ -1,5 +1,5 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency } from '../domain/money.js';
@@ -162,13 +162,14 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       return toDeal(row);
     },
 
-    async updateDeal(req, ctx) {
-      const v = validate()
-        .uuid('id', req.id, { required: true })
+    async updateDeal(patchRequest, ctx) {
+      const v = validate();
+      // null clears: text and ids as '' does; confidence goes back to unset (the stage's default applies).
+      const { req, cleared } = patchNulls(patchRequest, { text: ['contact_id', 'owner_id', 'expected_close_date'], other: ['confidence'] }, v);
+      v.uuid('id', req.id, { required: true })
         .text('title', req.title, { max: LIMITS.title })
         .uuid('pipeline_id', req.pipeline_id)
-        .uuid('stage_id', req.stage_id)
-        .check(!(req.clear_confidence && req.confidence !== undefined), 'clear_confidence', 'cannot be set together with confidence');
+        .uuid('stage_id', req.stage_id);
       clearableUuid(v, 'contact_id', req.contact_id);
       clearableUuid(v, 'owner_id', req.owner_id);
       if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
@@ -202,7 +203,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
           title: req.title?.trim(),
           amount: req.amount === undefined ? undefined : amountDecimal(req.amount),
           currency: req.currency === undefined ? undefined : currency,
-          confidence: req.clear_confidence ? null : req.confidence === undefined ? undefined : String(req.confidence),
+          confidence: cleared.has('confidence') ? null : req.confidence === undefined ? undefined : String(req.confidence),
           contact_id: contactId,
           owner_id: req.owner_id === undefined ? undefined : req.owner_id || null,
           expected_close_date: textOrNull(req.expected_close_date),

@@ -1,5 +1,5 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService, PipelineSummary } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { minorUnitDigits, normalizeCurrency } from '../domain/money.js';
@@ -107,8 +107,10 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
       return toPipeline(row, await stages.listStages(pool, ctx.tenant, [row.id]));
     },
 
-    async updatePipeline(req, ctx) {
-      const v = validate()
+    async updatePipeline(patchRequest, ctx) {
+      const v = validate();
+      const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
+      v
         .uuid('id', req.id, { required: true })
         .text('name', req.name, { max: LIMITS.name })
         .text('description', req.description, { min: 0, max: LIMITS.description });
@@ -246,8 +248,10 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
       });
     },
 
-    async updatePipelineStage(req, ctx) {
-      const v = validate()
+    async updatePipelineStage(patchRequest, ctx) {
+      const v = validate();
+      const { req, cleared } = patchNulls(patchRequest, { other: ['default_confidence'] }, v);
+      v
         .uuid('pipeline_id', req.pipeline_id, { required: true })
         .uuid('stage_id', req.stage_id, { required: true })
         .text('name', req.name, { max: LIMITS.name });
@@ -268,7 +272,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
         const patch = {
           name: req.name?.trim(),
           stage_type: stageTypes.toDomain(req.stage_type) as StageType | undefined,
-          default_confidence: decimalOrNull(req.default_confidence),
+          default_confidence: cleared.has('default_confidence') ? null : decimalOrNull(req.default_confidence),
           metadata: req.metadata,
         };
         const updated = await stages.updateStage(tx, tenantId, current.id, patch);

@@ -1,5 +1,5 @@
 import { withTransaction, newId, isUniqueViolation, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
 import { generateToken, hint, sha256Hex, secretsEqual } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import { ActorType, MemberRole, type IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -57,10 +57,11 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
       return toMember(row);
     },
 
-    async updateMember(req, ctx) {
+    async updateMember(patchRequest, ctx) {
+      const v = validate();
+      const { req } = patchNulls(patchRequest, { text: ['contact_id'] }, v);
       const role = roles.toDomain(req.role);
-      validate()
-        .uuid('id', req.id, { required: true })
+      v.uuid('id', req.id, { required: true })
         .text('name', req.name, { max: 200 })
         .email('email', req.email)
         .uuid('contact_id', req.contact_id)

@@ -1,5 +1,5 @@
 import { newId } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { mentionTargets } from '../domain/mentions.js';
@@ -80,8 +80,10 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       return toNote(row);
     },
 
-    async updateNote(req, ctx) {
-      const v = validate().uuid('id', req.id, { required: true }).text('title', req.title, { min: 0, max: LIMITS.noteTitle });
+    async updateNote(patchRequest, ctx) {
+      const v = validate();
+      const { req } = patchNulls(patchRequest, { text: ['title', 'body', 'notebook_id', 'source_url'] }, v);
+      v.uuid('id', req.id, { required: true }).text('title', req.title, { min: 0, max: LIMITS.noteTitle });
       checkLength(v, 'body', req.body, LIMITS.noteBody);
       checkId(v, 'notebook_id', req.notebook_id, true);
       checkUrl(v, 'source_url', req.source_url, true);

@@ -1,5 +1,5 @@
 import { newId, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, NotesTasksServiceService, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { parseTimestamp } from '../domain/dates.js';
@@ -14,7 +14,7 @@ import { checkDate, checkEnum, checkId, checkMetadata, checkMinutes } from './va
 
 type H = Handlers<typeof NotesTasksServiceService>;
 
-/** Optional fields PATCH can unset through clear_fields (JSON null means "not given"). */
+/** Optional fields a PATCH clears with null (or, for text, ids and dates, also with ''). */
 const CLEARABLE = [
   'description', 'assignee_id', 'project_id', 'section_id', 'status_id', 'due_at', 'due_date', 'deadline', 'start_date', 'rrule',
   'estimation_minutes', 'time_spent_minutes', 'external_id', 'identifier', 'snoozed_until',
@@ -158,20 +158,16 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         .check(!req.parent_id || lower(req.parent_id) !== lower(req.id), 'parent_id', 'a task cannot be its own parent')
         .check(!req.before_id || lower(req.before_id) !== lower(req.id), 'before_id', 'must be another task than the one moved')
         .check(!req.after_id || lower(req.after_id) !== lower(req.id), 'after_id', 'must be another task than the one moved');
-      const clear = new Set<string>();
-      req.clear_fields.forEach((f, i) => {
-        if (!(CLEARABLE as readonly string[]).includes(f)) v.add(`clear_fields[${i}]`, `must be one of ${CLEARABLE.join(', ')}`);
-        else if ((req as unknown as Record<string, unknown>)[f] !== undefined) v.add(`clear_fields[${i}]`, `${f} is both given and cleared`);
-        else clear.add(f);
-      });
+      // null parent_id moves the task to the top level; null before_id/after_id are no anchor.
+      const { cleared: clear } = patchNulls(req, { other: [...CLEARABLE, 'parent_id', 'before_id', 'after_id'] }, v);
       v.done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
       const anchor: Anchor = req.before_id ? { before: req.before_id.toLowerCase() } : req.after_id ? { after: req.after_id.toLowerCase() } : undefined;
-      const reparent = req.parent_id !== undefined;
+      const reparent = req.parent_id !== undefined || clear.has('parent_id');
       const moving = reparent || anchor !== undefined;
 
-      // A text, id or date field: a value, '' (clear), clear_fields (clear), or undefined (keep).
+      // A text, id or date field: a value, '' or null (clear), or undefined (keep).
       const text = (f: Clearable, value: string | undefined, transform: (s: string) => string = (s) => s) =>
         clear.has(f) ? null : value === undefined ? undefined : value.trim() === '' ? null : transform(value.trim());
       const other = <T>(f: Clearable, value: T | undefined) => (clear.has(f) ? null : value);
@@ -204,7 +200,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         let moved: Record<string, unknown> | undefined;
         if (moving) {
           const from = { parent_id: current.parent_id, position: current.position };
-          const target = reparent ? (req.parent_id === '' ? null : req.parent_id!.toLowerCase()) : current.parent_id;
+          const target = reparent ? (!req.parent_id ? null : req.parent_id.toLowerCase()) : current.parent_id;
           await tasks.lockSiblingSets(tx, tenantId, [current.parent_id, target]);
           if (target !== current.parent_id && target !== null) {
             if (!(await tasks.findTask(tx, tenantId, target))) throw errors.invalidField('parent_id', `no task ${target} in this tenant`);
