@@ -22,6 +22,7 @@ const config = loadConfig({
   PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   ENCRYPTION_KEYS: z.string().optional(),
   KAFKA_BROKERS: z.string().optional(),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
   LOG_LEVEL: vars.logLevel(),
 });
 const logger = createLogger('workauto', config.LOG_LEVEL);
@@ -63,6 +64,7 @@ const stack = await startStack({
   gatewayHost: config.HOST,
   gatewayPort: config.PORT,
   kafkaBrokers: config.KAFKA_BROKERS,
+  gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE },
   logger,
 });
 

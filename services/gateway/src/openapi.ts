@@ -155,7 +155,8 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
           required: false,
           ...(f.repeated ? { style: 'form', explode: true } : {}),
           ...(f.comment ? { description: f.comment.trim() } : {}),
-          schema: queryParamSchema(f, fieldSchema),
+          // Contract §3: limit 1…, a value over 200 is clamped to 200 (so no maximum).
+          schema: f.name === 'limit' && f.type === 'int32' ? { type: 'integer', minimum: 1, default: 50 } : queryParamSchema(f, fieldSchema),
         });
       }
     }
