@@ -2,7 +2,7 @@ import { startTelemetry } from '@workauto/telemetry';
 
 const stopTelemetry = startTelemetry('notes-tasks');
 // Loaded after telemetry so its instrumentations see grpc and pg.
-const { loadConfig, vars, z } = await import('@workauto/config');
+const { loadConfig, vars, z, kafkaVars } = await import('@workauto/config');
 const { createLogger } = await import('@workauto/logger');
 const { installShutdownSignals } = await import('@workauto/grpc');
 const { createTransport } = await import('@workauto/events');
@@ -12,11 +12,11 @@ const config = loadConfig({
   DATABASE_URL: vars.url(),
   GRPC_HOST: z.string().default('0.0.0.0'),
   GRPC_PORT: vars.port(50052),
-  KAFKA_BROKERS: z.string().optional(),
   LOG_LEVEL: vars.logLevel(),
+  ...kafkaVars,
 });
 const logger = createLogger('notes-tasks', config.LOG_LEVEL);
-const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'notes-tasks', logger });
+const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'notes-tasks', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
 const service = await createNotesTasksService({ databaseUrl: config.DATABASE_URL, host: config.GRPC_HOST, port: config.GRPC_PORT, transport }, logger);
 installShutdownSignals(logger, async () => {
   await service.stop();
