@@ -3,12 +3,14 @@
  * JSON ↔ protobuf) → gRPC → notes-tasks → PostgreSQL) next to a bare Express + pg handler that runs
  * the same SELECT on the same database, in the same run. Not a test.
  *
- *   make build && WORKAUTO_KAFKA=off node deploy/embedded/dist/with-infra.js -- node scripts/bench-notes.mjs
+ *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-notes.mjs
+ *   (the services' own processes need Kafka; SHAPE=one-process WORKAUTO_KAFKA=off runs without it)
  *
  * Load: autocannon at concurrency 32 (CONNECTIONS), DURATION seconds per target after WARMUP seconds,
- * run as a child process so the load generator does not share the servers' event loop. The stack
- * runs in one process as in `make dev` (gateway, identity and notes-tasks share an event loop).
- * Env: CONNECTIONS (32), DURATION (15), WARMUP (3). Needs TEST_DATABASE_URL (with-infra sets it).
+ * run as a child process so the load generator does not share the servers' event loop.
+ * SHAPE=processes (default) runs each service's main.js in its own process, as a cluster does;
+ * SHAPE=one-process runs make dev's composition (gateway, identity and notes-tasks on one event loop).
+ * Env: CONNECTIONS (32), DURATION (15), WARMUP (3), SHAPE. Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -23,7 +25,8 @@ const DURATION = Number(process.env.DURATION ?? 15);
 const WARMUP = Number(process.env.WARMUP ?? 3);
 const AUTOCANNON = fileURLToPath(new URL('../node_modules/autocannon/autocannon.js', import.meta.url));
 
-const { stack, api, createTenant, databaseUrl } = await startBenchStack();
+const SHAPE = process.env.SHAPE ?? 'processes';
+const { stack, api, createTenant, databaseUrl } = await startBenchStack({ shape: SHAPE });
 const base = stack.url;
 const notesUrl = databaseUrl('notes_tasks');
 
@@ -92,7 +95,7 @@ try {
   const viaGateway = await api('GET', path, key);
   const viaBare = await (await fetch(`${bareBase}${path}`)).json();
   if (viaGateway.id !== note.id || viaBare.id !== note.id || viaGateway.body !== viaBare.body) throw new Error('the two targets disagree');
-  console.log(`GET /api/v1/notes/{id} (note of ${body.length} characters), concurrency ${CONNECTIONS}, ${DURATION} s each after ${WARMUP} s warm-up:`);
+  console.log(`GET /api/v1/notes/{id} (note of ${body.length} characters, services: ${SHAPE}), concurrency ${CONNECTIONS}, ${DURATION} s each after ${WARMUP} s warm-up:`);
   const g = await measure('gateway → gRPC → notes-tasks → pg', `${base}${path}`, { authorization: `Bearer ${key}` });
   const x = await measure('bare express + pg', `${bareBase}${path}`, {});
   console.log(`  ratio (bare / gateway): ${(x.rps / g.rps).toFixed(2)}× the throughput; p99 ${g.p99} ms vs ${x.p99} ms`);

@@ -8,8 +8,13 @@ import { Keyring } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
 import { startStack } from '../deploy/embedded/dist/stack.js';
+import { startServiceProcesses } from '../deploy/embedded/dist/processes.js';
 
-export async function startBenchStack() {
+/**
+ * shape 'one-process' (default): make dev's composition, everything on one event loop.
+ * shape 'processes': each service's main.js in its own process, as a cluster runs them.
+ */
+export async function startBenchStack({ shape = 'one-process' } = {}) {
   const server = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (!server) {
     console.error('TEST_DATABASE_URL is not set: run through deploy/embedded/dist/with-infra.js (see the script header)');
@@ -17,16 +22,14 @@ export async function startBenchStack() {
   }
   const prefix = `bench_${randomBytes(4).toString('hex')}`;
   const adminToken = `bench-admin-${randomBytes(24).toString('hex')}`;
-  const stack = await startStack({
-    databaseServerUrl: server,
-    databasePrefix: prefix,
-    platformAdminToken: adminToken,
-    encryptionKeys: Keyring.generateSpec(),
-    kafkaBrokers: process.env.KAFKA_BROKERS,
-    kafkaNamespace: `${prefix}.`,
-    logger: createLogger('bench', 'warn'),
-    gatewayOptions: { rateLimitPerMinute: 100_000_000 },
-  });
+  const common = { databaseServerUrl: server, databasePrefix: prefix, platformAdminToken: adminToken, encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS };
+  let stack;
+  if (shape === 'processes') {
+    const cluster = await startServiceProcesses({ ...common, env: { RATE_LIMIT_PER_MINUTE: '100000000' } });
+    stack = { url: cluster.url, stop: () => cluster.stop() };
+  } else {
+    stack = await startStack({ ...common, kafkaNamespace: `${prefix}.`, logger: createLogger('bench', 'warn'), gatewayOptions: { rateLimitPerMinute: 100_000_000 } });
+  }
   async function api(method, path, key, body) {
     const res = await fetch(`${stack.url}${path}`, {
       method,

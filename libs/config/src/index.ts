@@ -38,10 +38,16 @@ export const vars = {
   address: () => z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'),
 };
 
-/** The event transport's variables, the same in every service (unset KAFKA_BROKERS = in-process). */
+/**
+ * The event transport's variables, the same in every service's main. Kafka is required there: a
+ * service in a process of its own has no in-process consumers, so its events would go nowhere
+ * (make dev, which runs everything in one process, uses the in-process transport instead).
+ */
 export const kafkaVars = {
-  /** host:port[,…]; unset runs the in-process transport (one process only: make dev). */
-  KAFKA_BROKERS: z.string().regex(/^[^\s:,]+:\d+(,[^\s:,]+:\d+)*$/, 'expected host:port[,host:port…]').optional(),
+  /** host:port[,…] */
+  KAFKA_BROKERS: z
+    .string({ error: 'is required: host:port[,…] of the Kafka brokers (make dev runs without Kafka, a service on its own cannot)' })
+    .regex(/^[^\s:,]+:\d+(,[^\s:,]+:\d+)*$/, 'expected host:port[,host:port…]'),
   /** Partitions of the topics a service creates at start-up. */
   KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
   /** Retention of those topics (default 7 days). */
