@@ -24,6 +24,8 @@ export interface StackOptions {
   kafkaBrokers?: string | undefined;
   /** Prefix of topics and consumer groups (tests run stacks side by side on one broker). */
   kafkaNamespace?: string;
+  /** How often services ping their database for their health status (default 5 s). */
+  healthCheckMs?: number;
 }
 
 export interface Stack {
@@ -50,18 +52,20 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
     ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
   });
+  // What every service gets: loopback, a free port, the shared transport.
+  const common = { host, port: 0, transport, ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}) };
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
-      { databaseUrl: await db('identity'), host, port: 0, platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, transport, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
+      { ...common, databaseUrl: await db('identity'), platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
       logger.child({ component: 'identity' }),
     );
     services.crm_pipelines = await createCrmPipelinesService(
-      { databaseUrl: await db('crm_pipelines'), host, port: 0, transport },
+      { ...common, databaseUrl: await db('crm_pipelines') },
       logger.child({ component: 'crm-pipelines' }),
     );
     services.notes_tasks = await createNotesTasksService(
-      { databaseUrl: await db('notes_tasks'), host, port: 0, transport },
+      { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));

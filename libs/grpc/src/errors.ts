@@ -72,6 +72,9 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   const known =
     err instanceof DomainError
       ? err
+      : isDatabaseUnavailable(err)
+        // The database is down or refusing connections: the request may well succeed later.
+        ? new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_UNAVAILABLE', 'the service cannot reach its database right now; retry in a few seconds')
       : isPostgresDataError(err)
         // A value the handler should have refused reached SQL (logged as a bug by the server): still
         // the client's input, so a 400 rather than a 500.
@@ -93,6 +96,19 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: known.message, details }).finish()));
   if (known.extra.httpStatus) metadata.set(HTTP_STATUS_KEY, String(known.extra.httpStatus));
   return { code: known.code, details: known.message, metadata };
+}
+
+/**
+ * The database cannot be reached: connection exceptions (class 08), the server shutting down or
+ * starting (57P01–57P03), a database not accepting connections (55000 from ALLOW_CONNECTIONS
+ * false), too many connections (53300), or the socket failing under the driver.
+ */
+function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300', '55000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
 }
 
 /** PostgreSQL's class 22 (data exception): invalid text for a uuid, a number out of range, a bad date. */

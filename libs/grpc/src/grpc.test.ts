@@ -29,6 +29,8 @@ describe('error mapping', () => {
     const got = decodeStatusDetails(toServiceError(pgError, 'x') as grpc.ServiceError);
     assert.equal(got.code, grpc.status.INVALID_ARGUMENT);
     assert.equal(got.message.includes('uuid: ""'), false);
+    const down = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    assert.equal(decodeStatusDetails(toServiceError(down, 'x') as grpc.ServiceError).code, grpc.status.UNAVAILABLE, 'a database that went away is a 503');
     const other = Object.assign(new Error('deadlock detected'), { code: '40P01' });
     assert.equal(decodeStatusDetails(toServiceError(other, 'x') as grpc.ServiceError).code, grpc.status.INTERNAL);
   });

@@ -94,6 +94,12 @@ export class GrpcServer {
     });
   }
 
+  /** NOT_SERVING without stopping (a dependency is down): balancers and the gateway's readiness see it. */
+  markNotServing(): void {
+    this.health.setStatus('', 'NOT_SERVING');
+    for (const name of this.serviceNames) this.health.setStatus(name, 'NOT_SERVING');
+  }
+
   markServing(): void {
     this.health.setStatus('', 'SERVING');
     for (const name of this.serviceNames) this.health.setStatus(name, 'SERVING');
@@ -101,8 +107,7 @@ export class GrpcServer {
 
   /** NOT_SERVING first (so balancers stop sending), then drain, then force after graceMs. */
   async shutdown(graceMs = 10_000): Promise<void> {
-    this.health.setStatus('', 'NOT_SERVING');
-    for (const name of this.serviceNames) this.health.setStatus(name, 'NOT_SERVING');
+    this.markNotServing();
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         this.options.logger.warn({ grace_ms: graceMs }, 'calls still running after the grace period; closing them');

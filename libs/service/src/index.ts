@@ -18,6 +18,8 @@ export interface ServiceConfig {
   port: number;
   /** Event streams (Kafka, or in-process for one-process runs); a private in-process one by default. */
   transport?: EventTransport;
+  /** How often the database is pinged for the health status (default 5 s). */
+  healthCheckMs?: number;
 }
 
 export interface RunningService {
@@ -56,7 +58,35 @@ export async function startService<S extends UnaryServiceDefinition>(spec: Servi
     resources.add(server, (s) => s.shutdown());
     const port = await server.listen(config.host, config.port);
     server.markServing();
+    resources.add(watchDatabase(pool, server, logger, config.healthCheckMs ?? 5_000), (timer) => clearInterval(timer));
     logger.info({ port }, `${spec.name} serving`);
     return { port, stop: () => resources.close() };
   });
 }
+
+/**
+ * Health follows the database: a service that cannot reach it says NOT_SERVING (so the gateway's
+ * readiness and Kubernetes stop sending it traffic) until a ping answers again.
+ */
+function watchDatabase(pool: Pool, server: GrpcServer, logger: Logger, everyMs: number): NodeJS.Timeout {
+  let healthy = true;
+  let checking = false;
+  const timer = setInterval(async () => {
+    if (checking) return;
+    checking = true;
+    const ok = await pool.query('SELECT 1').then(() => true, () => false);
+    checking = false;
+    if (ok === healthy) return;
+    healthy = ok;
+    if (ok) {
+      server.markServing();
+      logger.info('database reachable again; SERVING');
+    } else {
+      server.markNotServing();
+      logger.warn('database unreachable; NOT_SERVING until it answers again (check DATABASE_URL and the server)');
+    }
+  }, everyMs);
+  timer.unref();
+  return timer;
+}
+

@@ -93,7 +93,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     next();
   });
 
-  app.use(healthRoutes(downstreams));
+  app.use(healthRoutes(downstreams, pool));
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
