@@ -1,0 +1,95 @@
+/**
+ * Tracing across the deployment shape: every service's process exports OTLP (http/json) to a real
+ * collector endpoint on loopback. One API call is one trace from the gateway through gRPC to the
+ * service, the event it writes carries that trace in its outbox headers (the Kafka headers), and
+ * no credential appears in any exported span.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { Keyring, generateToken } from '@workauto/crypto';
+import { databaseUrlFor } from '@workauto/db';
+import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
+
+interface Span { traceId: string; spanId: string; name: string; kind: number; service: string }
+
+describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
+  let cluster: ServiceProcesses;
+  let collector: Server;
+  const exported: string[] = [];
+  const spans: Span[] = [];
+  const adminToken = generateToken('wkadmin_', 40);
+  const prefix = `otel_${randomBytes(4).toString('hex')}`;
+
+  before(async () => {
+    // The collector: OTLP/HTTP JSON on /v1/traces.
+    collector = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        exported.push(body);
+        try {
+          for (const rs of JSON.parse(body).resourceSpans ?? []) {
+            const service = rs.resource?.attributes?.find((a: { key: string }) => a.key === 'service.name')?.value?.stringValue ?? '';
+            for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push({ traceId: s.traceId, spanId: s.spanId, name: s.name, kind: s.kind, service });
+          }
+        } catch {
+          // not JSON: kept in `exported` for the secrecy check
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    const { port } = collector.address() as { port: number };
+    cluster = await startServiceProcesses({
+      databaseServerUrl: process.env.TEST_DATABASE_URL!, databasePrefix: prefix, platformAdminToken: adminToken,
+      encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' },
+    });
+  });
+  after(async () => {
+    await cluster?.stop();
+    collector?.close();
+  });
+
+  it('follows one request from the gateway into the service and its event, with no credential exported', async () => {
+    const call = async (method: string, path: string, key: string, body?: unknown) => {
+      const res = await fetch(`${cluster.url}/api/v1${path}`, {
+        method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+      });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const tenant = await call('POST', '/admin/tenants', adminToken, { name: 'Traced', owner: { name: 'Owner', email: 'owner@traced.test' } });
+    assert.equal(tenant.status, 201);
+    const key = tenant.body.api_key as string;
+    const note = await call('POST', '/notes', key, { title: 'traced' });
+    assert.equal(note.status, 201);
+
+    // The note's event row carries the W3C trace context of the request that wrote it.
+    const db = new pg.Client({ connectionString: databaseUrlFor(process.env.TEST_DATABASE_URL!, `${prefix}_notes_tasks`) });
+    await db.connect();
+    const { rows } = await db.query<{ headers: Record<string, string> }>('SELECT headers FROM outbox WHERE resource_id = $1', [note.body.id]);
+    await db.end();
+    const traceparent = rows[0]?.headers.traceparent;
+    assert.match(traceparent ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/, `outbox headers: ${JSON.stringify(rows[0]?.headers)}`);
+    const traceId = traceparent!.split('-')[1]!;
+
+    let trace: Span[] = [];
+    for (let i = 0; i < 100; i++) {
+      trace = spans.filter((s) => s.traceId === traceId);
+      if (new Set(trace.map((s) => s.service)).size >= 2 && trace.some((s) => s.service === 'notes-tasks' && s.kind === 2)) break;
+      await sleep(100);
+    }
+    const services = new Set(trace.map((s) => s.service));
+    assert.ok(services.has('gateway') && services.has('notes-tasks'), `one trace spans gateway and notes-tasks: ${JSON.stringify(trace.map((s) => [s.service, s.name]))}`);
+    assert.ok(trace.some((s) => s.service === 'notes-tasks' && /CreateNote/.test(s.name)), 'the gRPC server span of CreateNote is in it');
+
+    const all = exported.join('\n');
+    assert.ok(all.length > 1000, 'spans were exported');
+    assert.ok(!all.includes(key), 'the API key is in no span');
+    assert.ok(!all.includes(adminToken), 'the admin token is in no span');
+  });
+});
