@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { assertRecord, startTestStack, type ApiResponse, type TenantFixture, type TestStack } from './harness.js';
+import { assertError, assertRecord, startTestStack, violations, type ApiResponse, type TenantFixture, type TestStack } from './harness.js';
 
 const RECORD = { id: 'uuid', tenant_id: 'uuid', metadata: 'object', created_at: 'date-time', updated_at: 'date-time' } as const;
 const PIPELINE = { ...RECORD, name: 'string', display_order: 'integer', is_default: 'boolean', currency: 'string', stages: 'array' } as const;
@@ -12,24 +12,6 @@ const SUMMARY = { pipeline_id: 'uuid', pipeline_name: 'string', stages: 'array',
 const STAGE_SUMMARY = { stage_id: 'uuid', stage_name: 'string', stage_type: 'string', deal_count: 'integer', total_value: 'number', weighted_value: 'number' } as const;
 const CONTACT = { ...RECORD, name: 'string' } as const;
 const CHANNEL = { ...RECORD, contact_id: 'uuid', type: 'string', is_primary: 'boolean', is_verified: 'boolean', preference_order: 'integer' } as const;
-
-/** The contract's error shape (§2), with the field violations of a 400. */
-function assertError(res: ApiResponse, status: number, reason?: string): void {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const e = res.body?.error;
-  assert.ok(e, `no error object in ${JSON.stringify(res.body)}`);
-  assert.equal(e.code, status);
-  assert.equal(typeof e.status, 'string');
-  assert.equal(typeof e.message, 'string');
-  assert.equal(e.details[0]['@type'], 'type.googleapis.com/google.rpc.ErrorInfo');
-  if (reason) assert.equal(e.details[0].reason, reason);
-  assert.equal(e.request_id, res.headers.get('x-request-id'));
-}
-
-function violations(res: ApiResponse): string[] {
-  const bad = res.body?.error?.details?.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest'));
-  return (bad?.field_violations ?? []).map((v: { field: string }) => v.field);
-}
 
 const SALES = [
   { name: 'Lead', stage_type: 'open', default_confidence: 0.1, display_order: 1 },

@@ -2,22 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { captureLogs } from '@workauto/testing';
-import { startTestStack, type TestStack, type TenantFixture } from './harness.js';
+import { assertError, startTestStack, type TestStack, type TenantFixture } from './harness.js';
 
 const logs = captureLogs();
-
-/** The contract's error shape (§2). */
-function assertErrorShape(res: { status: number; body: any; headers: Headers }, status: number) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const e = res.body?.error;
-  assert.ok(e, `no error object in ${JSON.stringify(res.body)}`);
-  assert.equal(e.code, status);
-  assert.equal(typeof e.status, 'string');
-  assert.equal(typeof e.message, 'string');
-  assert.equal(e.details[0]['@type'], 'type.googleapis.com/google.rpc.ErrorInfo');
-  assert.equal(typeof e.details[0].reason, 'string');
-  assert.equal(e.request_id, res.headers.get('x-request-id'));
-}
 
 describe('gateway end to end (platform foundation)', () => {
   let stack: TestStack;
@@ -64,14 +51,14 @@ describe('gateway end to end (platform foundation)', () => {
     assert.deepEqual(owner.metadata, {});
     assert.match(owner.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
     const foreign = await stack.api('GET', `/api/v1/members/${a.ownerId}`, { key: b.key });
-    assertErrorShape(foreign, 404);
+    assertError(foreign, 404);
     assert.equal(foreign.body.error.details[0].reason, 'MEMBER_NOT_FOUND');
     const bList = await stack.api('GET', '/api/v1/members', { key: b.key });
     assert.deepEqual(bList.body.data.map((m: { id: string }) => m.id), [b.ownerId]);
     const patchForeign = await stack.api('PATCH', `/api/v1/members/${a.ownerId}`, { key: b.key, body: { name: 'x' } });
-    assertErrorShape(patchForeign, 404);
+    assertError(patchForeign, 404);
     const deleteForeign = await stack.api('DELETE', `/api/v1/members/${a.ownerId}`, { key: b.key });
-    assertErrorShape(deleteForeign, 404);
+    assertError(deleteForeign, 404);
   });
 
   it('deactivates a non-owner (whose key then gets 401) and refuses the last owner with 409', async () => {
@@ -80,11 +67,11 @@ describe('gateway end to end (platform foundation)', () => {
     const del = await stack.api('DELETE', `/api/v1/members/${claimed.body.member.id}`, { key: a.key });
     assert.equal(del.status, 200);
     assert.equal(del.body.is_active, false);
-    assertErrorShape(await stack.api('GET', '/api/v1/members', { key: claimed.body.api_key }), 401);
+    assertError(await stack.api('GET', '/api/v1/members', { key: claimed.body.api_key }), 401);
     const stillListed = await stack.api('GET', `/api/v1/members/${claimed.body.member.id}`, { key: a.key });
     assert.equal(stillListed.body.is_active, false);
     const last = await stack.api('DELETE', `/api/v1/members/${a.ownerId}`, { key: a.key });
-    assertErrorShape(last, 409);
+    assertError(last, 409);
     assert.equal(last.body.error.details[0].reason, 'LAST_OWNER');
     assert.equal(last.body.error.status, 'FAILED_PRECONDITION');
   });
@@ -123,7 +110,7 @@ describe('gateway end to end (platform foundation)', () => {
     for (const [method, path, opts, status] of cases) {
       const res = await stack.api(method, path, opts);
       if (res.status !== status || !res.body?.error) wrong.push(`${method} ${path.slice(0, 60)} → ${res.status} (want ${status}) ${JSON.stringify(res.body).slice(0, 160)}`);
-      else assertErrorShape(res, status);
+      else assertError(res, status);
     }
     assert.deepEqual(wrong, []);
     const typo = await stack.api('PATCH', `/api/v1/members/${id}`, { key: a.key, body: { nmae: 'typo' } });
@@ -165,7 +152,7 @@ describe('gateway end to end (platform foundation)', () => {
       if (r.status === 429) limited = r;
     }
     assert.ok(limited, 'no 429 after 420 requests with a limit of 400/min');
-    assertErrorShape(limited, 429);
+    assertError(limited, 429);
     assert.equal(limited.body.error.status, 'RESOURCE_EXHAUSTED');
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     // Another credential is not affected.
@@ -175,7 +162,7 @@ describe('gateway end to end (platform foundation)', () => {
   it('answers 503 when a downstream is down, and /readyz says so', async () => {
     await stack.stopService('identity');
     const res = await stack.api('GET', '/api/v1/members', { key: a.key });
-    assertErrorShape(res, 503);
+    assertError(res, 503);
     const ready = await stack.api('GET', '/readyz');
     assert.equal(ready.status, 503);
     assert.deepEqual(ready.body.not_ready, ['identity']);

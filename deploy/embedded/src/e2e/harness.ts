@@ -102,3 +102,24 @@ export function assertRecord(value: any, fields: Record<string, Kind>, what: str
     assert.ok(ok, `${what}.${field} should be ${kind}, got ${JSON.stringify(v)}`);
   }
 }
+
+/** The contract's error shape (§2): code, status, message, ErrorInfo (with `reason` when given), request id. */
+export function assertError(res: ApiResponse, status: number, reason?: string): void {
+  assert.equal(res.status, status, JSON.stringify(res.body));
+  const e = res.body?.error;
+  assert.ok(e, `no error object in ${JSON.stringify(res.body)}`);
+  assert.equal(e.code, status);
+  assert.equal(typeof e.status, 'string');
+  assert.equal(typeof e.message, 'string');
+  assert.equal(e.details[0]['@type'], 'type.googleapis.com/google.rpc.ErrorInfo');
+  assert.equal(typeof e.details[0].reason, 'string');
+  if (reason) assert.equal(e.details[0].reason, reason);
+  assert.equal(e.request_id, res.headers.get('x-request-id'));
+}
+
+/** The fields named by a 400's BadRequest detail. */
+export function violations(res: ApiResponse): string[] {
+  const bad = res.body?.error?.details?.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest'));
+  return (bad?.field_violations ?? []).map((v: { field: string }) => v.field);
+}
+

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { assertRecord, startTestStack, type ApiResponse, type Kind, type TenantFixture, type TestStack } from './harness.js';
+import { assertError, assertRecord, startTestStack, violations, type ApiResponse, type Kind, type TenantFixture, type TestStack } from './harness.js';
 
 /** Optional fields: absent, null, or of their type (never a wrong type). */
 function assertOptional(value: any, fields: Record<string, Kind>, what: string): void {
@@ -28,24 +28,6 @@ const TASK_OPTIONAL = {
 const assertNote = (n: any) => (assertRecord(n, NOTE, 'Note'), assertOptional(n, NOTE_OPTIONAL, 'Note'));
 const assertTag = (t: any) => (assertRecord(t, TAG, 'Tag'), assertOptional(t, TAG_OPTIONAL, 'Tag'));
 const assertTask = (t: any) => (assertRecord(t, TASK, 'Task'), assertOptional(t, TASK_OPTIONAL, 'Task'));
-
-/** The contract's error shape (§2). */
-function assertError(res: ApiResponse, status: number, reason?: string): void {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  const e = res.body?.error;
-  assert.ok(e, `no error object in ${JSON.stringify(res.body)}`);
-  assert.equal(e.code, status);
-  assert.equal(typeof e.status, 'string');
-  assert.equal(typeof e.message, 'string');
-  assert.equal(e.details[0]['@type'], 'type.googleapis.com/google.rpc.ErrorInfo');
-  if (reason) assert.equal(e.details[0].reason, reason);
-  assert.equal(e.request_id, res.headers.get('x-request-id'));
-}
-
-function violations(res: ApiResponse): string[] {
-  const bad = res.body?.error?.details?.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest'));
-  return (bad?.field_violations ?? []).map((v: { field: string }) => v.field);
-}
 
 describe('notes-tasks end to end', () => {
   let stack: TestStack;
