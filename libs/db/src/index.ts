@@ -1,4 +1,4 @@
-export { createPool, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow, type Pool, type PoolClient, type Queryable } from './pool.js';
+export { createPool, withTransaction, withRetriedTransaction, ensureDatabase, databaseUrlFor, updateTenantRow, type Pool, type PoolClient, type Queryable } from './pool.js';
 export { runMigrations } from './migrations.js';
 export type { KeysetCursor } from './pagination.js';
 export { isUniqueViolation, isForeignKeyViolation } from './errors.js';

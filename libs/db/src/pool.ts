@@ -39,6 +39,22 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   }
 }
 
+/**
+ * withTransaction, run again (up to `attempts` in all) when PostgreSQL aborts it as a deadlock
+ * victim (40P01) or a serialization failure (40001). Only for work whose every effect is inside
+ * the transaction: fn runs again from the start.
+ */
+export async function withRetriedTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withTransaction(pool, fn);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (attempt >= attempts || (code !== '40P01' && code !== '40001')) throw err;
+    }
+  }
+}
+
 /** The URL of database `name` on the same server as `serverUrl`. */
 export function databaseUrlFor(serverUrl: string, name: string): string {
   const url = new URL(serverUrl);

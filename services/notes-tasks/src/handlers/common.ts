@@ -1,4 +1,4 @@
-import { withTransaction, type Pool, type PoolClient } from '@workauto/db';
+import type { Pool } from '@workauto/db';
 import { enumMapping } from '@workauto/grpc';
 import { EntityType, TaskPriority, type Note, type Tag, type Task } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { priorityKey } from '../domain/priority.js';
@@ -28,21 +28,6 @@ export const LIMITS = {
 
 export interface NotesTasksDeps {
   pool: Pool;
-}
-
-/**
- * One transaction, retried (up to 3 attempts) when PostgreSQL aborts it as a deadlock victim or a
- * serialization failure: the lock order of repo/tasks.ts avoids both, this is the safety net.
- */
-export async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await withTransaction(pool, fn);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (attempt >= 3 || (code !== '40P01' && code !== '40001')) throw err;
-    }
-  }
 }
 
 export function toNote(row: NoteRow): Note {

@@ -1,4 +1,4 @@
-import { newId } from '@workauto/db';
+import { newId, withRetriedTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
@@ -8,7 +8,7 @@ import { replaceLinks } from '../repo/links.js';
 import * as notes from '../repo/notes.js';
 import * as tags from '../repo/tags.js';
 import {
-  LIMITS, SOURCE, changedFields, entityTypes, inTransaction, noteData, tagData, tagKey, textOrNull, toNote, toTag, type NotesTasksDeps,
+  LIMITS, SOURCE, changedFields, entityTypes, noteData, tagData, tagKey, textOrNull, toNote, toTag, type NotesTasksDeps,
 } from './common.js';
 import { checkEnum, checkId, checkLength, checkMetadata, checkUrl } from './validation.js';
 
@@ -29,7 +29,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkUrl(v, 'source_url', req.source_url);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         const row = await notes.insertNote(tx, {
           id: newId(),
           tenant_id: tenantId,
@@ -89,7 +89,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkUrl(v, 'source_url', req.source_url, true);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         const current = await notes.findNote(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('note', req.id);
         const patch = {
@@ -120,7 +120,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
     async deleteNote(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         const current = await notes.findNote(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('note', req.id);
         const row = await notes.updateNote(tx, tenantId, current.id, { deleted_at: new Date() });
@@ -135,7 +135,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       v.check(!CONTROL.test(req.name), 'name', 'must be one line of text without control characters').done();
       const tenantId = ctx.tenant;
       const name = req.name.trim().normalize('NFC');
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         // A share lock: the note cannot be deleted meanwhile; attaches to it do not wait on each other.
         const note = await notes.findNote(tx, tenantId, req.id, 'share');
         if (!note) throw errors.notFound('note', req.id);
@@ -160,7 +160,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
     async removeNoteTag(req, ctx) {
       validate().uuid('id', req.id, { required: true }).uuid('tag_id', req.tag_id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         const note = await notes.findNote(tx, tenantId, req.id, 'share');
         if (!note) throw errors.notFound('note', req.id);
         const tag = await tags.detach(tx, tenantId, note.id, req.tag_id);

@@ -1,4 +1,4 @@
-import { newId, type PoolClient } from '@workauto/db';
+import { newId, type PoolClient, withRetriedTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, NotesTasksServiceService, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
@@ -8,7 +8,7 @@ import type { Priority } from '../domain/priority.js';
 import { compareDue, dueInstant, nextOccurrence, normalizeRrule, rruleProblem, type Due } from '../domain/recurrence.js';
 import * as tasks from '../repo/tasks.js';
 import {
-  LIMITS, SOURCE, changedFields, inTransaction, priorities, taskData, textOrNull, toTask, type NotesTasksDeps,
+  LIMITS, SOURCE, changedFields, priorities, taskData, textOrNull, toTask, type NotesTasksDeps,
 } from './common.js';
 import { checkDate, checkEnum, checkId, checkMetadata, checkMinutes } from './validation.js';
 
@@ -82,7 +82,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       const rrule = req.rrule === undefined ? null : normalizeRrule(req.rrule);
       const due = { due_at: req.due_at ?? null, due_date: req.due_date ?? null };
       const rec = recurrence(rrule, due);
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         await tasks.lockTree(tx, tenantId, 'shared');
         await tasks.lockSiblingSets(tx, tenantId, [parentId]);
         if (parentId && !(await tasks.findTask(tx, tenantId, parentId))) throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
@@ -193,7 +193,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       };
       const fieldsChanged = Object.values(patch).some((x) => x !== undefined);
 
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         if (moving) await tasks.lockTree(tx, tenantId, reparent ? 'exclusive' : 'shared');
         let current = await tasks.findTask(tx, tenantId, id, moving ? undefined : 'update');
         if (!current) throw errors.notFound('task', req.id);
@@ -252,7 +252,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         // Exclusive: no subtask can be created under, or moved into, the subtree meanwhile.
         await tasks.lockTree(tx, tenantId, 'exclusive');
         const current = await tasks.findTask(tx, tenantId, id);
@@ -285,7 +285,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       v.done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         await tasks.lockTree(tx, tenantId, 'shared');
         if (!(await tasks.findTask(tx, tenantId, id))) throw errors.notFound('task', req.id);
         // The task and its subtasks, locked together in id order.
@@ -335,7 +335,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
     async reopenTask(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return inTransaction(pool, async (tx) => {
+      return withRetriedTransaction(pool, async (tx) => {
         const current = await tasks.findTask(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('task', req.id);
         if (!current.completed_at) return toTask(current);
