@@ -8,11 +8,11 @@ TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/
 
 ## install: npm packages (Node 24 itself comes as the npm package `node`)
 install: node_modules/.installed
-# npm install, not npm ci: the lockfile cannot list buf's macOS/Windows binaries (the registry
-# mirror of the build machines does not serve them) and npm ci refuses a lockfile that lacks them.
-# npm install still installs the locked versions.
+# npm ci: exactly the lockfile. (The lockfile lists buf's macOS/Windows binaries without integrity
+# hashes: the registry mirror of the build machines does not serve them, and npm ci refuses a
+# lockfile that lacks them; they are never installed on Linux.)
 node_modules/.installed: package.json package-lock.json
-	npm install --no-audit --no-fund
+	npm ci --no-audit --no-fund
 	@touch $@
 
 ## proto: generate TypeScript from proto/ with buf + ts-proto (generated code is not committed)
