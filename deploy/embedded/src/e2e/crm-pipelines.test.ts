@@ -134,9 +134,9 @@ describe('crm-pipelines end to end', () => {
     const after = (await call('GET', `/pipelines/${p.id}/summary`, a.key)).body;
     assert.deepEqual([after.total_deals, after.total_value], [2, 1399.99]);
 
-    // A stage holding deals: 409, unless the query names where they go.
+    // A stage holding deals: 409, unless the body names where they go.
     assertError(await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key), 409, 'STAGE_HAS_DEALS');
-    assert.equal((await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}?move_deals_to_stage_id=${lead.id}`, a.key)).status, 204);
+    assert.equal((await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key, { move_deals_to_stage_id: lead.id })).status, 204);
     assert.equal((await call('GET', `/deals/${d2.id}`, a.key)).body.stage_id, lead.id);
     assertError(await call('DELETE', `/pipelines/${p.id}`, a.key), 409, 'PIPELINE_HAS_DEALS');
   });

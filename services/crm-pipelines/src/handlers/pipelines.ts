@@ -312,7 +312,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           movedTo = target.id;
           movedCount = moved.length;
         } else if (await deals.hasLiveDeals(tx, tenantId, pipeline.id, stage.id)) {
-          throw errors.failedPrecondition('STAGE_HAS_DEALS', 'the stage holds deals: give move_deals_to_stage_id to move them to another stage of the pipeline');
+          throw errors.failedPrecondition('STAGE_HAS_DEALS', 'the stage holds deals: send {"move_deals_to_stage_id": "<another stage of the pipeline>"} as the request body to move them there');
         }
         const deleted = await stages.softDeleteStage(tx, tenantId, stage.id);
         const rest = (await stages.listStages(tx, tenantId, [pipeline.id])).map((s) => s.id);
