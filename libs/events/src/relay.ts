@@ -82,6 +82,8 @@ export class OutboxRelay {
           continue;
         }
         await this.prunePublished();
+        // A NOTIFY that arrives from here on (even while this drain runs) makes the next sleep return at once.
+        this.notified = false;
         const published = await this.drain();
         if (published > 0) {
           this.failures = 0;
@@ -98,7 +100,7 @@ export class OutboxRelay {
           'events could not be published; they stay in the outbox and will be retried — check that Kafka (KAFKA_BROKERS) is reachable',
         );
         if (this.client && !(await this.alive())) await this.release();
-        await this.sleep(delay);
+        await this.sleep(delay, { backoff: true });
       }
     }
     await this.release();
@@ -117,7 +119,10 @@ export class OutboxRelay {
     }
     this.client = client;
     this.active = true;
-    client.on('notification', () => this.wake?.());
+    client.on('notification', () => {
+      this.notified = true;
+      this.wake?.();
+    });
     await client.query('LISTEN outbox');
   }
 
@@ -144,13 +149,22 @@ export class OutboxRelay {
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Set by NOTIFY: a commit happened since the last drain began. */
+  private notified = false;
+
+  /**
+   * Waits ms, or less: stop() always ends the wait; a NOTIFY does too unless this is a backoff
+   * after a failure (then commits arriving must not turn the backoff into a busy retry loop).
+   */
+  private sleep(ms: number, { backoff = false } = {}): Promise<void> {
+    if (!this.running || (!backoff && this.notified)) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(resolve, ms);
-      this.wake = () => {
+      const done = () => {
         clearTimeout(t);
         resolve();
       };
+      this.wake = backoff ? () => { if (!this.running) done(); } : done;
     });
   }
 
