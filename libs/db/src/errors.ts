@@ -7,3 +7,16 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 export function isForeignKeyViolation(err: unknown): boolean {
   return (err as { code?: string })?.code === '23503';
 }
+
+/**
+ * The database cannot be reached: connection exceptions (class 08), the server shutting down or
+ * starting (57P01–57P03), a database not accepting connections (55000 from ALLOW_CONNECTIONS
+ * false), too many connections (53300), or the socket failing under the driver.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300', '55000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)) return true;
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
+}

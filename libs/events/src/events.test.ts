@@ -50,7 +50,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
 /** Every message of some topics, as a raw subscriber sees them. */
 async function collect(transport: EventTransport, topics: string[]): Promise<{ messages: TransportMessage[]; sub: Subscription }> {
   const messages: TransportMessage[] = [];
-  const sub = await transport.subscribe({ groupId: `collector-${randomBytes(3).toString('hex')}`, topics, handle: async (m) => void messages.push(m) });
+  const sub = await transport.subscribe({ groupId: `collector-${randomBytes(3).toString('hex')}`, topics, handle: async (batch) => void messages.push(...batch) });
   return { messages, sub };
 }
 
@@ -214,6 +214,29 @@ describe('outbox relay', () => {
 });
 
 describe('in-process transport (make dev without Kafka)', () => {
+  it('does not dead-letter events while the database is away: they wait and are applied once it is back', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const dead = await collect(transport, [TOPICS.deadLetter]);
+    let outages = 8; // more than the consumer's own tries
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'patient', topics: [TOPICS.audit], maxAttempts: 2, retryDelayMs: 5,
+      handle: async (tx, event) => {
+        if (outages-- > 0) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const [id] = await record(pool, 1, 'patient');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    await until('the event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1);
+    assert.equal(dead.messages.length, 0, 'nothing went to the dead-letter topic');
+    await relay.stop();
+    await consumer.stop();
+    await dead.sub.stop();
+    await pool.end();
+  });
+
+
   it('applies each committed event once, retrying a failing handler, and skips a redelivery', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport(10);

@@ -2,6 +2,9 @@ import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafka
 import type { Logger } from '@workauto/logger';
 import type { EventTransport, Subscription, TransportMessage } from './transport.js';
 
+/** Messages handed to a consumer at once (one database transaction applies them). */
+const BATCH_CHUNK = 100;
+
 export interface KafkaTransportOptions {
   brokers: string[];
   clientId: string;
@@ -82,7 +85,7 @@ export class KafkaTransport implements EventTransport {
     }
   }
 
-  async subscribe(opts: { groupId: string; topics: string[]; handle: (m: TransportMessage) => Promise<void> }): Promise<Subscription> {
+  async subscribe(opts: { groupId: string; topics: string[]; handle: (batch: TransportMessage[]) => Promise<void> }): Promise<Subscription> {
     // A consumer may start before any producer: its topics must exist before it subscribes.
     await this.ensureTopics(opts.topics);
     const consumer = this.kafka.consumer({ groupId: this.ns + opts.groupId, allowAutoTopicCreation: false, retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 } });
@@ -94,18 +97,28 @@ export class KafkaTransport implements EventTransport {
       throw err;
     }
     await consumer.run({
-      // kafkajs commits only offsets whose eachMessage resolved (after the handler's transaction
-      // committed), every second or 100 messages: a crash redelivers at most that much, which the
-      // consumers' processed_events dedup absorbs. Partitions are consumed side by side; order
-      // holds within each (per key).
+      // Offsets are resolved by hand, chunk by chunk, only after the handler (and its database
+      // transaction) succeeded; kafkajs commits resolved offsets every second or 100 messages. A
+      // crash redelivers at most that much, which the consumers' processed_events dedup absorbs.
+      // Partitions are consumed side by side; order holds within each (per key).
       autoCommit: true,
       autoCommitInterval: 1_000,
       autoCommitThreshold: 100,
+      eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.opts.partitions ?? 3,
-      eachMessage: async ({ topic, message }) => {
-        const headers: Record<string, string> = {};
-        for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
-        await opts.handle({ topic: topic.slice(this.ns.length), key: message.key?.toString('utf8') ?? '', value: message.value ?? Buffer.alloc(0), headers });
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        const topic = batch.topic.slice(this.ns.length);
+        for (let i = 0; i < batch.messages.length; i += BATCH_CHUNK) {
+          if (!isRunning() || isStale()) return;
+          const chunk = batch.messages.slice(i, i + BATCH_CHUNK);
+          await opts.handle(chunk.map((message) => {
+            const headers: Record<string, string> = {};
+            for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+            return { topic, key: message.key?.toString('utf8') ?? '', value: message.value ?? Buffer.alloc(0), headers };
+          }));
+          resolveOffset(chunk[chunk.length - 1]!.offset);
+          await heartbeat();
+        }
       },
     });
     this.consumers.add(consumer);

@@ -7,26 +7,25 @@ import type { EventTransport, Subscription, TransportMessage } from './transport
  * with the consumer's dedup, without a broker. A topic nobody subscribes to drops its messages.
  */
 export class LocalTransport implements EventTransport {
-  private readonly subscribers = new Map<string, Set<{ groupId: string; handle: (m: TransportMessage) => Promise<void> }>>();
+  private readonly subscribers = new Map<string, Set<{ groupId: string; handle: (batch: TransportMessage[]) => Promise<void> }>>();
   private closed = false;
 
   constructor(private readonly retryDelayMs = 200) {}
 
   async publish(messages: TransportMessage[]): Promise<void> {
     if (this.closed) throw new Error('the local event transport is closed');
-    // Like Kafka partitions: messages of one key in order, different keys side by side.
+    // Like Kafka partitions: each key's messages in order as one batch, different keys side by side.
     const byKey = new Map<string, TransportMessage[]>();
     for (const m of messages) byKey.set(`${m.topic}\0${m.key}`, [...(byKey.get(`${m.topic}\0${m.key}`) ?? []), m]);
-    await Promise.all([...byKey.values()].map(async (ordered) => {
-      for (const message of ordered) await this.deliver(message);
-    }));
+    await Promise.all([...byKey.values()].map((batch) => this.deliver(batch)));
   }
 
-  private async deliver(message: TransportMessage): Promise<void> {
-    for (const sub of this.subscribers.get(message.topic) ?? []) {
+  /** One key's batch to every subscriber of its topic, retried until the subscriber takes it. */
+  private async deliver(batch: TransportMessage[]): Promise<void> {
+    for (const sub of this.subscribers.get(batch[0]!.topic) ?? []) {
       for (let attempt = 0; ; attempt++) {
         try {
-          await sub.handle(message);
+          await sub.handle(batch);
           break;
         } catch {
           if (this.closed) throw new Error('the local event transport closed during delivery');
@@ -36,7 +35,7 @@ export class LocalTransport implements EventTransport {
     }
   }
 
-  async subscribe(opts: { groupId: string; topics: string[]; handle: (m: TransportMessage) => Promise<void> }): Promise<Subscription> {
+  async subscribe(opts: { groupId: string; topics: string[]; handle: (batch: TransportMessage[]) => Promise<void> }): Promise<Subscription> {
     const entry = { groupId: opts.groupId, handle: opts.handle };
     for (const topic of opts.topics) {
       if (!this.subscribers.has(topic)) this.subscribers.set(topic, new Set());

@@ -15,10 +15,11 @@ export interface EventTransport {
   /** Resolves only when every message is durably accepted (Kafka: acknowledged by all in-sync replicas). */
   publish(messages: TransportMessage[]): Promise<void>;
   /**
-   * At-least-once delivery to `handle`, in order per key: a message counts as consumed only after
-   * `handle` resolved; if it rejects, the message is delivered again.
+   * At-least-once delivery to `handle`, in batches that keep the order of each key (Kafka: a run of
+   * one partition's messages): a batch counts as consumed only after `handle` resolved; if it
+   * rejects, the batch is delivered again.
    */
-  subscribe(opts: { groupId: string; topics: string[]; handle: (message: TransportMessage) => Promise<void> }): Promise<Subscription>;
+  subscribe(opts: { groupId: string; topics: string[]; handle: (batch: TransportMessage[]) => Promise<void> }): Promise<Subscription>;
   /** Creates the topics when they do not exist (a no-op where topics need no creation). */
   ensureTopics(topics: string[]): Promise<void>;
   close(): Promise<void>;

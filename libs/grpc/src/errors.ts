@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { isDatabaseUnavailable } from '@workauto/db';
 import { Any } from '@workauto/protos/google/protobuf/any.js';
 import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
 import { Status } from '@workauto/protos/google/rpc/status.js';
@@ -98,18 +99,6 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   return { code: known.code, details: known.message, metadata };
 }
 
-/**
- * The database cannot be reached: connection exceptions (class 08), the server shutting down or
- * starting (57P01–57P03), a database not accepting connections (55000 from ALLOW_CONNECTIONS
- * false), too many connections (53300), or the socket failing under the driver.
- */
-function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : '';
-  if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300', '55000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)) return true;
-  const message = typeof e?.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
-}
 
 /** PostgreSQL's class 22 (data exception): invalid text for a uuid, a number out of range, a bad date. */
 function isPostgresDataError(err: unknown): boolean {
