@@ -13,6 +13,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   value: {{ required "kafka.brokers is required" .Values.kafka.brokers | quote }}
 - name: KAFKA_TOPIC_PARTITIONS
   value: {{ .Values.kafka.topicPartitions | quote }}
+- name: KAFKA_TOPIC_REPLICATION_FACTOR
+  value: {{ .Values.kafka.topicReplicationFactor | quote }}
 - name: KAFKA_TOPIC_RETENTION_MS
   value: {{ .Values.kafka.topicRetentionMs | quote }}
 {{- if .Values.otelEndpoint }}

@@ -50,6 +50,8 @@ export const kafkaVars = {
     .regex(/^[^\s:,]+:\d+(,[^\s:,]+:\d+)*$/, 'expected host:port[,host:port…]'),
   /** Partitions of the topics a service creates at start-up. */
   KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
+  /** Replication factor of those topics: 1 fits a single broker; use 3 on a production cluster. */
+  KAFKA_TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).default(1),
   /** Retention of those topics (default 7 days). */
   KAFKA_TOPIC_RETENTION_MS: z.coerce.number().int().positive().default(7 * 24 * 3_600_000),
 };

@@ -11,13 +11,14 @@ export { LocalTransport } from './local-transport.js';
 export { TOPICS, type EventTransport, type TransportMessage, type Subscription } from './transport.js';
 
 /** Kafka when brokers are given (KAFKA_BROKERS), else the in-process transport. */
-export function createTransport(opts: { brokers?: string | undefined; clientId: string; logger: Logger; partitions?: number; retentionMs?: number; namespace?: string }): EventTransport {
+export function createTransport(opts: { brokers?: string | undefined; clientId: string; logger: Logger; partitions?: number; replicationFactor?: number; retentionMs?: number; namespace?: string }): EventTransport {
   if (!opts.brokers) return new LocalTransport();
   return new KafkaTransport({
     brokers: opts.brokers.split(',').map((b) => b.trim()).filter(Boolean),
     clientId: opts.clientId,
     logger: opts.logger,
     ...(opts.partitions ? { partitions: opts.partitions } : {}),
+    ...(opts.replicationFactor ? { replicationFactor: opts.replicationFactor } : {}),
     ...(opts.retentionMs ? { retentionMs: opts.retentionMs } : {}),
     ...(opts.namespace ? { namespace: opts.namespace } : {}),
   });

@@ -16,7 +16,7 @@ const config = loadConfig({
   ...kafkaVars,
 });
 const logger = createLogger('crm-pipelines', config.LOG_LEVEL);
-const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'crm-pipelines', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
+const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'crm-pipelines', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, replicationFactor: config.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
 const service = await createCrmPipelinesService({ databaseUrl: config.DATABASE_URL, host: config.GRPC_HOST, port: config.GRPC_PORT, transport }, logger);
 installShutdownSignals(logger, async () => {
   await service.stop();

@@ -33,7 +33,7 @@ const config = loadConfig({
   OAUTH_ALLOWED_RETURN_ORIGINS: z.string().default('').transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean)),
 });
 const logger = createLogger('identity', config.LOG_LEVEL);
-const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'identity', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
+const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'identity', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, replicationFactor: config.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
 const service = await createIdentityService(
   {
     databaseUrl: config.DATABASE_URL,

@@ -16,7 +16,7 @@ const config = loadConfig({
   ...kafkaVars,
 });
 const logger = createLogger('notes-tasks', config.LOG_LEVEL);
-const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'notes-tasks', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
+const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'notes-tasks', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, replicationFactor: config.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
 const service = await createNotesTasksService({ databaseUrl: config.DATABASE_URL, host: config.GRPC_HOST, port: config.GRPC_PORT, transport }, logger);
 installShutdownSignals(logger, async () => {
   await service.stop();
