@@ -34,7 +34,6 @@ export const LIMITS = {
   query: 200,
   stagesPerPipeline: 50,
   channelsPerContact: 50,
-  metadataBytes: 16_384,
 };
 
 export interface CrmDeps {
@@ -152,18 +151,3 @@ export const historyData = (row: HistoryRow) => ({
   confidence_at_change: toNumber(row.confidence_at_change) ?? null,
 });
 
-/** The fields a patch sets, for an event's metadata. */
-export function changedFields(patch: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-}
-
-/** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
-export function textOrNull(value: string | undefined): string | null | undefined {
-  if (value === undefined) return undefined;
-  const t = value.trim();
-  return t === '' ? null : t;
-}
-
-export function metadataTooLarge(metadata: Record<string, unknown> | undefined): boolean {
-  return metadata !== undefined && Buffer.byteLength(JSON.stringify(metadata)) > LIMITS.metadataBytes;
-}

@@ -1,13 +1,13 @@
 import { isUniqueViolation, newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { canonicalize, type ChannelType } from '../domain/channels.js';
 import { moveTo } from '../domain/ordering.js';
 import * as channels from '../repo/channels.js';
 import * as contacts from '../repo/contacts.js';
-import { LIMITS, SOURCE, changedFields, channelTypes, textOrNull, toChannel, toContact, type CrmDeps } from './common.js';
-import { checkEnum, checkMetadata, checkPosition } from './validation.js';
+import { LIMITS, SOURCE, channelTypes, toChannel, toContact, type CrmDeps } from './common.js';
+import { checkPosition } from './validation.js';
 
 type H = Handlers<typeof CrmPipelinesServiceService>;
 

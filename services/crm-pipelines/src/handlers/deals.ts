@@ -1,5 +1,5 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency } from '../domain/money.js';
@@ -9,8 +9,8 @@ import * as deals from '../repo/deals.js';
 import * as history from '../repo/history.js';
 import * as pipelines from '../repo/pipelines.js';
 import * as stages from '../repo/stages.js';
-import { LIMITS, SOURCE, changedFields, dealData, dealStatuses, historyData, textOrNull, toDeal, toHistory, type CrmDeps } from './common.js';
-import { checkConfidence, checkCurrency, checkEnum, checkMetadata } from './validation.js';
+import { LIMITS, SOURCE, dealData, dealStatuses, historyData, toDeal, toHistory, type CrmDeps } from './common.js';
+import { checkConfidence, checkCurrency } from './validation.js';
 
 type H = Handlers<typeof CrmPipelinesServiceService>;
 

@@ -1,5 +1,5 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService, PipelineSummary } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { minorUnitDigits, normalizeCurrency } from '../domain/money.js';
@@ -10,9 +10,9 @@ import * as pipelines from '../repo/pipelines.js';
 import * as stages from '../repo/stages.js';
 import { pipelineSummary } from '../repo/summary.js';
 import {
-  LIMITS, SOURCE, changedFields, dealData, pipelineData, stageData, stageTypes, textOrNull, toPipeline, toStage, type CrmDeps,
+  LIMITS, SOURCE, dealData, pipelineData, stageData, stageTypes, toPipeline, toStage, type CrmDeps,
 } from './common.js';
-import { checkConfidence, checkCurrency, checkEnum, checkMetadata, checkPosition } from './validation.js';
+import { checkConfidence, checkCurrency, checkPosition } from './validation.js';
 
 type H = Handlers<typeof CrmPipelinesServiceService>;
 

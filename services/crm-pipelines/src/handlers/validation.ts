@@ -1,6 +1,6 @@
 import type { Validator } from '@workauto/grpc';
 import { confidenceProblem, normalizeCurrency } from '../domain/money.js';
-import { LIMITS, metadataTooLarge } from './common.js';
+import { LIMITS } from './common.js';
 
 /** Field checks shared by the handlers, added to one Validator so a request's problems come together. */
 export function checkConfidence(v: Validator, field: string, value: number | undefined): Validator {
@@ -13,16 +13,7 @@ export function checkCurrency(v: Validator, field: string, value: string | undef
   return value === undefined || normalizeCurrency(value) ? v : v.add(field, 'must be an ISO 4217 currency code like USD or EUR');
 }
 
-export function checkMetadata(v: Validator, field: string, value: Record<string, unknown> | undefined): Validator {
-  return metadataTooLarge(value) ? v.add(field, `must be at most ${LIMITS.metadataBytes} bytes of JSON`) : v;
-}
-
 export function checkPosition(v: Validator, field: string, value: number | undefined): Validator {
   return value === undefined || (Number.isInteger(value) && value >= 1) ? v : v.add(field, 'must be a 1-based position (an integer of at least 1)');
 }
 
-/** A proto enum field: 0 (unset) is allowed unless required; a number outside the enum never is. */
-export function checkEnum(v: Validator, field: string, value: number | undefined, mapping: { toDomain(n: number | undefined): string | undefined; names: string[] }, required: boolean): Validator {
-  if (value === undefined || value === 0) return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
-  return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
-}

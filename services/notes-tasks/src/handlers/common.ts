@@ -22,7 +22,6 @@ export const LIMITS = {
   externalId: 200,
   identifier: 200,
   minutes: 1_000_000,
-  metadataBytes: 16_384,
   backlinks: 1_000,
 };
 
@@ -103,22 +102,6 @@ export const taskData = (row: TaskRow) => {
   const { rrule_anchor: _anchor, ...rest } = row;
   return { ...rest, priority_key: priorityKey(row.priority, row.position) };
 };
-
-/** The fields a patch sets, for an event's metadata. */
-export function changedFields(patch: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-}
-
-/** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
-export function textOrNull(value: string | undefined): string | null | undefined {
-  if (value === undefined) return undefined;
-  const t = value.trim();
-  return t === '' ? null : t;
-}
-
-export function metadataTooLarge(metadata: Record<string, unknown> | undefined): boolean {
-  return metadata !== undefined && Buffer.byteLength(JSON.stringify(metadata)) > LIMITS.metadataBytes;
-}
 
 /** The key tag names are compared by: NFC, lowercased with Unicode rules. */
 export function tagKey(name: string): string {

@@ -1,5 +1,5 @@
 import { newId, withRetriedTransaction } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { mentionTargets } from '../domain/mentions.js';
@@ -8,9 +8,9 @@ import { replaceLinks } from '../repo/links.js';
 import * as notes from '../repo/notes.js';
 import * as tags from '../repo/tags.js';
 import {
-  LIMITS, SOURCE, changedFields, entityTypes, noteData, tagData, tagKey, textOrNull, toNote, toTag, type NotesTasksDeps,
+  LIMITS, SOURCE, entityTypes, noteData, tagData, tagKey, toNote, toTag, type NotesTasksDeps,
 } from './common.js';
-import { checkEnum, checkId, checkLength, checkMetadata, checkUrl } from './validation.js';
+import { checkId, checkLength, checkUrl } from './validation.js';
 
 type H = Handlers<typeof NotesTasksServiceService>;
 

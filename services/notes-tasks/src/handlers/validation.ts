@@ -1,17 +1,8 @@
 import { isIsoDate } from '@workauto/grpc';
 import type { Validator } from '@workauto/grpc';
-import { LIMITS, metadataTooLarge } from './common.js';
+import { LIMITS } from './common.js';
 
-/** Field checks shared by the handlers, added to one Validator so a request's problems come together. */
-export function checkMetadata(v: Validator, field: string, value: Record<string, unknown> | undefined): Validator {
-  return metadataTooLarge(value) ? v.add(field, `must be at most ${LIMITS.metadataBytes} bytes of JSON`) : v;
-}
-
-/** A proto enum field: 0 (unset) is allowed unless required; a number outside the enum never is. */
-export function checkEnum(v: Validator, field: string, value: number | undefined, mapping: { toDomain(n: number | undefined): string | undefined; names: string[] }, required: boolean): Validator {
-  if (value === undefined || value === 0) return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
-  return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
-}
+// Field checks of this service, added to one Validator so a request's problems come together.
 
 /** An optional id; with `clearable`, an empty string (PATCH: clear it) is fine too. */
 export function checkId(v: Validator, field: string, value: string | undefined, clearable = false): Validator {

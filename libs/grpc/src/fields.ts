@@ -1,0 +1,38 @@
+/**
+ * Request-field helpers every service's handlers share (proto request → row patch and checks),
+ * added to one Validator so a request's problems come back together.
+ */
+import type { Validator } from './validate.js';
+
+/** The JSON size limit of every `metadata` object (contract: free-form, bounded). */
+export const METADATA_MAX_BYTES = 16_384;
+
+export function checkMetadata(v: Validator, field: string, value: Record<string, unknown> | undefined): Validator {
+  return value !== undefined && Buffer.byteLength(JSON.stringify(value)) > METADATA_MAX_BYTES
+    ? v.add(field, `must be at most ${METADATA_MAX_BYTES} bytes of JSON`)
+    : v;
+}
+
+/** A proto enum field: 0 (unset) is allowed unless required; a number outside the enum never is. */
+export function checkEnum(
+  v: Validator,
+  field: string,
+  value: number | undefined,
+  mapping: { toDomain(n: number | undefined): string | undefined; names: string[] },
+  required: boolean,
+): Validator {
+  if (value === undefined || value === 0) return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
+  return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
+}
+
+/** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
+export function textOrNull(value: string | undefined): string | null | undefined {
+  if (value === undefined) return undefined;
+  const t = value.trim();
+  return t === '' ? null : t;
+}
+
+/** The fields a patch sets, for an event's metadata. */
+export function changedFields(patch: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
+}
