@@ -1,10 +1,9 @@
-import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
-import { Downstream, MetadataKeys, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import { Downstream } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
-import { testDatabase } from '@workauto/testing';
+import { testDatabase, callAs, failure } from '@workauto/testing';
 import { CrmPipelinesServiceService as S, StageType } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { createCrmPipelinesService, type RunningService } from './app.js';
 
@@ -31,23 +30,10 @@ export async function startCrm() {
 /** A fresh tenant: call options with its metadata, as the gateway would set them. */
 export function tenant(): { id: string; call: { metadata: grpc.Metadata } } {
   const id = randomUUID();
-  const md = new grpc.Metadata();
-  md.set(MetadataKeys.tenantId, id);
-  md.set(MetadataKeys.actorType, 'api_key');
-  md.set(MetadataKeys.actorId, randomUUID());
-  md.set(MetadataKeys.memberId, randomUUID());
-  return { id, call: { metadata: md } };
+  return { id, call: callAs(id, randomUUID(), randomUUID()) };
 }
 
-/** The error details of a call that must fail. */
-export async function failure(p: Promise<unknown>): Promise<ErrorDetails> {
-  try {
-    await p;
-  } catch (err) {
-    return decodeStatusDetails(err as grpc.ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
+export { failure };
 
 export const OPEN = StageType.STAGE_TYPE_OPEN;
 export const WON = StageType.STAGE_TYPE_WON;

@@ -1,9 +1,8 @@
-import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { Keyring } from '@workauto/crypto';
-import { Downstream, MetadataKeys, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import { Downstream } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
-import { testDatabase } from '@workauto/testing';
+import { testDatabase, callAs, failure } from '@workauto/testing';
 import { IdentityServiceService as S } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { createIdentityService, type IdentityConfig, type RunningService } from './app.js';
 
@@ -30,20 +29,7 @@ export async function startIdentity(overrides: Partial<IdentityConfig> = {}) {
 
 /** Call options acting as a member of a tenant, as the gateway would set them. */
 export function as(tenantId: string, memberId: string): { metadata: grpc.Metadata } {
-  const md = new grpc.Metadata();
-  md.set(MetadataKeys.tenantId, tenantId);
-  md.set(MetadataKeys.actorType, 'api_key');
-  md.set(MetadataKeys.actorId, 'test');
-  md.set(MetadataKeys.memberId, memberId);
-  return { metadata: md };
+  return callAs(tenantId, memberId, 'test');
 }
 
-/** The error details of a call that must fail. */
-export async function failure(p: Promise<unknown>): Promise<ErrorDetails> {
-  try {
-    await p;
-  } catch (err) {
-    return decodeStatusDetails(err as grpc.ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
+export { failure };

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
-import { Downstream, MetadataKeys, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import { Downstream } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
-import { testDatabase } from '@workauto/testing';
+import { testDatabase, callAs, failure } from '@workauto/testing';
 import { NotesTasksServiceService as S } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { createNotesTasksService, type RunningService } from './app.js';
 
@@ -39,23 +39,10 @@ export type NotesTasks = Awaited<ReturnType<typeof startNotesTasks>>;
 export function tenant(): { id: string; memberId: string; call: { metadata: grpc.Metadata } } {
   const id = randomUUID();
   const memberId = randomUUID();
-  const md = new grpc.Metadata();
-  md.set(MetadataKeys.tenantId, id);
-  md.set(MetadataKeys.actorType, 'api_key');
-  md.set(MetadataKeys.actorId, randomUUID());
-  md.set(MetadataKeys.memberId, memberId);
-  return { id, memberId, call: { metadata: md } };
+  return { id, memberId, call: callAs(id, memberId, randomUUID()) };
 }
 
-/** The error details of a call that must fail. */
-export async function failure(p: Promise<unknown>): Promise<ErrorDetails> {
-  try {
-    await p;
-  } catch (err) {
-    return decodeStatusDetails(err as grpc.ServiceError);
-  }
-  assert.fail('expected the call to fail');
-}
+export { failure };
 
 /** The fields of a 400's violations. */
 export async function badFields(p: Promise<unknown>): Promise<string[]> {
