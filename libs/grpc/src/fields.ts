@@ -2,7 +2,7 @@
  * Request-field helpers every service's handlers share (proto request → row patch and checks),
  * added to one Validator so a request's problems come back together.
  */
-import type { Validator } from './validate.js';
+import { isIsoDate, type Validator } from './validate.js';
 
 /** The JSON size limit of every `metadata` object (contract: free-form, bounded). */
 export const METADATA_MAX_BYTES = 16_384;
@@ -23,6 +23,17 @@ export function checkEnum(
 ): Validator {
   if (value === undefined || value === 0) return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
   return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
+}
+
+/** An optional id; with `clearable`, an empty string (PATCH: clear it) is fine too. */
+export function checkId(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
+  return clearable && value === '' ? v : v.uuid(field, value);
+}
+
+/** An optional calendar date (YYYY-MM-DD); with `clearable`, an empty string is fine too. */
+export function checkDate(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
+  if (value === undefined || (clearable && value === '')) return v;
+  return isIsoDate(value) ? v : v.add(field, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
 }
 
 /** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */

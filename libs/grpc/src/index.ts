@@ -7,4 +7,4 @@ export { validate, Validator, isIsoDate, patchNulls } from './validate.js';
 export { enumMapping } from './enums.js';
 export { parsePage, toPage, encodeCursor, type Page, type PageRequest } from './pagination.js';
 export { Resources } from './resources.js';
-export { checkMetadata, checkEnum, textOrNull, changedFields, METADATA_MAX_BYTES } from './fields.js';
+export { checkMetadata, checkEnum, checkId, checkDate, textOrNull, changedFields, METADATA_MAX_BYTES } from './fields.js';

@@ -1,5 +1,5 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId, checkDate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency } from '../domain/money.js';
@@ -15,14 +15,6 @@ import { checkConfidence, checkCurrency } from './validation.js';
 type H = Handlers<typeof CrmPipelinesServiceService>;
 
 /** An optional id that an empty string clears (PATCH). */
-function clearableUuid(v: Validator, field: string, value: string | undefined): Validator {
-  return value === '' ? v : v.uuid(field, value);
-}
-
-function checkDate(v: Validator, field: string, value: string | undefined, clearable: boolean): Validator {
-  if (value === undefined || (clearable && value === '')) return v;
-  return isIsoDate(value) ? v : v.add(field, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
-}
 
 /** Fails with field violations unless the deal's currency is the pipeline's and the amount fits it. */
 function checkMoney(pipeline: pipelines.PipelineRow, currency: string, amount: number | undefined): void {
@@ -170,8 +162,8 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         .text('title', req.title, { max: LIMITS.title })
         .uuid('pipeline_id', req.pipeline_id)
         .uuid('stage_id', req.stage_id);
-      clearableUuid(v, 'contact_id', req.contact_id);
-      clearableUuid(v, 'owner_id', req.owner_id);
+      checkId(v, 'contact_id', req.contact_id, true);
+      checkId(v, 'owner_id', req.owner_id, true);
       if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
       checkCurrency(v, 'currency', req.currency);
       checkConfidence(v, 'confidence', req.confidence);

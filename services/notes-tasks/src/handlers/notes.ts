@@ -1,5 +1,5 @@
 import { newId, withRetriedTransaction } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { mentionTargets } from '../domain/mentions.js';
@@ -10,7 +10,7 @@ import * as tags from '../repo/tags.js';
 import {
   LIMITS, SOURCE, entityTypes, noteData, tagData, tagKey, toNote, toTag, type NotesTasksDeps,
 } from './common.js';
-import { checkId, checkLength, checkUrl } from './validation.js';
+import { checkLength, checkUrl } from './validation.js';
 
 type H = Handlers<typeof NotesTasksServiceService>;
 

@@ -1,5 +1,5 @@
 import { newId, type PoolClient, withRetriedTransaction } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId, checkDate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, NotesTasksServiceService, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { parseTimestamp } from '../domain/dates.js';
@@ -10,7 +10,7 @@ import * as tasks from '../repo/tasks.js';
 import {
   LIMITS, SOURCE, priorities, taskData, toTask, type NotesTasksDeps,
 } from './common.js';
-import { checkDate, checkId, checkMinutes } from './validation.js';
+import { checkMinutes } from './validation.js';
 
 type H = Handlers<typeof NotesTasksServiceService>;
 

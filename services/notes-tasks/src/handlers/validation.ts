@@ -1,18 +1,7 @@
-import { isIsoDate } from '@workauto/grpc';
 import type { Validator } from '@workauto/grpc';
 import { LIMITS } from './common.js';
 
 // Field checks of this service, added to one Validator so a request's problems come together.
-
-/** An optional id; with `clearable`, an empty string (PATCH: clear it) is fine too. */
-export function checkId(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
-  return clearable && value === '' ? v : v.uuid(field, value);
-}
-
-export function checkDate(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
-  if (value === undefined || (clearable && value === '')) return v;
-  return isIsoDate(value) ? v : v.add(field, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
-}
 
 export function checkMinutes(v: Validator, field: string, value: number | undefined): Validator {
   if (value === undefined) return v;
