@@ -2,3 +2,4 @@ export { startEmbeddedPostgres, freePort, type EmbeddedPostgresHandle } from './
 export { testDatabase } from './database.js';
 export { captureLogs } from './logs.js';
 export { callAs, failure } from './grpc.js';
+export { eventually } from './eventually.js';

@@ -1,0 +1,4 @@
+export {
+  JobQueue, JobWorker, RetryLater, PermanentFailure, JOBS_MIGRATIONS, exponentialBackoff,
+  type Job, type JobState, type JobStatus, type EnqueueOptions, type WorkerOptions,
+} from './queue.js';

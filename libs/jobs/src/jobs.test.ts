@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPool, runMigrations, type Pool } from '@workauto/db';
+import { createLogger } from '@workauto/logger';
+import { eventually, testDatabase } from '@workauto/testing';
+import { JOBS_MIGRATIONS, JobQueue, PermanentFailure, RetryLater, type JobWorker, type WorkerOptions } from './index.js';
+
+const logger = createLogger('jobs-test', process.env.LOG_LEVEL ?? 'silent');
+
+const started: { stop(): Promise<void> }[] = [];
+/** A worker running as a replica would: until stop(), with its grace period (stopped after the tests at the latest). */
+function run<P>(worker: JobWorker<P>, graceMs = 2_000) {
+  const controller = new AbortController();
+  const done = worker.run({ signal: controller.signal, graceMs, beat: () => undefined });
+  const handle = { stop: async () => { controller.abort(); await done; } };
+  started.push(handle);
+  return handle;
+}
+
+describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
+  let url: string;
+  let pool: Pool;
+  const pools: Pool[] = [];
+  /** Each replica has its own pool, as separate processes would. */
+  const replicaPool = () => {
+    const p = createPool(url, { max: 5 });
+    pools.push(p);
+    return p;
+  };
+  let n = 0;
+  const newQueue = <P = { i: number }>() => new JobQueue<P>(`q${++n}`);
+  const states = async (queue: string) =>
+    Object.fromEntries((await pool.query(`SELECT state, count(*)::int AS n FROM jobs WHERE queue = $1 GROUP BY 1`, [queue])).rows.map((r) => [r.state, r.n]));
+
+  before(async () => {
+    url = await testDatabase('jobs');
+    pool = createPool(url);
+    await runMigrations(pool, [JOBS_MIGRATIONS]);
+  });
+  after(async () => {
+    await Promise.all(started.map((w) => w.stop()));
+    for (const p of pools) await p.end();
+    await pool.end();
+  });
+
+  it('never runs one job in two workers at once, and runs each job once', async () => {
+    const queue = newQueue();
+    for (let i = 0; i < 300; i++) await queue.enqueue(pool, { i });
+    const running = new Set<string>();
+    const runs = new Map<string, number>();
+    let overlaps = 0;
+    const options: WorkerOptions<{ i: number }> = {
+      logger, concurrency: 10, pollMs: 10,
+      async handle(job) {
+        if (running.has(job.id)) overlaps++;
+        running.add(job.id);
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+        await sleep(Math.random() * 5);
+        running.delete(job.id);
+      },
+    };
+    const replicas = [1, 2, 3, 4].map(() => run(queue.worker(replicaPool(), options)));
+    await eventually('all 300 succeeded', async () => (await states(queue.name)).succeeded === 300);
+    await Promise.all(replicas.map((r) => r.stop()));
+    assert.equal(overlaps, 0);
+    assert.equal(runs.size, 300);
+    assert.deepEqual([...new Set(runs.values())], [1], 'each job ran exactly once');
+  });
+
+  it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
+    const queue = newQueue<{ hang: boolean }>();
+    const id = await queue.enqueue(pool, { hang: true });
+    // A real replica in its own process, killed with SIGKILL mid-attempt.
+    const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.js', import.meta.url));
+    const child = spawn(process.execPath, [fixture, url, queue.name], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    await eventually('the replica started the attempt', () => out.includes(`started ${id}`));
+    const killed = once(child, 'exit');
+    child.kill('SIGKILL');
+    await killed;
+    assert.equal((await queue.status(pool, id))?.state, 'running', 'the dead replica still holds the lease');
+
+    const attempts: number[] = [];
+    const survivor = run(queue.worker(replicaPool(), { logger, pollMs: 20, leaseMs: 500, handle: async (job) => void attempts.push(job.attempt) }));
+    await eventually('the job ran again and succeeded', async () => (await queue.status(pool, id))?.state === 'succeeded', 10_000);
+    await survivor.stop();
+    assert.deepEqual(attempts, [2], 'the second attempt, once');
+  });
+
+  it('keeps the lease of a long attempt by renewing it', async () => {
+    const queue = newQueue();
+    const id = await queue.enqueue(pool, { i: 1 });
+    let runs = 0;
+    const options: WorkerOptions<{ i: number }> = { logger, pollMs: 20, leaseMs: 300, handle: async () => { runs++; await sleep(1_500); } };
+    const a = run(queue.worker(replicaPool(), options));
+    await eventually('claimed', async () => (await queue.status(pool, id))?.state === 'running');
+    const b = run(queue.worker(replicaPool(), options)); // would take the job if the lease lapsed
+    await eventually('succeeded', async () => (await queue.status(pool, id))?.state === 'succeeded', 5_000);
+    await Promise.all([a.stop(), b.stop()]);
+    assert.equal(runs, 1);
+    assert.equal((await queue.status(pool, id))?.attempts, 1);
+  });
+
+  it('runs at most maxPerKey jobs of one key at once across replicas, while other keys proceed', async () => {
+    const queue = newQueue<{ endpoint: string }>();
+    for (let i = 0; i < 100; i++) for (const endpoint of ['a', 'b']) await queue.enqueue(pool, { endpoint }, { key: endpoint });
+    for (let i = 0; i < 10; i++) await queue.enqueue(pool, { endpoint: 'none' });
+    const now = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const options: WorkerOptions<{ endpoint: string }> = {
+      logger, concurrency: 20, maxPerKey: 4, pollMs: 10,
+      async handle(job) {
+        const k = job.payload.endpoint;
+        now.set(k, (now.get(k) ?? 0) + 1);
+        peak.set(k, Math.max(peak.get(k) ?? 0, now.get(k)!));
+        await sleep(5);
+        now.set(k, now.get(k)! - 1);
+      },
+    };
+    const replicas = [1, 2, 3, 4, 5, 6].map(() => run(queue.worker(replicaPool(), options)));
+    await eventually('all 210 succeeded', async () => (await states(queue.name)).succeeded === 210, 30_000);
+    await Promise.all(replicas.map((r) => r.stop()));
+    assert.equal(peak.get('a'), 4, `a peaked at ${peak.get('a')}`);
+    assert.equal(peak.get('b'), 4, `b peaked at ${peak.get('b')}`);
+    assert.ok(peak.get('none')! > 4, 'jobs without a key are not capped');
+  });
+
+  it('retries at next_attempt_at on the schedule, honours RetryLater, and gives up as dead', async () => {
+    const queue = newQueue<{ kind: string }>();
+    const flaky = await queue.enqueue(pool, { kind: 'flaky' }, { maxAttempts: 3 });
+    const later = await queue.enqueue(pool, { kind: 'later' });
+    const broken = await queue.enqueue(pool, { kind: 'broken' }, { maxAttempts: 2 });
+    const gone = await queue.enqueue(pool, { kind: 'gone' });
+    const times = new Map<string, number[]>();
+    const worker = queue.worker(replicaPool(), {
+      logger, pollMs: 10, retryDelayMs: () => 400,
+      async handle(job) {
+        times.set(job.payload.kind, [...(times.get(job.payload.kind) ?? []), Date.now()]);
+        if (job.payload.kind === 'flaky' && job.attempt < 3) throw new Error('endpoint answered 500');
+        if (job.payload.kind === 'later' && job.attempt === 1) throw new RetryLater(800);
+        if (job.payload.kind === 'broken') throw new Error('always fails');
+        if (job.payload.kind === 'gone') throw new PermanentFailure('endpoint deleted');
+      },
+    });
+    const r = run(worker);
+    await eventually('flaky succeeded', async () => (await queue.status(pool, flaky))?.state === 'succeeded', 10_000);
+    await eventually('later succeeded', async () => (await queue.status(pool, later))?.state === 'succeeded', 10_000);
+    await eventually('broken dead', async () => (await queue.status(pool, broken))?.state === 'dead', 10_000);
+    await r.stop();
+    const gaps = (k: string) => times.get(k)!.slice(1).map((t, i) => t - times.get(k)![i]!);
+    assert.equal(times.get('flaky')!.length, 3);
+    for (const gap of gaps('flaky')) assert.ok(gap >= 380, `flaky waited ${gap} ms between attempts`);
+    assert.ok(gaps('later')[0]! >= 780, `RetryLater(800) waited ${gaps('later')[0]} ms`);
+    const dead = await queue.status(pool, broken);
+    assert.equal(dead?.attempts, 2);
+    assert.equal(dead?.lastError, 'always fails');
+    assert.equal((await queue.status(pool, gone))?.state, 'dead');
+    assert.equal(times.get('gone')!.length, 1, 'a permanent failure is not retried');
+    assert.equal(await queue.requeue(pool, gone), true);
+    assert.equal((await queue.status(pool, gone))?.state, 'queued');
+  });
+
+  it('stops gracefully: lets a short attempt finish, releases one that outlasts the grace period', async () => {
+    const queue = newQueue<{ ms: number }>();
+    const short = await queue.enqueue(pool, { ms: 200 });
+    const long = await queue.enqueue(pool, { ms: 60_000 });
+    const worker = queue.worker(replicaPool(), { logger, pollMs: 10, handle: (job, signal) => sleep(job.payload.ms, undefined, { signal }) });
+    const r = run(worker, 800);
+    await eventually('both running', () => worker.running === 2);
+    const started = Date.now();
+    await r.stop();
+    const took = Date.now() - started;
+    assert.ok(took >= 700 && took < 3_000, `stop took ${took} ms for a grace of 800 ms`);
+    assert.equal((await queue.status(pool, short))?.state, 'succeeded');
+    const released = await queue.status(pool, long);
+    assert.equal(released?.state, 'queued', 'released for another worker');
+    assert.equal(released?.leaseOwner, null);
+    // Another worker takes it at once.
+    let ranAgain = false;
+    const next = run(queue.worker(replicaPool(), { logger, pollMs: 10, handle: async () => void (ranAgain = true) }));
+    await eventually('run by another worker', async () => (await queue.status(pool, long))?.state === 'succeeded');
+    await next.stop();
+    assert.ok(ranAgain);
+  });
+
+  it('delivers over 1,000 jobs a second with per-key caps (two replicas)', async () => {
+    const queue = newQueue<{ endpoint: number }>();
+    const total = 5_000;
+    await pool.query(
+      `INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts)
+       SELECT gen_random_uuid(), $1, 'endpoint-' || (i % 50), jsonb_build_object('endpoint', i % 50), 10 FROM generate_series(1, $2) AS i`,
+      [queue.name, total],
+    );
+    let done = 0;
+    const options: WorkerOptions<{ endpoint: number }> = { logger, concurrency: 50, maxPerKey: 4, pollMs: 10, handle: async () => { await sleep(2); done++; } };
+    const started = Date.now();
+    const replicas = [1, 2].map(() => run(queue.worker(replicaPool(), options)));
+    await eventually('all done', async () => (await states(queue.name)).succeeded === total, 60_000);
+    const perSecond = Math.round((total / (Date.now() - started)) * 1000);
+    await Promise.all(replicas.map((r) => r.stop()));
+    console.log(`jobs: ${total} jobs in ${Date.now() - started} ms = ${perSecond}/s`);
+    assert.equal(done, total);
+    assert.ok(perSecond > 1_000, `${perSecond} jobs/s`);
+  });
+});

@@ -1,0 +1,415 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { newId, withTransaction, type Pool, type Queryable } from '@workauto/db';
+import type { Logger } from '@workauto/logger';
+
+/** The jobs table; a service using queues adds it to its ServiceSpec's migrations. */
+export const JOBS_MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
+
+export type JobState = 'queued' | 'running' | 'succeeded' | 'dead';
+
+/** One attempt of a job, as its handler sees it. */
+export interface Job<P> {
+  id: string;
+  queue: string;
+  /** The concurrency key (e.g. a webhook endpoint's id), or null. */
+  key: string | null;
+  payload: P;
+  /** 1 for the first attempt. */
+  attempt: number;
+  maxAttempts: number;
+}
+
+/** A job's row, for operations and tests. */
+export interface JobStatus {
+  id: string;
+  state: JobState;
+  attempts: number;
+  nextAttemptAt: Date;
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  lastError: string | null;
+}
+
+export interface EnqueueOptions {
+  /** At most the worker's maxPerKey jobs with the same key run at once. */
+  key?: string | null;
+  /** Attempts before the job is dead (default 10). */
+  maxAttempts?: number;
+  /** Not before (default now). */
+  runAt?: Date;
+}
+
+/** Thrown by a handler: try again after delayMs (e.g. a Retry-After), instead of the worker's schedule. */
+export class RetryLater extends Error {
+  override name = 'RetryLater';
+  constructor(readonly delayMs: number, message = `retry in ${delayMs} ms`) {
+    super(message);
+  }
+}
+
+/** Thrown by a handler: retrying cannot help (e.g. the endpoint was deleted); the job is dead now. */
+export class PermanentFailure extends Error {
+  override name = 'PermanentFailure';
+}
+
+export interface WorkerOptions<P> {
+  handle(job: Job<P>, signal: AbortSignal): Promise<void>;
+  logger: Logger;
+  /** Jobs this process runs at once (default 20). */
+  concurrency?: number;
+  /** Jobs with the same key running at once across every replica (default: no cap). */
+  maxPerKey?: number;
+  /** A claim lasts this long and is renewed every leaseMs/3 while the attempt runs (default 30 s). */
+  leaseMs?: number;
+  /** An attempt running longer fails ("timed out") and is retried on schedule (default 5 min). */
+  attemptTimeoutMs?: number;
+  /** How often an idle worker looks for due jobs (default 250 ms). */
+  pollMs?: number;
+  /** Delay before attempt n+1 after attempt n failed (default 1 s · 2^(n-1), at most 1 h, ±20 %). */
+  retryDelayMs?(attempt: number): number;
+  /** How long succeeded jobs stay in the table before they are deleted (default 24 h). */
+  keepSucceededMs?: number;
+}
+
+/** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
+export function exponentialBackoff(attempt: number, firstMs = 1_000, maxMs = 3_600_000): number {
+  const base = Math.min(firstMs * 2 ** Math.max(0, attempt - 1), maxMs);
+  return Math.round(base * (0.8 + Math.random() * 0.4));
+}
+
+interface ClaimedRow {
+  id: string;
+  concurrency_key: string | null;
+  payload: unknown;
+  attempts: number;
+  max_attempts: number;
+}
+
+/**
+ * A named queue in the service's own database (table `jobs`): enqueue inside the transaction that
+ * makes the work necessary, run with worker(). Delivery is at least once: a handler must tolerate
+ * running a job again (a replica that died mid-attempt loses its lease and the attempt runs again).
+ */
+export class JobQueue<P> {
+  constructor(readonly name: string) {}
+
+  async enqueue(db: Queryable, payload: P, options: EnqueueOptions = {}): Promise<string> {
+    const id = newId();
+    await db.query(
+      `INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
+       VALUES ($1, $2, $3, $4, $5, coalesce($6, now()))`,
+      [id, this.name, options.key ?? null, JSON.stringify(payload), options.maxAttempts ?? 10, options.runAt ?? null],
+    );
+    return id;
+  }
+
+  async status(db: Queryable, id: string): Promise<JobStatus | undefined> {
+    const { rows } = await db.query(
+      `SELECT id, state, attempts, next_attempt_at, lease_owner, lease_expires_at, last_error FROM jobs WHERE queue = $1 AND id = $2`,
+      [this.name, id],
+    );
+    const r = rows[0];
+    return r && { id: r.id, state: r.state, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, leaseOwner: r.lease_owner, leaseExpiresAt: r.lease_expires_at, lastError: r.last_error };
+  }
+
+  /** A dead job runs again from its first attempt (e.g. "retry failed deliveries"); false if it is not dead. */
+  async requeue(db: Queryable, id: string): Promise<boolean> {
+    const { rowCount } = await db.query(
+      `UPDATE jobs SET state = 'queued', attempts = 0, next_attempt_at = now(), finished_at = NULL, updated_at = now()
+       WHERE queue = $1 AND id = $2 AND state = 'dead'`,
+      [this.name, id],
+    );
+    return rowCount === 1;
+  }
+
+  worker(pool: Pool, options: WorkerOptions<P>): JobWorker<P> {
+    return new JobWorker(this.name, pool, options);
+  }
+}
+
+interface Attempt<P> {
+  job: Job<P>;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Runs a queue's jobs: claims due ones (FOR UPDATE SKIP LOCKED, so replicas never take the same
+ * job; per-key caps are counted under a transaction-scoped advisory lock per key), renews the
+ * leases of running attempts, and records each outcome only if it still holds the lease. Its run()
+ * fits a service's `workers` hook (@workauto/service).
+ */
+export class JobWorker<P> {
+  readonly name: string;
+  /** Identifies this worker's leases (host, pid, a random part). */
+  readonly owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly inFlight = new Map<string, Attempt<P>>();
+  /** Attempts released on shutdown: their late outcomes are not written. */
+  private readonly released = new Set<string>();
+  private slotFreed: (() => void) | undefined;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+
+  constructor(
+    readonly queue: string,
+    private readonly pool: Pool,
+    private readonly options: WorkerOptions<P>,
+  ) {
+    this.name = `jobs:${queue}`;
+    this.concurrency = options.concurrency ?? 20;
+    this.leaseMs = options.leaseMs ?? 30_000;
+  }
+
+  /** Attempts running in this process now. */
+  get running(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Claims and runs jobs until signal aborts; then takes no more, lets running attempts finish for
+   * graceMs and releases the rest (back to queued, due now) so another replica runs them.
+   */
+  async run(ctx: { signal: AbortSignal; graceMs: number; beat(): void }): Promise<void> {
+    const { signal } = ctx;
+    const { logger, pollMs = 250 } = this.options;
+    const renew = setInterval(() => void this.renewLeases(), Math.max(50, this.leaseMs / 3));
+    let failures = 0;
+    let lastSweep = 0;
+    try {
+      while (!signal.aborted) {
+        ctx.beat();
+        const free = this.concurrency - this.inFlight.size;
+        if (free <= 0) {
+          await this.nextSlot(signal);
+          continue;
+        }
+        let claimed: Job<P>[];
+        try {
+          await this.takeBackExpiredLeases();
+          if (Date.now() - lastSweep > 60_000) {
+            lastSweep = Date.now();
+            await this.deleteOldSucceeded();
+          }
+          claimed = await this.claim(free);
+          failures = 0;
+        } catch (err) {
+          failures++;
+          const delay = Math.min(pollMs * 2 ** failures, 5_000);
+          logger.warn({ err, queue: this.queue, retry_in_ms: delay }, 'could not claim jobs; retrying (is the database reachable?)');
+          await sleep(delay, undefined, { signal }).catch(() => undefined);
+          continue;
+        }
+        for (const job of claimed) this.start(job);
+        // A full batch means more may be due: claim again at once; otherwise wait a poll interval.
+        if (claimed.length < free) await sleep(pollMs, undefined, { signal }).catch(() => undefined);
+      }
+    } finally {
+      await this.drain(ctx.graceMs);
+      clearInterval(renew);
+    }
+  }
+
+  private nextSlot(signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done);
+        this.slotFreed = undefined;
+        resolve();
+      };
+      this.slotFreed = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private start(job: Job<P>): void {
+    const abort = new AbortController();
+    const timeoutMs = this.options.attemptTimeoutMs ?? 300_000;
+    const timer = setTimeout(() => abort.abort(new Error(`attempt timed out after ${timeoutMs} ms`)), timeoutMs);
+    const done = (async () => {
+      let outcome: unknown;
+      try {
+        await Promise.race([
+          this.options.handle(job, abort.signal),
+          new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true })),
+        ]);
+      } catch (err) {
+        outcome = err ?? new Error('the handler failed without an error');
+      } finally {
+        clearTimeout(timer);
+      }
+      await this.finish(job, outcome);
+    })().finally(() => {
+      this.inFlight.delete(job.id);
+      this.slotFreed?.();
+    });
+    this.inFlight.set(job.id, { job, abort, done });
+  }
+
+  /** Records the attempt's outcome, if this worker still holds the job's lease. */
+  private async finish(job: Job<P>, failure: unknown): Promise<void> {
+    const { logger } = this.options;
+    if (this.released.delete(job.id)) return;
+    const args: unknown[] = [job.id, this.owner, job.attempt];
+    let sql: string;
+    if (failure === undefined) {
+      sql = `UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, finished_at = now(), updated_at = now()
+             WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`;
+    } else {
+      const permanent = failure instanceof PermanentFailure;
+      const delay = failure instanceof RetryLater ? failure.delayMs : (this.options.retryDelayMs ?? exponentialBackoff)(job.attempt);
+      const message = failure instanceof Error ? failure.message : String(failure);
+      args.push(permanent, delay, message.slice(0, 2_000));
+      sql = `UPDATE jobs SET state = CASE WHEN $4 OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
+               finished_at = CASE WHEN $4 OR attempts >= max_attempts THEN now() END,
+               next_attempt_at = now() + $5 * interval '1 millisecond', last_error = $6,
+               lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+             WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`;
+      const dead = permanent || job.attempt >= job.maxAttempts;
+      logger[dead ? 'warn' : 'info']({ queue: this.queue, job_id: job.id, attempt: job.attempt, reason: message, ...(dead ? {} : { retry_in_ms: delay }) }, dead ? 'job failed for good (dead)' : 'job attempt failed; will retry');
+    }
+    for (let i = 1; ; i++) {
+      try {
+        const { rowCount } = await this.pool.query(sql, args);
+        if (rowCount === 0) logger.warn({ queue: this.queue, job_id: job.id, attempt: job.attempt }, 'lease lost before the attempt ended; its outcome is discarded and the job runs again');
+        return;
+      } catch (err) {
+        // Unrecorded, the lease expires and the attempt runs again: at least once, never lost.
+        if (i >= 3) return logger.error({ err, queue: this.queue, job_id: job.id }, 'could not record a job outcome; it will run again after its lease expires');
+        await sleep(500 * i);
+      }
+    }
+  }
+
+  private async claim(limit: number): Promise<Job<P>[]> {
+    const lease = [this.owner, this.leaseMs];
+    const { maxPerKey } = this.options;
+    let rows: ClaimedRow[];
+    if (maxPerKey === undefined) {
+      ({ rows } = await this.pool.query<ClaimedRow>(
+        `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
+         WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND state = 'queued' AND next_attempt_at <= now()
+                      ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+         RETURNING id, concurrency_key, payload, attempts, max_attempts`,
+        [...lease, this.queue, limit],
+      ));
+    } else {
+      rows = await withTransaction(this.pool, async (tx) => {
+        // Keys at their cap are skipped in the scan, so one busy endpoint cannot hide the others' jobs.
+        const full = (await tx.query<{ key: string }>(
+          `SELECT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
+           GROUP BY 1 HAVING count(*) >= $2`,
+          [this.queue, maxPerKey],
+        )).rows.map((r) => r.key);
+        const candidates = (await tx.query<{ id: string; key: string | null }>(
+          `SELECT id, concurrency_key AS key FROM jobs
+           WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2)))
+           ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`,
+          [this.queue, full, limit * 4],
+        )).rows;
+        const keys = [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
+        // Whoever holds a key's lock (until its commit) is the only one starting that key's jobs, and
+        // counts the running ones after taking it: the cap holds across replicas.
+        const locked = keys.length
+          ? (await tx.query<{ key: string }>(
+              `SELECT k AS key FROM unnest($2::text[]) AS k WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || k, 0))`,
+              [this.queue, keys],
+            )).rows.map((r) => r.key)
+          : [];
+        const room = new Map(locked.map((k) => [k, maxPerKey]));
+        if (locked.length) {
+          const counts = await tx.query<{ key: string; n: number }>(
+            `SELECT concurrency_key AS key, count(*)::int AS n FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key = ANY($2) GROUP BY 1`,
+            [this.queue, locked],
+          );
+          for (const { key, n } of counts.rows) room.set(key, maxPerKey - n);
+        }
+        const chosen: string[] = [];
+        for (const c of candidates) {
+          if (chosen.length >= limit) break;
+          if (c.key !== null) {
+            const left = room.get(c.key) ?? 0;
+            if (left <= 0) continue;
+            room.set(c.key, left - 1);
+          }
+          chosen.push(c.id);
+        }
+        if (!chosen.length) return [];
+        return (await tx.query<ClaimedRow>(
+          `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
+           WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`,
+          [...lease, chosen],
+        )).rows;
+      });
+    }
+    return rows.map((r) => ({ id: r.id, queue: this.queue, key: r.concurrency_key, payload: r.payload as P, attempt: r.attempts, maxAttempts: r.max_attempts }));
+  }
+
+  /** Attempts whose worker stopped renewing (crashed, stuck, cut off) go back to the queue, due now. */
+  private async takeBackExpiredLeases(): Promise<void> {
+    const { rows } = await this.pool.query<{ id: string; state: JobState }>(
+      `UPDATE jobs SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
+         finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+         next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
+         last_error = 'lease expired: the worker running the attempt stopped renewing it (crashed, stuck or cut off)'
+       WHERE queue = $1 AND state = 'running' AND lease_expires_at < now()
+       RETURNING id, state`,
+      [this.queue],
+    );
+    if (rows.length) this.options.logger.warn({ queue: this.queue, jobs: rows.map((r) => r.id) }, 'took back jobs whose lease expired; they run again');
+  }
+
+  private async renewLeases(): Promise<void> {
+    const ids = [...this.inFlight.keys()];
+    if (!ids.length) return;
+    try {
+      const { rows } = await this.pool.query<{ id: string }>(
+        `UPDATE jobs SET lease_expires_at = now() + $1 * interval '1 millisecond'
+         WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`,
+        [this.leaseMs, ids, this.owner],
+      );
+      const kept = new Set(rows.map((r) => r.id));
+      // A lease taken back (this worker was cut off longer than the lease): the job runs elsewhere, so stop here.
+      for (const id of ids) if (!kept.has(id)) this.inFlight.get(id)?.abort.abort(new Error('lease lost: the job was taken back'));
+    } catch (err) {
+      this.options.logger.warn({ err, queue: this.queue }, 'could not renew job leases; retrying (is the database reachable?)');
+    }
+  }
+
+  private async deleteOldSucceeded(): Promise<void> {
+    await this.pool.query(
+      `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE queue = $1 AND state = 'succeeded' AND finished_at < now() - $2 * interval '1 millisecond' LIMIT 10000)`,
+      [this.queue, this.options.keepSucceededMs ?? 86_400_000],
+    );
+  }
+
+  /** Waits up to graceMs for running attempts, then releases the rest: back to queued, due now. */
+  private async drain(graceMs: number): Promise<void> {
+    if (!this.inFlight.size) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all([...this.inFlight.values()].map((a) => a.done)),
+      new Promise((resolve) => (timer = setTimeout(resolve, graceMs))),
+    ]);
+    clearTimeout(timer);
+    const left = [...this.inFlight.values()];
+    if (!left.length) return;
+    const ids = left.map((a) => a.job.id);
+    for (const id of ids) this.released.add(id);
+    for (const a of left) a.abort.abort(new Error('the worker is stopping; the job was released to another worker'));
+    await this.pool
+      .query(
+        `UPDATE jobs SET state = 'queued', next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
+           last_error = 'released: the worker stopped before the attempt ended'
+         WHERE id = ANY($1) AND state = 'running' AND lease_owner = $2`,
+        [ids, this.owner],
+      )
+      .then(
+        (r) => this.options.logger.warn({ queue: this.queue, released: r.rowCount }, 'released unfinished jobs on shutdown; another worker runs them'),
+        (err: unknown) => this.options.logger.error({ err, queue: this.queue }, 'could not release unfinished jobs; they run again when their leases expire'),
+      );
+  }
+}
