@@ -105,6 +105,15 @@ export class GrpcServer {
     for (const name of this.serviceNames) this.health.setStatus(name, 'SERVING');
   }
 
+  /**
+   * The status of one more health name, apart from '' and the services (which markServing and
+   * markNotServing move together): e.g. `liveness`, which says the process works while readiness
+   * follows its dependencies.
+   */
+  setHealth(name: string, status: 'SERVING' | 'NOT_SERVING'): void {
+    this.health.setStatus(name, status);
+  }
+
   /** NOT_SERVING first (so balancers stop sending), then drain, then force after graceMs. */
   async shutdown(graceMs = 10_000): Promise<void> {
     this.markNotServing();

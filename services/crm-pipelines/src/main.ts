@@ -1,25 +1,8 @@
-import { startTelemetry } from '@workauto/telemetry';
+import { runService } from '@workauto/service/main';
 
-const stopTelemetry = startTelemetry('crm-pipelines');
-// Loaded after telemetry so its instrumentations see grpc and pg.
-const { loadConfig, vars, z, kafkaVars } = await import('@workauto/config');
-const { createLogger } = await import('@workauto/logger');
-const { installShutdownSignals } = await import('@workauto/grpc');
-const { createTransport } = await import('@workauto/events');
-const { createCrmPipelinesService } = await import('./app.js');
-
-const config = loadConfig({
-  DATABASE_URL: vars.url(),
-  GRPC_HOST: z.string().default('0.0.0.0'),
-  GRPC_PORT: vars.port(50053),
-  LOG_LEVEL: vars.logLevel(),
-  ...kafkaVars,
-});
-const logger = createLogger('crm-pipelines', config.LOG_LEVEL);
-const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'crm-pipelines', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, replicationFactor: config.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
-const service = await createCrmPipelinesService({ databaseUrl: config.DATABASE_URL, host: config.GRPC_HOST, port: config.GRPC_PORT, transport }, logger);
-installShutdownSignals(logger, async () => {
-  await service.stop();
-  await transport.close();
-  await stopTelemetry();
+await runService({
+  name: 'crm-pipelines',
+  grpcPort: 50053,
+  // Imported here, after telemetry started, so its instrumentations see grpc and pg.
+  start: async (config, _env, logger) => (await import('./app.js')).createCrmPipelinesService(config, logger),
 });

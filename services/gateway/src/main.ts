@@ -1,10 +1,5 @@
-import { startTelemetry } from '@workauto/telemetry';
-
-const stopTelemetry = startTelemetry('gateway');
-const { loadConfig, vars, z } = await import('@workauto/config');
-const { createLogger } = await import('@workauto/logger');
-const { installShutdownSignals } = await import('@workauto/grpc');
-const { createGateway } = await import('./app.js');
+import { vars, z } from '@workauto/config';
+import { runProcess } from '@workauto/service/main';
 
 /** Downstream key (proto package segment) → its address variable. */
 const DOWNSTREAM_VARS = {
@@ -17,34 +12,40 @@ const DOWNSTREAM_VARS = {
   webhooks: 'WEBHOOKS_ADDR',
 } as const;
 
-const config = loadConfig({
-  PORT: vars.port(8080),
-  DATABASE_URL: vars.url(),
-  ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
-  HOST: z.string().default('0.0.0.0'),
-  AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
-  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
-  DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
-  LOG_LEVEL: vars.logLevel(),
-  ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
-});
-const env = config as unknown as Record<string, string | undefined>;
-const downstreams = Object.fromEntries(
-  Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
-);
-const logger = createLogger('gateway', config.LOG_LEVEL);
-const gateway = await createGateway({
-  logger,
-  downstreams,
-  databaseUrl: config.DATABASE_URL,
-  encryptionKeys: config.ENCRYPTION_KEYS,
-  authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
-  rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
-  deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
-});
-const port = await gateway.listen(config.HOST, config.PORT);
-logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');
-installShutdownSignals(logger, async () => {
-  await gateway.close();
-  await stopTelemetry();
+await runProcess({
+  name: 'gateway',
+  env: {
+    PORT: vars.port(8080),
+    DATABASE_URL: vars.url(),
+    ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
+    HOST: z.string().default('0.0.0.0'),
+    AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+    DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
+    LOG_LEVEL: vars.logLevel(),
+    ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
+  },
+  async start(config, logger) {
+    const env = config as unknown as Record<string, string | undefined>;
+    const downstreams = Object.fromEntries(
+      Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
+    );
+    // Imported here, after telemetry started, so its instrumentations see http, grpc and pg.
+    const { waitForDatabase } = await import('@workauto/service');
+    const { createGateway } = await import('./app.js');
+    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
+    await waitForDatabase(config.DATABASE_URL, logger);
+    const gateway = await createGateway({
+      logger,
+      downstreams,
+      databaseUrl: config.DATABASE_URL,
+      encryptionKeys: config.ENCRYPTION_KEYS,
+      authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
+      rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+      deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
+    });
+    const port = await gateway.listen(config.HOST, config.PORT);
+    logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');
+    return { stop: () => gateway.close() };
+  },
 });

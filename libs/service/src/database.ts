@@ -1,0 +1,78 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPool, isDatabaseUnavailable, type Pool } from '@workauto/db';
+import type { Logger } from '@workauto/logger';
+
+/** host:port/database of a URL, for log lines (never the credentials). */
+export function describeDatabase(databaseUrl: string): string {
+  try {
+    const url = new URL(databaseUrl);
+    return `${url.hostname}:${url.port || 5432}${url.pathname}`;
+  } catch {
+    return 'the database (DATABASE_URL does not parse as a URL)';
+  }
+}
+
+export interface WaitOptions {
+  /** First retry delay; doubles up to maxDelayMs (defaults 250 ms and 5 s). */
+  firstDelayMs?: number;
+  maxDelayMs?: number;
+  /** Gives up with the last error after this long (default: never; the orchestrator's startup probe bounds it). */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs step until it succeeds, retrying with backoff while it fails because the database cannot be
+ * reached (isDatabaseUnavailable), and logging what it waits for. Any other error is thrown at once.
+ * A service starting before its database (a cluster coming up, an outage) waits instead of exiting.
+ */
+export async function untilDatabaseAnswers<T>(databaseUrl: string, logger: Logger, step: () => Promise<T>, options: WaitOptions = {}): Promise<T> {
+  const started = Date.now();
+  let delay = options.firstDelayMs ?? 250;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await step();
+      if (attempt > 1) logger.info({ database: describeDatabase(databaseUrl), waited_ms: Date.now() - started }, 'database reachable; starting');
+      return result;
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      if (options.timeoutMs !== undefined && Date.now() - started + delay > options.timeoutMs) throw err;
+      logger.warn(
+        { database: describeDatabase(databaseUrl), attempt, retry_in_ms: delay, reason: (err as Error).message },
+        'waiting for the database before serving (check DATABASE_URL and that the server is up)',
+      );
+      await sleep(delay, undefined, options.signal ? { signal: options.signal } : {});
+      delay = Math.min(delay * 2, options.maxDelayMs ?? 5_000);
+    }
+  }
+}
+
+/** Returns once the database answers `SELECT 1` (see untilDatabaseAnswers). */
+export async function waitForDatabase(databaseUrl: string, logger: Logger, options: WaitOptions = {}): Promise<void> {
+  const pool = createPool(databaseUrl, { max: 1, applicationName: 'wait-for-database' });
+  try {
+    await untilDatabaseAnswers(databaseUrl, logger, () => pool.query('SELECT 1'), options);
+  } finally {
+    await pool.end();
+  }
+}
+
+/**
+ * Readiness follows the database: pings it every everyMs and calls onChange(false) when it stops
+ * answering, onChange(true) when it answers again.
+ */
+export function watchDatabase(pool: Pool, everyMs: number, onChange: (reachable: boolean) => void): NodeJS.Timeout {
+  let reachable = true;
+  let checking = false;
+  const timer = setInterval(async () => {
+    if (checking) return;
+    checking = true;
+    const ok = await pool.query('SELECT 1').then(() => true, () => false);
+    checking = false;
+    if (ok === reachable) return;
+    reachable = ok;
+    onChange(ok);
+  }, everyMs);
+  timer.unref();
+  return timer;
+}

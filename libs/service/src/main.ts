@@ -1,0 +1,96 @@
+/**
+ * A process's composition root, written once: config → telemetry → (now grpc and pg may load) →
+ * logger → the process's own start (db → events → server → workers) → signals. A service's main.ts
+ * only says what is its own: its name, its port, its extra variables, and how to start it.
+ *
+ * This module imports nothing that OpenTelemetry instruments (grpc, pg, http servers): those are
+ * imported dynamically after startTelemetry, or their calls would not be traced. Keep it that way.
+ */
+import { ConfigError, kafkaVars, loadConfig, vars, z } from '@workauto/config';
+import { createLogger, type Logger } from '@workauto/logger';
+import { startTelemetry } from '@workauto/telemetry';
+import type { RunningService, ServiceConfig } from './service.js';
+
+type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
+
+/** Runs a process: validated env, telemetry, logger, start; stops on SIGTERM/SIGINT. Exits 1 when the start fails. */
+export async function runProcess<S extends z.ZodRawShape>(opts: {
+  name: string;
+  env: S;
+  start(env: Env<S>, logger: Logger): Promise<{ stop(): Promise<void> }>;
+}): Promise<void> {
+  let env: Env<S>;
+  try {
+    env = loadConfig(opts.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    console.error(`${opts.name}: ${err.message}`);
+    process.exit(1);
+  }
+  const stopTelemetry = startTelemetry(opts.name);
+  const logger = createLogger(opts.name, (env as { LOG_LEVEL?: string }).LOG_LEVEL as Parameters<typeof createLogger>[1]);
+  const { installShutdownSignals } = await import('@workauto/grpc');
+  let running: { stop(): Promise<void> };
+  try {
+    running = await opts.start(env, logger);
+  } catch (err) {
+    logger.fatal({ err }, `${opts.name} did not start`);
+    await stopTelemetry().catch(() => undefined);
+    process.exit(1);
+  }
+  installShutdownSignals(logger, async () => {
+    await running.stop();
+    await stopTelemetry();
+  });
+}
+
+/** The variables every gRPC service reads (the one place to add a shared one). */
+export function serviceEnv(grpcPort: number) {
+  return {
+    DATABASE_URL: vars.url(),
+    GRPC_HOST: z.string().default('0.0.0.0'),
+    GRPC_PORT: vars.port(grpcPort),
+    LOG_LEVEL: vars.logLevel(),
+    ...kafkaVars,
+  };
+}
+
+type ServiceEnv = Env<ReturnType<typeof serviceEnv>>;
+
+/**
+ * main.ts of a gRPC service: the shared variables plus its own (`env`), the Kafka transport, and
+ * `start(config, env, logger)` — which imports the service's app.ts dynamically and calls its
+ * create…Service(config, logger) with `config` (the shared ServiceConfig) and its own settings.
+ */
+export async function runService<S extends z.ZodRawShape = {}>(opts: {
+  name: string;
+  grpcPort: number;
+  env?: S;
+  start(config: ServiceConfig, env: ServiceEnv & Env<S>, logger: Logger): Promise<RunningService>;
+}): Promise<void> {
+  const shape = { ...serviceEnv(opts.grpcPort), ...(opts.env ?? ({} as S)) };
+  await runProcess({
+    name: opts.name,
+    env: shape,
+    async start(env, logger) {
+      const all = env as unknown as ServiceEnv & Env<S>;
+      const { createTransport } = await import('@workauto/events');
+      const transport = createTransport({
+        brokers: all.KAFKA_BROKERS, clientId: opts.name, logger,
+        partitions: all.KAFKA_TOPIC_PARTITIONS, replicationFactor: all.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: all.KAFKA_TOPIC_RETENTION_MS,
+      });
+      try {
+        const service = await opts.start({ databaseUrl: all.DATABASE_URL, host: all.GRPC_HOST, port: all.GRPC_PORT, transport }, all, logger);
+        return {
+          async stop() {
+            await service.stop();
+            await transport.close();
+          },
+        };
+      } catch (err) {
+        await transport.close().catch(() => undefined);
+        throw err;
+      }
+    },
+  });
+}

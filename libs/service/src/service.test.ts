@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
+import { service as healthService } from 'grpc-health-check';
+import pg from 'pg';
+import { databaseUrlFor } from '@workauto/db';
+import { createLogger, setLogTarget } from '@workauto/logger';
+import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { captureLogs, eventually, freePort, testDatabase } from '@workauto/testing';
+import type { Handlers } from '@workauto/grpc';
+import { HEALTH, startService, type RunningService, type ServiceConfig, type ServiceSpec, type Worker } from './index.js';
+
+if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_c, _e, done) => done() }));
+const logger = createLogger('service-test', 'info');
+
+const GRPC_SERVICE = 'workauto.notes_tasks.v1.NotesTasksService';
+const migrations = mkdtempSync(join(tmpdir(), 'service-test-migrations-'));
+writeFileSync(join(migrations, '0001_things.sql'), 'CREATE TABLE things (id int PRIMARY KEY);');
+
+/** A service with the shared start-up and no handlers of its own (none are called here). */
+function spec(extra: Partial<ServiceSpec<typeof NotesTasksServiceService>> = {}): ServiceSpec<typeof NotesTasksServiceService> {
+  return {
+    name: 'kit-test',
+    errorDomain: 'test.workauto',
+    protoFile: 'workauto/notes_tasks/v1/notes_tasks.proto',
+    grpcService: GRPC_SERVICE,
+    definition: NotesTasksServiceService,
+    migrations,
+    handlers: () => ({}) as Handlers<typeof NotesTasksServiceService>,
+    ...extra,
+  };
+}
+
+const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
+type Check = (req: { service: string }, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void) => void;
+
+/** The gRPC health status of `name`, as Kubernetes' grpc probe asks it. */
+function health(port: number, name: string): Promise<string> {
+  const client = new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  return new Promise<string>((resolve) => {
+    (client as unknown as { check: Check }).check({ service: name }, { deadline: Date.now() + 2_000 }, (err, res) => {
+      client.close();
+      resolve(err ? `error: ${err.message}` : (res?.status ?? 'none'));
+    });
+  });
+}
+
+describe('@workauto/service: the start-up every service shares', () => {
+  let admin: pg.Client;
+  const running: RunningService[] = [];
+  const start = async (s: ServiceSpec<typeof NotesTasksServiceService>, config: Partial<ServiceConfig> & { databaseUrl: string }) => {
+    const svc = await startService(s, { host: '127.0.0.1', port: 0, healthCheckMs: 100, ...config }, logger);
+    running.push(svc);
+    return svc;
+  };
+  const allowConnections = async (databaseUrl: string, allow: boolean) => {
+    const name = new URL(databaseUrl).pathname.slice(1);
+    await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS ${allow}`);
+    if (!allow) await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+  };
+  const connectionsOf = async (applicationName: string) =>
+    (await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [applicationName])).rows[0].n as number;
+
+  before(async () => {
+    admin = new pg.Client({ connectionString: databaseUrlFor(process.env.TEST_DATABASE_URL!, 'postgres') });
+    await admin.connect();
+  });
+  after(async () => {
+    for (const s of running) await s.stop().catch(() => undefined);
+    await admin.end();
+  });
+
+  it('reports liveness and readiness; readiness follows the database while liveness stays SERVING', async () => {
+    const databaseUrl = await testDatabase('svc_health');
+    const svc = await start(spec(), { databaseUrl });
+    assert.equal(await health(svc.port, HEALTH.liveness), 'SERVING');
+    assert.equal(await health(svc.port, HEALTH.readiness), 'SERVING');
+    assert.equal(await health(svc.port, GRPC_SERVICE), 'SERVING');
+    await allowConnections(databaseUrl, false);
+    try {
+      await eventually('readiness NOT_SERVING', async () => (await health(svc.port, '')) === 'NOT_SERVING');
+      assert.equal(await health(svc.port, GRPC_SERVICE), 'NOT_SERVING');
+      assert.equal(await health(svc.port, HEALTH.liveness), 'SERVING', 'a database outage must not restart the process');
+    } finally {
+      await allowConnections(databaseUrl, true);
+    }
+    await eventually('readiness SERVING again', async () => (await health(svc.port, '')) === 'SERVING');
+    await svc.stop();
+  });
+
+  it('waits for an unreachable database at start, saying what it waits for, and serves once it answers', async () => {
+    const databaseUrl = await testDatabase('svc_wait');
+    await allowConnections(databaseUrl, false);
+    const logs = captureLogs();
+    let started: RunningService | undefined;
+    const starting = start(spec(), { databaseUrl }).then((s) => (started = s));
+    try {
+      await eventually('a log line says it waits', () => logs.text().includes('waiting for the database'), 10_000);
+      await sleep(1_000);
+      assert.equal(started, undefined, 'still waiting, not failed');
+      const line = logs.lines.find((l) => l.includes('waiting for the database'))!;
+      assert.match(line, new RegExp(new URL(databaseUrl).pathname.slice(1)), 'names the database');
+      assert.doesNotMatch(line, /postgres:postgres@/, 'never the credentials');
+    } finally {
+      await allowConnections(databaseUrl, true);
+      logs.stop();
+    }
+    const svc = await starting;
+    assert.equal(await health(svc.port, ''), 'SERVING');
+    await svc.stop();
+  });
+
+  it('starts workers once serving and stops them before the server and the pool', async () => {
+    const databaseUrl = await testDatabase('svc_order');
+    const events: string[] = [];
+    const port = await freePort();
+    const worker: Worker = {
+      name: 'recorder',
+      async run({ signal, beat }) {
+        events.push(`started, readiness ${await health(port, '')}`);
+        while (!signal.aborted) {
+          beat();
+          await sleep(20);
+        }
+        // In-flight work finishing after the signal still has the database and the server.
+        await sleep(200);
+        events.push(`finishing, readiness ${await health(port, '')}`);
+        events.push(`database answers ${(await deps.pool.query('SELECT 1 AS ok')).rows[0].ok}`);
+      },
+    };
+    let deps!: Parameters<NonNullable<ServiceSpec<typeof NotesTasksServiceService>['workers']>>[0];
+    const svc = await start(spec({ workers: (d) => ((deps = d), [worker]) }), { databaseUrl, port });
+    await eventually('worker started', () => events.length > 0);
+    await svc.stop();
+    assert.deepEqual(events, ['started, readiness SERVING', 'finishing, readiness SERVING', 'database answers 1']);
+    assert.equal(deps.pool.ending, true, 'the pool closed after the workers');
+    assert.match(await health(port, ''), /^error/, 'the server is closed');
+  });
+
+  it('closes what it opened when the start fails half-way', async () => {
+    const databaseUrl = await testDatabase('svc_fail');
+    const port = await freePort();
+    const failing = spec({
+      name: 'kit-test-failing',
+      // Built last: by then the pool, the relay and the listening server are open.
+      workers: () => {
+        throw new Error('a worker could not be built');
+      },
+    });
+    await assert.rejects(start(failing, { databaseUrl, port }), /a worker could not be built/);
+    await eventually('no database connection left open', async () => (await connectionsOf('kit-test-failing')) === 0, 5_000);
+    const refused = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.on('connect', () => (socket.destroy(), resolve(false)));
+      socket.on('error', () => resolve(true));
+    });
+    assert.ok(refused, 'the gRPC port is closed again');
+  });
+
+  it('restarts a crashed worker loop, and turns liveness NOT_SERVING while a loop is stuck', async () => {
+    const databaseUrl = await testDatabase('svc_workers');
+    let crashes = 0;
+    let runs = 0;
+    let stall = false;
+    const crashing: Worker = {
+      name: 'crashing',
+      async run({ signal, beat }) {
+        runs++;
+        if (crashes++ === 0) throw new Error('first run fails');
+        while (!signal.aborted) {
+          beat();
+          await sleep(20);
+        }
+      },
+    };
+    const stalling: Worker = {
+      name: 'stalling',
+      async run({ signal, beat }) {
+        while (!signal.aborted) {
+          if (!stall) beat();
+          await sleep(20);
+        }
+      },
+    };
+    const svc = await start(spec({ workers: () => [crashing, stalling] }), { databaseUrl, workerStuckAfterMs: 300 });
+    await eventually('the crashed loop ran again', () => runs === 2, 5_000);
+    assert.equal(await health(svc.port, HEALTH.liveness), 'SERVING');
+    stall = true;
+    await eventually('liveness NOT_SERVING while stuck', async () => (await health(svc.port, HEALTH.liveness)) === 'NOT_SERVING', 5_000);
+    assert.equal(await health(svc.port, ''), 'SERVING', 'readiness is about the database');
+    stall = false;
+    await eventually('liveness SERVING once it beats again', async () => (await health(svc.port, HEALTH.liveness)) === 'SERVING', 5_000);
+    await svc.stop();
+  });
+});
