@@ -8,17 +8,25 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
+import { Downstream } from '@workauto/grpc';
 import { freePort } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Start order; stopped in reverse (the gateway first). */
 const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'gateway'] as const;
+export type ServiceName = (typeof SERVICES)[number];
 
 export interface ServiceProcesses {
   /** http://127.0.0.1:<port> of the gateway. */
   url: string;
   /** Each process and what it printed (for failure messages). */
   children: Map<string, { proc: ChildProcess; output: string[] }>;
+  /** host:port of each gRPC service. */
+  grpcAddresses: Record<Exclude<ServiceName, 'gateway'>, string>;
+  /** Resolves once every service reports readiness SERVING and the gateway answers; rejects if a process exits. */
+  ready(timeoutMs?: number): Promise<void>;
+  /** What every process printed, for assertion messages. */
+  output(): string;
   /** SIGTERM each, gateway first; resolves to the exit codes by service. */
   stop(): Promise<Record<string, number | null>>;
 }
@@ -30,17 +38,25 @@ export async function startServiceProcesses(opts: {
   encryptionKeys: string;
   kafkaBrokers?: string | undefined;
   env?: Record<string, string>;
+  /** DATABASE_URL of a service whose database lives elsewhere (e.g. on a server a test stops); made by the caller. */
+  databaseUrls?: Partial<Record<ServiceName, string>>;
+  /** Return at once instead of waiting for ready() (a start while a database is down). */
+  noWait?: boolean;
 }): Promise<ServiceProcesses> {
-  const db = (s: string) => ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${s}`);
+  const db = async (service: ServiceName, database: string) =>
+    opts.databaseUrls?.[service] ?? ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${database}`);
   const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), gateway: await freePort() };
+  const grpcAddresses = {
+    identity: `127.0.0.1:${ports.identity}`, 'notes-tasks': `127.0.0.1:${ports['notes-tasks']}`, 'crm-pipelines': `127.0.0.1:${ports['crm-pipelines']}`,
+  };
   const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1' };
   const envs: Record<(typeof SERVICES)[number], Record<string, string>> = {
-    identity: { ...grpc, DATABASE_URL: await db('identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
-    'notes-tasks': { ...grpc, DATABASE_URL: await db('notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
-    'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
+    identity: { ...grpc, DATABASE_URL: await db('identity', 'identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
+    'notes-tasks': { ...grpc, DATABASE_URL: await db('notes-tasks', 'notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
+    'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm-pipelines', 'crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
     gateway: {
-      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway),
-      IDENTITY_ADDR: `127.0.0.1:${ports.identity}`, NOTES_TASKS_ADDR: `127.0.0.1:${ports['notes-tasks']}`, CRM_PIPELINES_ADDR: `127.0.0.1:${ports['crm-pipelines']}`,
+      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway),
+      IDENTITY_ADDR: grpcAddresses.identity, NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'],
     },
   };
   const children = new Map<string, { proc: ChildProcess; output: string[] }>();
@@ -57,19 +73,30 @@ export async function startServiceProcesses(opts: {
   }
   const url = `http://127.0.0.1:${ports.gateway}`;
   const kill = () => { for (const { proc } of children.values()) if (proc.exitCode === null) proc.kill('SIGKILL'); };
-  // Ready = the gateway's readiness, which asks every downstream's gRPC health service.
-  for (let i = 0; ; i++) {
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
-    const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
-    if (dead || i >= 600) {
-      kill();
-      throw new Error(dead ? `${dead[0]} exited during start-up:\n${dead[1].output.join('')}` : 'the services were not ready within 60 s');
+  const output = () => [...children].map(([n, c]) => `${n}:\n${c.output.join('')}`).join('\n');
+  // Ready = every service's gRPC readiness ('') and the gateway's liveness (its /readyz is about the gateway).
+  const ready = async (timeoutMs = 60_000) => {
+    const health = Object.entries(grpcAddresses).map(([name, addr]) => new Downstream(name, addr));
+    try {
+      for (const end = Date.now() + timeoutMs; ;) {
+        const serving = await Promise.all(health.map((d) => d.isServing()));
+        if (serving.every(Boolean) && (await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) return;
+        const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
+        if (dead) throw new Error(`${dead[0]} exited during start-up:\n${dead[1].output.join('')}`);
+        if (Date.now() > end) throw new Error(`the services were not ready within ${timeoutMs} ms:\n${output()}`);
+        await sleep(100);
+      }
+    } finally {
+      for (const d of health) d.close();
     }
-    await sleep(100);
-  }
+  };
+  if (!opts.noWait) await ready().catch((err: unknown) => (kill(), Promise.reject(err)));
   return {
     url,
     children,
+    grpcAddresses,
+    ready,
+    output,
     async stop() {
       const codes: Record<string, number | null> = {};
       for (const name of [...SERVICES].reverse()) {

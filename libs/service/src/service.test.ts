@@ -6,13 +6,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import * as grpc from '@grpc/grpc-js';
-import { service as healthService } from 'grpc-health-check';
 import pg from 'pg';
 import { databaseUrlFor } from '@workauto/db';
 import { createLogger, setLogTarget } from '@workauto/logger';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { captureLogs, eventually, freePort, testDatabase } from '@workauto/testing';
+import { captureLogs, eventually, freePort, healthStatus, testDatabase } from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
 import { HEALTH, startService, type RunningService, type ServiceConfig, type ServiceSpec, type Worker } from './index.js';
 
@@ -37,19 +35,8 @@ function spec(extra: Partial<ServiceSpec<typeof NotesTasksServiceService>> = {})
   };
 }
 
-const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
-type Check = (req: { service: string }, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void) => void;
-
-/** The gRPC health status of `name`, as Kubernetes' grpc probe asks it. */
-function health(port: number, name: string): Promise<string> {
-  const client = new HealthClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
-  return new Promise<string>((resolve) => {
-    (client as unknown as { check: Check }).check({ service: name }, { deadline: Date.now() + 2_000 }, (err, res) => {
-      client.close();
-      resolve(err ? `error: ${err.message}` : (res?.status ?? 'none'));
-    });
-  });
-}
+/** The gRPC health status of `name` on loopback. */
+const health = (port: number, name: string) => healthStatus(`127.0.0.1:${port}`, name);
 
 describe('@workauto/service: the start-up every service shares', () => {
   let admin: pg.Client;

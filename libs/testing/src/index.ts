@@ -1,5 +1,5 @@
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgresHandle } from './postgres.js';
 export { testDatabase } from './database.js';
 export { captureLogs } from './logs.js';
-export { callAs, failure } from './grpc.js';
+export { callAs, failure, healthStatus } from './grpc.js';
 export { eventually } from './eventually.js';
