@@ -13,9 +13,9 @@ const logger = createLogger('jobs-test', process.env.LOG_LEVEL ?? 'silent');
 
 const started: { stop(): Promise<void> }[] = [];
 /** A worker running as a replica would: until stop(), with its grace period (stopped after the tests at the latest). */
-function run<P>(worker: JobWorker<P>, graceMs = 2_000) {
+function run<P>(worker: JobWorker<P>, graceMs = 2_000, beat: () => void = () => undefined) {
   const controller = new AbortController();
-  const done = worker.run({ signal: controller.signal, graceMs, beat: () => undefined });
+  const done = worker.run({ signal: controller.signal, graceMs, beat });
   const handle = { stop: async () => { controller.abort(); await done; } };
   started.push(handle);
   return handle;
@@ -104,6 +104,19 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await Promise.all([a.stop(), b.stop()]);
     assert.equal(runs, 1);
     assert.equal((await queue.status(pool, id))?.attempts, 1);
+  });
+
+  it('keeps beating while every slot is busy with a long attempt (so the service does not think it stuck)', async () => {
+    const queue = newQueue();
+    const id = await queue.enqueue(pool, { i: 1 });
+    let beats = 0;
+    const worker = queue.worker(replicaPool(), { logger, concurrency: 1, pollMs: 10, handle: () => sleep(2_500) });
+    const r = run(worker, 2_000, () => beats++);
+    await eventually('claimed', () => worker.running === 1);
+    const before = beats;
+    await eventually('succeeded', async () => (await queue.status(pool, id))?.state === 'succeeded', 5_000);
+    await r.stop();
+    assert.ok(beats - before >= 2, `beat ${beats - before} times during a 2.5 s attempt`);
   });
 
   it('runs at most maxPerKey jobs of one key at once across replicas, while other keys proceed', async () => {

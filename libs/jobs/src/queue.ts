@@ -213,9 +213,12 @@ export class JobWorker<P> {
     }
   }
 
+  /** Resolves when an attempt ends, on abort, or after a second (so the loop beats while every slot is busy). */
   private nextSlot(signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
+      const timer = setTimeout(() => done(), 1_000);
       const done = () => {
+        clearTimeout(timer);
         signal.removeEventListener('abort', done);
         this.slotFreed = undefined;
         resolve();

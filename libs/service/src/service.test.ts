@@ -12,7 +12,8 @@ import { createLogger, setLogTarget } from '@workauto/logger';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { captureLogs, eventually, freePort, healthStatus, testDatabase } from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
-import { HEALTH, startService, type RunningService, type ServiceConfig, type ServiceSpec, type Worker } from './index.js';
+import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
+import { HEALTH, startService, type RunningService, type ServiceConfig, type ServiceSpec, type Worker, type WorkerDeps } from './index.js';
 
 if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_c, _e, done) => done() }));
 const logger = createLogger('service-test', 'info');
@@ -121,13 +122,36 @@ describe('@workauto/service: the start-up every service shares', () => {
         events.push(`database answers ${(await deps.pool.query('SELECT 1 AS ok')).rows[0].ok}`);
       },
     };
-    let deps!: Parameters<NonNullable<ServiceSpec<typeof NotesTasksServiceService>['workers']>>[0];
+    let deps!: WorkerDeps;
     const svc = await start(spec({ workers: (d) => ((deps = d), [worker]) }), { databaseUrl, port });
     await eventually('worker started', () => events.length > 0);
     await svc.stop();
     assert.deepEqual(events, ['started, readiness SERVING', 'finishing, readiness SERVING', 'database answers 1']);
     assert.equal(deps.pool.ending, true, 'the pool closed after the workers');
     assert.match(await health(port, ''), /^error/, 'the server is closed');
+  });
+
+  it('runs a job queue worker as a service worker: a job running at shutdown finishes and is recorded before the pool closes', async () => {
+    const databaseUrl = await testDatabase('svc_jobs');
+    const queue = new JobQueue<{ ms: number }>('kit-test');
+    let deps!: WorkerDeps;
+    const svc = await start(
+      spec({
+        migrations: [migrations, JOBS_MIGRATIONS],
+        workers: (d) => ((deps = d), [queue.worker(d.pool, { logger: d.logger, pollMs: 10, handle: (job) => sleep(job.payload.ms) })]),
+      }),
+      { databaseUrl, workerGraceMs: 2_000 },
+    );
+    const id = await queue.enqueue(deps.pool, { ms: 500 });
+    await eventually('running', async () => (await queue.status(deps.pool, id))?.state === 'running');
+    await svc.stop();
+    const check = new pg.Client({ connectionString: databaseUrl });
+    await check.connect();
+    try {
+      assert.equal((await queue.status(check, id))?.state, 'succeeded');
+    } finally {
+      await check.end();
+    }
   });
 
   it('closes what it opened when the start fails half-way', async () => {
