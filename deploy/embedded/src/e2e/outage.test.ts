@@ -105,7 +105,8 @@ describe('database outages with every service in its own process', { skip: proce
     const notes = await call(cluster, 'GET', '/notes', key);
     assert.deepEqual(notes.body.data.map((n: { title: string }) => n.title), ['before the outage']);
     assert.equal((await call(cluster, 'POST', '/notes', key, { title: 'after the outage' })).status, 201);
-    assert.equal(await healthStatus(notesAddress, ''), 'SERVING');
+    // Readiness follows at its next database ping (every 5 s).
+    await eventually('notes-tasks readiness SERVING again', async () => (await healthStatus(notesAddress, '')) === 'SERVING', 15_000, 200);
     assert.deepEqual(exited(cluster), [], cluster.output());
     assert.deepEqual(await cluster.stop(), { gateway: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
   });
