@@ -30,7 +30,14 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   const stopTelemetry = startTelemetry(opts.name);
   const logger = createLogger(opts.name, (env as { LOG_LEVEL?: string }).LOG_LEVEL as Parameters<typeof createLogger>[1]);
   const { installShutdownSignals } = await import('@workauto/grpc');
-  let running: { stop(): Promise<void> };
+  let running: { stop(): Promise<void> } | undefined;
+  // Installed before the start, which may wait long for a database: a SIGTERM then exits 0 at once
+  // (nothing serves yet; a migration cut short rolls back).
+  installShutdownSignals(logger, async () => {
+    if (running) await running.stop();
+    else logger.info('stopped before the start completed');
+    await stopTelemetry();
+  });
   try {
     running = await opts.start(env, logger);
   } catch (err) {
@@ -38,10 +45,6 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
     await stopTelemetry().catch(() => undefined);
     process.exit(1);
   }
-  installShutdownSignals(logger, async () => {
-    await running.stop();
-    await stopTelemetry();
-  });
 }
 
 /** The variables every gRPC service reads (the one place to add a shared one). */

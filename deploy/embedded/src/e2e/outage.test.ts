@@ -6,10 +6,13 @@
  * on the gateway's /readyz.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Keyring, generateToken } from '@workauto/crypto';
@@ -133,5 +136,29 @@ describe('database outages with every service in its own process', { skip: proce
     await cluster.ready(60_000);
     assert.equal((await call(cluster, 'POST', '/notes', key, { title: 'first' })).status, 201);
     assert.deepEqual(await cluster.stop(), { gateway: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
+  });
+
+  it('a service process waiting for its database exits 0 on SIGTERM at once; bad configuration exits 1 naming the variable', async () => {
+    const main = fileURLToPath(new URL('../../../../services/notes-tasks/dist/main.js', import.meta.url));
+    const closedPort = await freePort();
+    const spawnMain = (env: Record<string, string>) => {
+      const proc = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+      proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+      return { proc, output: () => output, exit: once(proc, 'exit') as Promise<[number | null, string | null]> };
+    };
+    const waiting = spawnMain({ DATABASE_URL: `postgres://postgres:postgres@127.0.0.1:${closedPort}/notes`, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, GRPC_PORT: '0' });
+    await eventually('it waits for the database', () => waiting.output().includes('waiting for the database'), 15_000, 100);
+    const signalled = Date.now();
+    waiting.proc.kill('SIGTERM');
+    const [code] = await waiting.exit;
+    assert.equal(code, 0, waiting.output());
+    assert.ok(Date.now() - signalled < 3_000, 'at once');
+
+    const misconfigured = spawnMain({ KAFKA_BROKERS: process.env.KAFKA_BROKERS! });
+    const [badCode] = await misconfigured.exit;
+    assert.equal(badCode, 1);
+    assert.match(misconfigured.output(), /DATABASE_URL/);
   });
 });
