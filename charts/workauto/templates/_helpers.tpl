@@ -17,6 +17,10 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
   value: {{ .Values.kafka.topicReplicationFactor | quote }}
 - name: KAFKA_TOPIC_RETENTION_MS
   value: {{ .Values.kafka.topicRetentionMs | quote }}
+{{- if .Values.kafka.namespace }}
+- name: KAFKA_NAMESPACE
+  value: {{ .Values.kafka.namespace | quote }}
+{{- end }}
 {{- if .Values.otelEndpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ .Values.otelEndpoint | quote }}

@@ -63,7 +63,12 @@ export async function startServiceProcesses(opts: {
   for (const name of SERVICES) {
     const proc = spawn(process.execPath, [`services/${name}/dist/main.js`], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...(opts.kafkaBrokers ? { KAFKA_BROKERS: opts.kafkaBrokers } : {}), ...envs[name], ...opts.env },
+      env: {
+        PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn',
+        // Topics and consumer groups of this cluster only: clusters of tests running side by side share the broker.
+        ...(opts.kafkaBrokers ? { KAFKA_BROKERS: opts.kafkaBrokers, KAFKA_NAMESPACE: `${opts.databasePrefix}.` } : {}),
+        ...envs[name], ...opts.env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];

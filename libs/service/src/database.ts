@@ -22,29 +22,43 @@ export interface WaitOptions {
 }
 
 /**
- * Runs step until it succeeds, retrying with backoff while it fails because the database cannot be
- * reached (isDatabaseUnavailable), and logging what it waits for. Any other error is thrown at once.
- * A service starting before its database (a cluster coming up, an outage) waits instead of exiting.
+ * Runs step until it succeeds, retrying with backoff while isTransient(error), and logging what it
+ * waits for (`what`, e.g. the database's host:port/name). Any other error is thrown at once.
  */
-export async function untilDatabaseAnswers<T>(databaseUrl: string, logger: Logger, step: () => Promise<T>, options: WaitOptions = {}): Promise<T> {
+export async function untilAvailable<T>(
+  what: { dependency: string; where: string; hint: string },
+  logger: Logger,
+  step: () => Promise<T>,
+  isTransient: (err: unknown) => boolean,
+  options: WaitOptions = {},
+): Promise<T> {
   const started = Date.now();
   let delay = options.firstDelayMs ?? 250;
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await step();
-      if (attempt > 1) logger.info({ database: describeDatabase(databaseUrl), waited_ms: Date.now() - started }, 'database reachable; starting');
+      if (attempt > 1) logger.info({ [what.dependency]: what.where, waited_ms: Date.now() - started }, `${what.dependency} reachable; starting`);
       return result;
     } catch (err) {
-      if (!isDatabaseUnavailable(err)) throw err;
+      if (!isTransient(err)) throw err;
       if (options.timeoutMs !== undefined && Date.now() - started + delay > options.timeoutMs) throw err;
       logger.warn(
-        { database: describeDatabase(databaseUrl), attempt, retry_in_ms: delay, reason: (err as Error).message },
-        'waiting for the database before serving (check DATABASE_URL and that the server is up)',
+        { [what.dependency]: what.where, attempt, retry_in_ms: delay, reason: (err as Error).message },
+        `waiting for the ${what.dependency} before serving (${what.hint})`,
       );
       await sleep(delay, undefined, options.signal ? { signal: options.signal } : {});
       delay = Math.min(delay * 2, options.maxDelayMs ?? 5_000);
     }
   }
+}
+
+/**
+ * untilAvailable for the database: retries while it cannot be reached (isDatabaseUnavailable). A
+ * service starting before its database (a cluster coming up, an outage) waits instead of exiting.
+ */
+export function untilDatabaseAnswers<T>(databaseUrl: string, logger: Logger, step: () => Promise<T>, options: WaitOptions = {}): Promise<T> {
+  const what = { dependency: 'database', where: describeDatabase(databaseUrl), hint: 'check DATABASE_URL and that the server is up' };
+  return untilAvailable(what, logger, step, isDatabaseUnavailable, options);
 }
 
 /** Returns once the database answers `SELECT 1` (see untilDatabaseAnswers). */

@@ -55,6 +55,8 @@ export function serviceEnv(grpcPort: number) {
     GRPC_PORT: vars.port(grpcPort),
     LOG_LEVEL: vars.logLevel(),
     ...kafkaVars,
+    /** Prefix of the topics and consumer groups: several deployments (or test clusters) on one Kafka. */
+    KAFKA_NAMESPACE: z.string().regex(/^[a-z0-9_.-]*$/, 'lowercase letters, digits, "_", "." and "-" only').default(''),
   };
 }
 
@@ -81,6 +83,7 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
       const transport = createTransport({
         brokers: all.KAFKA_BROKERS, clientId: opts.name, logger,
         partitions: all.KAFKA_TOPIC_PARTITIONS, replicationFactor: all.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: all.KAFKA_TOPIC_RETENTION_MS,
+        namespace: all.KAFKA_NAMESPACE,
       });
       try {
         const service = await opts.start({ databaseUrl: all.DATABASE_URL, host: all.GRPC_HOST, port: all.GRPC_PORT, transport }, all, logger);

@@ -9,7 +9,7 @@ import { createPool, runMigrations, type Pool } from '@workauto/db';
 import { LocalTransport, OUTBOX_MIGRATIONS, OutboxRelay, type EventTransport, type Subscription } from '@workauto/events';
 import { GrpcServer, Resources, type Handlers, type UnaryServiceDefinition } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
-import { untilDatabaseAnswers, watchDatabase, type WaitOptions } from './database.js';
+import { untilAvailable, untilDatabaseAnswers, watchDatabase, type WaitOptions } from './database.js';
 import { WorkerSupervisor, type Worker } from './workers.js';
 
 /**
@@ -28,7 +28,7 @@ export interface ServiceConfig {
   transport?: EventTransport;
   /** How often the database is pinged for the readiness status (default 5 s). */
   healthCheckMs?: number;
-  /** How long the start waits for an unreachable database (default: until it answers). */
+  /** How long the start waits for an unreachable database or event broker (default: until they answer). */
   databaseWait?: WaitOptions;
   /** Workers: grace for in-flight work on shutdown (10 s) and silence after which a loop is stuck (60 s). */
   workerGraceMs?: number;
@@ -81,7 +81,16 @@ export async function startService<S extends UnaryServiceDefinition>(spec: Servi
     server.add(spec.grpcService, spec.definition, spec.handlers(pool));
     const transport = config.transport ?? new LocalTransport();
     for (const consumer of (await spec.consumers?.(pool, transport)) ?? []) resources.add(consumer, (c) => c.stop());
-    resources.add(await OutboxRelay.start({ pool, transport, source: spec.name, logger }), (r) => r.stop());
+    // Creating the topics needs Kafka: wait for it too. Every failure counts as transient (kafkajs
+    // reports a broker that stays away as non-retriable); the log line says why it still waits.
+    const relay = await untilAvailable(
+      { dependency: 'event broker', where: 'KAFKA_BROKERS', hint: 'check that Kafka is reachable' },
+      logger,
+      () => OutboxRelay.start({ pool, transport, source: spec.name, logger }),
+      () => true,
+      config.databaseWait,
+    );
+    resources.add(relay, (r) => r.stop());
     resources.add(server, (s) => s.shutdown());
     const port = await server.listen(config.host, config.port);
     server.setHealth(HEALTH.liveness, 'SERVING');
