@@ -13,22 +13,28 @@ import type { RunningService, ServiceConfig } from './service.js';
 
 type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
 
-/** Runs a process: validated env, telemetry, logger, start; stops on SIGTERM/SIGINT. Exits 1 when the start fails. */
+const processEnv = { LOG_LEVEL: vars.logLevel() };
+type ProcessEnv = Env<typeof processEnv>;
+
+/**
+ * Runs a process: validated env (its own variables and LOG_LEVEL), telemetry, logger, start; stops
+ * on SIGTERM/SIGINT. Exits 1 when the configuration is invalid or the start fails.
+ */
 export async function runProcess<S extends z.ZodRawShape>(opts: {
   name: string;
   env: S;
-  start(env: Env<S>, logger: Logger): Promise<{ stop(): Promise<void> }>;
+  start(env: ProcessEnv & Env<S>, logger: Logger): Promise<{ stop(): Promise<void> }>;
 }): Promise<void> {
-  let env: Env<S>;
+  let env: ProcessEnv & Env<S>;
   try {
-    env = loadConfig(opts.env);
+    env = loadConfig({ ...processEnv, ...opts.env }) as ProcessEnv & Env<S>;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     console.error(`${opts.name}: ${err.message}`);
     process.exit(1);
   }
   const stopTelemetry = startTelemetry(opts.name);
-  const logger = createLogger(opts.name, (env as { LOG_LEVEL?: string }).LOG_LEVEL as Parameters<typeof createLogger>[1]);
+  const logger = createLogger(opts.name, env.LOG_LEVEL);
   const { installShutdownSignals } = await import('@workauto/grpc');
   let running: { stop(): Promise<void> } | undefined;
   // Installed before the start, which may wait long for a database: a SIGTERM then exits 0 at once
@@ -53,7 +59,6 @@ export function serviceEnv(grpcPort: number) {
     DATABASE_URL: vars.url(),
     GRPC_HOST: z.string().default('0.0.0.0'),
     GRPC_PORT: vars.port(grpcPort),
-    LOG_LEVEL: vars.logLevel(),
     ...kafkaVars,
     /** Prefix of the topics and consumer groups: several deployments (or test clusters) on one Kafka. */
     KAFKA_NAMESPACE: z.string().regex(/^[a-z0-9_.-]*$/, 'lowercase letters, digits, "_", "." and "-" only').default(''),

@@ -22,7 +22,6 @@ await runProcess({
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
-    LOG_LEVEL: vars.logLevel(),
     ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
   },
   async start(config, logger) {
