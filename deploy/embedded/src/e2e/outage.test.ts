@@ -138,23 +138,28 @@ describe('database outages with every service in its own process', { skip: proce
     assert.deepEqual(await cluster.stop(), { gateway: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
   });
 
-  it('a service process waiting for its database exits 0 on SIGTERM at once; bad configuration exits 1 naming the variable', async () => {
-    const main = fileURLToPath(new URL('../../../../services/notes-tasks/dist/main.js', import.meta.url));
+  it('a process waiting for its database (a service, the gateway) exits 0 on SIGTERM at once; bad configuration exits 1 naming the variable', async () => {
     const closedPort = await freePort();
-    const spawnMain = (env: Record<string, string>) => {
+    const spawnMain = (env: Record<string, string>, service = 'notes-tasks') => {
+      const main = fileURLToPath(new URL(`../../../../services/${service}/dist/main.js`, import.meta.url));
       const proc = spawn(process.execPath, [main], { env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
       let output = '';
       proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
       proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
       return { proc, output: () => output, exit: once(proc, 'exit') as Promise<[number | null, string | null]> };
     };
-    const waiting = spawnMain({ DATABASE_URL: `postgres://postgres:postgres@127.0.0.1:${closedPort}/notes`, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, GRPC_PORT: '0' });
-    await eventually('it waits for the database', () => waiting.output().includes('waiting for the database'), 15_000, 100);
-    const signalled = Date.now();
-    waiting.proc.kill('SIGTERM');
-    const [code] = await waiting.exit;
-    assert.equal(code, 0, waiting.output());
-    assert.ok(Date.now() - signalled < 3_000, 'at once');
+    const databaseUrl = `postgres://postgres:postgres@127.0.0.1:${closedPort}/notes`;
+    for (const waiting of [
+      spawnMain({ DATABASE_URL: databaseUrl, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, GRPC_PORT: '0' }),
+      spawnMain({ DATABASE_URL: databaseUrl, ENCRYPTION_KEYS: Keyring.generateSpec(), PORT: '0', HOST: '127.0.0.1' }, 'gateway'),
+    ]) {
+      await eventually('it waits for the database', () => waiting.output().includes('waiting for the database'), 15_000, 100);
+      const signalled = Date.now();
+      waiting.proc.kill('SIGTERM');
+      const [code] = await waiting.exit;
+      assert.equal(code, 0, waiting.output());
+      assert.ok(Date.now() - signalled < 3_000, 'at once');
+    }
 
     const misconfigured = spawnMain({ KAFKA_BROKERS: process.env.KAFKA_BROKERS! });
     const [badCode] = await misconfigured.exit;
