@@ -7,6 +7,9 @@ import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { NO_ACCESS, effectiveAccess, type Role } from './domain/access.js';
 import { assertAccessWithin, assertNotOutranked, assertNotOwn, assertRoleWithin } from './domain/grants.js';
 import { failure, startIdentity } from './test-support.js';
+import { isProviderOutage } from './oauth.js';
+import * as client from 'openid-client';
+import { freePort } from '@workauto/testing';
 
 describe('role defaults (contract §4)', () => {
   it('gives members write on work domains, read on config domains, none on audit', () => {
@@ -17,6 +20,16 @@ describe('role defaults (contract §4)', () => {
     assert.equal(a.integrations, 'none');
     assert.equal(effectiveAccess('viewer', []).webhooks, 'none');
     assert.equal(effectiveAccess('viewer', [{ domain: 'webhooks', access_level: 'write' }]).webhooks, 'write');
+  });
+});
+
+describe('provider outages (OAuth)', () => {
+  it('tells an unreachable provider from a refusal', async () => {
+    const unreachable = await fetch(`http://127.0.0.1:${await freePort()}/token`).catch((err: unknown) => err);
+    assert.equal(isProviderOutage(unreachable), true);
+    assert.equal(isProviderOutage(new client.ClientError('unexpected HTTP response status code', { cause: new Response('', { status: 503 }) })), true);
+    assert.equal(isProviderOutage(new client.ClientError('unexpected HTTP response status code', { cause: new Response('', { status: 400 }) })), false);
+    assert.equal(isProviderOutage(Object.assign(new Error('invalid_grant'), { error: 'invalid_grant' })), false);
   });
 });
 
@@ -244,5 +257,18 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
     assert.equal((await failure(identity.client.call(S.updateMember, { id: victim.member!.id, name: 'renamed', role: MemberRole.MEMBER_ROLE_UNSPECIFIED }, stale2))).code, grpc.status.UNAUTHENTICATED);
     const unchanged = await identity.client.call(S.getMember, { id: victim.member!.id }, ctx());
     assert.notEqual(unchanged.name, 'renamed');
+  });
+
+  it('two admins revoking each other\'s key at once: one wins, the other is refused (401), never a 5xx', async () => {
+    const codes: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const [a, b] = await Promise.all(['a', 'b'].map(async (who) => identity.client.call(S.claimInvitation, { code: (await invite(`mutual-${who}${i}@invites.test`, { role: MemberRole.MEMBER_ROLE_ADMIN })).code! })));
+      const [asA, asB] = await Promise.all([identity.asKey(a!.api_key), identity.asKey(b!.api_key)]);
+      const keyOf = async (member: string) => (await identity.client.call(S.listApiKeys, { member_id: member }, ctx())).data[0]!.id;
+      const [keyA, keyB] = await Promise.all([keyOf(a!.member!.id), keyOf(b!.member!.id)]);
+      const results = await Promise.allSettled([identity.client.call(S.revokeApiKey, { id: keyB }, asA), identity.client.call(S.revokeApiKey, { id: keyA }, asB)]);
+      codes.push(...results.map((r) => (r.status === 'fulfilled' ? 0 : (r.reason as grpc.ServiceError).code)).sort());
+    }
+    assert.deepEqual(codes, Array.from({ length: 3 }, () => [0, grpc.status.UNAUTHENTICATED]).flat());
   });
 });

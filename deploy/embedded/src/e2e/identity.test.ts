@@ -268,6 +268,23 @@ describe('identity end to end', () => {
     assert.equal(replay.status, 400);
   });
 
+  it('stores nothing from an OAuth callback when the key that started the flow was revoked meanwhile', async () => {
+    const key = await stack.api('POST', '/api/v1/api-keys', { key: tenant.key, body: { name: 'oauth starter' } });
+    secrets.push(key.body.api_key);
+    const connection = randomUUID();
+    const start = await stack.api('POST', '/api/v1/oauth/fake/authorize', { key: key.body.api_key, body: { connection_id: connection, return_to: 'https://app.example.com/settings' } });
+    assert.equal(start.status, 200, JSON.stringify(start.body));
+    assert.equal((await stack.api('DELETE', `/api/v1/api-keys/${key.body.id}`, { key: tenant.key })).status, 200);
+    const consent = await fetch(start.body.authorize_url, { redirect: 'manual' });
+    const callback = await fetch(consent.headers.get('location')!, { redirect: 'manual' });
+    secrets.push(...idp.issued);
+    assert.equal(callback.status, 302);
+    const back = new URL(callback.headers.get('location')!);
+    assert.deepEqual([back.searchParams.get('status'), back.searchParams.get('error')], ['error', 'access_revoked']);
+    const stored = await stack.api('GET', '/api/v1/integration-keys/fake', { key: tenant.key });
+    assert.notEqual(stored.body?.metadata?.connection_id, connection);
+  });
+
   it('refuses unknown providers (404) and foreign return_to origins (400)', async () => {
     const unknown = await stack.api('POST', '/api/v1/oauth/nope/authorize', { key: tenant.key, body: { connection_id: randomUUID(), return_to: 'https://app.example.com/x' } });
     assert.equal(unknown.status, 404);

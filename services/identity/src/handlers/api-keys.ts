@@ -1,4 +1,4 @@
-import { withTransaction } from '@workauto/db';
+import { withRetriedTransaction, withTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -51,7 +51,9 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
 
     async revokeApiKey(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
-      return withTransaction(pool, async (tx) => {
+      // Retried: two members revoking each other's key at once deadlock (each holds its own key's
+      // share lock); the rerun sees its own key revoked and answers 401.
+      return withRetriedTransaction(pool, async (tx) => {
         const me = await caller(tx, ctx);
         const row = await apiKeys.findApiKey(tx, ctx.tenant, req.id);
         if (!row) throw errors.notFound('api_key', req.id);
