@@ -3,7 +3,7 @@
  * database of one service goes away for 90 s, or is not there yet when the service starts. No
  * process exits, liveness stays SERVING (so Kubernetes restarts nothing), the other services' routes
  * keep answering through the gateway, and the service recovers on its own. Asserts on routes, not
- * on the gateway's /readyz.
+ * on the gateway's /readyz. OUTAGE_TEST_MS shortens the outage while working on this file.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
