@@ -79,10 +79,13 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const child = spawn(process.execPath, [fixture, url, queue.name], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    await eventually('the replica started the attempt', () => out.includes(`started ${id}`));
     const killed = once(child, 'exit');
-    child.kill('SIGKILL');
-    await killed;
+    try {
+      await eventually('the replica started the attempt', () => out.includes(`started ${id}`));
+    } finally {
+      child.kill('SIGKILL');
+      await killed;
+    }
     assert.equal((await queue.status(pool, id))?.state, 'running', 'the dead replica still holds the lease');
 
     const attempts: number[] = [];
