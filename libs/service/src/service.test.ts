@@ -82,6 +82,33 @@ describe('@workauto/service: the start-up every service shares', () => {
     await svc.stop();
   });
 
+  it('survives a checked-out connection breaking while idle (a transaction awaiting Kafka during an outage)', async () => {
+    const databaseUrl = await testDatabase('svc_broken_client');
+    let held: { release(): void } | undefined;
+    const holder: Worker = {
+      name: 'holder',
+      async run({ signal, beat }) {
+        const client = await deps.pool.connect();
+        held = client;
+        await client.query('SELECT 1');
+        while (!signal.aborted) {
+          beat();
+          await sleep(20);
+        }
+      },
+    };
+    let deps!: WorkerDeps;
+    const svc = await start(spec({ workers: (d) => ((deps = d), [holder]) }), { databaseUrl });
+    await eventually('a connection is held', () => held !== undefined);
+    // Without a listener, the terminated connection's 'error' event would crash this test process.
+    await allowConnections(databaseUrl, false);
+    await allowConnections(databaseUrl, true);
+    await sleep(300);
+    held!.release();
+    await eventually('serving again', async () => (await health(svc.port, '')) === 'SERVING');
+    await svc.stop();
+  });
+
   it('waits for an unreachable database at start, saying what it waits for, and serves once it answers', async () => {
     const databaseUrl = await testDatabase('svc_wait');
     await allowConnections(databaseUrl, false);
