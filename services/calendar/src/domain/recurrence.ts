@@ -226,7 +226,7 @@ interface Prepared {
   /** All-day: length in days. */
   durationDays: number;
   rule: RRuleTemporal;
-  /** The same rule without exdates (COUNT counts excluded instances too, RFC 5545 §3.8.5.1). */
+  /** The same rule without exdates (COUNT counts excluded instances too: EXDATE is subtracted from the set the RRULE generates, RFC 5545 §3.8.5.3). */
   ruleWithoutExdates: () => RRuleTemporal;
 }
 
@@ -262,8 +262,9 @@ function guarded<T>(field: string, call: () => T): T {
   try {
     return call();
   } catch (err) {
-    if (err instanceof RecurrenceError) throw err;
-    const message = err instanceof Error ? err.message : String(err);
+    // rrule-temporal refuses with plain Errors (Temporal with RangeErrors); anything else is a bug.
+    if (err instanceof RecurrenceError || !(err instanceof Error) || (err.constructor !== Error && err.constructor !== RangeError)) throw err;
+    const { message } = err;
     if (/maximum iterations|candidate/i.test(message)) {
       throw new RecurrenceError(
         field,
@@ -414,10 +415,10 @@ export function nextOccurrence(event: Omit<Series, 'rrule'> & { rrule: string | 
 }
 
 /** The occurrence whose recurrence id (original start) is `recurrenceId`, or undefined. */
-function occurrenceOf(p: Prepared, recurrenceId: Date, rule: RRuleTemporal): Occurrence | undefined {
+function occurrenceOf(p: Prepared, recurrenceId: Date): Occurrence | undefined {
   if (!Number.isFinite(recurrenceId.getTime())) return undefined;
   const probe = p.isAllDay ? utcMidnight(localDate(recurrenceId, p.timezone)) : recurrenceId;
-  const found = guarded('recurrence_id', () => rule.next(probe, true));
+  const found = guarded('recurrence_id', () => p.rule.next(probe, true));
   if (!found) return undefined;
   const occurrence = occurrenceAt(p, found);
   return occurrence.recurrence_id.getTime() === recurrenceId.getTime() ? occurrence : undefined;
@@ -426,7 +427,7 @@ function occurrenceOf(p: Prepared, recurrenceId: Date, rule: RRuleTemporal): Occ
 /** Whether `recurrenceId` is the original start of an occurrence of the series (not an excluded one). */
 export function isOccurrence(series: Series, recurrenceId: Date): boolean {
   const p = prepare(series);
-  return occurrenceOf(p, recurrenceId, p.rule) !== undefined;
+  return occurrenceOf(p, recurrenceId) !== undefined;
 }
 
 /**
@@ -437,7 +438,7 @@ export function isOccurrence(series: Series, recurrenceId: Date): boolean {
  */
 export function splitSeries(series: Series, recurrenceId: Date): SeriesSplit {
   const p = prepare(series);
-  const occurrence = occurrenceOf(p, recurrenceId, p.rule);
+  const occurrence = occurrenceOf(p, recurrenceId);
   if (!occurrence) {
     throw new RecurrenceError('recurrence_id', 'NOT_AN_OCCURRENCE', 'is not the original start of an occurrence of this series: use the recurrence_id of a listed occurrence');
   }
