@@ -9,11 +9,33 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // so money keeps its exact decimal value until a repo decides how to present it.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
-export function createPool(connectionString: string, opts: { max?: number; applicationName?: string } = {}): pg.Pool {
+/** statement_timeout of every pooled connection unless DATABASE_STATEMENT_TIMEOUT_MS says otherwise. */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
+
+/**
+ * The statement timeout of pooled connections: below the gateway's 5 s deadline, so a statement
+ * stuck on a lock or a slow plan fails (and its transaction rolls back) while the caller still
+ * waits for an answer, instead of committing after the client was told 504.
+ */
+function statementTimeoutMs(): number {
+  const raw = process.env.DATABASE_STATEMENT_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return DEFAULT_STATEMENT_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 1) {
+    throw new Error(`DATABASE_STATEMENT_TIMEOUT_MS must be a positive integer of milliseconds (got ${JSON.stringify(raw)}); unset it for ${DEFAULT_STATEMENT_TIMEOUT_MS}`);
+  }
+  return ms;
+}
+
+export function createPool(
+  connectionString: string,
+  opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {},
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
     application_name: opts.applicationName,
+    statement_timeout: opts.statementTimeoutMs ?? statementTimeoutMs(),
     // Fail a request fast rather than queueing forever when the database is gone.
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
@@ -23,12 +45,62 @@ export function createPool(connectionString: string, opts: { max?: number; appli
   return pool;
 }
 
-/** Runs fn in one transaction: COMMIT if it resolves, ROLLBACK if it throws. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+/** SQLSTATEs of a transaction PostgreSQL aborted because of another one: running it again may succeed. */
+export const CONCURRENCY_FAILURES = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
+
+/** The transaction lost a deadlock or a serialization conflict (40P01, 40001). */
+export function isConcurrencyFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONCURRENCY_FAILURES.has(code);
+}
+
+/** The call that ran the transaction was cancelled or its deadline passed: it was rolled back, nothing was written. */
+export class TransactionCancelledError extends Error {
+  override name = 'TransactionCancelledError';
+  constructor(readonly reason: unknown) {
+    super('the call was cancelled or its deadline passed before COMMIT; the transaction was rolled back');
+  }
+}
+
+export interface TransactionOptions {
+  /**
+   * The call's signal (`ctx.signal`): once it aborts (client cancelled, deadline passed) the
+   * transaction is rolled back instead of committed, so a call the client saw fail wrote nothing.
+   */
+  signal?: AbortSignal | undefined;
+  /** Runs in all, counting the first (default 4). */
+  attempts?: number;
+}
+
+const BACKOFF_MS = 10;
+
+/**
+ * Runs fn in one transaction: COMMIT if it resolves, ROLLBACK if it throws. A transaction that
+ * PostgreSQL aborts as a deadlock victim (40P01) or a serialization failure (40001) runs again
+ * from the start after a jittered backoff, a few times; the last such failure is thrown (and
+ * mapped to ABORTED, 409, by the gRPC kit). So fn must keep every effect inside the transaction.
+ */
+export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+  const attempts = opts.attempts ?? 4;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runOnce(pool, fn, opts.signal);
+    } catch (err) {
+      if (attempt >= attempts || !isConcurrencyFailure(err) || opts.signal?.aborted) throw err;
+      // Full jitter: the transactions that collided do not collide again in lockstep.
+      await sleep(Math.random() * BACKOFF_MS * 2 ** attempt, opts.signal);
+    }
+  }
+}
+
+async function runOnce<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal?.aborted) throw new TransactionCancelledError(signal.reason);
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await fn(client);
+    // The last moment to honour a cancellation: after COMMIT the write is done.
+    if (signal?.aborted) throw new TransactionCancelledError(signal.reason);
     await client.query('COMMIT');
     return result;
   } catch (err) {
@@ -39,20 +111,16 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   }
 }
 
-/**
- * withTransaction, run again (up to `attempts` in all) when PostgreSQL aborts it as a deadlock
- * victim (40P01) or a serialization failure (40001). Only for work whose every effect is inside
- * the transaction: fn runs again from the start.
- */
-export async function withRetriedTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, attempts = 3): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await withTransaction(pool, fn);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (attempt >= attempts || (code !== '40P01' && code !== '40001')) throw err;
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
     }
-  }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** The URL of database `name` on the same server as `serverUrl`. */

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { isDatabaseUnavailable } from '@workauto/db';
+import { isConcurrencyFailure, isDatabaseUnavailable, TransactionCancelledError } from '@workauto/db';
 import { Any } from '@workauto/protos/google/protobuf/any.js';
 import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
 import { Status } from '@workauto/protos/google/rpc/status.js';
@@ -70,17 +70,7 @@ export const errors = {
 
 /** Builds the grpc-js error a handler's failure is sent as. Unknown errors become a bare INTERNAL. */
 export function toServiceError(err: unknown, domain: string): Partial<grpc.ServiceError> {
-  const known =
-    err instanceof DomainError
-      ? err
-      : isDatabaseUnavailable(err)
-        // The database is down or refusing connections: the request may well succeed later.
-        ? new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_UNAVAILABLE', 'the service cannot reach its database right now; retry in a few seconds')
-      : isPostgresDataError(err)
-        // A value the handler should have refused reached SQL (logged as a bug by the server): still
-        // the client's input, so a 400 rather than a 500.
-        ? new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry')
-        : new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+  const known = err instanceof DomainError ? err : fromDatabaseError(err);
   const details: Any[] = [
     {
       type_url: ERROR_INFO_TYPE,
@@ -100,10 +90,36 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
 }
 
 
-/** PostgreSQL's class 22 (data exception): invalid text for a uuid, a number out of range, a bad date. */
-function isPostgresDataError(err: unknown): boolean {
+/** The DomainError of a failure that is not one: database conditions by SQLSTATE, else a bare INTERNAL. */
+function fromDatabaseError(err: unknown): DomainError {
+  if (isDatabaseUnavailable(err)) {
+    // The database is down or refusing connections: the request may well succeed later.
+    return new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_UNAVAILABLE', 'the service cannot reach its database right now; retry in a few seconds');
+  }
+  if (isConcurrencyFailure(err)) {
+    // A deadlock or serialization failure that outlasted withTransaction's retries: nothing was
+    // written, and the same request can succeed once the concurrent one is done.
+    return new DomainError(grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'the request collided with a concurrent change to the same records and was not applied; retry it');
+  }
+  if (err instanceof TransactionCancelledError) {
+    // The client no longer waits for this answer; what matters is that nothing was committed.
+    return new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the call was cancelled or its deadline passed before its changes were committed; nothing was written, retry it');
+  }
+  if (sqlState(err) === '57014') {
+    // statement_timeout: the statement (and its transaction) was cancelled, nothing was written.
+    return new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_TIMEOUT', 'the database did not answer in time and nothing was written; retry in a few seconds');
+  }
+  if (/^22[0-9A-Z]{3}$/.test(sqlState(err))) {
+    // A value the handler should have refused reached SQL (logged as a bug by the server): still
+    // the client's input, so a 400 rather than a 500.
+    return new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry');
+  }
+  return new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+}
+
+function sqlState(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+  return typeof code === 'string' ? code : '';
 }
 
 /** Reads the rich details back from a failed call (gateway and service-to-service clients). */

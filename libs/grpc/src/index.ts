@@ -5,6 +5,6 @@ export { Downstream, type DownstreamOptions, type UnaryMethod } from './client.j
 export { installShutdownSignals } from './signals.js';
 export { validate, Validator, isIsoDate, patchNulls } from './validate.js';
 export { enumMapping } from './enums.js';
-export { parsePage, toPage, encodeCursor, type Page, type PageRequest } from './pagination.js';
+export { parsePage, toPage, type Page, type PageRequest } from './pagination.js';
 export { Resources } from './resources.js';
 export { checkMetadata, checkEnum, checkId, checkDate, textOrNull, changedFields, METADATA_MAX_BYTES } from './fields.js';

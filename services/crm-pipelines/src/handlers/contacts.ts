@@ -74,7 +74,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
       validate().text('q', req.q, { min: 0, max: LIMITS.query }).done();
       const page = parsePage(req);
       const q = req.q?.trim() || undefined;
-      return toPage(await contacts.listContacts(pool, ctx.tenant, q, page.size, page.after), page.size, toContact);
+      return toPage(await contacts.listContacts(pool, ctx.tenant, q, page), toContact);
     },
 
     async getContact(req, ctx) {

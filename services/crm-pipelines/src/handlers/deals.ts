@@ -131,7 +131,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       const v = validate().uuid('pipeline_id', req.pipeline_id).uuid('stage_id', req.stage_id).uuid('owner_id', req.owner_id).uuid('contact_id', req.contact_id);
       checkEnum(v, 'status', req.status, dealStatuses, false).done();
       const page = parsePage(req);
-      const rows = await deals.listDeals(
+      const listed = await deals.listDeals(
         pool,
         ctx.tenant,
         {
@@ -141,10 +141,9 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
           owner_id: req.owner_id || undefined,
           contact_id: req.contact_id || undefined,
         },
-        page.size,
-        page.after,
+        page,
       );
-      return toPage(rows, page.size, toDeal);
+      return toPage(listed, toDeal);
     },
 
     async getDeal(req, ctx) {

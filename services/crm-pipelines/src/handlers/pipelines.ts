@@ -95,9 +95,9 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
 
     async listPipelines(req, ctx) {
       const page = parsePage(req);
-      const rows = await pipelines.listPipelines(pool, ctx.tenant, page.size, page.after);
-      const by = await stagesByPipeline(pool, ctx.tenant, rows.map((r) => r.id));
-      return toPage(rows, page.size, (r) => toPipeline(r, by.get(r.id) ?? []));
+      const listed = await pipelines.listPipelines(pool, ctx.tenant, page);
+      const by = await stagesByPipeline(pool, ctx.tenant, listed.rows.map((r) => r.id));
+      return toPage(listed, (r) => toPipeline(r, by.get(r.id) ?? []));
     },
 
     async getPipeline(req, ctx) {

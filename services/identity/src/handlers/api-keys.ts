@@ -21,7 +21,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
         assertMembersAdmin(me.access, "listing another member's API keys");
         if (!(await members.findMember(pool, ctx.tenant, memberId))) throw errors.notFound('member', memberId);
       }
-      return toPage(await apiKeys.listApiKeys(pool, ctx.tenant, memberId, page.size, page.after), page.size, (r) => toApiKey(r));
+      return toPage(await apiKeys.listApiKeys(pool, ctx.tenant, memberId, page), (r) => toApiKey(r));
     },
 
     async createApiKey(req, ctx) {

@@ -37,7 +37,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
   return {
     async listIntegrationKeys(req, ctx) {
       const page = parsePage(req);
-      return toPage(await integrationKeys.listIntegrationKeys(pool, ctx.tenant, page.size, page.after), page.size, toIntegrationKey);
+      return toPage(await integrationKeys.listIntegrationKeys(pool, ctx.tenant, page), toIntegrationKey);
     },
 
     async getIntegrationKey(req, ctx) {

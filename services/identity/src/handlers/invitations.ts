@@ -46,7 +46,7 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
 
     async listInvitations(req, ctx) {
       const page = parsePage(req);
-      return toPage(await invitations.listInvitations(pool, ctx.tenant, page.size, page.after), page.size, (r) => toInvitation(r));
+      return toPage(await invitations.listInvitations(pool, ctx.tenant, page), (r) => toInvitation(r));
     },
 
     async revokeInvitation(req, ctx) {

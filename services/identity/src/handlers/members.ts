@@ -47,7 +47,7 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
 
     async listMembers(req, ctx) {
       const page = parsePage(req);
-      return toPage(await members.listMembers(pool, ctx.tenant, page.size, page.after), page.size, toMember);
+      return toPage(await members.listMembers(pool, ctx.tenant, page), toMember);
     },
 
     async getMember(req, ctx) {

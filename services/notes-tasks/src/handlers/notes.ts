@@ -1,4 +1,4 @@
-import { newId, withRetriedTransaction } from '@workauto/db';
+import { newId, withTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
@@ -29,7 +29,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkUrl(v, 'source_url', req.source_url);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const row = await notes.insertNote(tx, {
           id: newId(),
           tenant_id: tenantId,
@@ -56,7 +56,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkId(v, 'notebook_id', req.notebook_id).done();
       const q = req.q?.trim();
       const tag = req.tag?.trim();
-      const rows = await notes.listNotes(
+      const listed = await notes.listNotes(
         pool,
         ctx.tenant,
         {
@@ -67,10 +67,9 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
           pinned: req.pinned,
           notebookId: req.notebook_id || undefined,
         },
-        page.size,
-        page.after,
+        page,
       );
-      return toPage(rows, page.size, toNote);
+      return toPage(listed, toNote);
     },
 
     async getNote(req, ctx) {
@@ -89,7 +88,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkUrl(v, 'source_url', req.source_url, true);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const current = await notes.findNote(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('note', req.id);
         const patch = {
@@ -120,7 +119,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
     async deleteNote(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const current = await notes.findNote(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('note', req.id);
         const row = await notes.updateNote(tx, tenantId, current.id, { deleted_at: new Date() });
@@ -135,7 +134,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       v.check(!CONTROL.test(req.name), 'name', 'must be one line of text without control characters').done();
       const tenantId = ctx.tenant;
       const name = req.name.trim().normalize('NFC');
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         // A share lock: the note cannot be deleted meanwhile; attaches to it do not wait on each other.
         const note = await notes.findNote(tx, tenantId, req.id, 'share');
         if (!note) throw errors.notFound('note', req.id);
@@ -160,7 +159,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
     async removeNoteTag(req, ctx) {
       validate().uuid('id', req.id, { required: true }).uuid('tag_id', req.tag_id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const note = await notes.findNote(tx, tenantId, req.id, 'share');
         if (!note) throw errors.notFound('note', req.id);
         const tag = await tags.detach(tx, tenantId, note.id, req.tag_id);
@@ -174,8 +173,8 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
 
     async listTags(req, ctx) {
       const page = parsePage(req);
-      const rows = await tags.listTags(pool, ctx.tenant, page.size, page.after);
-      return toPage(rows, page.size, toTag);
+      const listed = await tags.listTags(pool, ctx.tenant, page);
+      return toPage(listed, toTag);
     },
 
     async listBacklinks(req, ctx) {

@@ -1,4 +1,4 @@
-import { newId, type PoolClient, withRetriedTransaction } from '@workauto/db';
+import { newId, type PoolClient, withTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId, checkDate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, NotesTasksServiceService, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
@@ -82,7 +82,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       const rrule = req.rrule === undefined ? null : normalizeRrule(req.rrule);
       const due = { due_at: req.due_at ?? null, due_date: req.due_date ?? null };
       const rec = recurrence(rrule, due);
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         await tasks.lockTree(tx, tenantId, 'shared');
         await tasks.lockSiblingSets(tx, tenantId, [parentId]);
         if (parentId && !(await tasks.findTask(tx, tenantId, parentId))) throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
@@ -122,7 +122,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       const v = validate();
       for (const f of ['parent_id', 'assignee_id', 'status_id', 'project_id'] as const) checkId(v, f, req[f]);
       v.check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id').done();
-      const rows = await tasks.listTasks(
+      const listed = await tasks.listTasks(
         pool,
         ctx.tenant,
         {
@@ -136,10 +136,9 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
           dueAfter: req.due_after,
           includeSnoozed: req.include_snoozed,
         },
-        page.size,
-        page.after,
+        page,
       );
-      return toPage(rows, page.size, toTask);
+      return toPage(listed, toTask);
     },
 
     async getTask(req, ctx) {
@@ -193,7 +192,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       };
       const fieldsChanged = Object.values(patch).some((x) => x !== undefined);
 
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         if (moving) await tasks.lockTree(tx, tenantId, reparent ? 'exclusive' : 'shared');
         let current = await tasks.findTask(tx, tenantId, id, moving ? undefined : 'update');
         if (!current) throw errors.notFound('task', req.id);
@@ -252,7 +251,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         // Exclusive: no subtask can be created under, or moved into, the subtree meanwhile.
         await tasks.lockTree(tx, tenantId, 'exclusive');
         const current = await tasks.findTask(tx, tenantId, id);
@@ -285,7 +284,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       v.done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         await tasks.lockTree(tx, tenantId, 'shared');
         if (!(await tasks.findTask(tx, tenantId, id))) throw errors.notFound('task', req.id);
         // The task and its subtasks, locked together in id order.
@@ -335,7 +334,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
     async reopenTask(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const current = await tasks.findTask(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('task', req.id);
         if (!current.completed_at) return toTask(current);
