@@ -124,7 +124,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         await writeMove(tx, ctx, deal, null);
         await recordEvent(tx, SOURCE, ctx, { type: 'deal.created', resourceType: 'deal', resourceId: deal.id, data: dealData(deal) });
         return toDeal(deal);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listDeals(req, ctx) {
@@ -213,7 +213,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
           });
         }
         return toDeal(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteDeal(req, ctx) {
@@ -225,7 +225,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         const deleted = await deals.updateDeal(tx, tenantId, current.id, { deleted_at: new Date() });
         await recordEvent(tx, SOURCE, ctx, { type: 'deal.deleted', resourceType: 'deal', resourceId: deleted.id, data: dealData(deleted), metadata: { deleted_at: deleted.deleted_at } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async listDealHistory(req, ctx) {

@@ -36,7 +36,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
         const { key, row } = await issueApiKey(tx, ctx.tenant, member.id, req.name.trim());
         await recordEvent(tx, SOURCE, ctx, { type: 'api_key.created', resourceType: 'api_key', resourceId: row.id, data: apiKeyData(row), metadata: { member_id: member.id, name: row.name } });
         return toApiKey(row, key);
-      });
+      }, { signal: ctx.signal });
     },
 
     async revokeApiKey(req, ctx) {
@@ -50,7 +50,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
         const revoked = (await apiKeys.revokeApiKey(tx, ctx.tenant, req.id))!;
         await recordEvent(tx, SOURCE, ctx, { type: 'api_key.revoked', resourceType: 'api_key', resourceId: row.id, data: apiKeyData(revoked) });
         return toApiKey(revoked);
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

@@ -60,7 +60,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
           metadata: { provider: row.provider, key_version: row.key_version, label: row.label },
         });
         return toIntegrationKey(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteIntegrationKey(req, ctx) {
@@ -70,7 +70,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
         if (!row) throw errors.notFound('integration_key', req.provider);
         await recordEvent(tx, SOURCE, ctx, { type: 'integration_key.deleted', resourceType: 'integration_key', resourceId: row.id, metadata: { provider: row.provider } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

@@ -84,6 +84,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         token_type: tokens.token_type, scope: tokens.scope, expires_at: tokens.expires_in ? Date.now() + tokens.expires_in * 1000 : undefined,
       });
       const actorCtx = { ...ctx, tenantId: pending.tenant_id, actor: { type: pending.actor_type, id: pending.actor_id } };
+      // No signal: the single-use code is already exchanged, so keeping its tokens beats dropping them.
       await withTransaction(pool, async (tx) => {
         const row = await storeCredential(deps, tx, pending.tenant_id, req.idp, credential, {
           label: null, metadata: { connection_id: pending.connection_id, kind: 'oauth', scope: tokens.scope ?? null }, verified: true,

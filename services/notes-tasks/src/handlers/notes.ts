@@ -46,7 +46,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
         await replaceLinks(tx, tenantId, row.id, mentions);
         await recordEvent(tx, SOURCE, ctx, { type: 'note.created', resourceType: 'note', resourceId: row.id, data: noteData(row), metadata: { mentions: mentions.length } });
         return toNote(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listNotes(req, ctx) {
@@ -113,7 +113,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
         }
         await recordEvent(tx, SOURCE, ctx, { type: 'note.updated', resourceType: 'note', resourceId: row.id, data: noteData(row), metadata });
         return toNote(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteNote(req, ctx) {
@@ -126,7 +126,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
         await replaceLinks(tx, tenantId, row.id, []);
         await recordEvent(tx, SOURCE, ctx, { type: 'note.deleted', resourceType: 'note', resourceId: row.id, data: noteData(row), metadata: { deleted_at: row.deleted_at } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async addNoteTag(req, ctx) {
@@ -146,7 +146,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
           });
         }
         return toTag(tag);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listNoteTags(req, ctx) {
@@ -168,7 +168,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
           type: 'note.untagged', resourceType: 'note', resourceId: note.id, data: noteData(note), metadata: { tag_id: tag.id, tag_name: tag.name },
         });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async listTags(req, ctx) {

@@ -114,7 +114,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         });
         await emit(tx, ctx, 'task.created', row);
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listTasks(req, ctx) {
@@ -244,7 +244,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         }
         if (moved) await emit(tx, ctx, 'task.moved', row, moved);
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteTask(req, ctx) {
@@ -265,7 +265,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         await emit(tx, ctx, 'task.deleted', root, { deleted_at: root.deleted_at, deleted_subtasks: deleted.length - 1 });
         for (const r of deleted) if (r.id !== id) await emit(tx, ctx, 'task.deleted', r, { deleted_at: r.deleted_at, deleted_with: id });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async listSubtasks(req, ctx) {
@@ -328,7 +328,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         await emit(tx, ctx, 'task.completed', row, { completed_at: row.completed_at, completed_subtasks: done.length - 1 });
         for (const r of done) if (r.id !== id) await emit(tx, ctx, 'task.completed', r, { completed_at: r.completed_at, completed_with: id });
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async reopenTask(req, ctx) {
@@ -341,7 +341,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         const row = await tasks.updateTask(tx, tenantId, current.id, { completed_at: null });
         await emit(tx, ctx, 'task.reopened', row, { completed_at: null });
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
   };
 }
