@@ -36,8 +36,13 @@ export async function insertPipeline(
   return rows[0]!;
 }
 
-/** A live pipeline of the tenant; `lock` takes a row lock until the transaction ends. */
-export async function findPipeline(db: Queryable, tenantId: string, id: string, lock?: 'update' | 'share'): Promise<PipelineRow | undefined> {
+export type PipelineLock = 'update' | 'share' | 'key share';
+
+/**
+ * A live pipeline of the tenant; `lock` takes a row lock until the transaction ends ('key share'
+ * while putting a deal into it: the lock the deal's foreign key takes, taken before the stage's).
+ */
+export async function findPipeline(db: Queryable, tenantId: string, id: string, lock?: PipelineLock): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
     `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
     [tenantId, id],
@@ -45,9 +50,9 @@ export async function findPipeline(db: Queryable, tenantId: string, id: string, 
   return rows[0];
 }
 
-export async function findDefaultPipeline(db: Queryable, tenantId: string): Promise<PipelineRow | undefined> {
+export async function findDefaultPipeline(db: Queryable, tenantId: string, lock?: PipelineLock): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL`,
+    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
     [tenantId],
   );
   return rows[0];
