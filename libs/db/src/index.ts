@@ -1,5 +1,5 @@
 export {
-  createPool, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow, isConcurrencyFailure, TransactionCancelledError,
+  createPool, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow, isConcurrencyFailure,
   DEFAULT_STATEMENT_TIMEOUT_MS, type TransactionOptions, type Pool, type PoolClient, type Queryable,
 } from './pool.js';
 export { runMigrations } from './migrations.js';

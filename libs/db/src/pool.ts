@@ -54,18 +54,11 @@ export function isConcurrencyFailure(err: unknown): boolean {
   return typeof code === 'string' && CONCURRENCY_FAILURES.has(code);
 }
 
-/** The call that ran the transaction was cancelled or its deadline passed: it was rolled back, nothing was written. */
-export class TransactionCancelledError extends Error {
-  override name = 'TransactionCancelledError';
-  constructor(readonly reason: unknown) {
-    super('the call was cancelled or its deadline passed before COMMIT; the transaction was rolled back');
-  }
-}
-
 export interface TransactionOptions {
   /**
    * The call's signal (`ctx.signal`): once it aborts (client cancelled, deadline passed) the
-   * transaction is rolled back instead of committed, so a call the client saw fail wrote nothing.
+   * transaction is rolled back instead of committed, so a call the client saw fail wrote nothing;
+   * the signal's reason is thrown (the gRPC kit's says DEADLINE_EXCEEDED or CANCELLED).
    */
   signal?: AbortSignal | undefined;
   /** Runs in all, counting the first (default 4). */
@@ -94,13 +87,13 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
 }
 
 async function runOnce<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal?.aborted) throw new TransactionCancelledError(signal.reason);
+  signal?.throwIfAborted();
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     // The last moment to honour a cancellation: after COMMIT the write is done.
-    if (signal?.aborted) throw new TransactionCancelledError(signal.reason);
+    signal?.throwIfAborted();
     await client.query('COMMIT');
     return result;
   } catch (err) {

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { isConcurrencyFailure, isDatabaseUnavailable, TransactionCancelledError } from '@workauto/db';
+import { isConcurrencyFailure, isDatabaseUnavailable } from '@workauto/db';
 import { Any } from '@workauto/protos/google/protobuf/any.js';
 import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
 import { Status } from '@workauto/protos/google/rpc/status.js';
@@ -100,10 +100,6 @@ function fromDatabaseError(err: unknown): DomainError {
     // A deadlock or serialization failure that outlasted withTransaction's retries: nothing was
     // written, and the same request can succeed once the concurrent one is done.
     return new DomainError(grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'the request collided with a concurrent change to the same records and was not applied; retry it');
-  }
-  if (err instanceof TransactionCancelledError) {
-    // The client no longer waits for this answer; what matters is that nothing was committed.
-    return new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the call was cancelled or its deadline passed before its changes were committed; nothing was written, retry it');
   }
   if (sqlState(err) === '57014') {
     // statement_timeout: the statement (and its transaction) was cancelled, nothing was written.
