@@ -104,22 +104,33 @@ describe('withTransaction', () => {
     for (const r of rows) assert.equal(r.name.length, 5, `each row got both writes once: ${r.name}`);
   });
 
-  it('throws the last 40P01/40001 after its attempts, having rolled each one back', async () => {
-    const tenant = newId();
+  it('runs a serialization failure (40001) again, and throws the last one after its attempts', async () => {
+    const id = newId();
+    await pool.query(`INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, 'v')`, [id, newId()]);
     let runs = 0;
-    const err = await withTransaction(
-      pool,
-      async (tx) => {
-        runs++;
-        await tx.query(`INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, 'x')`, [newId(), tenant]);
-        // A real serialization failure would need two SERIALIZABLE transactions; the code is what counts.
-        throw Object.assign(new Error('could not serialize access'), { code: '40001' });
-      },
-      { attempts: 3 },
-    ).catch((e: unknown) => e);
+    // A REPEATABLE READ transaction that updates a row another one changed after its snapshot.
+    const append = (interferingRuns: number) =>
+      withTransaction(
+        pool,
+        async (tx) => {
+          runs++;
+          await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+          await tx.query('SELECT name FROM items WHERE id = $1', [id]);
+          if (runs <= interferingRuns) await pool.query(`UPDATE items SET name = name || '+' WHERE id = $1`, [id]);
+          await tx.query(`UPDATE items SET name = name || '!' WHERE id = $1`, [id]);
+        },
+        { attempts: 3 },
+      );
+    const name = async () => (await pool.query<{ name: string }>('SELECT name FROM items WHERE id = $1', [id])).rows[0]!.name;
+    await append(1);
+    assert.equal(runs, 2);
+    assert.equal(await name(), 'v+!');
+    runs = 0;
+    const err = await append(99).catch((e: unknown) => e);
+    assert.equal((err as { code?: string }).code, '40001');
     assert.equal(isConcurrencyFailure(err), true);
     assert.equal(runs, 3);
-    assert.equal((await pool.query('SELECT 1 FROM items WHERE tenant_id = $1', [tenant])).rowCount, 0);
+    assert.equal(await name(), 'v+!+++', 'each failed run rolled back');
     let once = 0;
     await assert.rejects(withTransaction(pool, async () => { once++; throw Object.assign(new Error('dup'), { code: '23505' }); }), /dup/);
     assert.equal(once, 1, 'other failures are not retried');
