@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 
 export type Pool = pg.Pool;
@@ -46,7 +47,7 @@ export function createPool(
 }
 
 /** SQLSTATEs of a transaction PostgreSQL aborted because of another one: running it again may succeed. */
-export const CONCURRENCY_FAILURES = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
+const CONCURRENCY_FAILURES = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
 
 /** The transaction lost a deadlock or a serialization conflict (40P01, 40001). */
 export function isConcurrencyFailure(err: unknown): boolean {
@@ -81,7 +82,8 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
     } catch (err) {
       if (attempt >= attempts || !isConcurrencyFailure(err) || opts.signal?.aborted) throw err;
       // Full jitter: the transactions that collided do not collide again in lockstep.
-      await sleep(Math.random() * BACKOFF_MS * 2 ** attempt, opts.signal);
+      // A call cancelled meanwhile ends the wait; the next run then throws the signal's reason.
+      await sleep(Math.random() * BACKOFF_MS * 2 ** attempt, undefined, { signal: opts.signal }).catch(() => undefined);
     }
   }
 }
@@ -102,18 +104,6 @@ async function runOnce<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, 
   } finally {
     client.release();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }
 
 /** The URL of database `name` on the same server as `serverUrl`. */
