@@ -225,6 +225,29 @@ describe('deals over gRPC', () => {
     assert.deepEqual([...outcomes.keys()].filter((o) => !allowed.has(o)), [], JSON.stringify(Object.fromEntries(outcomes)));
   });
 
+  it('never deadlocks when deals move while their stage is deleted (deals moved elsewhere) or their pipeline gets a stage', async () => {
+    const t = tenant();
+    const outcomes = new Map<string, number>();
+    const count = (rpc: string, p: Promise<unknown>) =>
+      p.then(
+        () => `${rpc} ok`,
+        (err: grpc.ServiceError) => `${rpc} ${grpc.status[err.code]}`,
+      ).then((o) => outcomes.set(o, (outcomes.get(o) ?? 0) + 1));
+    for (let round = 0; round < 50; round++) {
+      const p = await pipeline(t);
+      const [lead, qualified, proposal] = p.stages;
+      const ds = await Promise.all([1, 2, 3].map(() => crm.client.call(S.createDeal, { title: 'd', stage_id: lead!.id }, t.call)));
+      await Promise.all([
+        ...ds.map((d, i) => count('move', crm.client.call(S.updateDeal, { id: d.id, stage_id: i === 0 ? lead!.id : qualified!.id }, t.call))),
+        count('delete stage', crm.client.call(S.deletePipelineStage, { pipeline_id: p.id, stage_id: lead!.id, move_deals_to_stage_id: proposal!.id }, t.call)),
+        count('add stage', crm.client.call(S.createPipelineStage, { pipeline_id: p.id, name: `s${round}`, stage_type: OPEN }, t.call)),
+      ]);
+    }
+    // A move to the deleted stage after its delete is a 400; nothing else fails.
+    const allowed = new Set(['move ok', 'move INVALID_ARGUMENT', 'delete stage ok', 'add stage ok']);
+    assert.deepEqual([...outcomes.keys()].filter((o) => !allowed.has(o)), [], JSON.stringify(Object.fromEntries(outcomes)));
+  });
+
   it('keeps tenants apart on every by-id rpc', async () => {
     const owner = tenant();
     const other = tenant();

@@ -50,10 +50,12 @@ async function lockFirstOpenStage(tx: PoolClient, tenantId: string, pipeline: pi
 
 /**
  * Where a deal goes (a stage, else a pipeline's first open stage, else the default pipeline's),
- * locked pipeline first, then stage: the order of pipeline deletes and currency changes, so a
- * deal created or moved while its pipeline is deleted waits for it instead of deadlocking.
- * The pipeline's lock is KEY SHARE (what the deal's foreign key takes anyway) and is read after
- * the wait, so a pipeline deleted meanwhile is not found and its new currency is seen.
+ * locked pipeline first, then stage, as every pipeline and stage change does (pipeline FOR UPDATE,
+ * then its stages, then the deals it moves): called before the deal's own row lock, it makes a
+ * deal created or moved while its stage or pipeline changes wait instead of deadlocking. The
+ * pipeline's lock is KEY SHARE (what the deal's foreign key takes anyway; deal changes do not
+ * block each other), and it is read after the wait, so a pipeline deleted meanwhile is not found
+ * and its new currency is seen.
  */
 async function lockPlacement(
   tx: PoolClient,
@@ -181,12 +183,16 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
       return withTransaction(pool, async (tx) => {
+        // Target first (pipeline, stage), then the deal, in the order of stage and pipeline changes.
+        const movesTo = (deal: deals.DealRow) => Boolean(req.stage_id || (req.pipeline_id && req.pipeline_id !== deal.pipeline_id));
+        const place = () => lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
+        const before = await deals.findDeal(tx, tenantId, req.id);
+        if (!before) throw errors.notFound('deal', req.id);
+        let placement = movesTo(before) ? await place() : undefined;
         // The deal's row lock orders concurrent changes: each move reads the stage the previous one left.
         const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('deal', req.id);
-        const placement = req.stage_id || (req.pipeline_id && req.pipeline_id !== current.pipeline_id)
-          ? await lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id })
-          : undefined;
+        if (!placement && movesTo(current)) placement = await place(); // it changed pipeline meanwhile (rare)
         const target = placement?.stage;
         const moves = target !== undefined && target.id !== current.stage_id;
         const pipeline = placement?.pipeline ?? (await pipelines.findPipeline(tx, tenantId, current.pipeline_id))!;
