@@ -16,9 +16,11 @@ async function freshDatabase(): Promise<string> {
   return ensureDatabase(server, `t_db_${randomBytes(4).toString('hex')}`);
 }
 
+let databaseUrl: string;
 let pool: Pool;
 before(async () => {
-  pool = createPool(await freshDatabase(), { max: 6 });
+  databaseUrl = await freshDatabase();
+  pool = createPool(databaseUrl, { max: 6 });
   await pool.query(`CREATE TABLE items (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, name text NOT NULL,
                     created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`);
 });
@@ -197,5 +199,21 @@ describe('runMigrations', () => {
     await writeFile(join(dir, '0003_more.sql'), 'INSERT INTO m_things VALUES (2);');
     assert.deepEqual(await runMigrations(pool, [dir]), ['0003_more']);
     assert.deepEqual((await pool.query('SELECT id FROM m_things ORDER BY id')).rows, [{ id: 1 }, { id: 2 }]);
+  });
+
+  it('is not cut short by the pool\'s statement_timeout, which its connections keep afterwards', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await writeFile(join(dir, '0001_slow.sql'), 'SELECT pg_sleep(0.4); CREATE TABLE m_slow (id int);');
+    const short = createPool(databaseUrl, { max: 2, statementTimeoutMs: 150 });
+    try {
+      assert.deepEqual(await runMigrations(short, [dir]), ['0001_slow']);
+      const clients = await Promise.all([short.connect(), short.connect()]);
+      for (const c of clients) {
+        assert.equal((await c.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout, '150ms');
+        c.release();
+      }
+    } finally {
+      await short.end();
+    }
   });
 });
