@@ -1,6 +1,6 @@
 export {
   createPool, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow, isConcurrencyFailure,
-  DEFAULT_STATEMENT_TIMEOUT_MS, type TransactionOptions, type Pool, type PoolClient, type Queryable,
+  type TransactionOptions, type Pool, type PoolClient, type Queryable,
 } from './pool.js';
 export { runMigrations } from './migrations.js';
 export { listPage, newestFirst, encodeCursor, decodeCursor, type KeysetCursor, type KeysetOrder, type KeysetPage, type ListQuery, type PageQuery } from './pagination.js';

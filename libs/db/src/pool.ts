@@ -11,7 +11,7 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 /** statement_timeout of every pooled connection unless DATABASE_STATEMENT_TIMEOUT_MS says otherwise. */
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
+const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
 
 /**
  * The statement timeout of pooled connections: below the gateway's 5 s deadline, so a statement
