@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { isConcurrencyFailure } from './errors.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -44,15 +45,6 @@ export function createPool(
   // An idle client's error (e.g. the server restarted) must not crash the process.
   pool.on('error', () => undefined);
   return pool;
-}
-
-/** SQLSTATEs of a transaction PostgreSQL aborted because of another one: running it again may succeed. */
-const CONCURRENCY_FAILURES = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
-
-/** The transaction lost a deadlock or a serialization conflict (40P01, 40001). */
-export function isConcurrencyFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && CONCURRENCY_FAILURES.has(code);
 }
 
 export interface TransactionOptions {
