@@ -22,6 +22,17 @@ const SCALARS: Record<string, Schema> = {
 
 const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
 
+/**
+ * `*_id` names that are not UUIDs (contract §4 and the spec): a client's own identifier of a task
+ * synced from elsewhere, an actor that may be `system` or `platform`, a client-chosen request id.
+ * Every other string field named `id` or `*_id` is a UUID. A new non-UUID id goes on this list.
+ */
+export const NON_UUID_ID_FIELDS = new Set(['external_id', 'actor_id', 'request_id']);
+
+function isUuidField(name: string): boolean {
+  return (name === 'id' || name.endsWith('_id')) && !NON_UUID_ID_FIELDS.has(name);
+}
+
 const ERROR_SCHEMA: Schema = {
   type: 'object',
   required: ['error'],
@@ -103,7 +114,7 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     let s: Schema =
       rt instanceof protobuf.Type ? messageRef(rt, dir)
       : rt instanceof protobuf.Enum ? { type: 'string', enum: enumNames(rt) }
-      : field.type === 'string' && (field.name === 'id' || field.name.endsWith('_id')) ? { ...UUID_SCHEMA }
+      : field.type === 'string' && isUuidField(field.name) ? { ...UUID_SCHEMA }
       : { ...SCALARS[field.type] };
     if (field.map) return { type: 'object', additionalProperties: s };
     if (field.repeated) return { type: 'array', items: s };
