@@ -3,11 +3,6 @@ import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
 import { DomainError, decodeStatusDetails } from './errors.js';
 
-function isTransportFailure(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && TRANSPORT_FAILURES.has(code);
-}
-
 /** What a unary call needs: a ts-proto method definition fits, and so does the gateway's dynamic one. */
 export interface UnaryMethod<Req, Res> {
   path: string;
@@ -34,6 +29,11 @@ export interface DownstreamOptions {
  * make the service refuse other callers, or other tenants.
  */
 const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]);
+
+function isTransportFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && TRANSPORT_FAILURES.has(code);
+}
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
 

@@ -239,6 +239,11 @@ describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for othe
     const listed = violations(res);
     assert.equal(listed.length, 51);
     assert.equal(listed.at(-1), '(more)');
+    // The gateway's own lists too (600 unknown fields).
+    const typos = await stack.api('POST', '/api/v1/notes', { key: a.key, body: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`typo_${i}`, 1])) });
+    assertError(typos, 400, 'INVALID_ARGUMENT');
+    assert.equal(violations(typos).length, 51);
+    assert.match(typos.body.error.details[1].field_violations[50].description, /and 550 more/);
   });
 
   it('refuses an rrule the library cannot expand within its limits with a 400, quickly', async () => {
