@@ -127,13 +127,13 @@ export class Downstream {
   private probe(): void {
     if (this.down || this.probing || this.closed) return;
     this.probing = true;
-    void this.healthState().then((state) => {
+    void this.checkHealth().then((state) => {
       this.probing = false;
       if (state !== 'failing' || this.closed) return;
       this.down = true;
       const retry = () => {
         this.recheck = setTimeout(() => {
-          void this.healthState().then((s) => {
+          void this.checkHealth().then((s) => {
             if (this.closed) return;
             if (s === 'failing') return retry();
             this.down = false;
@@ -147,8 +147,8 @@ export class Downstream {
     });
   }
 
-  /** 'failing' when the health check gets no answer, NOT_SERVING or no connection; 'unknown' when the service has no health service. */
-  private healthState(): Promise<'serving' | 'failing' | 'unknown'> {
+  /** The service's gRPC health check: 'failing' on no answer, NOT_SERVING or no connection; 'unknown' when it has no health service. */
+  checkHealth(): Promise<'serving' | 'failing' | 'unknown'> {
     return new Promise((resolve) => {
       (this.health as unknown as { check: (req: object, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void) => void }).check(
         { service: '' },
