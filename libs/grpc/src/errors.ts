@@ -20,6 +20,21 @@ export interface ErrorDetails {
   httpStatus?: number;
 }
 
+/**
+ * Field violations sent with one error: past this, one "… and N more" entry. Hundreds of them
+ * overflow the status trailer (HTTP/2 header limits) and the client gets a 500 instead of its 400.
+ */
+export const MAX_FIELD_VIOLATIONS = 50;
+
+/** At most MAX_FIELD_VIOLATIONS violations, then one entry saying how many were left out. */
+export function capViolations(violations: FieldViolation[]): FieldViolation[] {
+  if (violations.length <= MAX_FIELD_VIOLATIONS) return violations;
+  if (violations.length === MAX_FIELD_VIOLATIONS + 1 && violations[MAX_FIELD_VIOLATIONS]!.field === MORE_VIOLATIONS) return violations; // capped already
+  const more = violations.length - MAX_FIELD_VIOLATIONS;
+  return [...violations.slice(0, MAX_FIELD_VIOLATIONS), { field: MORE_VIOLATIONS, description: `… and ${more} more violations; fix the ones listed and send the request again to see the rest` }];
+}
+const MORE_VIOLATIONS = '(more)';
+
 const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 const HTTP_STATUS_KEY = 'workauto-http-status';
 const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
@@ -51,8 +66,8 @@ export const errors = {
     new DomainError(
       grpc.status.INVALID_ARGUMENT,
       'INVALID_ARGUMENT',
-      message ?? violations.map((v) => `${v.field}: ${v.description}`).join('; '),
-      { fieldViolations: violations },
+      message ?? capViolations(violations).map((v) => `${v.field}: ${v.description}`).join('; '),
+      { fieldViolations: capViolations(violations) },
     ),
   invalidField: (field: string, description: string) =>
     new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', `${field}: ${description}`, {
@@ -80,15 +95,20 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   if (known.extra.fieldViolations?.length) {
     details.push({
       type_url: BAD_REQUEST_TYPE,
-      value: Buffer.from(BadRequest.encode({ field_violations: known.extra.fieldViolations.map((v) => ({ ...v, reason: '' })) }).finish()),
+      value: Buffer.from(BadRequest.encode({ field_violations: capViolations(known.extra.fieldViolations).map((v) => ({ ...v, reason: '' })) }).finish()),
     });
   }
   const metadata = new grpc.Metadata();
-  metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: known.message, details }).finish()));
+  metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: capMessage(known.message), details }).finish()));
   if (known.extra.httpStatus) metadata.set(HTTP_STATUS_KEY, String(known.extra.httpStatus));
-  return { code: known.code, details: known.message, metadata };
+  return { code: known.code, details: capMessage(known.message), metadata };
 }
 
+
+/** A message fits the trailer too (one built from many violations can be long). */
+function capMessage(message: string): string {
+  return message.length > 2_000 ? `${message.slice(0, 2_000)}…` : message;
+}
 
 /** The DomainError of a failure that is not one: database conditions by SQLSTATE, else a bare INTERNAL. */
 function fromDatabaseError(err: unknown): DomainError {

@@ -5,7 +5,7 @@ import type { CreateTaskRequest, NotesTasksServiceService, UpdateTaskRequest } f
 import { parseTimestamp } from '../domain/dates.js';
 import { place, sameOrder, type Anchor } from '../domain/ordering.js';
 import type { Priority } from '../domain/priority.js';
-import { compareDue, dueInstant, nextOccurrence, normalizeRrule, rruleProblem, type Due } from '../domain/recurrence.js';
+import { RecurrenceLimitError, compareDue, dueInstant, nextOccurrence, normalizeRrule, rruleProblem, type Due } from '../domain/recurrence.js';
 import * as tasks from '../repo/tasks.js';
 import {
   LIMITS, SOURCE, priorities, taskData, toTask, type NotesTasksDeps,
@@ -58,11 +58,21 @@ function recurrence(rrule: string | null, due: { due_at: Date | null; due_date: 
   if (!rrule) return { rrule_anchor: null, next_occurrence: null };
   const current = dueOf(due);
   if (!current) throw errors.invalidField('rrule', 'a recurring task needs exactly one of due_at and due_date (its first occurrence)');
-  const problem = rruleProblem(rrule, current.kind);
-  if (problem) throw errors.invalidField('rrule', problem);
   const anchor = dueInstant(current);
+  const problem = rruleProblem(rrule, current.kind, anchor);
+  if (problem) throw errors.invalidField('rrule', problem);
   const next = nextOccurrence(rrule, anchor, current);
   return { rrule_anchor: anchor, next_occurrence: next ? dueInstant(next) : null };
+}
+
+/** nextOccurrence at completion: a rule that finds none within its evaluation limits is a 409 the client resolves by changing the rule. */
+function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | undefined {
+  try {
+    return nextOccurrence(rrule, anchor, after);
+  } catch (err) {
+    if (!(err instanceof RecurrenceLimitError)) throw err;
+    throw errors.failedPrecondition('RRULE_NOT_EVALUABLE', `the task's rrule ${err.message}; change the rrule with PATCH and complete the task again`);
+  }
 }
 
 async function emit(tx: PoolClient, ctx: CallContext, type: string, row: tasks.TaskRow, metadata?: Record<string, unknown>): Promise<void> {
@@ -310,9 +320,9 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
               }
             }
             const anchor = current.rrule_anchor ?? dueInstant(due);
-            const nextDue = nextOccurrence(current.rrule, anchor, due);
+            const nextDue = occurrenceToComplete(current.rrule, anchor, due);
             if (nextDue) {
-              const after = nextOccurrence(current.rrule, anchor, nextDue);
+              const after = occurrenceToComplete(current.rrule, anchor, nextDue);
               const row = await tasks.updateTask(tx, tenantId, id, {
                 ...(nextDue.kind === 'at' ? { due_at: nextDue.at } : { due_date: nextDue.date }),
                 next_occurrence: after ? dueInstant(after) : null,
