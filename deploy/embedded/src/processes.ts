@@ -8,8 +8,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
-import { Downstream } from '@workauto/grpc';
-import { freePort } from '@workauto/testing';
+import { freePort, healthStatus } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Start order; stopped in reverse (the gateway first). */
@@ -79,20 +78,16 @@ export async function startServiceProcesses(opts: {
   const url = `http://127.0.0.1:${ports.gateway}`;
   const kill = () => { for (const { proc } of children.values()) if (proc.exitCode === null) proc.kill('SIGKILL'); };
   const output = () => [...children].map(([n, c]) => `${n}:\n${c.output.join('')}`).join('\n');
-  // Ready = every service's gRPC readiness ('') and the gateway's liveness (its /readyz is about the gateway).
+  // Ready = the gateway is ready and every service's gRPC readiness ('') is SERVING (the gateway's
+  // readiness is about the gateway alone).
   const ready = async (timeoutMs = 60_000) => {
-    const health = Object.entries(grpcAddresses).map(([name, addr]) => new Downstream(name, addr));
-    try {
-      for (const end = Date.now() + timeoutMs; ;) {
-        const serving = await Promise.all(health.map((d) => d.isServing()));
-        if (serving.every(Boolean) && (await fetch(`${url}/healthz`).then((r) => r.ok, () => false))) return;
-        const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
-        if (dead) throw new Error(`${dead[0]} exited during start-up:\n${dead[1].output.join('')}`);
-        if (Date.now() > end) throw new Error(`the services were not ready within ${timeoutMs} ms:\n${output()}`);
-        await sleep(100);
-      }
-    } finally {
-      for (const d of health) d.close();
+    for (const end = Date.now() + timeoutMs; ;) {
+      const serving = await Promise.all(Object.values(grpcAddresses).map((address) => healthStatus(address, '')));
+      if (serving.every((s) => s === 'SERVING') && (await fetch(`${url}/readyz`).then((r) => r.ok, () => false))) return;
+      const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
+      if (dead) throw new Error(`${dead[0]} exited during start-up:\n${dead[1].output.join('')}`);
+      if (Date.now() > end) throw new Error(`the services were not ready within ${timeoutMs} ms:\n${output()}`);
+      await sleep(100);
     }
   };
   if (!opts.noWait) await ready().catch((err: unknown) => (kill(), Promise.reject(err)));

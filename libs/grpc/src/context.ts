@@ -10,6 +10,8 @@ export const MetadataKeys = {
   memberId: 'x-member-id',
   clientIp: 'x-client-ip',
   userAgent: 'x-user-agent',
+  /** The client's Idempotency-Key of a POST (the gateway stores the response; services may dedupe on it). */
+  idempotencyKey: 'x-idempotency-key',
 } as const;
 
 export interface Actor {

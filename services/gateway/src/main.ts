@@ -1,5 +1,6 @@
 import { vars, z } from '@workauto/config';
 import { runProcess } from '@workauto/service/main';
+import { isCidr } from './cidr.js';
 
 /** Downstream key (proto package segment) → its address variable. */
 const DOWNSTREAM_VARS = {
@@ -22,6 +23,11 @@ await runProcess({
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
+    TRUSTED_PROXIES: z.string().default('').transform((text, ctx) => {
+      const list = text.split(',').map((s) => s.trim()).filter(Boolean);
+      for (const entry of list) if (!isCidr(entry)) ctx.addIssue({ code: 'custom', message: `${entry} is not an IP address or CIDR (like 10.0.0.0/8)` });
+      return list;
+    }),
     ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
   },
   async start(config, logger) {
@@ -42,6 +48,7 @@ await runProcess({
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
       deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
+      trustedProxies: config.TRUSTED_PROXIES,
     });
     const port = await gateway.listen(config.HOST, config.PORT);
     logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');
