@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
+import { generateCallerKeys } from '@workauto/grpc';
 import { freePort } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -33,13 +34,14 @@ export async function startServiceProcesses(opts: {
 }): Promise<ServiceProcesses> {
   const db = (s: string) => ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${s}`);
   const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), gateway: await freePort() };
-  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1' };
+  const callerKeys = generateCallerKeys('gateway');
+  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: callerKeys.verifyKeys };
   const envs: Record<(typeof SERVICES)[number], Record<string, string>> = {
     identity: { ...grpc, DATABASE_URL: await db('identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
     'notes-tasks': { ...grpc, DATABASE_URL: await db('notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
     'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
     gateway: {
-      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway),
+      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,
       IDENTITY_ADDR: `127.0.0.1:${ports.identity}`, NOTES_TASKS_ADDR: `127.0.0.1:${ports['notes-tasks']}`, CRM_PIPELINES_ADDR: `127.0.0.1:${ports['crm-pipelines']}`,
     },
   };

@@ -12,7 +12,7 @@ import protobuf from 'protobufjs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
-import { captureLogs, testDatabase } from '@workauto/testing';
+import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import type { Route } from './routes.js';
 
@@ -140,7 +140,7 @@ describe('gateway in front of identity', () => {
   async function startGateway(overrides: Partial<GatewayOptions> = {}) {
     const g = await createGateway({
       logger: createLogger('gateway'), downstreams: { identity: `127.0.0.1:${identity.port}` },
-      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, ...overrides,
+      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, callerSigningKey: testCallerKeys.signingKey, ...overrides,
     });
     const port = await g.listen('127.0.0.1', 0);
     gateways.push(g);
@@ -170,7 +170,7 @@ describe('gateway in front of identity', () => {
 
   before(async () => {
     identity = await createIdentityService(
-      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
+      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
       createLogger('identity'),
     );
     ({ gateway: gw, api } = await startGateway());

@@ -25,6 +25,7 @@ const config = loadConfig({
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
   DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
+  CALLER_SIGNING_KEY: vars.callerSigningKey(),
   LOG_LEVEL: vars.logLevel(),
   ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
 });
@@ -41,6 +42,7 @@ const gateway = await createGateway({
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
+  callerSigningKey: config.CALLER_SIGNING_KEY,
 });
 const port = await gateway.listen(config.HOST, config.PORT);
 logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');
