@@ -6,19 +6,17 @@
  * tenant by setting metadata. Each token names its target service (aud), so a token a service
  * received cannot be replayed to another one.
  */
-import { generateKeyPairSync } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { SignJWT, createLocalJWKSet, errors as jose, importJWK, jwtVerify, type CryptoKey, type JSONWebKeySet, type JWK, type JWTPayload } from 'jose';
+import { TokenError, createSigner, createVerifier, type Algorithm } from 'fast-jwt';
 import type { Actor } from './context.js';
 import { errors } from './errors.js';
 
 /** The metadata entry that carries the token. */
 export const CALLER_TOKEN_KEY = 'x-caller-token';
 
-/** Asymmetric signatures only: a service that verifies cannot sign. */
-const ALGORITHMS = ['EdDSA', 'Ed25519', 'ES256'];
 /** Caller and service clocks may differ by this much. */
-const CLOCK_TOLERANCE_S = 5;
+const CLOCK_TOLERANCE_MS = 5_000;
 /** A token is used at once (one per call), so a short life bounds what a leaked one is worth. */
 const DEFAULT_TTL_S = 30;
 /** The JWT type header: a token minted for another purpose is never read as a caller identity. */
@@ -57,6 +55,9 @@ export function generateCallerKeys(kid: string): CallerKeys {
   };
 }
 
+const WHAT_TO_SET =
+  'set CALLER_SIGNING_KEY (the signer\'s private JWK with a kid) and CALLER_VERIFY_KEYS ({"keys": [public JWKs with kids]}); docs/operations.md shows how to generate them';
+
 function parseJson(json: string, what: string): unknown {
   try {
     return JSON.parse(json);
@@ -65,99 +66,119 @@ function parseJson(json: string, what: string): unknown {
   }
 }
 
-const WHAT_TO_SET =
-  'set CALLER_SIGNING_KEY (the signer\'s private JWK with a kid) and CALLER_VERIFY_KEYS ({"keys": [public JWKs with kids]}); docs/operations.md shows how to generate them';
-
-function keyAlgorithm(jwk: JWK): string {
-  if (jwk.alg) return jwk.alg;
-  if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') return 'EdDSA';
-  if (jwk.kty === 'EC' && jwk.crv === 'P-256') return 'ES256';
-  throw new Error(`caller key ${jwk.kid ?? ''} is neither Ed25519 nor P-256; ${WHAT_TO_SET}`);
+/** A JWK as node:crypto's key and the one algorithm it signs with: Ed25519 → EdDSA, P-256 → ES256; asymmetric only. */
+function importKey(jwk: JsonWebKey & { kid?: string }, kind: 'private' | 'public'): { key: KeyObject; algorithm: Algorithm } {
+  let key: KeyObject;
+  try {
+    key = kind === 'private' ? createPrivateKey({ key: jwk, format: 'jwk' }) : createPublicKey({ key: jwk, format: 'jwk' });
+  } catch (err) {
+    throw new Error(`caller key ${jwk.kid ?? ''} is not a valid ${kind} JWK (${(err as Error).message}); ${WHAT_TO_SET}`);
+  }
+  const type = key.asymmetricKeyType;
+  const algorithm = type === 'ed25519' ? 'EdDSA' : type === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1' ? 'ES256' : undefined;
+  if (!algorithm) throw new Error(`caller key ${jwk.kid ?? ''} is neither Ed25519 nor P-256; ${WHAT_TO_SET}`);
+  return { key, algorithm };
 }
 
 /** Signs caller identity for the calls a process makes: the gateway, or a service with its own key. */
 export class CallerSigner {
-  private constructor(
-    private readonly key: CryptoKey,
-    private readonly header: { alg: string; kid: string; typ: string },
-    /** Who signs (iss): the gateway or a service name, for logs and audits. */
-    readonly issuer: string,
-    private readonly ttlSeconds: number,
-  ) {}
+  private readonly signer: (payload: Record<string, unknown>) => string;
+  private readonly ttlSeconds: number;
+  /** Who signs (iss): the gateway or a service name, for logs and audits. */
+  readonly issuer: string;
 
   /** From a private JWK (JSON, with kid; Ed25519 or P-256). Throws a message that says what to set. */
-  static async create(privateJwk: string, opts: { issuer: string; ttlSeconds?: number }): Promise<CallerSigner> {
-    const jwk = parseJson(privateJwk, 'the caller signing key') as JWK;
+  constructor(privateJwk: string, opts: { issuer: string; ttlSeconds?: number }) {
+    const jwk = parseJson(privateJwk, 'the caller signing key') as JsonWebKey & { kid?: string };
     if (typeof jwk !== 'object' || jwk === null || !jwk.d) throw new Error(`the caller signing key must be a private JWK; ${WHAT_TO_SET}`);
     if (!jwk.kid) throw new Error(`the caller signing key has no kid (services pick the verifying key by it); ${WHAT_TO_SET}`);
-    const alg = keyAlgorithm(jwk);
-    if (!ALGORITHMS.includes(alg)) throw new Error(`the caller signing key's alg ${alg} is not one of ${ALGORITHMS.join(', ')}; ${WHAT_TO_SET}`);
-    const key = (await importJWK(jwk, alg)) as CryptoKey;
-    return new CallerSigner(key, { alg, kid: jwk.kid, typ: TOKEN_TYPE }, opts.issuer, opts.ttlSeconds ?? DEFAULT_TTL_S);
+    const { key, algorithm } = importKey(jwk, 'private');
+    this.signer = createSigner({
+      key: key.export({ type: 'pkcs8', format: 'pem' }) as string, algorithm, kid: jwk.kid, iss: opts.issuer, header: { alg: algorithm, typ: TOKEN_TYPE },
+    });
+    this.issuer = opts.issuer;
+    this.ttlSeconds = opts.ttlSeconds ?? DEFAULT_TTL_S;
   }
 
   /** A token for one call to `audience` (a gRPC service's full name). */
-  sign(caller: Caller, audience: string): Promise<string> {
-    const claims: JWTPayload = { request_id: caller.requestId };
+  sign(caller: Caller, audience: string): string {
+    const now = Math.floor(Date.now() / 1000);
+    const claims: Record<string, unknown> = { aud: audience, iat: now, exp: now + this.ttlSeconds, request_id: caller.requestId };
     if (caller.tenantId) claims.tenant_id = caller.tenantId;
     if (caller.actor) claims.actor = { type: caller.actor.type, id: caller.actor.id, ...(caller.actor.memberId ? { member_id: caller.actor.memberId } : {}) };
     if (caller.clientIp) claims.client_ip = caller.clientIp;
     if (caller.userAgent) claims.user_agent = caller.userAgent;
-    const now = Math.floor(Date.now() / 1000);
-    return new SignJWT(claims)
-      .setProtectedHeader(this.header)
-      .setIssuer(this.issuer)
-      .setAudience(audience)
-      .setIssuedAt(now)
-      .setExpirationTime(now + this.ttlSeconds)
-      .sign(this.key);
+    return this.signer(claims);
   }
 
   /** Call metadata carrying the caller's token for `audience`. */
-  async metadata(caller: Caller, audience: string): Promise<grpc.Metadata> {
+  metadata(caller: Caller, audience: string): grpc.Metadata {
     const md = new grpc.Metadata();
-    md.set(CALLER_TOKEN_KEY, await this.sign(caller, audience));
+    md.set(CALLER_TOKEN_KEY, this.sign(caller, audience));
     return md;
   }
 }
 
 /**
  * Verifies caller tokens against a public key set (JWKS): several kids at once, so keys can rotate
- * and other signers (a service with its own key) can be trusted. Imported keys are cached by jose's
- * local key set, so a verification is one signature check.
+ * and other signers (a service with its own key) can be trusted. Each key is imported once, at
+ * start-up, into a verifier that accepts only that key's algorithm.
  */
 export class CallerVerifier {
-  private readonly keys: ReturnType<typeof createLocalJWKSet>;
-  readonly kids: string[];
+  private readonly byKid = new Map<string, (token: string) => Record<string, unknown>>();
 
   /** From a JWKS (JSON) of public keys, each with a kid. Throws a message that says what to set. */
   constructor(jwksJson: string) {
-    const jwks = parseJson(jwksJson, 'the caller verify keys') as JSONWebKeySet;
+    const jwks = parseJson(jwksJson, 'the caller verify keys') as { keys?: (JsonWebKey & { kid?: string })[] } | null;
     if (!jwks || !Array.isArray(jwks.keys) || jwks.keys.length === 0) throw new Error(`the caller verify keys must be a JWKS with at least one key; ${WHAT_TO_SET}`);
-    for (const k of jwks.keys) {
-      if (!k.kid) throw new Error(`every caller verify key needs a kid; ${WHAT_TO_SET}`);
-      if (k.d) throw new Error(`caller verify key ${k.kid} is a private key: give services only public keys; ${WHAT_TO_SET}`);
-      keyAlgorithm(k);
+    for (const jwk of jwks.keys) {
+      if (!jwk.kid) throw new Error(`every caller verify key needs a kid; ${WHAT_TO_SET}`);
+      if (jwk.d) throw new Error(`caller verify key ${jwk.kid} is a private key: give services only public keys; ${WHAT_TO_SET}`);
+      const { key, algorithm } = importKey(jwk, 'public');
+      this.byKid.set(
+        jwk.kid,
+        createVerifier({
+          key: key.export({ type: 'spki', format: 'pem' }) as string, algorithms: [algorithm], checkTyp: TOKEN_TYPE,
+          clockTolerance: CLOCK_TOLERANCE_MS, requiredClaims: ['exp', 'iat', 'aud'], cache: false,
+        }),
+      );
     }
-    this.kids = jwks.keys.map((k) => k.kid!);
-    this.keys = createLocalJWKSet(jwks);
+  }
+
+  get kids(): string[] {
+    return [...this.byKid.keys()];
   }
 
   /** The caller of a call to `audience`, from its verified token; UNAUTHENTICATED (CALLER_IDENTITY_INVALID) otherwise. */
-  async verify(metadata: grpc.Metadata, audience: string): Promise<Caller> {
+  verify(metadata: grpc.Metadata, audience: string): Caller {
     const token = metadata.get(CALLER_TOKEN_KEY)[0];
     if (typeof token !== 'string' || token === '') {
       throw invalid(`the call carries no caller identity (${CALLER_TOKEN_KEY}): services accept only calls signed by the gateway or by a service whose key is in their CALLER_VERIFY_KEYS; call through the gateway`);
     }
-    let payload: JWTPayload;
-    let kid: string | undefined;
-    try {
-      ({ payload, protectedHeader: { kid } } = await jwtVerify(token, this.keys, { algorithms: ALGORITHMS, audience, clockTolerance: CLOCK_TOLERANCE_S, typ: TOKEN_TYPE, requiredClaims: ['exp', 'iat'] }));
-    } catch (err) {
-      throw invalid(describeFailure(err, audience));
+    const kid = kidOf(token);
+    if (kid === undefined) throw invalid(`the caller identity token is not a JWT with a kid in its header; ${WHAT_TO_SET}`);
+    const verifier = this.byKid.get(kid);
+    if (!verifier) {
+      throw invalid(`the caller identity token is signed by key ${JSON.stringify(kid.slice(0, 64))}, which is not in this service's CALLER_VERIFY_KEYS: add the signer's public key there`);
     }
-    if (!kid) throw invalid(`the caller identity token has no kid; ${WHAT_TO_SET}`);
+    let payload: Record<string, unknown>;
+    try {
+      payload = verifier(token);
+    } catch (err) {
+      throw invalid(describeFailure(err));
+    }
+    if (payload.aud !== audience) throw invalid(`the caller identity token is not for this service (${audience}): sign one token per target service`);
     return callerOf(payload);
+  }
+}
+
+/** The kid of a token's header (read before verification only to pick the key; the signature covers it). */
+function kidOf(token: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as { kid?: unknown };
+    return typeof header.kid === 'string' ? header.kid : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -165,19 +186,17 @@ function invalid(message: string) {
   return errors.unauthenticated('CALLER_IDENTITY_INVALID', message);
 }
 
-function describeFailure(err: unknown, audience: string): string {
-  if (err instanceof jose.JWTExpired) return 'the caller identity token has expired: sign a fresh one for each call (and check that the caller\'s and this service\'s clocks agree)';
-  if (err instanceof jose.JWKSNoMatchingKey) return 'the caller identity token is signed by a key that is not in this service\'s CALLER_VERIFY_KEYS: add the signer\'s public key (by its kid) there';
-  if (err instanceof jose.JWSSignatureVerificationFailed) return 'the caller identity token\'s signature does not verify: it was altered, or signed by another key with a known kid';
-  if (err instanceof jose.JWTClaimValidationFailed && err.claim === 'aud') return `the caller identity token is not for this service (${audience}): sign one token per target service`;
-  if (err instanceof jose.JOSEAlgNotAllowed) return `the caller identity token's algorithm is not allowed (use one of ${ALGORITHMS.join(', ')})`;
-  return `the caller identity token is not valid (${err instanceof jose.JOSEError ? err.code : 'malformed'}): the caller must sign a JWT with a key in this service's CALLER_VERIFY_KEYS`;
+function describeFailure(err: unknown): string {
+  const code = err instanceof TokenError ? err.code : undefined;
+  if (code === TokenError.codes.expired) return 'the caller identity token has expired: sign a fresh one for each call (and check that the caller\'s and this service\'s clocks agree)';
+  if (code === TokenError.codes.invalidSignature) return 'the caller identity token\'s signature does not verify: it was altered, or signed by another key under a known kid';
+  return `the caller identity token is not valid (${code ?? 'malformed'}): the caller must sign a ${TOKEN_TYPE} JWT with a key in this service's CALLER_VERIFY_KEYS`;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** Claims → Caller; a signed token with claims of the wrong shape is refused, not half-read. */
-function callerOf(p: JWTPayload): Caller {
+function callerOf(p: Record<string, unknown>): Caller {
   const requestId = str(p.request_id);
   const actorClaim = p.actor as { type?: unknown; id?: unknown; member_id?: unknown } | undefined;
   if (!requestId || (p.tenant_id !== undefined && !str(p.tenant_id)) || (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))) {

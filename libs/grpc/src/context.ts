@@ -45,7 +45,7 @@ export class CallContext {
    * audience, so the target would refuse it. The target must list this service's public key in its
    * CALLER_VERIFY_KEYS.
    */
-  async toMetadata(service: string): Promise<grpc.Metadata> {
+  toMetadata(service: string): grpc.Metadata {
     if (!this.signer) {
       throw new Error('this service has no caller signing key: set CALLER_SIGNING_KEY (and add its public key to CALLER_VERIFY_KEYS of the services it calls) to call other services on a caller\'s behalf');
     }

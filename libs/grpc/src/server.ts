@@ -78,8 +78,8 @@ export class GrpcServer {
         : undefined;
       let ctx: CallContext | undefined;
       // The context comes only from a verified token: without one the handler never runs.
-      const verified = callerVerifier.verify(call.metadata, audience);
-      verified.then((caller) => handler(call.request, (ctx = CallContext.fromCaller(caller, abort.signal, callerSigner)))).then(
+      const run = async () => handler(call.request, (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)));
+      run().then(
         (response) => {
           clearTimeout(timer);
           logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(performance.now() - started) }, 'rpc ok');

@@ -53,7 +53,7 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
 export async function startService<S extends UnaryServiceDefinition>(spec: ServiceSpec<S>, config: ServiceConfig, logger: Logger): Promise<RunningService> {
   // Key problems stop the start before anything is opened, with a message that says what to set.
   const callerVerifier = new CallerVerifier(config.callerVerifyKeys);
-  const callerSigner = config.callerSigningKey ? await CallerSigner.create(config.callerSigningKey, { issuer: spec.name }) : undefined;
+  const callerSigner = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: spec.name }) : undefined;
   const resources = new Resources();
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());

@@ -8,11 +8,8 @@ import { CallerSigner, Downstream, callerAudience, decodeStatusDetails, generate
  */
 export const testCallerKeys = generateCallerKeys('test');
 
-let signer: Promise<CallerSigner> | undefined;
-/** The test process's signer (issuer `test`); tokens last a minute, as each is signed at its call. */
-export function testSigner(): Promise<CallerSigner> {
-  return (signer ??= CallerSigner.create(testCallerKeys.signingKey, { issuer: 'test', ttlSeconds: 60 }));
-}
+/** The test process's signer (issuer `test`), as the gateway signs. */
+export const testSigner = new CallerSigner(testCallerKeys.signingKey, { issuer: 'test' });
 
 /** Options of a call through TestClient: who it acts for (signed at the call), or metadata as given. */
 export interface TestCallOptions {
@@ -33,7 +30,7 @@ export function callAs(tenantId: string, memberId: string, actorId = 'test-api-k
  */
 export class TestClient extends Downstream {
   override async call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: TestCallOptions = {}): Promise<Res> {
-    const metadata = opts.metadata ?? (await (await testSigner()).metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path)));
+    const metadata = opts.metadata ?? testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
     return super.call(method, request, { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) });
   }
 }

@@ -56,7 +56,7 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
-  const callerSigner = await CallerSigner.create(options.callerSigningKey, { issuer: 'gateway' });
+  const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
   const routes = loadRoutes();
   const downstreams = new Map(
     Object.entries(options.downstreams).map(([name, addr]) => [name, new Downstream(name, addr, { deadlineMs: options.deadlineMs ?? 5_000 })]),

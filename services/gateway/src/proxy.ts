@@ -84,7 +84,7 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
 
     let out: StoredResponse;
     try {
-      const metadata = await signer.metadata(caller, callerAudience(route.grpcPath));
+      const metadata = signer.metadata(caller, callerAudience(route.grpcPath));
       const response = await downstream.call(methods.get(route)!, request, { metadata });
       out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
     } catch (err) {
