@@ -18,6 +18,8 @@ const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'gateway'] as cons
 export interface ServiceProcesses {
   /** http://127.0.0.1:<port> of the gateway. */
   url: string;
+  /** Each process's port (gRPC for services, HTTP for the gateway). */
+  ports: Record<(typeof SERVICES)[number], number>;
   /** Each process and what it printed (for failure messages). */
   children: Map<string, { proc: ChildProcess; output: string[] }>;
   /** SIGTERM each, gateway first; resolves to the exit codes by service. */
@@ -71,6 +73,7 @@ export async function startServiceProcesses(opts: {
   }
   return {
     url,
+    ports,
     children,
     async stop() {
       const codes: Record<string, number | null> = {};
