@@ -12,6 +12,7 @@ import protobuf from 'protobufjs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
+import { generateCallerKeys } from '@workauto/grpc';
 import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import type { Route } from './routes.js';
@@ -420,6 +421,16 @@ describe('gateway in front of identity', () => {
     assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 1000));
     assert.deepEqual(doc.paths['/api/v1/invitations/claim'].post.security, []);
     assert.deepEqual(doc.components.securitySchemes.bearer, { ...doc.components.securitySchemes.bearer, type: 'http', scheme: 'bearer' });
+  });
+
+  it('answers 500 (not the client\'s 401) when a service refuses the gateway\'s caller signing key', async () => {
+    const untrusted = generateCallerKeys('not-in-the-services-set');
+    secrets.push(JSON.parse(untrusted.signingKey).d, JSON.parse(testCallerKeys.signingKey).d);
+    const misconfigured = await startGateway({ callerSigningKey: untrusted.signingKey });
+    const res = await misconfigured.api('GET', '/api/v1/members', { key: a.key });
+    assertError(res, 500, 'CALLER_IDENTITY_INVALID');
+    assert.match(res.body.error.message, /CALLER_SIGNING_KEY.*CALLER_VERIFY_KEYS/);
+    assert.equal(res.headers.get('www-authenticate'), null);
   });
 
   it('answers 503 for a route whose service is not configured', async () => {
