@@ -30,7 +30,7 @@ const IDENTITY_AUDIENCE = callerAudience(IdentityServiceService.authenticateToke
  * authenticated) the principal. Signed per call into x-caller-token (services trust nothing else);
  * unauthenticated routes and the platform admin carry one too, without a tenant.
  */
-function callerOf(req: Request, requestId: string): Caller {
+function requestCaller(req: Request, requestId: string): Caller {
   const ua = req.get('user-agent');
   return { requestId, ...(req.ip ? { clientIp: req.ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
 }
@@ -63,7 +63,7 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if ('badPath' in match) throw gatewayErrors.badRequest([{ field: match.badPath, description: 'is not valid percent-encoding' }]);
     const { route, params } = match;
     res.locals.route = route.template;
-    const anonymous = callerOf(req, res.locals.requestId as string);
+    const anonymous = requestCaller(req, res.locals.requestId as string);
     // Authentication before validation: a caller without a credential learns nothing about the API's input rules.
     // The token lookup's caller is signed only when the lookup is not cached.
     const principal = await auth.authorize(route, req.get('authorization'), () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
