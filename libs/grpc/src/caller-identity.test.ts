@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { createPrivateKey } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
+import { createSigner } from 'fast-jwt';
 import { createLogger } from '@workauto/logger';
 import { NotesTasksServiceService as S } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { CALLER_TOKEN_KEY, CallerSigner, CallerVerifier, callerAudience, generateCallerKeys, type Caller } from './caller-identity.js';
@@ -127,6 +129,13 @@ describe('signed caller identity', () => {
     const body = Buffer.from(JSON.stringify({ request_id: 'r', tenant_id: 'tenant-a', aud: NOTES, exp: Date.now() / 1000 + 60, iat: Date.now() / 1000 })).toString('base64url');
     await refused(withToken(`${none}.${body}.`), /not valid|not allowed/);
     await refused(withToken('not-a-jwt'), /not a JWT/);
+  });
+
+  it('refuses a JWT of another type (typ JWT) even when a trusted key signed it', async () => {
+    const pem = createPrivateKey({ key: JSON.parse(keys.signingKey), format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
+    const now = Math.floor(Date.now() / 1000);
+    const plain = createSigner({ key: pem, algorithm: 'EdDSA', kid: 'gateway-1' })({ aud: NOTES, iat: now, exp: now + 30, request_id: 'r', tenant_id: 'tenant-a' });
+    await refused(withToken(plain), /FAST_JWT_INVALID_TYPE/);
   });
 
   it('refuses a token signed for another service (no replay from one service to the next)', async () => {
