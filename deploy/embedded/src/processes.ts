@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
-import { generateCallerKeys } from '@workauto/grpc';
+import { Downstream, generateCallerKeys } from '@workauto/grpc';
 import { freePort } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -61,15 +61,22 @@ export async function startServiceProcesses(opts: {
   }
   const url = `http://127.0.0.1:${ports.gateway}`;
   const kill = () => { for (const { proc } of children.values()) if (proc.exitCode === null) proc.kill('SIGKILL'); };
-  // Ready = the gateway's readiness, which asks every downstream's gRPC health service.
-  for (let i = 0; ; i++) {
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
-    const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
-    if (dead || i >= 600) {
-      kill();
-      throw new Error(dead ? `${dead[0]} exited during start-up:\n${dead[1].output.join('')}` : 'the services were not ready within 60 s');
+  // Ready = the gateway is ready and every service's gRPC health check answers SERVING (the
+  // gateway's readiness is about the gateway alone).
+  const services = (['identity', 'notes-tasks', 'crm-pipelines'] as const).map((name) => new Downstream(name, `127.0.0.1:${ports[name]}`));
+  const allServing = async () => (await Promise.all(services.map((d) => d.checkHealth()))).every((h) => h === 'serving');
+  try {
+    for (let i = 0; ; i++) {
+      if ((await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) && (await allServing())) break;
+      const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
+      if (dead || i >= 600) {
+        kill();
+        throw new Error(dead ? `${dead[0]} exited during start-up:\n${dead[1].output.join('')}` : 'the services were not ready within 60 s');
+      }
+      await sleep(100);
     }
-    await sleep(100);
+  } finally {
+    for (const d of services) d.close();
   }
   return {
     url,

@@ -1,7 +1,7 @@
 import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
-import { createGateway, type Gateway } from '@workauto/gateway';
+import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createTransport, type EventTransport } from '@workauto/events';
@@ -20,7 +20,8 @@ export interface StackOptions {
   /** 0 picks a free port. */
   gatewayPort?: number;
   logger?: Logger;
-  gatewayOptions?: { authCacheTtlMs?: number; rateLimitPerMinute?: number };
+  /** Gateway settings; downstreams given here replace the stack's own address of those services (tests of hung services). */
+  gatewayOptions?: Partial<Pick<GatewayOptions, 'authCacheTtlMs' | 'rateLimitPerMinute' | 'trustedProxies' | 'deadlineMs' | 'downstreamOptions' | 'downstreams'>>;
   /** Identity providers for OAuth consent (none by default). */
   oauth?: OAuthSettings;
   /** Kafka brokers (host:port,…); unset = the in-process transport shared by all services. */
@@ -73,8 +74,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
-      logger: logger.child({ component: 'gateway' }), downstreams, databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,
-      callerSigningKey: opts.callerKeys.signingKey, ...opts.gatewayOptions });
+      logger: logger.child({ component: 'gateway' }), databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,
+      callerSigningKey: opts.callerKeys.signingKey, ...opts.gatewayOptions, downstreams: { ...downstreams, ...opts.gatewayOptions?.downstreams } });
     const gatewayHost = opts.gatewayHost ?? host;
     const port = await gateway.listen(gatewayHost, opts.gatewayPort ?? 0);
     const stopped = new Set<string>();

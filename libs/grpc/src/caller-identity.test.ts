@@ -18,7 +18,7 @@ import { GrpcServer, type Handlers } from './server.js';
 const NOTES = callerAudience(S.listNotes.path);
 const keys = generateCallerKeys('gateway-1');
 const caller: Caller = {
-  requestId: 'req-1', tenantId: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, clientIp: '10.0.0.9', userAgent: 'curl/8',
+  requestId: 'req-1', tenantId: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, clientIp: '10.0.0.9', userAgent: 'curl/8', idempotencyKey: 'idem-1',
 };
 
 /** A notes-tasks server whose ListNotes answers with the caller it saw (JSON in next_cursor). */
@@ -27,7 +27,7 @@ async function startServer(opts: { reflection?: boolean; verifyKeys?: string; si
   const handlers = {
     listNotes: async (_req: unknown, ctx: CallContext) => {
       seen = ctx;
-      return { data: [], has_more: false, next_cursor: JSON.stringify({ tenant: ctx.tenant, actor: ctx.actor, requestId: ctx.requestId, ip: ctx.clientIp, ua: ctx.userAgent }) };
+      return { data: [], has_more: false, next_cursor: JSON.stringify({ tenant: ctx.tenant, actor: ctx.actor, requestId: ctx.requestId, ip: ctx.clientIp, ua: ctx.userAgent, idem: ctx.idempotencyKey }) };
     },
   } as unknown as Handlers<typeof S>;
   const server = new GrpcServer({
@@ -82,10 +82,10 @@ describe('signed caller identity', () => {
     assert.match(err.message, message);
   }
 
-  it('builds the call context from a valid token: tenant, actor, request id, client', async () => {
+  it('builds the call context from a valid token: tenant, actor, request id, client, idempotency key', async () => {
     const res = await svc.list(gateway.metadata(caller, NOTES));
     assert.deepEqual(JSON.parse(res.next_cursor!), {
-      tenant: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, requestId: 'req-1', ip: '10.0.0.9', ua: 'curl/8',
+      tenant: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, requestId: 'req-1', ip: '10.0.0.9', ua: 'curl/8', idem: 'idem-1',
     });
   });
 
@@ -155,7 +155,7 @@ describe('signed caller identity', () => {
   });
 
   it('leaves health checks unauthenticated', async () => {
-    assert.equal(await svc.client.isServing(), true);
+    assert.equal(await svc.client.checkHealth(), 'serving');
   });
 });
 

@@ -30,6 +30,8 @@ export interface Caller {
   actor?: Actor | undefined;
   clientIp?: string | undefined;
   userAgent?: string | undefined;
+  /** The client's Idempotency-Key of a POST (the gateway stores the response; services may dedupe on it). */
+  idempotencyKey?: string | undefined;
 }
 
 /** A caller signing key and the public key set that verifies it, as CALLER_SIGNING_KEY and CALLER_VERIFY_KEYS hold them. */
@@ -108,6 +110,7 @@ export class CallerSigner {
     if (caller.actor) claims.actor = { type: caller.actor.type, id: caller.actor.id, ...(caller.actor.memberId ? { member_id: caller.actor.memberId } : {}) };
     if (caller.clientIp) claims.client_ip = caller.clientIp;
     if (caller.userAgent) claims.user_agent = caller.userAgent;
+    if (caller.idempotencyKey) claims.idempotency_key = caller.idempotencyKey;
     return this.signer(claims);
   }
 
@@ -209,5 +212,6 @@ function callerOf(p: Record<string, unknown>): Caller {
     actor: actorClaim ? { type: actorClaim.type as string, id: actorClaim.id as string, ...(memberId ? { memberId } : {}) } : undefined,
     clientIp: str(p.client_ip),
     userAgent: str(p.user_agent),
+    idempotencyKey: str(p.idempotency_key),
   };
 }

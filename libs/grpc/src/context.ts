@@ -26,10 +26,12 @@ export class CallContext {
     readonly signal: AbortSignal,
     /** This service's own caller signing key (CALLER_SIGNING_KEY), when it has one. */
     private readonly signer?: CallerSigner,
+    /** The client's Idempotency-Key of a POST, signed with the rest (services may dedupe on it). */
+    readonly idempotencyKey?: string,
   ) {}
 
   static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner): CallContext {
-    return new CallContext(caller.requestId, caller.tenantId, caller.actor, caller.clientIp, caller.userAgent, signal, signer);
+    return new CallContext(caller.requestId, caller.tenantId, caller.actor, caller.clientIp, caller.userAgent, signal, signer, caller.idempotencyKey);
   }
 
   /** The tenant every query of a tenant-scoped rpc is filtered by; a call without one is refused. */
@@ -50,7 +52,7 @@ export class CallContext {
       throw new Error('this service has no caller signing key: set CALLER_SIGNING_KEY (and add its public key to CALLER_VERIFY_KEYS of the services it calls) to call other services on a caller\'s behalf');
     }
     return this.signer.metadata(
-      { requestId: this.requestId, tenantId: this.tenantId, actor: this.actor, clientIp: this.clientIp, userAgent: this.userAgent },
+      { requestId: this.requestId, tenantId: this.tenantId, actor: this.actor, clientIp: this.clientIp, userAgent: this.userAgent, idempotencyKey: this.idempotencyKey },
       service,
     );
   }

@@ -439,18 +439,64 @@ describe('gateway in front of identity', () => {
     assert.equal((await bare.api('GET', '/readyz')).status, 200, 'nothing configured, nothing to wait for');
   });
 
-  it('is live and ready while identity serves; not ready and 503 once it stops', async () => {
+  it('never stores an unknown outcome for an Idempotency-Key: after a 504 the retry runs again', async () => {
+    // Two replicas on one database: the first times out on every call, the second does not.
+    const databaseUrl = await testDatabase('gateway_shared');
+    const impatient = await startGateway({ databaseUrl, deadlineMs: 1 });
+    const patient = await startGateway({ databaseUrl });
+    const call = { key: a.key, body: { name: 'retry me' }, headers: { 'idempotency-key': `k-${randomUUID()}` } };
+    const first = await impatient.api('POST', '/api/v1/api-keys', call);
+    assertError(first, 504, 'DEADLINE_EXCEEDED');
+    const retry = await patient.api('POST', '/api/v1/api-keys', call);
+    assert.equal(retry.status, 201, retry.text);
+    assert.equal(retry.headers.get('idempotent-replayed'), null, 'the retry did the work; it is no replay of the 504');
+    secrets.push(retry.body.api_key);
+    const again = await patient.api('POST', '/api/v1/api-keys', call);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.id, retry.body.id);
+  });
+
+  it('limits failed authentications per address even when each request forges another X-Forwarded-For', async () => {
+    const limited = await startGateway({ rateLimitPerMinute: 20 });
+    assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      const res = await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}`, headers: { 'x-forwarded-for': `198.51.100.${i % 250}, 203.0.113.${i % 200}` } });
+      statuses.push(res.status);
+    }
+    assert.equal(statuses.filter((s) => s === 401).length, 20);
+    assert.equal(statuses.filter((s) => s === 429).length, 980);
+    // The address is over its limit, but a key known to be valid is never refused for it.
+    assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    assertError(await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }), 429, 'RATE_LIMITED');
+  });
+
+  it('believes X-Forwarded-For only from a trusted proxy (TRUSTED_PROXIES)', async () => {
+    const behindProxy = await startGateway({ rateLimitPerMinute: 3, trustedProxies: ['127.0.0.1/32', '::1/128'] });
+    const from = (client: string) => behindProxy.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}`, headers: { 'x-forwarded-for': client } });
+    for (let i = 0; i < 3; i++) assertError(await from('198.51.100.7'), 401);
+    assertError(await from('198.51.100.7'), 429, 'RATE_LIMITED');
+    assertError(await from('198.51.100.8'), 401); // another client behind the proxy has its own budget
+  });
+
+  it('answers 503 naming identity once it stops, and stays live and ready (readiness is the gateway\'s own)', async () => {
     assert.deepEqual((await api('GET', '/healthz')).body, { status: 'ok' });
     const ready = await api('GET', '/readyz');
     assert.equal(ready.status, 200, ready.text);
-    assert.deepEqual(ready.body.not_ready, []);
+    assert.deepEqual(ready.body, { status: 'ready', services_down: [] });
     await identity.stop();
     identityStopped = true;
-    const notReady = await api('GET', '/readyz');
-    assert.equal(notReady.status, 503);
-    assert.deepEqual(notReady.body.not_ready, ['identity']);
-    assertError(await api('GET', '/api/v1/members', { key: a.key }), 503);
-    assertError(await api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }), 503);
+    const down = await api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` });
+    assertError(down, 503, 'SERVICE_UNAVAILABLE');
+    assert.equal(down.body.error.details[0].metadata.service, 'identity');
+    assert.match(down.body.error.message, /identity.*retry/);
+    let readyNow = await api('GET', '/readyz');
+    for (let i = 0; i < 30 && !readyNow.body.services_down.length; i++) {
+      await sleep(100);
+      readyNow = await api('GET', '/readyz');
+    }
+    assert.equal(readyNow.status, 200);
+    assert.deepEqual(readyNow.body.services_down, ['identity']);
     assert.equal((await api('GET', '/healthz')).status, 200, 'liveness does not depend on downstreams');
   });
 

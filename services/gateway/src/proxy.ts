@@ -6,10 +6,11 @@ import type { Request, Response } from 'express';
 import { callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { bearerToken, tokenKey, type Authenticator } from './auth.js';
-import { gatewayErrors, toHttpError } from './errors.js';
+import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { messageToJson } from './json-mapping.js';
 import { matchRoute, type Route } from './routes.js';
+import { AUTHENTICATED } from './rate-limit.js';
 import { buildRequest } from './transcode.js';
 
 const ACTOR_TYPES: Record<number, string> = {
@@ -43,13 +44,29 @@ function addPrincipal(caller: Caller, principal: Principal): Caller {
   };
 }
 
-/** protobufjs (de)serialisers of a route's messages, in the shape Downstream.call takes. */
+/**
+ * A route's method in the shape Downstream.call takes. The request is encoded before the call
+ * (encodeRequest), so a message protobufjs cannot encode is answered here and never reaches the
+ * downstream or its circuit breaker as a failed call.
+ */
 function unaryMethod(route: Route) {
   return {
     path: route.grpcPath,
-    requestSerialize: (o: Record<string, unknown>) => Buffer.from(route.requestType.encode(route.requestType.fromObject(o)).finish()),
+    requestSerialize: (encoded: Buffer) => encoded,
     responseDeserialize: (b: Buffer) => route.responseType.decode(b) as unknown as Record<string, unknown>,
   };
+}
+
+/** The request message's bytes; a value the mapping let through but protobufjs refuses is the client's 400. */
+function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
+  try {
+    return Buffer.from(route.requestType.encode(route.requestType.fromObject(request)).finish());
+  } catch (err) {
+    throw gatewayErrors.badRequest(
+      [{ field: '(body)', description: `cannot be encoded as ${route.requestType.name}: ${String((err as Error).message).slice(0, 200)}` }],
+      'the request cannot be encoded for its service; check the body against /api/v1/openapi.json',
+    );
+  }
 }
 
 export function transcodingHandler(routes: Route[], downstreams: Map<string, Downstream>, auth: Authenticator, idempotency: IdempotencyStore, signer: CallerSigner) {
@@ -67,9 +84,11 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     // Authentication before validation: a caller without a credential learns nothing about the API's input rules.
     // The token lookup's caller is signed only when the lookup is not cached.
     const principal = await auth.authorize(route, req.get('authorization'), () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
-    const caller = principal ? addPrincipal(anonymous, principal) : anonymous;
+    if (principal) res.locals[AUTHENTICATED] = true; // the failed-auth limiter never blocks this credential
+    let caller = principal ? addPrincipal(anonymous, principal) : anonymous;
 
     const request = buildRequest(route, params, req.query as Record<string, unknown>, req.body);
+    const encoded = encodeRequest(route, request);
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);
     if (!downstream) throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
@@ -80,27 +99,38 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if (idempotencyKey) {
       const begun = await idempotency.begin(scope, idempotencyKey, IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request));
       if (begun.kind === 'replay') return send(res, begun.response, { 'Idempotent-Replayed': 'true' });
+      caller = { ...caller, idempotencyKey };
     }
 
-    let out: StoredResponse;
+    let response: Record<string, unknown>;
     try {
-      const metadata = signer.metadata(caller, callerAudience(route.grpcPath));
-      const response = await downstream.call(methods.get(route)!, request, { metadata });
-      out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
+      response = await downstream.call(methods.get(route)!, encoded, { metadata: signer.metadata(caller, callerAudience(route.grpcPath)) });
     } catch (err) {
       if (idempotencyKey) {
         const failure = toHttpError(err, res.locals.requestId as string);
-        // 503: the service was not reached (down, circuit open), so no work was done and a retry may do it.
-        if (failure.status === 503) await idempotency.release(scope, idempotencyKey);
-        else await idempotency.complete(scope, idempotencyKey, failure);
+        // A client error is the service's definite answer and is replayed; anything a retry may
+        // change (5xx, deadline, cancellation, lost connection, ABORTED, 429) is not stored: the
+        // key is freed so the retry runs again.
+        if (isDefinite(failure)) await idempotency.record(scope, idempotencyKey, failure);
+        else await idempotency.release(scope, idempotencyKey);
       }
       throw err;
     } finally {
       if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
-    if (idempotencyKey) await idempotency.complete(scope, idempotencyKey, out);
+    const out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
+    if (idempotencyKey) await idempotency.record(scope, idempotencyKey, out);
     send(res, out);
   };
+}
+
+/** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */
+const RETRYABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED', 'ABORTED', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNKNOWN', 'DATA_LOSS']);
+
+/** A failure a retry must get again rather than redo: a client error the service answered. */
+function isDefinite(failure: HttpError): boolean {
+  const status = (failure.body as { error?: { status?: string } }).error?.status ?? 'UNKNOWN';
+  return failure.status < 500 && !RETRYABLE.has(status);
 }
 
 /** A route's success response: status from the proto (201, 204, 302, 200) and its JSON body. */
