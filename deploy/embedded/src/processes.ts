@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
+import { generateCallerKeys } from '@workauto/grpc';
 import { freePort, healthStatus } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -18,6 +19,8 @@ export type ServiceName = (typeof SERVICES)[number];
 export interface ServiceProcesses {
   /** http://127.0.0.1:<port> of the gateway. */
   url: string;
+  /** Each process's port (gRPC for services, HTTP for the gateway). */
+  ports: Record<(typeof SERVICES)[number], number>;
   /** Each process and what it printed (for failure messages). */
   children: Map<string, { proc: ChildProcess; output: string[] }>;
   /** host:port of each gRPC service. */
@@ -48,13 +51,14 @@ export async function startServiceProcesses(opts: {
   const grpcAddresses = {
     identity: `127.0.0.1:${ports.identity}`, 'notes-tasks': `127.0.0.1:${ports['notes-tasks']}`, 'crm-pipelines': `127.0.0.1:${ports['crm-pipelines']}`,
   };
-  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1' };
+  const callerKeys = generateCallerKeys('gateway');
+  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: callerKeys.verifyKeys };
   const envs: Record<(typeof SERVICES)[number], Record<string, string>> = {
     identity: { ...grpc, DATABASE_URL: await db('identity', 'identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
     'notes-tasks': { ...grpc, DATABASE_URL: await db('notes-tasks', 'notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
     'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm-pipelines', 'crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
     gateway: {
-      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway),
+      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,
       IDENTITY_ADDR: grpcAddresses.identity, NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'],
     },
   };
@@ -93,6 +97,7 @@ export async function startServiceProcesses(opts: {
   if (!opts.noWait) await ready().catch((err: unknown) => (kill(), Promise.reject(err)));
   return {
     url,
+    ports,
     children,
     grpcAddresses,
     ready,

@@ -6,7 +6,7 @@
  * This module imports nothing that OpenTelemetry instruments (grpc, pg, http servers): those are
  * imported dynamically after startTelemetry, or their calls would not be traced. Keep it that way.
  */
-import { ConfigError, kafkaVars, loadConfig, vars, z } from '@workauto/config';
+import { ConfigError, grpcServiceVars, kafkaVars, loadConfig, vars, z } from '@workauto/config';
 import { createLogger, type Logger } from '@workauto/logger';
 import { startTelemetry } from '@workauto/telemetry';
 import type { RunningService, ServiceConfig } from './service.js';
@@ -60,6 +60,7 @@ export function serviceEnv(grpcPort: number) {
     GRPC_HOST: z.string().default('0.0.0.0'),
     GRPC_PORT: vars.port(grpcPort),
     ...kafkaVars,
+    ...grpcServiceVars,
     /** Prefix of the topics and consumer groups: several deployments (or test clusters) on one Kafka. */
     KAFKA_NAMESPACE: z.string().regex(/^[a-z0-9_.-]*$/, 'lowercase letters, digits, "_", "." and "-" only').default(''),
   };
@@ -91,7 +92,11 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
         namespace: all.KAFKA_NAMESPACE,
       });
       try {
-        const service = await opts.start({ databaseUrl: all.DATABASE_URL, host: all.GRPC_HOST, port: all.GRPC_PORT, transport }, all, logger);
+        const config: ServiceConfig = {
+          databaseUrl: all.DATABASE_URL, host: all.GRPC_HOST, port: all.GRPC_PORT, transport,
+          callerVerifyKeys: all.CALLER_VERIFY_KEYS, callerSigningKey: all.CALLER_SIGNING_KEY, grpcReflection: all.GRPC_REFLECTION,
+        };
+        const service = await opts.start(config, all, logger);
         return {
           async stop() {
             await service.stop();

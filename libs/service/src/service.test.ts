@@ -10,7 +10,7 @@ import pg from 'pg';
 import { databaseUrlFor } from '@workauto/db';
 import { createLogger, setLogTarget } from '@workauto/logger';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { captureLogs, eventually, freePort, healthStatus, testDatabase } from '@workauto/testing';
+import { captureLogs, eventually, freePort, healthStatus, testCallerKeys, testDatabase } from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
 import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
 import { HEALTH, startService, type RunningService, type ServiceConfig, type ServiceSpec, type Worker, type WorkerDeps } from './index.js';
@@ -43,7 +43,7 @@ describe('@workauto/service: the start-up every service shares', () => {
   let admin: pg.Client;
   const running: RunningService[] = [];
   const start = async (s: ServiceSpec<typeof NotesTasksServiceService>, config: Partial<ServiceConfig> & { databaseUrl: string }) => {
-    const svc = await startService(s, { host: '127.0.0.1', port: 0, healthCheckMs: 100, ...config }, logger);
+    const svc = await startService(s, { host: '127.0.0.1', port: 0, healthCheckMs: 100, callerVerifyKeys: testCallerKeys.verifyKeys, ...config }, logger);
     running.push(svc);
     return svc;
   };

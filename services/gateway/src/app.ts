@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { createPool, runMigrations } from '@workauto/db';
-import { Downstream, type DownstreamOptions } from '@workauto/grpc';
+import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
@@ -38,6 +38,8 @@ export interface GatewayOptions {
   rateLimitPerMinute?: number;
   /** Deadline of each downstream call (default 5000 ms). */
   deadlineMs?: number;
+  /** CALLER_SIGNING_KEY: private JWK that signs each downstream call's caller identity (services verify it). */
+  callerSigningKey: string;
   /**
    * CIDRs (or addresses) of the proxies in front of the gateway (TRUSTED_PROXIES): X-Forwarded-For
    * is believed only from a peer inside them. Default none: the client address is the TCP peer.
@@ -64,6 +66,7 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
+  const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
   const routes = loadRoutes();
   const downstreams = new Map(
     Object.entries(options.downstreams).map(([name, addr]) => [name, new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 })]),
@@ -124,7 +127,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     next();
   });
   app.use('/api', express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }), bodyLimits());
-  app.use('/api', transcodingHandler(routes, downstreams, auth, idempotency));
+  app.use('/api', transcodingHandler(routes, downstreams, auth, idempotency, callerSigner));
 
   app.use((req: Request, _res: Response, next: NextFunction) => next(gatewayErrors.routeNotFound(req.method, (req.originalUrl.split('?')[0] ?? '').slice(0, 200))));
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => send(res, fromBodyParser(err)));

@@ -83,6 +83,9 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
       d.reason = grpc.status[d.code] ?? 'UNKNOWN';
       d.domain = GATEWAY_DOMAIN;
       d.message = GENERIC_MESSAGES[d.code] ?? d.message;
+    } else if (d.reason === 'CALLER_IDENTITY_INVALID') {
+      // A service refused the gateway's own signature: a key misconfiguration, not the client's credential.
+      d = { ...d, code: grpc.status.INTERNAL, domain: GATEWAY_DOMAIN, metadata: {}, message: 'a service refused the gateway\'s caller identity; an operator must check CALLER_SIGNING_KEY and the services\' CALLER_VERIFY_KEYS (report the request id)' };
     }
   } else {
     d = { code: grpc.status.INTERNAL, message: 'internal error; retry later, and report the request id if it persists', reason: 'INTERNAL', domain: GATEWAY_DOMAIN, metadata: {}, fieldViolations: [] };

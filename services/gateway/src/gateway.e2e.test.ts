@@ -12,7 +12,8 @@ import protobuf from 'protobufjs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
-import { captureLogs, testDatabase } from '@workauto/testing';
+import { generateCallerKeys } from '@workauto/grpc';
+import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import type { Route } from './routes.js';
 
@@ -140,7 +141,7 @@ describe('gateway in front of identity', () => {
   async function startGateway(overrides: Partial<GatewayOptions> = {}) {
     const g = await createGateway({
       logger: createLogger('gateway'), downstreams: { identity: `127.0.0.1:${identity.port}` },
-      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, ...overrides,
+      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, callerSigningKey: testCallerKeys.signingKey, ...overrides,
     });
     const port = await g.listen('127.0.0.1', 0);
     gateways.push(g);
@@ -170,7 +171,7 @@ describe('gateway in front of identity', () => {
 
   before(async () => {
     identity = await createIdentityService(
-      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
+      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
       createLogger('identity'),
     );
     ({ gateway: gw, api } = await startGateway());
@@ -420,6 +421,16 @@ describe('gateway in front of identity', () => {
     assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 1000));
     assert.deepEqual(doc.paths['/api/v1/invitations/claim'].post.security, []);
     assert.deepEqual(doc.components.securitySchemes.bearer, { ...doc.components.securitySchemes.bearer, type: 'http', scheme: 'bearer' });
+  });
+
+  it('answers 500 (not the client\'s 401) when a service refuses the gateway\'s caller signing key', async () => {
+    const untrusted = generateCallerKeys('not-in-the-services-set');
+    secrets.push(JSON.parse(untrusted.signingKey).d, JSON.parse(testCallerKeys.signingKey).d);
+    const misconfigured = await startGateway({ callerSigningKey: untrusted.signingKey });
+    const res = await misconfigured.api('GET', '/api/v1/members', { key: a.key });
+    assertError(res, 500, 'CALLER_IDENTITY_INVALID');
+    assert.match(res.body.error.message, /CALLER_SIGNING_KEY.*CALLER_VERIFY_KEYS/);
+    assert.equal(res.headers.get('www-authenticate'), null);
   });
 
   it('answers 503 for a route whose service is not configured', async () => {

@@ -3,9 +3,8 @@
  * → request message → gRPC call → JSON response. Nothing here knows any endpoint.
  */
 import type { Request, Response } from 'express';
-import * as grpc from '@grpc/grpc-js';
-import { MetadataKeys, type Downstream } from '@workauto/grpc';
-import { ActorType, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
+import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { bearerToken, tokenKey, type Authenticator } from './auth.js';
 import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
@@ -24,21 +23,25 @@ const ACTOR_TYPES: Record<number, string> = {
 /** The service whose mutations can change who a token acts for (deactivation, revocation, roles). */
 const IDENTITY = 'identity';
 
-/** What every downstream call carries: the request id, the client, and (when authenticated) the principal. */
-function callMetadata(req: Request, requestId: string): grpc.Metadata {
-  const metadata = new grpc.Metadata();
-  metadata.set(MetadataKeys.requestId, requestId);
-  if (req.ip) metadata.set(MetadataKeys.clientIp, req.ip);
+/** Audience of the token lookup: identity's service. */
+const IDENTITY_AUDIENCE = callerAudience(IdentityServiceService.authenticateToken.path);
+
+/**
+ * The caller every downstream call of a request acts for: the request id and the client, and (when
+ * authenticated) the principal. Signed per call into x-caller-token (services trust nothing else);
+ * unauthenticated routes and the platform admin carry one too, without a tenant.
+ */
+function requestCaller(req: Request, requestId: string): Caller {
   const ua = req.get('user-agent');
-  if (ua) metadata.set(MetadataKeys.userAgent, ua.slice(0, 512));
-  return metadata;
+  return { requestId, ...(req.ip ? { clientIp: req.ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
 }
 
-function addPrincipal(metadata: grpc.Metadata, principal: Principal): void {
-  if (principal.tenant_id) metadata.set(MetadataKeys.tenantId, principal.tenant_id);
-  metadata.set(MetadataKeys.actorType, ACTOR_TYPES[principal.actor_type] ?? 'system');
-  metadata.set(MetadataKeys.actorId, principal.actor_id);
-  if (principal.member_id) metadata.set(MetadataKeys.memberId, principal.member_id);
+function addPrincipal(caller: Caller, principal: Principal): Caller {
+  return {
+    ...caller,
+    ...(principal.tenant_id ? { tenantId: principal.tenant_id } : {}),
+    actor: { type: ACTOR_TYPES[principal.actor_type] ?? 'system', id: principal.actor_id, ...(principal.member_id ? { memberId: principal.member_id } : {}) },
+  };
 }
 
 /**
@@ -66,7 +69,7 @@ function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
   }
 }
 
-export function transcodingHandler(routes: Route[], downstreams: Map<string, Downstream>, auth: Authenticator, idempotency: IdempotencyStore) {
+export function transcodingHandler(routes: Route[], downstreams: Map<string, Downstream>, auth: Authenticator, idempotency: IdempotencyStore, signer: CallerSigner) {
   const methods = new Map(routes.map((r) => [r, unaryMethod(r)]));
   return async (req: Request, res: Response): Promise<void> => {
     // originalUrl keeps the percent-encoding, so an encoded '/' inside a variable stays inside it.
@@ -77,11 +80,12 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if ('badPath' in match) throw gatewayErrors.badRequest([{ field: match.badPath, description: 'is not valid percent-encoding' }]);
     const { route, params } = match;
     res.locals.route = route.template;
-    const metadata = callMetadata(req, res.locals.requestId as string);
+    const anonymous = requestCaller(req, res.locals.requestId as string);
     // Authentication before validation: a caller without a credential learns nothing about the API's input rules.
-    const principal = await auth.authorize(route, req.get('authorization'), metadata);
+    // The token lookup's caller is signed only when the lookup is not cached.
+    const principal = await auth.authorize(route, req.get('authorization'), () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
     if (principal) res.locals[AUTHENTICATED] = true; // the failed-auth limiter never blocks this credential
-    if (principal) addPrincipal(metadata, principal);
+    let caller = principal ? addPrincipal(anonymous, principal) : anonymous;
 
     const request = buildRequest(route, params, req.query as Record<string, unknown>, req.body);
     const encoded = encodeRequest(route, request);
@@ -95,12 +99,12 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if (idempotencyKey) {
       const begun = await idempotency.begin(scope, idempotencyKey, IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request));
       if (begun.kind === 'replay') return send(res, begun.response, { 'Idempotent-Replayed': 'true' });
-      metadata.set(MetadataKeys.idempotencyKey, idempotencyKey);
+      caller = { ...caller, idempotencyKey };
     }
 
     let response: Record<string, unknown>;
     try {
-      response = await downstream.call(methods.get(route)!, encoded, { metadata });
+      response = await downstream.call(methods.get(route)!, encoded, { metadata: signer.metadata(caller, callerAudience(route.grpcPath)) });
     } catch (err) {
       if (idempotencyKey) {
         const failure = toHttpError(err, res.locals.requestId as string);

@@ -17,6 +17,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { ensureDatabase } from '@workauto/db';
+import { generateCallerKeys } from '@workauto/grpc';
 import { eventually, freePort, healthStatus, startEmbeddedPostgres, type EmbeddedPostgresHandle } from '@workauto/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
@@ -149,9 +150,10 @@ describe('database outages with every service in its own process', { skip: proce
       return { proc, output: () => output, exit: once(proc, 'exit') as Promise<[number | null, string | null]> };
     };
     const databaseUrl = `postgres://postgres:postgres@127.0.0.1:${closedPort}/notes`;
+    const keys = generateCallerKeys('gateway');
     for (const waiting of [
-      spawnMain({ DATABASE_URL: databaseUrl, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, GRPC_PORT: '0' }),
-      spawnMain({ DATABASE_URL: databaseUrl, ENCRYPTION_KEYS: Keyring.generateSpec(), PORT: '0', HOST: '127.0.0.1' }, 'gateway'),
+      spawnMain({ DATABASE_URL: databaseUrl, KAFKA_BROKERS: process.env.KAFKA_BROKERS!, GRPC_PORT: '0', CALLER_VERIFY_KEYS: keys.verifyKeys }),
+      spawnMain({ DATABASE_URL: databaseUrl, ENCRYPTION_KEYS: Keyring.generateSpec(), PORT: '0', HOST: '127.0.0.1', CALLER_SIGNING_KEY: keys.signingKey }, 'gateway'),
     ]) {
       await eventually('it waits for the database', () => waiting.output().includes('waiting for the database'), 15_000, 100);
       const signalled = Date.now();
@@ -161,7 +163,7 @@ describe('database outages with every service in its own process', { skip: proce
       assert.ok(Date.now() - signalled < 3_000, 'at once');
     }
 
-    const misconfigured = spawnMain({ KAFKA_BROKERS: process.env.KAFKA_BROKERS! });
+    const misconfigured = spawnMain({ KAFKA_BROKERS: process.env.KAFKA_BROKERS!, CALLER_VERIFY_KEYS: keys.verifyKeys });
     const [badCode] = await misconfigured.exit;
     assert.equal(badCode, 1);
     assert.match(misconfigured.output(), /DATABASE_URL/);
