@@ -221,7 +221,8 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await Promise.all(replicas.map((r) => r.stop()));
     console.log(`jobs: ${total} jobs in ${Date.now() - started} ms = ${perSecond}/s`);
     assert.equal(done, total);
-    // Alone on this 2-core machine: 3,200–4,300/s; the floor leaves room for a loaded machine.
-    assert.ok(perSecond > 800, `${perSecond} jobs/s`);
+    // Alone on this 2-core machine: 3,200–4,300/s; inside the whole suite, beside other tests, ~700/s.
+    // The floor catches a regression by an order of magnitude without failing on a busy machine.
+    assert.ok(perSecond > 300, `${perSecond} jobs/s`);
   });
 });
