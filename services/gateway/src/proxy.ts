@@ -9,7 +9,7 @@ import { ActorType, type Principal } from '@workauto/protos/workauto/identity/v1
 import { bearerToken, tokenKey, type Authenticator } from './auth.js';
 import { gatewayErrors, toHttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
-import { messageToJson } from './json-mapping.js';
+import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
 import { buildRequest } from './transcode.js';
 

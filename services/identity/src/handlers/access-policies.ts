@@ -5,7 +5,7 @@ import type { IdentityServiceService } from '@workauto/protos/workauto/identity/
 import { policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
-import { SOURCE, assertOwnerFor, caller, levels, toPolicy, type IdentityDeps } from './common.js';
+import { SOURCE, accessPoliciesData, assertOwnerFor, caller, levels, toPolicy, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
@@ -30,7 +30,7 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
         const rows = await policies.replacePolicies(tx, ctx.tenant, target.id, inputs as PolicyInput[]);
         await recordEvent(tx, SOURCE, ctx, {
           type: 'access_policies.replaced', resourceType: 'member', resourceId: target.id,
-          data: { member_id: target.id, policies: rows.map((r) => ({ domain: r.domain, access_level: r.access_level })) },
+          data: accessPoliciesData(rows),
           metadata: { policies: inputs.map((p) => `${p.domain}:${p.access_level}`) },
         });
         return { data: rows.map(toPolicy) };

@@ -4,8 +4,8 @@ import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import * as apiKeys from '../repo/api-keys.js';
 import * as members from '../repo/members.js';
-import { SOURCE, assertMembersAdmin, caller, toApiKey, type IdentityDeps } from './common.js';
-import { apiKeyData, issueApiKey } from './members.js';
+import { SOURCE, apiKeyData, assertMembersAdmin, caller, toApiKey, type IdentityDeps } from './common.js';
+import { issueApiKey } from './members.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 

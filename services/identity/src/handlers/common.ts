@@ -2,7 +2,8 @@ import type { Pool } from '@workauto/db';
 import { enumMapping, errors, type CallContext } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
-import { InvitationStatus, MemberRole, type AccessPolicy, type ApiKey, type Invitation, type IntegrationKey, type Member } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { resourceJsonOf } from '@workauto/protos';
+import { InvitationStatus, MemberRole, AccessPolicy, ApiKey, Invitation, IntegrationKey, ListAccessPoliciesResponse, Member, Tenant } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { effectiveAccess, type Domain, type Level, type Role } from '../domain/access.js';
 import { invitationStatus } from '../domain/invitations.js';
 import { atLeast } from '../domain/policies.js';
@@ -12,6 +13,7 @@ import * as policies from '../repo/access-policies.js';
 import type { ApiKeyRow } from '../repo/api-keys.js';
 import type { InvitationRow } from '../repo/invitations.js';
 import type { IntegrationKeyRow } from '../repo/integration-keys.js';
+import type { TenantRow } from '../repo/tenants.js';
 
 export const SOURCE = 'identity';
 export const roles = enumMapping(MemberRole, 'MEMBER_ROLE_');
@@ -91,6 +93,18 @@ export function toIntegrationKey(row: IntegrationKeyRow): IntegrationKey {
     last_verified_at: row.last_verified_at ?? undefined,
   };
 }
+
+// Event data is the resource exactly as the REST API returns it (docs/events.md): the same
+// message the handler returns, through the gateway's JSON mapping — so never a key, code or
+// credential (the API never returns them outside their creation).
+const resourceJson = resourceJsonOf('workauto/identity/v1/identity.proto', 'workauto.identity.v1');
+export const tenantData = (row: TenantRow) => resourceJson('Tenant', Tenant, { id: row.id, name: row.name, created_at: row.created_at });
+export const memberData = (row: members.MemberRow) => resourceJson('Member', Member, toMember(row));
+export const apiKeyData = (row: ApiKeyRow) => resourceJson('ApiKey', ApiKey, toApiKey(row));
+export const invitationData = (row: InvitationRow) => resourceJson('Invitation', Invitation, toInvitation(row));
+export const integrationKeyData = (row: IntegrationKeyRow) => resourceJson('IntegrationKey', IntegrationKey, toIntegrationKey(row));
+/** A member's policies: `data` holds the list GET /members/{id}/access-policies returns. */
+export const accessPoliciesData = (rows: policies.AccessPolicyRow[]) => resourceJson('ListAccessPoliciesResponse', ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
 
 /** The calling member (active, of this tenant) with its effective access, for resource-level rules. */
 export async function caller(pool: Pool, ctx: CallContext): Promise<{ member: members.MemberRow; access: Record<Domain, Level> }> {

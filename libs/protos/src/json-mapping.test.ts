@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadProtoRoot } from '@workauto/protos';
-import { Member, UpdateMemberRequest, MemberRole } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { loadProtoRoot } from './index.js';
+import { Member, UpdateMemberRequest, MemberRole } from './gen/workauto/identity/v1/identity.js';
 import { MappingError, messageFromJson, messageToJson, parseRfc3339, timestampToJson, type Violation } from './json-mapping.js';
-import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
+import { FIXTURE_PROTO, rootFromSource } from './fixtures.js';
 
 const root = loadProtoRoot(['workauto/identity/v1/identity.proto']);
 const memberType = root.lookupType('workauto.identity.v1.Member');
