@@ -3,8 +3,13 @@
  * real Kafka broker: outbox → relay → topics → consumer with dedup and dead letters.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { after, describe, it } from 'node:test';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool, runMigrations, withTransaction, type Pool, type PoolClient } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
@@ -194,6 +199,38 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
     await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
     await pool.end();
   });
+  it('replays a dead letter with scripts/replay-dead-letters.mjs once the cause is fixed, and the consumer applies it', async () => {
+    const namespace = `t${randomBytes(4).toString('hex')}.`;
+    const pool = await freshPool();
+    const transport = kafka({ namespace });
+    const dead = await collect(transport, [TOPICS.deadLetter]);
+    let broken = true;
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'replayed', topics: [TOPICS.audit], maxAttempts: 1, retryDelayMs: 1,
+      handle: async (tx, event) => {
+        if (broken) throw new Error('the audit table is being migrated');
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const [lost, kept] = await record(pool, 2, 'replay');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('both are dead-lettered', () => dead.messages.length === 2);
+    broken = false;
+    const script = fileURLToPath(new URL('../../../scripts/replay-dead-letters.mjs', import.meta.url));
+    const run = (...args: string[]) => promisify(execFile)(process.execPath, [script, '--namespace', namespace, ...args], { env: { ...process.env, KAFKA_BROKERS: brokers } });
+    const listed = await run('--dry-run');
+    assert.equal(listed.stdout.trim().split('\n').length, 2, listed.stdout);
+    await run('--event-id', lost!);
+    await until('the replayed event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [lost])).rowCount === 1);
+    await sleep(500);
+    assert.equal((await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount, 0, 'only the event asked for was replayed');
+    // Replaying it again (and everything else) applies nothing twice.
+    await run('--all');
+    await until('the other one was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount === 1);
+    assert.equal((await pool.query('SELECT 1 FROM applied')).rowCount, 2);
+    await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
 });
 
 describe('outbox relay', () => {
@@ -297,7 +334,13 @@ describe('consumer', () => {
     await pool.end();
   });
 
-  it('logs an error naming the event when it dead-letters one', async () => {
+  it('logs an error naming the event and counts it in a metric when it dead-letters one', async () => {
+    // A meter provider registered after @workauto/events loaded, as the services' telemetry does.
+    const reader = new (class extends MetricReader {
+      protected async onForceFlush() {}
+      protected async onShutdown() {}
+    })();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
     const pool = await freshPool();
     const transport = new LocalTransport(10);
     const dead = await collect(transport, [TOPICS.deadLetter]);
@@ -318,6 +361,11 @@ describe('consumer', () => {
     assert.equal(line.level, 'error', 'at error level');
     assert.equal(line.reason, 'cannot apply this one');
     assert.match(String(line.msg), /replay/);
+    const { resourceMetrics } = await reader.collect();
+    const counter = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'workauto.events.dead_lettered');
+    assert.ok(counter, 'the dead-letter counter was exported');
+    assert.deepEqual(counter.dataPoints.map((p) => [p.attributes, p.value]), [[{ group: 'failing', topic: TOPICS.audit }, 1]]);
+    metrics.disable();
     await Promise.all([relay.stop(), consumer.stop(), dead.sub.stop()]);
     await pool.end();
   });
