@@ -86,6 +86,26 @@ describe('events through the gateway', () => {
     assert.equal((await auditEntry('member.updated', memberId)).metadata.role, 'admin');
   });
 
+  it('never answers 200 to a change it then leaves out of the audit log, however deep its metadata', async () => {
+    // One level past the contract's limit: the gateway answers 400 once it enforces the limit;
+    // until then the change is accepted and must be audited (it used to be dead-lettered: the old
+    // Event's Struct metadata hit the protobuf decoder's recursion limit at this depth).
+    const tooDeep = nested(33);
+    const memberId = await newMember();
+    const note = await call('POST', '/notes', { title: 'Too deep' });
+    const contact = await call('POST', '/contacts', { name: 'Deep Dana' });
+    const changes = [
+      { action: 'member.updated', path: `/members/${memberId}`, body: { role: 'admin', metadata: tooDeep }, id: memberId },
+      { action: 'note.updated', path: `/notes/${note.body.id}`, body: { metadata: tooDeep }, id: note.body.id as string },
+      { action: 'contact.updated', path: `/contacts/${contact.body.id}`, body: { metadata: tooDeep }, id: contact.body.id as string },
+    ];
+    for (const change of changes) {
+      const res = await call('PATCH', change.path, change.body);
+      assert.ok(res.status === 400 || res.status === 200, `${change.path}: ${res.status} ${JSON.stringify(res.body)}`);
+      if (res.status === 200) assert.deepEqual((await auditEntry(change.action, change.id)).metadata.metadata, tooDeep, `${change.action} was accepted, so it is audited`);
+    }
+  });
+
   it("carries in each event's data the resource exactly as GET returns it", async () => {
     const memberId = await newMember();
     assert.equal((await call('PATCH', `/members/${memberId}`, { name: 'Mia Renamed', metadata: { team: 'blue' } })).status, 200);
