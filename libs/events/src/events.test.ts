@@ -15,6 +15,7 @@ import { createPool, runMigrations, withTransaction, type Pool, type PoolClient 
 import { createLogger } from '@workauto/logger';
 import { captureLogs, testDatabase } from '@workauto/testing';
 import type { ResourceJson } from '@workauto/protos';
+import { Event } from '@workauto/protos/workauto/events/v1/event.js';
 import { decodeEvent } from './event.js';
 import { KafkaTransport } from './kafka-transport.js';
 import { LocalTransport } from './local-transport.js';
@@ -309,6 +310,12 @@ describe('outbox relay', () => {
 });
 
 describe('consumer', () => {
+  it('still reads the data and metadata of an event recorded before they became JSON text (rolling upgrade)', () => {
+    const old = Event.encode({ ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }), data: { id: 'n-1' }, metadata: { title: 'x' } }).finish();
+    const event = decodeEvent(old);
+    assert.deepEqual([event.data, event.metadata], [{ id: 'n-1' }, { title: 'x' }]);
+  });
+
   it('applies an event whose metadata and data are nested 40 deep (no decoder depth limit)', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport(10);
