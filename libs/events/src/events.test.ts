@@ -133,7 +133,7 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
     const domain = await collect(up, [TOPICS.domain]);
     const relay = await OutboxRelay.start({ pool, transport: up, source: 'test', logger, pollMs: 100 });
     await until('all 100 arrived', () => domain.messages.length >= 100);
-    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids, 'one resource: one partition, commit order');
+    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids, 'one resource: one partition, insert (seq) order');
     await until('all are marked published', async () => (await pending(pool)) === 0);
     await Promise.all([domain.sub.stop(), relay.stop()]);
     await pool.end();
