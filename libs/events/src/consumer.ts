@@ -64,11 +64,11 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
   const handleTraced = (tx: pg.PoolClient, message: TransportMessage, event: ConsumedEvent) => {
     const parent = propagation.extract(context.active(), message.headers);
     return tracer.startActiveSpan(
-      `${message.topic} process`,
+      `process ${message.topic}`, // OpenTelemetry messaging conventions: "{operation} {destination}"
       {
         kind: SpanKind.CONSUMER,
         attributes: {
-          'messaging.system': 'kafka', 'messaging.operation.type': 'process', 'messaging.destination.name': message.topic,
+          'messaging.operation.type': 'process', 'messaging.destination.name': message.topic,
           'messaging.consumer.group.name': groupId, 'messaging.message.id': event.id, 'workauto.event.type': event.type,
         },
       },
