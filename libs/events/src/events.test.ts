@@ -200,6 +200,24 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
     await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
     await pool.end();
   });
+  it('publishes large events (a 100,000-character note each) without exceeding the broker message size', async () => {
+    const pool = await freshPool();
+    const transport = kafka();
+    const domain = await collect(transport, [TOPICS.domain]);
+    const body = 'é'.repeat(100_000); // 200 kB of UTF-8: the longest note body the API accepts is up to 300 kB
+    const ids = await withTransaction(pool, async (tx) => {
+      const out: string[] = [];
+      for (let i = 0; i < 12; i++) out.push(await recordEvent(tx, 'test', ctx, { type: 'note.updated', resourceType: 'note', resourceId: 'big', data: { body } as unknown as ResourceJson }));
+      return out;
+    });
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('all 12 arrived', () => domain.messages.length >= 12, 30_000);
+    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids);
+    await until('all are marked published', async () => (await pending(pool)) === 0);
+    await Promise.all([domain.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+
   it('replays a dead letter with scripts/replay-dead-letters.mjs once the cause is fixed, and the consumer applies it', async () => {
     const namespace = `t${randomBytes(4).toString('hex')}.`;
     const pool = await freshPool();

@@ -10,6 +10,8 @@ export interface RelayOptions {
   logger: Logger;
   topics?: { audit: string; domain: string };
   batchSize?: number;
+  /** Payload bytes per batch (default 512 KiB), below the broker's message.max.bytes (1 MB by default). */
+  maxBatchBytes?: number;
   /** Polling fallback when no NOTIFY arrives (default 1 s). */
   pollMs?: number;
   /** How long published rows stay in the outbox (for inspection) before they are deleted (default 24 h). */
@@ -225,7 +227,7 @@ export class OutboxRelay {
    * publishes nothing.
    */
   private async drain(): Promise<number> {
-    const { pool, transport, batchSize = 200 } = this.opts;
+    const { pool, transport, batchSize = 200, maxBatchBytes = 512 * 1024 } = this.opts;
     const topics = this.opts.topics ?? TOPICS;
     const tx = await pool.connect();
     try {
@@ -235,15 +237,30 @@ export class OutboxRelay {
         await tx.query('COMMIT');
         return 0;
       }
-      const { rows } = await tx.query<OutboxRow>(
-        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers
+      const { rows: claimed } = await tx.query<{ seq: string; bytes: number }>(
+        `SELECT seq, octet_length(payload) AS bytes
            FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [batchSize],
       );
-      if (!rows.length) {
+      if (!claimed.length) {
         await tx.query('COMMIT');
         return 0;
       }
+      // Kafka takes a partition's part of a publish as one record batch, refused whole when it
+      // exceeds the broker's message.max.bytes (1 MB by default): a batch of large events would be
+      // retried forever. Batches stop at maxBatchBytes (always at least one event).
+      const seqs: string[] = [];
+      let bytes = 0;
+      for (const row of claimed) {
+        if (seqs.length && bytes + row.bytes > maxBatchBytes) break;
+        seqs.push(row.seq);
+        bytes += row.bytes;
+      }
+      const { rows } = await tx.query<OutboxRow>(
+        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers
+           FROM outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq`,
+        [seqs],
+      );
       const messages: TransportMessage[] = rows.flatMap((r) => {
         const headers = { ...r.headers, 'event-id': r.id, 'event-type': r.event_type, 'tenant-id': r.tenant_id, source: this.opts.source };
         const key = `${r.resource_type}:${r.resource_id}`;
