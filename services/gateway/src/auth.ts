@@ -1,7 +1,9 @@
 /**
- * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken and cached
- * for at most ttlMs (the bound for a revocation to reach this replica when another replica served
- * it; the replica that serves an identity mutation clears its cache at once).
+ * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken.
+ * Reads (GET) may use an answer cached for at most ttlMs: the bound for a revocation to reach this
+ * replica's reads when another replica served it (the replica that serves an identity mutation
+ * clears its cache at once). Mutations never use the cache: a key revoked, or a member deactivated,
+ * through any replica creates and changes nothing from that moment on (contract §4).
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -48,7 +50,7 @@ export class Authenticator {
         authorization ? 'the Authorization header must be "Bearer <key>"' : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
       );
     }
-    const principal = await this.resolve(token, metadata);
+    const principal = await this.resolve(token, metadata, route.method !== 'GET');
     const isAdmin = principal.actor_type === ActorType.ACTOR_TYPE_PLATFORM_ADMIN;
     if (route.auth === 'platform_admin') {
       if (!isAdmin) throw gatewayErrors.forbidden('this endpoint needs the platform admin token', 'PLATFORM_ADMIN_REQUIRED');
@@ -68,11 +70,12 @@ export class Authenticator {
     return principal;
   }
 
-  private resolve(token: string, metadata: grpc.Metadata): Promise<Principal> {
+  /** fresh: ask identity even on a cache hit (a mutation), and let its answer replace the cached one. */
+  private resolve(token: string, metadata: grpc.Metadata, fresh: boolean): Promise<Principal> {
     const key = tokenKey(token);
     const now = Date.now();
     const hit = this.cache.get(key);
-    if (hit && hit.expires > now) return hit.lookup;
+    if (hit && hit.expires > now && !fresh) return hit.lookup;
     const identity = this.identity();
     if (!identity) return Promise.reject(gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR'));
     const lookup = identity.call(IdentityServiceService.authenticateToken, { token }, { metadata, deadlineMs: 3_000 });
@@ -82,7 +85,7 @@ export class Authenticator {
       // Concurrent requests with the same token share one lookup while it is pending.
       this.cache.set(key, { lookup, expires: now + this.ttlMs });
       lookup.catch(() => {
-        // Failures (bad token, identity down) are not cached.
+        // Failures (bad token, identity down) are not cached; a mutation's refusal also ends the cached reads.
         if (this.cache.get(key)?.lookup === lookup) this.cache.delete(key);
       });
     }

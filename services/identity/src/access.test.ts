@@ -4,8 +4,12 @@ import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
 import { IdentityServiceService as S, MemberRole, InvitationStatus } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
-import { effectiveAccess } from './domain/access.js';
-import { as, failure, startIdentity } from './test-support.js';
+import { NO_ACCESS, effectiveAccess, type Role } from './domain/access.js';
+import { assertAccessWithin, assertNotOutranked, assertNotOwn, assertRoleWithin } from './domain/grants.js';
+import { failure, startIdentity } from './test-support.js';
+import { isProviderOutage } from './oauth.js';
+import * as client from 'openid-client';
+import { freePort } from '@workauto/testing';
 
 describe('role defaults (contract §4)', () => {
   it('gives members write on work domains, read on config domains, none on audit', () => {
@@ -19,15 +23,59 @@ describe('role defaults (contract §4)', () => {
   });
 });
 
+describe('provider outages (OAuth)', () => {
+  it('tells an unreachable provider from a refusal', async () => {
+    const unreachable = await fetch(`http://127.0.0.1:${await freePort()}/token`).catch((err: unknown) => err);
+    assert.equal(isProviderOutage(unreachable), true);
+    assert.equal(isProviderOutage(new client.ClientError('unexpected HTTP response status code', { cause: new Response('', { status: 503 }) })), true);
+    assert.equal(isProviderOutage(new client.ClientError('unexpected HTTP response status code', { cause: new Response('', { status: 400 }) })), false);
+    assert.equal(isProviderOutage(Object.assign(new Error('invalid_grant'), { error: 'invalid_grant' })), false);
+  });
+});
+
+describe('grant rules (contract §4)', () => {
+  const grantor = (role: Role, overrides: { domain: string; access_level: string }[] = []) => ({ id: 'me', role, access: effectiveAccess(role, overrides) });
+  const reason = (fn: () => void) => {
+    try {
+      fn();
+    } catch (err) {
+      return (err as { reason: string }).reason;
+    }
+    return 'allowed';
+  };
+
+  it('refuses own changes, roles above one\'s own and acting on a higher rank', () => {
+    assert.equal(reason(() => assertNotOwn(grantor('owner'), 'me', 'role')), 'OWN_ACCESS_CHANGE');
+    assert.equal(reason(() => assertNotOwn(grantor('owner'), 'other', 'role')), 'allowed');
+    assert.equal(reason(() => assertRoleWithin(grantor('admin'), 'owner')), 'ROLE_ABOVE_OWN');
+    assert.equal(reason(() => assertRoleWithin(grantor('admin'), 'admin')), 'allowed');
+    assert.equal(reason(() => assertNotOutranked(grantor('admin'), { role: 'owner' }, 'deactivate the membership')), 'MEMBER_OUTRANKS_YOU');
+    assert.equal(reason(() => assertNotOutranked(grantor('owner'), { role: 'owner' }, 'deactivate the membership')), 'allowed');
+  });
+
+  it('counts only raises above the grantor\'s own level', () => {
+    const membersAdmin = grantor('member', [{ domain: 'members', access_level: 'admin' }]);
+    const viewer = effectiveAccess('viewer', []);
+    assert.equal(reason(() => assertAccessWithin(membersAdmin, viewer, effectiveAccess('viewer', [{ domain: 'notes', access_level: 'write' }]))), 'allowed');
+    assert.equal(reason(() => assertAccessWithin(membersAdmin, viewer, effectiveAccess('viewer', [{ domain: 'audit', access_level: 'read' }]))), 'ACCESS_ABOVE_OWN');
+    // A level above the grantor's that was already there is no grant: re-saving it is allowed.
+    const granted = effectiveAccess('viewer', [{ domain: 'audit', access_level: 'admin' }]);
+    assert.equal(reason(() => assertAccessWithin(membersAdmin, granted, granted)), 'allowed');
+    assert.equal(reason(() => assertAccessWithin(membersAdmin, NO_ACCESS, effectiveAccess('admin', []))), 'ACCESS_ABOVE_OWN');
+  });
+});
+
 describe('invitations, API keys, policies and integration keys over gRPC', () => {
   let identity: Awaited<ReturnType<typeof startIdentity>>;
   let owner: { tenant: string; member: string; key: string };
-  const ctx = () => as(owner.tenant, owner.member);
+  let ownerCall: { metadata: grpc.Metadata };
+  const ctx = () => ownerCall;
 
   before(async () => {
     identity = await startIdentity();
     const t = await identity.bootstrap('Invites');
     owner = { tenant: t.tenant!.id, member: t.member!.id, key: t.api_key };
+    ownerCall = await identity.asKey(t.api_key);
   });
   after(() => identity.stop());
 
@@ -92,7 +140,7 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
   it('lets a member manage only its own keys; revoked keys stop at once', async () => {
     const inv = await invite('keys@invites.test');
     const claimed = await identity.client.call(S.claimInvitation, { code: inv.code! });
-    const mine = as(owner.tenant, claimed.member!.id);
+    const mine = await identity.asKey(claimed.api_key);
     const key = await identity.client.call(S.createApiKey, { name: 'laptop' }, mine);
     assert.match(key.api_key!, /^wk_/);
     assert.equal(key.key_hint, key.api_key!.slice(-4));
@@ -153,14 +201,75 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
   it('only an owner makes an owner', async () => {
     const inv = await invite('admin@invites.test', { role: MemberRole.MEMBER_ROLE_ADMIN });
     const admin = await identity.client.call(S.claimInvitation, { code: inv.code! });
-    const asAdmin = as(owner.tenant, admin.member!.id);
+    const asAdmin = await identity.asKey(admin.api_key);
     const denied = await failure(identity.client.call(S.createInvitation, { email: 'o2@invites.test', role: MemberRole.MEMBER_ROLE_OWNER, access_policies: [] }, asAdmin));
-    assert.equal(denied.reason, 'OWNER_ROLE_REQUIRED');
+    assert.equal(denied.reason, 'ROLE_ABOVE_OWN');
     const demote = await failure(identity.client.call(S.updateMember, { id: owner.member, role: MemberRole.MEMBER_ROLE_MEMBER }, asAdmin));
-    assert.equal(demote.reason, 'OWNER_ROLE_REQUIRED');
+    assert.equal(demote.reason, 'MEMBER_OUTRANKS_YOU');
     const promoted = await identity.client.call(S.updateMember, { id: admin.member!.id, role: MemberRole.MEMBER_ROLE_OWNER }, ctx());
     assert.equal(promoted.role, MemberRole.MEMBER_ROLE_OWNER);
     // Two owners now: the first may be demoted.
     assert.equal((await identity.client.call(S.updateMember, { id: owner.member, role: MemberRole.MEMBER_ROLE_ADMIN }, asAdmin)).role, MemberRole.MEMBER_ROLE_ADMIN);
+  });
+
+  it('caps a member at 25 active API keys with 409 API_KEY_LIMIT_REACHED; revoking one makes room', async () => {
+    const inv = await invite('many-keys@invites.test', { role: MemberRole.MEMBER_ROLE_VIEWER });
+    const claimed = await identity.client.call(S.claimInvitation, { code: inv.code! });
+    const mine = await identity.asKey(claimed.api_key);
+    const created = [];
+    for (let i = 1; i < 25; i++) created.push(await identity.client.call(S.createApiKey, { name: `key ${i}` }, mine)); // 1 from the claim
+    const over = await failure(identity.client.call(S.createApiKey, { name: 'one too many' }, mine));
+    assert.deepEqual([over.code, over.reason, over.httpStatus], [grpc.status.FAILED_PRECONDITION, 'API_KEY_LIMIT_REACHED', 409]);
+    assert.match(over.message, /revoke one/);
+    // Nor may an admin add one for it; concurrent creates do not overshoot either.
+    assert.equal((await failure(identity.client.call(S.createApiKey, { name: 'by owner', member_id: claimed.member!.id }, ctx()))).reason, 'API_KEY_LIMIT_REACHED');
+    await identity.client.call(S.revokeApiKey, { id: created[0]!.id }, mine);
+    const raced = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => identity.client.call(S.createApiKey, { name: `race ${i}` }, mine)));
+    assert.equal(raced.filter((r) => r.status === 'fulfilled').length, 1);
+    const db = new pg.Client(identity.databaseUrl);
+    await db.connect();
+    const { rows } = await db.query('SELECT count(*)::int AS n FROM api_keys WHERE member_id = $1 AND revoked_at IS NULL', [claimed.member!.id]);
+    await db.end();
+    assert.equal(rows[0].n, 25);
+  });
+
+  it('lets a revoked key, or a deactivated member\'s key, create and change nothing, whatever a cache says', async () => {
+    // The calls carry the actor the gateway resolved before the revocation (a replica's cache).
+    const inv = await invite('stale@invites.test', { role: MemberRole.MEMBER_ROLE_ADMIN });
+    const admin = await identity.client.call(S.claimInvitation, { code: inv.code! });
+    const stale = await identity.asKey(admin.api_key);
+    const victim = await identity.client.call(S.claimInvitation, { code: (await invite('victim@invites.test')).code! });
+    const ownKeys = await identity.client.call(S.listApiKeys, {}, stale);
+    await identity.client.call(S.revokeApiKey, { id: ownKeys.data[0]!.id }, ctx());
+    const attempts = [
+      () => identity.client.call(S.createApiKey, { name: 'escape' }, stale),
+      () => identity.client.call(S.createInvitation, { email: 'friend@invites.test', role: MemberRole.MEMBER_ROLE_ADMIN, access_policies: [] }, stale),
+      () => identity.client.call(S.updateMember, { id: victim.member!.id, name: 'renamed', role: MemberRole.MEMBER_ROLE_UNSPECIFIED }, stale),
+      () => identity.client.call(S.replaceAccessPolicies, { member_id: victim.member!.id, policies: [] }, stale),
+      () => identity.client.call(S.putIntegrationKey, { provider: 'stale', credential: 'stale-credential-01' }, stale),
+    ];
+    for (const attempt of attempts) assert.equal((await failure(attempt())).code, grpc.status.UNAUTHENTICATED);
+    // A deactivated member's live key is refused the same way.
+    const inv2 = await invite('stale2@invites.test', { role: MemberRole.MEMBER_ROLE_ADMIN });
+    const admin2 = await identity.client.call(S.claimInvitation, { code: inv2.code! });
+    const stale2 = await identity.asKey(admin2.api_key);
+    await identity.client.call(S.deactivateMember, { id: admin2.member!.id }, ctx());
+    assert.equal((await failure(identity.client.call(S.createApiKey, { name: 'escape' }, stale2))).code, grpc.status.UNAUTHENTICATED);
+    assert.equal((await failure(identity.client.call(S.updateMember, { id: victim.member!.id, name: 'renamed', role: MemberRole.MEMBER_ROLE_UNSPECIFIED }, stale2))).code, grpc.status.UNAUTHENTICATED);
+    const unchanged = await identity.client.call(S.getMember, { id: victim.member!.id }, ctx());
+    assert.notEqual(unchanged.name, 'renamed');
+  });
+
+  it('two admins revoking each other\'s key at once: one wins, the other is refused (401), never a 5xx', async () => {
+    const codes: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const [a, b] = await Promise.all(['a', 'b'].map(async (who) => identity.client.call(S.claimInvitation, { code: (await invite(`mutual-${who}${i}@invites.test`, { role: MemberRole.MEMBER_ROLE_ADMIN })).code! })));
+      const [asA, asB] = await Promise.all([identity.asKey(a!.api_key), identity.asKey(b!.api_key)]);
+      const keyOf = async (member: string) => (await identity.client.call(S.listApiKeys, { member_id: member }, ctx())).data[0]!.id;
+      const [keyA, keyB] = await Promise.all([keyOf(a!.member!.id), keyOf(b!.member!.id)]);
+      const results = await Promise.allSettled([identity.client.call(S.revokeApiKey, { id: keyB }, asA), identity.client.call(S.revokeApiKey, { id: keyA }, asB)]);
+      codes.push(...results.map((r) => (r.status === 'fulfilled' ? 0 : (r.reason as grpc.ServiceError).code)).sort());
+    }
+    assert.deepEqual(codes, Array.from({ length: 3 }, () => [0, grpc.status.UNAUTHENTICATED]).flat());
   });
 });

@@ -62,13 +62,14 @@ describe('identity over gRPC', () => {
 
   it('refuses to deactivate or demote the last active owner, and deactivation disables the key', async () => {
     const t = await bootstrap('Solo');
-    const ctx = as(t.tenant!.id, t.member!.id);
+    const ctx = await identity.asKey(t.api_key);
     const deact = await failure(client.call(S.deactivateMember, { id: t.member!.id }, ctx));
     assert.equal(deact.code, grpc.status.FAILED_PRECONDITION);
     assert.equal(deact.reason, 'LAST_OWNER');
     assert.equal(deact.httpStatus, 409);
+    // Nobody changes their own role (contract §4), so the last owner cannot demote itself either.
     const demote = await failure(client.call(S.updateMember, { id: t.member!.id, role: MemberRole.MEMBER_ROLE_ADMIN }, ctx));
-    assert.equal(demote.reason, 'LAST_OWNER');
+    assert.deepEqual([demote.code, demote.reason], [grpc.status.PERMISSION_DENIED, 'OWN_ACCESS_CHANGE']);
     // Still an active owner with a working key.
     assert.equal((await client.call(S.authenticateToken, { token: t.api_key })).member_id, t.member!.id);
   });

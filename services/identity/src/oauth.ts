@@ -23,6 +23,16 @@ export interface OAuthSettings {
   allowedReturnOrigins: string[];
 }
 
+/**
+ * Whether a failed call to a provider is an outage (unreachable, timed out, HTTP 5xx) rather than
+ * a judgement (an OAuth error such as invalid_grant, a bad id_token): an outage is worth a retry.
+ */
+export function isProviderOutage(err: unknown): boolean {
+  if (err instanceof client.ClientError) return err.cause instanceof Response && err.cause.status >= 500;
+  if (err instanceof DOMException) return err.name === 'TimeoutError' || err.name === 'AbortError';
+  return err instanceof TypeError; // fetch's network failure ("fetch failed")
+}
+
 /** Plain http is accepted only for loopback issuers (local development and tests). */
 function isLoopback(url: URL): boolean {
   return url.protocol === 'http:' && ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);

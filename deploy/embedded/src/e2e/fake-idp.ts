@@ -15,8 +15,14 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
   /** Every token handed out, so tests can check none leaks into responses or logs. */
   const issued: string[] = [];
   let issuer = '';
+  /** While down, every endpoint answers 503, as a provider in an outage does. */
+  let down = false;
 
   const server: Server = createServer(async (req, res) => {
+    if (down) {
+      res.writeHead(503, { 'content-type': 'text/html' }).end('<h1>Service Unavailable</h1>');
+      return;
+    }
     const url = new URL(req.url!, issuer);
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
@@ -83,5 +89,8 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  return { issuer, tokenRequests, issued, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const setDown = (value: boolean) => {
+    down = value;
+  };
+  return { issuer, tokenRequests, issued, setDown, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

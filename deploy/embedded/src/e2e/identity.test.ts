@@ -146,6 +146,70 @@ describe('identity end to end', () => {
     assert.deepEqual(mismatches, [], `\n| endpoint | owner | admin | member | viewer |\n${table.join('\n')}`);
   });
 
+  it('lets nobody escalate: no own role or policies, no role or level above their own, no acting on a higher rank (contract §4)', async () => {
+    const membersAdmin = await newMember('member', [{ domain: 'members', access_level: 'admin' }]);
+    const actors = { ...keys, membersAdmin: membersAdmin.key };
+    const self = { ...ids, membersAdmin: membersAdmin.id };
+    type Actor = keyof typeof actors;
+    const email = () => `e-${randomUUID()}@matrix.test`;
+    const fresh = async (role: Role) => (await newMember(role)).id;
+    // [what, actor, request, expected status, expected reason]; targets are made fresh where the call changes them.
+    type Case = [string, Actor, () => Promise<[string, string, unknown?]>, number, string?];
+    const cases: Case[] = [];
+    for (const actor of ['owner', 'admin', 'member', 'viewer', 'membersAdmin'] as const) {
+      const ownReason = actor === 'member' || actor === 'viewer' ? 'ACCESS_DENIED' : 'OWN_ACCESS_CHANGE'; // the gateway stops those without members admin first
+      cases.push(
+        ['own role up', actor, async () => ['PATCH', `/api/v1/members/${self[actor]}`, { role: actor === 'owner' ? 'admin' : 'owner' }], 403, ownReason],
+        ['own policies', actor, async () => ['PUT', `/api/v1/members/${self[actor]}/access-policies`, { policies: [{ domain: 'integrations', access_level: 'admin' }] }], 403, ownReason],
+      );
+    }
+    cases.push(
+      // Roles: up to one's own, never above.
+      ['owner makes an owner', 'owner', async () => ['PATCH', `/api/v1/members/${await fresh('viewer')}`, { role: 'owner' }], 200],
+      ['admin makes an admin', 'admin', async () => ['PATCH', `/api/v1/members/${await fresh('viewer')}`, { role: 'admin' }], 200],
+      ['admin makes an owner', 'admin', async () => ['PATCH', `/api/v1/members/${await fresh('viewer')}`, { role: 'owner' }], 403, 'ROLE_ABOVE_OWN'],
+      ['admin invites an owner', 'admin', async () => ['POST', '/api/v1/invitations', { email: email(), role: 'owner' }], 403, 'ROLE_ABOVE_OWN'],
+      ['admin invites an admin', 'admin', async () => ['POST', '/api/v1/invitations', { email: email(), role: 'admin' }], 201],
+      ['members admin makes a member', 'membersAdmin', async () => ['PATCH', `/api/v1/members/${await fresh('viewer')}`, { role: 'member' }], 200],
+      ['members admin makes an admin', 'membersAdmin', async () => ['PATCH', `/api/v1/members/${await fresh('viewer')}`, { role: 'admin' }], 403, 'ROLE_ABOVE_OWN'],
+      ['members admin invites an admin', 'membersAdmin', async () => ['POST', '/api/v1/invitations', { email: email(), role: 'admin' }], 403, 'ROLE_ABOVE_OWN'],
+      ['member invites a viewer', 'member', async () => ['POST', '/api/v1/invitations', { email: email(), role: 'viewer' }], 403, 'ACCESS_DENIED'],
+      ['viewer makes a member', 'viewer', async () => ['PATCH', `/api/v1/members/${await fresh('viewer')}`, { role: 'member' }], 403, 'ACCESS_DENIED'],
+      // Access levels: up to one's own in each domain.
+      ['admin grants integrations admin', 'admin', async () => ['PUT', `/api/v1/members/${await fresh('viewer')}/access-policies`, { policies: [{ domain: 'integrations', access_level: 'admin' }] }], 200],
+      ['members admin grants notes write', 'membersAdmin', async () => ['PUT', `/api/v1/members/${await fresh('viewer')}/access-policies`, { policies: [{ domain: 'notes', access_level: 'write' }] }], 200],
+      ['members admin grants integrations admin', 'membersAdmin', async () => ['PUT', `/api/v1/members/${await fresh('viewer')}/access-policies`, { policies: [{ domain: 'integrations', access_level: 'admin' }] }], 403, 'ACCESS_ABOVE_OWN'],
+      ['members admin grants audit read', 'membersAdmin', async () => ['PUT', `/api/v1/members/${await fresh('member')}/access-policies`, { policies: [{ domain: 'audit', access_level: 'read' }] }], 403, 'ACCESS_ABOVE_OWN'],
+      ['members admin invites with integrations admin', 'membersAdmin', async () => ['POST', '/api/v1/invitations', { email: email(), role: 'viewer', access_policies: [{ domain: 'integrations', access_level: 'admin' }] }], 403, 'ACCESS_ABOVE_OWN'],
+      ['members admin lowers a member', 'membersAdmin', async () => ['PUT', `/api/v1/members/${await fresh('member')}/access-policies`, { policies: [{ domain: 'notes', access_level: 'read' }] }], 200],
+      // Nobody acts on a higher rank: demote, deactivate, re-police, mint keys for.
+      ['admin demotes an owner', 'admin', async () => ['PATCH', `/api/v1/members/${await fresh('owner')}`, { role: 'member' }], 403, 'MEMBER_OUTRANKS_YOU'],
+      ['admin deactivates an owner', 'admin', async () => ['DELETE', `/api/v1/members/${await fresh('owner')}`], 403, 'MEMBER_OUTRANKS_YOU'],
+      ['admin re-polices an owner', 'admin', async () => ['PUT', `/api/v1/members/${await fresh('owner')}/access-policies`, { policies: [{ domain: 'audit', access_level: 'none' }] }], 403, 'MEMBER_OUTRANKS_YOU'],
+      ['admin mints a key for an owner', 'admin', async () => ['POST', '/api/v1/api-keys', { name: 'mine now', member_id: await fresh('owner') }], 403, 'MEMBER_OUTRANKS_YOU'],
+      ['admin deactivates an admin', 'admin', async () => ['DELETE', `/api/v1/members/${await fresh('admin')}`], 200],
+      ['owner deactivates an owner', 'owner', async () => ['DELETE', `/api/v1/members/${await fresh('owner')}`], 200],
+      ['members admin deactivates an admin', 'membersAdmin', async () => ['DELETE', `/api/v1/members/${await fresh('admin')}`], 403, 'MEMBER_OUTRANKS_YOU'],
+      ['members admin mints a key for an admin', 'membersAdmin', async () => ['POST', '/api/v1/api-keys', { name: 'mine now', member_id: await fresh('admin') }], 403, 'MEMBER_OUTRANKS_YOU'],
+      ['members admin deactivates a member', 'membersAdmin', async () => ['DELETE', `/api/v1/members/${await fresh('member')}`], 200],
+    );
+    // The owner invites owners for the rank cases above (only an owner may).
+    const mismatches: string[] = [];
+    for (const [what, actor, request, status, reason] of cases) {
+      const [method, path, body] = await request();
+      const res = await stack.api(method, path, { key: actors[actor], body });
+      if (res.status === 201 && res.body?.code) secrets.push(res.body.code);
+      if (res.status === 201 && res.body?.api_key) secrets.push(res.body.api_key);
+      const gotReason = res.body?.error?.details?.[0]?.reason;
+      if (res.status !== status || (reason && gotReason !== reason)) mismatches.push(`${what} (${actor}): ${res.status} ${gotReason ?? ''}, expected ${status} ${reason ?? ''}`);
+    }
+    assert.deepEqual(mismatches, []);
+    // The members admin of the issue could not make itself anything more: still a member with its one override.
+    const me = await stack.api('GET', `/api/v1/members/${membersAdmin.id}`, { key: tenant.key });
+    assert.equal(me.body.role, 'member');
+    assert.equal((await stack.api('PUT', '/api/v1/integration-keys/escalated', { key: membersAdmin.key, body: { credential: 'escalated-credential' } })).status, 403);
+  });
+
   it('lets an access policy override the role default both ways', async () => {
     const viewerWithAudit = await newMember('viewer', [{ domain: 'audit', access_level: 'admin' }]);
     assert.equal((await stack.api('GET', '/api/v1/audit-log', { key: viewerWithAudit.key })).status, 200);
@@ -202,6 +266,23 @@ describe('identity end to end', () => {
     // The state is single-use.
     const replay = await fetch(callbackUrl, { redirect: 'manual' });
     assert.equal(replay.status, 400);
+  });
+
+  it('stores nothing from an OAuth callback when the key that started the flow was revoked meanwhile', async () => {
+    const key = await stack.api('POST', '/api/v1/api-keys', { key: tenant.key, body: { name: 'oauth starter' } });
+    secrets.push(key.body.api_key);
+    const connection = randomUUID();
+    const start = await stack.api('POST', '/api/v1/oauth/fake/authorize', { key: key.body.api_key, body: { connection_id: connection, return_to: 'https://app.example.com/settings' } });
+    assert.equal(start.status, 200, JSON.stringify(start.body));
+    assert.equal((await stack.api('DELETE', `/api/v1/api-keys/${key.body.id}`, { key: tenant.key })).status, 200);
+    const consent = await fetch(start.body.authorize_url, { redirect: 'manual' });
+    const callback = await fetch(consent.headers.get('location')!, { redirect: 'manual' });
+    secrets.push(...idp.issued);
+    assert.equal(callback.status, 302);
+    const back = new URL(callback.headers.get('location')!);
+    assert.deepEqual([back.searchParams.get('status'), back.searchParams.get('error')], ['error', 'access_revoked']);
+    const stored = await stack.api('GET', '/api/v1/integration-keys/fake', { key: tenant.key });
+    assert.notEqual(stored.body?.metadata?.connection_id, connection);
   });
 
   it('refuses unknown providers (404) and foreign return_to origins (400)', async () => {

@@ -11,6 +11,9 @@ export type Level = (typeof LEVELS)[number];
 
 const everywhere = (level: Level): Record<Domain, Level> => Object.fromEntries(DOMAINS.map((d) => [d, level])) as Record<Domain, Level>;
 
+/** What someone who is not a member yet has: nothing anywhere. */
+export const NO_ACCESS: Readonly<Record<Domain, Level>> = everywhere('none');
+
 /** The level each role has in each domain when no access policy overrides it. */
 export const ROLE_DEFAULTS: Record<Role, Record<Domain, Level>> = {
   owner: everywhere('admin'),

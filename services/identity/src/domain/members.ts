@@ -1,12 +1,4 @@
 import { errors } from '@workauto/grpc';
-import type { Role } from './access.js';
-
-/** Only an owner makes or unmakes an owner. */
-export function assertMayChangeRole(callerRole: Role | undefined, from: Role, to: Role): void {
-  if ((from === 'owner' || to === 'owner') && from !== to && callerRole !== 'owner') {
-    throw errors.permissionDenied('OWNER_ROLE_REQUIRED', 'only an owner can make or unmake an owner');
-  }
-}
 
 /** A tenant always keeps at least one active owner: demoting or deactivating the last one is refused. */
 export function assertKeepsAnOwner(activeOwnerIds: string[], memberId: string): void {

@@ -2,10 +2,12 @@ import { withTransaction } from '@workauto/db';
 import { errors, validate, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { effectiveAccess } from '../domain/access.js';
+import { assertAccessWithin, assertNotOutranked, assertNotOwn } from '../domain/grants.js';
 import { policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
-import { SOURCE, accessPoliciesData, assertOwnerFor, caller, levels, toPolicy, type IdentityDeps } from './common.js';
+import { SOURCE, accessOf, accessPoliciesData, caller, levels, toPolicy, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
@@ -22,11 +24,13 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
       const v = validate().uuid('member_id', req.member_id, { required: true });
       for (const violation of policyViolations('policies', inputs)) v.add(violation.field, violation.description);
       v.done();
-      const me = await caller(pool, ctx);
       return withTransaction(pool, async (tx) => {
+        const me = await caller(tx, ctx);
         const target = await members.findMember(tx, ctx.tenant, req.member_id, { forUpdate: true });
         if (!target) throw errors.notFound('member', req.member_id);
-        assertOwnerFor(me.member.role, target.role, "change an owner's access policies");
+        assertNotOwn(me, target.id, 'access policies');
+        assertNotOutranked(me, target, 'change the access policies');
+        assertAccessWithin(me, await accessOf(tx, target), effectiveAccess(target.role, inputs as PolicyInput[]));
         const rows = await policies.replacePolicies(tx, ctx.tenant, target.id, inputs as PolicyInput[]);
         await recordEvent(tx, SOURCE, ctx, {
           type: 'access_policies.replaced', resourceType: 'member', resourceId: target.id,

@@ -1,16 +1,17 @@
-import type { Pool } from '@workauto/db';
+import type { Pool, Queryable } from '@workauto/db';
 import { enumMapping, errors, type CallContext } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { resourceJsonOf } from '@workauto/protos';
 import { InvitationStatus, MemberRole, AccessPolicy, ApiKey, Invitation, IntegrationKey, ListAccessPoliciesResponse, Member, Tenant } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { effectiveAccess, type Domain, type Level, type Role } from '../domain/access.js';
+import { effectiveAccess, type Domain, type Level } from '../domain/access.js';
+import type { Grantor } from '../domain/grants.js';
 import { invitationStatus } from '../domain/invitations.js';
 import { atLeast } from '../domain/policies.js';
 import type { OAuthProviders } from '../oauth.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
-import type { ApiKeyRow } from '../repo/api-keys.js';
+import * as apiKeys from '../repo/api-keys.js';
 import type { InvitationRow } from '../repo/invitations.js';
 import type { IntegrationKeyRow } from '../repo/integration-keys.js';
 import type { TenantRow } from '../repo/tenants.js';
@@ -46,7 +47,7 @@ export function toPolicy(row: policies.AccessPolicyRow): AccessPolicy {
   return { ...row, access_level: levels.fromDomain(row.access_level) };
 }
 
-export function toApiKey(row: ApiKeyRow, key?: string): ApiKey {
+export function toApiKey(row: apiKeys.ApiKeyRow, key?: string): ApiKey {
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -100,18 +101,37 @@ export function toIntegrationKey(row: IntegrationKeyRow): IntegrationKey {
 const resourceJson = resourceJsonOf('workauto/identity/v1/identity.proto', 'workauto.identity.v1');
 export const tenantData = (row: TenantRow) => resourceJson('Tenant', Tenant, { id: row.id, name: row.name, created_at: row.created_at });
 export const memberData = (row: members.MemberRow) => resourceJson('Member', Member, toMember(row));
-export const apiKeyData = (row: ApiKeyRow) => resourceJson('ApiKey', ApiKey, toApiKey(row));
+export const apiKeyData = (row: apiKeys.ApiKeyRow) => resourceJson('ApiKey', ApiKey, toApiKey(row));
 export const invitationData = (row: InvitationRow) => resourceJson('Invitation', Invitation, toInvitation(row));
 export const integrationKeyData = (row: IntegrationKeyRow) => resourceJson('IntegrationKey', IntegrationKey, toIntegrationKey(row));
 /** A member's policies: `data` holds the list GET /members/{id}/access-policies returns. */
 export const accessPoliciesData = (rows: policies.AccessPolicyRow[]) => resourceJson('ListAccessPoliciesResponse', ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
 
-/** The calling member (active, of this tenant) with its effective access, for resource-level rules. */
-export async function caller(pool: Pool, ctx: CallContext): Promise<{ member: members.MemberRow; access: Record<Domain, Level> }> {
-  const id = ctx.actor?.memberId;
-  const member = id ? await members.findMember(pool, ctx.tenant, id) : undefined;
-  if (!member || !member.is_active) throw errors.unauthenticated('INVALID_CREDENTIAL', 'the calling member is not active');
-  return { member, access: effectiveAccess(member.role, await policies.listPolicies(pool, ctx.tenant, member.id)) };
+/** A member's effective access: its role's defaults with its policy rows applied. */
+export async function accessOf(db: Queryable, member: members.MemberRow): Promise<Record<Domain, Level>> {
+  return effectiveAccess(member.role, await policies.listPolicies(db, member.tenant_id, member.id));
+}
+
+/** The active member holding a live API key of the tenant, or nothing (key revoked or unknown, member deactivated). */
+export async function liveKeyHolder(db: Queryable, tenantId: string, keyId: string): Promise<members.MemberRow | undefined> {
+  const memberId = await apiKeys.lockLiveKey(db, tenantId, keyId);
+  const member = memberId ? await members.findMember(db, tenantId, memberId) : undefined;
+  return member?.is_active ? member : undefined;
+}
+
+/**
+ * The calling member with its effective access, checked against the database, never a cache:
+ * the API key the gateway authenticated (the actor) is unrevoked and its member active. Mutations
+ * call it inside their transaction, so a key revoked through any gateway replica acts no more
+ * (contract §4) and a revocation running concurrently waits for the key's lock.
+ */
+export async function caller(db: Queryable, ctx: CallContext): Promise<Grantor & { member: members.MemberRow }> {
+  const actor = ctx.actor;
+  const member = actor?.type === 'api_key' ? await liveKeyHolder(db, ctx.tenant, actor.id) : undefined;
+  if (!member || member.id !== actor?.memberId) {
+    throw errors.unauthenticated('INVALID_CREDENTIAL', 'the API key is revoked or its member is deactivated; use a live key of an active member');
+  }
+  return { member, id: member.id, role: member.role, access: await accessOf(db, member) };
 }
 
 /** Acting on another member's credentials needs admin on members (contract §4). */
@@ -119,8 +139,4 @@ export function assertMembersAdmin(access: Record<Domain, Level>, what: string):
   if (!atLeast(access.members, 'admin')) {
     throw errors.permissionDenied('ACCESS_DENIED', `${what} needs the admin level on the members domain`);
   }
-}
-
-export function assertOwnerFor(callerRole: Role, targetRole: Role, what: string): void {
-  if (targetRole === 'owner' && callerRole !== 'owner') throw errors.permissionDenied('OWNER_ROLE_REQUIRED', `only an owner can ${what}`);
 }

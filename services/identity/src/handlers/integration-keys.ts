@@ -4,7 +4,7 @@ import { hint, Keyring } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import * as integrationKeys from '../repo/integration-keys.js';
-import { SOURCE, integrationKeyData, toIntegrationKey, type IdentityDeps } from './common.js';
+import { SOURCE, caller, integrationKeyData, toIntegrationKey, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
@@ -51,6 +51,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
         .text('label', req.label, { max: 200 })
         .done();
       return withTransaction(pool, async (tx) => {
+        await caller(tx, ctx);
         const row = await storeCredential(deps, tx, ctx.tenant, req.provider, req.credential.trim(), { label: req.label?.trim() ?? null, metadata: {}, verified: false });
         await recordEvent(tx, SOURCE, ctx, {
           type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: integrationKeyData(row),
@@ -63,6 +64,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
     async deleteIntegrationKey(req, ctx) {
       checkProvider(req.provider);
       return withTransaction(pool, async (tx) => {
+        await caller(tx, ctx);
         const row = await integrationKeys.deleteIntegrationKey(tx, ctx.tenant, req.provider);
         if (!row) throw errors.notFound('integration_key', req.provider);
         await recordEvent(tx, SOURCE, ctx, { type: 'integration_key.deleted', resourceType: 'integration_key', resourceId: row.id, metadata: { provider: row.provider } });

@@ -4,13 +4,14 @@ import { DomainError, errors, parsePage, toPage, validate, type Handlers } from 
 import { generateToken, sha256Hex } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { isRole } from '../domain/access.js';
+import { NO_ACCESS, effectiveAccess, isRole, type Role } from '../domain/access.js';
+import { assertAccessWithin, assertRoleWithin } from '../domain/grants.js';
 import { DEFAULT_EXPIRY_HOURS, MAX_EXPIRY_HOURS, assertClaimable, invitationStatus } from '../domain/invitations.js';
 import { policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as invitations from '../repo/invitations.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
-import { SOURCE, apiKeyData, assertOwnerFor, caller, invitationData, levels, memberData, roles, toInvitation, toMember, toPolicy, type IdentityDeps } from './common.js';
+import { SOURCE, apiKeyData, caller, invitationData, levels, memberData, roles, toInvitation, toMember, toPolicy, type IdentityDeps } from './common.js';
 import { issueApiKey } from './members.js';
 
 type H = Handlers<typeof IdentityServiceService>;
@@ -27,11 +28,13 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
         .check(req.expires_in_hours === undefined || (req.expires_in_hours >= 1 && req.expires_in_hours <= MAX_EXPIRY_HOURS), 'expires_in_hours', `must be 1 to ${MAX_EXPIRY_HOURS}`);
       for (const violation of policyViolations('access_policies', inputs)) v.add(violation.field, violation.description);
       v.done();
-      const me = await caller(pool, ctx);
-      assertOwnerFor(me.member.role, role as 'owner', 'invite an owner');
       const code = generateToken('inv_', 32);
       const expiresAt = new Date(Date.now() + (req.expires_in_hours ?? DEFAULT_EXPIRY_HOURS) * 3_600_000);
       return withTransaction(pool, async (tx) => {
+        const me = await caller(tx, ctx);
+        // The invitee will hold this role and these policies: the inviter could not grant more.
+        assertRoleWithin(me, role as Role);
+        assertAccessWithin(me, NO_ACCESS, effectiveAccess(role as Role, inputs as PolicyInput[]));
         const row = await invitations.insertInvitation(tx, {
           id: newId(), tenant_id: ctx.tenant, email: req.email.trim(), name: req.name?.trim() || null,
           role: role as 'member', access_policies: inputs as PolicyInput[], code_hash: sha256Hex(code), expires_at: expiresAt,
@@ -49,6 +52,7 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
     async revokeInvitation(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(pool, async (tx) => {
+        await caller(tx, ctx);
         const row = await invitations.findInvitation(tx, ctx.tenant, req.id, { forUpdate: true });
         if (!row) throw errors.notFound('invitation', req.id);
         const status = invitationStatus(row);

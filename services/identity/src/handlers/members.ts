@@ -4,7 +4,8 @@ import { generateToken, hint, sha256Hex, secretsEqual } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import { ActorType, MemberRole, type IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { effectiveAccess, isRole, type Role } from '../domain/access.js';
-import { assertKeepsAnOwner, assertMayChangeRole } from '../domain/members.js';
+import { assertAccessWithin, assertNotOutranked, assertNotOwn, assertRoleWithin } from '../domain/grants.js';
+import { assertKeepsAnOwner } from '../domain/members.js';
 import * as apiKeys from '../repo/api-keys.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
@@ -64,13 +65,17 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
         .uuid('contact_id', req.contact_id)
         .check(req.role === MemberRole.MEMBER_ROLE_UNSPECIFIED || role !== undefined, 'role', `must be one of ${roles.names.join(', ')}`)
         .done();
-      const me = await caller(pool, ctx);
       return withTransaction(pool, async (tx) => {
+        const me = await caller(tx, ctx);
         const owners = role ? await members.lockActiveOwners(tx, ctx.tenant) : [];
         const current = await members.findMember(tx, ctx.tenant, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('member', req.id);
         if (role && isRole(role) && role !== current.role) {
-          assertMayChangeRole(me.member.role, current.role, role);
+          assertNotOwn(me, current.id, 'role');
+          assertNotOutranked(me, current, 'change the role');
+          assertRoleWithin(me, role);
+          const overrides = await policies.listPolicies(tx, ctx.tenant, current.id);
+          assertAccessWithin(me, effectiveAccess(current.role, overrides), effectiveAccess(role, overrides));
           if (current.role === 'owner' && current.is_active) assertKeepsAnOwner(owners, current.id);
         }
         const patch = {
@@ -95,16 +100,14 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
 
     async deactivateMember(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
-      const me = await caller(pool, ctx);
       return withTransaction(pool, async (tx) => {
+        const me = await caller(tx, ctx);
         const owners = await members.lockActiveOwners(tx, ctx.tenant);
         const current = await members.findMember(tx, ctx.tenant, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('member', req.id);
         if (!current.is_active) return toMember(current); // deactivating twice is harmless
-        if (current.role === 'owner') {
-          assertMayChangeRole(me.member.role, 'owner', 'member');
-          assertKeepsAnOwner(owners, current.id);
-        }
+        assertNotOutranked(me, current, 'deactivate the membership');
+        if (current.role === 'owner') assertKeepsAnOwner(owners, current.id);
         const updated = await members.updateMember(tx, ctx.tenant, req.id, { is_active: false });
         await recordEvent(tx, SOURCE, ctx, { type: 'member.deactivated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: { is_active: false } });
         return toMember(updated);

@@ -6,7 +6,8 @@ import { sha256Hex } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import * as states from '../repo/oauth-states.js';
-import { SOURCE, integrationKeyData, type IdentityDeps } from './common.js';
+import { isProviderOutage } from '../oauth.js';
+import { SOURCE, caller, integrationKeyData, liveKeyHolder, type IdentityDeps } from './common.js';
 import { storeCredential } from './integration-keys.js';
 
 type H = Handlers<typeof IdentityServiceService>;
@@ -44,10 +45,13 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         state,
         ...(nonce ? { nonce } : {}),
       });
-      await states.insertOAuthState(pool, {
-        state_hash: stateHash, tenant_id: ctx.tenant, idp: req.idp, connection_id: req.connection_id, return_to: req.return_to,
-        code_verifier_cipher: keyring.encrypt(verifier, verifierContext(stateHash)), nonce,
-        actor_type: ctx.actor?.type ?? 'system', actor_id: ctx.actor?.id ?? 'system', expires_at: expiresAt,
+      await withTransaction(pool, async (tx) => {
+        await caller(tx, ctx); // a revoked key starts nothing
+        await states.insertOAuthState(tx, {
+          state_hash: stateHash, tenant_id: ctx.tenant, idp: req.idp, connection_id: req.connection_id, return_to: req.return_to,
+          code_verifier_cipher: keyring.encrypt(verifier, verifierContext(stateHash)), nonce,
+          actor_type: 'api_key', actor_id: ctx.actor!.id, expires_at: expiresAt,
+        });
       });
       return { authorize_url: url.href, expires_at: expiresAt, state };
     },
@@ -64,18 +68,22 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         return { location: url.href };
       };
       if (req.error || !req.code) return back({ status: 'error', error: req.error ?? 'missing_code', connection_id: pending.connection_id });
-      const config = await oauth.configuration(req.idp);
       const current = new URL(oauth.redirectUri(req.idp));
       current.searchParams.set('code', req.code);
       current.searchParams.set('state', req.state);
       let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
       try {
-        tokens = await client.authorizationCodeGrant(config, current, {
+        tokens = await client.authorizationCodeGrant(await oauth.configuration(req.idp), current, {
           pkceCodeVerifier: keyring.decrypt(pending.code_verifier_cipher, verifierContext(stateHash)),
           expectedState: req.state,
           ...(pending.nonce ? { expectedNonce: pending.nonce, idTokenExpected: true } : {}),
         });
       } catch (err) {
+        if (isProviderOutage(err)) {
+          // The provider never judged the code: the state is released so the same callback can be retried.
+          await states.releaseOAuthState(pool, stateHash);
+          throw errors.unavailable('IDP_UNAVAILABLE', `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry this callback in a minute, or start again with POST /api/v1/oauth/{idp}/authorize`);
+        }
         // The provider refused the code (expired, replayed, wrong verifier): the user starts again.
         return back({ status: 'error', error: (err as { error?: string }).error ?? 'token_exchange_failed', connection_id: pending.connection_id });
       }
@@ -84,7 +92,9 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         token_type: tokens.token_type, scope: tokens.scope, expires_at: tokens.expires_in ? Date.now() + tokens.expires_in * 1000 : undefined,
       });
       const actorCtx = { ...ctx, tenantId: pending.tenant_id, actor: { type: pending.actor_type, id: pending.actor_id } };
-      await withTransaction(pool, async (tx) => {
+      const stored = await withTransaction(pool, async (tx) => {
+        // The key that started the flow must still be live: a revoked key connects nothing (contract §4).
+        if (pending.actor_type !== 'api_key' || !(await liveKeyHolder(tx, pending.tenant_id, pending.actor_id))) return false;
         const row = await storeCredential(deps, tx, pending.tenant_id, req.idp, credential, {
           label: null, metadata: { connection_id: pending.connection_id, kind: 'oauth', scope: tokens.scope ?? null }, verified: true,
         });
@@ -92,7 +102,9 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
           type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: integrationKeyData(row),
           metadata: { provider: req.idp, connection_id: pending.connection_id, via: 'oauth' },
         });
+        return true;
       });
+      if (!stored) return back({ status: 'error', error: 'access_revoked', connection_id: pending.connection_id });
       return back({ status: 'connected', connection_id: pending.connection_id });
     },
   };

@@ -42,6 +42,27 @@ export async function findCredential(db: Queryable, keyHash: string): Promise<Cr
   return rows[0];
 }
 
+/**
+ * The member id of a live (unrevoked) key of the tenant, the key row share-locked until the
+ * transaction ends: a concurrent revocation waits for the caller's mutation, or the mutation sees it.
+ * Ids are compared as text, so a malformed id from metadata is no match rather than a cast error.
+ */
+export async function lockLiveKey(db: Queryable, tenantId: string, keyId: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ member_id: string }>(
+    `SELECT member_id FROM api_keys WHERE tenant_id = $1 AND id::text = $2 AND revoked_at IS NULL FOR SHARE`,
+    [tenantId, keyId],
+  );
+  return rows[0]?.member_id;
+}
+
+export async function countActiveApiKeys(db: Queryable, tenantId: string, memberId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM api_keys WHERE tenant_id = $1 AND member_id = $2 AND revoked_at IS NULL',
+    [tenantId, memberId],
+  );
+  return rows[0]!.n;
+}
+
 const KEY_COLUMNS = 'id, tenant_id, member_id, name, key_hint, created_at, updated_at, revoked_at';
 
 export async function listApiKeys(db: Queryable, tenantId: string, memberId: string, size: number, after?: { at: Date; id: string }): Promise<ApiKeyRow[]> {

@@ -29,3 +29,8 @@ export async function consumeOAuthState(db: Queryable, stateHash: string, idp: s
   );
   return rows[0];
 }
+
+/** Makes a consumed state usable again: its callback failed before the provider was reached. */
+export async function releaseOAuthState(db: Queryable, stateHash: string): Promise<void> {
+  await db.query('UPDATE oauth_states SET consumed_at = NULL WHERE state_hash = $1', [stateHash]);
+}

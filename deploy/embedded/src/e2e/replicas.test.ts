@@ -1,0 +1,144 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { randomUUID } from 'node:crypto';
+import { Keyring } from '@workauto/crypto';
+import { createGateway, type Gateway } from '@workauto/gateway';
+import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
+import { createLogger } from '@workauto/logger';
+import { freePort } from '@workauto/testing';
+import { assertError, startTestStack, type TestStack, type TenantFixture } from './harness.js';
+import { startFakeIdp } from './fake-idp.js';
+
+/**
+ * What two replicas of the product see: a second gateway (and, for OAuth, a second identity) on
+ * the same databases, as the chart runs them (2 gateway replicas by default).
+ */
+describe('replicas: revocation and OAuth across instances', () => {
+  const AUTH_CACHE_TTL_MS = 60_000; // far longer than any test: a cached answer would outlive it
+  const encryptionKeys = Keyring.generateSpec();
+  let stack: TestStack;
+  let idp: Awaited<ReturnType<typeof startFakeIdp>>;
+  let oauth: OAuthSettings;
+  let tenant: TenantFixture;
+  const extra: { close(): Promise<void> }[] = [];
+
+  before(async () => {
+    idp = await startFakeIdp({ clientId: 'workauto-test', clientSecret: 'idp-client-secret-value' });
+    const port = await freePort();
+    oauth = {
+      providers: { fake: { issuer: idp.issuer, client_id: 'workauto-test', client_secret: 'idp-client-secret-value', scopes: ['openid', 'email'] } },
+      redirectBaseUrl: `http://127.0.0.1:${port}`,
+      allowedReturnOrigins: ['https://app.example.com'],
+    };
+    stack = await startTestStack({ gatewayPort: port, encryptionKeys, oauth, gatewayOptions: { authCacheTtlMs: AUTH_CACHE_TTL_MS } });
+    tenant = await stack.createTenant('Replicas');
+  });
+  after(async () => {
+    for (const e of extra.reverse()) await e.close();
+    await stack?.stop();
+    await idp?.close();
+  });
+
+  /** Another gateway replica: same downstreams (or another identity), same database, same long cache. */
+  async function gatewayReplica(identityAddr?: string) {
+    const downstreams = Object.fromEntries(Object.entries(stack.services).map(([name, s]) => [name, `127.0.0.1:${s.port}`]));
+    if (identityAddr) downstreams.identity = identityAddr;
+    const gateway: Gateway = await createGateway({
+      logger: createLogger('gateway-b', 'silent'), downstreams, databaseUrl: stack.databaseUrl('gateway'), encryptionKeys, authCacheTtlMs: AUTH_CACHE_TTL_MS,
+    });
+    const port = await gateway.listen('127.0.0.1', 0);
+    extra.push(gateway);
+    const api = async (method: string, path: string, key: string, body?: unknown) => {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+        method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
+      });
+      const text = await res.text();
+      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+    };
+    return { port, api };
+  }
+
+  async function newAdmin() {
+    const inv = await stack.api('POST', '/api/v1/invitations', { key: tenant.key, body: { email: `a-${randomUUID()}@replicas.test`, role: 'admin' } });
+    assert.equal(inv.status, 201, JSON.stringify(inv.body));
+    const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+    assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
+    return { id: claimed.body.member.id as string, key: claimed.body.api_key as string };
+  }
+
+  /** Through replica B, whose cache still holds the key: no credential, note or member change is made. */
+  async function assertNothingChanges(b: Awaited<ReturnType<typeof gatewayReplica>>, key: string, victimId: string) {
+    // Another service first: an identity mutation through B would clear B's whole cache and hide the gap.
+    assertError(await b.api('POST', '/api/v1/notes', key, { title: 'written by a dead key' }), 401);
+    assertError(await b.api('POST', '/api/v1/api-keys', key, { name: 'escape hatch' }), 401);
+    assertError(await b.api('PATCH', `/api/v1/members/${victimId}`, key, { name: 'renamed by a dead key' }), 401);
+    assertError(await b.api('PUT', `/api/v1/members/${victimId}/access-policies`, key, { policies: [] }), 401);
+    // And the refusal reaches this replica's reads too.
+    assertError(await b.api('GET', '/api/v1/members', key), 401);
+    const victim = await stack.api('GET', `/api/v1/members/${victimId}`, { key: tenant.key });
+    assert.notEqual(victim.body.name, 'renamed by a dead key');
+    const notes = await stack.api('GET', '/api/v1/notes?limit=100', { key: tenant.key });
+    assert.equal(notes.body.data.some((n: { title: string }) => n.title === 'written by a dead key'), false);
+  }
+
+  it('a key revoked through replica A creates and changes nothing through replica B that has it cached', async () => {
+    const b = await gatewayReplica();
+    const admin = await newAdmin();
+    const victim = await newAdmin();
+    const keyCount = async () => (await stack.api('GET', `/api/v1/api-keys?member_id=${admin.id}&limit=100`, { key: tenant.key })).body.data.length;
+    assert.equal((await b.api('GET', '/api/v1/members', admin.key)).status, 200); // B caches the key
+    const own = await stack.api('GET', '/api/v1/api-keys', { key: admin.key });
+    const revoked = await stack.api('DELETE', `/api/v1/api-keys/${own.body.data[0].id}`, { key: tenant.key });
+    assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+    const before = await keyCount();
+    await assertNothingChanges(b, admin.key, victim.id);
+    assert.equal(await keyCount(), before, 'no key was minted for the revoked key');
+  });
+
+  it("a deactivated member's key creates and changes nothing through a replica that has it cached", async () => {
+    const b = await gatewayReplica();
+    const admin = await newAdmin();
+    const victim = await newAdmin();
+    assert.equal((await b.api('GET', '/api/v1/members', admin.key)).status, 200);
+    assert.equal((await stack.api('DELETE', `/api/v1/members/${admin.id}`, { key: tenant.key })).status, 200);
+    await assertNothingChanges(b, admin.key, victim.id);
+  });
+
+  it('an OAuth callback that meets a down IdP answers 503 in the contract shape and keeps the state for a retry', async () => {
+    // Replica B's identity has never talked to the IdP (fresh process: discovery not cached).
+    const identityB: RunningService = await createIdentityService(
+      { host: '127.0.0.1', port: 0, databaseUrl: stack.databaseUrl('identity'), transport: stack.transport, platformAdminToken: stack.adminToken, encryptionKeys, oauth },
+      createLogger('identity-b', 'silent'),
+    );
+    extra.push({ close: () => identityB.stop() });
+    const b = await gatewayReplica(`127.0.0.1:${identityB.port}`);
+    const connection = randomUUID();
+    const start = await stack.api('POST', '/api/v1/oauth/fake/authorize', { key: tenant.key, body: { connection_id: connection, return_to: 'https://app.example.com/settings' } });
+    assert.equal(start.status, 200, JSON.stringify(start.body));
+    const consent = await fetch(start.body.authorize_url, { redirect: 'manual' });
+    const callback = new URL(consent.headers.get('location')!);
+    const viaB = `http://127.0.0.1:${b.port}${callback.pathname}${callback.search}`;
+    const viaA = `${stack.url}${callback.pathname}${callback.search}`;
+
+    idp.setDown(true);
+    try {
+      // Discovery fails (replica B), then the token endpoint fails (replica A, discovery cached).
+      for (const url of [viaB, viaA]) {
+        const res = await fetch(url, { redirect: 'manual' });
+        const body = (await res.json()) as any;
+        assertError({ status: res.status, headers: res.headers, body }, 503, 'IDP_UNAVAILABLE');
+        assert.match(body.error.message, /retry/);
+      }
+    } finally {
+      idp.setDown(false);
+    }
+    // The state was not burnt: the same callback completes once the IdP is back.
+    const retried = await fetch(viaB, { redirect: 'manual' });
+    assert.equal(retried.status, 302);
+    const back = new URL(retried.headers.get('location')!);
+    assert.equal(back.searchParams.get('status'), 'connected');
+    assert.equal(back.searchParams.get('connection_id'), connection);
+    // And it is still single-use.
+    assert.equal((await fetch(viaA, { redirect: 'manual' })).status, 400);
+  });
+});
