@@ -36,8 +36,14 @@ const DEAD_LETTER = `${ns}workauto.dead-letter.v1`;
 
 const kafka = new Kafka({ clientId: 'workauto-replay', brokers, logLevel: logLevel.NOTHING });
 const admin = kafka.admin();
-await admin.connect();
+await admin.connect().catch((err) => fail(`cannot reach Kafka at ${brokers.join(',')}: ${err.message}; check KAFKA_BROKERS`));
 // The end of each partition now: the replay stops there (what it produces itself is not re-read).
+const topics = await admin.listTopics().catch((err) => fail(`cannot reach Kafka at ${brokers.join(',')}: ${err.message}; check KAFKA_BROKERS`));
+if (!topics.includes(DEAD_LETTER)) {
+  await admin.disconnect();
+  console.error(`no topic ${DEAD_LETTER} on this cluster: nothing was ever dead-lettered (or --namespace is wrong)`);
+  process.exit(0);
+}
 const ends = new Map((await admin.fetchTopicOffsets(DEAD_LETTER)).map((p) => [p.partition, BigInt(p.high)]));
 await admin.disconnect();
 const pending = new Set([...ends].filter(([, high]) => high > 0n).map(([partition]) => partition));
