@@ -51,14 +51,15 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
   const { transport, pool, groupId, logger, maxAttempts = 5, deadLetterTopic = TOPICS.deadLetter, retryDelayMs = 100 } = opts;
   const keepProcessedMs = opts.keepProcessedMs ?? 2 * (transport.retentionMs ?? DEFAULT_REDELIVERY_MS);
   const deadLetter = async (message: TransportMessage, reason: string) => {
+    await transport.publish([
+      { ...message, topic: deadLetterTopic, headers: { ...message.headers, 'dead-letter-reason': reason.slice(0, 1000), 'dead-letter-group': groupId, 'original-topic': message.topic } },
+    ]);
+    // Only once it is in the dead-letter topic (a failed publish redelivers the batch: no double count).
     logger.error(
       { group: groupId, topic: message.topic, key: message.key, event_id: message.headers['event-id'], event_type: message.headers['event-type'], reason },
       `event moved to the dead-letter topic ${deadLetterTopic}: it was not applied; fix the cause, then replay it (docs/operations.md, scripts/replay-dead-letters.mjs)`,
     );
     deadLettered().add(1, { group: groupId, topic: message.topic });
-    await transport.publish([
-      { ...message, topic: deadLetterTopic, headers: { ...message.headers, 'dead-letter-reason': reason.slice(0, 1000), 'dead-letter-group': groupId, 'original-topic': message.topic } },
-    ]);
   };
   /** Runs the handler in a consumer span that is a child of the span that recorded the event. */
   const handleTraced = (tx: pg.PoolClient, message: TransportMessage, event: ConsumedEvent) => {

@@ -380,6 +380,7 @@ describe('consumer', () => {
     const [id] = await record(pool, 1, 'doomed');
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
     await until('the event is in the dead-letter topic', () => dead.messages.length === 1);
+    await until('the error is logged', () => logs.lines.some((l) => l.includes(id!)));
     logs.stop();
     const line = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event_id === id);
     assert.ok(line, 'a log line names the event');
