@@ -293,7 +293,7 @@ describe('outbox relay', () => {
     };
     await write(20);
     // The leader's own connection (the one that LISTENs) dies, as in a failover or a DBA's kill.
-    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN outbox' AND pid <> pg_backend_pid()`);
+    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN outbox' AND datname = current_database() AND pid <> pg_backend_pid()`);
     assert.equal(killed.rowCount, 1, 'one leader connection');
     const before = published.a + published.b;
     await write(80);
