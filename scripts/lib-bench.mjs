@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { Keyring } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
+import { generateCallerKeys } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
 import { startStack } from '../deploy/embedded/dist/stack.js';
 import { startServiceProcesses } from '../deploy/embedded/dist/processes.js';
@@ -28,7 +29,7 @@ export async function startBenchStack({ shape = 'one-process' } = {}) {
     const cluster = await startServiceProcesses({ ...common, env: { RATE_LIMIT_PER_MINUTE: '100000000' } });
     stack = { url: cluster.url, stop: () => cluster.stop() };
   } else {
-    stack = await startStack({ ...common, kafkaNamespace: `${prefix}.`, logger: createLogger('bench', 'warn'), gatewayOptions: { rateLimitPerMinute: 100_000_000 } });
+    stack = await startStack({ ...common, callerKeys: generateCallerKeys('bench'), kafkaNamespace: `${prefix}.`, logger: createLogger('bench', 'warn'), gatewayOptions: { rateLimitPerMinute: 100_000_000 } });
   }
   async function api(method, path, key, body) {
     const res = await fetch(`${stack.url}${path}`, {

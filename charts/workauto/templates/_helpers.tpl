@@ -9,6 +9,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "workauto.commonEnv" -}}
 - name: LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
+- name: DATABASE_STATEMENT_TIMEOUT_MS
+  value: {{ .Values.databaseStatementTimeoutMs | quote }}
 - name: KAFKA_BROKERS
   value: {{ required "kafka.brokers is required" .Values.kafka.brokers | quote }}
 - name: KAFKA_TOPIC_PARTITIONS

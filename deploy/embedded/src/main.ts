@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { loadConfig, vars, z } from '@workauto/config';
 import { createLogger } from '@workauto/logger';
-import { installShutdownSignals } from '@workauto/grpc';
+import { generateCallerKeys, installShutdownSignals } from '@workauto/grpc';
 import { startEmbeddedPostgres } from '@workauto/testing';
 import { startStack } from './stack.js';
 
@@ -33,6 +33,9 @@ mkdirSync(dataDir, { recursive: true });
 interface DevCredentials {
   platform_admin_token: string;
   encryption_keys: string;
+  /** The gateway's caller identity key pair (private JWK, public JWKS). */
+  caller_signing_key: string;
+  caller_verify_keys: string;
   owner_api_key?: string;
   tenant_id?: string;
 }
@@ -42,7 +45,14 @@ const credentials: DevCredentials = {
   ...saved,
   platform_admin_token: config.PLATFORM_ADMIN_TOKEN ?? saved.platform_admin_token ?? generateToken('wkadmin_', 40),
   encryption_keys: config.ENCRYPTION_KEYS ?? saved.encryption_keys ?? Keyring.generateSpec(),
+  caller_signing_key: saved.caller_signing_key ?? '',
+  caller_verify_keys: saved.caller_verify_keys ?? '',
 };
+if (!credentials.caller_signing_key || !credentials.caller_verify_keys) {
+  const keys = generateCallerKeys(`dev-${new Date().toISOString().slice(0, 10)}`);
+  credentials.caller_signing_key = keys.signingKey;
+  credentials.caller_verify_keys = keys.verifyKeys;
+}
 const save = () => writeFileSync(credentialsFile, JSON.stringify(credentials, null, 2), { mode: 0o600 });
 save();
 
@@ -61,6 +71,7 @@ const stack = await startStack({
   databasePrefix: 'workauto',
   platformAdminToken: credentials.platform_admin_token,
   encryptionKeys: credentials.encryption_keys,
+  callerKeys: { signingKey: credentials.caller_signing_key, verifyKeys: credentials.caller_verify_keys },
   gatewayHost: config.HOST,
   gatewayPort: config.PORT,
   kafkaBrokers: config.KAFKA_BROKERS,

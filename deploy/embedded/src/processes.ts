@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
+import { Downstream, generateCallerKeys } from '@workauto/grpc';
 import { freePort } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -17,6 +18,8 @@ const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'gateway'] as cons
 export interface ServiceProcesses {
   /** http://127.0.0.1:<port> of the gateway. */
   url: string;
+  /** Each process's port (gRPC for services, HTTP for the gateway). */
+  ports: Record<(typeof SERVICES)[number], number>;
   /** Each process and what it printed (for failure messages). */
   children: Map<string, { proc: ChildProcess; output: string[] }>;
   /** SIGTERM each, gateway first; resolves to the exit codes by service. */
@@ -33,13 +36,14 @@ export async function startServiceProcesses(opts: {
 }): Promise<ServiceProcesses> {
   const db = (s: string) => ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${s}`);
   const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), gateway: await freePort() };
-  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1' };
+  const callerKeys = generateCallerKeys('gateway');
+  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: callerKeys.verifyKeys };
   const envs: Record<(typeof SERVICES)[number], Record<string, string>> = {
     identity: { ...grpc, DATABASE_URL: await db('identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
     'notes-tasks': { ...grpc, DATABASE_URL: await db('notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
     'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
     gateway: {
-      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway),
+      ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,
       IDENTITY_ADDR: `127.0.0.1:${ports.identity}`, NOTES_TASKS_ADDR: `127.0.0.1:${ports['notes-tasks']}`, CRM_PIPELINES_ADDR: `127.0.0.1:${ports['crm-pipelines']}`,
     },
   };
@@ -57,18 +61,26 @@ export async function startServiceProcesses(opts: {
   }
   const url = `http://127.0.0.1:${ports.gateway}`;
   const kill = () => { for (const { proc } of children.values()) if (proc.exitCode === null) proc.kill('SIGKILL'); };
-  // Ready = the gateway's readiness, which asks every downstream's gRPC health service.
-  for (let i = 0; ; i++) {
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
-    const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
-    if (dead || i >= 600) {
-      kill();
-      throw new Error(dead ? `${dead[0]} exited during start-up:\n${dead[1].output.join('')}` : 'the services were not ready within 60 s');
+  // Ready = the gateway is ready and every service's gRPC health check answers SERVING (the
+  // gateway's readiness is about the gateway alone).
+  const services = (['identity', 'notes-tasks', 'crm-pipelines'] as const).map((name) => new Downstream(name, `127.0.0.1:${ports[name]}`));
+  const allServing = async () => (await Promise.all(services.map((d) => d.checkHealth()))).every((h) => h === 'serving');
+  try {
+    for (let i = 0; ; i++) {
+      if ((await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) && (await allServing())) break;
+      const dead = [...children].find(([, c]) => c.proc.exitCode !== null);
+      if (dead || i >= 600) {
+        kill();
+        throw new Error(dead ? `${dead[0]} exited during start-up:\n${dead[1].output.join('')}` : 'the services were not ready within 60 s');
+      }
+      await sleep(100);
     }
-    await sleep(100);
+  } finally {
+    for (const d of services) d.close();
   }
   return {
     url,
+    ports,
     children,
     async stop() {
       const codes: Record<string, number | null> = {};

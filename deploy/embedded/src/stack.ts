@@ -1,10 +1,11 @@
 import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
-import { createGateway, type Gateway } from '@workauto/gateway';
+import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createTransport, type EventTransport } from '@workauto/events';
+import type { CallerKeys } from '@workauto/grpc';
 
 export interface StackOptions {
   /** postgres://… of a server; each service gets its own database on it. */
@@ -13,11 +14,14 @@ export interface StackOptions {
   databasePrefix: string;
   platformAdminToken: string;
   encryptionKeys: string;
+  /** The gateway signs each call's caller identity with signingKey; every service verifies with verifyKeys. */
+  callerKeys: CallerKeys;
   gatewayHost?: string;
   /** 0 picks a free port. */
   gatewayPort?: number;
   logger?: Logger;
-  gatewayOptions?: { authCacheTtlMs?: number; rateLimitPerMinute?: number };
+  /** Gateway settings; downstreams given here replace the stack's own address of those services (tests of hung services). */
+  gatewayOptions?: Partial<Pick<GatewayOptions, 'authCacheTtlMs' | 'rateLimitPerMinute' | 'trustedProxies' | 'deadlineMs' | 'downstreamOptions' | 'downstreams'>>;
   /** Identity providers for OAuth consent (none by default). */
   oauth?: OAuthSettings;
   /** Kafka brokers (host:port,…); unset = the in-process transport shared by all services. */
@@ -52,8 +56,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
     ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
   });
-  // What every service gets: loopback, a free port, the shared transport.
-  const common = { host, port: 0, transport, ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}) };
+  // What every service gets: loopback, a free port, the shared transport, the gateway's public key.
+  const common = { host, port: 0, transport, callerVerifyKeys: opts.callerKeys.verifyKeys, ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}) };
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
@@ -70,7 +74,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
-      logger: logger.child({ component: 'gateway' }), downstreams, databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys, ...opts.gatewayOptions });
+      logger: logger.child({ component: 'gateway' }), databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,
+      callerSigningKey: opts.callerKeys.signingKey, ...opts.gatewayOptions, downstreams: { ...downstreams, ...opts.gatewayOptions?.downstreams } });
     const gatewayHost = opts.gatewayHost ?? host;
     const port = await gateway.listen(gatewayHost, opts.gatewayPort ?? 0);
     const stopped = new Set<string>();

@@ -36,6 +36,22 @@ export const vars = {
   milliseconds: (fallback: number) => z.coerce.number().int().positive().default(fallback),
   /** host:port of a gRPC service. */
   address: () => z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'),
+  /** The private JWK (JSON, with a kid) that signs caller identity; required where it is the only way to call services. */
+  callerSigningKey: () =>
+    z.string({ error: 'is required: the private JWK (JSON with a kid) that signs the caller identity of each downstream call; see docs/operations.md' }).min(1),
+};
+
+/**
+ * Caller identity and the gRPC surface, the same in every service's main: a service accepts only
+ * calls whose caller token is signed by a key in CALLER_VERIFY_KEYS, so it refuses to start without them.
+ */
+export const grpcServiceVars = {
+  CALLER_VERIFY_KEYS: z
+    .string({ error: 'is required: the JWKS ({"keys": [public JWKs with kids]}) of the gateway\'s (and any calling service\'s) CALLER_SIGNING_KEY; see docs/operations.md' })
+    .min(1),
+  /** Only for a service that calls other services on a caller's behalf. */
+  CALLER_SIGNING_KEY: z.string().min(1).optional(),
+  GRPC_REFLECTION: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
 };
 
 /**

@@ -20,3 +20,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const message = typeof e?.message === 'string' ? e.message : '';
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
 }
+
+/** SQLSTATEs of a transaction PostgreSQL aborted because of another one: running it again may succeed. */
+const CONCURRENCY_FAILURES = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
+
+/** The transaction lost a deadlock or a serialization conflict (40P01, 40001). */
+export function isConcurrencyFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONCURRENCY_FAILURES.has(code);
+}

@@ -1,5 +1,8 @@
-export { createPool, withTransaction, withRetriedTransaction, ensureDatabase, databaseUrlFor, updateTenantRow, type Pool, type PoolClient, type Queryable } from './pool.js';
+export {
+  createPool, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow,
+  type TransactionOptions, type Pool, type PoolClient, type Queryable,
+} from './pool.js';
 export { runMigrations } from './migrations.js';
-export type { KeysetCursor } from './pagination.js';
-export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable } from './errors.js';
+export { listPage, newestFirst, encodeCursor, decodeCursor, type KeysetCursor, type KeysetOrder, type KeysetPage, type ListQuery, type PageQuery } from './pagination.js';
+export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
 export { newId, isUuid } from './ids.js';

@@ -18,6 +18,8 @@ export async function runMigrations(pool: pg.Pool, dirs: string[]): Promise<stri
   const applied: string[] = [];
   const lockClient = await pool.connect();
   try {
+    // Migrations (and waiting for another replica's) may outlast the pool's statement_timeout.
+    await lockClient.query('SET statement_timeout = 0');
     await lockClient.query('SELECT pg_advisory_lock(hashtext($1))', ['workauto.migrations']);
     await lockClient.query(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
@@ -29,6 +31,7 @@ export async function runMigrations(pool: pg.Pool, dirs: string[]): Promise<stri
       if (done.has(file.version)) continue;
       const sql = await readFile(file.path, 'utf8');
       await withTransaction(pool, async (tx) => {
+        await tx.query('SET LOCAL statement_timeout = 0');
         await tx.query(sql);
         await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [file.version]);
       });
@@ -36,6 +39,7 @@ export async function runMigrations(pool: pg.Pool, dirs: string[]): Promise<stri
     }
   } finally {
     await lockClient.query('SELECT pg_advisory_unlock(hashtext($1))', ['workauto.migrations']).catch(() => undefined);
+    await lockClient.query('RESET statement_timeout').catch(() => undefined);
     lockClient.release();
   }
   return applied;

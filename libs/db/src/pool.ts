@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { isConcurrencyFailure } from './errors.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -9,11 +11,33 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // so money keeps its exact decimal value until a repo decides how to present it.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
-export function createPool(connectionString: string, opts: { max?: number; applicationName?: string } = {}): pg.Pool {
+/** statement_timeout of every pooled connection unless DATABASE_STATEMENT_TIMEOUT_MS says otherwise. */
+const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
+
+/**
+ * The statement timeout of pooled connections: below the gateway's 5 s deadline, so a statement
+ * stuck on a lock or a slow plan fails (and its transaction rolls back) while the caller still
+ * waits for an answer, instead of committing after the client was told 504.
+ */
+function statementTimeoutMs(): number {
+  const raw = process.env.DATABASE_STATEMENT_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return DEFAULT_STATEMENT_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 1) {
+    throw new Error(`DATABASE_STATEMENT_TIMEOUT_MS must be a positive integer of milliseconds (got ${JSON.stringify(raw)}); unset it for ${DEFAULT_STATEMENT_TIMEOUT_MS}`);
+  }
+  return ms;
+}
+
+export function createPool(
+  connectionString: string,
+  opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {},
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
     max: opts.max ?? 10,
     application_name: opts.applicationName,
+    statement_timeout: opts.statementTimeoutMs ?? statementTimeoutMs(),
     // Fail a request fast rather than queueing forever when the database is gone.
     connectionTimeoutMillis: 5_000,
     idleTimeoutMillis: 30_000,
@@ -23,12 +47,47 @@ export function createPool(connectionString: string, opts: { max?: number; appli
   return pool;
 }
 
-/** Runs fn in one transaction: COMMIT if it resolves, ROLLBACK if it throws. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
+export interface TransactionOptions {
+  /**
+   * The call's signal (`ctx.signal`): once it aborts (client cancelled, deadline passed) the
+   * transaction is rolled back instead of committed, so a call the client saw fail wrote nothing;
+   * the signal's reason is thrown (the gRPC kit's says DEADLINE_EXCEEDED or CANCELLED).
+   */
+  signal?: AbortSignal | undefined;
+  /** Runs in all, counting the first (default 4). */
+  attempts?: number;
+}
+
+const BACKOFF_MS = 10;
+
+/**
+ * Runs fn in one transaction: COMMIT if it resolves, ROLLBACK if it throws. A transaction that
+ * PostgreSQL aborts as a deadlock victim (40P01) or a serialization failure (40001) runs again
+ * from the start after a jittered backoff, a few times; the last such failure is thrown (and
+ * mapped to ABORTED, 409, by the gRPC kit). So fn must keep every effect inside the transaction.
+ */
+export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+  const attempts = opts.attempts ?? 4;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await runOnce(pool, fn, opts.signal);
+    } catch (err) {
+      if (attempt >= attempts || !isConcurrencyFailure(err) || opts.signal?.aborted) throw err;
+      // Full jitter: the transactions that collided do not collide again in lockstep.
+      // A call cancelled meanwhile ends the wait; the next run then throws the signal's reason.
+      await sleep(Math.random() * BACKOFF_MS * 2 ** attempt, undefined, { signal: opts.signal }).catch(() => undefined);
+    }
+  }
+}
+
+async function runOnce<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  signal?.throwIfAborted();
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await fn(client);
+    // The last moment to honour a cancellation: after COMMIT the write is done.
+    signal?.throwIfAborted();
     await client.query('COMMIT');
     return result;
   } catch (err) {
@@ -36,22 +95,6 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
     throw err;
   } finally {
     client.release();
-  }
-}
-
-/**
- * withTransaction, run again (up to `attempts` in all) when PostgreSQL aborts it as a deadlock
- * victim (40P01) or a serialization failure (40001). Only for work whose every effect is inside
- * the transaction: fn runs again from the start.
- */
-export async function withRetriedTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, attempts = 3): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await withTransaction(pool, fn);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (attempt >= attempts || (code !== '40P01' && code !== '40001')) throw err;
-    }
   }
 }
 

@@ -13,28 +13,53 @@ export interface UnaryMethod<Req, Res> {
 export interface DownstreamOptions {
   /** Deadline of each call unless the call sets its own. */
   deadlineMs?: number;
-  /** Failure ratio (0..100) over the rolling window that opens the circuit. */
+  /** Transport-failure ratio (0..100) of one method over the rolling window that opens its circuit. */
   errorThresholdPercentage?: number;
-  /** How long the circuit stays open before one trial call. */
+  /** How long a method's circuit stays open before one trial call; also the service probe's interval. */
   resetTimeoutMs?: number;
-  /** Calls in the window before the ratio counts (so one early failure does not open it). */
+  /** A method's calls in the window before the ratio counts (low: a hung method costs a deadline per call). */
   volumeThreshold?: number;
+  /** Deadline of the health check that decides whether the whole service is down. */
+  healthTimeoutMs?: number;
 }
 
-/** Codes that say the downstream is unwell (they count against the circuit); the rest are answers. */
-const FAILURE_CODES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED, grpc.status.INTERNAL, grpc.status.UNKNOWN]);
+/**
+ * The only codes that count against a circuit: the service (or the way to it) is unwell. Every
+ * other code is an answer about this call (a caller's bad input, a handler's bug) and must never
+ * make the service refuse other callers, or other tenants.
+ */
+const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED]);
+
+function isTransportFailure(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && TRANSPORT_FAILURES.has(code);
+}
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
 
+type Breaker = CircuitBreaker<[() => Promise<unknown>], unknown>;
+
 /**
- * A connection to one downstream service: every call has a deadline, goes through one circuit
- * breaker per service (opossum), and carries the caller's metadata.
+ * A connection to one downstream service: every call has a deadline and carries the caller's
+ * metadata, and two levels of circuit protect callers from a service that is unwell:
+ * - one breaker per method (opossum) counts only transport failures (UNAVAILABLE,
+ *   DEADLINE_EXCEEDED), so a slow or failing route opens alone and the service's other routes go on;
+ * - any transport failure triggers one health check of the service (at most one in flight); when
+ *   that check also fails (no answer within healthTimeoutMs, NOT_SERVING, unreachable) the whole
+ *   service is marked down: every call answers 503 at once, and the health check is repeated every
+ *   resetTimeoutMs until it answers SERVING. A hung service is thus found by its first deadline,
+ *   not after ten of them.
  */
 export class Downstream {
   private readonly client: grpc.Client;
   private readonly health: grpc.Client;
-  private readonly breaker: CircuitBreaker<[() => Promise<unknown>], unknown>;
+  private readonly breakers = new Map<string, Breaker>();
   private readonly deadlineMs: number;
+  private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs'>>;
+  private down = false;
+  private probing = false;
+  private recheck: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     readonly name: string,
@@ -44,17 +69,21 @@ export class Downstream {
     this.client = new grpc.Client(address, grpc.credentials.createInsecure());
     this.health = new HealthClient(address, grpc.credentials.createInsecure());
     this.deadlineMs = options.deadlineMs ?? 5_000;
-    this.breaker = new CircuitBreaker((call: () => Promise<unknown>) => call(), {
-      timeout: false, // the gRPC deadline bounds each call
+    this.options = {
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
-      resetTimeout: options.resetTimeoutMs ?? 5_000,
-      volumeThreshold: options.volumeThreshold ?? 10,
-      rollingCountTimeout: 10_000,
-      errorFilter: (err: grpc.ServiceError) => !FAILURE_CODES.has(err.code),
-    });
+      resetTimeoutMs: options.resetTimeoutMs ?? 5_000,
+      volumeThreshold: options.volumeThreshold ?? 3,
+      healthTimeoutMs: options.healthTimeoutMs ?? 1_000,
+    };
+  }
+
+  /** True while the service's health check fails: its calls answer 503 without being tried. */
+  get isDown(): boolean {
+    return this.down;
   }
 
   call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number } = {}): Promise<Res> {
+    if (this.down) return Promise.reject(this.unavailable());
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
@@ -68,12 +97,85 @@ export class Downstream {
           (err, response) => (err ? reject(err) : resolve(response as Res)),
         );
       });
-    return (this.breaker.fire(attempt) as Promise<Res>).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
-        throw new DomainError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', `the ${this.name} service is unavailable; retry in a few seconds`);
+    return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
+      if ((err as { code?: unknown }).code === 'EOPENBREAKER') throw this.unavailable();
+      if (isTransportFailure(err)) {
+        this.probe();
+        throw this.transportError(err as grpc.ServiceError);
       }
       throw err;
     });
+  }
+
+  private breakerOf(path: string): Breaker {
+    let breaker = this.breakers.get(path);
+    if (!breaker) {
+      breaker = new CircuitBreaker((call: () => Promise<unknown>) => call(), {
+        timeout: false, // the gRPC deadline bounds each call
+        errorThresholdPercentage: this.options.errorThresholdPercentage,
+        resetTimeout: this.options.resetTimeoutMs,
+        volumeThreshold: this.options.volumeThreshold,
+        rollingCountTimeout: 10_000,
+        errorFilter: (err: unknown) => !isTransportFailure(err),
+      });
+      this.breakers.set(path, breaker);
+    }
+    return breaker;
+  }
+
+  /** After a transport failure: is the whole service unwell, or only that call? */
+  private probe(): void {
+    if (this.down || this.probing || this.closed) return;
+    this.probing = true;
+    void this.checkHealth().then((state) => {
+      this.probing = false;
+      if (state !== 'failing' || this.closed) return;
+      this.down = true;
+      const retry = () => {
+        this.recheck = setTimeout(() => {
+          void this.checkHealth().then((s) => {
+            if (this.closed) return;
+            if (s === 'failing') return retry();
+            this.down = false;
+            // The service answers again: its methods get traffic at once rather than after their reset timeout.
+            for (const b of this.breakers.values()) b.close();
+          });
+        }, this.options.resetTimeoutMs);
+        this.recheck.unref();
+      };
+      retry();
+    });
+  }
+
+  /** The service's gRPC health check: 'failing' on no answer, NOT_SERVING or no connection; 'unknown' when it has no health service. */
+  checkHealth(): Promise<'serving' | 'failing' | 'unknown'> {
+    return new Promise((resolve) => {
+      (this.health as unknown as { check: (req: object, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void) => void }).check(
+        { service: '' },
+        { deadline: new Date(Date.now() + this.options.healthTimeoutMs) },
+        (err, res) => resolve(err ? (err.code === grpc.status.UNIMPLEMENTED ? 'unknown' : 'failing') : res?.status === 'SERVING' ? 'serving' : 'failing'),
+      );
+    });
+  }
+
+  private unavailable(): DomainError {
+    return new DomainError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', `the ${this.name} service is unavailable; retry in a few seconds`, {
+      metadata: { service: this.name },
+    });
+  }
+
+  /**
+   * grpc-js's own status (no details: the service did not answer) named after the service, so the
+   * client sees which one failed; a status the service sent with details travels on unchanged.
+   */
+  private transportError(err: grpc.ServiceError): unknown {
+    if (decodeStatusDetails(err).reason) return err;
+    if (err.code === grpc.status.DEADLINE_EXCEEDED) {
+      return new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', `the ${this.name} service did not answer in time; retry later`, {
+        metadata: { service: this.name },
+      });
+    }
+    return this.unavailable();
   }
 
   /** Re-raises a downstream failure as the same DomainError, so it travels on unchanged. */
@@ -90,19 +192,10 @@ export class Downstream {
     throw err;
   }
 
-  /** True when the service's health check answers SERVING within timeoutMs. */
-  isServing(timeoutMs = 1_000): Promise<boolean> {
-    return new Promise((resolve) => {
-      (this.health as unknown as { check: (req: object, opts: grpc.CallOptions, cb: (e: unknown, r?: { status?: string }) => void) => void }).check(
-        { service: '' },
-        { deadline: new Date(Date.now() + timeoutMs) },
-        (err, res) => resolve(!err && res?.status === 'SERVING'),
-      );
-    });
-  }
-
   close(): void {
-    this.breaker.shutdown();
+    this.closed = true;
+    clearTimeout(this.recheck);
+    for (const b of this.breakers.values()) b.shutdown();
     this.client.close();
     this.health.close();
   }

@@ -1,15 +1,10 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { CALLER_TOKEN_KEY, type Caller, type CallerSigner } from './caller-identity.js';
 import { errors } from './errors.js';
 
-/** Metadata the gateway sets on every call and services pass on to the services they call. */
+/** The one metadata entry services read: the signed caller identity (see caller-identity.ts). */
 export const MetadataKeys = {
-  requestId: 'x-request-id',
-  tenantId: 'x-tenant-id',
-  actorType: 'x-actor-type',
-  actorId: 'x-actor-id',
-  memberId: 'x-member-id',
-  clientIp: 'x-client-ip',
-  userAgent: 'x-user-agent',
+  callerToken: CALLER_TOKEN_KEY,
 } as const;
 
 export interface Actor {
@@ -19,7 +14,7 @@ export interface Actor {
   memberId?: string;
 }
 
-/** Who is calling, for which tenant, and until when: read once from the call's metadata. */
+/** Who is calling, for which tenant, and until when: built by the server only from a verified caller token. */
 export class CallContext {
   constructor(
     readonly requestId: string,
@@ -29,24 +24,14 @@ export class CallContext {
     readonly userAgent: string | undefined,
     /** Aborts when the client cancels or the deadline passes: pass it to long work. */
     readonly signal: AbortSignal,
+    /** This service's own caller signing key (CALLER_SIGNING_KEY), when it has one. */
+    private readonly signer?: CallerSigner,
+    /** The client's Idempotency-Key of a POST, signed with the rest (services may dedupe on it). */
+    readonly idempotencyKey?: string,
   ) {}
 
-  static fromMetadata(md: grpc.Metadata, signal: AbortSignal): CallContext {
-    const get = (k: string) => {
-      const v = md.get(k)[0];
-      return typeof v === 'string' && v !== '' ? v : undefined;
-    };
-    const actorType = get(MetadataKeys.actorType);
-    const actorId = get(MetadataKeys.actorId);
-    const memberId = get(MetadataKeys.memberId);
-    return new CallContext(
-      get(MetadataKeys.requestId) ?? crypto.randomUUID(),
-      get(MetadataKeys.tenantId),
-      actorType && actorId ? { type: actorType, id: actorId, ...(memberId ? { memberId } : {}) } : undefined,
-      get(MetadataKeys.clientIp),
-      get(MetadataKeys.userAgent),
-      signal,
-    );
+  static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner): CallContext {
+    return new CallContext(caller.requestId, caller.tenantId, caller.actor, caller.clientIp, caller.userAgent, signal, signer, caller.idempotencyKey);
   }
 
   /** The tenant every query of a tenant-scoped rpc is filtered by; a call without one is refused. */
@@ -55,18 +40,20 @@ export class CallContext {
     return this.tenantId;
   }
 
-  /** Metadata for a call this service makes on the caller's behalf. */
-  toMetadata(): grpc.Metadata {
-    const md = new grpc.Metadata();
-    md.set(MetadataKeys.requestId, this.requestId);
-    if (this.tenantId) md.set(MetadataKeys.tenantId, this.tenantId);
-    if (this.actor) {
-      md.set(MetadataKeys.actorType, this.actor.type);
-      md.set(MetadataKeys.actorId, this.actor.id);
-      if (this.actor.memberId) md.set(MetadataKeys.memberId, this.actor.memberId);
+  /**
+   * Metadata for a call this service makes on the caller's behalf to `service` (the target's full
+   * gRPC service name, e.g. workauto.notes_tasks.v1.NotesTasksService): the same caller, signed with
+   * this service's own key. The caller's token is not forwarded: it names this service as its
+   * audience, so the target would refuse it. The target must list this service's public key in its
+   * CALLER_VERIFY_KEYS.
+   */
+  toMetadata(service: string): grpc.Metadata {
+    if (!this.signer) {
+      throw new Error('this service has no caller signing key: set CALLER_SIGNING_KEY (and add its public key to CALLER_VERIFY_KEYS of the services it calls) to call other services on a caller\'s behalf');
     }
-    if (this.clientIp) md.set(MetadataKeys.clientIp, this.clientIp);
-    if (this.userAgent) md.set(MetadataKeys.userAgent, this.userAgent);
-    return md;
+    return this.signer.metadata(
+      { requestId: this.requestId, tenantId: this.tenantId, actor: this.actor, clientIp: this.clientIp, userAgent: this.userAgent, idempotencyKey: this.idempotencyKey },
+      service,
+    );
   }
 }

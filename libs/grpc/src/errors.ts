@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { isDatabaseUnavailable } from '@workauto/db';
+import { isConcurrencyFailure, isDatabaseUnavailable } from '@workauto/db';
 import { Any } from '@workauto/protos/google/protobuf/any.js';
 import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
 import { Status } from '@workauto/protos/google/rpc/status.js';
@@ -19,6 +19,21 @@ export interface ErrorDetails {
   /** An HTTP status the contract sets apart from the code's default (410 for an expired invitation). */
   httpStatus?: number;
 }
+
+/**
+ * Field violations sent with one error: past this, one "… and N more" entry. Hundreds of them
+ * overflow the status trailer (HTTP/2 header limits) and the client gets a 500 instead of its 400.
+ */
+export const MAX_FIELD_VIOLATIONS = 50;
+
+/** At most MAX_FIELD_VIOLATIONS violations, then one entry saying how many were left out. */
+export function capViolations(violations: FieldViolation[]): FieldViolation[] {
+  if (violations.length <= MAX_FIELD_VIOLATIONS) return violations;
+  if (violations.length === MAX_FIELD_VIOLATIONS + 1 && violations[MAX_FIELD_VIOLATIONS]!.field === MORE_VIOLATIONS) return violations; // capped already
+  const more = violations.length - MAX_FIELD_VIOLATIONS;
+  return [...violations.slice(0, MAX_FIELD_VIOLATIONS), { field: MORE_VIOLATIONS, description: `… and ${more} more violations; fix the ones listed and send the request again to see the rest` }];
+}
+const MORE_VIOLATIONS = '(more)';
 
 const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 const HTTP_STATUS_KEY = 'workauto-http-status';
@@ -51,8 +66,8 @@ export const errors = {
     new DomainError(
       grpc.status.INVALID_ARGUMENT,
       'INVALID_ARGUMENT',
-      message ?? violations.map((v) => `${v.field}: ${v.description}`).join('; '),
-      { fieldViolations: violations },
+      message ?? capViolations(violations).map((v) => `${v.field}: ${v.description}`).join('; '),
+      { fieldViolations: capViolations(violations) },
     ),
   invalidField: (field: string, description: string) =>
     new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', `${field}: ${description}`, {
@@ -70,17 +85,7 @@ export const errors = {
 
 /** Builds the grpc-js error a handler's failure is sent as. Unknown errors become a bare INTERNAL. */
 export function toServiceError(err: unknown, domain: string): Partial<grpc.ServiceError> {
-  const known =
-    err instanceof DomainError
-      ? err
-      : isDatabaseUnavailable(err)
-        // The database is down or refusing connections: the request may well succeed later.
-        ? new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_UNAVAILABLE', 'the service cannot reach its database right now; retry in a few seconds')
-      : isPostgresDataError(err)
-        // A value the handler should have refused reached SQL (logged as a bug by the server): still
-        // the client's input, so a 400 rather than a 500.
-        ? new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry')
-        : new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+  const known = err instanceof DomainError ? err : fromDatabaseError(err);
   const details: Any[] = [
     {
       type_url: ERROR_INFO_TYPE,
@@ -90,20 +95,47 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   if (known.extra.fieldViolations?.length) {
     details.push({
       type_url: BAD_REQUEST_TYPE,
-      value: Buffer.from(BadRequest.encode({ field_violations: known.extra.fieldViolations.map((v) => ({ ...v, reason: '' })) }).finish()),
+      value: Buffer.from(BadRequest.encode({ field_violations: capViolations(known.extra.fieldViolations).map((v) => ({ ...v, reason: '' })) }).finish()),
     });
   }
   const metadata = new grpc.Metadata();
-  metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: known.message, details }).finish()));
+  metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: capMessage(known.message), details }).finish()));
   if (known.extra.httpStatus) metadata.set(HTTP_STATUS_KEY, String(known.extra.httpStatus));
-  return { code: known.code, details: known.message, metadata };
+  return { code: known.code, details: capMessage(known.message), metadata };
 }
 
 
-/** PostgreSQL's class 22 (data exception): invalid text for a uuid, a number out of range, a bad date. */
-function isPostgresDataError(err: unknown): boolean {
+/** A message fits the trailer too (one built from many violations can be long). */
+function capMessage(message: string): string {
+  return message.length > 2_000 ? `${message.slice(0, 2_000)}…` : message;
+}
+
+/** The DomainError of a failure that is not one: database conditions by SQLSTATE, else a bare INTERNAL. */
+function fromDatabaseError(err: unknown): DomainError {
+  if (isDatabaseUnavailable(err)) {
+    // The database is down or refusing connections: the request may well succeed later.
+    return new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_UNAVAILABLE', 'the service cannot reach its database right now; retry in a few seconds');
+  }
+  if (isConcurrencyFailure(err)) {
+    // A deadlock or serialization failure that outlasted withTransaction's retries: nothing was
+    // written, and the same request can succeed once the concurrent one is done.
+    return new DomainError(grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'the request collided with a concurrent change to the same records and was not applied; retry it');
+  }
+  if (sqlState(err) === '57014') {
+    // statement_timeout: the statement (and its transaction) was cancelled, nothing was written.
+    return new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_TIMEOUT', 'the database did not answer in time and nothing was written; retry in a few seconds');
+  }
+  if (/^22[0-9A-Z]{3}$/.test(sqlState(err))) {
+    // A value the handler should have refused reached SQL (logged as a bug by the server): still
+    // the client's input, so a 400 rather than a 500.
+    return new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry');
+  }
+  return new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+}
+
+function sqlState(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^22[0-9A-Z]{3}$/.test(code);
+  return typeof code === 'string' ? code : '';
 }
 
 /** Reads the rich details back from a failed call (gateway and service-to-service clients). */

@@ -31,8 +31,19 @@ describe('error mapping', () => {
     assert.equal(got.message.includes('uuid: ""'), false);
     const down = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
     assert.equal(decodeStatusDetails(toServiceError(down, 'x') as grpc.ServiceError).code, grpc.status.UNAVAILABLE, 'a database that went away is a 503');
-    const other = Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    const other = Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
     assert.equal(decodeStatusDetails(toServiceError(other, 'x') as grpc.ServiceError).code, grpc.status.INTERNAL);
+  });
+
+  it('turns a deadlock or serialization failure that outlasted the retries into ABORTED (409) telling the client to retry', () => {
+    for (const code of ['40P01', '40001']) {
+      const got = decodeStatusDetails(toServiceError(Object.assign(new Error('deadlock detected'), { code }), 'crm.workauto') as grpc.ServiceError);
+      assert.deepEqual([got.code, got.reason, got.domain], [grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'crm.workauto']);
+      assert.match(got.message, /retry/);
+      assert.equal(got.message.includes('deadlock'), false);
+    }
+    const slow = decodeStatusDetails(toServiceError(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }), 'x') as grpc.ServiceError);
+    assert.deepEqual([slow.code, slow.reason], [grpc.status.UNAVAILABLE, 'DATABASE_TIMEOUT']);
   });
 });
 
@@ -45,15 +56,20 @@ describe('pagination', () => {
     assert.throws(() => parsePage({ cursor: 'not-a-cursor' }), /cursor/);
   });
 
-  it('builds an envelope whose cursor continues after the last item', () => {
-    const rows = [3, 2, 1].map((n) => ({ id: `id${n}`, created_at: new Date(Date.UTC(2026, 0, n)) }));
-    const page = toPage(rows, 2, (r) => r.id);
-    assert.deepEqual(page.data, ['id3', 'id2']);
-    assert.equal(page.has_more, true);
-    assert.deepEqual(parsePage({ cursor: page.next_cursor }).after, { at: rows[1]!.created_at, id: 'id2' });
-    const last = toPage(rows.slice(2), 2, (r) => r.id);
-    assert.equal(last.has_more, false);
-    assert.equal(last.next_cursor, undefined);
+  it('builds an envelope whose opaque cursor keeps the key at microseconds', () => {
+    const id = '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d';
+    const page = toPage({ rows: [3, 2], next: { at: '2026-01-02T03:04:05.123456Z', id } }, (n) => `n${n}`);
+    assert.deepEqual([page.data, page.has_more], [['n3', 'n2'], true]);
+    assert.deepEqual(parsePage({ cursor: page.next_cursor }).after, { at: '2026-01-02T03:04:05.123456Z', id });
+    const last = toPage({ rows: [1] }, (n) => n);
+    assert.deepEqual([last.has_more, last.next_cursor], [false, undefined]);
+    for (const cursor of [
+      Buffer.from(JSON.stringify(['2026-01-02', id])).toString('base64url'),
+      Buffer.from(JSON.stringify(['2026-01-02T03:04:05.123456Z', 'id2'])).toString('base64url'),
+      Buffer.from(JSON.stringify(['2026-01-02T03:04:05.123456Z'])).toString('base64url'),
+    ]) {
+      assert.throws(() => parsePage({ cursor }), /cursor/);
+    }
   });
 });
 

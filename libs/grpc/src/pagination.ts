@@ -1,14 +1,12 @@
-import type { KeysetCursor } from '@workauto/db';
+import { decodeCursor, encodeCursor, type KeysetPage, type PageQuery } from '@workauto/db';
 import { errors } from './errors.js';
 
 /** Page sizes of the contract (§3): default 50, larger values clamped to 200. */
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
 
-export interface PageRequest {
-  size: number;
-  after: KeysetCursor | undefined;
-}
+/** A list request's page: pass it to the repo, which pages with `listPage` from @workauto/db. */
+export type PageRequest = PageQuery;
 
 /** Reads `limit` and `cursor` of a list request; 0, negative or a foreign cursor is a 400. */
 export function parsePage(req: { limit?: number | undefined; cursor?: string | undefined }): PageRequest {
@@ -17,24 +15,10 @@ export function parsePage(req: { limit?: number | undefined; cursor?: string | u
     if (!Number.isInteger(req.limit) || req.limit < 1) throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
     size = Math.min(req.limit, MAX_PAGE_SIZE);
   }
-  return { size, after: decodeCursor(req.cursor) };
-}
-
-/** Opaque to clients: base64url of the last row's sort key. */
-export function encodeCursor(c: KeysetCursor): string {
-  return Buffer.from(JSON.stringify([c.at.toISOString(), c.id])).toString('base64url');
-}
-
-function decodeCursor(cursor: string | undefined): KeysetCursor | undefined {
-  if (cursor === undefined || cursor === '') return undefined;
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as [unknown, unknown];
-    const date = new Date(String(at));
-    if (typeof id !== 'string' || Number.isNaN(date.getTime())) throw new Error('bad cursor');
-    return { at: date, id };
-  } catch {
-    throw errors.invalidField('cursor', 'is not a cursor this API returned; pass next_cursor of the previous page unchanged');
-  }
+  if (req.cursor === undefined || req.cursor === '') return { size };
+  const after = decodeCursor(req.cursor);
+  if (!after) throw errors.invalidField('cursor', 'is not a cursor this API returned; pass next_cursor of the previous page unchanged');
+  return { size, after };
 }
 
 export interface Page<T> {
@@ -43,14 +27,11 @@ export interface Page<T> {
   next_cursor?: string;
 }
 
-/** The envelope of a page from rows fetched with LIMIT size+1: the extra row only says there is more. */
-export function toPage<R extends { created_at: Date; id: string }, T>(rows: R[], size: number, map: (r: R) => T): Page<T> {
-  const has_more = rows.length > size;
-  const kept = has_more ? rows.slice(0, size) : rows;
-  const last = kept[kept.length - 1];
+/** The contract's list envelope of a page the repo fetched; the cursor stays opaque. */
+export function toPage<R, T>(page: KeysetPage<R>, map: (r: R) => T): Page<T> {
   return {
-    data: kept.map(map),
-    has_more,
-    ...(has_more && last ? { next_cursor: encodeCursor({ at: last.created_at, id: last.id }) } : {}),
+    data: page.rows.map(map),
+    has_more: page.next !== undefined,
+    ...(page.next ? { next_cursor: encodeCursor(page.next) } : {}),
   };
 }

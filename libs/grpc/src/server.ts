@@ -3,6 +3,7 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from '@workauto/logger';
 import { loadPackageDefinition } from '@workauto/protos';
+import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
 
@@ -28,11 +29,18 @@ export interface GrpcServerOptions {
   logger: Logger;
   /** Proto files (relative to proto/) served by reflection. */
   protoFiles: string[];
+  /** Every call must carry a caller token signed by one of these keys (health checks excepted). */
+  callerVerifier: CallerVerifier;
+  /** This service's own signing key, for calls it makes on a caller's behalf (CallContext.toMetadata). */
+  callerSigner?: CallerSigner | undefined;
+  /** gRPC server reflection (GRPC_REFLECTION=true): off by default, as it lists every rpc to anyone who can connect. */
+  reflection?: boolean | undefined;
 }
 
 /**
- * One gRPC server with what every service needs: thin typed handlers, call context from metadata,
- * errors mapped once, health (NOT_SERVING until ready and again on shutdown), reflection.
+ * One gRPC server with what every service needs: thin typed handlers, call context from the verified
+ * caller token only, errors mapped once, health (NOT_SERVING until ready and again on shutdown; no
+ * caller token needed), reflection when enabled.
  */
 export class GrpcServer {
   readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
@@ -41,8 +49,7 @@ export class GrpcServer {
 
   constructor(private readonly options: GrpcServerOptions) {
     this.health.addToServer(this.server);
-    const definition = loadPackageDefinition(options.protoFiles);
-    new ReflectionService(definition).addToServer(this.server);
+    if (options.reflection) new ReflectionService(loadPackageDefinition(options.protoFiles)).addToServer(this.server);
   }
 
   add<S extends UnaryServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
@@ -58,7 +65,8 @@ export class GrpcServer {
   }
 
   private wrap(path: string, handler: (req: unknown, ctx: CallContext) => Promise<unknown>): grpc.handleUnaryCall<unknown, unknown> {
-    const { logger, errorDomain } = this.options;
+    const { logger, errorDomain, callerVerifier, callerSigner } = this.options;
+    const audience = callerAudience(path);
     return (call, callback) => {
       const started = performance.now();
       const abort = new AbortController();
@@ -68,17 +76,19 @@ export class GrpcServer {
       const timer = Number.isFinite(deadlineMs)
         ? setTimeout(() => abort.abort(new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', 'deadline exceeded')), Math.max(0, deadlineMs))
         : undefined;
-      const ctx = CallContext.fromMetadata(call.metadata, abort.signal);
-      handler(call.request, ctx).then(
+      let ctx: CallContext | undefined;
+      // The context comes only from a verified token: without one the handler never runs.
+      const run = async () => handler(call.request, (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)));
+      run().then(
         (response) => {
           clearTimeout(timer);
-          logger.debug({ rpc: path, request_id: ctx.requestId, ms: Math.round(performance.now() - started) }, 'rpc ok');
+          logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(performance.now() - started) }, 'rpc ok');
           callback(null, response);
         },
         (err: unknown) => {
           clearTimeout(timer);
           const mapped = toServiceError(err, errorDomain);
-          const log = { rpc: path, request_id: ctx.requestId, grpc_code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
+          const log = { rpc: path, request_id: ctx?.requestId, grpc_code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
           if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
           callback(mapped);

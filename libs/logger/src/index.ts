@@ -9,10 +9,19 @@ export type { Logger };
  */
 const SECRET_KEYS = [
   'authorization', 'api_key', 'apiKey', 'token', 'access_token', 'refresh_token', 'id_token',
-  'secret', 'client_secret', 'signing_secret', 'password', 'credential', 'code', 'code_verifier',
+  'secret', 'client_secret', 'signing_secret', 'password', 'credential', 'code_verifier',
   'cookie', 'platform_admin_token', 'encryption_keys',
 ];
-const REDACT_PATHS = SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`, `req.headers.${k}`]);
+/**
+ * `code` is a secret only where it is an invitation code or an OAuth authorization code: in a
+ * request's body, query or params, or on an invitation. Elsewhere it is a SQLSTATE (`err.code`),
+ * a gRPC status or an errno, which the logs need to be of any use.
+ */
+const SECRET_CODE_HOLDERS = ['body', 'query', 'params', 'request', 'invitation'];
+const REDACT_PATHS = [
+  ...SECRET_KEYS.flatMap((k) => [k, `*.${k}`, `*.*.${k}`, `*.*.*.${k}`, `req.headers.${k}`]),
+  ...SECRET_CODE_HOLDERS.flatMap((h) => [`${h}.code`, `*.${h}.code`, `*.*.${h}.code`]),
+];
 
 /**
  * Where every logger writes. One indirection so a test can capture the lines of the whole

@@ -16,4 +16,20 @@ describe('logger', () => {
     assert.equal(entry.level, 'info');
     assert.equal(entry.api_key, '[redacted]');
   });
+
+  it('keeps error codes (SQLSTATEs, gRPC statuses) and redacts only secret codes', async () => {
+    const lines: string[] = [];
+    const stop = tapLogs((l) => lines.push(l));
+    const log = createLogger('test', 'info');
+    log.error({ err: Object.assign(new Error('deadlock detected'), { code: '40P01' }), grpc: { code: 10 } }, 'rpc failed');
+    log.info({ req: { body: { code: 'INVITE1' }, query: { code: 'OAUTH2' } }, invitation: { code: 'INVITE3' }, request: { code: 'INVITE4' } }, 'claim');
+    // The sink passes a line on once the previous one is written.
+    for (let i = 0; i < 100 && lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    stop();
+    const [failed, claim] = lines.map((l) => JSON.parse(l));
+    assert.equal(failed.err.code, '40P01');
+    assert.equal(failed.grpc.code, 10);
+    for (const s of ['INVITE1', 'OAUTH2', 'INVITE3', 'INVITE4']) assert.equal(lines.join('').includes(s), false, `${s} leaked`);
+    assert.equal(claim.req.query.code, '[redacted]');
+  });
 });

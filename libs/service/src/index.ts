@@ -7,7 +7,7 @@
  */
 import { createPool, runMigrations, type Pool } from '@workauto/db';
 import { LocalTransport, OUTBOX_MIGRATIONS, OutboxRelay, type EventTransport, type Subscription } from '@workauto/events';
-import { GrpcServer, Resources, type Handlers, type UnaryServiceDefinition } from '@workauto/grpc';
+import { CallerSigner, CallerVerifier, GrpcServer, Resources, type Handlers, type UnaryServiceDefinition } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 
 /** What main.ts, make dev's stack and the tests give every service. */
@@ -20,6 +20,12 @@ export interface ServiceConfig {
   transport?: EventTransport;
   /** How often the database is pinged for the health status (default 5 s). */
   healthCheckMs?: number;
+  /** CALLER_VERIFY_KEYS: the public keys (JWKS JSON) whose signed caller tokens this service accepts. */
+  callerVerifyKeys: string;
+  /** CALLER_SIGNING_KEY: this service's own private JWK, only if it calls other services on a caller's behalf. */
+  callerSigningKey?: string | undefined;
+  /** GRPC_REFLECTION: serve gRPC reflection (off by default). */
+  grpcReflection?: boolean | undefined;
 }
 
 export interface RunningService {
@@ -45,12 +51,17 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
 }
 
 export async function startService<S extends UnaryServiceDefinition>(spec: ServiceSpec<S>, config: ServiceConfig, logger: Logger): Promise<RunningService> {
+  // Key problems stop the start before anything is opened, with a message that says what to set.
+  const callerVerifier = new CallerVerifier(config.callerVerifyKeys);
+  const callerSigner = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: spec.name }) : undefined;
   const resources = new Resources();
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
     const applied = await runMigrations(pool, [OUTBOX_MIGRATIONS, spec.migrations]);
     if (applied.length) logger.info({ applied }, 'migrations applied');
-    const server = new GrpcServer({ name: spec.name, errorDomain: spec.errorDomain, logger, protoFiles: [spec.protoFile] });
+    const server = new GrpcServer({
+      name: spec.name, errorDomain: spec.errorDomain, logger, protoFiles: [spec.protoFile], callerVerifier, callerSigner, reflection: config.grpcReflection,
+    });
     server.add(spec.grpcService, spec.definition, spec.handlers(pool));
     const transport = config.transport ?? new LocalTransport();
     for (const consumer of (await spec.consumers?.(pool, transport)) ?? []) resources.add(consumer, (c) => c.stop());

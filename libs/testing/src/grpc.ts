@@ -1,15 +1,38 @@
 import assert from 'node:assert/strict';
-import * as grpc from '@grpc/grpc-js';
-import { MetadataKeys, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import type * as grpc from '@grpc/grpc-js';
+import { CallerSigner, Downstream, callerAudience, decodeStatusDetails, generateCallerKeys, type Caller, type ErrorDetails, type UnaryMethod } from '@workauto/grpc';
 
-/** Call options acting for a tenant's member through an API key, as the gateway would set them. */
-export function callAs(tenantId: string, memberId: string, actorId = 'test-api-key'): { metadata: grpc.Metadata } {
-  const md = new grpc.Metadata();
-  md.set(MetadataKeys.tenantId, tenantId);
-  md.set(MetadataKeys.actorType, 'api_key');
-  md.set(MetadataKeys.actorId, actorId);
-  md.set(MetadataKeys.memberId, memberId);
-  return { metadata: md };
+/**
+ * The caller identity keys of this test process: services under test get `verifyKeys`
+ * (callerVerifyKeys), and TestClient signs every call with the private half, as the gateway does.
+ */
+export const testCallerKeys = generateCallerKeys('test');
+
+/** The test process's signer (issuer `test`), as the gateway signs. */
+export const testSigner = new CallerSigner(testCallerKeys.signingKey, { issuer: 'test' });
+
+/** Options of a call through TestClient: who it acts for (signed at the call), or metadata as given. */
+export interface TestCallOptions {
+  caller?: Caller;
+  metadata?: grpc.Metadata;
+  deadlineMs?: number;
+}
+
+/** Call options acting for a tenant's member through an API key, as the gateway would sign them. */
+export function callAs(tenantId: string, memberId: string, actorId = 'test-api-key'): { caller: Caller } {
+  return { caller: { requestId: crypto.randomUUID(), tenantId, actor: { type: 'api_key', id: actorId, memberId } } };
+}
+
+/**
+ * A Downstream for tests that signs each call's caller like the gateway: the caller of the options
+ * (callAs), or an anonymous one (no tenant, no actor: the gateway's unauthenticated routes). Calls
+ * that pass metadata go as given (tests of what a service refuses).
+ */
+export class TestClient extends Downstream {
+  override async call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: TestCallOptions = {}): Promise<Res> {
+    const metadata = opts.metadata ?? testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
+    return super.call(method, request, { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) });
+  }
 }
 
 /** The error details of a call that must fail. */

@@ -2,7 +2,7 @@ import { startTelemetry } from '@workauto/telemetry';
 
 const stopTelemetry = startTelemetry('crm-pipelines');
 // Loaded after telemetry so its instrumentations see grpc and pg.
-const { loadConfig, vars, z, kafkaVars } = await import('@workauto/config');
+const { loadConfig, vars, z, kafkaVars, grpcServiceVars } = await import('@workauto/config');
 const { createLogger } = await import('@workauto/logger');
 const { installShutdownSignals } = await import('@workauto/grpc');
 const { createTransport } = await import('@workauto/events');
@@ -14,10 +14,11 @@ const config = loadConfig({
   GRPC_PORT: vars.port(50053),
   LOG_LEVEL: vars.logLevel(),
   ...kafkaVars,
+  ...grpcServiceVars,
 });
 const logger = createLogger('crm-pipelines', config.LOG_LEVEL);
 const transport = createTransport({ brokers: config.KAFKA_BROKERS, clientId: 'crm-pipelines', logger, partitions: config.KAFKA_TOPIC_PARTITIONS, replicationFactor: config.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: config.KAFKA_TOPIC_RETENTION_MS });
-const service = await createCrmPipelinesService({ databaseUrl: config.DATABASE_URL, host: config.GRPC_HOST, port: config.GRPC_PORT, transport }, logger);
+const service = await createCrmPipelinesService({ databaseUrl: config.DATABASE_URL, host: config.GRPC_HOST, port: config.GRPC_PORT, transport, callerVerifyKeys: config.CALLER_VERIFY_KEYS, callerSigningKey: config.CALLER_SIGNING_KEY, grpcReflection: config.GRPC_REFLECTION }, logger);
 installShutdownSignals(logger, async () => {
   await service.stop();
   await transport.close();

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
-import { Downstream } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
-import { testDatabase, callAs, failure } from '@workauto/testing';
+import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { CrmPipelinesServiceService as S, StageType } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { createCrmPipelinesService, type RunningService } from './app.js';
 
@@ -12,8 +10,8 @@ export { S };
 /** crm-pipelines on a fresh database, called over real gRPC, with a direct SQL client for checks. */
 export async function startCrm() {
   const databaseUrl = await testDatabase('crm');
-  const service: RunningService = await createCrmPipelinesService({ databaseUrl, host: '127.0.0.1', port: 0 }, createLogger('crm-pipelines', 'silent'));
-  const client = new Downstream('crm_pipelines', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const service: RunningService = await createCrmPipelinesService({ databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys }, createLogger('crm-pipelines', 'silent'));
+  const client = new TestClient('crm_pipelines', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     databaseUrl,
@@ -27,8 +25,8 @@ export async function startCrm() {
   };
 }
 
-/** A fresh tenant: call options with its metadata, as the gateway would set them. */
-export function tenant(): { id: string; call: { metadata: grpc.Metadata } } {
+/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
+export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
   const id = randomUUID();
   return { id, call: callAs(id, randomUUID(), randomUUID()) };
 }

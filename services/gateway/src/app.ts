@@ -4,16 +4,18 @@
  * rate limit → JSON body → transcoding handler → the contract's error shape).
  */
 import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import type { Server } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { createPool, runMigrations } from '@workauto/db';
-import { Downstream } from '@workauto/grpc';
+import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
+import { bodyLimits } from './body-limits.js';
 import { healthRoutes } from './health.js';
 import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
@@ -35,6 +37,15 @@ export interface GatewayOptions {
   rateLimitPerMinute?: number;
   /** Deadline of each downstream call (default 5000 ms). */
   deadlineMs?: number;
+  /** CALLER_SIGNING_KEY: private JWK that signs each downstream call's caller identity (services verify it). */
+  callerSigningKey: string;
+  /**
+   * CIDRs (or addresses) of the proxies in front of the gateway (TRUSTED_PROXIES): X-Forwarded-For
+   * is believed only from a peer inside them. Default none: the client address is the TCP peer.
+   */
+  trustedProxies?: string[];
+  /** Downstream circuit tuning (tests use short timings). */
+  downstreamOptions?: Omit<DownstreamOptions, 'deadlineMs'>;
 }
 
 export interface Gateway {
@@ -54,9 +65,10 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
+  const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
   const routes = loadRoutes();
   const downstreams = new Map(
-    Object.entries(options.downstreams).map(([name, addr]) => [name, new Downstream(name, addr, { deadlineMs: options.deadlineMs ?? 5_000 })]),
+    Object.entries(options.downstreams).map(([name, addr]) => [name, new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 })]),
   );
   const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
@@ -76,8 +88,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  // Behind a load balancer or ingress on a private network, req.ip is the client's address.
-  app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // req.ip is the TCP peer unless that peer is a configured proxy (then X-Forwarded-For's entry
+  // added by the nearest untrusted hop): any other caller could forge the audit log's ip_address
+  // and dodge the per-address limits with a header.
+  const trustedProxies = options.trustedProxies ?? [];
+  app.set('trust proxy', trustedProxies.length ? trustedProxies : false);
 
   // Request id on every response, and one access-log line per request (never headers or bodies).
   app.use((req, res, next) => {
@@ -93,7 +108,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     next();
   });
 
-  app.use(healthRoutes(downstreams, pool));
+  let serving = true;
+  app.use(healthRoutes(downstreams, () => serving));
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
@@ -109,8 +125,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
     next();
   });
-  app.use('/api', express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }));
-  app.use('/api', transcodingHandler(routes, downstreams, auth, idempotency));
+  app.use('/api', express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }), bodyLimits());
+  app.use('/api', transcodingHandler(routes, downstreams, auth, idempotency, callerSigner));
 
   app.use((req: Request, _res: Response, next: NextFunction) => next(gatewayErrors.routeNotFound(req.method, (req.originalUrl.split('?')[0] ?? '').slice(0, 200))));
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => send(res, fromBodyParser(err)));
@@ -133,6 +149,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       });
     },
     async close() {
+      serving = false;
       const s = server;
       if (s) {
         const closed = new Promise<void>((resolve) => s.close(() => resolve()));
@@ -157,8 +174,18 @@ function fromBodyParser(err: unknown): unknown {
   if (type === 'charset.unsupported' || type === 'encoding.unsupported') {
     return new GatewayError(grpc.status.INVALID_ARGUMENT, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as UTF-8 JSON without Content-Encoding', 415);
   }
+  if (isDecompressionError(err)) {
+    // Content-Encoding says gzip/deflate/br but the bytes are not (contract §1: a 400).
+    return gatewayErrors.badRequest([{ field: '(body)', description: 'does not match its Content-Encoding' }], 'the request body is not encoded as its Content-Encoding says; send it compressed that way, or drop the header');
+  }
   if (type === 'request.aborted' || type === 'request.size.invalid') return gatewayErrors.badRequest([{ field: '(body)', description: 'was not received completely' }]);
   return err;
+}
+
+/** zlib's failure to inflate a body (body-parser passes it on with status 400 and the zlib errno). */
+function isDecompressionError(err: unknown): boolean {
+  const e = err as { status?: unknown; errno?: unknown; type?: unknown } | null;
+  return e?.status === 400 && e.type === undefined && typeof e.errno === 'number';
 }
 
 /** What a 5xx is logged with: status and message, never the error object (it holds call metadata). */
@@ -171,4 +198,13 @@ function describe(err: unknown): Record<string, unknown> {
   }
   // Anything else is a bug in the gateway: the stack is for the logs only, never the response.
   return { name: e.name, message: e.message.slice(0, 500), stack: e.stack?.split('\n').slice(0, 8).join('\n') };
+}
+
+/** `10.0.0.0/8`, `fd00::/8` or a bare address: what TRUSTED_PROXIES takes. */
+export function isCidr(text: string): boolean {
+  const [address, prefix, extra] = text.split('/');
+  const family = isIP(address ?? '');
+  if (!family || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
 }

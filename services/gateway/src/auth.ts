@@ -41,8 +41,8 @@ export class Authenticator {
     this.cache.clear();
   }
 
-  /** The principal of a route's call, or a 401/403 in the contract's terms. */
-  async authorize(route: Route, authorization: string | undefined, metadata: grpc.Metadata): Promise<Principal | undefined> {
+  /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
+  async authorize(route: Route, authorization: string | undefined, metadata: () => grpc.Metadata): Promise<Principal | undefined> {
     if (route.auth === 'none') return undefined;
     const token = bearerToken(authorization);
     if (!token) {
@@ -71,14 +71,14 @@ export class Authenticator {
   }
 
   /** fresh: ask identity even on a cache hit (a mutation), and let its answer replace the cached one. */
-  private resolve(token: string, metadata: grpc.Metadata, fresh: boolean): Promise<Principal> {
+  private resolve(token: string, metadata: () => grpc.Metadata, fresh: boolean): Promise<Principal> {
     const key = tokenKey(token);
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expires > now && !fresh) return hit.lookup;
     const identity = this.identity();
     if (!identity) return Promise.reject(gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR'));
-    const lookup = identity.call(IdentityServiceService.authenticateToken, { token }, { metadata, deadlineMs: 3_000 });
+    const lookup = identity.call(IdentityServiceService.authenticateToken, { token }, { metadata: metadata(), deadlineMs: 3_000 });
     if (this.ttlMs > 0) {
       if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
       // The TTL runs from the lookup's start: no answer is used longer than ttlMs after identity gave it.

@@ -1,6 +1,6 @@
 /** The contract's error shape (§2), and gRPC status → HTTP as grpc-gateway maps it (with the contract's overrides). */
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import { DomainError, capViolations, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
 
 export const GATEWAY_DOMAIN = 'gateway.workauto';
 
@@ -83,6 +83,9 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
       d.reason = grpc.status[d.code] ?? 'UNKNOWN';
       d.domain = GATEWAY_DOMAIN;
       d.message = GENERIC_MESSAGES[d.code] ?? d.message;
+    } else if (d.reason === 'CALLER_IDENTITY_INVALID') {
+      // A service refused the gateway's own signature: a key misconfiguration, not the client's credential.
+      d = { ...d, code: grpc.status.INTERNAL, domain: GATEWAY_DOMAIN, metadata: {}, message: 'a service refused the gateway\'s caller identity; an operator must check CALLER_SIGNING_KEY and the services\' CALLER_VERIFY_KEYS (report the request id)' };
     }
   } else {
     d = { code: grpc.status.INTERNAL, message: 'internal error; retry later, and report the request id if it persists', reason: 'INTERNAL', domain: GATEWAY_DOMAIN, metadata: {}, fieldViolations: [] };
@@ -99,8 +102,10 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
 }
 
 export const gatewayErrors = {
-  badRequest: (violations: { field: string; description: string }[], message?: string) =>
-    new GatewayError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', message ?? violations.map((v) => `${v.field}: ${v.description}`).join('; '), undefined, { fieldViolations: violations }),
+  badRequest: (violations: { field: string; description: string }[], message?: string) => {
+    const listed = capViolations(violations);
+    return new GatewayError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', message ?? listed.map((v) => `${v.field}: ${v.description}`).join('; '), undefined, { fieldViolations: listed });
+  },
   unauthenticated: (message: string) => new GatewayError(grpc.status.UNAUTHENTICATED, 'UNAUTHENTICATED', message),
   forbidden: (message: string, reason = 'ACCESS_DENIED', metadata?: Record<string, string>) =>
     new GatewayError(grpc.status.PERMISSION_DENIED, reason, message, undefined, metadata ? { metadata } : {}),

@@ -12,7 +12,8 @@ import protobuf from 'protobufjs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
-import { captureLogs, testDatabase } from '@workauto/testing';
+import { generateCallerKeys } from '@workauto/grpc';
+import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import type { Route } from './routes.js';
 
@@ -140,7 +141,7 @@ describe('gateway in front of identity', () => {
   async function startGateway(overrides: Partial<GatewayOptions> = {}) {
     const g = await createGateway({
       logger: createLogger('gateway'), downstreams: { identity: `127.0.0.1:${identity.port}` },
-      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, ...overrides,
+      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, callerSigningKey: testCallerKeys.signingKey, ...overrides,
     });
     const port = await g.listen('127.0.0.1', 0);
     gateways.push(g);
@@ -170,7 +171,7 @@ describe('gateway in front of identity', () => {
 
   before(async () => {
     identity = await createIdentityService(
-      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
+      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
       createLogger('identity'),
     );
     ({ gateway: gw, api } = await startGateway());
@@ -422,24 +423,80 @@ describe('gateway in front of identity', () => {
     assert.deepEqual(doc.components.securitySchemes.bearer, { ...doc.components.securitySchemes.bearer, type: 'http', scheme: 'bearer' });
   });
 
+  it('answers 500 (not the client\'s 401) when a service refuses the gateway\'s caller signing key', async () => {
+    const untrusted = generateCallerKeys('not-in-the-services-set');
+    secrets.push(JSON.parse(untrusted.signingKey).d, JSON.parse(testCallerKeys.signingKey).d);
+    const misconfigured = await startGateway({ callerSigningKey: untrusted.signingKey });
+    const res = await misconfigured.api('GET', '/api/v1/members', { key: a.key });
+    assertError(res, 500, 'CALLER_IDENTITY_INVALID');
+    assert.match(res.body.error.message, /CALLER_SIGNING_KEY.*CALLER_VERIFY_KEYS/);
+    assert.equal(res.headers.get('www-authenticate'), null);
+  });
+
   it('answers 503 for a route whose service is not configured', async () => {
     const bare = await startGateway({ downstreams: {} });
     assertError(await bare.api('GET', '/api/v1/members', { key: a.key }), 503, 'SERVICE_UNAVAILABLE');
     assert.equal((await bare.api('GET', '/readyz')).status, 200, 'nothing configured, nothing to wait for');
   });
 
-  it('is live and ready while identity serves; not ready and 503 once it stops', async () => {
+  it('never stores an unknown outcome for an Idempotency-Key: after a 504 the retry runs again', async () => {
+    // Two replicas on one database: the first times out on every call, the second does not.
+    const databaseUrl = await testDatabase('gateway_shared');
+    const impatient = await startGateway({ databaseUrl, deadlineMs: 1 });
+    const patient = await startGateway({ databaseUrl });
+    const call = { key: a.key, body: { name: 'retry me' }, headers: { 'idempotency-key': `k-${randomUUID()}` } };
+    const first = await impatient.api('POST', '/api/v1/api-keys', call);
+    assertError(first, 504, 'DEADLINE_EXCEEDED');
+    const retry = await patient.api('POST', '/api/v1/api-keys', call);
+    assert.equal(retry.status, 201, retry.text);
+    assert.equal(retry.headers.get('idempotent-replayed'), null, 'the retry did the work; it is no replay of the 504');
+    secrets.push(retry.body.api_key);
+    const again = await patient.api('POST', '/api/v1/api-keys', call);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.id, retry.body.id);
+  });
+
+  it('limits failed authentications per address even when each request forges another X-Forwarded-For', async () => {
+    const limited = await startGateway({ rateLimitPerMinute: 20 });
+    assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    const statuses: number[] = [];
+    for (let i = 0; i < 1_000; i++) {
+      const res = await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}`, headers: { 'x-forwarded-for': `198.51.100.${i % 250}, 203.0.113.${i % 200}` } });
+      statuses.push(res.status);
+    }
+    assert.equal(statuses.filter((s) => s === 401).length, 20);
+    assert.equal(statuses.filter((s) => s === 429).length, 980);
+    // The address is over its limit, but a key known to be valid is never refused for it.
+    assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    assertError(await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }), 429, 'RATE_LIMITED');
+  });
+
+  it('believes X-Forwarded-For only from a trusted proxy (TRUSTED_PROXIES)', async () => {
+    const behindProxy = await startGateway({ rateLimitPerMinute: 3, trustedProxies: ['127.0.0.1/32', '::1/128'] });
+    const from = (client: string) => behindProxy.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}`, headers: { 'x-forwarded-for': client } });
+    for (let i = 0; i < 3; i++) assertError(await from('198.51.100.7'), 401);
+    assertError(await from('198.51.100.7'), 429, 'RATE_LIMITED');
+    assertError(await from('198.51.100.8'), 401); // another client behind the proxy has its own budget
+  });
+
+  it('answers 503 naming identity once it stops, and stays live and ready (readiness is the gateway\'s own)', async () => {
     assert.deepEqual((await api('GET', '/healthz')).body, { status: 'ok' });
     const ready = await api('GET', '/readyz');
     assert.equal(ready.status, 200, ready.text);
-    assert.deepEqual(ready.body.not_ready, []);
+    assert.deepEqual(ready.body, { status: 'ready', services_down: [] });
     await identity.stop();
     identityStopped = true;
-    const notReady = await api('GET', '/readyz');
-    assert.equal(notReady.status, 503);
-    assert.deepEqual(notReady.body.not_ready, ['identity']);
-    assertError(await api('GET', '/api/v1/members', { key: a.key }), 503);
-    assertError(await api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }), 503);
+    const down = await api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` });
+    assertError(down, 503, 'SERVICE_UNAVAILABLE');
+    assert.equal(down.body.error.details[0].metadata.service, 'identity');
+    assert.match(down.body.error.message, /identity.*retry/);
+    let readyNow = await api('GET', '/readyz');
+    for (let i = 0; i < 30 && !readyNow.body.services_down.length; i++) {
+      await sleep(100);
+      readyNow = await api('GET', '/readyz');
+    }
+    assert.equal(readyNow.status, 200);
+    assert.deepEqual(readyNow.body.services_down, ['identity']);
     assert.equal((await api('GET', '/healthz')).status, 200, 'liveness does not depend on downstreams');
   });
 

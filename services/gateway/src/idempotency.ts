@@ -3,13 +3,19 @@
  * response (status and body, even an error) is stored encrypted and replayed to a repeat with the
  * same key by the same credential for 24 h; the same key with another request is a 409.
  *
- * A request that never reached its service (503: unavailable or circuit open) is not stored, so
- * the client's retry does the work. A record whose first request died with its gateway replica is
- * taken over once its lock (the downstream deadline plus a margin) has passed.
+ * Only definite outcomes are stored: a success or a 4xx (the service's answer). An unknown outcome
+ * (any 5xx, a deadline, a cancellation, a lost connection) releases the key, so the client's retry
+ * runs again; services roll back a write whose call's deadline passed before commit, so the retry
+ * does not duplicate it. A record whose first request died with its gateway replica is taken over
+ * once its lock (the downstream deadline plus a margin) has passed.
+ *
+ * A completion that cannot be recorded (the gateway's database failed after the service did the
+ * work) does not turn the write into a 5xx: the client gets the service's response, and recording
+ * is retried in the background until it lands (docs/decisions.md: the residual window).
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { Pool } from '@workauto/db';
+import { isDatabaseUnavailable, type Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
 import type { Logger } from '@workauto/logger';
 import { GatewayError, gatewayErrors } from './errors.js';
@@ -51,8 +57,21 @@ export class IdempotencyStore {
     return createHash('sha256').update(route).update('\0').update(canonicalJson(request)).digest('hex');
   }
 
-  /** Claims the key for this request, or returns the stored response; throws the contract's 409s. */
+  /** Claims the key for this request, or returns the stored response; throws the contract's 409s, or a 503 while the store is unreachable. */
   async begin(scope: string, key: string, fingerprint: string): Promise<Begin> {
+    try {
+      return await this.claim(scope, key, fingerprint);
+    } catch (err) {
+      if (!isDatabaseUnavailable(err)) throw err;
+      throw new GatewayError(
+        grpc.status.UNAVAILABLE, 'IDEMPOTENCY_STORE_UNAVAILABLE',
+        'requests with an Idempotency-Key cannot be accepted right now (the gateway cannot reach its database); retry in a few seconds', undefined,
+        { headers: { 'Retry-After': '2' } },
+      );
+    }
+  }
+
+  private async claim(scope: string, key: string, fingerprint: string): Promise<Begin> {
     for (let attempt = 0; attempt < 3; attempt++) {
       // New key, or one whose record expired or whose first request was abandoned: this request is first.
       const claimed = await this.pool.query(
@@ -95,9 +114,41 @@ export class IdempotencyStore {
     await this.pool.query('UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [scope, key, sealed]);
   }
 
-  /** Frees the key when the request provably did no work, so a retry may. */
+  /**
+   * Records a definite outcome; when the database refuses, keeps trying in the background every
+   * second for up to retryForMs (the response was already produced: it must not become a 5xx, and
+   * a retry of the request must find it rather than run the work again).
+   */
+  async record(scope: string, key: string, response: StoredResponse, retryForMs = 10 * 60_000): Promise<void> {
+    try {
+      await this.complete(scope, key, response);
+      return;
+    } catch (err) {
+      this.logger.warn({ err: String(err).slice(0, 200) }, 'idempotency record failed; retrying in the background');
+    }
+    const giveUpAt = Date.now() + retryForMs;
+    const retry = () => {
+      const timer = setTimeout(() => {
+        this.complete(scope, key, response).catch((err: unknown) => {
+          if (Date.now() < giveUpAt) return retry();
+          this.logger.error({ err: String(err).slice(0, 200) }, 'idempotency record given up: a retry with this key after its lock may run the request again');
+        });
+      }, 1_000);
+      timer.unref();
+    };
+    retry();
+  }
+
+  /**
+   * Frees the key when the outcome is unknown or provably nothing was done, so a retry runs the
+   * request again. A failure here only delays that retry until the lock passes.
+   */
   async release(scope: string, key: string): Promise<void> {
-    await this.pool.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND response IS NULL', [scope, key]);
+    try {
+      await this.pool.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND response IS NULL', [scope, key]);
+    } catch (err) {
+      this.logger.warn({ err: String(err).slice(0, 200) }, 'idempotency key release failed; a retry may take it over after its lock');
+    }
   }
 
   /** Deletes records older than 24 h every intervalMs. */

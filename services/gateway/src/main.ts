@@ -4,7 +4,7 @@ const stopTelemetry = startTelemetry('gateway');
 const { loadConfig, vars, z } = await import('@workauto/config');
 const { createLogger } = await import('@workauto/logger');
 const { installShutdownSignals } = await import('@workauto/grpc');
-const { createGateway } = await import('./app.js');
+const { createGateway, isCidr } = await import('./app.js');
 
 /** Downstream key (proto package segment) → its address variable. */
 const DOWNSTREAM_VARS = {
@@ -25,6 +25,12 @@ const config = loadConfig({
   AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
   DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
+  CALLER_SIGNING_KEY: vars.callerSigningKey(),
+  TRUSTED_PROXIES: z.string().default('').transform((text, ctx) => {
+    const list = text.split(',').map((s) => s.trim()).filter(Boolean);
+    for (const entry of list) if (!isCidr(entry)) ctx.addIssue({ code: 'custom', message: `${entry} is not an IP address or CIDR (like 10.0.0.0/8)` });
+    return list;
+  }),
   LOG_LEVEL: vars.logLevel(),
   ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
 });
@@ -41,6 +47,8 @@ const gateway = await createGateway({
   authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
   rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
   deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
+  callerSigningKey: config.CALLER_SIGNING_KEY,
+  trustedProxies: config.TRUSTED_PROXIES,
 });
 const port = await gateway.listen(config.HOST, config.PORT);
 logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');

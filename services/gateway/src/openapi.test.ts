@@ -42,4 +42,14 @@ describe('OpenAPI document', () => {
     assert.deepEqual(doc.paths['/api/v1/public/things/{id}']!.get.security, [], 'AUTH_NONE routes need no credential');
     assert.equal(doc.paths['/api/v1/things/{id}']!.get.security, undefined, 'others inherit bearer');
   });
+
+  it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', () => {
+    const s = (buildOpenApi(loadRoutes()) as Doc).components.schemas;
+    const task = s['notes_tasks.v1.Task'];
+    assert.deepEqual(task.properties.id, { type: 'string', format: 'uuid' });
+    assert.equal(JSON.stringify(task.properties.external_id).includes('uuid'), false, JSON.stringify(task.properties.external_id));
+    const entry = s['identity.v1.AuditLogEntry'];
+    assert.equal(JSON.stringify(entry.properties.actor_id).includes('uuid'), false, JSON.stringify(entry.properties.actor_id));
+    assert.match(JSON.stringify(entry.properties.tenant_id), /uuid/);
+  });
 });

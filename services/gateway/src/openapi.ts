@@ -22,6 +22,31 @@ const SCALARS: Record<string, Schema> = {
 
 const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
 
+/**
+ * Any JSON value, recursively (metadata and other Struct/Value fields), so that clients and fuzzers
+ * see that values nest; the gateway refuses requests nested deeper than 32 levels (contract §1).
+ */
+const JSON_VALUE_REF: Schema = { $ref: '#/components/schemas/JsonValue' };
+const JSON_VALUE_SCHEMA: Schema = {
+  description: 'any JSON value; a request body nests at most 32 levels',
+  anyOf: [
+    { type: 'null' }, { type: 'boolean' }, { type: 'number' }, { type: 'string' },
+    { type: 'array', items: JSON_VALUE_REF },
+    { type: 'object', additionalProperties: JSON_VALUE_REF },
+  ],
+};
+
+/**
+ * `*_id` names that are not UUIDs (contract §4 and the spec): a client's own identifier of a task
+ * synced from elsewhere, an actor that may be `system` or `platform`, a client-chosen request id.
+ * Every other string field named `id` or `*_id` is a UUID. A new non-UUID id goes on this list.
+ */
+export const NON_UUID_ID_FIELDS = new Set(['external_id', 'actor_id', 'request_id']);
+
+function isUuidField(name: string): boolean {
+  return (name === 'id' || name.endsWith('_id')) && !NON_UUID_ID_FIELDS.has(name);
+}
+
 const ERROR_SCHEMA: Schema = {
   type: 'object',
   required: ['error'],
@@ -70,7 +95,7 @@ const ERROR_SCHEMA: Schema = {
 const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
 
 export function buildOpenApi(routes: Route[]): Record<string, unknown> {
-  const schemas: Record<string, Schema> = { Error: ERROR_SCHEMA };
+  const schemas: Record<string, Schema> = { Error: ERROR_SCHEMA, JsonValue: JSON_VALUE_SCHEMA };
   /** Body schema name → the path variables it leaves out (one message can back several bodies). */
   const bodyVariants = new Map<string, string>();
 
@@ -78,9 +103,9 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   const messageRef = (type: protobuf.Type, dir: Direction, exclude: string[] = []): Schema => {
     switch (type.fullName) {
       case '.google.protobuf.Timestamp': return { type: 'string', format: 'date-time' };
-      case '.google.protobuf.Struct': return { type: 'object' };
-      case '.google.protobuf.Value': return {};
-      case '.google.protobuf.ListValue': return { type: 'array' };
+      case '.google.protobuf.Struct': return { type: 'object', additionalProperties: JSON_VALUE_REF };
+      case '.google.protobuf.Value': return { ...JSON_VALUE_REF };
+      case '.google.protobuf.ListValue': return { type: 'array', items: JSON_VALUE_REF };
     }
     const wrapped = WRAPPERS[type.fullName];
     if (wrapped) return { ...SCALARS[wrapped] };
@@ -103,7 +128,7 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     let s: Schema =
       rt instanceof protobuf.Type ? messageRef(rt, dir)
       : rt instanceof protobuf.Enum ? { type: 'string', enum: enumNames(rt) }
-      : field.type === 'string' && (field.name === 'id' || field.name.endsWith('_id')) ? { ...UUID_SCHEMA }
+      : field.type === 'string' && isUuidField(field.name) ? { ...UUID_SCHEMA }
       : { ...SCALARS[field.type] };
     if (field.map) return { type: 'object', additionalProperties: s };
     if (field.repeated) return { type: 'array', items: s };

@@ -3,14 +3,14 @@
  * → request message → gRPC call → JSON response. Nothing here knows any endpoint.
  */
 import type { Request, Response } from 'express';
-import * as grpc from '@grpc/grpc-js';
-import { MetadataKeys, type Downstream } from '@workauto/grpc';
-import { ActorType, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
+import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { bearerToken, tokenKey, type Authenticator } from './auth.js';
-import { gatewayErrors, toHttpError } from './errors.js';
+import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
+import { AUTHENTICATED } from './rate-limit.js';
 import { buildRequest } from './transcode.js';
 
 const ACTOR_TYPES: Record<number, string> = {
@@ -23,33 +23,53 @@ const ACTOR_TYPES: Record<number, string> = {
 /** The service whose mutations can change who a token acts for (deactivation, revocation, roles). */
 const IDENTITY = 'identity';
 
-/** What every downstream call carries: the request id, the client, and (when authenticated) the principal. */
-function callMetadata(req: Request, requestId: string): grpc.Metadata {
-  const metadata = new grpc.Metadata();
-  metadata.set(MetadataKeys.requestId, requestId);
-  if (req.ip) metadata.set(MetadataKeys.clientIp, req.ip);
+/** Audience of the token lookup: identity's service. */
+const IDENTITY_AUDIENCE = callerAudience(IdentityServiceService.authenticateToken.path);
+
+/**
+ * The caller every downstream call of a request acts for: the request id and the client, and (when
+ * authenticated) the principal. Signed per call into x-caller-token (services trust nothing else);
+ * unauthenticated routes and the platform admin carry one too, without a tenant.
+ */
+function requestCaller(req: Request, requestId: string): Caller {
   const ua = req.get('user-agent');
-  if (ua) metadata.set(MetadataKeys.userAgent, ua.slice(0, 512));
-  return metadata;
+  return { requestId, ...(req.ip ? { clientIp: req.ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
 }
 
-function addPrincipal(metadata: grpc.Metadata, principal: Principal): void {
-  if (principal.tenant_id) metadata.set(MetadataKeys.tenantId, principal.tenant_id);
-  metadata.set(MetadataKeys.actorType, ACTOR_TYPES[principal.actor_type] ?? 'system');
-  metadata.set(MetadataKeys.actorId, principal.actor_id);
-  if (principal.member_id) metadata.set(MetadataKeys.memberId, principal.member_id);
+function addPrincipal(caller: Caller, principal: Principal): Caller {
+  return {
+    ...caller,
+    ...(principal.tenant_id ? { tenantId: principal.tenant_id } : {}),
+    actor: { type: ACTOR_TYPES[principal.actor_type] ?? 'system', id: principal.actor_id, ...(principal.member_id ? { memberId: principal.member_id } : {}) },
+  };
 }
 
-/** protobufjs (de)serialisers of a route's messages, in the shape Downstream.call takes. */
+/**
+ * A route's method in the shape Downstream.call takes. The request is encoded before the call
+ * (encodeRequest), so a message protobufjs cannot encode is answered here and never reaches the
+ * downstream or its circuit breaker as a failed call.
+ */
 function unaryMethod(route: Route) {
   return {
     path: route.grpcPath,
-    requestSerialize: (o: Record<string, unknown>) => Buffer.from(route.requestType.encode(route.requestType.fromObject(o)).finish()),
+    requestSerialize: (encoded: Buffer) => encoded,
     responseDeserialize: (b: Buffer) => route.responseType.decode(b) as unknown as Record<string, unknown>,
   };
 }
 
-export function transcodingHandler(routes: Route[], downstreams: Map<string, Downstream>, auth: Authenticator, idempotency: IdempotencyStore) {
+/** The request message's bytes; a value the mapping let through but protobufjs refuses is the client's 400. */
+function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
+  try {
+    return Buffer.from(route.requestType.encode(route.requestType.fromObject(request)).finish());
+  } catch (err) {
+    throw gatewayErrors.badRequest(
+      [{ field: '(body)', description: `cannot be encoded as ${route.requestType.name}: ${String((err as Error).message).slice(0, 200)}` }],
+      'the request cannot be encoded for its service; check the body against /api/v1/openapi.json',
+    );
+  }
+}
+
+export function transcodingHandler(routes: Route[], downstreams: Map<string, Downstream>, auth: Authenticator, idempotency: IdempotencyStore, signer: CallerSigner) {
   const methods = new Map(routes.map((r) => [r, unaryMethod(r)]));
   return async (req: Request, res: Response): Promise<void> => {
     // originalUrl keeps the percent-encoding, so an encoded '/' inside a variable stays inside it.
@@ -60,12 +80,15 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if ('badPath' in match) throw gatewayErrors.badRequest([{ field: match.badPath, description: 'is not valid percent-encoding' }]);
     const { route, params } = match;
     res.locals.route = route.template;
-    const metadata = callMetadata(req, res.locals.requestId as string);
+    const anonymous = requestCaller(req, res.locals.requestId as string);
     // Authentication before validation: a caller without a credential learns nothing about the API's input rules.
-    const principal = await auth.authorize(route, req.get('authorization'), metadata);
-    if (principal) addPrincipal(metadata, principal);
+    // The token lookup's caller is signed only when the lookup is not cached.
+    const principal = await auth.authorize(route, req.get('authorization'), () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
+    if (principal) res.locals[AUTHENTICATED] = true; // the failed-auth limiter never blocks this credential
+    let caller = principal ? addPrincipal(anonymous, principal) : anonymous;
 
     const request = buildRequest(route, params, req.query as Record<string, unknown>, req.body);
+    const encoded = encodeRequest(route, request);
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);
     if (!downstream) throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
@@ -76,26 +99,38 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if (idempotencyKey) {
       const begun = await idempotency.begin(scope, idempotencyKey, IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request));
       if (begun.kind === 'replay') return send(res, begun.response, { 'Idempotent-Replayed': 'true' });
+      caller = { ...caller, idempotencyKey };
     }
 
-    let out: StoredResponse;
+    let response: Record<string, unknown>;
     try {
-      const response = await downstream.call(methods.get(route)!, request, { metadata });
-      out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
+      response = await downstream.call(methods.get(route)!, encoded, { metadata: signer.metadata(caller, callerAudience(route.grpcPath)) });
     } catch (err) {
       if (idempotencyKey) {
         const failure = toHttpError(err, res.locals.requestId as string);
-        // 503: the service was not reached (down, circuit open), so no work was done and a retry may do it.
-        if (failure.status === 503) await idempotency.release(scope, idempotencyKey);
-        else await idempotency.complete(scope, idempotencyKey, failure);
+        // A client error is the service's definite answer and is replayed; anything a retry may
+        // change (5xx, deadline, cancellation, lost connection, ABORTED, 429) is not stored: the
+        // key is freed so the retry runs again.
+        if (isDefinite(failure)) await idempotency.record(scope, idempotencyKey, failure);
+        else await idempotency.release(scope, idempotencyKey);
       }
       throw err;
     } finally {
       if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
-    if (idempotencyKey) await idempotency.complete(scope, idempotencyKey, out);
+    const out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
+    if (idempotencyKey) await idempotency.record(scope, idempotencyKey, out);
     send(res, out);
   };
+}
+
+/** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */
+const RETRYABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED', 'ABORTED', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNKNOWN', 'DATA_LOSS']);
+
+/** A failure a retry must get again rather than redo: a client error the service answered. */
+function isDefinite(failure: HttpError): boolean {
+  const status = (failure.body as { error?: { status?: string } }).error?.status ?? 'UNKNOWN';
+  return failure.status < 500 && !RETRYABLE.has(status);
 }
 
 /** A route's success response: status from the proto (201, 204, 302, 200) and its JSON body. */

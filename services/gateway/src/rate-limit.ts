@@ -11,6 +11,9 @@ import { GatewayError } from './errors.js';
 
 const WINDOW_MS = 60_000;
 
+/** res.locals flag the transcoding handler sets once the request's credential authenticated. */
+export const AUTHENTICATED = 'authenticated';
+
 type Send = (res: Response, err: unknown) => void;
 
 const clientKey = (req: Request) => `ip:${ipKeyGenerator(req.ip ?? '')}`;
@@ -44,16 +47,66 @@ export function rateLimiter(limitPerMinute: number, send: Send): RequestHandler 
   });
 }
 
-/** Counts only the 401s a client address receives; past the limit, that address waits. */
+/**
+ * Counts the 401s a client address receives; past the limit, that address gets 429 for requests
+ * whose credential is not known to be valid. A credential this replica authenticated within the
+ * last KNOWN_VALID_MS is let through (and not counted), so a flood of made-up tokens from a shared
+ * address (a NAT, an office) never locks out the real keys behind it.
+ */
 export function failedAuthLimiter(limitPerMinute: number, send: Send): RequestHandler {
-  return rateLimit({
+  const knownValid = new KnownValidCredentials();
+  const limiter = rateLimit({
     windowMs: WINDOW_MS,
     limit: limitPerMinute,
     standardHeaders: false,
     legacyHeaders: false,
     keyGenerator: clientKey,
+    skip: (req) => knownValid.has(credentialOf(req)),
     skipSuccessfulRequests: true,
     requestWasSuccessful: (_req, res) => res.statusCode !== 401,
     handler: limited(send, 'failed authentications from this address', limitPerMinute),
   });
+  return (req, res, next) => {
+    const credential = credentialOf(req);
+    if (credential) {
+      res.on('finish', () => {
+        if (res.locals[AUTHENTICATED] === true) knownValid.add(credential);
+        else if (res.statusCode === 401) knownValid.delete(credential);
+      });
+    }
+    return limiter(req, res, next);
+  };
+}
+
+function credentialOf(req: Request): string | undefined {
+  const token = bearerToken(req.get('authorization'));
+  return token ? tokenKey(token) : undefined;
+}
+
+/** How long a credential that authenticated stays exempt from the failed-auth limit. */
+const KNOWN_VALID_MS = 10 * 60_000;
+const KNOWN_VALID_MAX = 100_000;
+
+/** Hashes of credentials that recently authenticated (never the tokens), oldest evicted first. */
+class KnownValidCredentials {
+  private readonly seen = new Map<string, number>();
+
+  add(credential: string): void {
+    this.seen.delete(credential);
+    this.seen.set(credential, Date.now() + KNOWN_VALID_MS);
+    if (this.seen.size > KNOWN_VALID_MAX) this.seen.delete(this.seen.keys().next().value!);
+  }
+
+  delete(credential: string): void {
+    this.seen.delete(credential);
+  }
+
+  has(credential: string | undefined): boolean {
+    if (!credential) return false;
+    const until = this.seen.get(credential);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.seen.delete(credential);
+    return false;
+  }
 }

@@ -68,7 +68,7 @@ describe('grant rules (contract §4)', () => {
 describe('invitations, API keys, policies and integration keys over gRPC', () => {
   let identity: Awaited<ReturnType<typeof startIdentity>>;
   let owner: { tenant: string; member: string; key: string };
-  let ownerCall: { metadata: grpc.Metadata };
+  let ownerCall: Awaited<ReturnType<typeof identity.asKey>>;
   const ctx = () => ownerCall;
 
   before(async () => {

@@ -2,7 +2,7 @@ import { startTelemetry } from '@workauto/telemetry';
 
 const stopTelemetry = startTelemetry('identity');
 // Loaded after telemetry so its instrumentations see grpc and pg.
-const { loadConfig, vars, z, kafkaVars } = await import('@workauto/config');
+const { loadConfig, vars, z, kafkaVars, grpcServiceVars } = await import('@workauto/config');
 const { createLogger } = await import('@workauto/logger');
 const { installShutdownSignals } = await import('@workauto/grpc');
 const { createTransport } = await import('@workauto/events');
@@ -17,6 +17,7 @@ const config = loadConfig({
   ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
   LOG_LEVEL: vars.logLevel(),
   ...kafkaVars,
+  ...grpcServiceVars,
   // JSON: {"google": {"issuer": "https://accounts.google.com", "client_id": "…", "client_secret": "…"}}
   OAUTH_PROVIDERS: z
     .string()
@@ -39,6 +40,7 @@ const service = await createIdentityService(
     databaseUrl: config.DATABASE_URL,
     host: config.GRPC_HOST,
     port: config.GRPC_PORT,
+    callerVerifyKeys: config.CALLER_VERIFY_KEYS, callerSigningKey: config.CALLER_SIGNING_KEY, grpcReflection: config.GRPC_REFLECTION,
     platformAdminToken: config.PLATFORM_ADMIN_TOKEN,
     encryptionKeys: config.ENCRYPTION_KEYS,
     transport,

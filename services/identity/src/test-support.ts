@@ -1,8 +1,6 @@
-import * as grpc from '@grpc/grpc-js';
 import { Keyring } from '@workauto/crypto';
-import { Downstream } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
-import { testDatabase, callAs, failure } from '@workauto/testing';
+import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { IdentityServiceService as S } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { createIdentityService, type IdentityConfig, type RunningService } from './app.js';
 
@@ -12,15 +10,15 @@ export const ADMIN_TOKEN = 'platform-admin-token-for-identity-tests-0123456789';
 export async function startIdentity(overrides: Partial<IdentityConfig> = {}) {
   const databaseUrl = await testDatabase('identity');
   const service: RunningService = await createIdentityService(
-    { databaseUrl, host: '127.0.0.1', port: 0, platformAdminToken: ADMIN_TOKEN, encryptionKeys: Keyring.generateSpec(), ...overrides },
+    { databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: Keyring.generateSpec(), ...overrides },
     createLogger('identity', 'silent'),
   );
-  const client = new Downstream('identity', `127.0.0.1:${service.port}`, { volumeThreshold: 1_000 });
+  const client = new TestClient('identity', `127.0.0.1:${service.port}`, { volumeThreshold: 1_000 });
   return {
     databaseUrl,
     client,
-    /** Call options acting with an API key, as the gateway sets them after AuthenticateToken. */
-    async asKey(token: string): Promise<{ metadata: grpc.Metadata }> {
+    /** Call options acting with an API key, as the gateway signs them after AuthenticateToken. */
+    async asKey(token: string): Promise<ReturnType<typeof callAs>> {
       const principal = await client.call(S.authenticateToken, { token });
       return callAs(principal.tenant_id, principal.member_id, principal.actor_id);
     },
@@ -32,8 +30,8 @@ export async function startIdentity(overrides: Partial<IdentityConfig> = {}) {
   };
 }
 
-/** Call options acting as a member of a tenant with an unknown key: enough for reads, refused for mutations. */
-export function as(tenantId: string, memberId: string): { metadata: grpc.Metadata } {
+/** Call options acting as a member of a tenant with an unknown key (signed at each call as the gateway would): enough for reads, refused for mutations. */
+export function as(tenantId: string, memberId: string): ReturnType<typeof callAs> {
   return callAs(tenantId, memberId, 'test');
 }
 

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
-import { Downstream } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
-import { testDatabase, callAs, failure } from '@workauto/testing';
+import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { NotesTasksServiceService as S } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { createNotesTasksService, type RunningService } from './app.js';
 
@@ -13,11 +12,12 @@ export { S };
 /** notes-tasks on a fresh database, called over real gRPC, with a direct SQL client for checks. */
 export async function startNotesTasks() {
   const databaseUrl = await testDatabase('notes');
-  const service: RunningService = await createNotesTasksService({ databaseUrl, host: '127.0.0.1', port: 0 }, createLogger('notes-tasks', 'silent'));
-  const client = new Downstream('notes_tasks', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const service: RunningService = await createNotesTasksService({ databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys }, createLogger('notes-tasks', 'silent'));
+  const client = new TestClient('notes_tasks', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     databaseUrl,
+    port: service.port,
     client,
     db,
     /** Event types of the tenant's outbox, in order. */
@@ -35,8 +35,8 @@ export async function startNotesTasks() {
 
 export type NotesTasks = Awaited<ReturnType<typeof startNotesTasks>>;
 
-/** A fresh tenant: call options with its metadata, as the gateway would set them. */
-export function tenant(): { id: string; memberId: string; call: { metadata: grpc.Metadata } } {
+/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
+export function tenant(): { id: string; memberId: string; call: ReturnType<typeof callAs> } {
   const id = randomUUID();
   const memberId = randomUUID();
   return { id, memberId, call: callAs(id, memberId, randomUUID()) };

@@ -5,7 +5,8 @@
  * disturb the other test files).
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,25 +18,40 @@ import { startTestStack, type TenantFixture, type TestStack } from './harness.js
 const KAFKA_SH = fileURLToPath(new URL('../../../../scripts/kafka.sh', import.meta.url));
 const runDir = mkdtempSync(join(tmpdir(), 'workauto-outage-kafka-'));
 
-function kafka(command: 'start' | 'stop' | 'halt' | 'resume'): string {
-  const out = spawnSync('bash', [KAFKA_SH, command], { encoding: 'utf8', env: { ...process.env, KAFKA_RUN_DIR: runDir } });
-  if (out.status !== 0) throw new Error(`kafka.sh ${command} failed (${out.status}): ${out.stderr}`);
-  return out.stdout.trim().split('\n').pop() ?? '';
+const run = promisify(execFile);
+
+/**
+ * Runs scripts/kafka.sh without blocking the event loop: the stack under test lives in this
+ * process, and a loop frozen for the seconds a halt takes makes its keep-alive sockets race (the
+ * client reuses a socket the server is closing: ECONNRESET) — a failure of the test, not the product.
+ */
+async function kafka(command: 'start' | 'stop' | 'halt' | 'resume'): Promise<string> {
+  try {
+    const { stdout } = await run('bash', [KAFKA_SH, command], { encoding: 'utf8', env: { ...process.env, KAFKA_RUN_DIR: runDir } });
+    return stdout.trim().split('\n').pop() ?? '';
+  } catch (err) {
+    const e = err as { code?: unknown; stderr?: string };
+    throw new Error(`kafka.sh ${command} failed (${String(e.code)}): ${e.stderr ?? ''}`);
+  }
 }
 
 describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA === 'off' ? 'WORKAUTO_KAFKA=off' : false }, () => {
   let stack: TestStack;
   let acme: TenantFixture;
+  let halted = false;
 
   before(async () => {
-    const line = kafka('start');
+    const line = await kafka('start');
     assert.match(line, /^KAFKA_BROKERS=/);
     stack = await startTestStack({ kafkaBrokers: line.slice('KAFKA_BROKERS='.length), gatewayOptions: { rateLimitPerMinute: 100_000 } });
     acme = await stack.createTenant('Acme');
   });
   after(async () => {
+    // A test that failed mid-outage leaves the broker halted: bring it back, so the stack's
+    // producers and consumers can close instead of waiting on a broker that is gone.
+    if (halted) await kafka('resume').catch(() => undefined);
     await stack?.stop();
-    kafka('stop');
+    await kafka('stop');
   });
 
   const noteEntries = async () => {
@@ -58,7 +74,8 @@ describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA =
       assert.ok(i < 200, 'tenant.created reached the audit log before the outage');
       await sleep(50);
     }
-    kafka('halt');
+    halted = true;
+    await kafka('halt');
     const ids: string[] = [];
     for (let i = 0; i < 100; i++) {
       const res = await stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: `during the outage ${i}` } });
@@ -67,7 +84,8 @@ describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA =
     }
     await sleep(1_000);
     assert.equal((await noteEntries()).length, 0, 'nothing can arrive while the broker is down');
-    kafka('resume');
+    await kafka('resume');
+    halted = false;
     const deadline = Date.now() + 90_000;
     let entries = await noteEntries();
     while (entries.length < 100 && Date.now() < deadline) {

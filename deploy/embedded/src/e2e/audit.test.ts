@@ -31,7 +31,8 @@ function auditSuite(name: string, kafka: boolean) {
     const log = (key: string, query = '') => stack.api('GET', `/api/v1/audit-log${query}`, { key });
 
     before(async () => {
-      stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000 }, ...(kafka ? {} : { kafkaBrokers: undefined }) });
+      // The test client is the ingress here: X-Forwarded-For is believed only from a trusted proxy.
+      stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000, trustedProxies: ['127.0.0.1/32', '::1/128'] }, ...(kafka ? {} : { kafkaBrokers: undefined }) });
       acme = await stack.createTenant('Acme');
       other = await stack.createTenant('Other');
     });

@@ -221,10 +221,17 @@ describe('crm-pipelines end to end', () => {
       else assertError(res, 400);
     }
     assert.deepEqual(wrong, []);
-    const deal = (await call('POST', '/deals', a.key, { title: 'x', pipeline_id: p.id })).body;
-    const mismatch = await call('PATCH', `/deals/${deal.id}`, a.key, { pipeline_id: eur.id });
+    const deal = (await call('POST', '/deals', a.key, { title: 'x', pipeline_id: p.id, amount: 10.5 })).body;
+    const mismatch = await call('PATCH', `/deals/${deal.id}`, a.key, { pipeline_id: eur.id, currency: 'USD' });
     assertError(mismatch, 400, 'INVALID_ARGUMENT');
     assert.deepEqual(violations(mismatch), ['currency']);
+    // A moved deal takes its pipeline's currency, if its amount is one in that currency.
+    const yen = (await call('POST', '/pipelines', a.key, { name: 'Yen', currency: 'JPY', stages: SALES })).body;
+    const noYen = await call('PATCH', `/deals/${deal.id}`, a.key, { pipeline_id: yen.id });
+    assertError(noYen, 400, 'INVALID_ARGUMENT');
+    assert.deepEqual(violations(noYen), ['amount']);
+    const moved = await call('PATCH', `/deals/${deal.id}`, a.key, { pipeline_id: eur.id });
+    assert.deepEqual([moved.status, moved.body.currency, moved.body.amount], [200, 'EUR', 10.5]);
   });
 
   it('keeps tenants apart on every by-id endpoint', async () => {

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { promisify } from 'node:util';
+import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { captureLogs } from '@workauto/testing';
-import { assertError, startTestStack, type TestStack, type TenantFixture } from './harness.js';
+import { assertError, startTestStack, violations, type ApiResponse, type TestStack, type TenantFixture } from './harness.js';
 
 const logs = captureLogs();
 
@@ -138,10 +141,11 @@ describe('gateway end to end (platform foundation)', () => {
     assert.deepEqual(doc.paths['/api/v1/invitations/claim'].post.security, []);
   });
 
-  it('is ready only while every downstream answers its health check', async () => {
+  it('is live and ready', async () => {
     assert.equal((await stack.api('GET', '/healthz')).status, 200);
     const ready = await stack.api('GET', '/readyz');
     assert.equal(ready.status, 200, JSON.stringify(ready.body));
+    assert.deepEqual(ready.body.services_down, []);
   });
 
   it('rate-limits per credential with 429 and Retry-After', async () => {
@@ -159,18 +163,183 @@ describe('gateway end to end (platform foundation)', () => {
     assert.equal((await stack.api('GET', '/api/v1/members', { key: b.key })).status, 200);
   });
 
-  it('answers 503 when a downstream is down, and /readyz says so', async () => {
-    await stack.stopService('identity');
-    const res = await stack.api('GET', '/api/v1/members', { key: a.key });
-    assertError(res, 503);
-    const ready = await stack.api('GET', '/readyz');
-    assert.equal(ready.status, 503);
-    assert.deepEqual(ready.body.not_ready, ['identity']);
+  it('answers 503 naming the service when a downstream is down, and stays ready (only that service\'s routes fail)', async () => {
+    // An API key known to this replica keeps working on the other services while identity is down (auth cache).
+    await stack.stopService('crm_pipelines');
+    const res = await stack.api('GET', '/api/v1/deals', { key: a.key });
+    assertError(res, 503, 'SERVICE_UNAVAILABLE');
+    assert.equal(res.body.error.status, 'UNAVAILABLE');
+    assert.equal(res.body.error.details[0].metadata.service, 'crm_pipelines');
+    assert.match(res.body.error.message, /crm_pipelines.*retry/);
+    // The failed call triggers a health check of the service; /readyz lists it once that fails, and stays 200.
+    let ready = await stack.api('GET', '/readyz');
+    for (let i = 0; i < 30 && !ready.body.services_down.length; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      ready = await stack.api('GET', '/readyz');
+    }
+    assert.equal(ready.status, 200, 'one service down does not take the gateway out of rotation');
+    assert.deepEqual(ready.body.services_down, ['crm_pipelines']);
+    assert.equal((await stack.api('GET', '/api/v1/notes', { key: a.key })).status, 200, 'the other services keep answering');
   });
 
   it('never writes an API key or the admin token to the logs', () => {
     const text = logs.text();
     assert.ok(text.includes('"request"'), 'the access log was captured');
     for (const secret of [a.key, b.key, stack.adminToken]) assert.equal(text.includes(secret), false);
+  });
+});
+
+/** `{"a":{"a":…{}…}}` with `levels` objects. */
+function nestedObject(levels: number): Record<string, unknown> {
+  let value: Record<string, unknown> = {};
+  for (let i = 1; i < levels; i++) value = { a: value };
+  return value;
+}
+
+describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for other tenants', () => {
+  let stack: TestStack;
+  let a: TenantFixture;
+  let b: TenantFixture;
+
+  before(async () => {
+    stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000 }, kafkaBrokers: undefined });
+    a = await stack.createTenant('Attacker');
+    b = await stack.createTenant('Bystander');
+  });
+  after(() => stack?.stop());
+
+  it('accepts JSON nested 32 levels and refuses 33 (and 100,000) with a 400 naming the place', async () => {
+    // The body is level 1, metadata level 2: metadata nested 31 deep makes a body 32 deep.
+    const ok = await stack.api('POST', '/api/v1/notes', { key: a.key, body: { title: 'deep', metadata: nestedObject(31) } });
+    assert.equal(ok.status, 201, JSON.stringify(ok.body).slice(0, 300));
+    const over = await stack.api('POST', '/api/v1/notes', { key: a.key, body: { title: 'deep', metadata: nestedObject(32) } });
+    assertError(over, 400, 'INVALID_ARGUMENT');
+    assert.match(violations(over)[0] ?? '', /^metadata(\.a)+$/);
+    assert.match(over.body.error.message, /deeper than 32/);
+    const abyss = await stack.api('POST', '/api/v1/notes', { key: a.key, body: `{"title":"x","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}` });
+    assertError(abyss, 400, 'INVALID_ARGUMENT');
+  });
+
+  it('answers a body whose Content-Encoding does not match its bytes with a 400, and takes a real gzip body', async () => {
+    for (const encoding of ['gzip', 'deflate', 'br']) {
+      const res = await stack.api('POST', '/api/v1/notes', { key: a.key, body: { title: 'plain' }, headers: { 'content-encoding': encoding } });
+      assertError(res, 400, 'INVALID_ARGUMENT');
+      assert.match(res.body.error.message, /Content-Encoding/);
+    }
+    const zipped = await fetch(`${stack.url}/api/v1/notes`, {
+      method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify({ title: 'zipped' })),
+    });
+    assert.equal(zipped.status, 201);
+  });
+
+  it('caps hundreds of violations at 50 and one "and N more" (a 400, not a broken trailer\'s 500)', async () => {
+    const stages = Array.from({ length: 600 }, () => ({ name: '', stage_type: 'open' }));
+    const res = await stack.api('POST', '/api/v1/pipelines', { key: a.key, body: { name: 'Too many', stages } });
+    assertError(res, 400, 'INVALID_ARGUMENT');
+    const listed = violations(res);
+    assert.equal(listed.length, 51);
+    assert.equal(listed.at(-1), '(more)');
+    // The gateway's own lists too (600 unknown fields).
+    const typos = await stack.api('POST', '/api/v1/notes', { key: a.key, body: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`typo_${i}`, 1])) });
+    assertError(typos, 400, 'INVALID_ARGUMENT');
+    assert.equal(violations(typos).length, 51);
+    assert.match(typos.body.error.details[1].field_violations[50].description, /and 550 more/);
+  });
+
+  it('refuses an rrule the library cannot expand within its limits with a 400, quickly', async () => {
+    const body = { title: 'leap mondays', due_at: '2044-02-29T09:00:00Z', rrule: 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO' };
+    const res = await stack.api('POST', '/api/v1/tasks', { key: a.key, body });
+    assertError(res, 400, 'INVALID_ARGUMENT');
+    assert.deepEqual(violations(res), ['rrule']);
+    const started = Date.now();
+    const refused = await Promise.all(Array.from({ length: 40 }, () => stack.api('POST', '/api/v1/tasks', { key: a.key, body: { ...body, rrule: 'FREQ=WEEKLY;BYMONTH=2;BYMONTHDAY=30' } })));
+    assert.deepEqual([...new Set(refused.map((r) => r.status))], [400]);
+    assert.ok(Date.now() - started < 6_000, `40 refused rules took ${Date.now() - started} ms`);
+  });
+
+  it('keeps every other tenant\'s requests 2xx while one tenant sends bodies that used to be 500s', async () => {
+    const hostile: Parameters<TestStack['api']>[2][] = [
+      { body: { title: 'x', metadata: nestedObject(39) } },
+      { body: `{"title":"x","metadata":${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}}` },
+      { body: { title: 'x' }, headers: { 'content-encoding': 'gzip' } },
+    ];
+    const paths = ['/api/v1/notes', '/api/v1/notes', '/api/v1/notes'];
+    const extra: [string, unknown][] = [
+      ['/api/v1/tasks', { title: 'x', due_at: '2044-02-29T09:00:00Z', rrule: 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO' }],
+      ['/api/v1/pipelines', { name: 'x', stages: Array.from({ length: 300 }, () => ({ name: '', stage_type: 'open' })) }],
+    ];
+    let attacking = true;
+    const attackerStatuses: number[] = [];
+    const attack = async (worker: number) => {
+      for (let i = 0; i < 30; i++) {
+        const n = (worker + i) % (hostile.length + extra.length);
+        const res = n < hostile.length
+          ? await stack.api('POST', paths[n]!, { key: a.key, ...hostile[n] })
+          : await stack.api('POST', extra[n - hostile.length]![0], { key: a.key, body: extra[n - hostile.length]![1] });
+        attackerStatuses.push(res.status);
+      }
+    };
+    const bystander: ApiResponse[] = [];
+    const poll = async () => {
+      while (attacking) {
+        bystander.push(await stack.api('GET', '/api/v1/notes', { key: b.key }));
+        bystander.push(await stack.api('GET', '/api/v1/deals', { key: b.key }));
+      }
+    };
+    const polling = poll();
+    await Promise.all([0, 1, 2, 3, 4].map(attack));
+    attacking = false;
+    await polling;
+    assert.ok(bystander.length >= 10, `only ${bystander.length} polls`);
+    const failed = bystander.filter((r) => r.status !== 200).map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+    assert.deepEqual(failed, [], 'every request of the other tenant succeeds');
+    assert.equal(attackerStatuses.length, 150);
+    assert.deepEqual(attackerStatuses.filter((s) => s >= 500), [], 'the attacker gets 4xx only');
+  });
+});
+
+describe('gateway edge: a hung service', () => {
+  let stack: TestStack;
+  let a: TenantFixture;
+  let hung: Server;
+  const sockets: Socket[] = [];
+
+  before(async () => {
+    // A process that accepts connections and never answers (stopped, deadlocked): no gRPC, no health check.
+    hung = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
+    const { port } = hung.address() as { port: number };
+    stack = await startTestStack({
+      gatewayOptions: { rateLimitPerMinute: 100_000, deadlineMs: 1_000, downstreams: { notes_tasks: `127.0.0.1:${port}` }, downstreamOptions: { healthTimeoutMs: 500, resetTimeoutMs: 60_000 } },
+      kafkaBrokers: undefined,
+    });
+    a = await stack.createTenant('Acme');
+  });
+  after(async () => {
+    await stack?.stop();
+    for (const s of sockets) s.destroy();
+    await promisify(hung.close.bind(hung))();
+  });
+
+  it('is found within a few calls; its routes then answer 503 at once while other services keep working', async () => {
+    const first = await stack.api('GET', '/api/v1/notes', { key: a.key });
+    assertError(first, 504, 'DEADLINE_EXCEEDED');
+    assert.equal(first.body.error.details[0].metadata.service, 'notes_tasks');
+    let calls = 1;
+    let fast: ApiResponse | undefined;
+    while (calls < 5 && !fast) {
+      const started = Date.now();
+      const res = await stack.api(calls % 2 ? 'GET' : 'POST', calls % 2 ? '/api/v1/tasks' : '/api/v1/notes', { key: a.key, ...(calls % 2 ? {} : { body: { title: 'x' } }) });
+      calls++;
+      if (res.status === 503 && Date.now() - started < 200) fast = res;
+    }
+    assert.ok(fast, `no fast 503 within ${calls} calls`);
+    assertError(fast, 503, 'SERVICE_UNAVAILABLE');
+    assert.equal(fast.body.error.details[0].metadata.service, 'notes_tasks');
+    assert.equal((await stack.api('GET', '/api/v1/deals', { key: a.key })).status, 200);
+    assert.equal((await stack.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    const ready = await stack.api('GET', '/readyz');
+    assert.equal(ready.status, 200);
+    assert.deepEqual(ready.body.services_down, ['notes_tasks']);
   });
 });

@@ -4,6 +4,7 @@ import { Keyring, generateToken } from '@workauto/crypto';
 import { Writable } from 'node:stream';
 import { setLogTarget } from '@workauto/logger';
 import { databaseUrlFor } from '@workauto/db';
+import { generateCallerKeys } from '@workauto/grpc';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
 export interface ApiResponse<T = any> {
@@ -50,6 +51,7 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
     kafkaNamespace: `${run}.`,
     platformAdminToken: adminToken,
     encryptionKeys: Keyring.generateSpec(),
+    callerKeys: generateCallerKeys('gateway'),
     ...overrides,
   });
   const api: TestStack['api'] = async (method, path, opts = {}) => {

@@ -5,10 +5,13 @@
  * drains and exits 0.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import * as grpc from '@grpc/grpc-js';
 import { Keyring, generateToken } from '@workauto/crypto';
+import { Downstream, decodeStatusDetails } from '@workauto/grpc';
+import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
 // A service on its own needs Kafka (KAFKA_BROKERS is required by every main), as in a cluster.
@@ -47,6 +50,28 @@ describe('services as separate processes (the deployment shape)', { skip: proces
       if (actions.has('note.created') && actions.has('pipeline.created')) break;
       assert.ok(i < 200, `note.created and pipeline.created reached the audit log; have ${[...actions].join(', ')}`);
       await sleep(50);
+    }
+  });
+
+  it('refuses a direct gRPC call that is not signed by the gateway, and serves no reflection', async () => {
+    const notes = new Downstream('notes_tasks', `127.0.0.1:${cluster.ports['notes-tasks']}`);
+    try {
+      const loose = new grpc.Metadata();
+      loose.set('x-tenant-id', randomUUID());
+      const err = await notes.call(NotesTasksServiceService.listNotes, { limit: 10 }, { metadata: loose }).then(() => undefined, (e: grpc.ServiceError) => decodeStatusDetails(e));
+      assert.equal(err?.code, grpc.status.UNAUTHENTICATED, 'a pod that reaches the port cannot act for a tenant');
+      assert.equal(err?.reason, 'CALLER_IDENTITY_INVALID');
+      const reflection = new grpc.Client(`127.0.0.1:${cluster.ports['notes-tasks']}`, grpc.credentials.createInsecure());
+      const code = await new Promise<grpc.status>((resolve) => {
+        const call = reflection.makeBidiStreamRequest('/grpc.reflection.v1.ServerReflection/ServerReflectionInfo', (b: Buffer) => b, (b: Buffer) => b);
+        call.on('status', (s: grpc.StatusObject) => resolve(s.code));
+        call.on('error', () => undefined);
+        call.end(Buffer.from([0x3a, 0x00]));
+      });
+      reflection.close();
+      assert.equal(code, grpc.status.UNIMPLEMENTED, 'reflection is off unless GRPC_REFLECTION=true');
+    } finally {
+      notes.close();
     }
   });
 

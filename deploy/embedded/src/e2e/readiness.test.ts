@@ -1,7 +1,8 @@
 /**
- * Health that tells the truth: when a service loses its database it reports NOT_SERVING (so the
- * gateway's /readyz is 503 and names it), calls that need it answer 503 with a retry hint rather
- * than 500, and everything recovers on its own when the database is back.
+ * Health that tells the truth: when a service loses its database it reports NOT_SERVING, calls
+ * that need it answer 503 naming it with a retry hint rather than 500, the gateway stays ready (its
+ * other services' routes keep working; /readyz lists the service as down), and everything recovers
+ * on its own when the database is back.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -18,7 +19,7 @@ async function eventually(what: string, check: () => Promise<boolean>, ms = 15_0
   }
 }
 
-describe('readiness follows the databases', () => {
+describe('readiness is the gateway\'s own; a service without its database answers 503', () => {
   let stack: TestStack;
   let acme: TenantFixture;
   let admin: pg.Client;
@@ -36,28 +37,33 @@ describe('readiness follows the databases', () => {
 
   const ready = async () => {
     const res = await fetch(`${stack.url}/readyz`);
-    return { status: res.status, body: (await res.json()) as { not_ready: string[] } };
+    return { status: res.status, body: (await res.json()) as { services_down: string[] } };
   };
 
-  it('is 503 naming the service while its database refuses connections, and ready again after', async () => {
+  it('answers 503 naming the service while its database refuses connections, stays ready, and recovers after', async () => {
     assert.equal((await ready()).status, 200);
     const database = new URL(stack.databaseUrl('notes_tasks')).pathname.slice(1);
     await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`);
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database]);
     try {
-      await eventually('readyz names notes_tasks', async () => {
+      await eventually('notes answer 503 and readyz lists notes_tasks as down', async () => {
+        const res = await stack.api('GET', '/api/v1/notes', { key: acme.key });
+        if (res.status !== 503) return false;
+        assert.equal(res.body.error.status, 'UNAVAILABLE');
+        assert.match(res.body.error.message, /retry/);
         const r = await ready();
-        return r.status === 503 && r.body.not_ready.includes('notes_tasks');
+        assert.equal(r.status, 200, 'one service down never makes the gateway unready');
+        return r.body.services_down.includes('notes_tasks');
       });
       const res = await stack.api('GET', '/api/v1/notes', { key: acme.key });
       assert.equal(res.status, 503, JSON.stringify(res.body));
-      assert.equal(res.body.error.status, 'UNAVAILABLE');
-      assert.match(res.body.error.message, /retry/);
+      assert.equal(res.body.error.details[0].reason, 'SERVICE_UNAVAILABLE');
+      assert.equal(res.body.error.details[0].metadata.service, 'notes_tasks');
       assert.equal((await stack.api('GET', '/api/v1/members', { key: acme.key })).status, 200, 'other services keep working');
     } finally {
       await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
     }
-    await eventually('ready again', async () => (await ready()).status === 200);
     await eventually('notes answer again', async () => (await stack.api('GET', '/api/v1/notes', { key: acme.key })).status === 200);
+    await eventually('no service listed as down', async () => (await ready()).body.services_down.length === 0);
   });
 });

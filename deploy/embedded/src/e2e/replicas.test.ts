@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Keyring } from '@workauto/crypto';
 import { createGateway, type Gateway } from '@workauto/gateway';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
+import { generateCallerKeys } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
 import { freePort } from '@workauto/testing';
 import { assertError, startTestStack, type TestStack, type TenantFixture } from './harness.js';
@@ -16,6 +17,7 @@ import { startFakeIdp } from './fake-idp.js';
 describe('replicas: revocation and OAuth across instances', () => {
   const AUTH_CACHE_TTL_MS = 60_000; // far longer than any test: a cached answer would outlive it
   const encryptionKeys = Keyring.generateSpec();
+  const callerKeys = generateCallerKeys('gateway');
   let stack: TestStack;
   let idp: Awaited<ReturnType<typeof startFakeIdp>>;
   let oauth: OAuthSettings;
@@ -30,7 +32,7 @@ describe('replicas: revocation and OAuth across instances', () => {
       redirectBaseUrl: `http://127.0.0.1:${port}`,
       allowedReturnOrigins: ['https://app.example.com'],
     };
-    stack = await startTestStack({ gatewayPort: port, encryptionKeys, oauth, gatewayOptions: { authCacheTtlMs: AUTH_CACHE_TTL_MS } });
+    stack = await startTestStack({ gatewayPort: port, encryptionKeys, callerKeys, oauth, gatewayOptions: { authCacheTtlMs: AUTH_CACHE_TTL_MS } });
     tenant = await stack.createTenant('Replicas');
   });
   after(async () => {
@@ -44,7 +46,7 @@ describe('replicas: revocation and OAuth across instances', () => {
     const downstreams = Object.fromEntries(Object.entries(stack.services).map(([name, s]) => [name, `127.0.0.1:${s.port}`]));
     if (identityAddr) downstreams.identity = identityAddr;
     const gateway: Gateway = await createGateway({
-      logger: createLogger('gateway-b', 'silent'), downstreams, databaseUrl: stack.databaseUrl('gateway'), encryptionKeys, authCacheTtlMs: AUTH_CACHE_TTL_MS,
+      logger: createLogger('gateway-b', 'silent'), downstreams, databaseUrl: stack.databaseUrl('gateway'), encryptionKeys, callerSigningKey: callerKeys.signingKey, authCacheTtlMs: AUTH_CACHE_TTL_MS,
     });
     const port = await gateway.listen('127.0.0.1', 0);
     extra.push(gateway);
@@ -107,7 +109,7 @@ describe('replicas: revocation and OAuth across instances', () => {
   it('an OAuth callback that meets a down IdP answers 503 in the contract shape and keeps the state for a retry', async () => {
     // Replica B's identity has never talked to the IdP (fresh process: discovery not cached).
     const identityB: RunningService = await createIdentityService(
-      { host: '127.0.0.1', port: 0, databaseUrl: stack.databaseUrl('identity'), transport: stack.transport, platformAdminToken: stack.adminToken, encryptionKeys, oauth },
+      { host: '127.0.0.1', port: 0, databaseUrl: stack.databaseUrl('identity'), transport: stack.transport, platformAdminToken: stack.adminToken, encryptionKeys, callerVerifyKeys: callerKeys.verifyKeys, oauth },
       createLogger('identity-b', 'silent'),
     );
     extra.push({ close: () => identityB.stop() });

@@ -50,6 +50,17 @@ export function amountProblem(value: number, currency: string): string | undefin
   return undefined;
 }
 
+/**
+ * What is wrong with a stored amount (NUMERIC text such as `10.5000`) in another currency, or
+ * undefined: a deal moved to a pipeline of another currency keeps its amount only if it fits.
+ */
+export function storedAmountProblem(amount: string, currency: string): string | undefined {
+  const digits = minorUnitDigits(currency);
+  const text = amount.includes('.') ? amount.replace(/0+$/, '').replace(/\.$/, '') : amount;
+  if (decimals(text) > digits) return `has ${decimals(text)} decimals (${text}) but ${currency} allows at most ${digits}`;
+  return undefined;
+}
+
 /** The exact decimal text of a valid amount (call amountProblem first). */
 export function amountDecimal(value: number): string {
   return decimalText(value)!;

@@ -67,14 +67,14 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         });
         await recordEvent(tx, SOURCE, ctx, { type: 'contact.created', resourceType: 'contact', resourceId: row.id, data: contactData(row) });
         return toContact(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listContacts(req, ctx) {
       validate().text('q', req.q, { min: 0, max: LIMITS.query }).done();
       const page = parsePage(req);
       const q = req.q?.trim() || undefined;
-      return toPage(await contacts.listContacts(pool, ctx.tenant, q, page.size, page.after), page.size, toContact);
+      return toPage(await contacts.listContacts(pool, ctx.tenant, q, page), toContact);
     },
 
     async getContact(req, ctx) {
@@ -99,7 +99,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         const updated = await contacts.updateContact(tx, ctx.tenant, current.id, patch);
         await recordEvent(tx, SOURCE, ctx, { type: 'contact.updated', resourceType: 'contact', resourceId: updated.id, data: contactData(updated), metadata: changedFields(patch) });
         return toContact(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteContact(req, ctx) {
@@ -113,7 +113,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         const deleted = await contacts.updateContact(tx, ctx.tenant, current.id, { deleted_at: new Date() });
         await recordEvent(tx, SOURCE, ctx, { type: 'contact.deleted', resourceType: 'contact', resourceId: deleted.id, data: contactData(deleted), metadata: { deleted_at: deleted.deleted_at } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async createContactChannel(req, ctx) {
@@ -158,7 +158,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         }
         await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.created', resourceType: 'contact_channel', resourceId: row.id, data: channelData(row) });
         return toChannel(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listContactChannels(req, ctx) {
@@ -211,7 +211,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
           metadata: changedFields({ ...patch, preference_order: req.preference_order }),
         });
         return toChannel(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteContactChannel(req, ctx) {
@@ -233,7 +233,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         }
         await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: deleted.id, data: channelData(deleted) });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

@@ -2,7 +2,7 @@ import { newId, withTransaction, type PoolClient } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId, checkDate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
-import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency } from '../domain/money.js';
+import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency, storedAmountProblem } from '../domain/money.js';
 import type { StageType } from '../domain/weighting.js';
 import * as contacts from '../repo/contacts.js';
 import * as deals from '../repo/deals.js';
@@ -48,11 +48,36 @@ async function lockFirstOpenStage(tx: PoolClient, tenantId: string, pipeline: pi
   return stage;
 }
 
-/** The pipeline of a locked stage, read after the lock (so a concurrent currency change is seen). */
-async function pipelineOf(tx: PoolClient, tenantId: string, stage: stages.StageRow, field: string): Promise<pipelines.PipelineRow> {
-  const pipeline = await pipelines.findPipeline(tx, tenantId, stage.pipeline_id);
-  if (!pipeline) throw errors.invalidField(field, `no stage ${stage.id} in this tenant`);
-  return pipeline;
+/**
+ * Where a deal goes (a stage, else a pipeline's first open stage, else the default pipeline's),
+ * locked pipeline first, then stage, as every pipeline and stage change does (pipeline FOR UPDATE,
+ * then its stages, then the deals it moves): called before the deal's own row lock, it makes a
+ * deal created or moved while its stage or pipeline changes wait instead of deadlocking. The
+ * pipeline's lock is KEY SHARE (what the deal's foreign key takes anyway; deal changes do not
+ * block each other), and it is read after the wait, so a pipeline deleted meanwhile is not found
+ * and its new currency is seen.
+ */
+async function lockPlacement(
+  tx: PoolClient,
+  tenantId: string,
+  to: { stageId?: string | undefined; pipelineId?: string | undefined },
+): Promise<{ pipeline: pipelines.PipelineRow; stage: stages.StageRow }> {
+  if (to.stageId) {
+    const unlocked = await stages.findStage(tx, tenantId, to.stageId);
+    if (!unlocked) throw errors.invalidField('stage_id', `no stage ${to.stageId} in this tenant`);
+    if (to.pipelineId && unlocked.pipeline_id !== to.pipelineId) throw errors.invalidField('stage_id', `must be a stage of pipeline ${to.pipelineId}`);
+    const pipeline = await pipelines.findPipeline(tx, tenantId, unlocked.pipeline_id, 'key share');
+    if (!pipeline) throw errors.invalidField('stage_id', `no stage ${to.stageId} in this tenant`);
+    return { pipeline, stage: await lockStage(tx, tenantId, to.stageId, 'stage_id') };
+  }
+  const pipeline = to.pipelineId
+    ? await pipelines.findPipeline(tx, tenantId, to.pipelineId, 'key share')
+    : await pipelines.findDefaultPipeline(tx, tenantId, 'key share');
+  if (!pipeline) {
+    if (to.pipelineId) throw errors.invalidField('pipeline_id', `no pipeline ${to.pipelineId} in this tenant`);
+    throw errors.failedPrecondition('NO_PIPELINE', 'the tenant has no pipeline yet: create one first');
+  }
+  return { pipeline, stage: await lockFirstOpenStage(tx, tenantId, pipeline) };
 }
 
 async function writeMove(tx: PoolClient, ctx: CallContext, deal: deals.DealRow, from: { id: string; name: string } | null): Promise<history.HistoryRow> {
@@ -92,19 +117,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
       return withTransaction(pool, async (tx) => {
-        let stage: stages.StageRow;
-        if (req.stage_id) {
-          stage = await lockStage(tx, tenantId, req.stage_id, 'stage_id');
-          if (req.pipeline_id && stage.pipeline_id !== req.pipeline_id) throw errors.invalidField('stage_id', `must be a stage of pipeline ${req.pipeline_id}`);
-        } else {
-          const pipeline = req.pipeline_id ? await pipelines.findPipeline(tx, tenantId, req.pipeline_id) : await pipelines.findDefaultPipeline(tx, tenantId);
-          if (!pipeline) {
-            if (req.pipeline_id) throw errors.invalidField('pipeline_id', `no pipeline ${req.pipeline_id} in this tenant`);
-            throw errors.failedPrecondition('NO_PIPELINE', 'the tenant has no pipeline yet: create one first');
-          }
-          stage = await lockFirstOpenStage(tx, tenantId, pipeline);
-        }
-        const pipeline = await pipelineOf(tx, tenantId, stage, req.stage_id ? 'stage_id' : 'pipeline_id');
+        const { pipeline, stage } = await lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
         checkMoney(pipeline, req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!, req.amount);
         await checkContact(tx, tenantId, req.contact_id);
         const deal = await deals.insertDeal(tx, {
@@ -124,14 +137,14 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         await writeMove(tx, ctx, deal, null);
         await recordEvent(tx, SOURCE, ctx, { type: 'deal.created', resourceType: 'deal', resourceId: deal.id, data: dealData(deal) });
         return toDeal(deal);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listDeals(req, ctx) {
       const v = validate().uuid('pipeline_id', req.pipeline_id).uuid('stage_id', req.stage_id).uuid('owner_id', req.owner_id).uuid('contact_id', req.contact_id);
       checkEnum(v, 'status', req.status, dealStatuses, false).done();
       const page = parsePage(req);
-      const rows = await deals.listDeals(
+      const listed = await deals.listDeals(
         pool,
         ctx.tenant,
         {
@@ -141,10 +154,9 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
           owner_id: req.owner_id || undefined,
           contact_id: req.contact_id || undefined,
         },
-        page.size,
-        page.after,
+        page,
       );
-      return toPage(rows, page.size, toDeal);
+      return toPage(listed, toDeal);
     },
 
     async getDeal(req, ctx) {
@@ -171,30 +183,31 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
       return withTransaction(pool, async (tx) => {
+        // Target first (pipeline, stage), then the deal, in the order of stage and pipeline changes.
+        const movesTo = (deal: deals.DealRow) => Boolean(req.stage_id || (req.pipeline_id && req.pipeline_id !== deal.pipeline_id));
+        const place = () => lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
+        const before = await deals.findDeal(tx, tenantId, req.id);
+        if (!before) throw errors.notFound('deal', req.id);
+        let placement = movesTo(before) ? await place() : undefined;
         // The deal's row lock orders concurrent changes: each move reads the stage the previous one left.
         const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('deal', req.id);
-        let target: stages.StageRow | undefined;
-        if (req.stage_id) {
-          target = await lockStage(tx, tenantId, req.stage_id, 'stage_id');
-          if (req.pipeline_id && target.pipeline_id !== req.pipeline_id) throw errors.invalidField('stage_id', `must be a stage of pipeline ${req.pipeline_id}`);
-        } else if (req.pipeline_id && req.pipeline_id !== current.pipeline_id) {
-          const pipeline = await pipelines.findPipeline(tx, tenantId, req.pipeline_id);
-          if (!pipeline) throw errors.invalidField('pipeline_id', `no pipeline ${req.pipeline_id} in this tenant`);
-          target = await lockFirstOpenStage(tx, tenantId, pipeline);
-        }
+        if (!placement && movesTo(current)) placement = await place(); // it changed pipeline meanwhile (rare)
+        const target = placement?.stage;
         const moves = target !== undefined && target.id !== current.stage_id;
-        const pipeline = target
-          ? await pipelineOf(tx, tenantId, target, 'stage_id')
-          : (await pipelines.findPipeline(tx, tenantId, current.pipeline_id))!;
-        const currency = req.currency === undefined ? current.currency : normalizeCurrency(req.currency)!;
+        const pipeline = placement?.pipeline ?? (await pipelines.findPipeline(tx, tenantId, current.pipeline_id))!;
+        // The deal's currency is its pipeline's (contract §5): a move changes it, and the amount kept
+        // must fit the new currency's minor unit.
+        const currency = req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!;
         checkMoney(pipeline, currency, req.amount);
+        const kept = req.amount === undefined && pipeline.currency !== current.currency ? storedAmountProblem(current.amount, pipeline.currency) : undefined;
+        if (kept) throw errors.invalidField('amount', `the deal's amount ${kept}: send an amount valid in ${pipeline.currency} with the move`);
         const contactId = req.contact_id === undefined ? undefined : req.contact_id || null;
         await checkContact(tx, tenantId, contactId);
         const fields = {
           title: req.title?.trim(),
           amount: req.amount === undefined ? undefined : amountDecimal(req.amount),
-          currency: req.currency === undefined ? undefined : currency,
+          currency: currency === current.currency ? undefined : currency,
           confidence: cleared.has('confidence') ? null : req.confidence === undefined ? undefined : String(req.confidence),
           contact_id: contactId,
           owner_id: req.owner_id === undefined ? undefined : req.owner_id || null,
@@ -214,7 +227,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
           });
         }
         return toDeal(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteDeal(req, ctx) {
@@ -226,7 +239,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         const deleted = await deals.updateDeal(tx, tenantId, current.id, { deleted_at: new Date() });
         await recordEvent(tx, SOURCE, ctx, { type: 'deal.deleted', resourceType: 'deal', resourceId: deleted.id, data: dealData(deleted), metadata: { deleted_at: deleted.deleted_at } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async listDealHistory(req, ctx) {

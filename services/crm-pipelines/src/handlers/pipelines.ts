@@ -90,14 +90,14 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
         );
         await recordEvent(tx, SOURCE, ctx, { type: 'pipeline.created', resourceType: 'pipeline', resourceId: row.id, data: pipelineData(row, inserted) });
         return toPipeline(row, inserted);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listPipelines(req, ctx) {
       const page = parsePage(req);
-      const rows = await pipelines.listPipelines(pool, ctx.tenant, page.size, page.after);
-      const by = await stagesByPipeline(pool, ctx.tenant, rows.map((r) => r.id));
-      return toPage(rows, page.size, (r) => toPipeline(r, by.get(r.id) ?? []));
+      const listed = await pipelines.listPipelines(pool, ctx.tenant, page);
+      const by = await stagesByPipeline(pool, ctx.tenant, listed.rows.map((r) => r.id));
+      return toPage(listed, (r) => toPipeline(r, by.get(r.id) ?? []));
     },
 
     async getPipeline(req, ctx) {
@@ -153,7 +153,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           metadata: changedFields({ ...patch, display_order: req.display_order }),
         });
         return toPipeline(updated, stageRows);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deletePipeline(req, ctx) {
@@ -181,7 +181,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
         }
         await recordEvent(tx, SOURCE, ctx, { type: 'pipeline.deleted', resourceType: 'pipeline', resourceId: deleted.id, data: pipelineData(deleted, []), metadata: { deleted_at: deleted.deleted_at } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async getPipelineSummary(req, ctx) {
@@ -245,7 +245,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
         }
         await recordEvent(tx, SOURCE, ctx, { type: 'pipeline_stage.created', resourceType: 'pipeline_stage', resourceId: row.id, data: stageData(row) });
         return toStage(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async updatePipelineStage(patchRequest, ctx) {
@@ -281,7 +281,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           metadata: changedFields({ ...patch, default_confidence: req.default_confidence, display_order: req.display_order }),
         });
         return toStage(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deletePipelineStage(req, ctx) {
@@ -322,7 +322,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           metadata: movedTo ? { moved_deals_to_stage_id: movedTo, moved_deals: movedCount } : {},
         });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

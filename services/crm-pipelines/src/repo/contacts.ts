@@ -1,5 +1,4 @@
-import { updateTenantRow } from '@workauto/db';
-import type { KeysetCursor, Queryable } from '@workauto/db';
+import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface ContactRow {
   id: string;
@@ -44,20 +43,23 @@ function likePattern(q: string): string {
  * Newest first; `q` matches a case-insensitive substring of the name, the company, or any live
  * channel's value or canonical value (trigram indexes serve the ILIKEs).
  */
-export async function listContacts(db: Queryable, tenantId: string, q: string | undefined, size: number, after?: KeysetCursor): Promise<ContactRow[]> {
-  const { rows } = await db.query<ContactRow>(
-    `SELECT ${COLUMNS} FROM contacts c
-      WHERE c.tenant_id = $1 AND c.deleted_at IS NULL
-        AND ($2::timestamptz IS NULL OR (c.created_at, c.id) < ($2, $3::uuid))
-        AND ($5::text IS NULL
-             OR c.name ILIKE $5 OR c.company ILIKE $5
+export async function listContacts(db: Queryable, tenantId: string, q: string | undefined, page: PageQuery): Promise<KeysetPage<ContactRow>> {
+  return listPage<ContactRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: 'contacts c',
+      where: `c.tenant_id = $1 AND c.deleted_at IS NULL
+        AND ($2::text IS NULL
+             OR c.name ILIKE $2 OR c.company ILIKE $2
              OR EXISTS (SELECT 1 FROM contact_channels ch
                          WHERE ch.contact_id = c.id AND ch.tenant_id = $1 AND ch.deleted_at IS NULL
-                           AND (ch.value ILIKE $5 OR ch.canonical_value ILIKE $5)))
-      ORDER BY c.created_at DESC, c.id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1, q ? likePattern(q) : null],
+                           AND (ch.value ILIKE $2 OR ch.canonical_value ILIKE $2)))`,
+      params: [tenantId, q ? likePattern(q) : null],
+      order: newestFirst('c'),
+    },
+    page,
   );
-  return rows;
 }
 
 export async function updateContact(

@@ -1,4 +1,4 @@
-import { newId, type KeysetCursor, type Queryable, updateTenantRow } from '@workauto/db';
+import { listPage, newestFirst, newId, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { StageType } from '../domain/weighting.js';
 
 export interface DealRow {
@@ -62,21 +62,24 @@ export interface DealFilters {
   contact_id?: string | undefined;
 }
 
-/** Newest first, filtered; size+1 rows so the caller knows whether there is another page. */
-export async function listDeals(db: Queryable, tenantId: string, f: DealFilters, size: number, after?: KeysetCursor): Promise<DealRow[]> {
-  const { rows } = await db.query<DealRow>(
-    `SELECT ${COLUMNS} FROM ${FROM}
-      WHERE d.tenant_id = $1 AND d.deleted_at IS NULL
-        AND ($2::timestamptz IS NULL OR (d.created_at, d.id) < ($2, $3::uuid))
-        AND ($5::uuid IS NULL OR d.pipeline_id = $5)
-        AND ($6::uuid IS NULL OR d.stage_id = $6)
-        AND ($7::text IS NULL OR s.stage_type = $7)
-        AND ($8::uuid IS NULL OR d.owner_id = $8)
-        AND ($9::uuid IS NULL OR d.contact_id = $9)
-      ORDER BY d.created_at DESC, d.id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1, f.pipeline_id ?? null, f.stage_id ?? null, f.status ?? null, f.owner_id ?? null, f.contact_id ?? null],
+/** One page of the filtered deals, newest first. */
+export async function listDeals(db: Queryable, tenantId: string, f: DealFilters, page: PageQuery): Promise<KeysetPage<DealRow>> {
+  return listPage<DealRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: FROM,
+      where: `d.tenant_id = $1 AND d.deleted_at IS NULL
+        AND ($2::uuid IS NULL OR d.pipeline_id = $2)
+        AND ($3::uuid IS NULL OR d.stage_id = $3)
+        AND ($4::text IS NULL OR s.stage_type = $4)
+        AND ($5::uuid IS NULL OR d.owner_id = $5)
+        AND ($6::uuid IS NULL OR d.contact_id = $6)`,
+      params: [tenantId, f.pipeline_id ?? null, f.stage_id ?? null, f.status ?? null, f.owner_id ?? null, f.contact_id ?? null],
+      order: newestFirst('d'),
+    },
+    page,
   );
-  return rows;
 }
 
 export async function updateDeal(

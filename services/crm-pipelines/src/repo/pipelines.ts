@@ -1,5 +1,4 @@
-import { updateTenantRow } from '@workauto/db';
-import type { KeysetCursor, Queryable } from '@workauto/db';
+import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface PipelineRow {
   id: string;
@@ -37,8 +36,13 @@ export async function insertPipeline(
   return rows[0]!;
 }
 
-/** A live pipeline of the tenant; `lock` takes a row lock until the transaction ends. */
-export async function findPipeline(db: Queryable, tenantId: string, id: string, lock?: 'update' | 'share'): Promise<PipelineRow | undefined> {
+export type PipelineLock = 'update' | 'share' | 'key share';
+
+/**
+ * A live pipeline of the tenant; `lock` takes a row lock until the transaction ends ('key share'
+ * while putting a deal into it: the lock the deal's foreign key takes, taken before the stage's).
+ */
+export async function findPipeline(db: Queryable, tenantId: string, id: string, lock?: PipelineLock): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
     `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
     [tenantId, id],
@@ -46,23 +50,17 @@ export async function findPipeline(db: Queryable, tenantId: string, id: string, 
   return rows[0];
 }
 
-export async function findDefaultPipeline(db: Queryable, tenantId: string): Promise<PipelineRow | undefined> {
+export async function findDefaultPipeline(db: Queryable, tenantId: string, lock?: PipelineLock): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL`,
+    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
     [tenantId],
   );
   return rows[0];
 }
 
-/** Newest first; size+1 rows so the caller knows whether there is another page. */
-export async function listPipelines(db: Queryable, tenantId: string, size: number, after?: KeysetCursor): Promise<PipelineRow[]> {
-  const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines
-      WHERE tenant_id = $1 AND deleted_at IS NULL AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1],
-  );
-  return rows;
+/** One page, newest first. */
+export async function listPipelines(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<PipelineRow>> {
+  return listPage<PipelineRow>(db, { columns: COLUMNS, from: 'pipelines', where: 'tenant_id = $1 AND deleted_at IS NULL', params: [tenantId], order: newestFirst() }, page);
 }
 
 /** Ids of the tenant's live pipelines in display order (call under lockTenantPipelines). */

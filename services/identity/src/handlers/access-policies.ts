@@ -38,7 +38,7 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
           metadata: { policies: inputs.map((p) => `${p.domain}:${p.access_level}`) },
         });
         return { data: rows.map(toPolicy) };
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

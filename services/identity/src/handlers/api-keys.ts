@@ -1,4 +1,4 @@
-import { withRetriedTransaction, withTransaction } from '@workauto/db';
+import { withTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -24,7 +24,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
         assertMembersAdmin(me.access, "listing another member's API keys");
         if (!(await members.findMember(pool, ctx.tenant, memberId))) throw errors.notFound('member', memberId);
       }
-      return toPage(await apiKeys.listApiKeys(pool, ctx.tenant, memberId, page.size, page.after), page.size, (r) => toApiKey(r));
+      return toPage(await apiKeys.listApiKeys(pool, ctx.tenant, memberId, page), (r) => toApiKey(r));
     },
 
     async createApiKey(req, ctx) {
@@ -46,14 +46,14 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
         const { key, row } = await issueApiKey(tx, ctx.tenant, member.id, req.name.trim());
         await recordEvent(tx, SOURCE, ctx, { type: 'api_key.created', resourceType: 'api_key', resourceId: row.id, data: apiKeyData(row), metadata: { member_id: member.id, name: row.name } });
         return toApiKey(row, key);
-      });
+      }, { signal: ctx.signal });
     },
 
     async revokeApiKey(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
-      // Retried: two members revoking each other's key at once deadlock (each holds its own key's
-      // share lock); the rerun sees its own key revoked and answers 401.
-      return withRetriedTransaction(pool, async (tx) => {
+      // Two members revoking each other's key at once deadlock (each holds its own key's
+      // share lock): withTransaction reruns the victim, which sees its own key revoked and answers 401.
+      return withTransaction(pool, async (tx) => {
         const me = await caller(tx, ctx);
         const row = await apiKeys.findApiKey(tx, ctx.tenant, req.id);
         if (!row) throw errors.notFound('api_key', req.id);
@@ -65,7 +65,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
         const revoked = (await apiKeys.revokeApiKey(tx, ctx.tenant, req.id))!;
         await recordEvent(tx, SOURCE, ctx, { type: 'api_key.revoked', resourceType: 'api_key', resourceId: row.id, data: apiKeyData(revoked) });
         return toApiKey(revoked);
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

@@ -17,8 +17,8 @@ export function auditHandlers({ pool }: IdentityDeps): Pick<H, 'listAuditLog'> {
     async listAuditLog(req, ctx) {
       validate().text('action', req.action, { max: 200 }).text('resource_type', req.resource_type, { max: 200 }).done();
       const page = parsePage(req);
-      const rows = await audit.listAuditLog(pool, ctx.tenant, { action: req.action, resource_type: req.resource_type }, page.size, page.after);
-      return toPage(rows, page.size, toAuditEntry);
+      const listed = await audit.listAuditLog(pool, ctx.tenant, { action: req.action, resource_type: req.resource_type }, page);
+      return toPage(listed, toAuditEntry);
     },
   };
 }

@@ -34,7 +34,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
   return {
     async listIntegrationKeys(req, ctx) {
       const page = parsePage(req);
-      return toPage(await integrationKeys.listIntegrationKeys(pool, ctx.tenant, page.size, page.after), page.size, toIntegrationKey);
+      return toPage(await integrationKeys.listIntegrationKeys(pool, ctx.tenant, page), toIntegrationKey);
     },
 
     async getIntegrationKey(req, ctx) {
@@ -58,7 +58,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
           metadata: { provider: row.provider, key_version: row.key_version, label: row.label },
         });
         return toIntegrationKey(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteIntegrationKey(req, ctx) {
@@ -69,7 +69,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
         if (!row) throw errors.notFound('integration_key', req.provider);
         await recordEvent(tx, SOURCE, ctx, { type: 'integration_key.deleted', resourceType: 'integration_key', resourceId: row.id, metadata: { provider: row.provider } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

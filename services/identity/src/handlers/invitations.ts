@@ -41,12 +41,12 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
         });
         await recordEvent(tx, SOURCE, ctx, { type: 'invitation.created', resourceType: 'invitation', resourceId: row.id, data: invitationData(row), metadata: { email: row.email, role: row.role } });
         return toInvitation(row, code);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listInvitations(req, ctx) {
       const page = parsePage(req);
-      return toPage(await invitations.listInvitations(pool, ctx.tenant, page.size, page.after), page.size, (r) => toInvitation(r));
+      return toPage(await invitations.listInvitations(pool, ctx.tenant, page), (r) => toInvitation(r));
     },
 
     async revokeInvitation(req, ctx) {
@@ -61,7 +61,7 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
         const revoked = await invitations.markInvitation(tx, ctx.tenant, row.id, { revoked: true });
         await recordEvent(tx, SOURCE, ctx, { type: 'invitation.revoked', resourceType: 'invitation', resourceId: row.id, data: invitationData(revoked) });
         return toInvitation(revoked);
-      });
+      }, { signal: ctx.signal });
     },
 
     async claimInvitation(req, ctx) {
@@ -87,7 +87,7 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
         await recordEvent(tx, SOURCE, actorCtx, { type: 'member.created', resourceType: 'member', resourceId: member.id, data: memberData(member) });
         await recordEvent(tx, SOURCE, actorCtx, { type: 'api_key.created', resourceType: 'api_key', resourceId: keyRow.id, data: apiKeyData(keyRow) });
         return { member: toMember(member), access_policies: policyRows.map(toPolicy), api_key: key };
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

@@ -40,12 +40,12 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
         await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'member.created', resourceType: 'member', resourceId: member.id, data: memberData(member) });
         await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'api_key.created', resourceType: 'api_key', resourceId: keyRow.id, data: apiKeyData(keyRow) });
         return { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.created_at }, member: toMember(member), api_key: key };
-      });
+      }, { signal: ctx.signal });
     },
 
     async listMembers(req, ctx) {
       const page = parsePage(req);
-      return toPage(await members.listMembers(pool, ctx.tenant, page.size, page.after), page.size, toMember);
+      return toPage(await members.listMembers(pool, ctx.tenant, page), toMember);
     },
 
     async getMember(req, ctx) {
@@ -95,7 +95,7 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
         const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
         await recordEvent(tx, SOURCE, ctx, { type: 'member.updated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: changed });
         return toMember(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deactivateMember(req, ctx) {
@@ -111,7 +111,7 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
         const updated = await members.updateMember(tx, ctx.tenant, req.id, { is_active: false });
         await recordEvent(tx, SOURCE, ctx, { type: 'member.deactivated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: { is_active: false } });
         return toMember(updated);
-      });
+      }, { signal: ctx.signal });
     },
 
     async authenticateToken(req) {

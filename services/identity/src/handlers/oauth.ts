@@ -52,7 +52,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
           code_verifier_cipher: keyring.encrypt(verifier, verifierContext(stateHash)), nonce,
           actor_type: 'api_key', actor_id: ctx.actor!.id, expires_at: expiresAt,
         });
-      });
+      }, { signal: ctx.signal });
       return { authorize_url: url.href, expires_at: expiresAt, state };
     },
 
@@ -92,6 +92,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         token_type: tokens.token_type, scope: tokens.scope, expires_at: tokens.expires_in ? Date.now() + tokens.expires_in * 1000 : undefined,
       });
       const actorCtx = { ...ctx, tenantId: pending.tenant_id, actor: { type: pending.actor_type, id: pending.actor_id } };
+      // No signal: the single-use code is already exchanged, so keeping its tokens beats dropping them.
       const stored = await withTransaction(pool, async (tx) => {
         // The key that started the flow must still be live: a revoked key connects nothing (contract §4).
         if (pending.actor_type !== 'api_key' || !(await liveKeyHolder(tx, pending.tenant_id, pending.actor_id))) return false;

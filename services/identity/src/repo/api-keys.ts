@@ -1,4 +1,4 @@
-import type { Queryable } from '@workauto/db';
+import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { Role } from '../domain/access.js';
 
 export interface ApiKeyRow {
@@ -65,14 +65,12 @@ export async function countActiveApiKeys(db: Queryable, tenantId: string, member
 
 const KEY_COLUMNS = 'id, tenant_id, member_id, name, key_hint, created_at, updated_at, revoked_at';
 
-export async function listApiKeys(db: Queryable, tenantId: string, memberId: string, size: number, after?: { at: Date; id: string }): Promise<ApiKeyRow[]> {
-  const { rows } = await db.query<ApiKeyRow>(
-    `SELECT ${KEY_COLUMNS} FROM api_keys
-      WHERE tenant_id = $1 AND member_id = $2 AND ($3::timestamptz IS NULL OR (created_at, id) < ($3, $4::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $5`,
-    [tenantId, memberId, after?.at ?? null, after?.id ?? null, size + 1],
+export async function listApiKeys(db: Queryable, tenantId: string, memberId: string, page: PageQuery): Promise<KeysetPage<ApiKeyRow>> {
+  return listPage<ApiKeyRow>(
+    db,
+    { columns: KEY_COLUMNS, from: 'api_keys', where: 'tenant_id = $1 AND member_id = $2', params: [tenantId, memberId], order: newestFirst() },
+    page,
   );
-  return rows;
 }
 
 export async function findApiKey(db: Queryable, tenantId: string, id: string): Promise<ApiKeyRow | undefined> {

@@ -1,4 +1,4 @@
-import type { Queryable, KeysetCursor } from '@workauto/db';
+import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface AuditRow {
   id: string;
@@ -27,18 +27,17 @@ export async function listAuditLog(
   db: Queryable,
   tenantId: string,
   filter: { action?: string | undefined; resource_type?: string | undefined },
-  size: number,
-  after?: KeysetCursor,
-): Promise<AuditRow[]> {
-  const { rows } = await db.query<AuditRow>(
-    `SELECT id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at
-       FROM audit_log
-      WHERE tenant_id = $1
-        AND ($2::text IS NULL OR action = $2)
-        AND ($3::text IS NULL OR resource_type = $3)
-        AND ($4::timestamptz IS NULL OR (created_at, id) < ($4, $5::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $6`,
-    [tenantId, filter.action ?? null, filter.resource_type ?? null, after?.at ?? null, after?.id ?? null, size + 1],
+  page: PageQuery,
+): Promise<KeysetPage<AuditRow>> {
+  return listPage<AuditRow>(
+    db,
+    {
+      columns: 'id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at',
+      from: 'audit_log',
+      where: 'tenant_id = $1 AND ($2::text IS NULL OR action = $2) AND ($3::text IS NULL OR resource_type = $3)',
+      params: [tenantId, filter.action ?? null, filter.resource_type ?? null],
+      order: newestFirst(),
+    },
+    page,
   );
-  return rows;
 }

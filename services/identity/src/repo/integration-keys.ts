@@ -1,4 +1,4 @@
-import type { Queryable, KeysetCursor } from '@workauto/db';
+import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface IntegrationKeyRow {
   id: string;
@@ -42,14 +42,8 @@ export async function findIntegrationKey(db: Queryable, tenantId: string, provid
   return rows[0];
 }
 
-export async function listIntegrationKeys(db: Queryable, tenantId: string, size: number, after?: KeysetCursor): Promise<IntegrationKeyRow[]> {
-  const { rows } = await db.query<IntegrationKeyRow>(
-    `SELECT ${COLUMNS} FROM integration_keys
-      WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1],
-  );
-  return rows;
+export async function listIntegrationKeys(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<IntegrationKeyRow>> {
+  return listPage<IntegrationKeyRow>(db, { columns: COLUMNS, from: 'integration_keys', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
 }
 
 export async function deleteIntegrationKey(db: Queryable, tenantId: string, provider: string): Promise<IntegrationKeyRow | undefined> {

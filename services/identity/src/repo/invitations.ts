@@ -1,4 +1,4 @@
-import type { Queryable, KeysetCursor } from '@workauto/db';
+import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { Role } from '../domain/access.js';
 import type { PolicyInput } from '../domain/policies.js';
 
@@ -31,14 +31,8 @@ export async function insertInvitation(
   return rows[0]!;
 }
 
-export async function listInvitations(db: Queryable, tenantId: string, size: number, after?: KeysetCursor): Promise<InvitationRow[]> {
-  const { rows } = await db.query<InvitationRow>(
-    `SELECT ${COLUMNS} FROM invitations
-      WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1],
-  );
-  return rows;
+export async function listInvitations(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<InvitationRow>> {
+  return listPage<InvitationRow>(db, { columns: COLUMNS, from: 'invitations', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
 }
 
 export async function findInvitation(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<InvitationRow | undefined> {

@@ -1,4 +1,4 @@
-import { type Queryable, type KeysetCursor, updateTenantRow } from '@workauto/db';
+import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { Role } from '../domain/access.js';
 
 export interface MemberRow {
@@ -35,15 +35,9 @@ export async function findMember(db: Queryable, tenantId: string, id: string, op
   return rows[0];
 }
 
-/** Newest first; size+1 rows so the caller knows whether there is another page. */
-export async function listMembers(db: Queryable, tenantId: string, size: number, after?: KeysetCursor): Promise<MemberRow[]> {
-  const { rows } = await db.query<MemberRow>(
-    `SELECT ${COLUMNS} FROM members
-      WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1],
-  );
-  return rows;
+/** One page, newest first. */
+export async function listMembers(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<MemberRow>> {
+  return listPage<MemberRow>(db, { columns: COLUMNS, from: 'members', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
 }
 
 /**

@@ -18,13 +18,44 @@ const FREQS = new Set(['HOURLY', 'DAILY', 'WEEKLY', 'MONTHLY', 'YEARLY']);
 const TIME_PARTS = ['BYHOUR', 'BYMINUTE', 'BYSECOND'];
 const PROBE_START = Temporal.ZonedDateTime.from('2026-01-05T09:00:00+00:00[UTC]');
 
+/**
+ * Bounds of one rule evaluation: FREQ periods stepped through (1,000 days of a DAILY rule, 1,000
+ * years of a YEARLY one) and candidate instants tested. They bound its CPU time too (a few ms to
+ * ~40 ms for the worst rules, where the library's defaults took ~0.3 s and then threw): the library
+ * is synchronous, so its work is bounded by count, not by a clock.
+ */
+export const RRULE_EVALUATION_LIMITS = { maxIterations: 1_000, maxCandidateEvaluations: 10_000 } as const;
+
+/** A rule whose next occurrence is not found within RRULE_EVALUATION_LIMITS (or that the library cannot expand). */
+export class RecurrenceLimitError extends Error {
+  override name = 'RecurrenceLimitError';
+}
+
+function ruleOf(rrule: string, dtstart: Temporal.ZonedDateTime): RRuleTemporal {
+  return new RRuleTemporal({ rruleString: rrule, dtstart, ...RRULE_EVALUATION_LIMITS });
+}
+
+/** rule.next, with the library's failures (its iteration caps included) as RecurrenceLimitError. */
+function nextOf(rule: RRuleTemporal, after: Date, inclusive: boolean): Temporal.ZonedDateTime | null {
+  try {
+    return rule.next(after, inclusive) as Temporal.ZonedDateTime | null;
+  } catch (err) {
+    throw new RecurrenceLimitError(
+      `has no next occurrence within ${RRULE_EVALUATION_LIMITS.maxIterations} of its FREQ periods (${(err as Error).message}); use a coarser FREQ (e.g. FREQ=YEARLY) or fewer BY… parts`,
+    );
+  }
+}
+
 /** `rrule:freq=daily` → `FREQ=DAILY` (the form stored and returned). */
 export function normalizeRrule(text: string): string {
   return text.trim().replace(/^RRULE:/i, '').toUpperCase();
 }
 
-/** Why the rule cannot be a task's recurrence (for a 400), or undefined when it can. */
-export function rruleProblem(text: string, kind: Due['kind'] | undefined): string | undefined {
+/**
+ * Why the rule cannot be a task's recurrence (for a 400), or undefined when it can. With the
+ * task's anchor (its due), the rule must also have a next occurrence within the evaluation limits.
+ */
+export function rruleProblem(text: string, kind: Due['kind'] | undefined, anchor?: Date): string | undefined {
   const rule = normalizeRrule(text);
   if (rule.length === 0 || rule.length > RRULE_MAX_LENGTH) return `must be an RRULE value of 1 to ${RRULE_MAX_LENGTH} characters, like FREQ=WEEKLY;BYDAY=MO`;
   if (/\s/.test(rule)) return 'must be one RRULE value without DTSTART, RDATE or EXDATE lines (the task’s due is the start)';
@@ -43,23 +74,34 @@ export function rruleProblem(text: string, kind: Due['kind'] | undefined): strin
   if (kind === 'date' && (freq === 'HOURLY' || TIME_PARTS.some((p) => parts.has(p)))) {
     return 'of a date-only task (due_date) cannot repeat within a day: use FREQ=DAILY or coarser, without BYHOUR, BYMINUTE or BYSECOND';
   }
+  let parsed: RRuleTemporal;
   try {
-    new RRuleTemporal({ rruleString: rule, dtstart: PROBE_START }).next(new Date(PROBE_START.epochMilliseconds), true);
+    parsed = ruleOf(rule, anchor ? zoned(anchor) : PROBE_START);
   } catch (err) {
     return `is not a valid RRULE: ${(err as Error).message}`;
   }
+  try {
+    nextOf(parsed, anchor ?? new Date(PROBE_START.epochMilliseconds), !anchor);
+  } catch (err) {
+    return (err as Error).message;
+  }
   return undefined;
+}
+
+function zoned(at: Date): Temporal.ZonedDateTime {
+  return Temporal.Instant.fromEpochMilliseconds(at.getTime()).toZonedDateTimeISO('UTC');
 }
 
 function instantOf(due: Due): Date {
   return due.kind === 'at' ? due.at : startOfDateUtc(due.date);
 }
 
-/** The occurrence strictly after `after` of the rule anchored at `anchor`, or undefined when the series ends. */
+/**
+ * The occurrence strictly after `after` of the rule anchored at `anchor`, or undefined when the
+ * series ends. Throws RecurrenceLimitError when it is not found within the evaluation limits.
+ */
 export function nextOccurrence(rrule: string, anchor: Date, after: Due): Due | undefined {
-  const dtstart = Temporal.Instant.fromEpochMilliseconds(anchor.getTime()).toZonedDateTimeISO('UTC');
-  const rule = new RRuleTemporal({ rruleString: rrule, dtstart });
-  const next = rule.next(instantOf(after), false);
+  const next = nextOf(ruleOf(rrule, zoned(anchor)), instantOf(after), false);
   if (!next) return undefined;
   return after.kind === 'at' ? { kind: 'at', at: new Date(next.epochMilliseconds) } : { kind: 'date', date: next.toPlainDate().toString() };
 }

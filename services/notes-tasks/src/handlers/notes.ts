@@ -1,4 +1,4 @@
-import { newId, withRetriedTransaction } from '@workauto/db';
+import { newId, withTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
@@ -29,7 +29,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkUrl(v, 'source_url', req.source_url);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const row = await notes.insertNote(tx, {
           id: newId(),
           tenant_id: tenantId,
@@ -46,7 +46,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
         await replaceLinks(tx, tenantId, row.id, mentions);
         await recordEvent(tx, SOURCE, ctx, { type: 'note.created', resourceType: 'note', resourceId: row.id, data: noteData(row), metadata: { mentions: mentions.length } });
         return toNote(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listNotes(req, ctx) {
@@ -56,7 +56,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkId(v, 'notebook_id', req.notebook_id).done();
       const q = req.q?.trim();
       const tag = req.tag?.trim();
-      const rows = await notes.listNotes(
+      const listed = await notes.listNotes(
         pool,
         ctx.tenant,
         {
@@ -67,10 +67,9 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
           pinned: req.pinned,
           notebookId: req.notebook_id || undefined,
         },
-        page.size,
-        page.after,
+        page,
       );
-      return toPage(rows, page.size, toNote);
+      return toPage(listed, toNote);
     },
 
     async getNote(req, ctx) {
@@ -89,7 +88,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       checkUrl(v, 'source_url', req.source_url, true);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const current = await notes.findNote(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('note', req.id);
         const patch = {
@@ -114,20 +113,20 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
         }
         await recordEvent(tx, SOURCE, ctx, { type: 'note.updated', resourceType: 'note', resourceId: row.id, data: noteData(row), metadata });
         return toNote(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteNote(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const current = await notes.findNote(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('note', req.id);
         const row = await notes.updateNote(tx, tenantId, current.id, { deleted_at: new Date() });
         await replaceLinks(tx, tenantId, row.id, []);
         await recordEvent(tx, SOURCE, ctx, { type: 'note.deleted', resourceType: 'note', resourceId: row.id, data: noteData(row), metadata: { deleted_at: row.deleted_at } });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async addNoteTag(req, ctx) {
@@ -135,7 +134,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
       v.check(!CONTROL.test(req.name), 'name', 'must be one line of text without control characters').done();
       const tenantId = ctx.tenant;
       const name = req.name.trim().normalize('NFC');
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         // A share lock: the note cannot be deleted meanwhile; attaches to it do not wait on each other.
         const note = await notes.findNote(tx, tenantId, req.id, 'share');
         if (!note) throw errors.notFound('note', req.id);
@@ -147,7 +146,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
           });
         }
         return toTag(tag);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listNoteTags(req, ctx) {
@@ -160,7 +159,7 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
     async removeNoteTag(req, ctx) {
       validate().uuid('id', req.id, { required: true }).uuid('tag_id', req.tag_id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const note = await notes.findNote(tx, tenantId, req.id, 'share');
         if (!note) throw errors.notFound('note', req.id);
         const tag = await tags.detach(tx, tenantId, note.id, req.tag_id);
@@ -169,13 +168,13 @@ export function noteHandlers({ pool }: NotesTasksDeps): Pick<
           type: 'note.untagged', resourceType: 'note', resourceId: note.id, data: noteData(note), metadata: { tag_id: tag.id, tag_name: tag.name },
         });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async listTags(req, ctx) {
       const page = parsePage(req);
-      const rows = await tags.listTags(pool, ctx.tenant, page.size, page.after);
-      return toPage(rows, page.size, toTag);
+      const listed = await tags.listTags(pool, ctx.tenant, page);
+      return toPage(listed, toTag);
     },
 
     async listBacklinks(req, ctx) {

@@ -1,11 +1,11 @@
-import { newId, type PoolClient, withRetriedTransaction } from '@workauto/db';
+import { newId, type PoolClient, withTransaction } from '@workauto/db';
 import { errors, parsePage, toPage, validate, type CallContext, type Handlers, type Validator, isIsoDate, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId, checkDate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, NotesTasksServiceService, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { parseTimestamp } from '../domain/dates.js';
 import { place, sameOrder, type Anchor } from '../domain/ordering.js';
 import type { Priority } from '../domain/priority.js';
-import { compareDue, dueInstant, nextOccurrence, normalizeRrule, rruleProblem, type Due } from '../domain/recurrence.js';
+import { RecurrenceLimitError, compareDue, dueInstant, nextOccurrence, normalizeRrule, rruleProblem, type Due } from '../domain/recurrence.js';
 import * as tasks from '../repo/tasks.js';
 import {
   LIMITS, SOURCE, priorities, taskData, toTask, type NotesTasksDeps,
@@ -58,11 +58,21 @@ function recurrence(rrule: string | null, due: { due_at: Date | null; due_date: 
   if (!rrule) return { rrule_anchor: null, next_occurrence: null };
   const current = dueOf(due);
   if (!current) throw errors.invalidField('rrule', 'a recurring task needs exactly one of due_at and due_date (its first occurrence)');
-  const problem = rruleProblem(rrule, current.kind);
-  if (problem) throw errors.invalidField('rrule', problem);
   const anchor = dueInstant(current);
+  const problem = rruleProblem(rrule, current.kind, anchor);
+  if (problem) throw errors.invalidField('rrule', problem);
   const next = nextOccurrence(rrule, anchor, current);
   return { rrule_anchor: anchor, next_occurrence: next ? dueInstant(next) : null };
+}
+
+/** nextOccurrence at completion: a rule that finds none within its evaluation limits is a 409 the client resolves by changing the rule. */
+function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | undefined {
+  try {
+    return nextOccurrence(rrule, anchor, after);
+  } catch (err) {
+    if (!(err instanceof RecurrenceLimitError)) throw err;
+    throw errors.failedPrecondition('RRULE_NOT_EVALUABLE', `the task's rrule ${err.message}; change the rrule with PATCH and complete the task again`);
+  }
 }
 
 async function emit(tx: PoolClient, ctx: CallContext, type: string, row: tasks.TaskRow, metadata?: Record<string, unknown>): Promise<void> {
@@ -82,7 +92,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       const rrule = req.rrule === undefined ? null : normalizeRrule(req.rrule);
       const due = { due_at: req.due_at ?? null, due_date: req.due_date ?? null };
       const rec = recurrence(rrule, due);
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         await tasks.lockTree(tx, tenantId, 'shared');
         await tasks.lockSiblingSets(tx, tenantId, [parentId]);
         if (parentId && !(await tasks.findTask(tx, tenantId, parentId))) throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
@@ -114,7 +124,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         });
         await emit(tx, ctx, 'task.created', row);
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async listTasks(req, ctx) {
@@ -122,7 +132,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       const v = validate();
       for (const f of ['parent_id', 'assignee_id', 'status_id', 'project_id'] as const) checkId(v, f, req[f]);
       v.check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id').done();
-      const rows = await tasks.listTasks(
+      const listed = await tasks.listTasks(
         pool,
         ctx.tenant,
         {
@@ -136,10 +146,9 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
           dueAfter: req.due_after,
           includeSnoozed: req.include_snoozed,
         },
-        page.size,
-        page.after,
+        page,
       );
-      return toPage(rows, page.size, toTask);
+      return toPage(listed, toTask);
     },
 
     async getTask(req, ctx) {
@@ -193,7 +202,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       };
       const fieldsChanged = Object.values(patch).some((x) => x !== undefined);
 
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         if (moving) await tasks.lockTree(tx, tenantId, reparent ? 'exclusive' : 'shared');
         let current = await tasks.findTask(tx, tenantId, id, moving ? undefined : 'update');
         if (!current) throw errors.notFound('task', req.id);
@@ -245,14 +254,14 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         }
         if (moved) await emit(tx, ctx, 'task.moved', row, moved);
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async deleteTask(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         // Exclusive: no subtask can be created under, or moved into, the subtree meanwhile.
         await tasks.lockTree(tx, tenantId, 'exclusive');
         const current = await tasks.findTask(tx, tenantId, id);
@@ -266,7 +275,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         await emit(tx, ctx, 'task.deleted', root, { deleted_at: root.deleted_at, deleted_subtasks: deleted.length - 1 });
         for (const r of deleted) if (r.id !== id) await emit(tx, ctx, 'task.deleted', r, { deleted_at: r.deleted_at, deleted_with: id });
         return {};
-      });
+      }, { signal: ctx.signal });
     },
 
     async listSubtasks(req, ctx) {
@@ -285,7 +294,7 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
       v.done();
       const tenantId = ctx.tenant;
       const id = req.id.toLowerCase();
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         await tasks.lockTree(tx, tenantId, 'shared');
         if (!(await tasks.findTask(tx, tenantId, id))) throw errors.notFound('task', req.id);
         // The task and its subtasks, locked together in id order.
@@ -311,9 +320,9 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
               }
             }
             const anchor = current.rrule_anchor ?? dueInstant(due);
-            const nextDue = nextOccurrence(current.rrule, anchor, due);
+            const nextDue = occurrenceToComplete(current.rrule, anchor, due);
             if (nextDue) {
-              const after = nextOccurrence(current.rrule, anchor, nextDue);
+              const after = occurrenceToComplete(current.rrule, anchor, nextDue);
               const row = await tasks.updateTask(tx, tenantId, id, {
                 ...(nextDue.kind === 'at' ? { due_at: nextDue.at } : { due_date: nextDue.date }),
                 next_occurrence: after ? dueInstant(after) : null,
@@ -329,20 +338,20 @@ export function taskHandlers({ pool }: NotesTasksDeps): Pick<
         await emit(tx, ctx, 'task.completed', row, { completed_at: row.completed_at, completed_subtasks: done.length - 1 });
         for (const r of done) if (r.id !== id) await emit(tx, ctx, 'task.completed', r, { completed_at: r.completed_at, completed_with: id });
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
 
     async reopenTask(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withRetriedTransaction(pool, async (tx) => {
+      return withTransaction(pool, async (tx) => {
         const current = await tasks.findTask(tx, tenantId, req.id, 'update');
         if (!current) throw errors.notFound('task', req.id);
         if (!current.completed_at) return toTask(current);
         const row = await tasks.updateTask(tx, tenantId, current.id, { completed_at: null });
         await emit(tx, ctx, 'task.reopened', row, { completed_at: null });
         return toTask(row);
-      });
+      }, { signal: ctx.signal });
     },
   };
 }

@@ -1,5 +1,4 @@
-import { updateTenantRow } from '@workauto/db';
-import type { KeysetCursor, Queryable } from '@workauto/db';
+import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface NoteRow {
   id: string;
@@ -57,27 +56,27 @@ function likePattern(q: string): string {
   return `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
-/** Newest first; size+1 rows so the caller knows whether there is another page. */
-export async function listNotes(db: Queryable, tenantId: string, f: NoteFilters, size: number, after?: KeysetCursor): Promise<NoteRow[]> {
-  const { rows } = await db.query<NoteRow>(
-    `SELECT ${N_COLUMNS} FROM notes n
-      WHERE n.tenant_id = $1 AND n.deleted_at IS NULL
-        AND ($2::timestamptz IS NULL OR (n.created_at, n.id) < ($2, $3::uuid))
-        AND ($5::boolean IS NULL OR n.is_archived = $5)
-        AND ($6::boolean IS NULL OR n.is_pinned = $6)
-        AND ($7::uuid IS NULL OR n.notebook_id = $7)
-        AND ($8::text IS NULL OR n.title ILIKE $8 OR n.body ILIKE $8)
-        AND ($9::text IS NULL OR EXISTS (
+/** One page, newest first. */
+export async function listNotes(db: Queryable, tenantId: string, f: NoteFilters, page: PageQuery): Promise<KeysetPage<NoteRow>> {
+  return listPage<NoteRow>(
+    db,
+    {
+      columns: N_COLUMNS,
+      from: 'notes n',
+      where: `n.tenant_id = $1 AND n.deleted_at IS NULL
+        AND ($2::boolean IS NULL OR n.is_archived = $2)
+        AND ($3::boolean IS NULL OR n.is_pinned = $3)
+        AND ($4::uuid IS NULL OR n.notebook_id = $4)
+        AND ($5::text IS NULL OR n.title ILIKE $5 OR n.body ILIKE $5)
+        AND ($6::text IS NULL OR EXISTS (
               SELECT 1 FROM note_tags nt JOIN tags t ON t.id = nt.tag_id
-               WHERE nt.note_id = n.id AND t.tenant_id = $1 AND t.name_key = $9))
-        AND ($10::uuid IS NULL OR EXISTS (SELECT 1 FROM note_tags nt WHERE nt.note_id = n.id AND nt.tag_id = $10))
-      ORDER BY n.created_at DESC, n.id DESC LIMIT $4`,
-    [
-      tenantId, after?.at ?? null, after?.id ?? null, size + 1,
-      f.archived ?? null, f.pinned ?? null, f.notebookId ?? null, f.q ? likePattern(f.q) : null, f.tagKey ?? null, f.tagId ?? null,
-    ],
+               WHERE nt.note_id = n.id AND t.tenant_id = $1 AND t.name_key = $6))
+        AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM note_tags nt WHERE nt.note_id = n.id AND nt.tag_id = $7))`,
+      params: [tenantId, f.archived ?? null, f.pinned ?? null, f.notebookId ?? null, f.q ? likePattern(f.q) : null, f.tagKey ?? null, f.tagId ?? null],
+      order: newestFirst('n'),
+    },
+    page,
   );
-  return rows;
 }
 
 export async function updateNote(
@@ -91,12 +90,16 @@ export async function updateNote(
 
 /** Live notes of the tenant that mention the entity, most recently updated first. */
 export async function backlinks(db: Queryable, tenantId: string, entityType: string, entityId: string, limit: number): Promise<NoteRow[]> {
-  const { rows } = await db.query<NoteRow>(
-    `SELECT ${N_COLUMNS} FROM note_links l JOIN notes n ON n.id = l.note_id
-      WHERE l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3
-        AND n.tenant_id = $1 AND n.deleted_at IS NULL
-      ORDER BY n.updated_at DESC, n.id DESC LIMIT $4`,
-    [tenantId, entityType, entityId, limit],
+  const { rows } = await listPage<NoteRow>(
+    db,
+    {
+      columns: N_COLUMNS,
+      from: 'note_links l JOIN notes n ON n.id = l.note_id',
+      where: 'l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL',
+      params: [tenantId, entityType, entityId],
+      order: { key: 'n.updated_at', id: 'n.id', direction: 'newest_first' },
+    },
+    { size: limit },
   );
   return rows;
 }

@@ -1,4 +1,4 @@
-import type { KeysetCursor, Queryable } from '@workauto/db';
+import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface TagRow {
   id: string;
@@ -59,13 +59,7 @@ export async function tagsOfNote(db: Queryable, tenantId: string, noteId: string
   return rows;
 }
 
-/** Newest first; size+1 rows. */
-export async function listTags(db: Queryable, tenantId: string, size: number, after?: KeysetCursor): Promise<TagRow[]> {
-  const { rows } = await db.query<TagRow>(
-    `SELECT ${COLUMNS} FROM tags
-      WHERE tenant_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [tenantId, after?.at ?? null, after?.id ?? null, size + 1],
-  );
-  return rows;
+/** One page, newest first. */
+export async function listTags(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<TagRow>> {
+  return listPage<TagRow>(db, { columns: COLUMNS, from: 'tags', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
 }

@@ -1,5 +1,4 @@
-import { updateTenantRow } from '@workauto/db';
-import type { KeysetCursor, Queryable } from '@workauto/db';
+import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { Priority } from '../domain/priority.js';
 
 export interface TaskRow {
@@ -157,29 +156,31 @@ export interface TaskFilters {
   includeSnoozed?: boolean | undefined;
 }
 
-/** Newest first; size+1 rows. A task's due for the window: due_at, else due_date at 00:00 UTC. */
-export async function listTasks(db: Queryable, tenantId: string, f: TaskFilters, size: number, after?: KeysetCursor): Promise<TaskRow[]> {
-  const { rows } = await db.query<TaskRow>(
-    `SELECT ${COLUMNS} FROM tasks
-      WHERE tenant_id = $1 AND deleted_at IS NULL
-        AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-        AND ($5::uuid IS NULL OR parent_id = $5)
-        AND ($6::boolean IS NOT TRUE OR parent_id IS NULL)
-        AND ($7::uuid IS NULL OR assignee_id = $7)
-        AND ($8::uuid IS NULL OR status_id = $8)
-        AND ($9::uuid IS NULL OR project_id = $9)
-        AND ($10::boolean IS NULL OR (completed_at IS NOT NULL) = $10)
-        AND ($11::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') < $11)
-        AND ($12::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') >= $12)
-        AND ($13::boolean IS TRUE OR snoozed_until IS NULL OR snoozed_until <= now())
-      ORDER BY created_at DESC, id DESC LIMIT $4`,
-    [
-      tenantId, after?.at ?? null, after?.id ?? null, size + 1,
-      f.parentId ?? null, f.topLevel ?? null, f.assigneeId ?? null, f.statusId ?? null, f.projectId ?? null,
-      f.completed ?? null, f.dueBefore ?? null, f.dueAfter ?? null, f.includeSnoozed ?? null,
-    ],
+/** One page, newest first. A task's due for the window: due_at, else due_date at 00:00 UTC. */
+export async function listTasks(db: Queryable, tenantId: string, f: TaskFilters, page: PageQuery): Promise<KeysetPage<TaskRow>> {
+  return listPage<TaskRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: 'tasks',
+      where: `tenant_id = $1 AND deleted_at IS NULL
+        AND ($2::uuid IS NULL OR parent_id = $2)
+        AND ($3::boolean IS NOT TRUE OR parent_id IS NULL)
+        AND ($4::uuid IS NULL OR assignee_id = $4)
+        AND ($5::uuid IS NULL OR status_id = $5)
+        AND ($6::uuid IS NULL OR project_id = $6)
+        AND ($7::boolean IS NULL OR (completed_at IS NOT NULL) = $7)
+        AND ($8::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') < $8)
+        AND ($9::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') >= $9)
+        AND ($10::boolean IS TRUE OR snoozed_until IS NULL OR snoozed_until <= now())`,
+      params: [
+        tenantId, f.parentId ?? null, f.topLevel ?? null, f.assigneeId ?? null, f.statusId ?? null, f.projectId ?? null,
+        f.completed ?? null, f.dueBefore ?? null, f.dueAfter ?? null, f.includeSnoozed ?? null,
+      ],
+      order: newestFirst(),
+    },
+    page,
   );
-  return rows;
 }
 
 /** Live children of a task in position order. */

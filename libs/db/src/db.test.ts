@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import {
+  createPool, decodeCursor, encodeCursor, ensureDatabase, isConcurrencyFailure, listPage, newId, newestFirst, runMigrations,
+  updateTenantRow, withTransaction, type KeysetCursor, type KeysetOrder, type Pool,
+} from './index.js';
+
+// libs/testing depends on this package, so the fresh database is made here directly.
+async function freshDatabase(): Promise<string> {
+  const server = process.env.TEST_DATABASE_URL;
+  if (!server) throw new Error('TEST_DATABASE_URL is not set: run the tests through with-infra (make test)');
+  return ensureDatabase(server, `t_db_${randomBytes(4).toString('hex')}`);
+}
+
+let databaseUrl: string;
+let pool: Pool;
+before(async () => {
+  databaseUrl = await freshDatabase();
+  pool = createPool(databaseUrl, { max: 6 });
+  await pool.query(`CREATE TABLE items (id uuid PRIMARY KEY, tenant_id uuid NOT NULL, name text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`);
+});
+after(() => pool.end());
+
+/** Every row of the tenant, page by page, through listPage and the opaque cursor. */
+async function pageThrough(tenant: string, size: number, order: KeysetOrder): Promise<string[]> {
+  const ids: string[] = [];
+  let after: KeysetCursor | undefined;
+  for (;;) {
+    const page = await listPage<{ id: string }>(pool, { columns: 'id', from: 'items', where: 'tenant_id = $1', params: [tenant], order }, { size, after });
+    assert.ok(page.rows.length <= size);
+    ids.push(...page.rows.map((r) => r.id));
+    if (!page.next) return ids;
+    after = decodeCursor(encodeCursor(page.next));
+    assert.ok(after, 'the cursor survives its opaque form');
+  }
+}
+
+describe('listPage (keyset pagination)', () => {
+  it('returns every row exactly once, in order, at every page size, with equal and near-equal timestamps', async () => {
+    const tenant = newId();
+    const other = newId();
+    // Equal timestamps: rows inserted by one transaction share its now().
+    const batch = (n: number, t = tenant) =>
+      withTransaction(pool, async (tx) => {
+        for (let i = 0; i < n; i++) await tx.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), t, `b${i}`]);
+      });
+    await Promise.all([batch(6), batch(5), batch(4), batch(3, other)]);
+    // Near-equal timestamps: one microsecond apart, inside one millisecond, concurrently.
+    const base = '2026-11-23 12:00:00.123';
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        pool.query(`INSERT INTO items (id, tenant_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4::timestamptz, $4::timestamptz)`, [
+          newId(), tenant, `u${i}`, `${base}${String(i % 4).padStart(3, '0')}+00`,
+        ]),
+      ),
+    );
+    const all = async (dir: 'DESC' | 'ASC') =>
+      (await pool.query<{ id: string }>(`SELECT id FROM items WHERE tenant_id = $1 ORDER BY created_at ${dir}, id ${dir}`, [tenant])).rows.map((r) => r.id);
+    const newest = await all('DESC');
+    const oldest = await all('ASC');
+    assert.equal(newest.length, 27);
+    for (let size = 1; size <= newest.length; size++) {
+      assert.deepEqual(await pageThrough(tenant, size, newestFirst()), newest, `newest first, page size ${size}`);
+      assert.deepEqual(await pageThrough(tenant, size, { ...newestFirst(), direction: 'oldest_first' }), oldest, `oldest first, page size ${size}`);
+    }
+  });
+
+  it('refuses cursors it did not write', () => {
+    const id = newId();
+    assert.deepEqual(decodeCursor(encodeCursor({ at: '2026-01-02T03:04:05.000001Z', id })), { at: '2026-01-02T03:04:05.000001Z', id });
+    for (const bad of ['', 'x', Buffer.from('[1,2]').toString('base64url'), Buffer.from(JSON.stringify(['2026-01-02 03:04:05', id])).toString('base64url'),
+      Buffer.from(JSON.stringify(['2026-01-02T03:04:05Z', 'nope'])).toString('base64url')]) {
+      assert.equal(decodeCursor(bad), undefined, bad);
+    }
+  });
+});
+
+describe('withTransaction', () => {
+  it('runs a deadlock victim again, so both sides of a real deadlock succeed', async () => {
+    const tenant = newId();
+    const [a, b] = [newId(), newId()];
+    await pool.query(`INSERT INTO items (id, tenant_id, name) VALUES ($1, $3, 'a'), ($2, $3, 'b')`, [a, b, tenant]);
+    let arrived = 0;
+    let release!: () => void;
+    const bothLocked = new Promise<void>((r) => (release = r));
+    const runs = { ab: 0, ba: 0 };
+    const lockBoth = (first: string, second: string, key: 'ab' | 'ba') =>
+      withTransaction(pool, async (tx) => {
+        runs[key]++;
+        await tx.query(`UPDATE items SET name = name || $2 WHERE id = $1`, [first, key]);
+        if (runs[key] === 1) {
+          if (++arrived === 2) release();
+          await bothLocked; // opposite lock order, both holding their first row: a deadlock
+        }
+        await tx.query(`UPDATE items SET name = name || $2 WHERE id = $1`, [second, key]);
+      });
+    await Promise.all([lockBoth(a, b, 'ab'), lockBoth(b, a, 'ba')]);
+    assert.equal(runs.ab + runs.ba, 3, 'the victim ran once more, the winner once');
+    const { rows } = await pool.query<{ name: string }>('SELECT name FROM items WHERE tenant_id = $1 ORDER BY name', [tenant]);
+    assert.equal(rows.length, 2);
+    for (const r of rows) assert.equal(r.name.length, 5, `each row got both writes once: ${r.name}`);
+  });
+
+  it('runs a serialization failure (40001) again, and throws the last one after its attempts', async () => {
+    const id = newId();
+    await pool.query(`INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, 'v')`, [id, newId()]);
+    let runs = 0;
+    // A REPEATABLE READ transaction that updates a row another one changed after its snapshot.
+    const append = (interferingRuns: number) =>
+      withTransaction(
+        pool,
+        async (tx) => {
+          runs++;
+          await tx.query('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ');
+          await tx.query('SELECT name FROM items WHERE id = $1', [id]);
+          if (runs <= interferingRuns) await pool.query(`UPDATE items SET name = name || '+' WHERE id = $1`, [id]);
+          await tx.query(`UPDATE items SET name = name || '!' WHERE id = $1`, [id]);
+        },
+        { attempts: 3 },
+      );
+    const name = async () => (await pool.query<{ name: string }>('SELECT name FROM items WHERE id = $1', [id])).rows[0]!.name;
+    await append(1);
+    assert.equal(runs, 2);
+    assert.equal(await name(), 'v+!');
+    runs = 0;
+    const err = await append(99).catch((e: unknown) => e);
+    assert.equal((err as { code?: string }).code, '40001');
+    assert.equal(isConcurrencyFailure(err), true);
+    assert.equal(runs, 3);
+    assert.equal(await name(), 'v+!+++', 'each failed run rolled back');
+    let once = 0;
+    await assert.rejects(withTransaction(pool, async () => { once++; throw Object.assign(new Error('dup'), { code: '23505' }); }), /dup/);
+    assert.equal(once, 1, 'other failures are not retried');
+  });
+
+  it('rolls back instead of committing once the signal aborted (a cancelled call writes nothing)', async () => {
+    const tenant = newId();
+    const call = new AbortController();
+    const deadline = new Error('deadline exceeded');
+    const err = await withTransaction(
+      pool,
+      async (tx) => {
+        await tx.query(`INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, 'x')`, [newId(), tenant]);
+        call.abort(deadline);
+        return 'done';
+      },
+      { signal: call.signal },
+    ).catch((e: unknown) => e);
+    assert.equal(err, deadline, "the signal's reason is thrown");
+    assert.equal((await pool.query('SELECT 1 FROM items WHERE tenant_id = $1', [tenant])).rowCount, 0);
+    let ran = false;
+    await assert.rejects(withTransaction(pool, async () => { ran = true; }, { signal: call.signal }), /deadline exceeded/);
+    assert.equal(ran, false, 'an already cancelled call does not start its transaction');
+    assert.equal(await withTransaction(pool, async () => 'ok', { signal: new AbortController().signal }), 'ok');
+  });
+});
+
+describe('createPool', () => {
+  it('sets a statement_timeout, so a stuck statement fails (57014) instead of running past the caller', async () => {
+    const short = createPool(process.env.TEST_DATABASE_URL!, { max: 1, statementTimeoutMs: 200 });
+    try {
+      await assert.rejects(short.query('SELECT pg_sleep(2)'), (e: { code?: string }) => e.code === '57014');
+      const { rows } = await short.query<{ statement_timeout: string }>('SHOW statement_timeout');
+      assert.equal(rows[0]!.statement_timeout, '200ms');
+    } finally {
+      await short.end();
+    }
+    assert.equal((await pool.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout, '3s', 'the default');
+  });
+});
+
+describe('updateTenantRow', () => {
+  it('sets the defined fields and updated_at on the tenant\'s row only', async () => {
+    const [tenant, other] = [newId(), newId()];
+    const id = newId();
+    await pool.query(`INSERT INTO items (id, tenant_id, name, updated_at) VALUES ($1, $2, 'old', now() - interval '1 hour')`, [id, tenant]);
+    assert.equal(await updateTenantRow(pool, 'items', 'id, name', other, id, { name: 'stolen' }), undefined, "another tenant's row is not found");
+    const row = await updateTenantRow<{ id: string; name: string; updated_at: Date }>(pool, 'items', 'id, name, updated_at', tenant, id, { name: 'new', created_at: undefined });
+    assert.equal(row?.name, 'new');
+    assert.ok(row && Date.now() - row.updated_at.getTime() < 60_000, 'updated_at moved to now');
+    const same = await updateTenantRow<{ name: string }>(pool, 'items', 'name', tenant, id, {});
+    assert.equal(same?.name, 'new', 'an empty patch only touches updated_at');
+  });
+});
+
+describe('runMigrations', () => {
+  it('applies each file once, across repeated and concurrent runs', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await writeFile(join(dir, '0001_create.sql'), 'CREATE TABLE m_things (id int PRIMARY KEY);');
+    await writeFile(join(dir, '0002_seed.sql'), 'INSERT INTO m_things VALUES (1);');
+    const runs = await Promise.all([runMigrations(pool, [dir]), runMigrations(pool, [dir]), runMigrations(pool, [dir])]);
+    assert.deepEqual(runs.flat().sort(), ['0001_create', '0002_seed']);
+    assert.deepEqual(await runMigrations(pool, [dir]), []);
+    await writeFile(join(dir, '0003_more.sql'), 'INSERT INTO m_things VALUES (2);');
+    assert.deepEqual(await runMigrations(pool, [dir]), ['0003_more']);
+    assert.deepEqual((await pool.query('SELECT id FROM m_things ORDER BY id')).rows, [{ id: 1 }, { id: 2 }]);
+  });
+
+  it('is not cut short by the pool\'s statement_timeout, which its connections keep afterwards', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+    await writeFile(join(dir, '0001_slow.sql'), 'SELECT pg_sleep(0.4); CREATE TABLE m_slow (id int);');
+    const short = createPool(databaseUrl, { max: 2, statementTimeoutMs: 150 });
+    try {
+      assert.deepEqual(await runMigrations(short, [dir]), ['0001_slow']);
+      const clients = await Promise.all([short.connect(), short.connect()]);
+      for (const c of clients) {
+        assert.equal((await c.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout, '150ms');
+        c.release();
+      }
+    } finally {
+      await short.end();
+    }
+  });
+});

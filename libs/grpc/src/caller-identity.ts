@@ -1,0 +1,217 @@
+/**
+ * Signed caller identity: who a call acts for travels as one short-lived JWT (x-caller-token),
+ * signed by the caller (the gateway, or a service with a key of its own) with an asymmetric key and
+ * verified by every service against a set of public keys (JWKS, by kid). A service builds its
+ * CallContext only from a verified token, so a pod that can reach a service's port cannot act for a
+ * tenant by setting metadata. Each token names its target service (aud), so a token a service
+ * received cannot be replayed to another one.
+ */
+import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import { TokenError, createSigner, createVerifier, type Algorithm } from 'fast-jwt';
+import type { Actor } from './context.js';
+import { errors } from './errors.js';
+
+/** The metadata entry that carries the token. */
+export const CALLER_TOKEN_KEY = 'x-caller-token';
+
+/** Caller and service clocks may differ by this much. */
+const CLOCK_TOLERANCE_MS = 5_000;
+/** A token is used at once (one per call), so a short life bounds what a leaked one is worth. */
+const DEFAULT_TTL_S = 30;
+/** The JWT type header: a token minted for another purpose is never read as a caller identity. */
+const TOKEN_TYPE = 'caller+jwt';
+
+/** What a token says about the caller; a service's CallContext is built from it. */
+export interface Caller {
+  requestId: string;
+  /** Unset for platform-admin and unauthenticated calls (tenant bootstrap, invitation claim, OAuth callback). */
+  tenantId?: string | undefined;
+  actor?: Actor | undefined;
+  clientIp?: string | undefined;
+  userAgent?: string | undefined;
+  /** The client's Idempotency-Key of a POST (the gateway stores the response; services may dedupe on it). */
+  idempotencyKey?: string | undefined;
+}
+
+/** A caller signing key and the public key set that verifies it, as CALLER_SIGNING_KEY and CALLER_VERIFY_KEYS hold them. */
+export interface CallerKeys {
+  /** Private JWK (JSON) with its kid. */
+  signingKey: string;
+  /** JWKS (JSON) with the matching public key. */
+  verifyKeys: string;
+}
+
+/** The audience of a call: the full name of the gRPC service its method path names (/pkg.Service/Method). */
+export function callerAudience(methodPath: string): string {
+  return methodPath.split('/')[1] ?? '';
+}
+
+/** A fresh Ed25519 key pair for caller identity (make dev, tests, and operators: see docs/operations.md). */
+export function generateCallerKeys(kid: string): CallerKeys {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const meta = { kid, alg: 'EdDSA', use: 'sig' };
+  return {
+    signingKey: JSON.stringify({ ...privateKey.export({ format: 'jwk' }), ...meta }),
+    verifyKeys: JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), ...meta }] }),
+  };
+}
+
+const WHAT_TO_SET =
+  'set CALLER_SIGNING_KEY (the signer\'s private JWK with a kid) and CALLER_VERIFY_KEYS ({"keys": [public JWKs with kids]}); docs/operations.md shows how to generate them';
+
+function parseJson(json: string, what: string): unknown {
+  try {
+    return JSON.parse(json);
+  } catch {
+    throw new Error(`${what} is not JSON; ${WHAT_TO_SET}`);
+  }
+}
+
+/** A JWK as node:crypto's key and the one algorithm it signs with: Ed25519 → EdDSA, P-256 → ES256; asymmetric only. */
+function importKey(jwk: JsonWebKey & { kid?: string }, kind: 'private' | 'public'): { key: KeyObject; algorithm: Algorithm } {
+  let key: KeyObject;
+  try {
+    key = kind === 'private' ? createPrivateKey({ key: jwk, format: 'jwk' }) : createPublicKey({ key: jwk, format: 'jwk' });
+  } catch (err) {
+    throw new Error(`caller key ${jwk.kid ?? ''} is not a valid ${kind} JWK (${(err as Error).message}); ${WHAT_TO_SET}`);
+  }
+  const type = key.asymmetricKeyType;
+  const algorithm = type === 'ed25519' ? 'EdDSA' : type === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1' ? 'ES256' : undefined;
+  if (!algorithm) throw new Error(`caller key ${jwk.kid ?? ''} is neither Ed25519 nor P-256; ${WHAT_TO_SET}`);
+  return { key, algorithm };
+}
+
+/** Signs caller identity for the calls a process makes: the gateway, or a service with its own key. */
+export class CallerSigner {
+  private readonly signer: (payload: Record<string, unknown>) => string;
+  private readonly ttlSeconds: number;
+  /** Who signs (iss): the gateway or a service name, for logs and audits. */
+  readonly issuer: string;
+
+  /** From a private JWK (JSON, with kid; Ed25519 or P-256). Throws a message that says what to set. */
+  constructor(privateJwk: string, opts: { issuer: string; ttlSeconds?: number }) {
+    const jwk = parseJson(privateJwk, 'the caller signing key') as JsonWebKey & { kid?: string };
+    if (typeof jwk !== 'object' || jwk === null || !jwk.d) throw new Error(`the caller signing key must be a private JWK; ${WHAT_TO_SET}`);
+    if (!jwk.kid) throw new Error(`the caller signing key has no kid (services pick the verifying key by it); ${WHAT_TO_SET}`);
+    const { key, algorithm } = importKey(jwk, 'private');
+    this.signer = createSigner({
+      key: key.export({ type: 'pkcs8', format: 'pem' }) as string, algorithm, kid: jwk.kid, iss: opts.issuer, header: { alg: algorithm, typ: TOKEN_TYPE },
+    });
+    this.issuer = opts.issuer;
+    this.ttlSeconds = opts.ttlSeconds ?? DEFAULT_TTL_S;
+  }
+
+  /** A token for one call to `audience` (a gRPC service's full name). */
+  sign(caller: Caller, audience: string): string {
+    const now = Math.floor(Date.now() / 1000);
+    const claims: Record<string, unknown> = { aud: audience, iat: now, exp: now + this.ttlSeconds, request_id: caller.requestId };
+    if (caller.tenantId) claims.tenant_id = caller.tenantId;
+    if (caller.actor) claims.actor = { type: caller.actor.type, id: caller.actor.id, ...(caller.actor.memberId ? { member_id: caller.actor.memberId } : {}) };
+    if (caller.clientIp) claims.client_ip = caller.clientIp;
+    if (caller.userAgent) claims.user_agent = caller.userAgent;
+    if (caller.idempotencyKey) claims.idempotency_key = caller.idempotencyKey;
+    return this.signer(claims);
+  }
+
+  /** Call metadata carrying the caller's token for `audience`. */
+  metadata(caller: Caller, audience: string): grpc.Metadata {
+    const md = new grpc.Metadata();
+    md.set(CALLER_TOKEN_KEY, this.sign(caller, audience));
+    return md;
+  }
+}
+
+/**
+ * Verifies caller tokens against a public key set (JWKS): several kids at once, so keys can rotate
+ * and other signers (a service with its own key) can be trusted. Each key is imported once, at
+ * start-up, into a verifier that accepts only that key's algorithm.
+ */
+export class CallerVerifier {
+  private readonly byKid = new Map<string, (token: string) => Record<string, unknown>>();
+
+  /** From a JWKS (JSON) of public keys, each with a kid. Throws a message that says what to set. */
+  constructor(jwksJson: string) {
+    const jwks = parseJson(jwksJson, 'the caller verify keys') as { keys?: (JsonWebKey & { kid?: string })[] } | null;
+    if (!jwks || !Array.isArray(jwks.keys) || jwks.keys.length === 0) throw new Error(`the caller verify keys must be a JWKS with at least one key; ${WHAT_TO_SET}`);
+    for (const jwk of jwks.keys) {
+      if (!jwk.kid) throw new Error(`every caller verify key needs a kid; ${WHAT_TO_SET}`);
+      if (jwk.d) throw new Error(`caller verify key ${jwk.kid} is a private key: give services only public keys; ${WHAT_TO_SET}`);
+      const { key, algorithm } = importKey(jwk, 'public');
+      this.byKid.set(
+        jwk.kid,
+        createVerifier({
+          key: key.export({ type: 'spki', format: 'pem' }) as string, algorithms: [algorithm], checkTyp: TOKEN_TYPE,
+          clockTolerance: CLOCK_TOLERANCE_MS, requiredClaims: ['exp', 'iat', 'aud'], cache: false,
+        }),
+      );
+    }
+  }
+
+  get kids(): string[] {
+    return [...this.byKid.keys()];
+  }
+
+  /** The caller of a call to `audience`, from its verified token; UNAUTHENTICATED (CALLER_IDENTITY_INVALID) otherwise. */
+  verify(metadata: grpc.Metadata, audience: string): Caller {
+    const token = metadata.get(CALLER_TOKEN_KEY)[0];
+    if (typeof token !== 'string' || token === '') {
+      throw invalid(`the call carries no caller identity (${CALLER_TOKEN_KEY}): services accept only calls signed by the gateway or by a service whose key is in their CALLER_VERIFY_KEYS; call through the gateway`);
+    }
+    const kid = kidOf(token);
+    if (kid === undefined) throw invalid(`the caller identity token is not a JWT with a kid in its header; ${WHAT_TO_SET}`);
+    const verifier = this.byKid.get(kid);
+    if (!verifier) {
+      throw invalid(`the caller identity token is signed by key ${JSON.stringify(kid.slice(0, 64))}, which is not in this service's CALLER_VERIFY_KEYS: add the signer's public key there`);
+    }
+    let payload: Record<string, unknown>;
+    try {
+      payload = verifier(token);
+    } catch (err) {
+      throw invalid(describeFailure(err));
+    }
+    if (payload.aud !== audience) throw invalid(`the caller identity token is not for this service (${audience}): sign one token per target service`);
+    return callerOf(payload);
+  }
+}
+
+/** The kid of a token's header (read before verification only to pick the key; the signature covers it). */
+function kidOf(token: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as { kid?: unknown };
+    return typeof header.kid === 'string' ? header.kid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function invalid(message: string) {
+  return errors.unauthenticated('CALLER_IDENTITY_INVALID', message);
+}
+
+function describeFailure(err: unknown): string {
+  const code = err instanceof TokenError ? err.code : undefined;
+  if (code === TokenError.codes.expired) return 'the caller identity token has expired: sign a fresh one for each call (and check that the caller\'s and this service\'s clocks agree)';
+  if (code === TokenError.codes.invalidSignature) return 'the caller identity token\'s signature does not verify: it was altered, or signed by another key under a known kid';
+  return `the caller identity token is not valid (${code ?? 'malformed'}): the caller must sign a ${TOKEN_TYPE} JWT with a key in this service's CALLER_VERIFY_KEYS`;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** Claims → Caller; a signed token with claims of the wrong shape is refused, not half-read. */
+function callerOf(p: Record<string, unknown>): Caller {
+  const requestId = str(p.request_id);
+  const actorClaim = p.actor as { type?: unknown; id?: unknown; member_id?: unknown } | undefined;
+  if (!requestId || (p.tenant_id !== undefined && !str(p.tenant_id)) || (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))) {
+    throw invalid('the caller identity token\'s claims are malformed (request_id, tenant_id, actor {type, id, member_id}): fix the signer');
+  }
+  const memberId = str(actorClaim?.member_id);
+  return {
+    requestId,
+    tenantId: str(p.tenant_id),
+    actor: actorClaim ? { type: actorClaim.type as string, id: actorClaim.id as string, ...(memberId ? { memberId } : {}) } : undefined,
+    clientIp: str(p.client_ip),
+    userAgent: str(p.user_agent),
+    idempotencyKey: str(p.idempotency_key),
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * Downstream's circuits against real gRPC servers on loopback: only transport failures count, one
+ * failing method does not close the service's others, and a hung service is found within a few calls.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import { Downstream } from './client.js';
+import { DomainError, MAX_FIELD_VIOLATIONS, decodeStatusDetails, errors, toServiceError } from './errors.js';
+
+const raw = (path: string) => ({
+  path,
+  requestSerialize: (b: Buffer) => b,
+  responseDeserialize: (b: Buffer) => b,
+});
+const ECHO = raw('/test.Test/Echo');
+const BROKEN = raw('/test.Test/Broken');
+const HANG = raw('/test.Test/Hang');
+
+type Behaviour = 'ok' | 'internal' | 'hang';
+
+/** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
+async function startServer(behaviours: Record<string, Behaviour>, health: 'serving' | 'hang'): Promise<{ address: string; server: grpc.Server }> {
+  const server = new grpc.Server();
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  const impl: grpc.UntypedServiceImplementation = {};
+  for (const [name, behaviour] of Object.entries(behaviours)) {
+    definition[name] = {
+      path: `/test.Test/${name}`, requestStream: false, responseStream: false,
+      requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b,
+    };
+    impl[name] = (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      if (behaviour === 'ok') cb(null, Buffer.from('ok'));
+      else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
+      // 'hang': never answers
+    };
+  }
+  server.addService(definition, impl);
+  if (health === 'serving') new HealthImplementation({ '': 'SERVING' }).addToServer(server);
+  else {
+    server.addService(
+      { Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } },
+      { Check: () => {} },
+    );
+  }
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  return { address: `127.0.0.1:${port}`, server };
+}
+
+const codeOf = (p: Promise<unknown>) => p.then(() => grpc.status.OK, (e: { code: number }) => e.code);
+
+describe('Downstream circuit breaker', () => {
+  const servers: grpc.Server[] = [];
+  const clients: Downstream[] = [];
+  after(() => {
+    for (const c of clients) c.close();
+    for (const s of servers) s.forceShutdown();
+  });
+
+  it('never opens on a handler\'s INTERNAL errors: the service\'s other calls keep being answered', async () => {
+    const { address, server } = await startServer({ Echo: 'ok', Broken: 'internal' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { volumeThreshold: 3 });
+    clients.push(d);
+    for (let i = 0; i < 50; i++) assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL);
+    assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
+    assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL, 'still tried, not refused by an open circuit');
+  });
+
+  it('opens a slow method alone while the service\'s health answers: its other methods keep working', async () => {
+    const { address, server } = await startServer({ Echo: 'ok', Hang: 'hang' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { deadlineMs: 100, volumeThreshold: 3, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    for (let i = 0; i < 3; i++) assert.equal(await codeOf(d.call(HANG, Buffer.alloc(0))), grpc.status.DEADLINE_EXCEEDED);
+    const started = Date.now();
+    const refused = await d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e);
+    assert.ok(Date.now() - started < 50, 'an open circuit answers at once');
+    assert.ok(refused instanceof DomainError && refused.code === grpc.status.UNAVAILABLE && refused.reason === 'SERVICE_UNAVAILABLE');
+    assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
+    assert.equal(d.isDown, false);
+  });
+
+  it('finds a hung service within a few calls and answers 503 at once, naming the service', async () => {
+    const { address, server } = await startServer({ Echo: 'hang' }, 'hang');
+    servers.push(server);
+    const d = new Downstream('notes_tasks', address, { deadlineMs: 300, healthTimeoutMs: 300, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    const first = await d.call(ECHO, Buffer.alloc(0)).catch((e: unknown) => e);
+    assert.ok(first instanceof DomainError && first.code === grpc.status.DEADLINE_EXCEEDED, String(first));
+    assert.equal(first.extra.metadata?.service, 'notes_tasks');
+    // The health check that follows the first deadline gets no answer either: the service is down.
+    const end = Date.now() + 2_000;
+    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(d.isDown, true);
+    const started = Date.now();
+    const refused = await d.call(ECHO, Buffer.alloc(0)).catch((e: unknown) => e);
+    assert.ok(Date.now() - started < 50, 'a down service costs no deadline');
+    assert.ok(refused instanceof DomainError);
+    assert.equal(refused.reason, 'SERVICE_UNAVAILABLE');
+    assert.deepEqual(refused.extra.metadata, { service: 'notes_tasks' });
+  });
+
+  it('comes back by itself once the service\'s health check answers again', async () => {
+    const down = await startServer({ Echo: 'ok' }, 'serving');
+    const address = down.address;
+    down.server.forceShutdown(); // nothing listens now: connection refused
+    const d = new Downstream('svc', address, { resetTimeoutMs: 200 });
+    clients.push(d);
+    assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.UNAVAILABLE);
+    const end = Date.now() + 2_000;
+    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(d.isDown, true);
+    // The same port serves again.
+    const server = new grpc.Server();
+    new HealthImplementation({ '': 'SERVING' }).addToServer(server);
+    server.addService({ Echo: { path: ECHO.path, requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } }, { Echo: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from('ok')) });
+    await new Promise<void>((resolve, reject) => server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+    servers.push(server);
+    const back = Date.now() + 5_000;
+    while (d.isDown && Date.now() < back) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(d.isDown, false);
+    assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
+  });
+});
+
+describe('field violation cap', () => {
+  it('sends at most 50 violations and one "and N more", so hundreds fit the status trailer', async () => {
+    const many = Array.from({ length: 600 }, (_, i) => ({ field: `items[${i}].name`, description: 'must not be empty; give each item a name of 1 to 200 characters' }));
+    const sent = decodeStatusDetails(toServiceError(errors.invalidArgument(many), 'x') as grpc.ServiceError);
+    assert.equal(sent.fieldViolations.length, MAX_FIELD_VIOLATIONS + 1);
+    assert.match(sent.fieldViolations.at(-1)!.description, /and 550 more/);
+    // The same cap applies to a DomainError built by hand.
+    const direct = decodeStatusDetails(toServiceError(new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'bad', { fieldViolations: many }), 'x') as grpc.ServiceError);
+    assert.equal(direct.fieldViolations.length, MAX_FIELD_VIOLATIONS + 1);
+
+    // Through a real server and client: today's uncapped list is a RST_STREAM (INTERNAL), not the 400.
+    const server = new grpc.Server();
+    server.addService(
+      { Bad: { path: '/test.Test/Bad', requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } },
+      { Bad: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(toServiceError(errors.invalidArgument(many), 'x') as grpc.ServiceError) },
+    );
+    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    const d = new Downstream('svc', `127.0.0.1:${port}`);
+    try {
+      const err = (await d.call(raw('/test.Test/Bad'), Buffer.alloc(0)).catch((e: unknown) => e)) as grpc.ServiceError;
+      assert.equal(err.code, grpc.status.INVALID_ARGUMENT, err.message);
+      assert.equal(decodeStatusDetails(err).fieldViolations.length, MAX_FIELD_VIOLATIONS + 1);
+    } finally {
+      d.close();
+      server.forceShutdown();
+    }
+  });
+});
