@@ -1,8 +1,12 @@
 import type pg from 'pg';
+import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { isDatabaseUnavailable, withTransaction } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
-import { Event } from '@workauto/protos/workauto/events/v1/event.js';
+import { decodeEvent, type ConsumedEvent } from './event.js';
 import { TOPICS, type EventTransport, type Subscription, type TransportMessage } from './transport.js';
+
+/** How long a transport keeps a message redeliverable when it does not say (Kafka's topic retention default). */
+const DEFAULT_REDELIVERY_MS = 7 * 24 * 3_600_000;
 
 export interface ConsumerOptions {
   transport: EventTransport;
@@ -11,45 +15,96 @@ export interface ConsumerOptions {
   topics: string[];
   logger: Logger;
   /** Applies one event inside the transaction that also records it as processed. */
-  handle(tx: pg.PoolClient, event: Event): Promise<void>;
+  handle(tx: pg.PoolClient, event: ConsumedEvent): Promise<void>;
   maxAttempts?: number;
   deadLetterTopic?: string;
   retryDelayMs?: number;
+  /**
+   * How long a processed event id is kept for deduplication. Default: twice the transport's
+   * retention (KAFKA_TOPIC_RETENTION_MS), so any redelivery the broker can still make is skipped.
+   */
+  keepProcessedMs?: number;
 }
+
+const tracer = trace.getTracer('@workauto/events');
+/**
+ * Alert on any increase: each one is an event a consumer did not apply (docs/operations.md says
+ * how to replay it). Looked up at each use: the global meter provider may be registered after
+ * this module loaded, and a meter taken before that would stay a no-op.
+ */
+const deadLettered = () =>
+  metrics.getMeter('@workauto/events').createCounter('workauto.events.dead_lettered', {
+    description: 'Events a consumer group gave up on and moved to the dead-letter topic',
+    unit: '{event}',
+  });
 
 /**
  * Consumes events exactly once in effect: a batch of events is applied in one transaction that also
  * inserts (group, event id) into processed_events, so a redelivery is skipped; the transport counts
  * the batch consumed only after that transaction committed. If the batch fails, its events are
  * applied one at a time; an event that fails maxAttempts times goes to the dead-letter topic with
- * the reason, so it never blocks its partition.
+ * the reason (an error log line and the workauto.events.dead_lettered metric), so it never blocks
+ * its partition. Each event is handled in a consumer span continuing the trace of the request that
+ * made it (the traceparent header). Ids older than keepProcessedMs are pruned from processed_events.
  */
 export async function startConsumer(opts: ConsumerOptions): Promise<Subscription> {
   const { transport, pool, groupId, logger, maxAttempts = 5, deadLetterTopic = TOPICS.deadLetter, retryDelayMs = 100 } = opts;
+  const keepProcessedMs = opts.keepProcessedMs ?? 2 * (transport.retentionMs ?? DEFAULT_REDELIVERY_MS);
   const deadLetter = async (message: TransportMessage, reason: string) => {
-    logger.error({ group: groupId, topic: message.topic, key: message.key, event_id: message.headers['event-id'], reason }, 'event moved to the dead-letter topic');
     await transport.publish([
       { ...message, topic: deadLetterTopic, headers: { ...message.headers, 'dead-letter-reason': reason.slice(0, 1000), 'dead-letter-group': groupId, 'original-topic': message.topic } },
     ]);
+    // Only once it is in the dead-letter topic (a failed publish redelivers the batch: no double count).
+    logger.error(
+      { group: groupId, topic: message.topic, key: message.key, event_id: message.headers['event-id'], event_type: message.headers['event-type'], reason },
+      `event moved to the dead-letter topic ${deadLetterTopic}: it was not applied; fix the cause, then replay it (docs/operations.md, scripts/replay-dead-letters.mjs)`,
+    );
+    deadLettered().add(1, { group: groupId, topic: message.topic });
   };
+  /** Runs the handler in a consumer span that is a child of the span that recorded the event. */
+  const handleTraced = (tx: pg.PoolClient, message: TransportMessage, event: ConsumedEvent) => {
+    const parent = propagation.extract(context.active(), message.headers);
+    return tracer.startActiveSpan(
+      `process ${message.topic}`, // OpenTelemetry messaging conventions: "{operation} {destination}"
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.operation.type': 'process', 'messaging.destination.name': message.topic,
+          'messaging.consumer.group.name': groupId, 'messaging.message.id': event.id, 'workauto.event.type': event.type,
+        },
+      },
+      parent,
+      async (span) => {
+        try {
+          await opts.handle(tx, event);
+        } catch (err) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+          throw err;
+        } finally {
+          span.end();
+        }
+      },
+    );
+  };
+  type Decoded = { message: TransportMessage; event: ConsumedEvent };
   /** Applies the events not applied before (by this group) in the transaction tx. */
-  const applyFresh = async (tx: pg.PoolClient, events: Event[]) => {
+  const applyFresh = async (tx: pg.PoolClient, items: Decoded[]) => {
     const { rows } = await tx.query<{ event_id: string }>(
       'INSERT INTO processed_events (group_id, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
-      [groupId, events.map((e) => e.id)],
+      [groupId, items.map((d) => d.event.id)],
     );
     const fresh = new Set(rows.map((r) => r.event_id));
-    for (const event of events) {
+    for (const { message, event } of items) {
       if (!fresh.delete(event.id)) continue; // applied before (a redelivery), or twice in this batch
-      await opts.handle(tx, event);
+      await handleTraced(tx, message, event);
     }
   };
   /** One event on its own, retried, then dead-lettered: isolates what made a batch fail. */
-  const applyOne = async (message: TransportMessage, event: Event) => {
+  const applyOne = async (item: Decoded) => {
     let lastError: unknown;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       try {
-        await withTransaction(pool, (tx) => applyFresh(tx, [event]));
+        await withTransaction(pool, (tx) => applyFresh(tx, [item]));
         return;
       } catch (err) {
         // The database being away is no fault of the event: give it back, the transport redelivers
@@ -59,18 +114,32 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
         if (attempt < maxAttempts) await new Promise((r) => setTimeout(r, retryDelayMs * 2 ** (attempt - 1)));
       }
     }
-    await deadLetter(message, (lastError as Error)?.message ?? String(lastError));
+    await deadLetter(item.message, (lastError as Error)?.message ?? String(lastError));
   };
-  return transport.subscribe({
+
+  const pruneProcessed = async () => {
+    try {
+      const { rowCount } = await pool.query(
+        `DELETE FROM processed_events WHERE group_id = $1 AND processed_at < now() - $2 * interval '1 millisecond'`,
+        [groupId, keepProcessedMs],
+      );
+      if (rowCount) logger.info({ group: groupId, pruned: rowCount }, 'pruned processed event ids older than the redelivery window');
+    } catch (err) {
+      logger.warn({ group: groupId, err: (err as Error).message }, 'could not prune processed_events; will retry in an hour');
+    }
+  };
+  await pruneProcessed();
+  const pruning = setInterval(() => void pruneProcessed(), 3_600_000);
+  pruning.unref();
+
+  const subscription = await transport.subscribe({
     groupId,
     topics: opts.topics,
     handle: async (batch) => {
-      const decoded: { message: TransportMessage; event: Event }[] = [];
+      const decoded: Decoded[] = [];
       for (const message of batch) {
         try {
-          const event = Event.decode(message.value);
-          if (!event.id) throw new Error('event has no id');
-          decoded.push({ message, event });
+          decoded.push({ message, event: decodeEvent(message.value) });
         } catch (err) {
           await deadLetter(message, `undecodable: ${(err as Error).message}`);
         }
@@ -78,13 +147,19 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
       if (!decoded.length) return;
       // The common case: the whole batch in one transaction.
       try {
-        await withTransaction(pool, (tx) => applyFresh(tx, decoded.map((d) => d.event)));
+        await withTransaction(pool, (tx) => applyFresh(tx, decoded));
         return;
       } catch {
         // Something in the batch fails: one at a time, in order, so the rest is applied and only
         // the failing event goes to the dead-letter topic.
       }
-      for (const { message, event } of decoded) await applyOne(message, event);
+      for (const item of decoded) await applyOne(item);
     },
   });
+  return {
+    stop: async () => {
+      clearInterval(pruning);
+      await subscription.stop();
+    },
+  };
 }

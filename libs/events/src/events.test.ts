@@ -3,13 +3,20 @@
  * real Kafka broker: outbox → relay → topics → consumer with dedup and dead letters.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { after, describe, it } from 'node:test';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPool, runMigrations, withTransaction, type Pool } from '@workauto/db';
+import { createPool, runMigrations, withTransaction, type Pool, type PoolClient } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
-import { testDatabase } from '@workauto/testing';
+import { captureLogs, testDatabase } from '@workauto/testing';
+import type { ResourceJson } from '@workauto/protos';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
+import { decodeEvent } from './event.js';
 import { KafkaTransport } from './kafka-transport.js';
 import { LocalTransport } from './local-transport.js';
 import { OUTBOX_MIGRATIONS, recordEvent } from './outbox.js';
@@ -32,7 +39,7 @@ async function freshPool(): Promise<Pool> {
 async function record(pool: Pool, n: number, resourceId = 'r-1', type = 'note.updated'): Promise<string[]> {
   return withTransaction(pool, async (tx) => {
     const ids: string[] = [];
-    for (let i = 0; i < n; i++) ids.push(await recordEvent(tx, 'test', ctx, { type, resourceType: 'note', resourceId, data: { i } }));
+    for (let i = 0; i < n; i++) ids.push(await recordEvent(tx, 'test', ctx, { type, resourceType: 'note', resourceId, data: { i } as unknown as ResourceJson }));
     return ids;
   });
 }
@@ -79,7 +86,7 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
       assert.equal(m.headers['event-id'], id);
       assert.equal(m.headers['event-type'], 'note.created');
       assert.equal(m.headers['tenant-id'], TENANT);
-      const event = Event.decode(m.value);
+      const event = decodeEvent(m.value);
       assert.equal(event.id, id);
       assert.equal(event.type, 'note.created');
       assert.deepEqual(event.actor, { type: 'member', id: 'm-1' });
@@ -126,7 +133,7 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
     const domain = await collect(up, [TOPICS.domain]);
     const relay = await OutboxRelay.start({ pool, transport: up, source: 'test', logger, pollMs: 100 });
     await until('all 100 arrived', () => domain.messages.length >= 100);
-    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids, 'one resource: one partition, commit order');
+    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids, 'one resource: one partition, insert (seq) order');
     await until('all are marked published', async () => (await pending(pool)) === 0);
     await Promise.all([domain.sub.stop(), relay.stop()]);
     await pool.end();
@@ -193,9 +200,116 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
     await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
     await pool.end();
   });
+  it('publishes large events (a 100,000-character note each) without exceeding the broker message size', async () => {
+    const pool = await freshPool();
+    const transport = kafka();
+    const domain = await collect(transport, [TOPICS.domain]);
+    const body = 'é'.repeat(100_000); // 200 kB of UTF-8: the longest note body the API accepts is up to 300 kB
+    const ids = await withTransaction(pool, async (tx) => {
+      const out: string[] = [];
+      for (let i = 0; i < 12; i++) out.push(await recordEvent(tx, 'test', ctx, { type: 'note.updated', resourceType: 'note', resourceId: 'big', data: { body } as unknown as ResourceJson }));
+      return out;
+    });
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('all 12 arrived', () => domain.messages.length >= 12, 30_000);
+    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids);
+    await until('all are marked published', async () => (await pending(pool)) === 0);
+    await Promise.all([domain.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
+
+  it('replays a dead letter with scripts/replay-dead-letters.mjs once the cause is fixed, and the consumer applies it', async () => {
+    const namespace = `t${randomBytes(4).toString('hex')}.`;
+    const pool = await freshPool();
+    const transport = kafka({ namespace });
+    const dead = await collect(transport, [TOPICS.deadLetter]);
+    let broken = true;
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'replayed', topics: [TOPICS.audit], maxAttempts: 1, retryDelayMs: 1,
+      handle: async (tx, event) => {
+        if (broken) throw new Error('the audit table is being migrated');
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const [lost, kept] = await record(pool, 2, 'replay');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+    await until('both are dead-lettered', () => dead.messages.length === 2);
+    broken = false;
+    const script = fileURLToPath(new URL('../../../scripts/replay-dead-letters.mjs', import.meta.url));
+    const run = (...args: string[]) => promisify(execFile)(process.execPath, [script, '--namespace', namespace, ...args], { env: { ...process.env, KAFKA_BROKERS: brokers } });
+    const listed = await run('--dry-run');
+    assert.equal(listed.stdout.trim().split('\n').length, 2, listed.stdout);
+    await run('--event-id', lost!);
+    await until('the replayed event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [lost])).rowCount === 1);
+    await sleep(500);
+    assert.equal((await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount, 0, 'only the event asked for was replayed');
+    // Replaying it again (and everything else) applies nothing twice.
+    await run('--all');
+    await until('the other one was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount === 1);
+    assert.equal((await pool.query('SELECT 1 FROM applied')).rowCount, 2);
+    await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
+    await pool.end();
+  });
 });
 
 describe('outbox relay', () => {
+  it('never lets two drains publish at once, and keeps each resource in order when the leader loses its connection', async () => {
+    const pool = await freshPool();
+    const local = new LocalTransport();
+    const received: TransportMessage[] = [];
+    await local.subscribe({ groupId: 'order', topics: [TOPICS.domain], handle: async (batch) => void received.push(...batch) });
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const published = { a: 0, b: 0 };
+    /** The real in-process transport, slowed down so that overlapping drains would show. */
+    const slow = (who: 'a' | 'b'): EventTransport => ({
+      publish: async (messages) => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        try {
+          await sleep(15);
+          await local.publish(messages);
+          published[who] += messages.length;
+        } finally {
+          inFlight--;
+        }
+      },
+      subscribe: (o) => local.subscribe(o),
+      ensureTopics: async () => undefined,
+      close: async () => undefined,
+    });
+    const a = new OutboxRelay({ pool, transport: slow('a'), source: 'test', logger, pollMs: 200, batchSize: 4 });
+    const b = new OutboxRelay({ pool, transport: slow('b'), source: 'test', logger, pollMs: 10, batchSize: 4 });
+    a.start();
+    await until('a leads', () => a.active);
+    b.start();
+    const ids = new Map<string, string[]>();
+    const write = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const resource = `r-${i % 5}`;
+        const [id] = await record(pool, 1, resource);
+        ids.set(resource, [...(ids.get(resource) ?? []), id!]);
+      }
+    };
+    await write(20);
+    // The leader's own connection (the one that LISTENs) dies, as in a failover or a DBA's kill.
+    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN outbox' AND datname = current_database() AND pid <> pg_backend_pid()`);
+    assert.equal(killed.rowCount, 1, 'one leader connection');
+    const before = published.a + published.b;
+    await write(80);
+    await until('everything is published', async () => (await pending(pool)) === 0);
+    assert.equal(maxInFlight, 1, 'two drains published at the same time');
+    assert.ok(published.a + published.b > before, 'events were published after the kill');
+    assert.ok(a.active !== b.active, `exactly one relay leads (a: ${a.active}, b: ${b.active})`);
+    for (const [resource, expected] of ids) {
+      const seen: string[] = [];
+      for (const m of received) if (m.key === `note:${resource}` && !seen.includes(m.headers['event-id']!)) seen.push(m.headers['event-id']!);
+      assert.deepEqual(seen, expected, `${resource}: events in the order they were recorded`);
+    }
+    await Promise.all([a.stop(), b.stop()]);
+    await pool.end();
+  });
+
   it('lets one relay per database be active, and another takes over when it stops', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport();
@@ -209,6 +323,106 @@ describe('outbox relay', () => {
     await first.stop();
     await until('the second took over', () => second.active, 5_000);
     await second.stop();
+    await pool.end();
+  });
+});
+
+describe('consumer', () => {
+  it('still reads the data and metadata of an event recorded before they became JSON text (rolling upgrade)', () => {
+    const old = Event.encode({ ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }), data: { id: 'n-1' }, metadata: { title: 'x' } }).finish();
+    const event = decodeEvent(old);
+    assert.deepEqual([event.data, event.metadata], [{ id: 'n-1' }, { title: 'x' }]);
+  });
+
+  it('applies an event whose metadata and data are nested 40 deep (no decoder depth limit)', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const dead = await collect(transport, [TOPICS.deadLetter]);
+    let deep: Record<string, unknown> = { leaf: true };
+    for (let i = 0; i < 40; i++) deep = { nested: deep };
+    const seen: unknown[] = [];
+    const consumer = await startConsumer({
+      transport, pool, logger, groupId: 'deep', topics: [TOPICS.audit], maxAttempts: 1, retryDelayMs: 1,
+      handle: async (tx, event) => {
+        seen.push(event.metadata, event.data);
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const id = await withTransaction(pool, (tx) =>
+      recordEvent(tx, 'test', ctx, { type: 'member.updated', resourceType: 'member', resourceId: 'm-9', data: { metadata: deep } as unknown as ResourceJson, metadata: { metadata: deep } }),
+    );
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    await until('the event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1);
+    assert.deepEqual(seen, [{ metadata: deep }, { metadata: deep }]);
+    assert.equal(dead.messages.length, 0);
+    await Promise.all([relay.stop(), consumer.stop(), dead.sub.stop()]);
+    await pool.end();
+  });
+
+  it('logs an error naming the event and counts it in a metric when it dead-letters one', async () => {
+    // A meter provider registered after @workauto/events loaded, as the services' telemetry does.
+    const reader = new (class extends MetricReader {
+      protected async onForceFlush() {}
+      protected async onShutdown() {}
+    })();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const dead = await collect(transport, [TOPICS.deadLetter]);
+    const logs = captureLogs();
+    const loud = createLogger('events-test', 'info');
+    const consumer = await startConsumer({
+      transport, pool, logger: loud, groupId: 'failing', topics: [TOPICS.audit], maxAttempts: 2, retryDelayMs: 1,
+      handle: async () => {
+        throw new Error('cannot apply this one');
+      },
+    });
+    const [id] = await record(pool, 1, 'doomed');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    await until('the event is in the dead-letter topic', () => dead.messages.length === 1);
+    await until('the error is logged', () => logs.lines.some((l) => l.includes(id!)));
+    logs.stop();
+    const line = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event_id === id);
+    assert.ok(line, 'a log line names the event');
+    assert.equal(line.level, 'error', 'at error level');
+    assert.equal(line.reason, 'cannot apply this one');
+    assert.match(String(line.msg), /replay/);
+    const { resourceMetrics } = await reader.collect();
+    const counter = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'workauto.events.dead_lettered');
+    assert.ok(counter, 'the dead-letter counter was exported');
+    assert.deepEqual(counter.dataPoints.map((p) => [p.attributes, p.value]), [[{ group: 'failing', topic: TOPICS.audit }, 1]]);
+    metrics.disable();
+    await Promise.all([relay.stop(), consumer.stop(), dead.sub.stop()]);
+    await pool.end();
+  });
+
+  it('prunes processed event ids older than twice the retention, and still skips a redelivery within it', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const options = {
+      transport, pool, logger, groupId: 'pruner', topics: [TOPICS.audit],
+      handle: async (tx: PoolClient, event: { id: string; type: string }) => {
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2) ON CONFLICT (event_id) DO UPDATE SET type = applied.type || \'+again\'', [event.id, event.type]);
+      },
+    };
+    let consumer = await startConsumer(options);
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    const [recent, old] = await record(pool, 2, 'aged');
+    await until('both applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 2);
+    // 13 days ago is within twice the 7-day retention; 15 days is beyond it.
+    await pool.query(`UPDATE processed_events SET processed_at = now() - interval '13 days' WHERE event_id = $1`, [recent]);
+    await pool.query(`UPDATE processed_events SET processed_at = now() - interval '15 days' WHERE event_id = $1`, [old]);
+    await pool.query(`INSERT INTO processed_events (group_id, event_id, processed_at) VALUES ('another-group', $1, now() - interval '30 days')`, [old]);
+    await consumer.stop();
+    consumer = await startConsumer(options); // prunes at start, then hourly
+    const left = await pool.query<{ group_id: string; event_id: string }>('SELECT group_id, event_id FROM processed_events ORDER BY group_id');
+    assert.deepEqual(left.rows.map((r) => [r.group_id, r.event_id]), [['another-group', old], ['pruner', recent]], 'only this group\'s ids beyond the window are gone');
+    // A redelivery of the recent event is still skipped.
+    await pool.query('UPDATE outbox SET published_at = NULL WHERE id = $1', [recent]);
+    await relay.drainOnce();
+    const applied = await pool.query<{ type: string }>('SELECT type FROM applied WHERE event_id = $1', [recent]);
+    assert.equal(applied.rows[0]!.type, 'note.updated', 'applied once');
+    await Promise.all([relay.stop(), consumer.stop()]);
     await pool.end();
   });
 });

@@ -4,6 +4,7 @@ import { LocalTransport } from './local-transport.js';
 import type { EventTransport } from './transport.js';
 
 export { recordEvent, OUTBOX_MIGRATIONS, type EventInput, type EventContext } from './outbox.js';
+export { decodeEvent, DATA_SCHEMA, type ConsumedEvent } from './event.js';
 export { OutboxRelay, type RelayOptions } from './relay.js';
 export { startConsumer, type ConsumerOptions } from './consumer.js';
 export { KafkaTransport, type KafkaTransportOptions } from './kafka-transport.js';

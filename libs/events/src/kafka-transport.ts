@@ -32,9 +32,12 @@ export class KafkaTransport implements EventTransport {
   private readonly ensured = new Set<string>();
 
   private readonly ns: string;
+  /** The retention of the topics this transport creates: consumers keep dedup ids longer (consumer.ts). */
+  readonly retentionMs: number;
 
   constructor(private readonly opts: KafkaTransportOptions) {
     this.ns = opts.namespace ?? '';
+    this.retentionMs = opts.retentionMs ?? 7 * 24 * 3_600_000;
     const log = opts.logger;
     this.kafka = new Kafka({
       clientId: opts.clientId,
@@ -145,7 +148,7 @@ export class KafkaTransport implements EventTransport {
             topic,
             numPartitions: this.opts.partitions ?? 3,
             replicationFactor: this.opts.replicationFactor ?? 1,
-            configEntries: [{ name: 'retention.ms', value: String(this.opts.retentionMs ?? 7 * 24 * 3_600_000) }],
+            configEntries: [{ name: 'retention.ms', value: String(this.retentionMs) }],
           })),
         });
       }

@@ -3,7 +3,9 @@ import { fileURLToPath } from 'node:url';
 import type { PoolClient } from '@workauto/db';
 import { newId } from '@workauto/db';
 import { context, propagation } from '@opentelemetry/api';
+import type { ResourceJson } from '@workauto/protos';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
+import { DATA_SCHEMA } from './event.js';
 
 /** Migrations every service runs before its own: the outbox table. */
 export const OUTBOX_MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
@@ -24,8 +26,12 @@ export interface EventInput {
   resourceId: string;
   /** Overrides the context's tenant (platform bootstrap creates a tenant it is not part of). */
   tenantId?: string;
-  /** The resource after the change, as the API shows it. Must not hold secrets. */
-  data?: Record<string, unknown>;
+  /**
+   * The resource after the change in exactly the JSON the REST API returns for it: made by the
+   * service's `resourceJsonOf` mapper from the same ts-proto message its handler returns. Must not
+   * hold secrets. Absent for a hard delete.
+   */
+  data?: ResourceJson;
   /** For the audit entry: the changed fields and their new values. Must not hold secrets. */
   metadata?: Record<string, unknown>;
 }
@@ -46,8 +52,12 @@ export async function recordEvent(tx: PoolClient, source: string, ctx: EventCont
     occurred_at: new Date(),
     actor: ctx.actor ?? { type: 'system', id: 'system' },
     resource: { type: input.resourceType, id: input.resourceId },
-    data: toJson(input.data),
-    metadata: toJson(input.metadata ?? {}),
+    // JSON text, not google.protobuf.Struct: a Struct nests three messages per JSON level and a
+    // deep client `metadata` would exceed the protobuf decoder's recursion limit (docs/events.md).
+    data_json: input.data === undefined ? '' : JSON.stringify(input.data),
+    data_schema: DATA_SCHEMA,
+    // Dates become RFC 3339 strings (Date.toJSON).
+    metadata_json: JSON.stringify(input.metadata ?? {}),
     request: { request_id: ctx.requestId, ip_address: ctx.clientIp ?? '', user_agent: ctx.userAgent ?? '' },
     source,
   }).finish();
@@ -62,9 +72,4 @@ export async function recordEvent(tx: PoolClient, source: string, ctx: EventCont
   // Wakes the relay when the transaction commits (NOTIFY is delivered on commit only).
   await tx.query(`SELECT pg_notify('outbox', $1)`, [source]);
   return id;
-}
-
-/** Dates become RFC 3339 strings: a Struct holds JSON values only. */
-function toJson(value: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
-  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as Record<string, unknown>);
 }

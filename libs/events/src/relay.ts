@@ -10,6 +10,8 @@ export interface RelayOptions {
   logger: Logger;
   topics?: { audit: string; domain: string };
   batchSize?: number;
+  /** Payload bytes per batch (default 512 KiB), below the broker's message.max.bytes (1 MB by default). */
+  maxBatchBytes?: number;
   /** Polling fallback when no NOTIFY arrives (default 1 s). */
   pollMs?: number;
   /** How long published rows stay in the outbox (for inspection) before they are deleted (default 24 h). */
@@ -27,13 +29,22 @@ interface OutboxRow {
   headers: Record<string, string>;
 }
 
+/** Session lock of the active relay: decides which relay drains (the others stand by). */
 const LOCK_KEY = 'workauto.outbox-relay';
+/**
+ * Transaction lock every drain takes first. The session lock alone is no fence: when the leader's
+ * connection dies, a standby takes over while the old leader may still be draining through other
+ * pool connections, and two drains at once publish out of seq order. This lock makes drains of
+ * one database strictly one at a time, whoever believes it leads.
+ */
+const DRAIN_LOCK_KEY = 'workauto.outbox-relay.drain';
 
 /**
- * Publishes committed outbox rows in seq order to the audit and domain-event topics, and marks
- * them published only after the transport acknowledged them. One relay per database is active
- * (a session advisory lock); others stand by. Wakes on NOTIFY, polls as a fallback, and backs off
- * while the broker is unreachable — the rows wait in the outbox, nothing is lost.
+ * Publishes committed outbox rows in seq (insert) order to the audit and domain-event topics, and
+ * marks them published only after the transport acknowledged them. One relay per database is
+ * active (a session advisory lock) and every drain is fenced by a transaction advisory lock, so
+ * two drains never publish at once. Wakes on NOTIFY, polls as a fallback, and backs off while the
+ * broker is unreachable — the rows wait in the outbox, nothing is lost.
  */
 export class OutboxRelay {
   private client: pg.PoolClient | undefined;
@@ -41,6 +52,8 @@ export class OutboxRelay {
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private failures = 0;
+  /** Set when the leader connection broke: leadership is gone with its session. */
+  private lost = false;
   /** True while this relay holds the lock (the active one). */
   active = false;
 
@@ -76,6 +89,7 @@ export class OutboxRelay {
     const { logger, pollMs = 1_000 } = this.opts;
     while (this.running) {
       try {
+        if (this.lost) await this.release();
         if (!this.client) await this.acquire();
         if (!this.active) {
           await this.sleep(pollMs);
@@ -108,32 +122,56 @@ export class OutboxRelay {
 
   private async acquire(): Promise<void> {
     const client = await this.opts.pool.connect();
-    // A held connection that breaks (database restart, shutdown) must not crash the process: the
-    // loop notices on its next query, releases it and acquires again.
-    client.on('error', (err) => this.opts.logger.warn({ err: err.message, source: this.opts.source }, 'outbox relay lost its database connection; reconnecting'));
-    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [LOCK_KEY]);
-    if (!rows[0]?.locked) {
+    let locked = false;
+    try {
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [LOCK_KEY]);
+      locked = rows[0]?.locked === true;
+    } catch (err) {
+      client.release(true);
+      throw err;
+    }
+    if (!locked) {
       client.release();
       this.active = false;
       return;
     }
-    this.client = client;
-    this.active = true;
-    client.on('notification', () => {
+    // A held connection that breaks (database restart, a killed backend) must not crash the
+    // process, and its session lock is gone with it: stop counting as active at once (drains are
+    // fenced by the drain lock anyway); the loop releases it and tries to lead again.
+    const onError = (err: Error) => {
+      this.lost = true;
+      this.active = false;
+      this.opts.logger.warn({ err: err.message, source: this.opts.source }, 'outbox relay lost its database connection; reconnecting');
+    };
+    const onNotification = () => {
       this.notified = true;
       this.wake?.();
-    });
+    };
+    client.on('error', onError);
+    client.on('notification', onNotification);
+    // Listeners come off when a healthy connection goes back to the pool (a broken one keeps
+    // them: it is destroyed, and late errors must still find a listener).
+    this.detach = () => {
+      client.off('error', onError);
+      client.off('notification', onNotification);
+    };
+    this.client = client;
+    this.active = true;
     await client.query('LISTEN outbox');
   }
+
+  private detach: (() => void) | undefined;
 
   private async release(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.active = false;
+    this.lost = false;
     if (!client) return;
     try {
       await client.query('UNLISTEN outbox');
       await client.query('SELECT pg_advisory_unlock(hashtext($1))', [LOCK_KEY]);
+      this.detach?.();
       client.release();
     } catch {
       client.release(true); // a broken connection: its session (and lock) are gone anyway
@@ -183,22 +221,46 @@ export class OutboxRelay {
     return rows[0]!.n;
   }
 
-  /** One batch: claim pending rows, publish them, mark them — in one transaction. */
+  /**
+   * One batch: claim pending rows, publish them, mark them — in one transaction that first takes
+   * the drain lock; when another drain holds it (another relay, e.g. during a takeover) this one
+   * publishes nothing.
+   */
   private async drain(): Promise<number> {
-    const { pool, transport, batchSize = 200 } = this.opts;
+    const { pool, transport, batchSize = 200, maxBatchBytes = 512 * 1024 } = this.opts;
     const topics = this.opts.topics ?? TOPICS;
     const tx = await pool.connect();
     try {
       await tx.query('BEGIN');
-      const { rows } = await tx.query<OutboxRow>(
-        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers
-           FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
-        [batchSize],
-      );
-      if (!rows.length) {
+      const { rows: lock } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [DRAIN_LOCK_KEY]);
+      if (!lock[0]?.locked) {
         await tx.query('COMMIT');
         return 0;
       }
+      const { rows: claimed } = await tx.query<{ seq: string; bytes: number }>(
+        `SELECT seq, octet_length(payload) AS bytes
+           FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batchSize],
+      );
+      if (!claimed.length) {
+        await tx.query('COMMIT');
+        return 0;
+      }
+      // Kafka takes a partition's part of a publish as one record batch, refused whole when it
+      // exceeds the broker's message.max.bytes (1 MB by default): a batch of large events would be
+      // retried forever. Batches stop at maxBatchBytes (always at least one event).
+      const seqs: string[] = [];
+      let bytes = 0;
+      for (const row of claimed) {
+        if (seqs.length && bytes + row.bytes > maxBatchBytes) break;
+        seqs.push(row.seq);
+        bytes += row.bytes;
+      }
+      const { rows } = await tx.query<OutboxRow>(
+        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers
+           FROM outbox WHERE seq = ANY($1::bigint[]) ORDER BY seq`,
+        [seqs],
+      );
       const messages: TransportMessage[] = rows.flatMap((r) => {
         const headers = { ...r.headers, 'event-id': r.id, 'event-type': r.event_type, 'tenant-id': r.tenant_id, source: this.opts.source };
         const key = `${r.resource_type}:${r.resource_id}`;

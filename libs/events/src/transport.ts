@@ -12,6 +12,8 @@ export interface Subscription {
 }
 
 export interface EventTransport {
+  /** How long a published message stays redeliverable (Kafka: the topics' retention); undefined when unknown. */
+  readonly retentionMs?: number | undefined;
   /** Resolves only when every message is durably accepted (Kafka: acknowledged by all in-sync replicas). */
   publish(messages: TransportMessage[]): Promise<void>;
   /**

@@ -61,14 +61,8 @@ export function isUuid(value: string): boolean {
   return UUID.test(value);
 }
 
-/** A real calendar date in YYYY-MM-DD form (2026-02-30 is not). */
-export function isIsoDate(text: string): boolean {
-  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  if (!m) return false;
-  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const date = new Date(Date.UTC(y, mo - 1, d));
-  return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
-}
+/** A real calendar date in YYYY-MM-DD form: the API's one date check lives with its timestamp parser. */
+export { isIsoDate } from '@workauto/protos';
 
 /**
  * What a PATCH clears: the fields named in its update_mask (the gateway lists the JSON body's

@@ -33,3 +33,6 @@ export function loadPackageDefinition(files: string[]): protoLoader.PackageDefin
     keepCase: true,
   });
 }
+
+export * from './json-mapping.js';
+export { resourceJsonOf, type ResourceJson, type MessageEncoder } from './resource-json.js';

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from './openapi.js';
 import { buildRoutes, loadRoutes } from './routes.js';
-import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
+import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } };
 

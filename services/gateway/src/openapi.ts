@@ -6,7 +6,7 @@
  */
 import protobuf from 'protobufjs';
 import { updateMaskField } from './transcode.js';
-import { WRAPPERS, enumNames, isOptional } from './json-mapping.js';
+import { WRAPPERS, enumNames, isOptional } from '@workauto/protos';
 import type { Route } from './routes.js';
 
 type Schema = Record<string, unknown>;

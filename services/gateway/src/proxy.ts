@@ -8,7 +8,7 @@ import { ActorType, IdentityServiceService, type Principal } from '@workauto/pro
 import { bearerToken, tokenKey, type Authenticator } from './auth.js';
 import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
-import { messageToJson } from './json-mapping.js';
+import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
 import { buildRequest } from './transcode.js';

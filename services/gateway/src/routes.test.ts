@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadProtoRoot } from '@workauto/protos';
 import { buildRoutes, compileTemplate, loadRoutes, matchRoute } from './routes.js';
-import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
+import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
 
 const identityRoutes = buildRoutes(loadProtoRoot(['workauto/identity/v1/identity.proto']));
 const fixtureRoutes = buildRoutes(rootFromSource(FIXTURE_PROTO));

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { DomainError } from '@workauto/grpc';
 import { buildRoutes, type Route } from './routes.js';
 import { buildRequest } from './transcode.js';
-import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
+import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
 
 const routes = buildRoutes(rootFromSource(FIXTURE_PROTO));
 const route = (rpc: string): Route => routes.find((r) => r.rpc === rpc)!;

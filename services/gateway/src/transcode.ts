@@ -1,6 +1,6 @@
 /** HTTP request → gRPC request object for a route: path parameters, query parameters and the JSON body. */
 import protobuf from 'protobufjs';
-import { fieldFromJson, messageFromJson, scalarFromJson, enumNames, enumPrefix, WRAPPERS, type Violation } from './json-mapping.js';
+import { fieldFromJson, messageFromJson, scalarFromJson, enumNames, enumPrefix, WRAPPERS, type Violation } from '@workauto/protos';
 import { gatewayErrors } from './errors.js';
 import type { Route } from './routes.js';
 

@@ -190,7 +190,8 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
     assert.equal(JSON.stringify(await identity.client.call(S.getIntegrationKey, { provider: 'openai' }, ctx())).includes('sk-test'), false);
     const db = new pg.Client(identity.databaseUrl);
     await db.connect();
-    const dump = JSON.stringify((await db.query('SELECT * FROM integration_keys')).rows) + JSON.stringify((await db.query('SELECT payload::text FROM outbox')).rows);
+    // escape, not ::text (hex): the event's JSON must be searchable for the credential.
+    const dump = JSON.stringify((await db.query('SELECT * FROM integration_keys')).rows) + JSON.stringify((await db.query(`SELECT encode(payload, 'escape') AS payload FROM outbox`)).rows);
     await db.end();
     assert.equal(dump.includes('sk-test'), false);
     await identity.client.call(S.deleteIntegrationKey, { provider: 'openai' }, ctx());

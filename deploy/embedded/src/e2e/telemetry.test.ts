@@ -1,8 +1,8 @@
 /**
  * Tracing across the deployment shape: every service's process exports OTLP (http/json) to a real
  * collector endpoint on loopback. One API call is one trace from the gateway through gRPC to the
- * service, the event it writes carries that trace in its outbox headers (the Kafka headers), and
- * no credential appears in any exported span.
+ * service, the event it writes carries that trace in its outbox headers (the Kafka headers), the
+ * consumer that applies the event continues it, and no credential appears in any exported span.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +14,7 @@ import { Keyring, generateToken } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
-interface Span { traceId: string; spanId: string; name: string; kind: number; service: string }
+interface Span { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; service: string }
 
 describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
   let cluster: ServiceProcesses;
@@ -34,7 +34,7 @@ describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false :
         try {
           for (const rs of JSON.parse(body).resourceSpans ?? []) {
             const service = rs.resource?.attributes?.find((a: { key: string }) => a.key === 'service.name')?.value?.stringValue ?? '';
-            for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push({ traceId: s.traceId, spanId: s.spanId, name: s.name, kind: s.kind, service });
+            for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push({ traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId, name: s.name, kind: s.kind, service });
           }
         } catch {
           // not JSON: kept in `exported` for the secrecy check
@@ -86,6 +86,18 @@ describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false :
     const services = new Set(trace.map((s) => s.service));
     assert.ok(services.has('gateway') && services.has('notes-tasks'), `one trace spans gateway and notes-tasks: ${JSON.stringify(trace.map((s) => [s.service, s.name]))}`);
     assert.ok(trace.some((s) => s.service === 'notes-tasks' && /CreateNote/.test(s.name)), 'the gRPC server span of CreateNote is in it');
+
+    // identity's audit consumer continues that trace from the Kafka headers: its span is a child
+    // of the span that recorded the event.
+    const recordedBy = traceparent!.split('-')[2]!;
+    let consumed: Span | undefined;
+    for (let i = 0; i < 100 && !consumed; i++) {
+      consumed = spans.find((s) => s.traceId === traceId && s.service === 'identity' && s.kind === 5);
+      if (!consumed) await sleep(100);
+    }
+    assert.ok(consumed, `identity's consumer span is in the trace: ${JSON.stringify(spans.filter((s) => s.traceId === traceId).map((s) => [s.service, s.name, s.kind]))}`);
+    assert.equal(consumed.parentSpanId, recordedBy, 'the consumer span is a child of the span in the traceparent header');
+    assert.match(consumed.name, /^process .*audit/);
 
     const all = exported.join('\n');
     assert.ok(all.length > 1000, 'spans were exported');

@@ -1,15 +1,16 @@
 import type { Pool } from '@workauto/db';
 import { enumMapping } from '@workauto/grpc';
+import { resourceJsonOf } from '@workauto/protos';
 import {
   ChannelType,
   DealStatus,
   StageType,
-  type Contact,
-  type ContactChannel,
-  type Deal,
-  type DealStageHistoryEntry,
-  type Pipeline,
-  type PipelineStage,
+  Contact,
+  ContactChannel,
+  Deal,
+  DealStageHistoryEntry,
+  Pipeline,
+  PipelineStage,
 } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { toNumber } from '../domain/money.js';
 import type { ChannelRow } from '../repo/channels.js';
@@ -141,13 +142,12 @@ export function toChannel(row: ChannelRow): ContactChannel {
   };
 }
 
-// Event data is the resource as the API shows it (money and confidences as JSON numbers).
-export const stageData = (row: StageRow) => ({ ...row, default_confidence: toNumber(row.default_confidence) ?? null });
-export const pipelineData = (row: PipelineRow, stages?: StageRow[]) => ({ ...row, ...(stages ? { stages: stages.map(stageData) } : {}) });
-export const dealData = (row: DealRow) => ({ ...row, amount: Number(row.amount), confidence: toNumber(row.confidence) ?? null });
-export const historyData = (row: HistoryRow) => ({
-  ...row,
-  amount_at_change: toNumber(row.amount_at_change) ?? null,
-  confidence_at_change: toNumber(row.confidence_at_change) ?? null,
-});
-
+// Event data is the resource exactly as the REST API returns it (docs/events.md): the same
+// message the handler returns, through the gateway's JSON mapping.
+const resourceJson = resourceJsonOf('workauto/crm_pipelines/v1/crm_pipelines.proto', 'workauto.crm_pipelines.v1');
+export const stageData = (row: StageRow) => resourceJson('PipelineStage', PipelineStage, toStage(row));
+export const pipelineData = (row: PipelineRow, stages: StageRow[]) => resourceJson('Pipeline', Pipeline, toPipeline(row, stages));
+export const dealData = (row: DealRow) => resourceJson('Deal', Deal, toDeal(row));
+export const historyData = (row: HistoryRow) => resourceJson('DealStageHistoryEntry', DealStageHistoryEntry, toHistory(row));
+export const contactData = (row: ContactRow) => resourceJson('Contact', Contact, toContact(row));
+export const channelData = (row: ChannelRow) => resourceJson('ContactChannel', ContactChannel, toChannel(row));

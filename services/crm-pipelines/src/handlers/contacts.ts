@@ -6,7 +6,7 @@ import { canonicalize, type ChannelType } from '../domain/channels.js';
 import { moveTo } from '../domain/ordering.js';
 import * as channels from '../repo/channels.js';
 import * as contacts from '../repo/contacts.js';
-import { LIMITS, SOURCE, channelTypes, toChannel, toContact, type CrmDeps } from './common.js';
+import { LIMITS, SOURCE, channelTypes, toChannel, toContact, channelData, contactData, type CrmDeps } from './common.js';
 import { checkPosition } from './validation.js';
 
 type H = Handlers<typeof CrmPipelinesServiceService>;
@@ -40,7 +40,7 @@ async function demote(tx: PoolClient, ctx: CallContext, tenantId: string, contac
   const demoted = await channels.demotePrimary(tx, tenantId, contactId, type);
   if (demoted) {
     await recordEvent(tx, SOURCE, ctx, {
-      type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: demoted.id, data: { ...demoted }, metadata: { is_primary: false },
+      type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: demoted.id, data: channelData(demoted), metadata: { is_primary: false },
     });
   }
 }
@@ -65,7 +65,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
           job_title: textOrNull(req.job_title) ?? null,
           metadata: req.metadata ?? {},
         });
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact.created', resourceType: 'contact', resourceId: row.id, data: { ...row } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact.created', resourceType: 'contact', resourceId: row.id, data: contactData(row) });
         return toContact(row);
       }, { signal: ctx.signal });
     },
@@ -97,7 +97,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         const current = await lockContact(tx, ctx.tenant, req.id);
         const patch = { name: req.name?.trim(), company: textOrNull(req.company), job_title: textOrNull(req.job_title), metadata: req.metadata };
         const updated = await contacts.updateContact(tx, ctx.tenant, current.id, patch);
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact.updated', resourceType: 'contact', resourceId: updated.id, data: { ...updated }, metadata: changedFields(patch) });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact.updated', resourceType: 'contact', resourceId: updated.id, data: contactData(updated), metadata: changedFields(patch) });
         return toContact(updated);
       }, { signal: ctx.signal });
     },
@@ -108,10 +108,10 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         const current = await lockContact(tx, ctx.tenant, req.id);
         // Its channels go with it, so their values can be used by another contact.
         for (const ch of await channels.deleteChannelsOf(tx, ctx.tenant, current.id)) {
-          await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: ch.id, data: { ...ch } });
+          await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: ch.id, data: channelData(ch) });
         }
         const deleted = await contacts.updateContact(tx, ctx.tenant, current.id, { deleted_at: new Date() });
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact.deleted', resourceType: 'contact', resourceId: deleted.id, data: { ...deleted }, metadata: { deleted_at: deleted.deleted_at } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact.deleted', resourceType: 'contact', resourceId: deleted.id, data: contactData(deleted), metadata: { deleted_at: deleted.deleted_at } });
         return {};
       }, { signal: ctx.signal });
     },
@@ -156,7 +156,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
           await channels.setPreferenceOrder(tx, tenantId, moveTo([...siblings.map((c) => c.id), row.id], row.id, req.preference_order));
           row = (await channels.findChannel(tx, tenantId, contact.id, row.id))!;
         }
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.created', resourceType: 'contact_channel', resourceId: row.id, data: { ...row } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.created', resourceType: 'contact_channel', resourceId: row.id, data: channelData(row) });
         return toChannel(row);
       }, { signal: ctx.signal });
     },
@@ -207,7 +207,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         };
         const updated = await uniqueValue(current.type, canonical?.canonical ?? current.canonical_value, () => channels.updateChannel(tx, tenantId, current.id, patch));
         await recordEvent(tx, SOURCE, ctx, {
-          type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: updated.id, data: { ...updated },
+          type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: updated.id, data: channelData(updated),
           metadata: changedFields({ ...patch, preference_order: req.preference_order }),
         });
         return toChannel(updated);
@@ -228,10 +228,10 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
           // The type keeps a primary: the next channel by preference.
           const promoted = await channels.updateChannel(tx, tenantId, rest[0].id, { is_primary: true });
           await recordEvent(tx, SOURCE, ctx, {
-            type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: promoted.id, data: { ...promoted }, metadata: { is_primary: true },
+            type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: promoted.id, data: channelData(promoted), metadata: { is_primary: true },
           });
         }
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: deleted.id, data: { ...deleted } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: deleted.id, data: channelData(deleted) });
         return {};
       }, { signal: ctx.signal });
     },

@@ -29,7 +29,7 @@ async function takeDefault(tx: PoolClient, ctx: CallContext, tenantId: string): 
   const previous = await pipelines.unsetDefault(tx, tenantId);
   if (previous) {
     await recordEvent(tx, SOURCE, ctx, {
-      type: 'pipeline.updated', resourceType: 'pipeline', resourceId: previous.id, data: pipelineData(previous), metadata: { is_default: false },
+      type: 'pipeline.updated', resourceType: 'pipeline', resourceId: previous.id, data: pipelineData(previous, await stages.listStages(tx, tenantId, [previous.id])), metadata: { is_default: false },
     });
   }
 }
@@ -176,10 +176,10 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           // The tenant keeps a default: the first remaining pipeline in display order.
           const promoted = await pipelines.updatePipeline(tx, tenantId, rest[0], { is_default: true });
           await recordEvent(tx, SOURCE, ctx, {
-            type: 'pipeline.updated', resourceType: 'pipeline', resourceId: promoted.id, data: pipelineData(promoted), metadata: { is_default: true },
+            type: 'pipeline.updated', resourceType: 'pipeline', resourceId: promoted.id, data: pipelineData(promoted, await stages.listStages(tx, tenantId, [promoted.id])), metadata: { is_default: true },
           });
         }
-        await recordEvent(tx, SOURCE, ctx, { type: 'pipeline.deleted', resourceType: 'pipeline', resourceId: deleted.id, data: pipelineData(deleted), metadata: { deleted_at: deleted.deleted_at } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'pipeline.deleted', resourceType: 'pipeline', resourceId: deleted.id, data: pipelineData(deleted, []), metadata: { deleted_at: deleted.deleted_at } });
         return {};
       }, { signal: ctx.signal });
     },

@@ -7,7 +7,7 @@ import { assertAccessWithin, assertNotOutranked, assertNotOwn } from '../domain/
 import { policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
-import { SOURCE, accessOf, caller, levels, toPolicy, type IdentityDeps } from './common.js';
+import { SOURCE, accessOf, accessPoliciesData, caller, levels, toPolicy, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
@@ -34,7 +34,7 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
         const rows = await policies.replacePolicies(tx, ctx.tenant, target.id, inputs as PolicyInput[]);
         await recordEvent(tx, SOURCE, ctx, {
           type: 'access_policies.replaced', resourceType: 'member', resourceId: target.id,
-          data: { member_id: target.id, policies: rows.map((r) => ({ domain: r.domain, access_level: r.access_level })) },
+          data: accessPoliciesData(rows),
           metadata: { policies: inputs.map((p) => `${p.domain}:${p.access_level}`) },
         });
         return { data: rows.map(toPolicy) };

@@ -7,8 +7,8 @@ import * as members from '../repo/members.js';
 import { NO_ACCESS } from '../domain/access.js';
 import { assertMayAddApiKey } from '../domain/api-keys.js';
 import { assertAccessWithin, assertNotOutranked } from '../domain/grants.js';
-import { SOURCE, accessOf, assertMembersAdmin, caller, toApiKey, type IdentityDeps } from './common.js';
-import { apiKeyData, issueApiKey } from './members.js';
+import { SOURCE, accessOf, apiKeyData, assertMembersAdmin, caller, toApiKey, type IdentityDeps } from './common.js';
+import { issueApiKey } from './members.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 

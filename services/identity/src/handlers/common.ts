@@ -2,7 +2,8 @@ import type { Pool, Queryable } from '@workauto/db';
 import { enumMapping, errors, type CallContext } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
-import { InvitationStatus, MemberRole, type AccessPolicy, type ApiKey, type Invitation, type IntegrationKey, type Member } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { resourceJsonOf } from '@workauto/protos';
+import { InvitationStatus, MemberRole, AccessPolicy, ApiKey, Invitation, IntegrationKey, ListAccessPoliciesResponse, Member, Tenant } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { effectiveAccess, type Domain, type Level } from '../domain/access.js';
 import type { Grantor } from '../domain/grants.js';
 import { invitationStatus } from '../domain/invitations.js';
@@ -13,6 +14,7 @@ import * as policies from '../repo/access-policies.js';
 import * as apiKeys from '../repo/api-keys.js';
 import type { InvitationRow } from '../repo/invitations.js';
 import type { IntegrationKeyRow } from '../repo/integration-keys.js';
+import type { TenantRow } from '../repo/tenants.js';
 
 export const SOURCE = 'identity';
 export const roles = enumMapping(MemberRole, 'MEMBER_ROLE_');
@@ -92,6 +94,18 @@ export function toIntegrationKey(row: IntegrationKeyRow): IntegrationKey {
     last_verified_at: row.last_verified_at ?? undefined,
   };
 }
+
+// Event data is the resource exactly as the REST API returns it (docs/events.md): the same
+// message the handler returns, through the gateway's JSON mapping — so never a key, code or
+// credential (the API never returns them outside their creation).
+const resourceJson = resourceJsonOf('workauto/identity/v1/identity.proto', 'workauto.identity.v1');
+export const tenantData = (row: TenantRow) => resourceJson('Tenant', Tenant, { id: row.id, name: row.name, created_at: row.created_at });
+export const memberData = (row: members.MemberRow) => resourceJson('Member', Member, toMember(row));
+export const apiKeyData = (row: apiKeys.ApiKeyRow) => resourceJson('ApiKey', ApiKey, toApiKey(row));
+export const invitationData = (row: InvitationRow) => resourceJson('Invitation', Invitation, toInvitation(row));
+export const integrationKeyData = (row: IntegrationKeyRow) => resourceJson('IntegrationKey', IntegrationKey, toIntegrationKey(row));
+/** A member's policies: `data` holds the list GET /members/{id}/access-policies returns. */
+export const accessPoliciesData = (rows: policies.AccessPolicyRow[]) => resourceJson('ListAccessPoliciesResponse', ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
 
 /** A member's effective access: its role's defaults with its policy rows applied. */
 export async function accessOf(db: Queryable, member: members.MemberRow): Promise<Record<Domain, Level>> {

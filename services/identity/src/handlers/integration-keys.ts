@@ -4,7 +4,7 @@ import { hint, Keyring } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import * as integrationKeys from '../repo/integration-keys.js';
-import { SOURCE, caller, toIntegrationKey, type IdentityDeps } from './common.js';
+import { SOURCE, caller, integrationKeyData, toIntegrationKey, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
@@ -27,9 +27,6 @@ export async function storeCredential(
     id: newId(), tenant_id: tenantId, provider, ciphertext, key_id: Keyring.keyIdOf(ciphertext), key_hint: hint(credential), ...opts,
   });
 }
-
-/** Event data of a key: the summary, never the credential or its ciphertext. */
-const keyData = (row: integrationKeys.IntegrationKeyRow) => ({ ...toIntegrationKey(row) });
 
 export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegrationKeys' | 'getIntegrationKey' | 'putIntegrationKey' | 'deleteIntegrationKey'> {
   const { pool } = deps;
@@ -57,7 +54,7 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
         await caller(tx, ctx);
         const row = await storeCredential(deps, tx, ctx.tenant, req.provider, req.credential.trim(), { label: req.label?.trim() ?? null, metadata: {}, verified: false });
         await recordEvent(tx, SOURCE, ctx, {
-          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: keyData(row),
+          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: integrationKeyData(row),
           metadata: { provider: row.provider, key_version: row.key_version, label: row.label },
         });
         return toIntegrationKey(row);

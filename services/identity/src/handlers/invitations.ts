@@ -11,13 +11,10 @@ import { policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as invitations from '../repo/invitations.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
-import { SOURCE, caller, levels, roles, toInvitation, toMember, toPolicy, type IdentityDeps } from './common.js';
-import { apiKeyData, issueApiKey } from './members.js';
+import { SOURCE, apiKeyData, caller, invitationData, levels, memberData, roles, toInvitation, toMember, toPolicy, type IdentityDeps } from './common.js';
+import { issueApiKey } from './members.js';
 
 type H = Handlers<typeof IdentityServiceService>;
-
-/** What invitation events carry: never the code. */
-const invitationData = (row: invitations.InvitationRow) => ({ ...row, status: invitationStatus(row) });
 
 export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvitation' | 'listInvitations' | 'revokeInvitation' | 'claimInvitation'> {
   return {
@@ -87,7 +84,7 @@ export function invitationHandlers({ pool }: IdentityDeps): Pick<H, 'createInvit
         const claimed = await invitations.markInvitation(tx, inv.tenant_id, inv.id, { claimed_member_id: member.id });
         const actorCtx = { ...ctx, tenantId: inv.tenant_id, actor: { type: 'member', id: member.id } };
         await recordEvent(tx, SOURCE, actorCtx, { type: 'invitation.claimed', resourceType: 'invitation', resourceId: inv.id, data: invitationData(claimed), metadata: { member_id: member.id } });
-        await recordEvent(tx, SOURCE, actorCtx, { type: 'member.created', resourceType: 'member', resourceId: member.id, data: { ...member } });
+        await recordEvent(tx, SOURCE, actorCtx, { type: 'member.created', resourceType: 'member', resourceId: member.id, data: memberData(member) });
         await recordEvent(tx, SOURCE, actorCtx, { type: 'api_key.created', resourceType: 'api_key', resourceId: keyRow.id, data: apiKeyData(keyRow) });
         return { member: toMember(member), access_policies: policyRows.map(toPolicy), api_key: key };
       }, { signal: ctx.signal });

@@ -10,7 +10,7 @@ import * as apiKeys from '../repo/api-keys.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
 import * as tenants from '../repo/tenants.js';
-import { SOURCE, caller, levels, roles, toMember, type IdentityDeps } from './common.js';
+import { SOURCE, apiKeyData, caller, levels, memberData, roles, tenantData, toMember, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
@@ -20,9 +20,6 @@ export async function issueApiKey(tx: PoolClient, tenantId: string, memberId: st
   const row = await apiKeys.insertApiKey(tx, { id: newId(), tenant_id: tenantId, member_id: memberId, name, key_hash: sha256Hex(key), key_hint: hint(key) });
   return { key, row };
 }
-
-/** What an api_key event says about a key: never the key or its hash. */
-export const apiKeyData = (row: apiKeys.ApiKeyRow) => ({ id: row.id, member_id: row.member_id, name: row.name, key_hint: row.key_hint, revoked_at: row.revoked_at });
 
 export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick<H, 'createTenant' | 'listMembers' | 'getMember' | 'updateMember' | 'deactivateMember' | 'authenticateToken'> {
   return {
@@ -39,8 +36,8 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
         const member = await members.insertMember(tx, { id: newId(), tenant_id: tenant.id, name: owner.name.trim(), email: owner.email.trim(), role: 'owner' });
         const { key, row: keyRow } = await issueApiKey(tx, tenant.id, member.id, 'owner key');
         const ev = { tenantId: tenant.id };
-        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'tenant.created', resourceType: 'tenant', resourceId: tenant.id, data: { ...tenant } });
-        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'member.created', resourceType: 'member', resourceId: member.id, data: { ...member } });
+        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'tenant.created', resourceType: 'tenant', resourceId: tenant.id, data: tenantData(tenant) });
+        await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'member.created', resourceType: 'member', resourceId: member.id, data: memberData(member) });
         await recordEvent(tx, SOURCE, ctx, { ...ev, type: 'api_key.created', resourceType: 'api_key', resourceId: keyRow.id, data: apiKeyData(keyRow) });
         return { tenant: { id: tenant.id, name: tenant.name, created_at: tenant.created_at }, member: toMember(member), api_key: key };
       }, { signal: ctx.signal });
@@ -96,7 +93,7 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
           throw err;
         }
         const changed = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-        await recordEvent(tx, SOURCE, ctx, { type: 'member.updated', resourceType: 'member', resourceId: updated.id, data: { ...updated }, metadata: changed });
+        await recordEvent(tx, SOURCE, ctx, { type: 'member.updated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: changed });
         return toMember(updated);
       }, { signal: ctx.signal });
     },
@@ -112,7 +109,7 @@ export function memberHandlers({ pool, platformAdminToken }: IdentityDeps): Pick
         assertNotOutranked(me, current, 'deactivate the membership');
         if (current.role === 'owner') assertKeepsAnOwner(owners, current.id);
         const updated = await members.updateMember(tx, ctx.tenant, req.id, { is_active: false });
-        await recordEvent(tx, SOURCE, ctx, { type: 'member.deactivated', resourceType: 'member', resourceId: updated.id, data: { ...updated }, metadata: { is_active: false } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'member.deactivated', resourceType: 'member', resourceId: updated.id, data: memberData(updated), metadata: { is_active: false } });
         return toMember(updated);
       }, { signal: ctx.signal });
     },

@@ -7,7 +7,7 @@ import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import * as states from '../repo/oauth-states.js';
 import { isProviderOutage } from '../oauth.js';
-import { SOURCE, caller, liveKeyHolder, toIntegrationKey, type IdentityDeps } from './common.js';
+import { SOURCE, caller, integrationKeyData, liveKeyHolder, type IdentityDeps } from './common.js';
 import { storeCredential } from './integration-keys.js';
 
 type H = Handlers<typeof IdentityServiceService>;
@@ -100,7 +100,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
           label: null, metadata: { connection_id: pending.connection_id, kind: 'oauth', scope: tokens.scope ?? null }, verified: true,
         });
         await recordEvent(tx, SOURCE, actorCtx, {
-          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: { ...toIntegrationKey(row) },
+          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: integrationKeyData(row),
           metadata: { provider: req.idp, connection_id: pending.connection_id, via: 'oauth' },
         });
         return true;

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import protobuf from 'protobufjs';
-import { PROTO_ROOT } from '@workauto/protos';
+import { PROTO_ROOT } from './index.js';
 
 const PROTOBUFJS = dirname(createRequire(import.meta.url).resolve('protobufjs/package.json'));
 

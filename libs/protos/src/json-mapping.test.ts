@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadProtoRoot } from '@workauto/protos';
-import { Member, UpdateMemberRequest, MemberRole } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { MappingError, messageFromJson, messageToJson, parseRfc3339, timestampToJson, type Violation } from './json-mapping.js';
-import { FIXTURE_PROTO, rootFromSource } from './proto-fixtures.js';
+import { loadProtoRoot } from './index.js';
+import { Member, UpdateMemberRequest, MemberRole } from './gen/workauto/identity/v1/identity.js';
+import { MappingError, isIsoDate, messageFromJson, messageToJson, parseRfc3339, parseTimestamp, timestampToJson, type Violation } from './json-mapping.js';
+import { FIXTURE_PROTO, rootFromSource } from './fixtures.js';
 
 const root = loadProtoRoot(['workauto/identity/v1/identity.proto']);
 const memberType = root.lookupType('workauto.identity.v1.Member');
@@ -101,6 +101,10 @@ describe('JSON → proto', () => {
     assert.deepEqual(parseRfc3339('0001-01-01T00:00:00Z'), { seconds: -62135596800, nanos: 0 });
     assert.deepEqual(parseRfc3339('2026-11-22t10:00:00.5z'), { seconds: Date.UTC(2026, 10, 22, 10) / 1000, nanos: 500_000_000 });
     assert.equal(parseRfc3339('1969-12-31T23:59:59.25Z')?.seconds, -1);
+    // The Date form services use reads the same way (V8's own parser takes 2026-02-31 as 3 March).
+    assert.equal(parseTimestamp('2026-02-31T10:00:00Z'), undefined);
+    assert.equal(parseTimestamp('2026-11-22T10:00:00.123456+01:00')?.toISOString(), '2026-11-22T09:00:00.123Z');
+    assert.deepEqual(['2028-02-29', '2026-02-29', '2026-13-01', '0000-01-01', '31/12/2026'].map(isIsoDate), [true, false, false, false, false]);
   });
 
   it('refuses two members of one oneof, and maps keys of integer maps', () => {

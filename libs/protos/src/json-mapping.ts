@@ -212,18 +212,26 @@ function wellKnownFromJson(type: protobuf.Type, json: unknown, path: string, out
   }
 }
 
+/**
+ * A real calendar date in YYYY-MM-DD form (2026-02-30 is not). With parseRfc3339, the one place
+ * the API's dates and timestamps are read (the gateway and every service).
+ */
+export function isIsoDate(text: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  // Date.UTC would roll 31 February over to March; a real date survives the round trip unchanged.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0–99 as 1900–1999
+  return year >= 1 && date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
+
 /** Seconds and nanos of an RFC 3339 string, or undefined for anything else (including 2026-02-31 and 24:00). */
 export function parseRfc3339(text: string): { seconds: number; nanos: number } | undefined {
   const m = RFC3339.exec(text);
-  if (!m) return undefined;
+  if (!m || !isIsoDate(`${m[1]}-${m[2]}-${m[3]}`)) return undefined;
   const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
-  // Date.UTC rolls 31 February over to March; a real date survives the round trip unchanged.
-  const local = new Date(0);
-  local.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0–99 as 1900–1999
-  local.setUTCHours(hour, minute, Math.min(second, 59), 0);
-  if (year < 1 || local.getUTCFullYear() !== year || local.getUTCMonth() !== month - 1 || local.getUTCDate() !== day || hour > 23 || minute > 59 || second > 60) {
-    return undefined;
-  }
+  if (hour > 23 || minute > 59 || second > 60) return undefined;
   let offsetMin = 0;
   const zone = m[9]!;
   if (zone !== 'Z' && zone !== 'z') {
@@ -231,11 +239,20 @@ export function parseRfc3339(text: string): { seconds: number; nanos: number } |
     if (h > 23 || mi > 59) return undefined;
     offsetMin = (zone.startsWith('-') ? -1 : 1) * (h * 60 + mi);
   }
+  const local = new Date(0);
+  local.setUTCFullYear(year, month - 1, day);
   // A leap second (:60) is read as :59, as most systems do.
+  local.setUTCHours(hour, minute, Math.min(second, 59), 0);
   const seconds = Math.floor(local.getTime() / 1000) - offsetMin * 60;
   // google.protobuf.Timestamp's range: 0001-01-01 to 9999-12-31 (UTC).
   if (seconds < -62135596800 || seconds > 253402300799) return undefined;
   return { seconds, nanos: Number((m[8] ?? '').padEnd(9, '0')) };
+}
+
+/** An RFC 3339 timestamp as a Date (millisecond precision), or undefined: parseRfc3339 for code that works with Dates. */
+export function parseTimestamp(text: string): Date | undefined {
+  const ts = parseRfc3339(text);
+  return ts && new Date(ts.seconds * 1000 + Math.floor(ts.nanos / 1_000_000));
 }
 
 function timestampFromJson(json: unknown, path: string, out: Violation[]): unknown {

@@ -1,0 +1,349 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { after, describe, it } from 'node:test';
+import { ConfigError } from '@workauto/config';
+import { DomainError } from '@workauto/grpc';
+import { EgressConnectionError, EgressError, EgressPolicy, EgressRefusedError, EgressTimeoutError, type ResolvedAddress } from './index.js';
+import { TEST_CERTIFICATE, TEST_PRIVATE_KEY } from './test-certificate.js';
+
+/** Asserts checkUrl refuses with the kit's 400 naming the field; returns the description. */
+function refusal(policy: EgressPolicy, url: string, field = 'url'): string {
+  try {
+    policy.checkUrl(url, field);
+  } catch (err) {
+    assert.ok(err instanceof DomainError, `${url}: expected a DomainError, got ${String(err)}`);
+    assert.equal(err.reason, 'INVALID_ARGUMENT');
+    assert.equal(err.extra.fieldViolations?.[0]?.field, field);
+    return err.extra.fieldViolations[0]!.description;
+  }
+  assert.fail(`${url} was allowed`);
+}
+
+/** A receiver on loopback that counts the connections and requests it sees. */
+interface Receiver {
+  port: number;
+  connections: number;
+  requests: { method: string; url: string; body: string }[];
+  close(): Promise<void>;
+}
+
+async function receiver(options: { tls?: boolean; handle?: (req: http.IncomingMessage, res: http.ServerResponse) => void } = {}): Promise<Receiver> {
+  const handle = options.handle ?? ((_req, res) => res.end('ok'));
+  const server = options.tls ? https.createServer({ cert: TEST_CERTIFICATE, key: TEST_PRIVATE_KEY }) : http.createServer();
+  const state: Receiver = {
+    port: 0,
+    connections: 0,
+    requests: [],
+    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+  server.on('connection', () => state.connections++);
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      state.requests.push({ method: req.method ?? '', url: req.url ?? '', body });
+      handle(req, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  state.port = (server.address() as AddressInfo).port;
+  return state;
+}
+
+/** A resolver answering from a fixed table, standing in for DNS (nothing resolves offline). */
+function resolver(table: Record<string, ResolvedAddress[]>) {
+  return async (hostname: string) => table[hostname] ?? [];
+}
+const v4 = (address: string): ResolvedAddress => ({ address, family: 4 });
+const v6 = (address: string): ResolvedAddress => ({ address, family: 6 });
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  return assert.fail('expected the call to fail');
+}
+
+describe('checkUrl (when a tenant writes a URL)', () => {
+  const policy = new EgressPolicy();
+  after(() => policy.close());
+
+  it('refuses every non-public address of the contract, in every spelling, with a 400 that says how to allow it', () => {
+    const refused = [
+      'https://127.0.0.1/',
+      'https://127.255.255.254/',
+      'https://10.1.2.3/',
+      'https://172.16.0.1/',
+      'https://172.31.255.255/',
+      'https://192.168.1.1/',
+      'https://169.254.169.254/latest/meta-data/',
+      'https://[fe80::1]/',
+      'https://100.64.0.1/',
+      'https://0.0.0.0/',
+      'https://0.1.2.3/',
+      'https://192.0.0.8/',
+      'https://198.18.0.1/',
+      'https://198.19.255.255/',
+      'https://224.0.0.1/',
+      'https://239.255.255.250/',
+      'https://240.0.0.1/',
+      'https://255.255.255.255/',
+      'https://[::]/',
+      'https://[::1]/',
+      'https://[fc00::1]/',
+      'https://[fd12:3456::1]/',
+      // IPv4-mapped and -compatible IPv6
+      'https://[::ffff:127.0.0.1]/',
+      'https://[::ffff:7f00:1]/',
+      'https://[::ffff:169.254.169.254]/',
+      'https://[::ffff:10.0.0.1]/',
+      'https://[::127.0.0.1]/',
+      // 6to4 and NAT64 forms
+      'https://[2002:7f00:1::]/',
+      'https://[2002:a9fe:a9fe::1]/',
+      'https://[64:ff9b::7f00:1]/',
+      'https://[64:ff9b::a00:1]/',
+      // numeric IPv4 forms mean the address they spell
+      'https://2130706433/',
+      'https://0x7f.1/',
+      'https://017700000001/',
+      'https://127.1/',
+      'https://0/',
+      // RFC 6761 names
+      'https://localhost/',
+      'https://localhost:8443/x',
+      'https://a.localhost/',
+      'https://LOCALHOST./',
+    ];
+    for (const url of refused) {
+      const description = refusal(policy, url);
+      assert.match(description, /only https URLs to public \(global unicast\) addresses are allowed/, url);
+      assert.match(description, /EGRESS_ALLOW_PRIVATE=true.*EGRESS_ALLOWED_CIDRS/, url);
+    }
+  });
+
+  it('says which address a URL means and what kind it is', () => {
+    assert.match(refusal(policy, 'https://0x7f.1/'), /^127\.0\.0\.1 is a loopback address/);
+    assert.match(refusal(policy, 'https://[::ffff:a9fe:a9fe]/'), /link-local.*169\.254\.169\.254 written as IPv6/);
+    assert.match(refusal(policy, 'https://10.0.0.1/'), /private address/);
+    assert.match(refusal(policy, 'https://a.localhost/'), /loopback name/);
+  });
+
+  it('names the field it checks', () => {
+    refusal(policy, 'https://127.0.0.1/mcp', 'mcp_server_url');
+  });
+
+  it('refuses plain http unless private destinations are allowed', () => {
+    assert.match(refusal(policy, 'http://hooks.example.com/'), /must use https, not http.*EGRESS_ALLOW_PRIVATE=true/);
+  });
+
+  it('refuses other schemes, userinfo, over-long and malformed URLs whatever the policy', () => {
+    const permissive = new EgressPolicy({ allowPrivate: true });
+    after(() => permissive.close());
+    for (const p of [policy, permissive]) {
+      assert.match(refusal(p, 'ftp://files.example.com/'), /must use https \(got ftp:\)/);
+      assert.match(refusal(p, 'file:///etc/passwd'), /must use https \(got file:\)/);
+      assert.match(refusal(p, 'https://user:secret@hooks.example.com/'), /user name or password/);
+      assert.match(refusal(p, 'https://user@hooks.example.com/'), /user name or password/);
+      assert.match(refusal(p, `https://hooks.example.com/${'a'.repeat(2030)}`), /at most 2048 characters \(got 2056\)/);
+      assert.match(refusal(p, 'hooks.example.com/x'), /must be an absolute URL/);
+    }
+    assert.equal(policy.checkUrl(`https://hooks.example.com/${'a'.repeat(2048 - 26)}`, 'url').href.length, 2048);
+  });
+
+  it('allows https to host names and public addresses, IPv4 embedded in IPv6 included, and returns the parsed URL', () => {
+    for (const url of [
+      'https://hooks.example.com/workauto?x=1',
+      'https://1.1.1.1/',
+      'https://8.8.8.8:8443/hook',
+      'https://[2606:4700:4700::1111]/',
+      'https://[::ffff:8.8.8.8]/',
+      'https://[2002:808:808::1]/',
+      'https://[64:ff9b::808:808]/',
+    ]) {
+      assert.equal(policy.checkUrl(url, 'url').href, new URL(url).href, url);
+    }
+  });
+
+  it('with private destinations allowed, takes http, loopback and localhost', () => {
+    const permissive = new EgressPolicy({ allowPrivate: true });
+    after(() => permissive.close());
+    for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost:3000/mcp', 'https://10.0.0.1/', 'http://[::1]/']) {
+      permissive.checkUrl(url, 'url');
+    }
+  });
+
+  it('with EGRESS_ALLOWED_CIDRS, allows those ranges (in any spelling) over https while the rest stay refused', () => {
+    const ranged = EgressPolicy.fromEnv({ EGRESS_ALLOWED_CIDRS: '127.0.0.0/8, fd00::/8' });
+    after(() => ranged.close());
+    ranged.checkUrl('https://127.0.0.1:8443/', 'url');
+    ranged.checkUrl('https://[::ffff:127.0.0.1]/', 'url');
+    ranged.checkUrl('https://2130706433/', 'url');
+    ranged.checkUrl('https://[fd00::5]/', 'url');
+    assert.match(refusal(ranged, 'https://10.0.0.1/'), /private address/);
+    assert.match(refusal(ranged, 'https://[::1]/'), /loopback/);
+    assert.match(refusal(ranged, 'http://127.0.0.1/'), /must use https/);
+  });
+});
+
+describe('EgressPolicy.fromEnv', () => {
+  it('defaults to refusing private destinations', async () => {
+    const policy = EgressPolicy.fromEnv({});
+    assert.equal(policy.allowPrivate, false);
+    await policy.close();
+    const open = EgressPolicy.fromEnv({ EGRESS_ALLOW_PRIVATE: 'true' });
+    assert.equal(open.allowPrivate, true);
+    await open.close();
+  });
+
+  it('stops start-up naming the variable when a value is bad', () => {
+    assert.throws(() => EgressPolicy.fromEnv({ EGRESS_ALLOW_PRIVATE: 'yes' }), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.message, /EGRESS_ALLOW_PRIVATE: expected true or false \(got "yes"\)/);
+      return true;
+    });
+    for (const bad of ['10.0.0.0/8,intranet', '10.0.0.0/33', '0x0a.0.0.0/8', '10.0.0.0', 'fd00::/129']) {
+      assert.throws(() => EgressPolicy.fromEnv({ EGRESS_ALLOWED_CIDRS: bad }), (err: unknown) => {
+        assert.ok(err instanceof ConfigError, bad);
+        assert.match(err.message, /EGRESS_ALLOWED_CIDRS: ".*" is not a CIDR range; expected a comma-separated list like 10\.0\.0\.0\/8,fd00::\/8/, bad);
+        return true;
+      });
+    }
+  });
+});
+
+describe('fetch (at every connection)', () => {
+  it('refuses a host name that resolves to loopback, and the receiver there sees nothing (DNS rebinding)', async () => {
+    const target = await receiver({ tls: true });
+    after(() => target.close());
+    const policy = new EgressPolicy({ resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }), extraCaCertificates: [TEST_CERTIFICATE] });
+    after(() => policy.close());
+    const url = `https://rebound.test:${target.port}/hook`;
+    policy.checkUrl(url, 'url'); // passes when written: the name is not resolved then
+    const err = await rejection(policy.fetch(url, { method: 'POST', body: '{}' }));
+    assert.ok(err instanceof EgressRefusedError, String(err));
+    assert.equal(err.message, 'destination not allowed: rebound.test resolves to 127.0.0.1, a loopback address');
+    assert.equal(target.connections, 0);
+    assert.equal(target.requests.length, 0);
+  });
+
+  it('refuses when any of the addresses a name resolves to is refused, in either family', async () => {
+    const policy = new EgressPolicy({
+      resolve: resolver({
+        'mixed4.test': [v4('1.1.1.1'), v4('10.0.0.7')],
+        'mixed6.test': [v6('2606:4700:4700::1111'), v6('::ffff:169.254.169.254')],
+        'mixed.test': [v4('1.1.1.1'), v6('fd00::1')],
+      }),
+    });
+    after(() => policy.close());
+    for (const [name, why] of [['mixed4.test', /10\.0\.0\.7, a private address/], ['mixed6.test', /link-local/], ['mixed.test', /fd00::1, a unique-local/]] as const) {
+      const err = await rejection(policy.fetch(`https://${name}/`));
+      assert.ok(err instanceof EgressRefusedError, `${name}: ${String(err)}`);
+      assert.match(err.message, why);
+    }
+  });
+
+  it('refuses a literal address or plain http before connecting', async () => {
+    const target = await receiver();
+    after(() => target.close());
+    const policy = new EgressPolicy();
+    after(() => policy.close());
+    for (const url of [`https://127.0.0.1:${target.port}/`, `https://2130706433:${target.port}/`, `http://hooks.example.com:${target.port}/`]) {
+      const err = await rejection(policy.fetch(url));
+      assert.ok(err instanceof EgressRefusedError, `${url}: ${String(err)}`);
+      assert.match(err.message, /^destination not allowed: /);
+    }
+    assert.equal(target.connections, 0);
+  });
+
+  it('with EGRESS_ALLOW_PRIVATE=true, reaches a loopback receiver over plain http', async () => {
+    const target = await receiver({ handle: (_req, res) => res.writeHead(202).end('accepted') });
+    after(() => target.close());
+    const policy = EgressPolicy.fromEnv({ EGRESS_ALLOW_PRIVATE: 'true' });
+    after(() => policy.close());
+    const res = await policy.fetch(`http://127.0.0.1:${target.port}/hook`, { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } });
+    assert.equal(res.status, 202);
+    assert.equal(await res.text(), 'accepted');
+    assert.deepEqual(target.requests, [{ method: 'POST', url: '/hook', body: '{"a":1}' }]);
+  });
+
+  it('with EGRESS_ALLOWED_CIDRS=127.0.0.0/8, reaches loopback over https while a name resolving into 10/8 stays refused', async () => {
+    const target = await receiver({ tls: true });
+    after(() => target.close());
+    const policy = EgressPolicy.fromEnv(
+      { EGRESS_ALLOWED_CIDRS: '127.0.0.0/8' },
+      { resolve: resolver({ 'receiver.test': [v4('127.0.0.1')], 'intranet.test': [v4('10.0.0.1')] }), extraCaCertificates: [TEST_CERTIFICATE] },
+    );
+    after(() => policy.close());
+    assert.equal((await policy.fetch(`https://127.0.0.1:${target.port}/a`)).status, 200);
+    assert.equal((await policy.fetch(`https://receiver.test:${target.port}/b`)).status, 200);
+    assert.deepEqual(target.requests.map((r) => r.url), ['/a', '/b']);
+    const err = await rejection(policy.fetch(`https://intranet.test:${target.port}/`));
+    assert.ok(err instanceof EgressRefusedError, String(err));
+    assert.match(err.message, /intranet\.test resolves to 10\.0\.0\.1, a private address/);
+  });
+
+  it('returns a redirect as the response and never follows it', async () => {
+    const elsewhere = await receiver();
+    after(() => elsewhere.close());
+    const target = await receiver({ handle: (_req, res) => res.writeHead(302, { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end() });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const res = await policy.fetch(`http://127.0.0.1:${target.port}/hook`, { method: 'POST', body: 'x' });
+    assert.equal(res.status, 302);
+    assert.equal(res.headers.get('location'), `http://127.0.0.1:${elsewhere.port}/stolen`);
+    assert.equal(elsewhere.requests.length, 0);
+  });
+
+  it('gives up after the total timeout with EgressTimeoutError, before the response and while reading the body', async () => {
+    const silent = await receiver({ handle: () => {} });
+    after(() => silent.close());
+    const stalls = await receiver({ handle: (_req, res) => { res.writeHead(200); res.write('partial'); } });
+    after(() => stalls.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+
+    const started = Date.now();
+    const err = await rejection(policy.fetch(`http://127.0.0.1:${silent.port}/`, { timeoutMs: 200 }));
+    assert.ok(err instanceof EgressTimeoutError, String(err));
+    assert.match(err.message, /no complete response from http:\/\/127\.0\.0\.1:\d+ within 200 ms/);
+    assert.ok(Date.now() - started < 5_000);
+
+    const res = await policy.fetch(`http://127.0.0.1:${stalls.port}/`, { timeoutMs: 300 });
+    const bodyErr = await rejection(res.text());
+    assert.ok(bodyErr instanceof EgressTimeoutError, String(bodyErr));
+    // The caller's own abort stays the caller's: not a timeout of the destination.
+    const aborted = await rejection(policy.fetch(`http://127.0.0.1:${silent.port}/`, { signal: AbortSignal.abort() }));
+    assert.ok(!(aborted instanceof EgressError), String(aborted));
+    assert.equal((aborted as Error).name, 'AbortError');
+  });
+
+  it('gives up connecting after the connect timeout with EgressTimeoutError', async () => {
+    const policy = new EgressPolicy({ connectTimeoutMs: 200, timeoutMs: 10_000, resolve: () => new Promise(() => {}) });
+    after(() => policy.close());
+    const started = Date.now();
+    const err = await rejection(policy.fetch('https://slow-dns.test/'));
+    assert.ok(err instanceof EgressTimeoutError, String(err));
+    assert.match(err.message, /UND_ERR_CONNECT_TIMEOUT/);
+    assert.ok(Date.now() - started < 5_000);
+  });
+
+  it('reports a connection failure as EgressConnectionError, neither refused nor timed out', async () => {
+    const closed = await receiver();
+    const port = closed.port;
+    await closed.close();
+    const policy = new EgressPolicy({ allowPrivate: true, resolve: resolver({}) });
+    after(() => policy.close());
+    const refusedConnection = await rejection(policy.fetch(`http://127.0.0.1:${port}/`));
+    assert.ok(refusedConnection instanceof EgressConnectionError, String(refusedConnection));
+    assert.match(refusedConnection.message, /could not reach http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/);
+    const unknownName = await rejection(policy.fetch('http://nowhere.test/'));
+    assert.ok(unknownName instanceof EgressConnectionError, String(unknownName));
+    assert.match(unknownName.message, /nowhere\.test has no address/);
+  });
+});

@@ -1,0 +1,14 @@
+/**
+ * The egress policy for outbound calls to URLs that tenants supply (contract §5):
+ *
+ *   const egress = EgressPolicy.fromEnv();                  // EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS
+ *   const url = egress.checkUrl(body.url, 'url');           // when written: throws the kit's 400
+ *   const res = await egress.fetch(url, { method: 'POST', body, timeoutMs: 15_000 });
+ *   // fails with EgressRefusedError | EgressTimeoutError | EgressConnectionError; a 3xx is a response
+ *   await egress.close();                                   // on shutdown
+ *
+ * `egress.fetch` has the global fetch's signature, so it can be handed to clients that take a fetch
+ * (the MCP SDK's transports).
+ */
+export { EgressPolicy, egressVars, URL_MAX_LENGTH, type EgressPolicyOptions, type EgressRequestInit, type Resolver, type ResolvedAddress } from './policy.js';
+export { EgressError, EgressRefusedError, EgressTimeoutError, EgressConnectionError } from './errors.js';

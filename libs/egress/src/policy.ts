@@ -1,0 +1,211 @@
+/**
+ * The one egress policy for outbound calls to URLs that tenants supply (contract §5, "Outbound
+ * calls"): checked when the URL is written (checkUrl) and again on every connection, on the
+ * addresses actually dialled (fetch), so DNS rebinding cannot slip past the first check.
+ */
+import dns from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import net from 'node:net';
+import tls from 'node:tls';
+import { loadConfig, z } from '@workauto/config';
+import { errors } from '@workauto/grpc';
+import { Agent, Dispatcher1Wrapper } from 'undici';
+import { addressRefusal, parseCidrList, type Cidr } from './address.js';
+import { EgressConnectionError, EgressError, EgressRefusedError, EgressTimeoutError } from './errors.js';
+
+export const URL_MAX_LENGTH = 2048;
+
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Every address of a host name, both families (dns.lookup's `all` answer). */
+export type Resolver = (hostname: string) => Promise<readonly ResolvedAddress[]>;
+
+export interface EgressPolicyOptions {
+  /** Any address and plain http may be reached (make dev, a trusted network). Default false. */
+  allowPrivate?: boolean;
+  /** Ranges reachable even though they are not global unicast, e.g. ['10.20.0.0/16', 'fd00::/8']. */
+  allowedCidrs?: readonly string[];
+  /** How host names are resolved at connect time; default the system resolver (dns.lookup). */
+  resolve?: Resolver;
+  /** Longest wait for a TCP/TLS connection (default 5 s). */
+  connectTimeoutMs?: number;
+  /** Default of EgressRequestInit.timeoutMs (10 s). */
+  timeoutMs?: number;
+  /** CA certificates trusted for https besides the default ones (an internal CA; tests). */
+  extraCaCertificates?: readonly string[];
+}
+
+export interface EgressRequestInit extends Omit<RequestInit, 'redirect'> {
+  /** Time for the whole exchange, the response body included; then EgressTimeoutError. */
+  timeoutMs?: number;
+}
+
+const ALLOW_PRIVATE_HINT =
+  'only https URLs to public (global unicast) addresses are allowed; to reach private addresses on a self-hosted ' +
+  'deployment, the operator sets EGRESS_ALLOW_PRIVATE=true or lists the ranges in EGRESS_ALLOWED_CIDRS';
+
+/** The policy's environment variables (README, docs/operations.md). */
+export const egressVars = {
+  EGRESS_ALLOW_PRIVATE: z
+    .enum(['true', 'false'], { error: 'expected true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
+  EGRESS_ALLOWED_CIDRS: z
+    .string()
+    .default('')
+    .transform((text, ctx) => {
+      const parsed = parseCidrList(text);
+      if ('bad' in parsed) {
+        ctx.addIssue({ code: 'custom', message: `"${parsed.bad}" is not a CIDR range; expected a comma-separated list like 10.0.0.0/8,fd00::/8` });
+        return z.NEVER;
+      }
+      return text.split(',').map((s) => s.trim()).filter(Boolean);
+    }),
+};
+
+export class EgressPolicy {
+  readonly allowPrivate: boolean;
+  readonly #allowed: Cidr[];
+  readonly #resolve: Resolver;
+  readonly #timeoutMs: number;
+  readonly #agent: Agent;
+  /** The agent as Node's built-in fetch (undici 7's handler API) takes it. */
+  readonly #dispatcher: Dispatcher1Wrapper;
+
+  /** From EGRESS_ALLOW_PRIVATE and EGRESS_ALLOWED_CIDRS; a bad value is a ConfigError naming the variable. */
+  static fromEnv(env: Record<string, string | undefined> = process.env, options: Omit<EgressPolicyOptions, 'allowPrivate' | 'allowedCidrs'> = {}): EgressPolicy {
+    const config = loadConfig(egressVars, env);
+    return new EgressPolicy({ ...options, allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS });
+  }
+
+  constructor(options: EgressPolicyOptions = {}) {
+    this.allowPrivate = options.allowPrivate ?? false;
+    const parsed = parseCidrList((options.allowedCidrs ?? []).join(','));
+    if ('bad' in parsed) throw new Error(`allowedCidrs: "${parsed.bad}" is not a CIDR range`);
+    this.#allowed = parsed.cidrs;
+    this.#resolve = options.resolve ?? ((hostname) => dns.promises.lookup(hostname, { all: true, order: 'verbatim' }));
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#agent = new Agent({
+      connect: {
+        timeout: options.connectTimeoutMs ?? 5_000,
+        // Every host name is resolved through #lookup; IP literals never reach it (net.connect skips the
+        // lookup for them), which is why fetch checks the URL's host itself before dispatching.
+        lookup: this.#lookup,
+        ...(options.extraCaCertificates?.length ? { ca: [...tls.getCACertificates('default'), ...options.extraCaCertificates] } : {}),
+      },
+    });
+    this.#dispatcher = new Dispatcher1Wrapper(this.#agent);
+  }
+
+  /**
+   * Write-time check of a tenant's URL: a 400 naming `field` when the URL may never be called (bad
+   * form, scheme, userinfo, length, or a literal host the policy refuses). Host names are not
+   * resolved here; their addresses are checked at every connection.
+   */
+  checkUrl(url: string, field: string): URL {
+    const result = this.#urlCheck(url);
+    if ('refused' in result) throw errors.invalidField(field, result.refused);
+    return result.url;
+  }
+
+  /**
+   * Node's fetch under the policy: the URL is checked as by checkUrl, every address the host
+   * resolves to is checked before connecting, a redirect is returned as it is (never followed).
+   * Fails with EgressRefusedError, EgressTimeoutError or EgressConnectionError.
+   */
+  async fetch(url: string | URL, init: EgressRequestInit = {}): Promise<Response> {
+    const checked = this.#urlCheck(String(url));
+    if ('refused' in checked) throw new EgressRefusedError(checked.refused);
+    const { timeoutMs = this.#timeoutMs, signal, ...rest } = init;
+    // The timer aborts with our own error as the reason, so the body stream fails with it too.
+    const deadline = new AbortController();
+    setTimeout(
+      () => deadline.abort(new EgressTimeoutError(`no complete response from ${checked.url.origin} within ${timeoutMs} ms`)),
+      timeoutMs,
+    ).unref();
+    try {
+      return await fetch(checked.url, {
+        ...rest,
+        redirect: 'manual',
+        signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
+        // RequestInit's types do not list dispatcher, Node's fetch takes it (undici's extension).
+        dispatcher: this.#dispatcher,
+      } as RequestInit);
+    } catch (err) {
+      if (signal?.aborted && err === signal.reason) throw err;
+      throw toEgressError(err, checked.url.origin);
+    }
+  }
+
+  /** Closes the pooled connections. */
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  #urlCheck(text: string): { url: URL } | { refused: string } {
+    if (text.length > URL_MAX_LENGTH) return { refused: `must be at most ${URL_MAX_LENGTH} characters (got ${text.length})` };
+    const url = URL.parse(text);
+    if (url === null) return { refused: `must be an absolute URL such as https://hooks.example.com/workauto (got ${JSON.stringify(text.slice(0, 100))})` };
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return { refused: `must use https (got ${url.protocol}); ${ALLOW_PRIVATE_HINT}` };
+    if (url.username !== '' || url.password !== '') return { refused: 'must not carry a user name or password (user:password@); remove them from the URL' };
+    if (url.protocol === 'http:' && !this.allowPrivate) return { refused: `must use https, not http; ${ALLOW_PRIVATE_HINT}` };
+    const refused = this.#hostRefusal(url.hostname);
+    return refused === null ? { url } : { refused: `${refused}; ${ALLOW_PRIVATE_HINT}` };
+  }
+
+  /** Why a host as written (a name or an IP literal, IPv6 with or without brackets) is refused, if it is. */
+  #hostRefusal(host: string): string | null {
+    if (this.allowPrivate) return null;
+    const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+    if (net.isIP(bare)) {
+      const why = addressRefusal(bare, this.#allowed);
+      return why === null ? null : `${bare} is ${why}`;
+    }
+    const name = bare.toLowerCase().replace(/\.$/, '');
+    // RFC 6761: localhost and its subdomains are loopback, whatever a resolver says.
+    return name === 'localhost' || name.endsWith('.localhost') ? `${host} is a loopback name (localhost)` : null;
+  }
+
+  /**
+   * net.connect's lookup: resolves the name, refuses the connection when any address is refused, and
+   * hands net only the addresses checked, so the one dialled is always one of them.
+   */
+  readonly #lookup: LookupFunction = (hostname, options, callback) => {
+    this.#resolve(hostname).then(
+      (addresses) => {
+        if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+        for (const { address } of addresses) {
+          const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed);
+          if (why !== null) return callback(new EgressRefusedError(`${hostname} resolves to ${address}, ${why}`), '', 0);
+        }
+        const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
+        const wanted = family ? addresses.filter((a) => a.family === family) : addresses;
+        if (options.all) return callback(null, wanted.map((a) => ({ address: a.address, family: a.family })));
+        const first = wanted[0];
+        if (!first) return callback(Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: 'ENOTFOUND' }), '', 0);
+        callback(null, first.address, first.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
+  };
+}
+
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+
+/** undici's fetch rejects with TypeError('fetch failed', { cause }); the cause says what happened. */
+function toEgressError(err: unknown, origin: string): EgressError {
+  let cause: unknown = err;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth++) {
+    if (cause instanceof EgressError) return cause;
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code && TIMEOUT_CODES.has(code)) return new EgressTimeoutError(`no connection or response from ${origin} in time (${code})`, { cause: err });
+    if (code) return new EgressConnectionError(`could not reach ${origin}: ${cause.message} (${code})`, { cause: err });
+    if (cause.cause === undefined) break;
+    cause = cause.cause;
+  }
+  const message = cause instanceof Error ? cause.message : String(cause);
+  return new EgressConnectionError(`could not reach ${origin}: ${message}`, { cause: err });
+}

@@ -1,0 +1,24 @@
+/**
+ * A self-signed certificate for 127.0.0.1 and receiver.test (valid until 2126), for the tests' https
+ * receivers only: made with openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes.
+ */
+export const TEST_CERTIFICATE = `-----BEGIN CERTIFICATE-----
+MIIBtTCCAVugAwIBAgIUfbzRH+X2MRlp9HXWII7IJJnWutYwCgYIKoZIzj0EAwIw
+HzEdMBsGA1UEAwwUZWdyZXNzIHRlc3QgcmVjZWl2ZXIwIBcNMjYxMTIzMTMzODQ3
+WhgPMjEyNjEwMzAxMzM4NDdaMB8xHTAbBgNVBAMMFGVncmVzcyB0ZXN0IHJlY2Vp
+dmVyMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2S3tmP/r1stDal7T57OJK7V3
+RX3rA5+U9kP/W8SmkPoNBa/VyQvEtIeojfgsB4xsD+qXRDKpMK2CNEKkGOU9dqNz
+MHEwHQYDVR0OBBYEFCg/ooKCCkszcB/x7kpP5sRp2l3LMB8GA1UdIwQYMBaAFCg/
+ooKCCkszcB/x7kpP5sRp2l3LMA8GA1UdEwEB/wQFMAMBAf8wHgYDVR0RBBcwFYcE
+fwAAAYINcmVjZWl2ZXIudGVzdDAKBggqhkjOPQQDAgNIADBFAiAeRThvUPU24RG+
+plrme/jHmO9Wwq5ZOzSOJ6AVXnhxzgIhAK6WE8xaJFLyLbGsROamNsOE5QGKvAnB
+NWWB2GA7PMpV
+-----END CERTIFICATE-----
+`;
+
+export const TEST_PRIVATE_KEY = `-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgtuinLv4LNTOef3xU
+fazjOGo59ExtAyrBOlkdCiIqB96hRANCAATZLe2Y/+vWy0NqXtPns4krtXdFfesD
+n5T2Q/9bxKaQ+g0Fr9XJC8S0h6iN+CwHjGwP6pdEMqkwrYI0QqQY5T12
+-----END PRIVATE KEY-----
+`;
