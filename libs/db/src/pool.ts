@@ -44,6 +44,10 @@ export function createPool(
   });
   // An idle client's error (e.g. the server restarted) must not crash the process.
   pool.on('error', () => undefined);
+  // Nor may a checked-out client's: one that breaks between queries (the relay's transaction
+  // awaiting Kafka during a database outage) emits 'error' with no listener of its holder. The
+  // holder sees the failure on its next query.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 

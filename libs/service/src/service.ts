@@ -79,10 +79,6 @@ export async function startService<S extends UnaryServiceDefinition>(spec: Servi
   const resources = new Resources();
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
-    // A connection that breaks while checked out but idle (the relay's transaction awaiting Kafka)
-    // emits 'error' with no listener, which crashed the process in a database outage. Its holder
-    // sees the failure on its next query instead. (Belongs in createPool; here until libs/db has it.)
-    pool.on('connect', (client) => client.on('error', () => undefined));
     const migrations = [OUTBOX_MIGRATIONS, ...[spec.migrations].flat()];
     const applied = await untilDatabaseAnswers(config.databaseUrl, logger, () => runMigrations(pool, migrations), config.databaseWait);
     if (applied.length) logger.info({ applied }, 'migrations applied');
