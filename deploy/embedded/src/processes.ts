@@ -68,6 +68,8 @@ export async function startServiceProcesses(opts: {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn',
+        // Profiling the deployment shape (docs/benchmarks.md): e.g. PROFILE_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof'.
+        ...(process.env.PROFILE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.PROFILE_NODE_OPTIONS } : {}),
         // Topics and consumer groups of this cluster only: clusters of tests running side by side share the broker.
         ...(opts.kafkaBrokers ? { KAFKA_BROKERS: opts.kafkaBrokers, KAFKA_NAMESPACE: `${opts.databasePrefix}.` } : {}),
         ...envs[name], ...opts.env,
