@@ -70,7 +70,12 @@ export class GrpcServer {
     return (call, callback) => {
       const started = performance.now();
       const abort = new AbortController();
-      call.on('cancelled', () => abort.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call')));
+      let answered = false;
+      // grpc-js also emits 'cancelled' after calls it completed: only a call still running is
+      // aborted (and only then is the reason, with its stack, built — docs/benchmarks.md).
+      call.on('cancelled', () => {
+        if (!answered) abort.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call'));
+      });
       const deadline = call.getDeadline();
       const deadlineMs = deadline instanceof Date ? deadline.getTime() - Date.now() : Number.isFinite(deadline) ? Number(deadline) - Date.now() : Infinity;
       const timer = Number.isFinite(deadlineMs)
@@ -81,11 +86,13 @@ export class GrpcServer {
       const run = async () => handler(call.request, (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)));
       run().then(
         (response) => {
+          answered = true;
           clearTimeout(timer);
           logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(performance.now() - started) }, 'rpc ok');
           callback(null, response);
         },
         (err: unknown) => {
+          answered = true;
           clearTimeout(timer);
           const mapped = toServiceError(err, errorDomain);
           const log = { rpc: path, request_id: ctx?.requestId, grpc_code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
