@@ -1,11 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
-import { CALLER_TOKEN_KEY, type Caller, type CallerSigner } from './caller-identity.js';
+import type { Caller, CallerSigner } from './caller-identity.js';
 import { errors } from './errors.js';
-
-/** The one metadata entry services read: the signed caller identity (see caller-identity.ts). */
-export const MetadataKeys = {
-  callerToken: CALLER_TOKEN_KEY,
-} as const;
 
 export interface Actor {
   /** member, api_key, platform_admin or system */

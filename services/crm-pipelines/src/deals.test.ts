@@ -204,12 +204,7 @@ describe('deals over gRPC', () => {
 
   it('never fails with a 5xx or a deadlock when deals are created in a pipeline being deleted (200 rounds)', async () => {
     const t = tenant();
-    const outcomes = new Map<string, number>();
-    const count = (rpc: string, p: Promise<unknown>) =>
-      p.then(
-        () => `${rpc} ok`,
-        (err: grpc.ServiceError) => `${rpc} ${grpc.status[err.code]}`,
-      ).then((o) => outcomes.set(o, (outcomes.get(o) ?? 0) + 1));
+    const { outcomes, count } = outcomeCounter();
     for (let round = 0; round < 200; round++) {
       const p = await pipeline(t);
       await Promise.all([
@@ -227,12 +222,7 @@ describe('deals over gRPC', () => {
 
   it('never deadlocks when deals move while their stage is deleted (deals moved elsewhere) or their pipeline gets a stage', async () => {
     const t = tenant();
-    const outcomes = new Map<string, number>();
-    const count = (rpc: string, p: Promise<unknown>) =>
-      p.then(
-        () => `${rpc} ok`,
-        (err: grpc.ServiceError) => `${rpc} ${grpc.status[err.code]}`,
-      ).then((o) => outcomes.set(o, (outcomes.get(o) ?? 0) + 1));
+    const { outcomes, count } = outcomeCounter();
     for (let round = 0; round < 50; round++) {
       const p = await pipeline(t);
       const [lead, qualified, proposal] = p.stages;
@@ -268,3 +258,14 @@ describe('deals over gRPC', () => {
     assert.equal((await crm.client.call(S.getDeal, { id: d.id }, owner.call)).title, 'secret');
   });
 });
+
+/** Tallies each call's outcome as "<rpc> ok" or "<rpc> <grpc status>" (the race tests assert on the set). */
+function outcomeCounter() {
+  const outcomes = new Map<string, number>();
+  const count = (rpc: string, p: Promise<unknown>) =>
+    p.then(
+      () => `${rpc} ok`,
+      (err: grpc.ServiceError) => `${rpc} ${grpc.status[err.code]}`,
+    ).then((o) => outcomes.set(o, (outcomes.get(o) ?? 0) + 1));
+  return { outcomes, count };
+}

@@ -21,8 +21,6 @@ import { buildOpenApi } from './openapi.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
-// In a module of its own so main.ts validates TRUSTED_PROXIES before telemetry loads this one.
-export { isCidr } from './cidr.js';
 
 export interface GatewayOptions {
   logger: Logger;

@@ -1,3 +1,4 @@
+// A module of its own so main.ts validates TRUSTED_PROXIES before telemetry loads app.ts.
 import { isIP } from 'node:net';
 
 /** `10.0.0.0/8`, `fd00::/8` or a bare address: what TRUSTED_PROXIES takes. */
