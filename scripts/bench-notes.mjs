@@ -70,11 +70,11 @@ async function load(url, headers, seconds) {
 }
 
 async function measure(name, url, headers) {
-  if (WARMUP > 0) await load(url, headers, WARMUP);
+  const warm = WARMUP > 0 ? (await load(url, headers, WARMUP)).requests.total : 0;
   const r = await load(url, headers, DURATION);
   const bad = r.non2xx + r.errors + r.timeouts;
   const row = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, bad };
-  console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests, ${bad} non-2xx/errors)`);
+  console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests + ${warm} warm-up, ${bad} non-2xx/errors)`);
   if (bad > 0) throw new Error(`${name}: ${bad} requests failed`);
   return row;
 }
