@@ -1,5 +1,6 @@
 /**
- * Load test of the whole API mix (not a test): reads and writes across notes, tasks, contacts and
+ * Load test of the whole API mix (not a test), with closed-loop clients (each sends its next request
+ * when the last one answered): reads and writes across notes, tasks, contacts and
  * deals through the gateway, each service in its own process (the deployment shape), real
  * PostgreSQL and Kafka. Throughput and p99 at concurrency 32 and 128, then a ramp (doubling the
  * concurrency) to the point where errors or timeouts start; no 5xx is allowed below that point.
@@ -13,8 +14,7 @@
  * Env: DURATION (15 s per level), RAMP_DURATION (10), RAMP_MAX (2048), TIMEOUT (10 s per request).
  * Needs TEST_DATABASE_URL (with-infra sets it).
  */
-import autocannon from 'autocannon';
-import { report, startBenchStack } from './lib-bench.mjs';
+import { percentile, report, startBenchStack } from './lib-bench.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 15);
 const RAMP_DURATION = Number(process.env.RAMP_DURATION ?? 10);
@@ -44,11 +44,11 @@ try {
   let n = 0;
   const MIX = [
     [20, () => ({ method: 'GET', path: `/api/v1/notes/${pick(notes)}` })],
-    [10, () => ({ method: 'GET', path: '/api/v1/notes?page_size=20' })],
+    [10, () => ({ method: 'GET', path: '/api/v1/notes?limit=20' })],
     [10, () => ({ method: 'GET', path: `/api/v1/tasks/${pick(tasks)}` })],
-    [10, () => ({ method: 'GET', path: '/api/v1/tasks?page_size=20' })],
+    [10, () => ({ method: 'GET', path: '/api/v1/tasks?limit=20' })],
     [8, () => ({ method: 'GET', path: `/api/v1/deals/${pick(deals)}` })],
-    [7, () => ({ method: 'GET', path: '/api/v1/contacts?page_size=20' })],
+    [7, () => ({ method: 'GET', path: '/api/v1/contacts?limit=20' })],
     [5, () => ({ method: 'GET', path: `/api/v1/pipelines/${pipeline.id}/summary` })],
     [8, () => ({ method: 'POST', path: '/api/v1/notes', body: { title: `mix ${n++}`, body: 'written under load' } })],
     [8, () => ({ method: 'PATCH', path: `/api/v1/deals/${pick(deals)}`, body: { stage_id: pick(stageIds) } })],
@@ -63,28 +63,48 @@ try {
     return MIX[0][1]();
   };
 
-  /** One level: autocannon at `connections` for `seconds`, each request drawn from the mix. */
+  /**
+   * One level: `connections` clients, each sending the mix's requests one after the other for
+   * `seconds` (fetch's keep-alive pool: one connection per client in flight).
+   */
   async function level(connections, seconds) {
-    const result = await autocannon({
-      url: stack.url,
-      connections,
-      duration: seconds,
-      timeout: TIMEOUT,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      requests: [{
-        setupRequest: (req) => {
+    const latencies = [];
+    const codes = {};
+    let errors = 0;
+    let timeouts = 0;
+    const started = performance.now();
+    const until = started + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (performance.now() < until) {
           const next = nextRequest();
-          return { ...req, method: next.method, path: next.path, body: next.body ? JSON.stringify(next.body) : undefined };
-        },
-      }],
-    });
-    const codes = result.statusCodeStats ?? {};
-    const fiveXx = Object.entries(codes).filter(([c]) => c.startsWith('5')).reduce((a, [, v]) => a + v.count, 0);
-    const bad = result.non2xx + result.errors + result.timeouts;
-    const row = { connections, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, total: result.requests.total, non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts, fiveXx, bad, codes };
+          const t0 = performance.now();
+          try {
+            const res = await fetch(`${stack.url}${next.path}`, {
+              method: next.method,
+              headers: { authorization: `Bearer ${key}`, ...(next.body ? { 'content-type': 'application/json' } : {}) },
+              body: next.body ? JSON.stringify(next.body) : undefined,
+              signal: AbortSignal.timeout(TIMEOUT * 1000),
+            });
+            await res.arrayBuffer();
+            codes[res.status] = (codes[res.status] ?? 0) + 1;
+            latencies.push(performance.now() - t0);
+          } catch (err) {
+            if (err.name === 'TimeoutError') timeouts++;
+            else errors++;
+          }
+        }
+      }),
+    );
+    const wall = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    const count = (test) => Object.entries(codes).filter(([c]) => test(Number(c))).reduce((a, [, n]) => a + n, 0);
+    const non2xx = count((c) => c < 200 || c > 299);
+    const fiveXx = count((c) => c >= 500);
+    const row = { connections, rps: latencies.length / wall, p50: percentile(latencies, 50), p99: percentile(latencies, 99), total: latencies.length, non2xx, errors, timeouts, fiveXx, bad: non2xx + errors + timeouts };
     console.log(
-      `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${String(row.p50).padStart(5)} ms   p99 ${String(row.p99).padStart(5)} ms   ` +
-        `${row.total} requests, ${row.non2xx} non-2xx (${fiveXx} 5xx), ${row.errors} errors, ${row.timeouts} timeouts   codes ${JSON.stringify(Object.fromEntries(Object.entries(codes).map(([c, v]) => [c, v.count])))}`,
+      `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${row.p50.toFixed(0).padStart(5)} ms   p99 ${row.p99.toFixed(0).padStart(5)} ms   ` +
+        `${row.total} responses, ${non2xx} non-2xx (${fiveXx} 5xx), ${errors} errors, ${timeouts} timeouts   codes ${JSON.stringify(codes)}`,
     );
     return row;
   }
