@@ -68,7 +68,7 @@ function row(label, r, target, better, unit) {
   if (!r) return [label, 'not measured', `${better === 'higher' ? '≥' : '≤'} ${fmt(target, unit)}`, '—', '—'];
   if (target === undefined) return [label, fmt(r.value, r.unit), '—', '—', '—'];
   const met = better === 'higher' ? r.value >= target : r.value <= target;
-  return [label, fmt(r.value, r.unit), `${better === 'higher' ? '≥' : '≤'} ${fmt(target, unit)}`, `${(r.value / target).toFixed(2)}`, met ? 'yes' : 'NO'];
+  return [label, fmt(r.value, r.unit), `${better === 'higher' ? '≥' : '≤'} ${fmt(target, unit)}`, target === 0 ? '—' : `${(r.value / target).toFixed(2)}`, met ? 'yes' : 'NO'];
 }
 const rows = EXPECTED.map((e) => {
   const r = results.get(e.id);

@@ -130,15 +130,17 @@ export class CallerSigner {
    */
   sign(caller: Caller, audience: string): string {
     const actor = caller.actor;
-    const cacheKey = `${audience}\n${caller.tenantId ?? ''}\n${actor ? `${actor.type}\n${actor.id}\n${actor.memberId ?? ''}` : ''}`;
+    const principal: Record<string, unknown> = { aud: audience };
+    if (caller.tenantId) principal.tenant_id = caller.tenantId;
+    if (actor) principal.actor = { type: actor.type, id: actor.id, ...(actor.memberId ? { member_id: actor.memberId } : {}) };
+    // Keyed by every signed claim but the times: a claim added to the principal later is part of
+    // the key without anyone having to remember it.
+    const cacheKey = JSON.stringify(principal);
     const nowMs = Date.now();
     const cached = this.tokens.get(cacheKey);
     if (cached && nowMs < cached.renewAt) return cached.token;
     const now = Math.floor(nowMs / 1000);
-    const claims: Record<string, unknown> = { aud: audience, iat: now, exp: now + this.ttlSeconds };
-    if (caller.tenantId) claims.tenant_id = caller.tenantId;
-    if (actor) claims.actor = { type: actor.type, id: actor.id, ...(actor.memberId ? { member_id: actor.memberId } : {}) };
-    const token = this.signer(claims);
+    const token = this.signer({ ...principal, iat: now, exp: now + this.ttlSeconds });
     this.tokens.delete(cacheKey); // re-inserted last: the map's order is the order of signing
     if (this.tokens.size >= this.maxCached) this.tokens.delete(this.tokens.keys().next().value!);
     this.tokens.set(cacheKey, { token, renewAt: (now + this.ttlSeconds / 2) * 1000 });
