@@ -76,6 +76,19 @@ describe('path templates', () => {
     assert.equal(compileTemplate('/api/v1/a.b').pattern.test('/api/v1/aXb'), false, 'literal dots are literal');
   });
 
+  it('give rpcs that wait on a tenant\'s server their declared deadline; internal apps rpcs get no route', () => {
+    const apps = buildRoutes(loadProtoRoot(['workauto/apps/v1/apps.proto']));
+    const by = (rpc: string) => apps.find((r) => r.rpc === rpc);
+    assert.equal(by('ProbeApp')!.deadlineMs, 20_000);
+    assert.equal(by('CallTool')!.deadlineMs, 70_000);
+    assert.equal(by('GetApp')!.deadlineMs, undefined, 'the gateway default applies');
+    assert.equal(by('ListAgentTools'), undefined, 'ListAgentTools is for the agents service only');
+    const bad = `syntax = "proto3"; package workauto.bad.v1; import "google/api/annotations.proto"; import "workauto/api/v1/policy.proto";
+      service BadService { rpc A(Req) returns (Req) { option (google.api.http) = {get: "/api/v1/x"}; option (workauto.api.v1.deadline_seconds) = 0; } }
+      message Req { string id = 1; }`;
+    assert.throws(() => buildRoutes(rootFromSource(bad)), /deadline_seconds must be an integer from 1 to 600/);
+  });
+
   it('refuse what the gateway cannot serve, at start-up', () => {
     assert.throws(() => compileTemplate('/api/v1/{name=things/*}'), /neither a literal nor/);
     assert.throws(() => compileTemplate('/api/v1/things/{id}:cancel'), /neither a literal nor/);
