@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
-import { DomainError, decodeStatusDetails } from './errors.js';
+import { DomainError, EXTERNAL_SERVER, decodeStatusDetails } from './errors.js';
 
 /** What a unary call needs: a ts-proto method definition fits, and so does the gateway's dynamic one. */
 export interface UnaryMethod<Req, Res> {
@@ -32,7 +32,10 @@ const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLIN
 
 function isTransportFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && TRANSPORT_FAILURES.has(code);
+  if (typeof code !== 'number' || !TRANSPORT_FAILURES.has(code)) return false;
+  // A tenant's own server failing (errors.externalUnavailable) says nothing about the service: one
+  // tenant's broken MCP server must not open the breaker of everyone's calls.
+  return !('metadata' in (err as object)) || decodeStatusDetails(err as grpc.ServiceError).metadata.source !== EXTERNAL_SERVER;
 }
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
