@@ -23,4 +23,14 @@ describe('loadConfig', () => {
       },
     );
   });
+
+  it('reads durations such as 30s, 5m and 1h, and refuses others', () => {
+    const d = { INTERVAL: vars.duration('5m', 1_000) };
+    assert.equal(loadConfig(d, {}).INTERVAL, 300_000);
+    assert.equal(loadConfig(d, { INTERVAL: '30s' }).INTERVAL, 30_000);
+    assert.equal(loadConfig(d, { INTERVAL: '1h' }).INTERVAL, 3_600_000);
+    for (const bad of ['5', '5 minutes', '-1s', '500ms', '']) {
+      assert.throws(() => loadConfig(d, { INTERVAL: bad }), /INTERVAL: expected a duration of at least 1000 ms/, bad);
+    }
+  });
 });

@@ -28,12 +28,28 @@ export function loadConfig<S extends z.ZodRawShape>(
   return result.data;
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
 /** Common variable shapes, so every service spells them the same way. */
 export const vars = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   url: () => z.string().url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   milliseconds: (fallback: number) => z.coerce.number().int().positive().default(fallback),
+  /** A duration such as `500ms`, `30s`, `5m`, `1h` or `7d`, as milliseconds (at least `minMs`). */
+  duration: (fallback: string, minMs = 1) =>
+    z
+      .string()
+      .default(fallback)
+      .transform((text, ctx) => {
+        const m = /^(\d{1,9})(ms|s|m|h|d)$/.exec(text.trim());
+        const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
+        if (!(ms >= minMs)) {
+          ctx.addIssue({ code: 'custom', message: `expected a duration of at least ${minMs} ms such as 30s, 5m or 1h (units ms, s, m, h, d)` });
+          return z.NEVER;
+        }
+        return ms;
+      }),
   /** host:port of a gRPC service. */
   address: () => z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'),
   /** The private JWK (JSON, with a kid) that signs caller identity; required where it is the only way to call services. */
