@@ -34,7 +34,8 @@ export function classifyFailure(err: unknown, observed: Observed, secrets: strin
 }
 
 function classify(err: unknown, observed: Observed): Failure {
-  if (observed.timedOut) return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
+  const timedOut = observed.timedOut || (err as Error | null)?.name === 'EgressTimeoutError' || observed.fetchErrors.some((e) => e.name === 'EgressTimeoutError');
+  if (timedOut) return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
   const refused = observed.fetchErrors.find((e) => e.name === 'EgressRefusedError');
   if (refused) return { status: 'unreachable', reason: `refused by the egress policy: ${refused.message}` };
   const code = (err as { code?: unknown } | null)?.code;
