@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
-import { DomainError, EXTERNAL_SERVER, decodeStatusDetails } from './errors.js';
+import { DomainError, decodeStatusDetails } from './errors.js';
 
 /** What a unary call needs: a ts-proto method definition fits, and so does the gateway's dynamic one. */
 export interface UnaryMethod<Req, Res> {
@@ -33,9 +33,9 @@ const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLIN
 function isTransportFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'number' || !TRANSPORT_FAILURES.has(code)) return false;
-  // A tenant's own server failing (errors.externalUnavailable) says nothing about the service: one
-  // tenant's broken MCP server must not open the breaker of everyone's calls.
-  return !('metadata' in (err as object)) || decodeStatusDetails(err as grpc.ServiceError).metadata.source !== EXTERNAL_SERVER;
+  // A status with a reason (ErrorInfo) is the service's own answer (e.g. a third party it asked is
+  // down, BYOK_PROBE_UNAVAILABLE): the service is well and must keep being asked.
+  return !decodeStatusDetails(err as grpc.ServiceError).reason;
 }
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
@@ -85,20 +85,35 @@ export class Downstream {
     return this.down;
   }
 
-  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number } = {}): Promise<Res> {
+  /**
+   * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
+   * with the signal's reason, which never counts against the circuit.
+   */
+  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {}): Promise<Res> {
     if (this.down) return Promise.reject(this.unavailable());
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
-        this.client.makeUnaryRequest(
+        const onAbort = () => {
+          call.cancel();
+          reject(signal!.reason);
+        };
+        const call = this.client.makeUnaryRequest(
           method.path,
           method.requestSerialize,
           method.responseDeserialize,
           request,
           opts.metadata ?? new grpc.Metadata(),
           { deadline },
-          (err, response) => (err ? reject(err) : resolve(response as Res)),
+          (err, response) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (err) reject(err);
+            else resolve(response as Res);
+          },
         );
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
     return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
       if ((err as { code?: unknown }).code === 'EOPENBREAKER') throw this.unavailable();

@@ -80,18 +80,10 @@ export const errors = {
     new DomainError(grpc.status.FAILED_PRECONDITION, reason, message, { httpStatus }),
   permissionDenied: (reason: string, message: string) => new DomainError(grpc.status.PERMISSION_DENIED, reason, message),
   unauthenticated: (reason: string, message: string) => new DomainError(grpc.status.UNAUTHENTICATED, reason, message),
-  unavailable: (reason: string, message: string) => new DomainError(grpc.status.UNAVAILABLE, reason, message),
-  /**
-   * 503 for a server outside the product that a tenant configured (an MCP server, a webhook
-   * receiver) and that failed: the service itself is well, so callers' circuit breakers do not
-   * count it (ErrorInfo metadata `source: external_server` says so).
-   */
-  externalUnavailable: (reason: string, message: string, metadata: Record<string, string> = {}) =>
-    new DomainError(grpc.status.UNAVAILABLE, reason, message, { metadata: { ...metadata, source: EXTERNAL_SERVER } }),
+  /** 503; metadata names what was unavailable (e.g. the app whose server failed). */
+  unavailable: (reason: string, message: string, metadata?: Record<string, string>) =>
+    new DomainError(grpc.status.UNAVAILABLE, reason, message, metadata ? { metadata } : {}),
 };
-
-/** ErrorInfo metadata `source` of a failure of a tenant's own server (errors.externalUnavailable). */
-export const EXTERNAL_SERVER = 'external_server';
 
 /** Builds the grpc-js error a handler's failure is sent as. Unknown errors become a bare INTERNAL. */
 export function toServiceError(err: unknown, domain: string): Partial<grpc.ServiceError> {

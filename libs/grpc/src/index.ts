@@ -1,4 +1,4 @@
-export { DomainError, errors, toServiceError, decodeStatusDetails, capViolations, EXTERNAL_SERVER, MAX_FIELD_VIOLATIONS, type ErrorDetails, type FieldViolation } from './errors.js';
+export { DomainError, errors, toServiceError, decodeStatusDetails, capViolations, MAX_FIELD_VIOLATIONS, type ErrorDetails, type FieldViolation } from './errors.js';
 export { CallContext, type Actor } from './context.js';
 export { GrpcServer, type GrpcServerOptions, type Handlers, type UnaryServiceDefinition } from './server.js';
 export { Downstream, type DownstreamOptions, type UnaryMethod } from './client.js';

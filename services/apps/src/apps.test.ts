@@ -271,7 +271,7 @@ describe('apps over gRPC', () => {
 
     await server.close();
     const down = await failure(apps.client.call(S.callTool, { slug: 'calc', name: 'add', arguments: { a: 1, b: 1 } }, t.call));
-    assert.deepEqual([down.code, down.reason, down.metadata.source, down.metadata.app_slug], [grpc.status.UNAVAILABLE, 'APP_UNREACHABLE', 'external_server', 'calc']);
+    assert.deepEqual([down.code, down.reason, down.metadata.app_slug, down.metadata.status], [grpc.status.UNAVAILABLE, 'APP_UNREACHABLE', 'calc', 'unreachable']);
     assert.match(down.message, /could not reach/);
   });
 

@@ -8,7 +8,7 @@ await runService({
   grpcPort: 50056,
   env: {
     ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
-    APPS_PROBE_INTERVAL: vars.duration('5m', 1_000),
+    APPS_PROBE_INTERVAL: vars.duration('5m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
     APPS_TOOL_CALL_TIMEOUT_MS: vars.milliseconds(60_000),
     ...egressVars,
   },

@@ -38,7 +38,7 @@ export interface Route {
   /** 201 for Create*, 204 for google.protobuf.Empty, 302 for a Redirect, else 200. */
   successStatus: number;
   description: string;
-  /** The downstream call's deadline when the rpc declares one ((workauto.api.v1.deadline_seconds)); else the gateway's default. */
+  /** The policy's deadline_ms: this rpc's downstream deadline instead of the gateway's default. */
   deadlineMs?: number;
 }
 
@@ -140,10 +140,6 @@ export function buildRoutes(root: protobuf.Root): Route[] {
           const level = LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'];
           if (!auth || !level) throw new Error(`${where}: unknown policy ${JSON.stringify(policy)}`);
           if (policy.domain && level === 'none') throw new Error(`${where}: policy names domain ${policy.domain} without a level`);
-          const deadlineSeconds = option<number>(method, '(workauto.api.v1.deadline_seconds)');
-          if (deadlineSeconds !== undefined && !(Number.isInteger(deadlineSeconds) && deadlineSeconds > 0 && deadlineSeconds <= 600)) {
-            throw new Error(`${where}: deadline_seconds must be an integer from 1 to 600 (got ${deadlineSeconds})`);
-          }
           routes.push({
             method: verb.toUpperCase() as HttpMethod,
             template,
@@ -164,7 +160,7 @@ export function buildRoutes(root: protobuf.Root): Route[] {
               : method.name.startsWith('Create') ? 201
               : 200,
             description: (method.comment ?? '').trim(),
-            ...(deadlineSeconds ? { deadlineMs: deadlineSeconds * 1000 } : {}),
+            ...(Number(policy.deadline_ms) > 0 ? { deadlineMs: Number(policy.deadline_ms) } : {}),
           });
         }
       } else if (obj instanceof protobuf.Namespace) {

@@ -187,7 +187,7 @@ export function appHandlers(deps: AppsDeps): H {
       } catch (err) {
         if (!(err instanceof McpExchangeError)) throw err;
         const { status, reason } = err.failure;
-        throw errors.externalUnavailable(`APP_${status.toUpperCase()}`, `app ${app.slug} could not run tool ${req.name}: ${reason}`, { app_slug: app.slug, status });
+        throw errors.unavailable(`APP_${status.toUpperCase()}`, `app ${app.slug} could not run tool ${req.name}: ${reason}`, { app_slug: app.slug, status });
       }
     },
 
