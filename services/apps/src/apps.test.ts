@@ -6,6 +6,7 @@ import { AppStatus, AuthType, type App, type CreateAppRequest } from '@workauto/
 import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually } from '@workauto/testing';
 import { S, badFields, failure, startApps, tenant, type Apps } from './service-support.js';
+import { pruneTools } from './repo/apps.js';
 import { downUrl, startHighLevelMcpServer, startMcpServer, startPlainServer, type McpTestServer } from './test-support.js';
 
 // Logged at trace level (to look for secrets in every line), kept off the runner's output.
@@ -227,6 +228,21 @@ describe('apps over gRPC', () => {
     app = await probe(t, 'changing');
     assert.deepEqual(app.discovered_tools.map((x) => [x.name, x.stale]), [['a', false], ['b', false], ['c', false], ['d', false]]);
     assert.deepEqual(app.discovered_tools[1]!.first_seen_at, firstSeen, 'first_seen_at stays');
+  });
+
+  it('drops the oldest stale tools past the per-app limits, never a listed one', async () => {
+    const t = tenant();
+    const server = keep(await startMcpServer({ transport: 'streamable', tools: tools('a', 'b', 'c') }));
+    await create(t, { slug: 'pruned', mcp_server_url: server.url });
+    const app = await settled(t, 'pruned');
+    server.tools = tools('d');
+    await probe(t, 'pruned');
+    await pruneTools(apps.db, t.id, app.id, 2, 1_000_000);
+    assert.deepEqual((await get(t, 'pruned')).discovered_tools.map((x) => [x.name, x.stale]), [['a', true], ['d', false]]);
+    await pruneTools(apps.db, t.id, app.id, 1, 1_000_000);
+    assert.deepEqual((await get(t, 'pruned')).discovered_tools.map((x) => x.name), ['d']);
+    await pruneTools(apps.db, t.id, app.id, 10, 1);
+    assert.deepEqual((await get(t, 'pruned')).discovered_tools.map((x) => x.name), ['d'], 'a listed tool stays whatever its size');
   });
 
   it('caps tools/list: a repeated cursor or 64 pages end the listing, which then marks nothing stale', async () => {

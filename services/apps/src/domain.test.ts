@@ -71,6 +71,13 @@ describe('tool listings', () => {
     }));
     assert.deepEqual([listing.tools.map((t) => t.name), listing.complete], [['ok'], false]);
   });
+
+  it('keeps a listing within its byte budget', async () => {
+    const schema = { d: 'x'.repeat(15_000) };
+    const listing = await collectListing(async () => ({ tools: Array.from({ length: 40 }, (_, i) => ({ name: `t${i}`, inputSchema: schema })) }));
+    assert.equal(listing.complete, false);
+    assert.ok(listing.tools.length < 40 && listing.tools.length >= 30, `${listing.tools.length} tools kept`);
+  });
 });
 
 describe('app auth', () => {

@@ -11,6 +11,7 @@ import { recordEvent, type EventContext } from '@workauto/events';
 import type { Logger } from '@workauto/logger';
 import type { Worker, WorkerContext } from '@workauto/service';
 import { authHeaders } from './domain/auth.js';
+import { TOOL_LIMITS } from './domain/tools.js';
 import { appData, secretContext, SOURCE } from './handlers/common.js';
 import { probeServer, type ProbeOutcome } from './mcp/operations.js';
 import * as apps from './repo/apps.js';
@@ -84,6 +85,7 @@ export class Prober {
     const lease = scheduled ? { probe_lease_until: null } : {};
     if (outcome.ok) {
       await apps.applyListing(tx, current.tenant_id, current.id, outcome.listing.tools, outcome.listing.complete);
+      await apps.pruneTools(tx, current.tenant_id, current.id, TOOL_LIMITS.tools, TOOL_LIMITS.storedBytes);
       return apps.updateApp(tx, current.tenant_id, current.id, {
         status: 'healthy', status_reason: null, consecutive_probe_failures: 0, last_probed_at: now, last_healthy_at: now, ...lease,
       });

@@ -17,8 +17,20 @@ export const TOOL_LIMITS = {
   name: 128,
   description: 4_000,
   /** A tool's input schema, as JSON bytes. */
-  schemaBytes: 64 * 1024,
+  schemaBytes: 16 * 1024,
+  /** One listing's tools together (name, description, schema as JSON bytes). */
+  listingBytes: 512 * 1024,
+  /**
+   * An app's stored tools together, stale ones included: the oldest stale tools are dropped beyond
+   * it, so an App (a response, an event's data) stays well below the ~1 MB an event may carry.
+   */
+  storedBytes: 640 * 1024,
 };
+
+/** What a tool weighs against the byte limits (the same measure as repo/apps.ts pruneTools). */
+export function toolBytes(tool: ListedTool): number {
+  return Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description ?? '') + Buffer.byteLength(JSON.stringify(tool.input_schema));
+}
 
 export interface Listing {
   tools: ListedTool[];
@@ -36,16 +48,19 @@ export async function collectListing(
 ): Promise<Listing> {
   const byName = new Map<string, ListedTool>();
   let complete = true;
+  let bytes = 0;
   const cursors = new Set<string>();
   let cursor: string | undefined;
   for (let n = 1; ; n++) {
     const result = await page(cursor);
     for (const raw of result.tools) {
       const tool = keepable(raw);
-      if (!tool || (!byName.has(tool.name) && byName.size >= TOOL_LIMITS.tools)) {
-        complete = false;
+      const size = tool ? toolBytes(tool) : 0;
+      if (!tool || byName.has(tool.name) || byName.size >= TOOL_LIMITS.tools || bytes + size > TOOL_LIMITS.listingBytes) {
+        if (!tool || !byName.has(tool.name)) complete = false; // a name listed twice keeps its first entry
         continue;
       }
+      bytes += size;
       byName.set(tool.name, tool);
     }
     const next = result.nextCursor;

@@ -167,6 +167,23 @@ export async function applyListing(db: Queryable, tenantId: string, appId: strin
   }
 }
 
+/**
+ * Keeps an app's stored tools within limits: listed (non-stale) tools first, then stale ones from
+ * the most recently seen; stale tools past `maxTools` or `maxBytes` in that order are deleted.
+ */
+export async function pruneTools(db: Queryable, tenantId: string, appId: string, maxTools: number, maxBytes: number): Promise<void> {
+  await db.query(
+    `DELETE FROM app_tools t
+      USING (SELECT name,
+                    row_number() OVER w AS n,
+                    sum(octet_length(name) + coalesce(octet_length(description), 0) + octet_length(input_schema::text)) OVER w AS bytes
+               FROM app_tools WHERE tenant_id = $1 AND app_id = $2
+             WINDOW w AS (ORDER BY stale, last_seen_at DESC, name)) r
+      WHERE t.tenant_id = $1 AND t.app_id = $2 AND t.name = r.name AND t.stale AND (r.n > $3 OR r.bytes > $4)`,
+    [tenantId, appId, maxTools, maxBytes],
+  );
+}
+
 /** The tenant's enabled, non-stale tools of healthy apps (for agents), by app slug and name. */
 export async function agentTools(db: Queryable, tenantId: string): Promise<(ToolRow & { slug: string })[]> {
   const { rows } = await db.query(
