@@ -84,6 +84,28 @@ describe('apps over gRPC', () => {
     assert.deepEqual([dup.code, dup.reason], [grpc.status.ALREADY_EXISTS, 'APP_SLUG_TAKEN']);
   });
 
+  it('drops the result of a probe whose URL changed while it ran', async () => {
+    const t = tenant();
+    const hanging = keep(await startPlainServer('hang'));
+    const good = keep(await startMcpServer({ transport: 'streamable', tools: tools('a') }));
+    await create(t, { slug: 'moved', mcp_server_url: hanging.url });
+    await eventually('the first probe is under way', () => hanging.hits > 0);
+    await apps.client.call(S.updateApp, { slug: 'moved', mcp_server_url: good.url, enabled_tools: [] }, t.call);
+    await new Promise((r) => setTimeout(r, 2_500)); // past the hanging probe's timeout
+    const app = await get(t, 'moved');
+    assert.deepEqual([app.status, app.consecutive_probe_failures], [AppStatus.APP_STATUS_HEALTHY, 0], app.status_reason);
+    const { rows } = await apps.db.query("SELECT count(*)::int AS n FROM outbox WHERE tenant_id = $1 AND event_type = 'app.status_changed'", [t.id]);
+    assert.equal(rows[0].n, 1, 'only pending → healthy');
+  });
+
+  it('gives one of 20 parallel creates of a slug the slug, and 409 to the others', async () => {
+    const t = tenant();
+    const url = await downUrl();
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => create(t, { slug: 'race', mcp_server_url: url })));
+    assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
+    for (const r of results) if (r.status === 'rejected') assert.equal((r.reason as grpc.ServiceError).code, grpc.status.ALREADY_EXISTS);
+  });
+
   it('keeps tenants apart: another tenant\'s app is a 404 and never listed', async () => {
     const a = tenant();
     const b = tenant();
