@@ -188,6 +188,14 @@ describe('apps over gRPC', () => {
     app = await settled(t, 'not-found');
     assert.equal(app.status, AppStatus.APP_STATUS_PROTOCOL_ERROR, app.status_reason);
 
+    // A redirect, even to the same origin, is never followed.
+    const redirecting = keep(await startPlainServer({ status: 307, headers: { location: '/elsewhere' } }));
+    await create(t, { slug: 'redirects', mcp_server_url: redirecting.url });
+    app = await settled(t, 'redirects');
+    assert.equal(app.status, AppStatus.APP_STATUS_PROTOCOL_ERROR);
+    assert.match(app.status_reason!, /redirect \(HTTP 307\), which is never followed/);
+    assert.equal(redirecting.paths.includes('/elsewhere'), false, 'no request to the redirect target');
+
     // A good probe resets the count and clears the reason.
     await apps.client.call(S.rotateAppAuth, { slug: 'wrong-key', auth: { type: AuthType.AUTH_TYPE_BEARER, secret: BEARER } }, t.call);
     app = await probe(t, 'wrong-key');

@@ -188,12 +188,15 @@ export async function startHighLevelMcpServer(auth?: { header: string; value: st
 }
 
 /** An HTTP server that answers every request the same way (not an MCP server). */
-export async function startPlainServer(answer: { status: number; contentType?: string; body?: string } | 'hang'): Promise<{ url: string; hits: number; close(): Promise<void> }> {
-  const state = { url: '', hits: 0, close: async () => undefined as void };
-  const server = http.createServer((_req, res) => {
+export async function startPlainServer(
+  answer: { status: number; contentType?: string; body?: string; headers?: Record<string, string> } | 'hang',
+): Promise<{ url: string; hits: number; paths: string[]; close(): Promise<void> }> {
+  const state = { url: '', hits: 0, paths: [] as string[], close: async () => undefined as void };
+  const server = http.createServer((req, res) => {
     state.hits++;
+    state.paths.push(req.url ?? '');
     if (answer === 'hang') return; // never answers
-    res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'text/html' }).end(answer.body ?? '<html><body>Hello</body></html>');
+    res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'text/html', ...answer.headers }).end(answer.body ?? '<html><body>Hello</body></html>');
   });
   state.url = `${await listen(server)}/mcp`;
   state.close = () => closeServer(server);
