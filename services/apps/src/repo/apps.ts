@@ -42,21 +42,11 @@ const COLUMNS = `a.id, a.tenant_id, a.slug, a.display_name, a.description, a.mcp
   a.last_healthy_at, a.enabled_tools, a.metadata, a.target_version, a.created_at, a.updated_at`;
 const RETURNING = COLUMNS.replace(/a\./g, '');
 
-export interface NewApp {
-  id: string;
-  tenant_id: string;
-  slug: string;
-  display_name: string;
-  description: string | null;
-  mcp_server_url: string;
-  auth_type: AppRow['auth_type'];
-  auth_header_name: string | null;
-  auth_ciphertext: string | null;
-  auth_key_id: string | null;
-  auth_hint: string | null;
-  key_version: number;
-  metadata: Record<string, unknown>;
-}
+/** A new app's columns: its own fields, the sealed credential and the key id that wrapped it. */
+export type NewApp = Pick<
+  AppRow,
+  'id' | 'tenant_id' | 'slug' | 'display_name' | 'description' | 'mcp_server_url' | 'auth_type' | 'auth_header_name' | 'auth_ciphertext' | 'auth_hint' | 'key_version' | 'metadata'
+> & { auth_key_id: string | null };
 
 /** Inserts an app, due for its first probe now. Undefined when the tenant already has the slug. */
 export async function insertApp(db: Queryable, app: NewApp): Promise<AppRow | undefined> {
