@@ -5,7 +5,7 @@ import { authHeaders, checkAuth } from './domain/auth.js';
 import { classifyFailure, redact, type Observed } from './domain/failures.js';
 import { collectListing, TOOL_LIMITS } from './domain/tools.js';
 
-const observed = (o: Partial<Observed> = {}): Observed => ({ statuses: [], fetchErrors: [], timedOut: false, timeoutMs: 10_000, ...o });
+const observed = (o: Partial<Observed> = {}): Observed => ({ statuses: [], fetchErrors: [], timedOut: false, timeoutMs: 10_000, host: 'internal.example', ...o });
 const named = (name: string, message: string) => Object.assign(new Error(message), { name });
 const httpError = (code: number) => Object.assign(new Error(`Error POSTing to endpoint: ${code}`), { name: 'StreamableHTTPError', code });
 
@@ -24,7 +24,9 @@ describe('probe failures', () => {
   it('map transport failures to unreachable, with the egress refusal named', () => {
     assert.deepEqual(classifyFailure(new Error('x'), observed({ timedOut: true }), []), { status: 'unreachable', reason: 'the server did not answer within 10 s' });
     const refused = named('EgressRefusedError', 'internal.example resolves to 10.0.0.1, a private address');
-    assert.match(classifyFailure(new TypeError('fetch failed'), observed({ fetchErrors: [refused] }), []).reason, /^refused by the egress policy: .*10\.0\.0\.1/);
+    const reason = classifyFailure(new TypeError('fetch failed'), observed({ fetchErrors: [refused] }), []).reason;
+    assert.match(reason, /^refused by the egress policy: internal\.example resolves to an address that is not allowed/);
+    assert.equal(reason.includes('10.0.0.1'), false, 'the tenant does not learn the internal address');
     assert.equal(classifyFailure(named('EgressConnectionError', 'could not reach http://x: ECONNREFUSED'), observed(), []).status, 'unreachable');
     assert.equal(classifyFailure(Object.assign(named('McpError', 'Request timed out'), { code: -32001 }), observed(), []).status, 'unreachable');
     assert.equal(classifyFailure(Object.assign(named('McpError', 'Method not found'), { code: -32601 }), observed(), []).status, 'protocol_error');

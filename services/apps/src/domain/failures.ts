@@ -20,6 +20,8 @@ export interface Observed {
   fetchErrors: Error[];
   timedOut: boolean;
   timeoutMs: number;
+  /** The server's host name, as the tenant wrote it. */
+  host: string;
 }
 
 export const REASON_MAX = 500;
@@ -37,7 +39,13 @@ function classify(err: unknown, observed: Observed): Failure {
   const timedOut = observed.timedOut || (err as Error | null)?.name === 'EgressTimeoutError' || observed.fetchErrors.some((e) => e.name === 'EgressTimeoutError');
   if (timedOut) return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
   const refused = observed.fetchErrors.find((e) => e.name === 'EgressRefusedError');
-  if (refused) return { status: 'unreachable', reason: `refused by the egress policy: ${refused.message}` };
+  // Not the address it resolved to: a tenant must not learn the internal addresses of names.
+  if (refused) {
+    return {
+      status: 'unreachable',
+      reason: `refused by the egress policy: ${observed.host} resolves to an address that is not allowed (loopback, private or reserved); an operator may allow ranges with EGRESS_ALLOWED_CIDRS`,
+    };
+  }
   const code = (err as { code?: unknown } | null)?.code;
   const name = (err as Error | null)?.name ?? '';
   if (name.startsWith('Egress')) return { status: 'unreachable', reason: (err as Error).message };

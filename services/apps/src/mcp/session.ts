@@ -41,7 +41,7 @@ export async function withMcpSession<T>(options: SessionOptions, work: (client: 
   const deadlineAt = Date.now() + options.timeoutMs;
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
-  const observed: Observed = { statuses: [], fetchErrors: [], timedOut: false, timeoutMs: options.timeoutMs };
+  const observed: Observed = { statuses: [], fetchErrors: [], timedOut: false, timeoutMs: options.timeoutMs, host: URL.parse(options.url)?.hostname ?? '' };
   const remaining = () => Math.max(1, deadlineAt - Date.now());
 
   // Every request of the SDK goes through the egress policy, bounded by the session's deadline; what
