@@ -82,7 +82,7 @@ export class OutboxRelay {
 
   /** Publishes everything pending now (used by tests and on shutdown paths). */
   async drainOnce(): Promise<number> {
-    return this.drain();
+    return (await this.drain()).published;
   }
 
   private async run(): Promise<void> {
@@ -98,12 +98,12 @@ export class OutboxRelay {
         await this.prunePublished();
         // A NOTIFY that arrives from here on (even while this drain runs) makes the next sleep return at once.
         this.notified = false;
-        const published = await this.drain();
-        if (published > 0) {
-          this.failures = 0;
-          continue; // there may be more
-        }
+        const { more } = await this.drain();
         this.failures = 0;
+        // Drained to the end: no second, empty drain (four round trips a change committed meanwhile
+        // would wait behind); a commit since this drain began has set `notified`, so the sleep
+        // returns at once for it.
+        if (more) continue;
         await this.sleep(pollMs);
       } catch (err) {
         this.failures++;
@@ -226,7 +226,8 @@ export class OutboxRelay {
    * the drain lock; when another drain holds it (another relay, e.g. during a takeover) this one
    * publishes nothing.
    */
-  private async drain(): Promise<number> {
+  /** `more`: rows may be pending still (the batch was full or cut by size). */
+  private async drain(): Promise<{ published: number; more: boolean }> {
     const { pool, transport, batchSize = 200, maxBatchBytes = 512 * 1024 } = this.opts;
     const topics = this.opts.topics ?? TOPICS;
     const tx = await pool.connect();
@@ -235,16 +236,16 @@ export class OutboxRelay {
       const { rows: lock } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [DRAIN_LOCK_KEY]);
       if (!lock[0]?.locked) {
         await tx.query('COMMIT');
-        return 0;
+        return { published: 0, more: false };
       }
       // Kafka takes a partition's part of a publish as one record batch, refused whole when it
       // exceeds the broker's message.max.bytes (1 MB by default): a batch of large events would be
       // retried forever. Batches stop at maxBatchBytes (always at least one event). Claim, cut and
       // rows in one query: the drain is on the audit tail's path (docs/benchmarks.md).
-      const { rows } = await tx.query<OutboxRow>(
-        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers
+      const { rows } = await tx.query<OutboxRow & { claimed: string }>(
+        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers, claimed
            FROM (SELECT o.seq, o.id, o.tenant_id, o.event_type, o.resource_type, o.resource_id, o.payload, o.headers,
-                        sum(octet_length(o.payload)) OVER w AS running_bytes, row_number() OVER w AS n
+                        sum(octet_length(o.payload)) OVER w AS running_bytes, row_number() OVER w AS n, count(*) OVER () AS claimed
                    FROM outbox o
                   WHERE o.seq IN (SELECT seq FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
                  WINDOW w AS (ORDER BY o.seq)) batch
@@ -254,7 +255,7 @@ export class OutboxRelay {
       );
       if (!rows.length) {
         await tx.query('COMMIT');
-        return 0;
+        return { published: 0, more: false };
       }
       const messages: TransportMessage[] = rows.flatMap((r) => {
         const headers = { ...r.headers, 'event-id': r.id, 'event-type': r.event_type, 'tenant-id': r.tenant_id, source: this.opts.source };
@@ -268,7 +269,8 @@ export class OutboxRelay {
       // clock_timestamp(): the moment of the broker's ack (now() would be the drain's start), for the per-stage figures.
       await tx.query('UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])', [rows.map((r) => r.seq)]);
       await tx.query('COMMIT');
-      return rows.length;
+      const claimed = Number(rows[0]!.claimed);
+      return { published: rows.length, more: claimed >= batchSize || rows.length < claimed };
     } catch (err) {
       await tx.query('ROLLBACK').catch(() => undefined);
       throw err;
