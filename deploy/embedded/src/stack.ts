@@ -2,6 +2,7 @@ import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
+import { createCalendarService } from '@workauto/calendar';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createTransport, type EventTransport } from '@workauto/events';
@@ -71,6 +72,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     services.notes_tasks = await createNotesTasksService(
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
+    );
+    services.calendar = await createCalendarService(
+      { ...common, databaseUrl: await db('calendar') },
+      logger.child({ component: 'calendar' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({

@@ -367,7 +367,7 @@ export function checkSeries(series: Series): void {
 }
 
 /** Refuses a window the contract does not allow (GET /events: from before to, at most 366 days). */
-function checkWindow(from: Date, to: Date): void {
+export function checkWindow(from: Date, to: Date): void {
   if (!Number.isFinite(from.getTime())) throw new RecurrenceError('from', 'INVALID_WINDOW', 'is not a valid timestamp: use RFC 3339');
   if (!Number.isFinite(to.getTime()) || to.getTime() <= from.getTime()) throw new RecurrenceError('to', 'INVALID_WINDOW', 'must be a timestamp after from');
   if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS) {

@@ -3,7 +3,7 @@ import { errors, parsePage, patchNulls, validate, changedFields, textOrNull, typ
 import { recordEvent } from '@workauto/events';
 import type { CalendarEvent, CalendarServiceService, CreateEventRequest, Reminder, UpdateEventRequest } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { decodeOccurrenceCursor, encodeOccurrenceCursor, occurrencePage } from '../domain/listing.js';
-import { canonicalTimezone, expandOccurrences, isOccurrence, splitSeries, type Occurrence } from '../domain/recurrence.js';
+import { canonicalTimezone, checkWindow, expandOccurrences, isOccurrence, splitSeries, type Occurrence } from '../domain/recurrence.js';
 import * as calendars from '../repo/calendars.js';
 import * as events from '../repo/events.js';
 import type { EventFields, EventRow, ReminderRow } from '../repo/events.js';
@@ -188,6 +188,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       const page = parsePage(req, decodeOccurrenceCursor);
       const from = req.from!;
       const to = req.to!;
+      recurrence(() => checkWindow(from, to));
       const calendarId = req.calendar_id ? lower(req.calendar_id) : undefined;
       if (calendarId && !(await calendars.findCalendar(pool, ctx.tenant, calendarId))) throw errors.notFound('calendar', calendarId);
       const rows = await events.eventsInWindow(pool, ctx.tenant, calendarId, from, to);
