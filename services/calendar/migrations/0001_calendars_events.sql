@@ -1,6 +1,7 @@
 -- Calendars and their events. An event row is a single event, the master of a series (rrule set),
 -- or an exception (series_id + recurrence_id: one occurrence of its master, changed).
--- Occurrences of a series are computed on read from the master (docs/calendar.md), never stored.
+-- `occurrences` indexes what GET /events lists (docs/calendar.md): derived from events, rebuilt
+-- in the transaction of every change, covering each series from a year back to 400 days ahead.
 
 CREATE TABLE calendars (
   id          uuid PRIMARY KEY,
@@ -51,6 +52,10 @@ CREATE TABLE events (
   -- a series without an end.
   span_start     timestamptz NOT NULL,
   span_end       timestamptz,
+  -- Masters: the occurrences starting in [indexed_from, indexed_until) are in `occurrences`
+  -- (the rest are expanded on read). Null for other events.
+  indexed_from   timestamptz,
+  indexed_until  timestamptz,
   created_at     timestamptz NOT NULL DEFAULT now(),
   updated_at     timestamptz NOT NULL DEFAULT now(),
   deleted_at     timestamptz,
@@ -65,3 +70,29 @@ CREATE UNIQUE INDEX events_one_exception ON events (series_id, recurrence_id) WH
 -- Window listings: the tenant's (calendar's) live events starting before the window's end.
 CREATE INDEX events_window ON events (tenant_id, calendar_id, span_start) WHERE deleted_at IS NULL;
 CREATE INDEX events_tenant_window ON events (tenant_id, span_start) WHERE deleted_at IS NULL;
+CREATE INDEX events_series ON events (series_id) WHERE series_id IS NOT NULL;
+-- Masters whose index the extender moves forward as time passes.
+CREATE INDEX events_index_horizon ON events (indexed_until) WHERE deleted_at IS NULL AND rrule IS NOT NULL;
+
+-- What GET /events lists, one row per occurrence: a single event, an exception, or an occurrence
+-- of a master (event_id = master, recurrence_id = its original start) that no exception replaces.
+CREATE TABLE occurrences (
+  tenant_id     uuid NOT NULL,
+  calendar_id   uuid NOT NULL,
+  event_id      uuid NOT NULL REFERENCES events (id),
+  recurrence_id timestamptz,
+  -- The keyset: start instant, event id, recurrence id (-infinity for single events).
+  sort_start    timestamptz NOT NULL,
+  rid_key       timestamptz NOT NULL,
+  sort_end      timestamptz NOT NULL,
+  start_at      timestamptz,
+  end_at        timestamptz,
+  start_date    date,
+  end_date      date,
+  -- Occurrences longer than a day are found by their end (the others by a start at most a day before the window).
+  is_long       boolean NOT NULL,
+  PRIMARY KEY (event_id, rid_key)
+);
+CREATE INDEX occurrences_short ON occurrences (tenant_id, sort_start, event_id, rid_key) WHERE NOT is_long;
+CREATE INDEX occurrences_long ON occurrences (tenant_id, sort_end) WHERE is_long;
+CREATE INDEX occurrences_calendar ON occurrences (calendar_id);

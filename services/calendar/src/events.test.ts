@@ -93,6 +93,32 @@ describe('calendar events over gRPC', () => {
     assert.equal((await badFields(cal.client.call(S.listEvents, { from: d(window.from), to: d(window.to), cursor: 'bm90LWEtY3Vyc29y' }, t.call)))[0], 'cursor');
   });
 
+  it('lists windows across the end of the occurrence index (400 days ahead) by expanding the rest on read', async () => {
+    const t = tenant();
+    const c = await calendarOf(t, 'UTC');
+    // NOW is 2026-06-01: the index ends 2027-07-06; this window straddles it.
+    for (let i = 0; i < 3; i++) {
+      await cal.client.call(S.createEvent, ev({ calendar_id: c.id, title: `D${i}`, start_at: d(`2026-06-0${i + 1}T09:00:00Z`), end_at: d(`2026-06-0${i + 1}T10:00:00Z`), rrule: 'FREQ=DAILY' }), t.call);
+    }
+    const { rows } = await cal.db.query(`SELECT indexed_until FROM events WHERE tenant_id = $1`, [t.id]);
+    assert.deepEqual(rows.map((r) => r.indexed_until.toISOString()), Array(3).fill('2027-07-06T00:00:00.000Z'));
+    const window = { from: '2027-06-26T00:00:00Z', to: '2027-07-16T00:00:00Z', calendar_id: c.id };
+    const whole = await cal.occurrences(t.call, window, 200);
+    assert.equal(whole.length, 60, '3 daily series over 20 days, indexed or not');
+    const days = whole.map((e) => e.start_at!.toISOString().slice(0, 10));
+    assert.deepEqual([...new Set(days)].length, 20, 'every day of the window, before and after the index end');
+    assert.ok(days.every((day, i) => i === 0 || day >= days[i - 1]!), 'in start order');
+    const key = (e: CalendarEvent) => `${e.id}/${e.recurrence_id!.toISOString()}`;
+    assert.equal(new Set(whole.map(key)).size, 60);
+    assert.deepEqual((await cal.occurrences(t.call, window, 4)).map(key), whole.map(key), 'pages of 4 across the index end');
+    // An exception beyond the index replaces its occurrence there too.
+    const far = whole[45]!;
+    await cal.client.call(S.updateEvent, upd({ id: far.id, update_scope: THIS, recurrence_id: far.recurrence_id, title: 'Far' }), t.call);
+    const after = await cal.occurrences(t.call, window, 7);
+    assert.equal(after.length, 60);
+    assert.deepEqual(after.filter((e) => e.title === 'Far').map((e) => e.recurrence_id!.toISOString()), [far.recurrence_id!.toISOString()]);
+  });
+
   it('applies this, all and this_and_following (with COUNT) without losing or duplicating an occurrence, and bumps sequences', async () => {
     const t = tenant();
     const c = await calendarOf(t);

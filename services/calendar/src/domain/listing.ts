@@ -61,34 +61,31 @@ export function decodeOccurrenceCursor(text: string): OccurrenceKey | undefined 
 }
 
 /**
- * One page of the window's occurrences after `after`, in key order: single events and exceptions
- * as themselves, masters expanded (their occurrences that an exception replaces, by original start,
- * left out). `rows` are the events that may overlap the window; the single events and exceptions
- * among them do (the repo's query). `replaced` holds `<master id>/<epoch ms>` of replaced occurrences.
+ * The occurrences of masters in [from, to) after `after` that `include` accepts, those an exception
+ * replaces (`<master id>/<epoch ms>` in `replaced`) left out. Unsorted.
  */
-export function occurrencePage<R extends ListableRow>(
-  rows: R[],
+export function expandedAfter<R extends ListableRow>(
+  masters: R[],
   seriesOf: (row: R) => Series,
   replaced: ReadonlySet<string>,
   window: { from: Date; to: Date },
-  page: { size: number; after?: OccurrenceKey | undefined },
-): { items: Listed<R>[]; next?: OccurrenceKey } {
-  const all: Listed<R>[] = [];
-  const after = page.after;
-  const keep = (key: OccurrenceKey) => !after || compareKeys(key, after) > 0;
-  for (const row of rows) {
-    if (!row.rrule) {
-      const key = { start: row.span_start, id: row.id, recurrenceId: row.recurrence_id };
-      if (keep(key)) all.push({ row, key });
-      continue;
-    }
+  after: OccurrenceKey | undefined,
+  include: (row: R, occurrence: Occurrence) => boolean = () => true,
+): Listed<R>[] {
+  const out: Listed<R>[] = [];
+  for (const row of masters) {
     for (const occurrence of expandOccurrences(seriesOf(row), window)) {
-      if (replaced.has(`${row.id}/${occurrence.recurrence_id.getTime()}`)) continue;
+      if (replaced.has(`${row.id}/${occurrence.recurrence_id.getTime()}`) || !include(row, occurrence)) continue;
       const key = { start: occurrence.recurrence_id, id: row.id, recurrenceId: occurrence.recurrence_id };
-      if (keep(key)) all.push({ row, key, occurrence });
+      if (!after || compareKeys(key, after) > 0) out.push({ row, key, occurrence });
     }
   }
-  all.sort((a, b) => compareKeys(a.key, b.key));
-  const items = all.slice(0, page.size);
-  return all.length > page.size ? { items, next: items[items.length - 1]!.key } : { items };
+  return out;
+}
+
+/** The first `size` items in key order, and the key to continue after when more follow. */
+export function pageOf<R>(items: Listed<R>[], size: number): { items: Listed<R>[]; next?: OccurrenceKey } {
+  const sorted = [...items].sort((a, b) => compareKeys(a.key, b.key));
+  const kept = sorted.slice(0, size);
+  return sorted.length > size ? { items: kept, next: kept[kept.length - 1]!.key } : { items: kept };
 }

@@ -2,7 +2,7 @@ import { newId, withTransaction, type PoolClient } from '@workauto/db';
 import { errors, parsePage, patchNulls, validate, changedFields, textOrNull, type CallContext, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CalendarEvent, CalendarServiceService, CreateEventRequest, Reminder, UpdateEventRequest } from '@workauto/protos/workauto/calendar/v1/calendar.js';
-import { decodeOccurrenceCursor, encodeOccurrenceCursor, occurrencePage } from '../domain/listing.js';
+import { decodeOccurrenceCursor, encodeOccurrenceCursor, expandedAfter, pageOf, type Listed } from '../domain/listing.js';
 import { canonicalTimezone, checkWindow, expandOccurrences, isOccurrence, splitSeries, type Occurrence } from '../domain/recurrence.js';
 import * as calendars from '../repo/calendars.js';
 import * as events from '../repo/events.js';
@@ -11,6 +11,7 @@ import {
   LIMITS, SOURCE, availabilities, eventData, eventTypes, recurrence, reminderMethods, scopes, seriesOf, statuses, toEvent, visibilities, type CalendarDeps,
 } from './common.js';
 import { applied, hasDescriptive, hasTiming, mergeTiming, derived, movesSeries, nextOccurrenceOf, type Changes } from './event-state.js';
+import { indexedOccurrence, reindex } from './occurrence-index.js';
 import { checkEventFields } from './validation.js';
 
 type H = Handlers<typeof CalendarServiceService>;
@@ -176,6 +177,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
           ical_uid: icalUid(id),
           sequence: 0,
         });
+        await reindex(tx, ctx.tenant, [row.id], now());
         return emit(tx, ctx, 'calendar_event.created', row);
       }, { signal: ctx.signal });
     },
@@ -191,22 +193,27 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       recurrence(() => checkWindow(from, to));
       const calendarId = req.calendar_id ? lower(req.calendar_id) : undefined;
       if (calendarId && !(await calendars.findCalendar(pool, ctx.tenant, calendarId))) throw errors.notFound('calendar', calendarId);
-      const rows = await events.eventsInWindow(pool, ctx.tenant, calendarId, from, to);
-      const masters = rows.filter((r) => r.rrule);
-      // An occurrence overlapping the window starts after from minus its length.
-      const longest = Math.max(0, ...masters.map(durationMs));
-      const replaced = await events.replacedOccurrences(pool, ctx.tenant, masters.map((m) => m.id), new Date(from.getTime() - longest), to);
-      const listed = recurrence(() =>
-        occurrencePage(rows, (r) => seriesOf(r), new Set(replaced.map((r) => `${r.series_id}/${r.recurrence_id.getTime()}`)), { from, to }, page),
-      );
-      // next_occurrence of the masters on this page.
-      const pageMasters = [...new Set(listed.items.filter((i) => i.occurrence).map((i) => i.row.id))];
-      const starts = await events.exceptionStarts(pool, ctx.tenant, pageMasters);
-      const at = now();
-      const next = new Map(pageMasters.map((id) => {
-        const row = masters.find((m) => m.id === id)!;
-        return [id, nextOccurrenceOf(row, starts.filter((s) => s.series_id === id), at)] as const;
+      const window = { from, to };
+      // The indexed occurrences (one keyset query), and those of the few masters whose index does not cover the window.
+      const indexed = await events.indexedPage(pool, ctx.tenant, calendarId, window, page.after, page.size + 1);
+      const items: Listed<EventRow>[] = indexed.map(({ event, entry }) => ({
+        row: event,
+        key: { start: entry.sort_start, id: event.id, recurrenceId: entry.recurrence_id },
+        ...(event.rrule ? { occurrence: indexedOccurrence(event, entry) } : {}),
       }));
+      const unindexed = await events.unindexedMasters(pool, ctx.tenant, calendarId, from, to);
+      if (unindexed.length) {
+        const longest = Math.max(0, ...unindexed.map(durationMs));
+        const replaced = await events.replacedOccurrences(pool, ctx.tenant, unindexed.map((m) => m.id), new Date(from.getTime() - longest), to);
+        const outside = (m: EventRow, o: Occurrence) => o.recurrence_id.getTime() < m.indexed_from!.getTime() || o.recurrence_id.getTime() >= m.indexed_until!.getTime();
+        items.push(...recurrence(() => expandedAfter(unindexed, (r) => seriesOf(r), new Set(replaced.map((r) => `${r.series_id}/${r.recurrence_id.getTime()}`)), window, page.after, outside)));
+      }
+      const listed = pageOf(items, page.size);
+      // next_occurrence of the masters on this page.
+      const pageMasters = new Map(listed.items.filter((i) => i.occurrence).map((i) => [i.row.id, i.row]));
+      const starts = await events.exceptionStarts(pool, ctx.tenant, [...pageMasters.keys()]);
+      const at = now();
+      const next = new Map([...pageMasters].map(([id, row]) => [id, nextOccurrenceOf(row, starts.filter((s) => s.series_id === id), at)] as const));
       return {
         data: listed.items.map((i) => toEvent(i.row, { ...(i.occurrence ? { occurrence: i.occurrence, next_occurrence: next.get(i.row.id) ?? null } : {}) })),
         has_more: listed.next !== undefined,
@@ -234,6 +241,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       return withTransaction(pool, async (tx) => {
         const { event, master } = await lockTarget(tx, ctx.tenant, lower(req.id));
         if (!hasDescriptive(c) && !hasTiming(c)) return view(tx, ctx.tenant, event);
+        const out = await (async (): Promise<CalendarEvent> => {
         // A single event: any scope edits it.
         if (!master) {
           if (req.recurrence_id) throw errors.invalidField('recurrence_id', 'is only for an occurrence of a recurring event; this event is a single event');
@@ -288,6 +296,10 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
         }
         await remove(tx, ctx, orphans, { reason: 'its occurrence is no longer in the series' });
         return view(tx, ctx.tenant, created);
+        })();
+        // The series (or the single event), and a new master of a split.
+        await reindex(tx, ctx.tenant, [master?.id ?? event.id, ...(out.rrule && !out.series_id ? [out.id] : [])], now());
+        return out;
       }, { signal: ctx.signal });
     },
 
@@ -296,6 +308,12 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       const given = scopes.toDomain(req.update_scope) as Scope | undefined;
       await withTransaction(pool, async (tx) => {
         const { event, master } = await lockTarget(tx, ctx.tenant, lower(req.id));
+        await removeScoped(tx, event, master);
+        await reindex(tx, ctx.tenant, [master?.id ?? event.id], now());
+      }, { signal: ctx.signal });
+      return {};
+
+      async function removeScoped(tx: PoolClient, event: EventRow, master: EventRow | undefined): Promise<void> {
         if (!master) return remove(tx, ctx, [event.id], {});
         const exceptions = await events.exceptionsOf(tx, ctx.tenant, master.id, 'update');
         const scope: Scope = given ?? (event.series_id ? 'this' : 'all');
@@ -312,8 +330,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
         const timing = { ...pickTiming(master), rrule: split.ending.rrule, exdates: split.ending.exdates };
         await save(tx, ctx, master, { ...master, ...timing, ...derived(timing) }, { rrule: split.ending.rrule, ended_before: rid });
         return remove(tx, ctx, exceptions.filter((e) => e.recurrence_id!.getTime() >= rid.getTime()).map((e) => e.id), { series_id: master.id });
-      }, { signal: ctx.signal });
-      return {};
+      }
     },
   };
 }
