@@ -119,6 +119,26 @@ describe('calendar events over gRPC', () => {
     assert.deepEqual(after.filter((e) => e.title === 'Far').map((e) => e.recurrence_id!.toISOString()), [far.recurrence_id!.toISOString()]);
   });
 
+  it('moves the occurrence index forward as time passes (the extender worker)', async () => {
+    let clock = NOW;
+    const moving = await startCalendar({ now: () => clock, indexRefreshMs: 50 });
+    try {
+      const t = tenant();
+      const c = await moving.client.call(S.createCalendar, { name: 'Moving', timezone: 'UTC' }, t.call);
+      const s = await moving.client.call(S.createEvent, ev({ calendar_id: c.id, title: 'W', start_at: d('2026-06-01T09:00:00Z'), end_at: d('2026-06-01T10:00:00Z'), rrule: 'FREQ=WEEKLY' }), t.call);
+      const until = async () => (await moving.db.query(`SELECT indexed_until FROM events WHERE id = $1`, [s.id])).rows[0].indexed_until.toISOString();
+      assert.equal(await until(), '2027-07-06T00:00:00.000Z');
+      clock = new Date('2026-09-01T00:00:00Z'); // 92 days later: less than 370 days of index left
+      for (let i = 0; i < 100 && (await until()) === '2027-07-06T00:00:00.000Z'; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(await until(), '2027-10-06T00:00:00.000Z', '400 days after the new now');
+      const { rows } = await moving.db.query(`SELECT count(*)::int AS n, max(sort_start) AS last FROM occurrences WHERE event_id = $1`, [s.id]);
+      assert.equal(rows[0].last.toISOString(), '2027-10-04T09:00:00.000Z');
+      assert.equal(rows[0].n, 71, 'a year back from the new now is the series start: all weeks from 2026-06-01 to 2027-10-04');
+    } finally {
+      await moving.stop();
+    }
+  });
+
   it('applies this, all and this_and_following (with COUNT) without losing or duplicating an occurrence, and bumps sequences', async () => {
     const t = tenant();
     const c = await calendarOf(t);

@@ -17,7 +17,7 @@ export const ev = (p: Partial<CreateEventRequest>): CreateEventRequest => Create
 export const upd = (p: Partial<UpdateEventRequest>): UpdateEventRequest => UpdateEventRequest.fromPartial(p as never);
 
 /** calendar on a fresh database, called over real gRPC (clock pinned by `now` when given), with a SQL client for checks. */
-export async function startCalendar(opts: { now?: () => Date } = {}) {
+export async function startCalendar(opts: { now?: () => Date; indexRefreshMs?: number } = {}) {
   const databaseUrl = await testDatabase('calendar');
   const service: RunningService = await createCalendarService(
     { databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, ...opts },
