@@ -96,3 +96,5 @@ CREATE TABLE occurrences (
 CREATE INDEX occurrences_short ON occurrences (tenant_id, sort_start, event_id, rid_key) WHERE NOT is_long;
 CREATE INDEX occurrences_long ON occurrences (tenant_id, sort_end) WHERE is_long;
 CREATE INDEX occurrences_calendar ON occurrences (calendar_id);
+-- next_occurrence: a series' first indexed start after now.
+CREATE INDEX occurrences_event_start ON occurrences (event_id, sort_start);

@@ -12,6 +12,7 @@ import {
 } from './common.js';
 import { applied, hasDescriptive, hasTiming, mergeTiming, derived, movesSeries, nextOccurrenceOf, type Changes } from './event-state.js';
 import { indexedOccurrence, reindex } from './occurrence-index.js';
+import { INDEXED_TO_END } from '../domain/occurrence-index.js';
 import { checkEventFields } from './validation.js';
 
 type H = Handlers<typeof CalendarServiceService>;
@@ -74,6 +75,27 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
     if (!row.rrule || row.deleted_at) return toEvent(row);
     const exceptions = await events.exceptionStarts(db, tenantId, [row.id]);
     return toEvent(row, { next_occurrence: nextOccurrenceOf(row, exceptions, now()) });
+  }
+
+  /**
+   * next_occurrence of listed masters, from the occurrence index (one query) where it covers now
+   * and what follows; from the recurrence engine otherwise.
+   */
+  async function listedNextOccurrences(masters: EventRow[], tenantId: string): Promise<Map<string, Date | null>> {
+    const at = now();
+    const indexed = await events.nextStarts(pool, tenantId, masters.map((m) => m.id), at);
+    const out = new Map<string, Date | null>();
+    for (const m of masters) {
+      const n = indexed.get(m.id);
+      const covered = n && m.indexed_from && m.indexed_until && m.indexed_from.getTime() <= at.getTime() && (n.occurrence || m.indexed_until.getTime() >= INDEXED_TO_END.getTime());
+      if (covered) {
+        const all = [n.occurrence, n.exception].filter((x): x is Date => x !== null).sort((a, b) => a.getTime() - b.getTime());
+        out.set(m.id, all[0] ?? null);
+      } else {
+        out.set(m.id, nextOccurrenceOf(m, await events.exceptionStarts(pool, tenantId, [m.id]), at));
+      }
+    }
+    return out;
   }
 
   async function emit(tx: PoolClient, ctx: CallContext, type: string, row: EventRow, metadata?: Record<string, unknown>): Promise<CalendarEvent> {
@@ -211,9 +233,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       const listed = pageOf(items, page.size);
       // next_occurrence of the masters on this page.
       const pageMasters = new Map(listed.items.filter((i) => i.occurrence).map((i) => [i.row.id, i.row]));
-      const starts = await events.exceptionStarts(pool, ctx.tenant, [...pageMasters.keys()]);
-      const at = now();
-      const next = new Map([...pageMasters].map(([id, row]) => [id, nextOccurrenceOf(row, starts.filter((s) => s.series_id === id), at)] as const));
+      const next = await listedNextOccurrences([...pageMasters.values()], ctx.tenant);
       return {
         data: listed.items.map((i) => toEvent(i.row, { ...(i.occurrence ? { occurrence: i.occurrence, next_occurrence: next.get(i.row.id) ?? null } : {}) })),
         has_more: listed.next !== undefined,

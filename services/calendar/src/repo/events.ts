@@ -285,6 +285,22 @@ export async function mastersToReindex(db: Queryable, horizon: Date, limit: numb
   return rows;
 }
 
+/**
+ * For next_occurrence: per master, its first indexed occurrence start after `now` and the first
+ * start after `now` of its live exceptions (both null when there is none).
+ */
+export async function nextStarts(db: Queryable, tenantId: string, masterIds: string[], now: Date): Promise<Map<string, { occurrence: Date | null; exception: Date | null }>> {
+  if (masterIds.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; occurrence: Date | null; exception: Date | null }>(
+    `SELECT m.id,
+            (SELECT min(o.sort_start) FROM occurrences o WHERE o.event_id = m.id AND o.sort_start > $3) AS occurrence,
+            (SELECT min(x.span_start) FROM events x WHERE x.tenant_id = $1 AND x.series_id = m.id AND x.deleted_at IS NULL AND x.span_start > $3) AS exception
+       FROM events m WHERE m.tenant_id = $1 AND m.id = ANY($2::uuid[])`,
+    [tenantId, masterIds, now],
+  );
+  return new Map(rows.map((r) => [r.id, { occurrence: r.occurrence, exception: r.exception }]));
+}
+
 /** Removes a calendar's index rows (its delete). */
 export async function deleteCalendarIndex(db: Queryable, tenantId: string, calendarId: string): Promise<void> {
   await db.query(`DELETE FROM occurrences WHERE tenant_id = $1 AND calendar_id = $2`, [tenantId, calendarId]);
