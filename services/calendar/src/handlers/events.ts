@@ -31,20 +31,20 @@ function timezoneOf(value: string | undefined): string | undefined {
 
 /** The changes a create or PUT carries (`carried(f)`: the body has the key). */
 function changesOf(req: CreateEventRequest | UpdateEventRequest, carried: (f: string) => boolean, cleared: ReadonlySet<string> = new Set()): Changes {
-  const text = (f: 'description' | 'location' | 'conference_url' | 'color' | 'organizer_id', v: string | undefined) =>
-    v === undefined ? undefined : textOrNull(v) ?? null;
+  // '' (and null, which patchNulls turns into '') clears a text field.
+  const text = (v: string | undefined) => (v === undefined ? undefined : textOrNull(v) ?? null);
   const num = (f: 'location_lat' | 'location_lng', v: number | undefined) => (cleared.has(f) ? null : v);
   const time = (f: 'start_at' | 'end_at', v: Date | undefined) => (cleared.has(f) ? null : v);
   const date = (v: string | undefined) => (v === undefined ? undefined : v === '' ? null : v);
   return {
     descriptive: {
       title: req.title === undefined ? undefined : req.title.trim(),
-      description: text('description', req.description),
-      location: text('location', req.location),
+      description: text(req.description),
+      location: text(req.location),
       location_lat: num('location_lat', req.location_lat),
       location_lng: num('location_lng', req.location_lng),
-      conference_url: text('conference_url', req.conference_url),
-      color: text('color', req.color),
+      conference_url: text(req.conference_url),
+      color: text(req.color),
       organizer_id: req.organizer_id === undefined ? undefined : req.organizer_id === '' ? null : lower(req.organizer_id),
       event_type: eventTypes.toDomain(req.event_type),
       status: statuses.toDomain(req.status),
