@@ -195,6 +195,21 @@ describe('calendar events over gRPC', () => {
     assert.ok(rows.some((r) => r.event_type === 'calendar_event.created') && rows.some((r) => r.event_type === 'calendar_event.updated'));
   });
 
+  it('moves a whole series (all): exceptions whose occurrence is gone are deleted, so no day has two meetings; a cleared rule makes a single event', async () => {
+    const t = tenant();
+    const c = await calendarOf(t, 'UTC');
+    const m = await cal.client.call(S.createEvent, ev({ calendar_id: c.id, title: 'Daily', start_at: d('2026-07-06T09:00:00Z'), end_at: d('2026-07-06T09:30:00Z'), rrule: 'FREQ=DAILY;COUNT=5' }), t.call);
+    const window = { from: '2026-07-01T00:00:00Z', to: '2026-08-01T00:00:00Z', calendar_id: c.id };
+    const ex = await cal.client.call(S.updateEvent, upd({ id: m.id, update_scope: THIS, recurrence_id: d('2026-07-08T09:00:00Z'), title: 'Kept time' }), t.call);
+    await cal.client.call(S.updateEvent, upd({ id: m.id, update_scope: ALL, start_at: d('2026-07-06T10:00:00Z'), end_at: d('2026-07-06T10:30:00Z') }), t.call);
+    assert.equal((await failure(cal.client.call(S.getEvent, { id: ex.id }, t.call))).code, grpc.status.NOT_FOUND, 'its 09:00 occurrence no longer exists');
+    const moved = await cal.occurrences(t.call, window);
+    assert.deepEqual(moved.map((e) => e.start_at!.toISOString().slice(5, 16)), ['07-06T10:00', '07-07T10:00', '07-08T10:00', '07-09T10:00', '07-10T10:00']);
+    const single = await cal.client.call(S.updateEvent, upd({ id: m.id, rrule: '', update_mask: ['rrule'] }), t.call);
+    assert.deepEqual([single.rrule, single.exdates, single.next_occurrence], [undefined, [], undefined]);
+    assert.deepEqual((await cal.occurrences(t.call, window)).map((e) => [e.id, e.series_id, e.recurrence_id]), [[m.id, undefined, undefined]]);
+  });
+
   it('deletes this, this_and_following and all, and an exception by its own id', async () => {
     const t = tenant();
     const c = await calendarOf(t);
