@@ -218,6 +218,18 @@ describe('calendar through the gateway', () => {
     assertError(await call('PATCH', `/calendars/${cal.id}`, viewer, { name: 'x' }), 403);
     assertError(await call('DELETE', `/calendars/${cal.id}`, viewer), 403);
     assertError(await stack.api('GET', '/api/v1/calendars'), 401);
+
+    // A member writes (calendar: write by default); an access policy of none on calendar shuts them out.
+    const join = async (access_policies: unknown[]) => {
+      const invitation = await call('POST', '/invitations', a.key, { email: `member-${randomUUID()}@alpha.test`, role: 'member', access_policies });
+      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: invitation.body.code } })).body.api_key as string;
+    };
+    const member = await join([]);
+    assert.equal((await call('POST', '/events', member, { calendar_id: cal.id, title: 'By a member', start_at: '2026-06-02T09:00:00Z', end_at: '2026-06-02T10:00:00Z' })).status, 201);
+    const none = await join([{ domain: 'calendar', access_level: 'none' }]);
+    assertError(await call('GET', '/calendars', none), 403);
+    assertError(await call('GET', `/events/${ev.id}`, none), 403);
+    assertError(await stack.api('GET', `/api/v1/calendars/${cal.id}/events.ics`, { key: none }), 403);
   });
 
   it('finds the notes that mention a real event (GET /backlinks/event/{id})', async () => {
