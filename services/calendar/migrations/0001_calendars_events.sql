@@ -56,6 +56,8 @@ CREATE TABLE events (
   -- (the rest are expanded on read). Null for other events.
   indexed_from   timestamptz,
   indexed_until  timestamptz,
+  -- The index stopped short of 400 days ahead (a dense series): moved forward only when 30 days are left.
+  index_capped   boolean NOT NULL DEFAULT false,
   created_at     timestamptz NOT NULL DEFAULT now(),
   updated_at     timestamptz NOT NULL DEFAULT now(),
   deleted_at     timestamptz,

@@ -119,6 +119,17 @@ describe('calendar events over gRPC', () => {
     assert.deepEqual(after.filter((e) => e.title === 'Far').map((e) => e.recurrence_id!.toISOString()), [far.recurrence_id!.toISOString()]);
   });
 
+  it('indexes a dense (hourly) series from now up to the cap, and lists its past on read', async () => {
+    const t = tenant();
+    const c = await calendarOf(t, 'UTC');
+    const h = await cal.client.call(S.createEvent, ev({ calendar_id: c.id, title: 'Hourly', start_at: d('2026-01-01T00:00:00Z'), end_at: d('2026-01-01T00:10:00Z'), rrule: 'FREQ=HOURLY' }), t.call);
+    const { rows } = await cal.db.query(`SELECT indexed_from, indexed_until, index_capped, (SELECT count(*)::int FROM occurrences WHERE event_id = $1) AS n FROM events WHERE id = $1`, [h.id]);
+    assert.deepEqual([rows[0].indexed_from.toISOString(), rows[0].indexed_until.toISOString(), rows[0].index_capped, rows[0].n], [NOW.toISOString(), '2026-08-23T08:00:00.000Z', true, 2000]);
+    const past = await cal.occurrences(t.call, { from: '2026-05-30T00:00:00Z', to: '2026-06-02T00:00:00Z', calendar_id: c.id }, 50);
+    assert.equal(past.length, 72, 'two days on read, one from the index, every hour once');
+    assert.equal(new Set(past.map((e) => e.start_at!.getTime())).size, 72);
+  });
+
   it('moves the occurrence index forward as time passes (the extender worker)', async () => {
     let clock = NOW;
     const moving = await startCalendar({ now: () => clock, indexRefreshMs: 50 });

@@ -14,7 +14,7 @@ const BEAT_MS = 10_000;
 /**
  * Moves the occurrence index forward as time passes: every `everyMs`, the series whose indexed
  * stretch ends within INDEX_HORIZON_DAYS - INDEX_REFRESH_DAYS of now are indexed again (to 400
- * days ahead). Replicas share the work: each batch locks its masters with SKIP LOCKED, and a
+ * days ahead); a dense series whose index is capped, when less than INDEX_REFRESH_DAYS is left. Replicas share the work: each batch locks its masters with SKIP LOCKED, and a
  * master being changed by a request is skipped (that request reindexes it). Listings stay right
  * without it (unindexed stretches are expanded on read), only slower.
  */
@@ -28,7 +28,9 @@ export function indexExtender(pool: Pool, logger: Logger, now: () => Date, every
           for (;;) {
             const done = await withTransaction(pool, async (tx) => {
               const at = now();
-              const due = await events.mastersToReindex(tx, new Date(at.getTime() + (INDEX_HORIZON_DAYS - INDEX_REFRESH_DAYS) * DAY_MS), BATCH);
+              const due = await events.mastersToReindex(
+                tx, new Date(at.getTime() + (INDEX_HORIZON_DAYS - INDEX_REFRESH_DAYS) * DAY_MS), new Date(at.getTime() + INDEX_REFRESH_DAYS * DAY_MS), BATCH,
+              );
               for (const m of due) await reindex(tx, m.tenant_id, [m.id], at);
               return due.length;
             }, { signal: ctx.signal });

@@ -20,15 +20,24 @@ export interface SeriesIndex {
   /** Occurrences starting in [from, until) are indexed. */
   from: Date;
   until: Date;
+  /** Stopped short of the horizon (INDEX_MAX_PER_SERIES, or a stretch the engine refuses): a dense series. */
+  capped: boolean;
 }
 
 /**
  * The occurrences of a series to index at `now`: `start` is its first start, `end` the end of its
- * last occurrence (null: no end). A stretch the engine refuses to expand (a rule too dense for
- * the caps) ends the index there; listings of it are refused on read as before.
+ * last occurrence (null: no end). A series too dense to index a year back and 400 days ahead within
+ * the cap (hourly, minutely) is indexed from now instead, so current windows are served from the
+ * index. A stretch the engine refuses to expand (a rule too dense for its caps) ends the index
+ * there; listings of it are refused on read as before.
  */
 export function seriesIndex(series: Series, start: Date, end: Date | null, now: Date): SeriesIndex {
-  const from = new Date(Math.max(start.getTime(), now.getTime() - INDEX_LOOKBACK_DAYS * DAY_MS));
+  const back = new Date(Math.max(start.getTime(), now.getTime() - INDEX_LOOKBACK_DAYS * DAY_MS));
+  const index = indexFrom(series, back, end, now);
+  return index.capped && index.until.getTime() <= now.getTime() ? indexFrom(series, new Date(Math.max(start.getTime(), now.getTime())), end, now) : index;
+}
+
+function indexFrom(series: Series, from: Date, end: Date | null, now: Date): SeriesIndex {
   const horizon = now.getTime() + INDEX_HORIZON_DAYS * DAY_MS;
   const last = end && end.getTime() <= horizon ? end.getTime() : horizon;
   const occurrences: Occurrence[] = [];
@@ -41,14 +50,14 @@ export function seriesIndex(series: Series, start: Date, end: Date | null, now: 
       // From 1 ms before: a zero-length occurrence at `at` overlaps the window too.
       found = expandOccurrences(series, { from: new Date(at - 1), to: new Date(chunkEnd) });
     } catch (err) {
-      if (err instanceof RecurrenceError) return { occurrences, from, until: new Date(at) };
+      if (err instanceof RecurrenceError) return { occurrences, from, until: new Date(at), capped: true };
       throw err;
     }
     for (const o of found) {
       if (o.recurrence_id.getTime() < at) continue;
-      if (occurrences.length === INDEX_MAX_PER_SERIES) return { occurrences, from, until: o.recurrence_id };
+      if (occurrences.length === INDEX_MAX_PER_SERIES) return { occurrences, from, until: o.recurrence_id, capped: true };
       occurrences.push(o);
     }
   }
-  return { occurrences, from, until: last === horizon ? new Date(horizon) : INDEXED_TO_END };
+  return { occurrences, from, until: last === horizon ? new Date(horizon) : INDEXED_TO_END, capped: false };
 }

@@ -48,7 +48,7 @@ export async function reindex(tx: PoolClient, tenantId: string, ids: string[], n
     const replaced = new Set(exceptions.map((e) => e.recurrence_id!.getTime()));
     const index = recurrence(() => seriesIndex(seriesOf(row), row.span_start, row.span_end, now));
     for (const o of index.occurrences) if (!replaced.has(o.recurrence_id.getTime())) entries.push(occurrenceEntry(row, o));
-    await events.setIndexedRange(tx, tenantId, row.id, index.from, index.until);
+    await events.setIndexedRange(tx, tenantId, row.id, index);
   }
   await events.insertIndex(tx, entries);
 }

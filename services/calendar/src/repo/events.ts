@@ -202,8 +202,8 @@ export async function insertIndex(db: Queryable, entries: IndexEntry[]): Promise
 }
 
 /** Records which stretch of a master's occurrences the index holds (no updated_at: the event did not change). */
-export async function setIndexedRange(db: Queryable, tenantId: string, id: string, from: Date, until: Date): Promise<void> {
-  await db.query(`UPDATE events SET indexed_from = $3, indexed_until = $4 WHERE tenant_id = $1 AND id = $2`, [tenantId, id, from, until]);
+export async function setIndexedRange(db: Queryable, tenantId: string, id: string, range: { from: Date; until: Date; capped: boolean }): Promise<void> {
+  await db.query(`UPDATE events SET indexed_from = $3, indexed_until = $4, index_capped = $5 WHERE tenant_id = $1 AND id = $2`, [tenantId, id, range.from, range.until, range.capped]);
 }
 
 /** The live exceptions of these masters (any state), for indexing. */
@@ -274,13 +274,17 @@ export async function unindexedMasters(db: Queryable, tenantId: string, calendar
   return rows;
 }
 
-/** Masters whose index ends within `beforeDays`… of now and whose series goes on: the extender's work, locked for it. */
-export async function mastersToReindex(db: Queryable, horizon: Date, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+/**
+ * The extender's work, locked for it: masters whose series goes on past their index and whose index
+ * ends before `horizon` (`cappedHorizon` for dense series, whose index cannot reach further anyway).
+ */
+export async function mastersToReindex(db: Queryable, horizon: Date, cappedHorizon: Date, limit: number): Promise<{ id: string; tenant_id: string }[]> {
   const { rows } = await db.query<{ id: string; tenant_id: string }>(
     `SELECT id, tenant_id FROM events
       WHERE deleted_at IS NULL AND rrule IS NOT NULL AND indexed_until < $1 AND (span_end IS NULL OR indexed_until < span_end)
-      ORDER BY indexed_until LIMIT $2 FOR UPDATE SKIP LOCKED`,
-    [horizon, limit],
+        AND (NOT index_capped OR indexed_until < $2)
+      ORDER BY indexed_until LIMIT $3 FOR UPDATE SKIP LOCKED`,
+    [horizon, cappedHorizon, limit],
   );
   return rows;
 }
