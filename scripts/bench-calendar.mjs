@@ -83,17 +83,23 @@ try {
     for (let i = 0; i < WARMUP; i++) await api('GET', path, key);
     const ms = [];
     const started = performance.now();
+    const cpu = process.cpuUsage();
     for (let i = 0; i < REQUESTS; i++) {
       const s = performance.now();
       await api('GET', path, key);
       ms.push(performance.now() - s);
     }
+    // CPU of this process (client, gateway and services share it; PostgreSQL is another process)
+    // per request: a figure a busy shared machine inflates far less than wall time.
+    const used = process.cpuUsage(cpu);
     console.log(`${label} × ${REQUESTS} (sequential, after ${WARMUP} warm-up):`);
-    console.log(`  ${summarize(ms)}   ${((REQUESTS / (performance.now() - started)) * 1000).toFixed(1)} req/s`);
+    console.log(`  ${summarize(ms)}   ${((REQUESTS / (performance.now() - started)) * 1000).toFixed(1)} req/s   CPU ${((used.user + used.system) / 1000 / REQUESTS).toFixed(1)} ms/request`);
   };
   await time('GET /api/v1/events (31-day window, first page, limit 50)', `/api/v1/events?${qs}`);
   await time('GET /api/v1/events (31-day window, a page in the middle via cursor, limit 50)', `/api/v1/events?${qs}&cursor=${cursors[Math.floor(cursors.length / 2)]}`);
   await time('GET /api/v1/events (31-day window, first page, limit 200)', `/api/v1/events?${qs}&limit=200`);
+  const load = (await import('node:os')).loadavg();
+  console.log(`machine load average (1/5/15 min): ${load.map((l) => l.toFixed(1)).join(' / ')} on ${(await import('node:os')).cpus().length} cores`);
 } finally {
   await stack.stop();
 }
