@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { ReminderMethod, type CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { reindex } from './handlers/occurrence-index.js';
 import { ALL, FOLLOWING, S, THIS, badFields, ev, failure, local, startCalendar, tenant, upd, type Calendar } from './test-support.js';
 
 const NOW = new Date('2026-06-01T00:00:00Z');
@@ -219,6 +220,31 @@ describe('calendar events over gRPC', () => {
     const single = await cal.client.call(S.updateEvent, upd({ id: m.id, rrule: '', update_mask: ['rrule'] }), t.call);
     assert.deepEqual([single.rrule, single.exdates, single.next_occurrence], [undefined, [], undefined]);
     assert.deepEqual((await cal.occurrences(t.call, window)).map((e) => [e.id, e.series_id, e.recurrence_id]), [[m.id, undefined, undefined]]);
+  });
+
+  it('re-indexes one occurrence on `this` changes exactly as a whole re-index would', async () => {
+    const t = tenant();
+    const c = await calendarOf(t);
+    const m = await cal.client.call(S.createEvent, ev({ calendar_id: c.id, title: 'Daily', start_at: d('2026-06-01T13:00:00Z'), end_at: d('2026-06-01T13:30:00Z'), rrule: 'FREQ=DAILY' }), t.call);
+    const rid = (day: number) => d(`2026-06-${String(day).padStart(2, '0')}T13:00:00Z`);
+    const ex = await cal.client.call(S.updateEvent, upd({ id: m.id, update_scope: THIS, recurrence_id: rid(3), start_at: d('2026-06-03T15:00:00Z'), end_at: d('2026-06-03T16:00:00Z') }), t.call);
+    await cal.client.call(S.updateEvent, upd({ id: ex.id, title: 'Again', start_at: d('2026-06-04T15:00:00Z'), end_at: d('2026-06-04T16:00:00Z') }), t.call);
+    await cal.client.call(S.updateEvent, upd({ id: m.id, update_scope: THIS, recurrence_id: rid(5), title: 'Five' }), t.call);
+    await cal.client.call(S.deleteEvent, { id: m.id, update_scope: THIS, recurrence_id: rid(6) }, t.call);
+    await cal.client.call(S.deleteEvent, { id: m.id, update_scope: THIS, recurrence_id: rid(5) }, t.call);
+    const snapshot = async () =>
+      (await cal.db.query(`SELECT event_id, rid_key, sort_start, sort_end, start_at, end_at FROM occurrences WHERE tenant_id = $1 ORDER BY sort_start, event_id, rid_key`, [t.id])).rows.map((r) => JSON.stringify(r));
+    const incremental = await snapshot();
+    const client = await cal.db.connect();
+    try {
+      await client.query('BEGIN');
+      await reindex(client, t.id, [m.id], NOW);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    assert.deepEqual(incremental, await snapshot());
+    assert.equal(incremental.length, 400 - 2, 'the 400 occurrences to 400 days ahead less two exdates (the moved one is its exception row)');
   });
 
   it('deletes this, this_and_following and all, and an exception by its own id', async () => {

@@ -11,7 +11,7 @@ import {
   LIMITS, SOURCE, availabilities, eventData, eventTypes, recurrence, reminderMethods, scopes, seriesOf, statuses, toEvent, visibilities, type CalendarDeps,
 } from './common.js';
 import { applied, hasDescriptive, hasTiming, mergeTiming, derived, movesSeries, nextOccurrenceOf, type Changes } from './event-state.js';
-import { indexedOccurrence, reindex } from './occurrence-index.js';
+import { indexedOccurrence, reindex, reindexOccurrence } from './occurrence-index.js';
 import { INDEXED_TO_END } from '../domain/occurrence-index.js';
 import { checkEventFields } from './validation.js';
 
@@ -261,6 +261,8 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       return withTransaction(pool, async (tx) => {
         const { event, master } = await lockTarget(tx, ctx.tenant, lower(req.id));
         if (!hasDescriptive(c) && !hasTiming(c)) return view(tx, ctx.tenant, event);
+        // Set when the change touches one occurrence only (`this`): re-indexing it is enough.
+        let oneOccurrence: Date | undefined;
         const out = await (async (): Promise<CalendarEvent> => {
         // A single event: any scope edits it.
         if (!master) {
@@ -275,6 +277,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
           if (c.timing.rrule !== undefined || c.timing.exdates !== undefined) {
             throw errors.invalidField(c.timing.rrule !== undefined ? 'rrule' : 'exdates', 'an exception is one occurrence: change the series with update_scope all on the series');
           }
+          oneOccurrence = event.recurrence_id!;
           return view(tx, ctx.tenant, await save(tx, ctx, event, applied(event, c), metadata));
         }
         const scope: Scope = given ?? 'all';
@@ -286,6 +289,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
           if (c.timing.rrule !== undefined || c.timing.exdates !== undefined) {
             throw errors.invalidField(c.timing.rrule !== undefined ? 'rrule' : 'exdates', 'update_scope this changes one occurrence, which has no rule: use this_and_following or all');
           }
+          oneOccurrence = rid;
           const existing = (await events.exceptionsOf(tx, ctx.tenant, master.id, 'update')).find((e) => e.recurrence_id!.getTime() === rid.getTime());
           if (existing) return view(tx, ctx.tenant, await save(tx, ctx, existing, applied(existing, c), metadata));
           const occurrence = recurrence(() => occurrenceAt(master, rid));
@@ -318,7 +322,8 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
         return view(tx, ctx.tenant, created);
         })();
         // The series (or the single event), and a new master of a split.
-        await reindex(tx, ctx.tenant, [master?.id ?? event.id, ...(out.rrule && !out.series_id ? [out.id] : [])], now());
+        if (master && oneOccurrence) await reindexOccurrence(tx, ctx.tenant, master.id, oneOccurrence);
+        else await reindex(tx, ctx.tenant, [master?.id ?? event.id, ...(out.rrule && !out.series_id ? [out.id] : [])], now());
         return out;
       }, { signal: ctx.signal });
     },
@@ -328,28 +333,41 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       const given = scopes.toDomain(req.update_scope) as Scope | undefined;
       await withTransaction(pool, async (tx) => {
         const { event, master } = await lockTarget(tx, ctx.tenant, lower(req.id));
-        await removeScoped(tx, event, master);
-        await reindex(tx, ctx.tenant, [master?.id ?? event.id], now());
+        const oneOccurrence = await removeScoped(tx, event, master);
+        if (master && oneOccurrence) await reindexOccurrence(tx, ctx.tenant, master.id, oneOccurrence);
+        else await reindex(tx, ctx.tenant, [master?.id ?? event.id], now());
       }, { signal: ctx.signal });
       return {};
 
-      async function removeScoped(tx: PoolClient, event: EventRow, master: EventRow | undefined): Promise<void> {
-        if (!master) return remove(tx, ctx, [event.id], {});
+      /** Deletes what the scope says; returns the occurrence when only it changed (`this`). */
+      async function removeScoped(tx: PoolClient, event: EventRow, master: EventRow | undefined): Promise<Date | undefined> {
+        if (!master) {
+          await remove(tx, ctx, [event.id], {});
+          return undefined;
+        }
         const exceptions = await events.exceptionsOf(tx, ctx.tenant, master.id, 'update');
         const scope: Scope = given ?? (event.series_id ? 'this' : 'all');
-        if (scope === 'all') return remove(tx, ctx, [master.id, ...exceptions.map((e) => e.id)], {});
+        if (scope === 'all') {
+          await remove(tx, ctx, [master.id, ...exceptions.map((e) => e.id)], {});
+          return undefined;
+        }
         const rid = event.series_id ? event.recurrence_id! : occurrenceId(master, req.recurrence_id, scope);
         if (scope === 'this') {
           if (master.exdates.length >= LIMITS.exdates) throw errors.failedPrecondition('TOO_MANY_EXDATES', `the series has ${LIMITS.exdates} exdates already: end it (this_and_following) and start a new one`);
           const timing = { ...pickTiming(master), exdates: [...master.exdates, rid] };
           await save(tx, ctx, master, { ...master, ...timing, ...derived(timing) }, { exdates: timing.exdates });
-          return remove(tx, ctx, exceptions.filter((e) => e.recurrence_id!.getTime() === rid.getTime()).map((e) => e.id), { series_id: master.id });
+          await remove(tx, ctx, exceptions.filter((e) => e.recurrence_id!.getTime() === rid.getTime()).map((e) => e.id), { series_id: master.id });
+          return rid;
         }
         const split = recurrence(() => splitSeries(seriesOf(master), rid));
-        if (split.kind === 'whole_series') return remove(tx, ctx, [master.id, ...exceptions.map((e) => e.id)], {});
+        if (split.kind === 'whole_series') {
+          await remove(tx, ctx, [master.id, ...exceptions.map((e) => e.id)], {});
+          return undefined;
+        }
         const timing = { ...pickTiming(master), rrule: split.ending.rrule, exdates: split.ending.exdates };
         await save(tx, ctx, master, { ...master, ...timing, ...derived(timing) }, { rrule: split.ending.rrule, ended_before: rid });
-        return remove(tx, ctx, exceptions.filter((e) => e.recurrence_id!.getTime() >= rid.getTime()).map((e) => e.id), { series_id: master.id });
+        await remove(tx, ctx, exceptions.filter((e) => e.recurrence_id!.getTime() >= rid.getTime()).map((e) => e.id), { series_id: master.id });
+        return undefined;
       }
     },
   };

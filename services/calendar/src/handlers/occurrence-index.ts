@@ -1,6 +1,6 @@
 import type { PoolClient } from '@workauto/db';
 import { seriesIndex } from '../domain/occurrence-index.js';
-import { startOfDay, type Occurrence } from '../domain/recurrence.js';
+import { expandOccurrences, startOfDay, type Occurrence } from '../domain/recurrence.js';
 import * as events from '../repo/events.js';
 import type { EventRow, IndexEntry } from '../repo/events.js';
 import { recurrence, seriesOf } from './common.js';
@@ -51,4 +51,21 @@ export async function reindex(tx: PoolClient, tenantId: string, ids: string[], n
     await events.setIndexedRange(tx, tenantId, row.id, index);
   }
   await events.insertIndex(tx, entries);
+}
+
+/**
+ * Re-indexes one occurrence of a series after a change that touches only it (`this`: an exception
+ * made, changed or removed, an exdate added): its exception's row, or else the master's occurrence
+ * if the series still has it and the master's index covers it. The rest of the series is unchanged.
+ */
+export async function reindexOccurrence(tx: PoolClient, tenantId: string, masterId: string, recurrenceId: Date): Promise<void> {
+  await events.deleteOccurrenceIndex(tx, tenantId, masterId, recurrenceId);
+  const master = await events.findEvent(tx, tenantId, masterId);
+  if (!master?.rrule) return;
+  const exception = await events.exceptionAt(tx, tenantId, masterId, recurrenceId);
+  if (exception) return events.insertIndex(tx, [entryOf(exception)]);
+  const at = recurrenceId.getTime();
+  if (!master.indexed_from || !master.indexed_until || at < master.indexed_from.getTime() || at >= master.indexed_until.getTime()) return;
+  const o = recurrence(() => expandOccurrences(seriesOf(master), { from: new Date(at - 1), to: new Date(at + 1) })).find((x) => x.recurrence_id.getTime() === at);
+  if (o) await events.insertIndex(tx, [occurrenceEntry(master, o)]);
 }

@@ -187,6 +187,24 @@ export async function deleteIndex(db: Queryable, tenantId: string, eventIds: str
   );
 }
 
+/** Removes the index rows of one occurrence of a series: the master's and its exception's. */
+export async function deleteOccurrenceIndex(db: Queryable, tenantId: string, masterId: string, recurrenceId: Date): Promise<void> {
+  await db.query(
+    `DELETE FROM occurrences WHERE tenant_id = $1 AND rid_key = $3
+        AND (event_id = $2 OR event_id IN (SELECT id FROM events WHERE tenant_id = $1 AND series_id = $2))`,
+    [tenantId, masterId, recurrenceId],
+  );
+}
+
+/** The live exception of a master for one occurrence, if any. */
+export async function exceptionAt(db: Queryable, tenantId: string, masterId: string, recurrenceId: Date): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(
+    `SELECT ${COLUMNS} FROM events WHERE tenant_id = $1 AND series_id = $2 AND recurrence_id = $3 AND deleted_at IS NULL`,
+    [tenantId, masterId, recurrenceId],
+  );
+  return rows[0];
+}
+
 export async function insertIndex(db: Queryable, entries: IndexEntry[]): Promise<void> {
   for (let i = 0; i < entries.length; i += 1_000) {
     const batch = entries.slice(i, i + 1_000);
