@@ -131,8 +131,11 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
       if (!event) throw errors.notFound('event', id);
       return { event };
     }
-    const master = await events.findEvent(tx, tenantId, masterId, 'update');
+    let master = await events.findEvent(tx, tenantId, masterId, 'update');
     const event = found.series_id ? await events.findEvent(tx, tenantId, id, 'update') : master;
+    // A split that committed between the first read and the locks moved the exception to the new
+    // master: lock that one too (it is newer than any lock order a request on it could hold against ours).
+    if (event?.series_id && event.series_id !== master?.id) master = await events.findEvent(tx, tenantId, event.series_id, 'update');
     if (!master || !event) throw errors.notFound('event', id);
     return { event, master };
   }
