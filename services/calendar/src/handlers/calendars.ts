@@ -74,8 +74,10 @@ export function calendarHandlers({ pool }: CalendarDeps): Pick<H, 'createCalenda
         if (!current) throw errors.notFound('calendar', req.id);
         const row = await calendars.softDeleteCalendar(tx, ctx.tenant, current.id);
         await recordEvent(tx, SOURCE, ctx, { type: 'calendar.deleted', resourceType: 'calendar', resourceId: row.id, data: calendarData(row), metadata: { deleted_at: row.deleted_at } });
+        const deleted = await events.softDeleteCalendarEvents(tx, ctx.tenant, current.id);
+        // After the events' delete, which waited for changes in flight on them (their index rows included).
         await events.deleteCalendarIndex(tx, ctx.tenant, current.id);
-        for (const ev of await events.softDeleteCalendarEvents(tx, ctx.tenant, current.id)) {
+        for (const ev of deleted) {
           await recordEvent(tx, SOURCE, ctx, {
             type: 'calendar_event.deleted', resourceType: 'calendar_event', resourceId: ev.id, data: eventData(toEvent(ev)), metadata: { deleted_at: ev.deleted_at, deleted_with: current.id },
           });

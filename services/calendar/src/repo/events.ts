@@ -268,7 +268,7 @@ export async function indexedPage(
     `WITH page AS (${part(false)} UNION ALL ${part(true)} ORDER BY 1, 2, 3 LIMIT $6)
      SELECT ${E_COLUMNS}, o.recurrence_id AS o_recurrence_id, o.sort_start AS o_sort_start, o.start_at AS o_start_at, o.end_at AS o_end_at,
             o.start_date::text AS o_start_date, o.end_date::text AS o_end_date
-       FROM page p JOIN occurrences o ON o.event_id = p.event_id AND o.rid_key = p.rid_key JOIN events e ON e.id = o.event_id
+       FROM page p JOIN occurrences o ON o.event_id = p.event_id AND o.rid_key = p.rid_key JOIN events e ON e.id = o.event_id AND e.deleted_at IS NULL
       ORDER BY p.sort_start, p.event_id, p.rid_key`,
     params,
   );
