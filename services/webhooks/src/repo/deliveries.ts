@@ -1,0 +1,134 @@
+import type { Queryable } from '@workauto/db';
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+export type Trigger = 'scheduled' | 'manual';
+
+export interface DeliveryRow {
+  id: string;
+  tenant_id: string;
+  event_id: string;
+  endpoint_id: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: Date | null;
+  trigger: Trigger;
+  job_id: string | null;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempted_at: Date;
+  http_status: number | null;
+  response_time_ms: number | null;
+  error_message: string | null;
+  trigger: Trigger;
+}
+
+const COLUMNS = 'id, tenant_id, event_id, endpoint_id, status, attempt_count, next_attempt_at, trigger, job_id';
+
+export async function insertDelivery(db: Queryable, row: { id: string; tenant_id: string; event_id: string; endpoint_id: string; job_id: string }): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_deliveries (id, tenant_id, event_id, endpoint_id, job_id, next_attempt_at) VALUES ($1, $2, $3, $4, $5, now())`,
+    [row.id, row.tenant_id, row.event_id, row.endpoint_id, row.job_id],
+  );
+}
+
+/** What an attempt needs: the delivery, its event's body and its endpoint's state (any tenant: the worker's view). */
+export interface DeliveryWork extends DeliveryRow {
+  payload: string;
+  url: string;
+  endpoint_live: boolean;
+}
+
+export async function findWork(db: Queryable, id: string): Promise<DeliveryWork | undefined> {
+  const { rows } = await db.query<DeliveryWork>(
+    `SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.next_attempt_at, d.trigger, d.job_id,
+            e.payload, w.url, (w.is_enabled AND w.deleted_at IS NULL) AS endpoint_live
+       FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
+      WHERE d.id = $1`,
+    [id],
+  );
+  return rows[0];
+}
+
+export async function deliveriesOf(db: Queryable, tenantId: string, eventId: string): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY created_at, id`, [tenantId, eventId]);
+  return rows;
+}
+
+export async function attemptsOf(db: Queryable, tenantId: string, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
+  const { rows } = await db.query<AttemptRow>(
+    `SELECT delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger FROM webhook_attempts
+      WHERE tenant_id = $1 AND delivery_id = ANY($2::uuid[]) ORDER BY attempted_at, id`,
+    [tenantId, deliveryIds],
+  );
+  return rows;
+}
+
+export async function insertAttempt(db: Queryable, row: AttemptRow & { id: string; tenant_id: string }): Promise<void> {
+  await db.query(
+    `INSERT INTO webhook_attempts (id, tenant_id, delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [row.id, row.tenant_id, row.delivery_id, row.attempted_at, row.http_status, row.response_time_ms, row.error_message, row.trigger],
+  );
+}
+
+/**
+ * The delivery's state after an attempt, only while the job that made it still owns it and it is
+ * pending (an endpoint disabled meanwhile already failed it). False when it did not apply.
+ */
+export async function afterAttempt(db: Queryable, id: string, jobId: string, next: { status: DeliveryStatus; nextAttemptInMs: number | null }): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, updated_at = now(),
+            next_attempt_at = CASE WHEN $4::bigint IS NULL THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
+      WHERE id = $1 AND job_id = $2 AND status = 'pending'`,
+    [id, jobId, next.status, next.nextAttemptInMs],
+  );
+  return rowCount === 1;
+}
+
+/** Fails a delivery without an attempt (its endpoint is gone or disabled). */
+export async function failWithoutAttempt(db: Queryable, id: string, jobId: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = now() WHERE id = $1 AND job_id = $2 AND status = 'pending'`,
+    [id, jobId],
+  );
+  return rowCount === 1;
+}
+
+/** Every pending delivery of the endpoint becomes failed; returns their events' ids. */
+export async function failPendingOf(db: Queryable, tenantId: string, endpointId: string): Promise<string[]> {
+  const { rows } = await db.query<{ event_id: string }>(
+    `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = now()
+      WHERE tenant_id = $1 AND endpoint_id = $2 AND status = 'pending' RETURNING event_id`,
+    [tenantId, endpointId],
+  );
+  return [...new Set(rows.map((r) => r.event_id))];
+}
+
+/** The event's failed deliveries whose endpoint exists and is enabled, locked. */
+export async function retryableOf(db: Queryable, tenantId: string, eventId: string): Promise<{ id: string; endpoint_id: string }[]> {
+  const { rows } = await db.query(
+    `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+      WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status = 'failed' AND w.is_enabled AND w.deleted_at IS NULL
+      ORDER BY d.id FOR UPDATE OF d`,
+    [tenantId, eventId],
+  );
+  return rows;
+}
+
+export async function requeue(db: Queryable, id: string, jobId: string): Promise<void> {
+  await db.query(
+    `UPDATE webhook_deliveries SET status = 'pending', trigger = 'manual', job_id = $2, next_attempt_at = now(), updated_at = now() WHERE id = $1`,
+    [id, jobId],
+  );
+}
+
+/** Whether the endpoint has a delivery that failed for good since `since`. */
+export async function hasFailedSince(db: Queryable, endpointId: string, since: Date): Promise<boolean> {
+  const { rows } = await db.query(
+    `SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 AND status = 'failed' AND updated_at >= $2 LIMIT 1`,
+    [endpointId, since],
+  );
+  return rows.length > 0;
+}
