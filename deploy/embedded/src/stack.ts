@@ -4,6 +4,9 @@ import { createIdentityService, type OAuthSettings, type RunningService } from '
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createNotesTasksService } from '@workauto/notes-tasks';
+import { createWebhooksService, settingsFromEnv, webhookEnv, type WebhookSettings } from '@workauto/webhooks';
+import { loadConfig } from '@workauto/config';
+import { EgressPolicy } from '@workauto/egress';
 import { createTransport, type EventTransport } from '@workauto/events';
 import type { CallerKeys } from '@workauto/grpc';
 
@@ -30,6 +33,16 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
+  /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy. */
+  webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
+}
+
+/**
+ * make dev's egress: private addresses and plain http allowed (receivers on loopback) unless the
+ * environment says otherwise (contract §5); EGRESS_ALLOWED_CIDRS as set.
+ */
+export function devEgressPolicy(env: Record<string, string | undefined> = process.env): EgressPolicy {
+  return EgressPolicy.fromEnv({ ...env, EGRESS_ALLOW_PRIVATE: env.EGRESS_ALLOW_PRIVATE ?? 'true' });
 }
 
 export interface Stack {
@@ -71,6 +84,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     services.notes_tasks = await createNotesTasksService(
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
+    );
+    services.webhooks = await createWebhooksService(
+      {
+        ...common, databaseUrl: await db('webhooks'), encryptionKeys: opts.encryptionKeys,
+        settings: { ...settingsFromEnv(loadConfig(webhookEnv)), ...opts.webhooks?.settings },
+        egress: opts.webhooks?.egress ?? devEgressPolicy(),
+      },
+      logger.child({ component: 'webhooks' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
