@@ -18,6 +18,8 @@ export interface StartOptions {
   egress?: EgressPolicy;
   databaseUrl?: string;
   transport?: EventTransport;
+  /** ENCRYPTION_KEYS shared with another replica of the same database (default: a fresh keyring). */
+  encryptionKeys?: string;
 }
 
 /**
@@ -29,7 +31,7 @@ export async function startWebhooks(opts: StartOptions = {}) {
   const transport = opts.transport ?? new LocalTransport();
   const service: RunningService = await createWebhooksService(
     {
-      databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, transport, encryptionKeys: Keyring.generateSpec(),
+      databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, transport, encryptionKeys: opts.encryptionKeys ?? Keyring.generateSpec(),
       settings: { retrySchedule: [0, 500, 1000], timeoutMs: 2_000, ...opts.settings },
       egress: opts.egress ?? new EgressPolicy({ allowPrivate: true }),
     },
