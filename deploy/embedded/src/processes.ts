@@ -44,6 +44,8 @@ export async function startServiceProcesses(opts: {
   databaseUrls?: Partial<Record<ServiceName, string>>;
   /** Return at once instead of waiting for ready() (a start while a database is down). */
   noWait?: boolean;
+  /** More processes of a service beside the first (same database and env, own port), e.g. {webhooks: 1}. */
+  extraReplicas?: Partial<Record<Exclude<ServiceName, 'gateway'>, number>>;
 }): Promise<ServiceProcesses> {
   const db = async (service: ServiceName, database: string) =>
     opts.databaseUrls?.[service] ?? ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${database}`);
@@ -67,7 +69,13 @@ export async function startServiceProcesses(opts: {
     },
   };
   const children = new Map<string, { proc: ChildProcess; output: string[] }>();
+  const processes: { child: string; name: ServiceName; env: Record<string, string> }[] = [];
   for (const name of SERVICES) {
+    processes.push({ child: name, name, env: envs[name] });
+    if (name === 'gateway') continue;
+    for (let i = 2; i <= (opts.extraReplicas?.[name] ?? 0) + 1; i++) processes.push({ child: `${name}#${i}`, name, env: { ...envs[name], GRPC_PORT: String(await freePort()) } });
+  }
+  for (const { child, name, env } of processes) {
     const proc = spawn(process.execPath, [`services/${name}/dist/main.js`], {
       cwd: ROOT,
       env: {
@@ -76,14 +84,14 @@ export async function startServiceProcesses(opts: {
         ...(process.env.PROFILE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.PROFILE_NODE_OPTIONS } : {}),
         // Topics and consumer groups of this cluster only: clusters of tests running side by side share the broker.
         ...(opts.kafkaBrokers ? { KAFKA_BROKERS: opts.kafkaBrokers, KAFKA_NAMESPACE: `${opts.databasePrefix}.` } : {}),
-        ...envs[name], ...opts.env,
+        ...env, ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
     proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
     proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-    children.set(name, { proc, output });
+    children.set(child, { proc, output });
   }
   const url = `http://127.0.0.1:${ports.gateway}`;
   const kill = () => { for (const { proc } of children.values()) if (proc.exitCode === null) proc.kill('SIGKILL'); };
@@ -110,7 +118,7 @@ export async function startServiceProcesses(opts: {
     output,
     async stop() {
       const codes: Record<string, number | null> = {};
-      for (const name of [...SERVICES].reverse()) {
+      for (const name of [...children.keys()].reverse()) {
         const { proc } = children.get(name)!;
         if (proc.exitCode !== null) {
           codes[name] = proc.exitCode;

@@ -33,14 +33,15 @@ CREATE TABLE webhook_endpoint_secrets (
 );
 CREATE INDEX webhook_endpoint_secrets_endpoint ON webhook_endpoint_secrets (endpoint_id, created_at DESC);
 
--- A domain event that matched at least one enabled endpoint. payload is the exact body sent.
+-- A domain event that matched at least one enabled endpoint. payload is the exact body sent. Its
+-- status is derived from its deliveries when read (never stored: two deliveries finishing at once
+-- could otherwise each compute it from a snapshot without the other's outcome).
 CREATE TABLE webhook_events (
   id         uuid PRIMARY KEY,
   tenant_id  uuid NOT NULL,
   event_type text NOT NULL,
   channels   text[] NOT NULL,
   payload    text NOT NULL,
-  status     text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
@@ -64,6 +65,7 @@ CREATE TABLE webhook_deliveries (
   UNIQUE (event_id, endpoint_id)
 );
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, status);
+CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
 
 CREATE TABLE webhook_attempts (
   id               uuid PRIMARY KEY,

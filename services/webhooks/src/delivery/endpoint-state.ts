@@ -4,14 +4,13 @@ import { recordEvent, type EventContext } from '@workauto/events';
 import { endpointData, SOURCE } from '../handlers/common.js';
 import * as deliveries from '../repo/deliveries.js';
 import * as endpoints from '../repo/endpoints.js';
-import * as events from '../repo/events.js';
 
 /** Who acts when the service itself disables an endpoint (audit actor `system`). */
 export const systemContext = (tenantId: string): EventContext => ({ tenantId, requestId: 'webhooks-delivery', actor: { type: 'system', id: 'system' } });
 
-/** Its pending deliveries fail (a disabled or deleted endpoint gets nothing more); their events' status follows. */
+/** Its pending deliveries fail (a disabled or deleted endpoint gets nothing more). */
 export async function failPending(tx: PoolClient, tenantId: string, endpointId: string): Promise<void> {
-  await events.refreshStatus(tx, await deliveries.failPendingOf(tx, tenantId, endpointId));
+  await deliveries.failPendingOf(tx, tenantId, endpointId);
 }
 
 /**

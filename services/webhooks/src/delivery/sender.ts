@@ -36,8 +36,7 @@ export async function sendSigned(
     throw err;
   }
   const responseTimeMs = elapsed();
-  // The body is not needed: drop it (a receiver cannot make us hold a large one).
-  await res.body?.cancel().catch(() => undefined);
+  await drain(res);
   const status = res.status;
   if (status >= 200 && status < 300) return { success: true, gone: false, httpStatus: status, responseTimeMs };
   const retryAfter = status === 429 || status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
@@ -46,4 +45,23 @@ export async function sendSigned(
     : status === 410 ? 'the receiver answered 410 Gone: the endpoint was disabled'
     : `the receiver answered ${status}; a 2xx status is success`;
   return { success: false, gone: status === 410, httpStatus: status, responseTimeMs, error, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}) };
+}
+
+/** Receivers' answers are not kept; reading a short one to the end lets the connection be reused. */
+const DRAIN_MAX_BYTES = 64 * 1024;
+
+async function drain(res: Response): Promise<void> {
+  if (!res.body) return;
+  const reader = res.body.getReader();
+  try {
+    for (let read = 0; read <= DRAIN_MAX_BYTES; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      read += value.byteLength;
+    }
+    // A long answer: dropped with its connection, never held.
+    await reader.cancel();
+  } catch {
+    // A body cut off or timed out: the status already decided the attempt.
+  }
 }

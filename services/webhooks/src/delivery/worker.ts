@@ -9,8 +9,6 @@ import type { Logger } from '@workauto/logger';
 import { nextDelay } from '../domain/schedule.js';
 import { secretContext, type DeliveryJob, type WebhooksDeps } from '../handlers/common.js';
 import * as deliveries from '../repo/deliveries.js';
-import * as endpoints from '../repo/endpoints.js';
-import * as events from '../repo/events.js';
 import * as secrets from '../repo/secrets.js';
 import { disableBySystem } from './endpoint-state.js';
 import { sendSigned } from './sender.js';
@@ -45,35 +43,37 @@ async function attempt(deps: WebhooksDeps, job: Job<DeliveryJob>, signal: AbortS
   // Settled meanwhile (endpoint disabled, a retry made a newer job): nothing to do.
   if (!work || work.status !== 'pending' || work.job_id !== job.id) return;
   if (!work.endpoint_live) {
-    await withTransaction(pool, async (tx) => {
-      if (await deliveries.failWithoutAttempt(tx, work.id, job.id)) await events.refreshStatus(tx, [work.event_id]);
-    });
+    await deliveries.failWithoutAttempt(pool, work.id, job.id);
     return;
   }
   const attemptedAt = new Date();
   const result = await sendSigned(deps.egress, {
     url: work.url, webhookId: work.event_id, body: work.payload, timeoutMs: settings.timeoutMs, signal,
-    secrets: await currentSecrets(deps, work.tenant_id, work.endpoint_id),
+    secrets: work.secrets.map((c) => deps.keyring.decrypt(c, secretContext(work.tenant_id, work.endpoint_id))),
   });
   const delay = result.success || result.gone ? undefined : nextDelay(settings.retrySchedule, job.attempt, result.retryAfterMs);
   const status = result.success ? 'succeeded' : delay === undefined ? 'failed' : 'pending';
+  const outcome = {
+    deliveryId: work.id, jobId: job.id, status, nextAttemptInMs: status === 'pending' ? delay! : null, attemptId: newId(), attemptedAt,
+    httpStatus: result.httpStatus ?? null, responseTimeMs: result.responseTimeMs, error: result.error ?? null, trigger: work.trigger, success: result.success,
+  } as const;
+  if (result.success) {
+    // The common case in one statement.
+    await deliveries.recordAttempt(pool, outcome);
+    return;
+  }
   await withTransaction(pool, async (tx) => {
-    if (!(await deliveries.afterAttempt(tx, work.id, job.id, { status, nextAttemptInMs: status === 'pending' ? delay! : null }))) return;
-    await deliveries.insertAttempt(tx, {
-      id: newId(), tenant_id: work.tenant_id, delivery_id: work.id, attempted_at: attemptedAt, trigger: work.trigger,
-      http_status: result.httpStatus ?? null, response_time_ms: result.responseTimeMs, error_message: result.error ?? null,
-    });
-    const endpoint = await endpoints.recordOutcome(tx, work.tenant_id, work.endpoint_id, result.success);
+    const endpoint = await deliveries.recordAttempt(tx, outcome);
+    if (!endpoint) return;
     if (result.gone) {
       await disableBySystem(tx, work.tenant_id, work.endpoint_id, 'the receiver answered 410 Gone; enable the endpoint again (PATCH is_enabled true) once it accepts deliveries');
-    } else if (!result.success && endpoint?.is_enabled && endpoint.failing_since
+    } else if (endpoint.is_enabled && endpoint.failing_since
       && endpoint.failing_since.getTime() <= Date.now() - settings.disableAfterMs
       && (status === 'failed' || (await deliveries.hasFailedSince(tx, work.endpoint_id, endpoint.failing_since)))) {
       await disableBySystem(tx, work.tenant_id, work.endpoint_id,
         `no successful delivery for ${days(settings.disableAfterMs)}; fix the receiver, then enable the endpoint again (PATCH is_enabled true) and retry failed events`);
     }
-    await events.refreshStatus(tx, [work.event_id]);
   });
   if (status === 'pending') throw new RetryLater(delay!, result.error);
-  if (status === 'failed') throw new PermanentFailure(result.error ?? 'failed');
+  throw new PermanentFailure(result.error ?? 'failed');
 }

@@ -35,12 +35,11 @@ export function eventHandlers(deps: WebhooksDeps): Pick<H, 'listWebhookEvents' |
     async retryWebhookEvent(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(pool, async (tx) => {
-        const event = await events.findEvent(tx, ctx.tenant, req.id, { forUpdate: true });
+        const event = await events.findEvent(tx, ctx.tenant, req.id);
         if (!event) throw errors.notFound('webhook_event', req.id);
         const failed = await deliveries.retryableOf(tx, ctx.tenant, event.id);
         for (const d of failed) await deliveries.requeue(tx, d.id, await deliveryJob(deps, tx, d.id, d.endpoint_id));
         if (failed.length) {
-          await events.refreshStatus(tx, [event.id]);
           const row = (await events.findEvent(tx, ctx.tenant, event.id))!;
           await recordEvent(tx, SOURCE, ctx, { type: 'webhook_event.retried', resourceType: 'webhook_event', resourceId: row.id, data: eventData(row), metadata: { requeued: failed.length } });
         }

@@ -33,20 +33,52 @@ export async function insertDelivery(db: Queryable, row: { id: string; tenant_id
   );
 }
 
-/** What an attempt needs: the delivery, its event's body and its endpoint's state (any tenant: the worker's view). */
+/** What an attempt needs, in one query: the delivery, its event's body, its endpoint's state and signing secrets (ciphertexts, newest first). */
 export interface DeliveryWork extends DeliveryRow {
   payload: string;
   url: string;
   endpoint_live: boolean;
+  secrets: string[];
 }
 
 export async function findWork(db: Queryable, id: string): Promise<DeliveryWork | undefined> {
   const { rows } = await db.query<DeliveryWork>(
     `SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.next_attempt_at, d.trigger, d.job_id,
-            e.payload, w.url, (w.is_enabled AND w.deleted_at IS NULL) AS endpoint_live
+            e.payload, w.url, (w.is_enabled AND w.deleted_at IS NULL) AS endpoint_live,
+            ARRAY(SELECT s.secret FROM webhook_endpoint_secrets s WHERE s.endpoint_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                  ORDER BY s.expires_at IS NULL DESC, s.created_at DESC) AS secrets
        FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
       WHERE d.id = $1`,
     [id],
+  );
+  return rows[0];
+}
+
+/**
+ * An attempt's outcome in one statement (atomic, one round trip): the delivery's new state — only
+ * while the job that made the attempt still owns it and it is pending (an endpoint disabled
+ * meanwhile already failed it) —, the attempt, and the endpoint's failure streak (a success clears
+ * it, a failure starts it). Returns the endpoint's state after it, or undefined when nothing applied.
+ */
+export async function recordAttempt(
+  db: Queryable,
+  a: { deliveryId: string; jobId: string; status: DeliveryStatus; nextAttemptInMs: number | null; attemptId: string; attemptedAt: Date; httpStatus: number | null; responseTimeMs: number; error: string | null; trigger: Trigger; success: boolean },
+): Promise<{ is_enabled: boolean; failing_since: Date | null } | undefined> {
+  const { rows } = await db.query(
+    `WITH d AS (
+       UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, updated_at = now(),
+              next_attempt_at = CASE WHEN $4::bigint IS NULL THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
+        WHERE id = $1 AND job_id = $2 AND status = 'pending'
+        RETURNING id, tenant_id, endpoint_id),
+     a AS (
+       INSERT INTO webhook_attempts (id, tenant_id, delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger)
+       SELECT $5, d.tenant_id, d.id, $6, $7, $8, $9, $10 FROM d)
+     UPDATE webhook_endpoints w
+        SET last_success_at = CASE WHEN $11 THEN now() ELSE w.last_success_at END,
+            failing_since = CASE WHEN $11 THEN NULL ELSE coalesce(w.failing_since, now()) END
+       FROM d WHERE w.id = d.endpoint_id
+     RETURNING w.is_enabled, w.failing_since`,
+    [a.deliveryId, a.jobId, a.status, a.nextAttemptInMs, a.attemptId, a.attemptedAt, a.httpStatus, a.responseTimeMs, a.error, a.trigger, a.success],
   );
   return rows[0];
 }
@@ -65,28 +97,6 @@ export async function attemptsOf(db: Queryable, tenantId: string, deliveryIds: r
   return rows;
 }
 
-export async function insertAttempt(db: Queryable, row: AttemptRow & { id: string; tenant_id: string }): Promise<void> {
-  await db.query(
-    `INSERT INTO webhook_attempts (id, tenant_id, delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [row.id, row.tenant_id, row.delivery_id, row.attempted_at, row.http_status, row.response_time_ms, row.error_message, row.trigger],
-  );
-}
-
-/**
- * The delivery's state after an attempt, only while the job that made it still owns it and it is
- * pending (an endpoint disabled meanwhile already failed it). False when it did not apply.
- */
-export async function afterAttempt(db: Queryable, id: string, jobId: string, next: { status: DeliveryStatus; nextAttemptInMs: number | null }): Promise<boolean> {
-  const { rowCount } = await db.query(
-    `UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, updated_at = now(),
-            next_attempt_at = CASE WHEN $4::bigint IS NULL THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
-      WHERE id = $1 AND job_id = $2 AND status = 'pending'`,
-    [id, jobId, next.status, next.nextAttemptInMs],
-  );
-  return rowCount === 1;
-}
-
 /** Fails a delivery without an attempt (its endpoint is gone or disabled). */
 export async function failWithoutAttempt(db: Queryable, id: string, jobId: string): Promise<boolean> {
   const { rowCount } = await db.query(
@@ -96,14 +106,13 @@ export async function failWithoutAttempt(db: Queryable, id: string, jobId: strin
   return rowCount === 1;
 }
 
-/** Every pending delivery of the endpoint becomes failed; returns their events' ids. */
-export async function failPendingOf(db: Queryable, tenantId: string, endpointId: string): Promise<string[]> {
-  const { rows } = await db.query<{ event_id: string }>(
+/** Every pending delivery of the endpoint becomes failed. */
+export async function failPendingOf(db: Queryable, tenantId: string, endpointId: string): Promise<void> {
+  await db.query(
     `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL, updated_at = now()
-      WHERE tenant_id = $1 AND endpoint_id = $2 AND status = 'pending' RETURNING event_id`,
+      WHERE tenant_id = $1 AND endpoint_id = $2 AND status = 'pending'`,
     [tenantId, endpointId],
   );
-  return [...new Set(rows.map((r) => r.event_id))];
 }
 
 /** The event's failed deliveries whose endpoint exists and is enabled, locked. */

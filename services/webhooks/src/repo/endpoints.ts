@@ -65,14 +65,3 @@ export interface EndpointPatch {
 export async function updateEndpoint(db: Queryable, tenantId: string, id: string, patch: EndpointPatch): Promise<EndpointRow> {
   return (await updateTenantRow<EndpointRow>(db, 'webhook_endpoints', COLUMNS, tenantId, id, { ...patch }))!;
 }
-
-/** After an attempt: a success clears the failure streak, a failure starts it if none runs. */
-export async function recordOutcome(db: Queryable, tenantId: string, id: string, success: boolean): Promise<EndpointRow | undefined> {
-  const { rows } = await db.query<EndpointRow>(
-    success
-      ? `UPDATE webhook_endpoints SET last_success_at = now(), failing_since = NULL WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`
-      : `UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now()) WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, id],
-  );
-  return rows[0];
-}

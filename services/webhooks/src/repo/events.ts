@@ -13,7 +13,15 @@ export interface EventRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'e.id, e.tenant_id, e.event_type, e.channels, e.payload, e.status, e.created_at, e.updated_at';
+const COLUMNS = 'e.id, e.tenant_id, e.event_type, e.channels, e.payload, s.status, e.created_at, s.updated_at';
+/**
+ * The event with its status derived from its deliveries: pending while one is due, else failed if
+ * one failed for good, else delivered; updated_at is its latest delivery change.
+ */
+const FROM = `webhook_events e CROSS JOIN LATERAL (
+    SELECT CASE WHEN bool_or(d.status = 'pending') THEN 'pending' WHEN bool_or(d.status = 'failed') THEN 'failed' ELSE 'delivered' END AS status,
+           greatest(e.created_at, max(d.updated_at)) AS updated_at
+      FROM webhook_deliveries d WHERE d.event_id = e.id) s`;
 
 /** Records the event once (a redelivered domain event is a no-op); true if it was new. */
 export async function insertEvent(db: Queryable, row: Pick<EventRow, 'id' | 'tenant_id' | 'event_type' | 'channels' | 'payload'>): Promise<boolean> {
@@ -24,8 +32,8 @@ export async function insertEvent(db: Queryable, row: Pick<EventRow, 'id' | 'ten
   return rowCount === 1;
 }
 
-export async function findEvent(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(`SELECT ${COLUMNS} FROM webhook_events e WHERE e.tenant_id = $1 AND e.id = $2${opts.forUpdate ? ' FOR UPDATE' : ''}`, [tenantId, id]);
+export async function findEvent(db: Queryable, tenantId: string, id: string): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE e.tenant_id = $1 AND e.id = $2`, [tenantId, id]);
   return rows[0];
 }
 
@@ -33,24 +41,9 @@ export function listEvents(db: Queryable, tenantId: string, filter: { eventType?
   const params: unknown[] = [tenantId];
   const where = ['e.tenant_id = $1'];
   if (filter.eventType) where.push(`e.event_type = $${params.push(filter.eventType)}`);
-  if (filter.status) where.push(`e.status = $${params.push(filter.status)}`);
+  if (filter.status) where.push(`s.status = $${params.push(filter.status)}`);
   if (filter.endpointId) where.push(`EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = $${params.push(filter.endpointId)})`);
-  return listPage<EventRow>(db, { columns: COLUMNS, from: 'webhook_events e', where: where.join(' AND '), params, order: newestFirst('e') }, page);
-}
-
-/**
- * Re-derives the events' status from their deliveries: pending while one is due, else failed if
- * one failed for good, else delivered.
- */
-export async function refreshStatus(db: Queryable, eventIds: readonly string[]): Promise<void> {
-  if (!eventIds.length) return;
-  await db.query(
-    `UPDATE webhook_events e SET status = s.status, updated_at = now()
-       FROM (SELECT event_id, CASE WHEN bool_or(status = 'pending') THEN 'pending' WHEN bool_or(status = 'failed') THEN 'failed' ELSE 'delivered' END AS status
-               FROM webhook_deliveries WHERE event_id = ANY($1::uuid[]) GROUP BY event_id) s
-      WHERE e.id = s.event_id AND e.status IS DISTINCT FROM s.status`,
-    [eventIds],
-  );
+  return listPage<EventRow>(db, { columns: COLUMNS, from: FROM, where: where.join(' AND '), params, order: newestFirst('e') }, page);
 }
 
 /** Events older than the retention go, with their deliveries and attempts. */
