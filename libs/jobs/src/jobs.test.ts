@@ -71,6 +71,25 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.deepEqual([...new Set(runs.values())], [1], 'each job ran exactly once');
   });
 
+  it('with listen, starts an enqueued job at once and the next job of a capped key as soon as a slot frees, not a poll later', async () => {
+    const queue = newQueue();
+    const startedAt: number[] = [];
+    const worker = queue.worker(replicaPool(), {
+      logger, pollMs: 5_000, listen: true, maxPerKey: 1,
+      async handle() {
+        startedAt.push(performance.now());
+        await sleep(20);
+      },
+    });
+    run(worker);
+    await sleep(500); // idle: its first poll found nothing, the next one is 5 s away
+    const enqueued = performance.now();
+    for (let i = 0; i < 3; i++) await queue.enqueue(pool, { i }, { key: 'one-endpoint' });
+    await eventually('all 3 ran', () => startedAt.length === 3, 4_000);
+    assert.ok(startedAt[0]! - enqueued < 1_000, `the first started ${Math.round(startedAt[0]! - enqueued)} ms after the commit`);
+    assert.ok(startedAt[2]! - enqueued < 2_000, `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`);
+  });
+
   it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
     const queue = newQueue<{ hang: boolean }>();
     const id = await queue.enqueue(pool, { hang: true });

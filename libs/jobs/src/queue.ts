@@ -3,8 +3,11 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newId, withTransaction, type Pool, type Queryable } from '@workauto/db';
+import { newId, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+
+/** NOTIFY channel of enqueued jobs (payload: the queue's name). */
+const JOBS_CHANNEL = 'workauto_jobs';
 
 /** The jobs table; a service using queues adds it to its ServiceSpec's migrations. */
 export const JOBS_MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
@@ -73,6 +76,12 @@ export interface WorkerOptions<P> {
   retryDelayMs?(attempt: number): number;
   /** How long succeeded jobs stay in the table before they are deleted (default 24 h). */
   keepSucceededMs?: number;
+  /**
+   * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
+   * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
+   * only finds retries that became due. Default false.
+   */
+  listen?: boolean;
 }
 
 /** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
@@ -99,9 +108,11 @@ export class JobQueue<P> {
 
   async enqueue(db: Queryable, payload: P, options: EnqueueOptions = {}): Promise<string> {
     const id = newId();
+    // The notification (delivered on commit) wakes the queue's listening workers.
     await db.query(
-      `INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
-       VALUES ($1, $2, $3, $4, $5, coalesce($6, now()))`,
+      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
+                    VALUES ($1, $2, $3, $4, $5, coalesce($6, now())) RETURNING queue)
+       SELECT pg_notify('${JOBS_CHANNEL}', queue) FROM job`,
       [id, this.name, options.key ?? null, JSON.stringify(payload), options.maxAttempts ?? 10, options.runAt ?? null],
     );
     return id;
@@ -151,6 +162,9 @@ export class JobWorker<P> {
   /** Attempts released on shutdown: their late outcomes are not written. */
   private readonly released = new Set<string>();
   private slotFreed: (() => void) | undefined;
+  /** Ends the loop's idle wait early (listen); `woken` remembers a wake that came while it was busy. */
+  private idleEnded: (() => void) | undefined;
+  private woken = false;
   private readonly concurrency: number;
   private readonly leaseMs: number;
 
@@ -177,6 +191,7 @@ export class JobWorker<P> {
     const { signal } = ctx;
     const { logger, pollMs = 250 } = this.options;
     const renew = setInterval(() => void this.renewLeases(), Math.max(50, this.leaseMs / 3));
+    const stopListening = this.options.listen ? this.listen(signal) : () => Promise.resolve();
     let failures = 0;
     let lastSweep = 0;
     try {
@@ -204,13 +219,80 @@ export class JobWorker<P> {
           continue;
         }
         for (const job of claimed) this.start(job);
-        // A full batch means more may be due: claim again at once; otherwise wait a poll interval.
-        if (claimed.length < free) await sleep(pollMs, undefined, { signal }).catch(() => undefined);
+        // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or a wake).
+        if (claimed.length < free) await this.idle(pollMs, signal);
       }
     } finally {
       await this.drain(ctx.graceMs);
       clearInterval(renew);
+      await stopListening();
     }
+  }
+
+  /** Claims again at once (a job was enqueued, or an attempt ended). */
+  wake(): void {
+    this.woken = true;
+    this.idleEnded?.();
+  }
+
+  private idle(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(), ms);
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.idleEnded = undefined;
+        this.woken = false;
+        resolve();
+      };
+      this.idleEnded = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /**
+   * LISTENs for enqueued jobs of this queue on a pooled connection of its own until signal aborts;
+   * a lost connection is replaced after a few seconds (polling covers the gap). Returns its stop.
+   */
+  private listen(signal: AbortSignal): () => Promise<void> {
+    let client: PoolClient | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    const onNotification = (msg: { payload?: string | undefined }) => {
+      if (msg.payload === this.queue) this.wake();
+    };
+    const connect = async () => {
+      if (signal.aborted) return;
+      try {
+        const c = await this.pool.connect();
+        c.on('notification', onNotification);
+        c.on('error', (err) => {
+          this.options.logger.warn({ err, queue: this.queue }, 'lost the connection that listens for new jobs; polling until it is back');
+          c.removeListener('notification', onNotification);
+          c.release(err);
+          if (client === c) client = undefined;
+          retry = setTimeout(() => void connect(), 2_000);
+        });
+        await c.query(`LISTEN ${JOBS_CHANNEL}`);
+        client = c;
+        this.wake(); // jobs enqueued before it listened
+      } catch (err) {
+        this.options.logger.warn({ err, queue: this.queue }, 'could not listen for new jobs; polling, and trying again');
+        retry = setTimeout(() => void connect(), 2_000);
+      }
+    };
+    void connect();
+    return async () => {
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      if (!c) return;
+      c.removeListener('notification', onNotification);
+      await c.query(`UNLISTEN ${JOBS_CHANNEL}`).then(() => c.release(), (err: Error) => c.release(err));
+    };
   }
 
   /** Resolves when an attempt ends, on abort, or after a second (so the loop beats while every slot is busy). */
@@ -248,6 +330,7 @@ export class JobWorker<P> {
     })().finally(() => {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
+      if (this.options.listen) this.wake();
     });
     this.inFlight.set(job.id, { job, abort, done });
   }

@@ -13,8 +13,11 @@ import * as secrets from '../repo/secrets.js';
 import { disableBySystem } from './endpoint-state.js';
 import { sendSigned } from './sender.js';
 
-/** An idle worker looks for due deliveries this often (the latency floor of a delivery). */
-const POLL_MS = 25;
+/**
+ * New deliveries wake the workers at once (listen: NOTIFY on enqueue, and a claim whenever an
+ * attempt ends); the poll only finds retries that became due, at most this late.
+ */
+const POLL_MS = 200;
 
 /** The plaintext secrets that sign now, newest first. */
 export async function currentSecrets(deps: Pick<WebhooksDeps, 'pool' | 'keyring'>, tenantId: string, endpointId: string): Promise<string[]> {
@@ -33,6 +36,7 @@ export function deliveryWorker(deps: WebhooksDeps, logger: Logger): JobWorker<De
     leaseMs: settings.leaseMs,
     attemptTimeoutMs: settings.timeoutMs + 10_000,
     pollMs: POLL_MS,
+    listen: true,
     handle: (job, signal) => attempt(deps, job, signal),
   });
 }
