@@ -9,7 +9,6 @@ import type { Logger } from '@workauto/logger';
 import { nextDelay } from '../domain/schedule.js';
 import { secretContext, type DeliveryJob, type WebhooksDeps } from '../handlers/common.js';
 import * as deliveries from '../repo/deliveries.js';
-import * as secrets from '../repo/secrets.js';
 import { disableBySystem } from './endpoint-state.js';
 import { sendSigned } from './sender.js';
 
@@ -18,12 +17,6 @@ import { sendSigned } from './sender.js';
  * attempt ends); the poll only finds retries that became due, at most this late.
  */
 const POLL_MS = 200;
-
-/** The plaintext secrets that sign now, newest first. */
-export async function currentSecrets(deps: Pick<WebhooksDeps, 'pool' | 'keyring'>, tenantId: string, endpointId: string): Promise<string[]> {
-  const stored = await secrets.signingSecrets(deps.pool, tenantId, endpointId);
-  return stored.map((c) => deps.keyring.decrypt(c, secretContext(tenantId, endpointId)));
-}
 
 const days = (ms: number) => (ms % 86_400_000 === 0 ? `${ms / 86_400_000} days` : `${Math.round(ms / 1000)} s`);
 

@@ -6,7 +6,6 @@ import { channelRefusal, eventTypeRefusal, FILTER_LIMITS } from '../domain/filte
 import { newSigningSecret } from '../domain/signing.js';
 import { failPending } from '../delivery/endpoint-state.js';
 import { sendSigned } from '../delivery/sender.js';
-import { currentSecrets } from '../delivery/worker.js';
 import * as endpoints from '../repo/endpoints.js';
 import * as secrets from '../repo/secrets.js';
 import { endpointData, LIMITS, secretContext, SOURCE, toEndpoint, type WebhooksDeps } from './common.js';
@@ -21,6 +20,12 @@ function checkFilter(v: Validator, field: 'event_types' | 'channels', values: re
     if (why) v.add(`${field}[${i}]`, why);
   });
   return [...new Set(values)];
+}
+
+/** The plaintext secrets that sign now, newest first. */
+async function currentSecrets(deps: Pick<WebhooksDeps, 'pool' | 'keyring'>, tenantId: string, endpointId: string): Promise<string[]> {
+  const stored = await secrets.signingSecrets(deps.pool, tenantId, endpointId);
+  return stored.map((c) => deps.keyring.decrypt(c, secretContext(tenantId, endpointId)));
 }
 
 async function lockEndpoint(tx: PoolClient, tenantId: string, id: string): Promise<endpoints.EndpointRow> {
