@@ -42,7 +42,9 @@ export function endpointHandlers(deps: WebhooksDeps): Pick<
   return {
     async createWebhookEndpoint(req, ctx) {
       if (!req.url) throw errors.invalidField('url', 'is required: the https URL that receives the deliveries');
-      const url = egress.checkUrl(req.url, 'url').href;
+      // Stored as written (trimmed): every connection checks it again (libs/egress).
+      egress.checkUrl(req.url, 'url');
+      const url = req.url.trim();
       const v = validate().text('description', req.description, { min: 0, max: LIMITS.description });
       const eventTypes = checkFilter(v, 'event_types', req.event_types);
       const channels = checkFilter(v, 'channels', req.channels);
@@ -74,7 +76,8 @@ export function endpointHandlers(deps: WebhooksDeps): Pick<
       const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
       const mask = new Set(req.update_mask ?? []);
       v.uuid('id', req.id, { required: true }).text('description', req.description, { min: 0, max: LIMITS.description });
-      const url = req.url === undefined ? undefined : egress.checkUrl(req.url, 'url').href;
+      if (req.url !== undefined) egress.checkUrl(req.url, 'url');
+      const url = req.url?.trim();
       // Repeated fields have no presence: the mask says whether the body carried them (null clears).
       const eventTypes = mask.has('event_types') ? checkFilter(v, 'event_types', req.event_types) : undefined;
       const channels = mask.has('channels') ? checkFilter(v, 'channels', req.channels) : undefined;
