@@ -103,8 +103,14 @@ describe('webhooks through the gateway', () => {
     assertRecord(event, { id: 'uuid', tenant_id: 'uuid', event_type: 'string', channels: 'array', payload: 'object', status: 'string', created_at: 'date-time', updated_at: 'date-time' }, 'webhook event');
     assert.deepEqual(event.payload, JSON.parse(delivered.body));
     assert.deepEqual(event.channels, ['note']);
-    const detail = await call('GET', `/webhook-events/${event.id}`);
+    // The receiver has the request a moment before the attempt is recorded.
+    let detail = await call('GET', `/webhook-events/${event.id}`);
+    for (let i = 0; detail.body.status !== 'delivered' && i < 100; i++) {
+      await sleep(50);
+      detail = await call('GET', `/webhook-events/${event.id}`);
+    }
     assert.equal(detail.status, 200);
+    assert.equal(detail.body.status, 'delivered');
     assert.equal(detail.body.deliveries[0].endpoint_id, ep.id);
     assert.equal(typeof detail.body.deliveries[0].attempt_count, 'number');
     assert.equal(detail.body.deliveries[0].attempts[0].trigger, 'scheduled');
@@ -182,6 +188,31 @@ describe('webhooks through the gateway', () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.success, true);
     assert.ok(res.body.response_time_ms >= 5_900);
+  });
+
+  it('disables an endpoint that answers 410 Gone: audited as the system, and delivered as webhook_endpoint.disabled', async () => {
+    const gone = await receiver(() => ({ status: 410 }));
+    const watcher = await receiver();
+    const ep = (await call('POST', '/webhook-endpoints', { url: gone.url, event_types: ['note.created'] })).body;
+    await call('POST', '/webhook-endpoints', { url: watcher.url, event_types: ['webhook_endpoint.disabled'] });
+    const note = (await call('POST', '/notes', { title: 'to a gone receiver' })).body;
+    await arrival(gone, about('note.created', note.id));
+    const notice = await arrival(watcher, about('webhook_endpoint.disabled', ep.id));
+    assert.equal(JSON.parse(notice.body).data.is_enabled, false);
+    assert.equal(JSON.parse(notice.body).data.signing_secret ?? null, null, 'never the secret');
+    const got = (await call('GET', `/webhook-endpoints/${ep.id}`)).body;
+    assert.equal(got.is_enabled, false);
+    assert.match(got.disabled_reason, /410 Gone/);
+    for (let i = 0; ; i++) {
+      const entries = (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as { resource_id: string; actor_id: string; actor_type: string }[];
+      const entry = entries.find((e) => e.resource_id === ep.id);
+      if (entry) {
+        assert.equal(entry.actor_id, 'system');
+        break;
+      }
+      assert.ok(i < 150, 'webhook_endpoint.disabled reached the audit log');
+      await sleep(100);
+    }
   });
 
   it('applies the roles: reads need read on webhooks, everything else admin', async () => {
