@@ -215,6 +215,22 @@ describe('webhooks through the gateway', () => {
     }
   });
 
+  it('delivers and lists an event whose data holds metadata as deep as the API accepts', async () => {
+    let deep: Record<string, unknown> = { leaf: 'bottom' };
+    for (let i = 1; i < 31; i++) deep = { [`level_${31 - i}`]: deep };
+    const r = await receiver();
+    await call('POST', '/webhook-endpoints', { url: r.url, event_types: ['note.created'] });
+    const created = await call('POST', '/notes', { title: 'deep', metadata: deep });
+    assert.equal(created.status, 201, JSON.stringify(created.body).slice(0, 300));
+    const delivered = await arrival(r, about('note.created', created.body.id));
+    assert.deepEqual(JSON.parse(delivered.body).data.metadata, deep);
+    const got = await call('GET', `/webhook-events/${delivered.headers['webhook-id']}`);
+    assert.equal(got.status, 200, JSON.stringify(got.body).slice(0, 300));
+    assert.deepEqual(got.body.payload.data.metadata, deep);
+    const listed = await call('GET', '/webhook-events?event_type=note.created&limit=200');
+    assert.equal(listed.status, 200, JSON.stringify(listed.body).slice(0, 300));
+  });
+
   it('applies the roles: reads need read on webhooks, everything else admin', async () => {
     const invite = async (role: string) => {
       const inv = await call('POST', '/invitations', { email: `${role}-${randomUUID()}@hooks.test`, role });
