@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { loadConfig } from '@workauto/config';
 import { EVENT_TYPES } from '@workauto/events';
+import { settingsFromEnv, webhookEnv } from './settings.js';
 import { channelRefusal, eventTypeRefusal, matches } from './domain/filters.js';
 import { nextDelay, parseSchedule, retryAfterMs } from './domain/schedule.js';
 import { signatureHeader } from './domain/signing.js';
@@ -67,5 +69,21 @@ describe('filters', () => {
     assert.match(eventTypeRefusal('spaceship.*', EVENT_TYPES)!, /no resource type/);
     assert.equal(channelRefusal('pipeline:0193a000-0000-7000-8000-000000000001'), null);
     assert.notEqual(channelRefusal('Pipeline: x'), null);
+  });
+});
+
+describe('settings', () => {
+  it('reads the WEBHOOK_* variables, with the contract\'s defaults, and names a bad one', () => {
+    const defaults = settingsFromEnv(loadConfig(webhookEnv, {}));
+    assert.deepEqual(defaults.retrySchedule, [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    assert.equal(defaults.timeoutMs, 15_000);
+    assert.equal(defaults.secretGraceMs, 86_400_000);
+    assert.equal(defaults.disableAfterMs, 5 * 86_400_000);
+    assert.equal(defaults.endpointConcurrency, 4);
+    assert.equal(defaults.retentionDays, 30);
+    const short = settingsFromEnv(loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,2s', WEBHOOK_SECRET_GRACE: '1s' }));
+    assert.deepEqual(short.retrySchedule, [0, 1_000, 2_000]);
+    assert.equal(short.secretGraceMs, 1_000);
+    assert.throws(() => loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,later' }), /WEBHOOK_RETRY_SCHEDULE: expected 1 to 20/);
   });
 });
