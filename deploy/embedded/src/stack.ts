@@ -2,11 +2,12 @@ import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
+import { createAppsService } from '@workauto/apps';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
+import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createWebhooksService, settingsFromEnv, webhookEnv, type WebhookSettings } from '@workauto/webhooks';
 import { loadConfig } from '@workauto/config';
-import { EgressPolicy } from '@workauto/egress';
 import { createTransport, type EventTransport } from '@workauto/events';
 import type { CallerKeys } from '@workauto/grpc';
 
@@ -33,13 +34,17 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
-  /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy. */
+  /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy (default devEgressPolicy()). */
   webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
+  /** The egress policy of calls to tenants' URLs (MCP servers); default devEgressPolicy(). */
+  egress?: EgressPolicyOptions;
+  /** The apps service's probe schedule and timeouts (tests shorten them). */
+  apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
 }
 
 /**
- * make dev's egress: private addresses and plain http allowed (receivers on loopback) unless the
- * environment says otherwise (contract §5); EGRESS_ALLOWED_CIDRS as set.
+ * make dev's egress: private addresses and plain http allowed (receivers and MCP servers on
+ * loopback) unless the environment says otherwise (contract §5); EGRESS_ALLOWED_CIDRS as set.
  */
 export function devEgressPolicy(env: Record<string, string | undefined> = process.env): EgressPolicy {
   return EgressPolicy.fromEnv({ ...env, EGRESS_ALLOW_PRIVATE: env.EGRESS_ALLOW_PRIVATE ?? 'true' });
@@ -93,6 +98,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       },
       logger.child({ component: 'webhooks' }),
     );
+    const appsEgress = opts.egress ? new EgressPolicy(opts.egress) : devEgressPolicy();
+    const apps = await createAppsService(
+      { ...common, databaseUrl: await db('apps'), encryptionKeys: opts.encryptionKeys, egress: appsEgress, ...opts.apps },
+      logger.child({ component: 'apps' }),
+    );
+    services.apps = { port: apps.port, stop: () => apps.stop().finally(() => appsEgress.close()) };
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
       logger: logger.child({ component: 'gateway' }), databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,

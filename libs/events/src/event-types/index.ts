@@ -3,6 +3,7 @@
  * here. docs/events.md lists the same types (a test keeps the two equal). A new service adds its
  * file and one line below.
  */
+import { APPS_EVENT_TYPES } from './apps.js';
 import { CRM_PIPELINES_EVENT_TYPES } from './crm-pipelines.js';
 import { IDENTITY_EVENT_TYPES } from './identity.js';
 import { NOTES_TASKS_EVENT_TYPES } from './notes-tasks.js';
@@ -16,4 +17,5 @@ export const EVENT_TYPES: readonly EventType[] = [
   ...NOTES_TASKS_EVENT_TYPES,
   ...CRM_PIPELINES_EVENT_TYPES,
   ...WEBHOOKS_EVENT_TYPES,
+  ...APPS_EVENT_TYPES,
 ];
