@@ -261,36 +261,53 @@ export class JobWorker<P> {
   private listen(signal: AbortSignal): () => Promise<void> {
     let client: PoolClient | undefined;
     let retry: NodeJS.Timeout | undefined;
+    let stopped = false;
     const onNotification = (msg: { payload?: string | undefined }) => {
       if (msg.payload === this.queue) this.wake();
     };
     const connect = async () => {
-      if (signal.aborted) return;
+      if (stopped || signal.aborted) return;
+      let c: PoolClient | undefined;
+      let released = false;
+      const drop = (err?: Error) => {
+        if (!c || released) return;
+        released = true;
+        c.removeListener('notification', onNotification);
+        if (client === c) client = undefined;
+        c.release(err);
+      };
+      const again = () => {
+        if (!stopped) retry = setTimeout(() => void connect(), 2_000);
+      };
       try {
-        const c = await this.pool.connect();
+        c = await this.pool.connect();
         c.on('notification', onNotification);
         c.on('error', (err) => {
           this.options.logger.warn({ err, queue: this.queue }, 'lost the connection that listens for new jobs; polling until it is back');
-          c.removeListener('notification', onNotification);
-          c.release(err);
-          if (client === c) client = undefined;
-          retry = setTimeout(() => void connect(), 2_000);
+          drop(err);
+          again();
         });
         await c.query(`LISTEN ${JOBS_CHANNEL}`);
+        // Stopped while it connected: never keep the connection checked out.
+        if (stopped) return drop();
         client = c;
         this.wake(); // jobs enqueued before it listened
       } catch (err) {
+        if (released) return; // the error handler dealt with it
         this.options.logger.warn({ err, queue: this.queue }, 'could not listen for new jobs; polling, and trying again');
-        retry = setTimeout(() => void connect(), 2_000);
+        drop(err as Error);
+        again();
       }
     };
     void connect();
     return async () => {
+      stopped = true;
       clearTimeout(retry);
       const c = client;
       client = undefined;
       if (!c) return;
       c.removeListener('notification', onNotification);
+      // UNLISTEN before the connection goes back to the pool for other work.
       await c.query(`UNLISTEN ${JOBS_CHANNEL}`).then(() => c.release(), (err: Error) => c.release(err));
     };
   }
