@@ -90,6 +90,20 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.ok(startedAt[2]! - enqueued < 2_000, `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`);
   });
 
+  it('listens again after its LISTEN connection is killed', async () => {
+    const queue = newQueue();
+    const startedAt: number[] = [];
+    run(queue.worker(replicaPool(), { logger, pollMs: 10_000, listen: true, async handle() { startedAt.push(performance.now()); } }));
+    const listeners = async () => (await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rows;
+    await eventually('the worker listens', async () => (await listeners()).length > 0, 5_000);
+    for (const { pid } of await listeners()) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await sleep(3_000); // it reconnects after 2 s
+    const enqueued = performance.now();
+    await queue.enqueue(pool, { i: 1 });
+    await eventually('the job ran', () => startedAt.length === 1, 5_000);
+    assert.ok(startedAt[0]! - enqueued < 1_000, `woken ${Math.round(startedAt[0]! - enqueued)} ms after the enqueue, not at the 10 s poll`);
+  });
+
   it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
     const queue = newQueue<{ hang: boolean }>();
     const id = await queue.enqueue(pool, { hang: true });
