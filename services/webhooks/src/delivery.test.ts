@@ -327,4 +327,23 @@ describe('webhook endpoints over time', () => {
       await w.stop();
     }
   });
+
+  it('signs with at most 10 secrets after many rotations within the grace', async () => {
+    const w = await startWebhooks();
+    const r = await startReceiver();
+    try {
+      const t = tenant();
+      const ep = await endpoint(w, t, r.url);
+      let latest = ep.signing_secret!;
+      for (let i = 0; i < 12; i++) latest = (await w.client.call(S.rotateWebhookEndpointSecret, { id: ep.id }, t.call)).signing_secret!;
+      await w.publish({ tenantId: t.id, type: 'note.updated' });
+      const [got] = await r.waitFor(1);
+      assert.equal(signaturesOf(got!).length, 10);
+      assert.ok(signedBy({ ...got!, headers: { ...got!.headers, 'webhook-signature': `v1,${signaturesOf(got!)[0]}` } }, latest), 'the newest first');
+      assert.ok(!signedBy(got!, ep.signing_secret!), 'the oldest no longer signs');
+    } finally {
+      await r.close();
+      await w.stop();
+    }
+  });
 });
