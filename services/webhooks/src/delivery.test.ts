@@ -3,9 +3,11 @@
  * Retry-After, 410, redirects, auto-disable, rotation, per-endpoint isolation, the test delivery.
  */
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeEvent } from '@workauto/events';
+import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually } from '@workauto/testing';
 import { WebhookAttemptTrigger, WebhookDeliveryStatus, WebhookEventStatus } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import { S, startWebhooks, tenant } from './test-support.js';
@@ -19,8 +21,12 @@ const { FAILED, SUCCEEDED } = { FAILED: WebhookDeliveryStatus.WEBHOOK_DELIVERY_S
 /** The service's own events (webhook_endpoint.*) are domain events too: left out unless a test asks for them. */
 const TEST_TYPES = ['note.*', 'task.*', 'deal.*'];
 
+const createdSecrets: string[] = [];
+
 async function endpoint(w: Webhooks, t: Tenant, url: string, extra: { event_types?: string[]; channels?: string[] } = {}) {
-  return w.client.call(S.createWebhookEndpoint, { url, event_types: extra.event_types ?? TEST_TYPES, channels: extra.channels ?? [] }, t.call);
+  const ep = await w.client.call(S.createWebhookEndpoint, { url, event_types: extra.event_types ?? TEST_TYPES, channels: extra.channels ?? [] }, t.call);
+  createdSecrets.push(ep.signing_secret!);
+  return ep;
 }
 
 async function settled(w: Webhooks, t: Tenant, eventId: string, ms = 15_000) {
@@ -46,14 +52,18 @@ describe('webhook deliveries', () => {
     receivers.push(r);
     return r;
   };
+  // Every line the service logs at debug level is captured (and kept out of the test output), to
+  // check that no signing secret is ever in one.
   const logs = captureLogs();
   before(async () => {
-    w = await startWebhooks({ settings: { retrySchedule: [0, 500, 1000], timeoutMs: 1_500 } });
+    if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_chunk, _enc, done) => done() }));
+    w = await startWebhooks({ settings: { retrySchedule: [0, 500, 1000], timeoutMs: 1_500 }, logLevel: 'debug' });
   });
   after(async () => {
     logs.stop();
     for (const r of receivers) await r.close();
     await w.stop();
+    for (const secret of createdSecrets) assert.ok(!logs.text().includes(secret.slice(6)), 'no signing secret in any log line');
   });
 
   it('delivers a matching event once, signed (checked with node:crypto), with the event id as webhook-id', async () => {
@@ -79,6 +89,7 @@ describe('webhook deliveries', () => {
     assert.equal(detail.deliveries[0]!.attempts[0]!.http_status, 200);
     await sleep(300);
     assert.equal(r.received.length, 1, 'delivered once');
+    assert.ok(logs.lines.length > 0, 'the service logged (the capture works)');
     assert.ok(!logs.text().includes(ep.signing_secret!.slice(6)), 'the secret is never logged');
     const { rows } = await w.db.query<{ secret: string }>('SELECT secret FROM webhook_endpoint_secrets');
     assert.ok(rows.every((row) => row.secret.startsWith('wk1.') && !row.secret.includes(ep.signing_secret!.slice(6))), 'stored encrypted');

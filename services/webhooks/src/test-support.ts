@@ -20,6 +20,8 @@ export interface StartOptions {
   transport?: EventTransport;
   /** ENCRYPTION_KEYS shared with another replica of the same database (default: a fresh keyring). */
   encryptionKeys?: string;
+  /** The service's log level (default silent; `debug` to check what it logs). */
+  logLevel?: string;
 }
 
 /**
@@ -35,7 +37,7 @@ export async function startWebhooks(opts: StartOptions = {}) {
       settings: { retrySchedule: [0, 500, 1000], timeoutMs: 2_000, ...opts.settings },
       egress: opts.egress ?? new EgressPolicy({ allowPrivate: true }),
     },
-    createLogger('webhooks', 'silent'),
+    createLogger('webhooks', opts.logLevel ?? 'silent'),
   );
   const client = new TestClient('webhooks', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
