@@ -90,6 +90,26 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.ok(startedAt[2]! - enqueued < 2_000, `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`);
   });
 
+  it('enqueues many jobs in one statement, each with its key, attempts and due time', async () => {
+    const queue = newQueue();
+    const later = new Date(Date.now() + 60_000);
+    const ids = await queue.enqueueMany(pool, [
+      { payload: { i: 1 }, options: { key: 'a', maxAttempts: 3 } },
+      { payload: { i: 2 } },
+      { payload: { i: 3 }, options: { runAt: later } },
+    ]);
+    assert.equal(ids.length, 3);
+    const { rows } = await pool.query(`SELECT id, concurrency_key, payload, max_attempts, next_attempt_at FROM jobs WHERE queue = $1`, [queue.name]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    assert.deepEqual(ids.map((id) => byId.get(id)?.payload), [{ i: 1 }, { i: 2 }, { i: 3 }]);
+    assert.equal(byId.get(ids[0])!.concurrency_key, 'a');
+    assert.equal(byId.get(ids[0])!.max_attempts, 3);
+    assert.equal(byId.get(ids[1])!.concurrency_key, null);
+    assert.equal(byId.get(ids[1])!.max_attempts, 10);
+    assert.equal(byId.get(ids[2])!.next_attempt_at.getTime(), later.getTime());
+    assert.deepEqual(await queue.enqueueMany(pool, []), []);
+  });
+
   it('listens again after its LISTEN connection is killed', async () => {
     const queue = newQueue();
     const startedAt: number[] = [];

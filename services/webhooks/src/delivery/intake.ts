@@ -4,6 +4,7 @@
  */
 import type { PoolClient } from '@workauto/db';
 import { newId } from '@workauto/db';
+import type { EnqueueOptions } from '@workauto/jobs';
 import type { ConsumedEvent } from '@workauto/events';
 import { matches } from '../domain/filters.js';
 import { type WebhooksDeps } from '../handlers/common.js';
@@ -24,23 +25,21 @@ export async function takeIn(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx:
   if (!matched.length) return;
   const fresh = await events.insertEvent(tx, { id: event.id, tenant_id: event.tenant_id, event_type: event.type, channels: event.channels, payload: webhookBody(event) });
   if (!fresh) return;
-  for (const endpoint of matched) {
-    await enqueueDelivery(deps, tx, { tenantId: event.tenant_id, eventId: event.id, endpointId: endpoint.id });
-  }
-}
-
-/** A new delivery of the event to the endpoint, and the job that attempts it (due now). */
-async function enqueueDelivery(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx: PoolClient, d: { tenantId: string; eventId: string; endpointId: string }): Promise<void> {
-  const id = newId();
-  const jobId = await deliveryJob(deps, tx, id, d.endpointId);
-  await deliveries.insertDelivery(tx, { id, tenant_id: d.tenantId, event_id: d.eventId, endpoint_id: d.endpointId, job_id: jobId });
+  const deliveryIds = matched.map(() => newId());
+  const jobIds = await deps.queue.enqueueMany(tx, matched.map((endpoint, i) => ({ payload: { delivery_id: deliveryIds[i]! }, options: jobOptions(deps, endpoint.id) })));
+  await deliveries.insertDeliveries(tx, event.tenant_id, event.id, matched.map((endpoint, i) => ({ id: deliveryIds[i]!, endpoint_id: endpoint.id, job_id: jobIds[i]! })));
 }
 
 /**
- * The job that attempts a delivery on a fresh schedule. A few attempts beyond the schedule: one
- * taken back from a dead worker counts as an attempt, and the handler (not the queue) decides when
- * the schedule is over.
+ * A delivery's job: keyed by its endpoint (the per-endpoint cap), on a fresh schedule. A few
+ * attempts beyond the schedule: one taken back from a dead worker counts as an attempt, and the
+ * handler (not the queue) decides when the schedule is over.
  */
+function jobOptions(deps: Pick<WebhooksDeps, 'settings'>, endpointId: string): EnqueueOptions {
+  return { key: endpointId, maxAttempts: deps.settings.retrySchedule.length + 3 };
+}
+
+/** The job that attempts a delivery again (a retry), due now. */
 export function deliveryJob(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx: PoolClient, deliveryId: string, endpointId: string): Promise<string> {
-  return deps.queue.enqueue(tx, { delivery_id: deliveryId }, { key: endpointId, maxAttempts: deps.settings.retrySchedule.length + 3 });
+  return deps.queue.enqueue(tx, { delivery_id: deliveryId }, jobOptions(deps, endpointId));
 }

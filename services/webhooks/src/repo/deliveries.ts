@@ -26,10 +26,12 @@ export interface AttemptRow {
 
 const COLUMNS = 'id, tenant_id, event_id, endpoint_id, status, attempt_count, next_attempt_at, trigger, job_id';
 
-export async function insertDelivery(db: Queryable, row: { id: string; tenant_id: string; event_id: string; endpoint_id: string; job_id: string }): Promise<void> {
+/** One event's deliveries, one per endpoint, in one statement. */
+export async function insertDeliveries(db: Queryable, tenantId: string, eventId: string, rows: readonly { id: string; endpoint_id: string; job_id: string }[]): Promise<void> {
   await db.query(
-    `INSERT INTO webhook_deliveries (id, tenant_id, event_id, endpoint_id, job_id, next_attempt_at) VALUES ($1, $2, $3, $4, $5, now())`,
-    [row.id, row.tenant_id, row.event_id, row.endpoint_id, row.job_id],
+    `INSERT INTO webhook_deliveries (id, tenant_id, event_id, endpoint_id, job_id, next_attempt_at)
+     SELECT id, $1, $2, endpoint_id, job_id, now() FROM unnest($3::uuid[], $4::uuid[], $5::uuid[]) AS d(id, endpoint_id, job_id)`,
+    [tenantId, eventId, rows.map((r) => r.id), rows.map((r) => r.endpoint_id), rows.map((r) => r.job_id)],
   );
 }
 
