@@ -8,17 +8,18 @@
  * 1. Latency: CHANGES note creations through the gateway (4 at a time), one endpoint; for each, the
  *    time from the API's response to the receiver having the whole request.
  * 2. Throughput: ENDPOINTS endpoints on the receiver (each takes note.created, so each change makes
- *    ENDPOINTS deliveries; WEBHOOK_ENDPOINT_CONCURRENCY caps each endpoint at 4 in flight), NOTES
+ *    ENDPOINTS deliveries; WEBHOOK_ENDPOINT_CONCURRENCY caps each endpoint at 4 in flight, so one
+ *    endpoint alone is bound by 4 / its round trip: 50 endpoints let both replicas' 64 slots fill), NOTES
  *    changes made as fast as the API takes them; deliveries per second at the receiver between the
  *    10th and the 90th percentile of arrivals (the steady state, without start-up and tail).
- * Env: CHANGES (500), ENDPOINTS (20), NOTES (300).
+ * Env: CHANGES (500), ENDPOINTS (50), NOTES (120).
  */
 import { startReceiver } from '@workauto/webhooks/testing';
 import { startBenchStack, summarize } from './lib-bench.mjs';
 
 const CHANGES = Number(process.env.CHANGES ?? 500);
-const ENDPOINTS = Number(process.env.ENDPOINTS ?? 20);
-const NOTES = Number(process.env.NOTES ?? 300);
+const ENDPOINTS = Number(process.env.ENDPOINTS ?? 50);
+const NOTES = Number(process.env.NOTES ?? 120);
 
 const { stack, api, createTenant } = await startBenchStack({ shape: 'processes', extraReplicas: { webhooks: 1 } });
 const receiver = await startReceiver();
