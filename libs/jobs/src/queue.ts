@@ -186,6 +186,7 @@ export class JobWorker<P> {
   /** Ends the loop's idle wait early (listen); `woken` remembers a wake that came while it was busy. */
   private idleEnded: (() => void) | undefined;
   private woken = false;
+  private wakeSoon: NodeJS.Timeout | undefined;
   private readonly concurrency: number;
   private readonly leaseMs: number;
 
@@ -215,6 +216,9 @@ export class JobWorker<P> {
     const stopListening = this.options.listen ? this.listen(signal) : () => Promise.resolve();
     let failures = 0;
     let lastSweep = 0;
+    let lastTakeBack = 0;
+    // Expired leases are looked for a few times per lease, not at every claim (each claim would pay a query).
+    const takeBackEveryMs = Math.min(1_000, this.leaseMs / 4);
     try {
       while (!signal.aborted) {
         ctx.beat();
@@ -225,7 +229,10 @@ export class JobWorker<P> {
         }
         let claimed: Job<P>[];
         try {
-          await this.takeBackExpiredLeases();
+          if (Date.now() - lastTakeBack >= takeBackEveryMs) {
+            lastTakeBack = Date.now();
+            await this.takeBackExpiredLeases();
+          }
           if (Date.now() - lastSweep > 60_000) {
             lastSweep = Date.now();
             await this.deleteOldSucceeded();
@@ -246,6 +253,7 @@ export class JobWorker<P> {
     } finally {
       await this.drain(ctx.graceMs);
       clearInterval(renew);
+      clearTimeout(this.wakeSoon);
       await stopListening();
     }
   }
@@ -368,7 +376,11 @@ export class JobWorker<P> {
     })().finally(() => {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
-      if (this.options.listen) this.wake();
+      // Attempts ending close together share one claim (a few ms later) instead of one claim each.
+      if (this.options.listen) this.wakeSoon ??= setTimeout(() => {
+        this.wakeSoon = undefined;
+        this.wake();
+      }, 3);
     });
     this.inFlight.set(job.id, { job, abort, done });
   }
