@@ -155,6 +155,10 @@ describe('events through the gateway', () => {
       ['notes_tasks', task.id, ['task']],
       ['notes_tasks', subtask.id, ['task', `task:${task.id}`]],
     ];
+    const calendar = (await call('POST', '/calendars', { name: 'Team' })).body;
+    const meeting = (await call('POST', '/events', { calendar_id: calendar.id, title: 'Sync', start_at: '2026-12-01T09:00:00Z', end_at: '2026-12-01T09:30:00Z' })).body;
+    assert.ok(meeting.id, JSON.stringify(meeting));
+    expected.push(['calendar', calendar.id, ['calendar']], ['calendar', meeting.id, ['calendar_event', `calendar:${calendar.id}`]]);
     for (const [service, id, channels] of expected) assert.deepEqual((await lastEvent(service, id)).channels, channels, `${id}`);
   });
 });

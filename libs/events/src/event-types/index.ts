@@ -4,6 +4,7 @@
  * file and one line below.
  */
 import { APPS_EVENT_TYPES } from './apps.js';
+import { calendarEventTypes } from './calendar.js';
 import { CRM_PIPELINES_EVENT_TYPES } from './crm-pipelines.js';
 import { IDENTITY_EVENT_TYPES } from './identity.js';
 import { NOTES_TASKS_EVENT_TYPES } from './notes-tasks.js';
@@ -18,4 +19,5 @@ export const EVENT_TYPES: readonly EventType[] = [
   ...CRM_PIPELINES_EVENT_TYPES,
   ...WEBHOOKS_EVENT_TYPES,
   ...APPS_EVENT_TYPES,
+  ...calendarEventTypes,
 ];
