@@ -10,7 +10,7 @@
  *   make build && node scripts/bench-table.mjs [scripts/bench-notes.mjs …]
  */
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, relative } from 'node:path';
 
@@ -73,7 +73,10 @@ function row(label, r, target, better, unit) {
 const rows = EXPECTED.map((e) => {
   const r = results.get(e.id);
   const out = row(e.label, r, e.target, e.better, e.unit);
-  if (!r) out[1] = scripts.some((s) => s.endsWith(e.script)) ? `not measured (${e.script} printed no ${e.id})` : `not measured (no ${e.script})`;
+  if (!r) {
+    out[1] = scripts.some((s) => s.endsWith(e.script)) ? `not measured (${e.script} printed no ${e.id})`
+      : existsSync(join(scriptsDir, e.script)) ? `not run (${e.script})` : `not measured (no ${e.script})`;
+  }
   return out;
 });
 const others = [...results.values()].filter((r) => !EXPECTED.some((e) => e.id === r.id)).map((r) => row(r.label, r, r.target, r.better, r.unit));
