@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const WITH_INFRA = join(root, 'deploy/embedded/dist/with-infra.js');
@@ -31,7 +31,7 @@ const EXPECTED = [
 
 const scriptsDir = join(root, 'scripts');
 const scripts = process.argv.length > 2
-  ? process.argv.slice(2).map((p) => join(process.cwd(), p))
+  ? process.argv.slice(2).map((p) => resolve(p))
   : readdirSync(scriptsDir).filter((f) => /^bench-.*\.mjs$/.test(f) && f !== 'bench-table.mjs').sort().map((f) => join(scriptsDir, f));
 
 const results = new Map();
