@@ -18,7 +18,7 @@ const ECHO = raw('/test.Test/Echo');
 const BROKEN = raw('/test.Test/Broken');
 const HANG = raw('/test.Test/Hang');
 
-type Behaviour = 'ok' | 'internal' | 'hang';
+type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable';
 
 /** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
 async function startServer(behaviours: Record<string, Behaviour>, health: 'serving' | 'hang'): Promise<{ address: string; server: grpc.Server }> {
@@ -33,6 +33,8 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
     impl[name] = (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       if (behaviour === 'ok') cb(null, Buffer.from('ok'));
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
+      // The service itself answers 503 with a reason (e.g. a third party it asked is down).
+      else if (behaviour === 'answered-unavailable') cb(toServiceError(errors.unavailable('PROVIDER_DOWN', 'the provider is down'), 'test.workauto'));
       // 'hang': never answers
     };
   }
@@ -66,6 +68,19 @@ describe('Downstream circuit breaker', () => {
     for (let i = 0; i < 50; i++) assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL);
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
     assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL, 'still tried, not refused by an open circuit');
+  });
+
+  it('never opens on UNAVAILABLE the service answered itself (with a reason): only the way to the service counts', async () => {
+    const { address, server } = await startServer({ Echo: 'ok', Answered: 'answered-unavailable' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { volumeThreshold: 3 });
+    clients.push(d);
+    const ANSWERED = raw('/test.Test/Answered');
+    for (let i = 0; i < 20; i++) {
+      const err = await d.call(ANSWERED, Buffer.alloc(0)).catch((e: unknown) => e);
+      assert.equal(decodeStatusDetails(err as grpc.ServiceError).reason, 'PROVIDER_DOWN', `call ${i} reached the service and kept its reason`);
+    }
+    assert.equal(d.isDown, false);
   });
 
   it('opens a slow method alone while the service\'s health answers: its other methods keep working', async () => {

@@ -32,7 +32,10 @@ const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLIN
 
 function isTransportFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && TRANSPORT_FAILURES.has(code);
+  if (typeof code !== 'number' || !TRANSPORT_FAILURES.has(code)) return false;
+  // A status with a reason (ErrorInfo) is the service's own answer (e.g. a third party it asked is
+  // down, BYOK_PROBE_UNAVAILABLE): the service is well and must keep being asked.
+  return !decodeStatusDetails(err as grpc.ServiceError).reason;
 }
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
