@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { Keyring } from '@workauto/crypto';
+import { createLogger, type Logger } from '@workauto/logger';
+import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
+import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { createAgentsService, type AgentsConfig, type RunningService } from './app.js';
+import { FakeProvider } from './testing/fake-provider.js';
+
+export { S, failure };
+
+/** agents on a fresh database with a fake provider on loopback, called over real gRPC, with a SQL client for checks. */
+export async function startAgents(opts: { config?: Partial<AgentsConfig>; logger?: Logger; databaseUrl?: string; fake?: FakeProvider } = {}) {
+  const databaseUrl = opts.databaseUrl ?? (await testDatabase('agents'));
+  const fake = opts.fake ?? (await FakeProvider.start());
+  const encryptionKeys = opts.config?.encryptionKeys ?? Keyring.generateSpec('k1');
+  const service: RunningService = await createAgentsService(
+    {
+      databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, encryptionKeys,
+      ...opts.config,
+      providers: { openaiBaseUrl: fake.openaiBaseUrl, anthropicBaseUrl: fake.anthropicBaseUrl, probeTimeoutMs: 1_000, chatTimeoutMs: 5_000, chatMaxRetries: 0, ...opts.config?.providers },
+    },
+    opts.logger ?? createLogger('agents', 'silent'),
+  );
+  const client = new TestClient('agents', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  return {
+    databaseUrl, encryptionKeys, client, db, fake, service,
+    async stop() {
+      client.close();
+      await db.end();
+      await service.stop();
+      if (!opts.fake) await fake.stop();
+    },
+  };
+}
+
+/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
+export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
+  const id = randomUUID();
+  return { id, call: callAs(id, randomUUID(), randomUUID()) };
+}
+
+/** A key no test shares: `sk-ant-…` for Anthropic, `sk-…` for OpenAI. */
+export function newKey(provider: 'openai' | 'anthropic'): string {
+  return `${provider === 'anthropic' ? 'sk-ant-' : 'sk-'}${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+}
