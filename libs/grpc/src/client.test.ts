@@ -30,7 +30,8 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
       path: `/test.Test/${name}`, requestStream: false, responseStream: false,
       requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b,
     };
-    impl[name] = (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+    impl[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      call.on('cancelled', () => cancelledOnServer++);
       if (behaviour === 'ok') cb(null, Buffer.from('ok'));
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
       // The service itself answers 503 with a reason (e.g. a third party it asked is down).
@@ -49,6 +50,9 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
   return { address: `127.0.0.1:${port}`, server };
 }
+
+/** Calls the servers saw cancelled by their client. */
+let cancelledOnServer = 0;
 
 const codeOf = (p: Promise<unknown>) => p.then(() => grpc.status.OK, (e: { code: number }) => e.code);
 
@@ -81,6 +85,26 @@ describe('Downstream circuit breaker', () => {
       assert.equal(decodeStatusDetails(err as grpc.ServiceError).reason, 'PROVIDER_DOWN', `call ${i} reached the service and kept its reason`);
     }
     assert.equal(d.isDown, false);
+  });
+
+  it('cancels a call in flight when its signal aborts: the caller gets the reason at once and the service sees the cancel', async () => {
+    const { address, server } = await startServer({ Hang: 'hang' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { deadlineMs: 30_000 });
+    clients.push(d);
+    const before = cancelledOnServer;
+    const controller = new AbortController();
+    const reason = new Error('the run was cancelled');
+    setTimeout(() => controller.abort(reason), 100);
+    const started = Date.now();
+    const err = await d.call(HANG, Buffer.alloc(0), { signal: controller.signal }).catch((e: unknown) => e);
+    assert.equal(err, reason);
+    assert.ok(Date.now() - started < 1_000);
+    const end = Date.now() + 2_000;
+    while (cancelledOnServer === before && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(cancelledOnServer, before + 1);
+    assert.equal(await d.call(HANG, Buffer.alloc(0), { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e), reason, 'an aborted signal never starts the call');
+    assert.equal(d.isDown, false, 'a cancel is not a failure of the service');
   });
 
   it('opens a slow method alone while the service\'s health answers: its other methods keep working', async () => {

@@ -85,20 +85,35 @@ export class Downstream {
     return this.down;
   }
 
-  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number } = {}): Promise<Res> {
+  /**
+   * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
+   * with the signal's reason, which never counts against the circuit.
+   */
+  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {}): Promise<Res> {
     if (this.down) return Promise.reject(this.unavailable());
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
-        this.client.makeUnaryRequest(
+        const onAbort = () => {
+          call.cancel();
+          reject(signal!.reason);
+        };
+        const call = this.client.makeUnaryRequest(
           method.path,
           method.requestSerialize,
           method.responseDeserialize,
           request,
           opts.metadata ?? new grpc.Metadata(),
           { deadline },
-          (err, response) => (err ? reject(err) : resolve(response as Res)),
+          (err, response) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (err) reject(err);
+            else resolve(response as Res);
+          },
         );
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
     return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
       if ((err as { code?: unknown }).code === 'EOPENBREAKER') throw this.unavailable();
