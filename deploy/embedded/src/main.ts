@@ -24,6 +24,12 @@ const config = loadConfig({
   KAFKA_BROKERS: z.string().optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
   LOG_LEVEL: vars.logLevel(),
+  // The agents service: provider base URLs (as the official SDKs take them), the platform's keys and fee.
+  OPENAI_BASE_URL: vars.url().optional(),
+  ANTHROPIC_BASE_URL: vars.url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  AGENT_PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(100_000).default(0),
 });
 const logger = createLogger('workauto', config.LOG_LEVEL);
 const dataDir = resolve(config.DATA_DIR);
@@ -76,6 +82,14 @@ const stack = await startStack({
   gatewayPort: config.PORT,
   kafkaBrokers: config.KAFKA_BROKERS,
   gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE },
+  agents: {
+    providers: {
+      ...(config.OPENAI_BASE_URL ? { openaiBaseUrl: config.OPENAI_BASE_URL } : {}),
+      ...(config.ANTHROPIC_BASE_URL ? { anthropicBaseUrl: config.ANTHROPIC_BASE_URL } : {}),
+    },
+    platformKeys: { openai: config.OPENAI_API_KEY, anthropic: config.ANTHROPIC_API_KEY },
+    platformFeeBps: config.AGENT_PLATFORM_FEE_BPS,
+  },
   logger,
 });
 

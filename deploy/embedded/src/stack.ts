@@ -4,8 +4,9 @@ import { createIdentityService, type OAuthSettings, type RunningService } from '
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createNotesTasksService } from '@workauto/notes-tasks';
+import { createAgentsService, type AgentsConfig } from '@workauto/agents';
 import { createTransport, type EventTransport } from '@workauto/events';
-import type { CallerKeys } from '@workauto/grpc';
+import { generateCallerKeys, type CallerKeys } from '@workauto/grpc';
 
 export interface StackOptions {
   /** postgres://… of a server; each service gets its own database on it. */
@@ -30,6 +31,13 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
+  /** The agents service's provider URLs, platform keys, fee and run settings (make dev: from the environment). */
+  agents?: Pick<AgentsConfig, 'providers' | 'platformKeys' | 'platformFeeBps' | 'runs'>;
+}
+
+/** One JWKS holding the keys of several signers (the gateway's, and services that call others). */
+function mergeJwks(...sets: string[]): string {
+  return JSON.stringify({ keys: sets.flatMap((s) => (JSON.parse(s) as { keys: unknown[] }).keys) });
 }
 
 export interface Stack {
@@ -56,8 +64,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
     ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
   });
-  // What every service gets: loopback, a free port, the shared transport, the gateway's public key.
-  const common = { host, port: 0, transport, callerVerifyKeys: opts.callerKeys.verifyKeys, ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}) };
+  // agents calls notes-tasks and crm-pipelines as a run's agent, signed with its own key.
+  const agentsKeys = generateCallerKeys('agents');
+  // What every service gets: loopback, a free port, the shared transport, the signers' public keys.
+  const common = {
+    host, port: 0, transport, callerVerifyKeys: mergeJwks(opts.callerKeys.verifyKeys, agentsKeys.verifyKeys),
+    ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}),
+  };
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
@@ -71,6 +84,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     services.notes_tasks = await createNotesTasksService(
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
+    );
+    const address = (name: string) => `${host}:${services[name]!.port}`;
+    services.agents = await createAgentsService(
+      {
+        ...common, databaseUrl: await db('agents'), encryptionKeys: opts.encryptionKeys, callerSigningKey: agentsKeys.signingKey,
+        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines') }, ...opts.agents,
+      },
+      logger.child({ component: 'agents' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({

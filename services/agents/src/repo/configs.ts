@@ -27,6 +27,7 @@ export interface ConfigRow {
 export interface StoredKey {
   provider: ProviderName;
   ciphertext: string;
+  version: number;
 }
 
 // Never the ciphertext: a row read for the API cannot carry it by mistake.
@@ -99,12 +100,12 @@ export async function clearKey(db: Queryable, tenantId: string, blueprint: strin
 
 /** The config's stored key, if any (for a run). */
 export async function storedKey(db: Queryable, tenantId: string, blueprint: string): Promise<StoredKey | undefined> {
-  const { rows } = await db.query<{ byok_provider: ProviderName | null; byok_ciphertext: string | null }>(
-    `SELECT byok_provider, byok_ciphertext FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
+  const { rows } = await db.query<{ byok_provider: ProviderName | null; byok_ciphertext: string | null; byok_key_version: number }>(
+    `SELECT byok_provider, byok_ciphertext, byok_key_version FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
     [tenantId, blueprint],
   );
   const r = rows[0];
-  return r?.byok_provider && r.byok_ciphertext ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext } : undefined;
+  return r?.byok_provider && r.byok_ciphertext ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext, version: r.byok_key_version } : undefined;
 }
 
 /** Ciphertexts written with a keyring key other than the active one (for `re-encrypt` after a rotation). */
@@ -124,4 +125,45 @@ export async function rewrapKey(db: Queryable, id: string, from: string, to: { c
     [id, from, to.ciphertext, to.keyId],
   );
   return rowCount === 1;
+}
+
+/** After a run's end: the schedule's failure streak (reset by a success); 5 in a row pause the schedule. */
+export async function recordRunResult(db: Queryable, tenantId: string, blueprint: string, failed: boolean): Promise<{ paused: boolean }> {
+  const { rows } = await db.query<{ paused: boolean }>(
+    `UPDATE agent_configs SET
+       schedule_failure_streak = CASE WHEN $3 THEN schedule_failure_streak + 1 ELSE 0 END,
+       disable_reason = CASE WHEN $3 AND schedule IS NOT NULL AND disable_reason IS NULL AND schedule_failure_streak + 1 >= 5
+                             THEN '5 runs failed in a row; PUT the config to resume the schedule' ELSE disable_reason END
+     WHERE tenant_id = $1 AND agent_blueprint = $2
+     RETURNING (disable_reason IS NOT NULL) AS paused`,
+    [tenantId, blueprint, failed],
+  );
+  return { paused: rows[0]?.paused ?? false };
+}
+
+/** A run met the key's refusal: byok_status invalid or quota_exhausted, with why. Only if the key is still the one the run used. */
+export async function setByokStatus(db: Queryable, tenantId: string, blueprint: string, keyVersion: number, status: ByokStatus, reason: string): Promise<ConfigRow | undefined> {
+  const { rows } = await db.query<ConfigRow>(
+    `UPDATE agent_configs SET byok_status = $4, byok_status_reason = $5, updated_at = now()
+     WHERE tenant_id = $1 AND agent_blueprint = $2 AND byok_key_version = $3 AND byok_ciphertext IS NOT NULL
+       AND (byok_status <> $4 OR byok_status_reason IS DISTINCT FROM $5)
+     RETURNING ${COLUMNS}`,
+    [tenantId, blueprint, keyVersion, status, reason],
+  );
+  return rows[0];
+}
+
+/** Configs whose schedule is due, locked for this scheduler (others skip them). */
+export async function dueSchedules(tx: Queryable, limit: number): Promise<ConfigRow[]> {
+  const { rows } = await tx.query<ConfigRow>(
+    `SELECT ${COLUMNS} FROM agent_configs
+     WHERE schedule IS NOT NULL AND disable_reason IS NULL AND schedule_next_at <= now()
+     ORDER BY schedule_next_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    [limit],
+  );
+  return rows;
+}
+
+export async function setNextTick(tx: Queryable, id: string, next: Date | null): Promise<void> {
+  await tx.query(`UPDATE agent_configs SET schedule_next_at = $2 WHERE id = $1`, [id, next]);
 }

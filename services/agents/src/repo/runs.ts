@@ -104,3 +104,84 @@ export async function cancelRun(tx: Queryable, tenantId: string, id: string): Pr
   );
   return rows[0]!;
 }
+
+/** A run a worker claimed: running under this worker (first claim: started_at and deadline_at set now). */
+export async function startRun(tx: Queryable, tenantId: string, id: string, workerId: string): Promise<RunRow> {
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE agent_runs SET status = 'running', worker_id = $3, claims = claims + 1, last_heartbeat_at = now(),
+       started_at = coalesce(started_at, now()),
+       deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
+       consecutive_failures = 0, updated_at = now()
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, id, workerId],
+  );
+  return rows[0]!;
+}
+
+/** The worker's heartbeat: the run's status now (undefined if another worker holds it). */
+export async function heartbeat(db: Queryable, id: string, workerId: string): Promise<RunStatus | undefined> {
+  const { rows } = await db.query<{ status: RunStatus }>(
+    `UPDATE agent_runs SET last_heartbeat_at = CASE WHEN status = 'running' THEN now() ELSE last_heartbeat_at END
+     WHERE id = $1 AND worker_id = $2 RETURNING status`,
+    [id, workerId],
+  );
+  return rows[0]?.status;
+}
+
+/** Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. */
+export async function recordProgress(db: Queryable, id: string, workerId: string, p: { costMicroCents: number; feeCents: number; output: unknown }): Promise<void> {
+  await db.query(
+    `UPDATE agent_runs SET cost_micro_cents = $3, platform_fee_cents = $4, output = $5, updated_at = now()
+     WHERE id = $1 AND worker_id = $2 AND status IN ('running', 'cancelled')`,
+    [id, workerId, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
+  );
+}
+
+/** Which key the run uses (a platform key's runs pay the platform fee). */
+export async function markKeyUse(db: Queryable, id: string, usedPlatformKey: boolean): Promise<void> {
+  await db.query(`UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1`, [id, usedPlatformKey]);
+}
+
+/**
+ * The failure streak before this run: consecutive_failures of the tenant's blueprint's latest
+ * finished run. Serialised per (tenant, blueprint) so two runs finishing at once count in turn.
+ */
+export async function streakBefore(tx: Queryable, tenantId: string, blueprint: string, id: string): Promise<number> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_run_streak:' || $1 || ':' || $2, 0))`, [tenantId, blueprint]);
+  const { rows } = await tx.query<{ consecutive_failures: number }>(
+    `SELECT consecutive_failures FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND id <> $3 AND status IN ('succeeded', 'failed')
+     ORDER BY finished_at DESC, id DESC LIMIT 1`,
+    [tenantId, blueprint, id],
+  );
+  return rows[0]?.consecutive_failures ?? 0;
+}
+
+export interface Finish {
+  status: 'succeeded' | 'failed';
+  output: unknown;
+  costMicroCents: number;
+  feeCents: number;
+  failureCategory: string | null;
+  failureDetail: string | null;
+  consecutiveFailures: number;
+}
+
+/** A run's end, written only while it is still running (a cancel that came first wins). */
+export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
+       failure_detail = $7, consecutive_failures = $8, finished_at = now(), worker_id = NULL, updated_at = now()
+     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`,
+    [id, f.status, JSON.stringify(f.output), f.costMicroCents, f.feeCents, f.failureCategory, f.failureDetail, f.consecutiveFailures],
+  );
+  return rows[0];
+}
+
+/** A run whose worker stopped (shutdown): queued again, its claim not counted as a lost worker. */
+export async function releaseRun(db: Queryable, id: string, workerId: string): Promise<void> {
+  await db.query(
+    `UPDATE agent_runs SET status = 'queued', worker_id = NULL, claims = greatest(claims - 1, 0), updated_at = now()
+     WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
+    [id, workerId],
+  );
+}

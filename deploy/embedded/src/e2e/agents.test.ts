@@ -1,0 +1,174 @@
+/**
+ * Agents through the gateway: every endpoint over HTTP with the whole product on loopback and a
+ * fake LLM provider (OpenAI's and Anthropic's HTTP APIs) on loopback too.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { FakeProvider } from '@workauto/agents/testing';
+import { eventually } from '@workauto/testing';
+import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
+
+const key = (prefix: 'sk-' | 'sk-ant-') => `${prefix}${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+
+describe('agents through the gateway', () => {
+  let stack: TestStack;
+  let fake: FakeProvider;
+  let a: TenantFixture;
+  let b: TenantFixture;
+  let member: string;
+  let viewer: string;
+  const call = (method: string, path: string, k: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key: k, ...(body === undefined ? {} : { body }) });
+
+  before(async () => {
+    fake = await FakeProvider.start();
+    stack = await startTestStack({
+      agents: {
+        providers: { openaiBaseUrl: fake.openaiBaseUrl, anthropicBaseUrl: fake.anthropicBaseUrl, probeTimeoutMs: 1_000, chatTimeoutMs: 5_000, chatMaxRetries: 0 },
+        runs: { heartbeatMs: 200, pollMs: 50, schedulerPollMs: 200 },
+      },
+    });
+    a = await stack.createTenant('Alpha');
+    b = await stack.createTenant('Beta');
+    const invite = async (role: string) => {
+      const inv = await call('POST', '/invitations', a.key, { email: `${role}-${randomUUID()}@alpha.test`, role });
+      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body.api_key as string;
+    };
+    member = await invite('member');
+    viewer = await invite('viewer');
+  });
+  after(async () => {
+    await stack?.stop();
+    await fake?.stop();
+  });
+
+  it('GET /agent-blueprints: the envelope of blueprints with models and tools', async () => {
+    const res = await call('GET', '/agent-blueprints', a.key);
+    assert.equal(res.status, 200);
+    assert.equal(res.body.has_more, false);
+    assert.equal(res.body.next_cursor ?? null, null);
+    for (const bp of res.body.data) {
+      assertRecord(bp, { id: 'string', name: 'string', description: 'string', models: 'object', tools: 'array' }, 'blueprint');
+      assert.equal(typeof bp.models.openai, 'string');
+      assert.equal(typeof bp.models.anthropic, 'string');
+    }
+    assertError(await call('GET', '/agent-blueprints?limit=0', a.key), 400);
+  });
+
+  it('GET|PUT /agent-configs: a bare array, full replace, 404 for an unknown blueprint or none yet, 400s naming fields', async () => {
+    const empty = await call('GET', '/agent-configs', a.key);
+    assert.equal(empty.status, 200);
+    assert.deepEqual(empty.body, []);
+    assertError(await call('GET', '/agent-configs/task-triage', a.key), 404, 'AGENT_CONFIG_NOT_FOUND');
+    assertError(await call('GET', '/agent-configs/nope', a.key), 404, 'AGENT_BLUEPRINT_NOT_FOUND');
+    const put = await call('PUT', '/agent-configs/task-triage', a.key, {
+      budget_default_cents: 500, deadline_default_seconds: 60, schedule: '0 9 * * 1-5', guardrails: [{ type: 'max_tool_calls', value: 5 }],
+    });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assertRecord(put.body, { id: 'uuid', tenant_id: 'uuid', agent_blueprint: 'string', byok_status: 'string', guardrails: 'array', created_at: 'date-time', updated_at: 'date-time' }, 'config');
+    assert.equal(put.body.tenant_id, a.id);
+    assert.equal(put.body.byok_status, 'unset');
+    assert.equal(put.body.budget_default_cents, 500);
+    assert.equal(put.body.schedule, '0 9 * * 1-5');
+    for (const internal of ['byok_ciphertext', 'byok_key_version', 'key_version', 'disable_reason', 'schedule_next_at']) assert.ok(!(internal in put.body), internal);
+    const replaced = await call('PUT', '/agent-configs/task-triage', a.key, {});
+    assert.equal(replaced.status, 200);
+    assert.deepEqual(replaced.body.guardrails, []);
+    assert.equal(replaced.body.schedule ?? null, null);
+    assert.equal(replaced.body.budget_default_cents ?? null, null);
+    const listed = await call('GET', '/agent-configs', a.key);
+    assert.deepEqual(listed.body.map((c: { agent_blueprint: string }) => c.agent_blueprint), ['task-triage']);
+    assert.equal((await call('GET', '/agent-configs/task-triage', a.key)).body.id, put.body.id);
+
+    const bad = await call('PUT', '/agent-configs/task-triage', a.key, { schedule: '* * * *', guardrails: [{ type: 'block_pattern', pattern: '(' }] });
+    assertError(bad, 400);
+    assert.deepEqual(violations(bad), ['schedule', 'guardrails[0].pattern']);
+    assert.deepEqual(violations(await call('PUT', '/agent-configs/task-triage', a.key, { guardrails: { type: 'deny_tools' } })), ['guardrails']);
+    assertError(await call('PUT', '/agent-configs/task-triage', a.key, { schedule: '@daily', api_key: 'sk-nope' }), 400);
+    assertError(await call('PUT', '/agent-configs/task-triage', a.key, { deadline_default_seconds: 'soon' }), 400);
+    // Tenant B sees none of A's.
+    assert.deepEqual((await call('GET', '/agent-configs', b.key)).body, []);
+    assertError(await call('GET', '/agent-configs/task-triage', b.key), 404);
+  });
+
+  it('POST /agent-configs/validate-key: a ProbeResult for every outcome, 200 once the body is valid', async () => {
+    const good = key('sk-ant-');
+    fake.probes.set(good, 'ok');
+    const valid = await call('POST', '/agent-configs/validate-key', a.key, { api_key: good });
+    assert.equal(valid.status, 200);
+    assert.deepEqual(valid.body.status, 'valid');
+    assert.equal(valid.body.category ?? null, null);
+    for (const [outcome, category] of [[401, 'invalid_key'], [403, 'permission_denied'], [402, 'insufficient_quota'], [429, 'rate_limited'], [529, 'provider_unavailable']] as const) {
+      const k = key('sk-');
+      fake.probes.set(k, outcome);
+      const res = await call('POST', '/agent-configs/validate-key', a.key, { api_key: k, provider: 'openai' });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.status, 'invalid');
+      assert.equal(res.body.category, category);
+      assert.equal(typeof res.body.message, 'string');
+      assert.ok(!JSON.stringify(res.body).includes(k));
+    }
+    assert.deepEqual(violations(await call('POST', '/agent-configs/validate-key', a.key, { api_key: good, provider: 'mistral' })), ['provider']);
+    assert.deepEqual(violations(await call('POST', '/agent-configs/validate-key', a.key, {})), ['api_key']);
+  });
+
+  it('PUT|DELETE /agent-configs/{blueprint}/byok-key: 200 valid, 400 BYOK_KEY_INVALID, 503 BYOK_PROBE_UNAVAILABLE, then unset', async () => {
+    const good = key('sk-');
+    fake.probes.set(good, 'ok');
+    const stored = await call('PUT', '/agent-configs/pipeline-review/byok-key', a.key, { api_key: good });
+    assert.equal(stored.status, 200, JSON.stringify(stored.body));
+    assert.equal(stored.body.byok_status, 'valid');
+    assert.match(stored.body.byok_last_probed_at, /Z$/);
+    const refused = key('sk-');
+    fake.probes.set(refused, 401);
+    const invalid = await call('PUT', '/agent-configs/pipeline-review/byok-key', a.key, { api_key: refused });
+    assertError(invalid, 400, 'BYOK_KEY_INVALID');
+    assert.equal(invalid.body.error.details[0].metadata.category, 'invalid_key');
+    const down = key('sk-');
+    fake.probes.set(down, 500);
+    const unavailable = await call('PUT', '/agent-configs/pipeline-review/byok-key', a.key, { api_key: down });
+    assertError(unavailable, 503, 'BYOK_PROBE_UNAVAILABLE');
+    assert.equal(unavailable.body.error.details[0].metadata.category, 'provider_unavailable');
+    for (const res of [invalid, unavailable]) assert.ok(!JSON.stringify(res.body).includes(refused) && !JSON.stringify(res.body).includes(down));
+    const still = await call('GET', '/agent-configs/pipeline-review', a.key);
+    assert.equal(still.body.byok_status, 'valid');
+    assert.equal(still.body.byok_last_probed_at, stored.body.byok_last_probed_at);
+    // The breaker of the route stays closed after a 503 the service answered itself.
+    const again = key('sk-');
+    fake.probes.set(again, 'ok');
+    assert.equal((await call('PUT', '/agent-configs/pipeline-review/byok-key', a.key, { api_key: again })).status, 200);
+    const removed = await call('DELETE', '/agent-configs/pipeline-review/byok-key', a.key);
+    assert.equal(removed.status, 200);
+    assert.equal(removed.body.byok_status, 'unset');
+    assertError(await call('DELETE', '/agent-configs/daily-briefing/byok-key', a.key), 404);
+    assertError(await call('DELETE', '/agent-configs/pipeline-review/byok-key', b.key), 404);
+  });
+
+  it('audits config and key changes without the key', async () => {
+    const k = key('sk-');
+    fake.probes.set(k, 'ok');
+    await call('PUT', '/agent-configs/daily-briefing/byok-key', a.key, { api_key: k });
+    await eventually('the audit entry', async () => {
+      const log = await call('GET', '/audit-log?resource_type=agent_config', a.key);
+      return log.body.data?.some((e: { action: string }) => e.action === 'agent_config.byok_key_set');
+    });
+    const log = await call('GET', '/audit-log?resource_type=agent_config', a.key);
+    assert.ok(!JSON.stringify(log.body).includes(k));
+  });
+
+  it('applies the role matrix: reads need read, runs write, configs and keys admin; viewers have none', async () => {
+    const k = key('sk-');
+    fake.probes.set(k, 'ok');
+    assert.equal((await call('GET', '/agent-configs', member)).status, 200);
+    assert.equal((await call('GET', '/agent-blueprints', member)).status, 200);
+    assertError(await call('PUT', '/agent-configs/task-triage', member, {}), 403);
+    assertError(await call('POST', '/agent-configs/validate-key', member, { api_key: k }), 403);
+    assertError(await call('PUT', '/agent-configs/task-triage/byok-key', member, { api_key: k }), 403);
+    assertError(await call('DELETE', '/agent-configs/task-triage/byok-key', member), 403);
+    assertError(await call('POST', '/agents/task-triage/runs', member, { input: 'x' }), 403);
+    assertError(await call('GET', '/agent-configs', viewer), 403);
+    assertError(await call('GET', '/agent-blueprints', viewer), 403);
+    assertError(await call('GET', '/agents/task-triage/runs', viewer), 403);
+    assertError(await stack.api('GET', '/api/v1/agent-configs'), 401);
+  });
+});
