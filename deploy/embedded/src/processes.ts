@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
-import { generateCallerKeys } from '@workauto/grpc';
+import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { freePort, healthStatus } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -55,7 +55,7 @@ export async function startServiceProcesses(opts: {
   const callerKeys = generateCallerKeys('gateway');
   // agents calls notes-tasks and crm-pipelines as a run's agent with a key of its own.
   const agentsKeys = generateCallerKeys('agents');
-  const verifyKeys = JSON.stringify({ keys: [...JSON.parse(callerKeys.verifyKeys).keys, ...JSON.parse(agentsKeys.verifyKeys).keys] });
+  const verifyKeys = mergeVerifyKeys(callerKeys.verifyKeys, agentsKeys.verifyKeys);
   const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: verifyKeys };
   const envs: Record<(typeof SERVICES)[number], Record<string, string>> = {
     identity: { ...grpc, DATABASE_URL: await db('identity', 'identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },

@@ -6,7 +6,7 @@ import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createAgentsService, type AgentsConfig } from '@workauto/agents';
 import { createTransport, type EventTransport } from '@workauto/events';
-import { generateCallerKeys, type CallerKeys } from '@workauto/grpc';
+import { generateCallerKeys, mergeVerifyKeys, type CallerKeys } from '@workauto/grpc';
 
 export interface StackOptions {
   /** postgres://… of a server; each service gets its own database on it. */
@@ -35,10 +35,6 @@ export interface StackOptions {
   agents?: Pick<AgentsConfig, 'providers' | 'platformKeys' | 'platformFeeBps' | 'runs'>;
 }
 
-/** One JWKS holding the keys of several signers (the gateway's, and services that call others). */
-function mergeJwks(...sets: string[]): string {
-  return JSON.stringify({ keys: sets.flatMap((s) => (JSON.parse(s) as { keys: unknown[] }).keys) });
-}
 
 export interface Stack {
   /** http://host:port of the gateway. */
@@ -68,7 +64,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const agentsKeys = generateCallerKeys('agents');
   // What every service gets: loopback, a free port, the shared transport, the signers' public keys.
   const common = {
-    host, port: 0, transport, callerVerifyKeys: mergeJwks(opts.callerKeys.verifyKeys, agentsKeys.verifyKeys),
+    host, port: 0, transport, callerVerifyKeys: mergeVerifyKeys(opts.callerKeys.verifyKeys, agentsKeys.verifyKeys),
     ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}),
   };
   try {
