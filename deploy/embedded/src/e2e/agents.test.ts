@@ -156,6 +156,74 @@ describe('agents through the gateway', () => {
     assert.ok(!JSON.stringify(log.body).includes(k));
   });
 
+  it('POST|GET /agents/{blueprint}/runs and cancel: a run creates a task as its agent (audited so), pages by RFC 3339 cursor', async () => {
+    const k = key('sk-');
+    fake.script(k, [
+      { tools: [{ name: 'create_task', arguments: { title: 'Call ACME back' } }], usage: { input: 10_000, output: 1_000 } },
+      { text: 'One task created.', usage: { input: 10_000, output: 1_000 } },
+    ]);
+    assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status, 200);
+    const created = await stack.api('POST', '/api/v1/agents/task-triage/runs', { key: a.key, body: { input: { note: 'triage' } }, headers: { 'idempotency-key': 'run-1' } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assertRecord(created.body, {
+      id: 'uuid', tenant_id: 'uuid', agent_blueprint: 'string', status: 'string', consecutive_failures: 'integer', cost_usd_cents: 'integer',
+      platform_fee_cents: 'integer', input: 'object', run_at: 'date-time', created_at: 'date-time', updated_at: 'date-time',
+    }, 'run');
+    assert.equal(created.body.status, 'queued');
+    for (const internal of ['worker_id', 'lease_expires_at', 'last_heartbeat_at', 'claims', 'disable_reason']) assert.ok(!(internal in created.body), internal);
+    const replay = await stack.api('POST', '/api/v1/agents/task-triage/runs', { key: a.key, body: { input: { note: 'triage' } }, headers: { 'idempotency-key': 'run-1' } });
+    assert.equal(replay.body.id, created.body.id, 'an Idempotency-Key replays the first run, no second one');
+    let run: any;
+    await eventually('the run succeeds', async () => {
+      run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
+      return run.status === 'succeeded' || run.status === 'failed';
+    }, 20_000, 50);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.deepEqual(run.output, { text: 'One task created.', steps: 2, tool_calls: [{ name: 'create_task', is_error: false }] });
+    assert.equal(run.cost_usd_cents, 2);
+    assert.equal(run.failure_category ?? null, null);
+    const tasks = await call('GET', '/tasks', a.key);
+    assert.deepEqual(tasks.body.data.map((x: { title: string }) => x.title), ['Call ACME back']);
+    await eventually('the audit entry of the agent\'s task', async () => {
+      const log = await call('GET', '/audit-log?action=task.created', a.key);
+      return log.body.data?.length === 1;
+    });
+    const entry = (await call('GET', '/audit-log?action=task.created', a.key)).body.data[0];
+    assert.equal(entry.actor_type, 'agent');
+    assert.equal(entry.actor_id, run.id);
+    assert.equal(entry.resource_id, tasks.body.data[0].id);
+
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const queued = (await call('POST', '/agents/task-triage/runs', a.key, { input: 'later', run_at: later, budget_usd_cents: 50, deadline_seconds: 30 })).body;
+    assert.equal(queued.budget_usd_cents, 50);
+    const cancelled = await call('POST', `/agents/task-triage/runs/${queued.id}/cancel`, a.key);
+    assert.equal(cancelled.status, 200);
+    assert.equal(cancelled.body.status, 'cancelled');
+    assert.equal((await call('POST', `/agents/task-triage/runs/${queued.id}/cancel`, a.key)).status, 200);
+    assertError(await call('POST', `/agents/task-triage/runs/${run.id}/cancel`, a.key), 409, 'AGENT_RUN_FINISHED');
+    const member409 = await call('POST', `/agents/task-triage/runs/${run.id}/cancel`, b.key);
+    assertError(member409, 404);
+
+    const page1 = await call('GET', '/agents/task-triage/runs?limit=1', a.key);
+    assert.equal(page1.status, 200);
+    assert.deepEqual(page1.body.data.map((r: { id: string }) => r.id), [queued.id]);
+    assert.equal(page1.body.has_more, true);
+    assert.equal(page1.body.next_cursor, page1.body.data[0].created_at);
+    const page2 = await call('GET', `/agents/task-triage/runs?limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`, a.key);
+    assert.deepEqual(page2.body.data.map((r: { id: string }) => r.id), [run.id]);
+    assert.equal(page2.body.has_more, false);
+    assert.equal(page2.body.next_cursor ?? null, null);
+    const succeeded = await call('GET', '/agents/task-triage/runs?status=succeeded', a.key);
+    assert.deepEqual(succeeded.body.data.map((r: { id: string }) => r.id), [run.id]);
+    assert.deepEqual(violations(await call('GET', '/agents/task-triage/runs?status=done', a.key)), ['status']);
+    assert.deepEqual(violations(await call('GET', '/agents/task-triage/runs?cursor=abc', a.key)), ['cursor']);
+    assertError(await call('GET', '/agents/nope/runs', a.key), 404, 'AGENT_BLUEPRINT_NOT_FOUND');
+    assertError(await call('GET', '/agents/task-triage/runs/not-a-uuid', a.key), 400);
+    assertError(await call('GET', `/agents/task-triage/runs/${run.id}`, b.key), 404);
+    assert.deepEqual((await call('GET', '/agents/task-triage/runs', b.key)).body.data, []);
+    assertError(await call('POST', '/agents/task-triage/runs', a.key, { deadline_seconds: 0 }), 400);
+  });
+
   it('applies the role matrix: reads need read, runs write, configs and keys admin; viewers have none', async () => {
     const k = key('sk-');
     fake.probes.set(k, 'ok');

@@ -41,16 +41,18 @@ export interface NewRun {
 
 /**
  * Inserts a queued run. Runs of one tenant never share a created_at: under a per-tenant lock (held
- * to commit) a run created in the same microsecond as the tenant's latest moves 1 µs later, so the
- * RFC 3339 cursor of the runs list is exact. A scheduled run that exists already for its tick
- * inserts nothing (undefined).
+ * to commit) a run created in the same instant as the tenant's latest moves just after it, so the
+ * RFC 3339 cursor of the runs list is exact. The step is 1 ms, not the contract's 1 µs: responses
+ * carry timestamps through JS Dates (milliseconds), and a created_at shown to the client must be
+ * the very value its cursor names (docs/agents.md). A scheduled run that exists already for its
+ * tick inserts nothing (undefined).
  */
 export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | undefined> {
   await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_runs:' || $1, 0))`, [run.tenant_id]);
   const { rows } = await tx.query<RunRow>(
     `INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, created_at)
      SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8,
-            greatest(clock_timestamp(), (SELECT max(created_at) + interval '1 microsecond' FROM agent_runs WHERE tenant_id = $2))
+            greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
      ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
     [newId(), run.tenant_id, run.agent_blueprint, JSON.stringify(run.input ?? null), run.run_at, run.budget_usd_cents, run.deadline_seconds, run.scheduled_for ?? null],
