@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { decodeEvent } from '@workauto/events';
-import { eventually } from '@workauto/testing';
+import { eventually, freePort } from '@workauto/testing';
 import { AgentRunStatus, ByokStatus, FailureCategory, Provider, type AgentRun } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { NotesTasksServiceService as Notes } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { S, failure, newKey, startRunStack, tenant } from './test-support.js';
@@ -319,5 +319,31 @@ describe('the scheduler with two replicas', () => {
     assert.equal(resumed.schedule, '* * * * * *');
     await eventually('runs again after the PUT', async () => (await count()) > paused, 5_000, 100);
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage' }, t.call);
+  });
+});
+
+describe('runs while the apps service is away', () => {
+  let stack: Awaited<ReturnType<typeof startRunStack>>;
+  before(async () => {
+    const port = await freePort(); // nothing listens there
+    stack = await startRunStack({ config: { downstreams: { apps: `127.0.0.1:${port}` } } });
+  });
+  after(() => stack.stop());
+
+  it('go on with the built-in tools; an app tool the model names anyway is an unknown tool', async () => {
+    const t = tenant();
+    const k = newKey('openai');
+    stack.fake.script(k, [{ tools: [{ name: 'crm__lookup', arguments: {} }] }, { text: 'done without apps' }]);
+    await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
+    const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'go' }, t.call);
+    let last = run;
+    await eventually('the run ends', async () => {
+      last = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
+      return last.status === AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED || last.status === AgentRunStatus.AGENT_RUN_STATUS_FAILED;
+    }, 20_000, 50);
+    assert.equal(last.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, last.failure_detail);
+    assert.deepEqual(last.output?.tool_calls, [{ name: 'crm__lookup', is_error: true }]);
+    const offered = JSON.parse(stack.fake.chats(k)[0]!.body).tools.map((x: { function: { name: string } }) => x.function.name);
+    assert.deepEqual(offered, ['list_tasks', 'create_task', 'search_notes']);
   });
 });

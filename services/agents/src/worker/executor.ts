@@ -13,6 +13,7 @@ import { blockedBy, maxOutputChars, maxToolCalls, toolAllowed, type Guardrail } 
 import { ProviderError, runFailureCategory, type ChatMessage, type ProviderErrorCategory, type Providers, type ToolResult, type ToolSpec } from '../providers/index.js';
 import { builtinTool, ToolInputError, type BuiltinTool } from '../tools/builtin.js';
 import { ToolUnavailable, type ToolClients } from '../tools/clients.js';
+import { callAppTool, listAppTools, type AppTool } from '../tools/apps.js';
 
 export const MAX_STEPS = 20;
 const MAX_OUTPUT_TOKENS = 1_024;
@@ -47,11 +48,8 @@ export class RunStop extends Error {
   }
 }
 
-/** A tool the run may offer the model: a built-in one now (apps' tools join here). */
-interface OfferedTool {
-  spec: ToolSpec;
-  builtin: BuiltinTool;
-}
+/** A tool the run may offer the model: a built-in one or an app's. */
+type OfferedTool = { spec: ToolSpec; builtin: BuiltinTool; app?: undefined } | { spec: ToolSpec; app: AppTool; builtin?: undefined };
 
 export interface Execution {
   blueprint: Blueprint;
@@ -72,6 +70,7 @@ export interface Execution {
 export interface ExecutorDeps {
   providers: Providers;
   clients: ToolClients;
+  warn?(fields: object, message: string): void;
 }
 
 /** The run's first message: its input as text. */
@@ -79,6 +78,24 @@ function inputText(input: unknown): string {
   if (typeof input === 'string' && input.trim()) return input;
   if (input === null || input === undefined) return 'Run now.';
   return `Input (JSON): ${JSON.stringify(input)}`;
+}
+
+/** The tools the run offers (built-in and apps', filtered by the guardrails), and every tool name it knows. */
+async function toolsFor(deps: ExecutorDeps, run: Execution, ctx: CallContext): Promise<{ offered: OfferedTool[]; known: Set<string> }> {
+  const builtins: OfferedTool[] = run.blueprint.tools.flatMap((name) => {
+    const builtin = builtinTool(name);
+    return builtin ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }] : [];
+  });
+  let apps: OfferedTool[] = [];
+  try {
+    apps = (await listAppTools(deps.clients, ctx)).map((app) => ({ spec: app.spec, app }));
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    // The apps service being away does not stop a run that may not need an app: it runs without them.
+    deps.warn?.({ err }, 'could not list the tenant\'s app tools; the run goes on with the built-in tools only');
+  }
+  const all = [...builtins, ...apps];
+  return { offered: all.filter((t) => toolAllowed(run.guardrails, t.spec.name)), known: new Set(all.map((t) => t.spec.name)) };
 }
 
 export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outcome> {
@@ -91,17 +108,12 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
   const fail = (category: FailureCategory, detail: string, providerCategory?: ProviderErrorCategory): Outcome => ({
     status: 'failed', category, detail, output, costMicroCents: cost, ...(providerCategory ? { providerCategory } : {}),
   });
-  const offered: OfferedTool[] = run.blueprint.tools
-    .filter((name) => toolAllowed(run.guardrails, name))
-    .flatMap((name) => {
-      const builtin = builtinTool(name);
-      return builtin ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }] : [];
-    });
-  const byName = new Map(offered.map((t) => [t.spec.name, t]));
   const toolCallCap = maxToolCalls(run.guardrails);
   const messages: ChatMessage[] = [{ role: 'user', text: inputText(run.input) }];
   const model = run.blueprint.models[run.provider];
   try {
+    const { offered, known } = await toolsFor(deps, run, ctx);
+    const byName = new Map(offered.map((t) => [t.spec.name, t]));
     for (let step = 1; step <= MAX_STEPS; step++) {
       const answer = await deps.providers[run.provider].chat(
         { apiKey: run.apiKey, model, system: run.blueprint.prompt, messages, tools: offered.map((t) => t.spec), maxOutputTokens: MAX_OUTPUT_TOKENS },
@@ -132,7 +144,7 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
         }
         const tool = byName.get(call.name);
         if (!tool) {
-          if (builtinTool(call.name) && !toolAllowed(run.guardrails, call.name)) {
+          if (known.has(call.name)) {
             return fail('guardrail_blocked', `the model called ${call.name}, which the guardrails do not allow (allow_tools / deny_tools)`);
           }
           output.tool_calls.push({ name: call.name, is_error: true });
@@ -161,6 +173,8 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
 }
 
 const INPUT_CODES = new Set([3, 5, 6, 9, 11]); // INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION, OUT_OF_RANGE
+/** An app that cannot serve the call: down, timed out, or the tool no longer enabled (UNAVAILABLE, DEADLINE_EXCEEDED, FAILED_PRECONDITION). */
+const APP_DOWN_CODES = new Set([14, 4, 9]);
 
 /** One tool call: a result for the model, or a failure that ends the run. */
 async function callTool(
@@ -170,16 +184,19 @@ async function callTool(
   ctx: CallContext,
 ): Promise<{ content: string; isError: boolean } | { failure: FailureCategory; detail: string }> {
   try {
+    if (tool.app) return await callAppTool(deps.clients, tool.app, args, ctx);
     const value = await tool.builtin.call(args, ctx, deps.clients);
     return { content: JSON.stringify(value).slice(0, TOOL_RESULT_MAX_CHARS), isError: false };
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
+    const failure: FailureCategory = tool.app ? 'app_unavailable' : 'tool_error';
     if (err instanceof ToolInputError) return { content: err.message, isError: true };
-    if (err instanceof ToolUnavailable) return { failure: 'tool_error', detail: `tool ${tool.spec.name} failed: ${err.message}` };
+    if (err instanceof ToolUnavailable) return { failure, detail: `tool ${tool.spec.name} failed: ${err.message}` };
     const code = (err as { code?: unknown }).code;
     const message = typeof code === 'number' && 'metadata' in (err as object) ? decodeStatusDetails(err as never).message : (err as Error).message;
+    if (tool.app && typeof code === 'number' && APP_DOWN_CODES.has(code)) return { failure, detail: `app tool ${tool.spec.name} is unavailable: ${message}` };
     // The model's input was refused: it reads why and may try again.
     if (typeof code === 'number' && INPUT_CODES.has(code)) return { content: message, isError: true };
-    return { failure: 'tool_error', detail: `tool ${tool.spec.name} failed: ${message}` };
+    return { failure, detail: `tool ${tool.spec.name} failed: ${message}` };
   }
 }

@@ -158,7 +158,7 @@ export class RunWorker {
     const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
     try {
       const outcome = await execute(
-        { providers: this.deps.providers, clients: this.deps.clients },
+        { providers: this.deps.providers, clients: this.deps.clients, warn: (fields, message) => this.deps.logger.warn({ ...fields, run_id: row.id }, message) },
         {
           blueprint, input: row.input, guardrails: (config?.guardrails ?? []) as Guardrail[], provider, apiKey,
           budgetCents: row.budget_usd_cents === null ? null : Number(row.budget_usd_cents),
