@@ -18,6 +18,17 @@ export type ChatStep =
   | { error: Exclude<ProbeOutcome, 'ok' | 'hang'> }
   | { hang: true };
 
+/** A chat request's body as either provider receives it (the fields a script looks at). */
+export interface ChatBody {
+  model: string;
+  messages: { role: string; content?: unknown }[];
+}
+
+/** Whether a chat request already carries a tool's result (OpenAI: a tool message; Anthropic: a tool_result block). */
+export function hasToolResult(body: ChatBody): boolean {
+  return body.messages.some((m) => m.role === 'tool' || (Array.isArray(m.content) && m.content.some((c: { type?: string }) => c.type === 'tool_result')));
+}
+
 export interface RecordedRequest {
   provider: 'openai' | 'anthropic';
   method: string;
@@ -34,8 +45,8 @@ export class FakeProvider {
   readonly requests: RecordedRequest[] = [];
   /** GET /v1/models per key; unknown keys get 401. */
   readonly probes = new Map<string, ProbeOutcome>();
-  /** Chat scripts per key, consumed one step per request; a key without steps left answers "done". */
-  private readonly scripts = new Map<string, ChatStep[]>();
+  /** Chat scripts per key: steps consumed one per request (then "done"), or a function of the request's body. */
+  private readonly scripts = new Map<string, ChatStep[] | ((body: ChatBody) => ChatStep)>();
   private readonly sockets = new Set<Socket>();
   private server!: Server;
   url = '';
@@ -60,9 +71,10 @@ export class FakeProvider {
     return this.url;
   }
 
-  script(apiKey: string, steps: ChatStep[]): void {
+  /** What a key's chats answer: steps in order, or a function of each request (e.g. tool call first, then an answer). */
+  script(apiKey: string, steps: ChatStep[] | ((body: ChatBody) => ChatStep)): void {
     this.probes.set(apiKey, this.probes.get(apiKey) ?? 'ok');
-    this.scripts.set(apiKey, [...steps]);
+    this.scripts.set(apiKey, typeof steps === 'function' ? steps : [...steps]);
   }
 
   /** Chat requests made with a key. */
@@ -96,7 +108,8 @@ export class FakeProvider {
     if (req.method === 'POST' && path === chatPath) {
       const probe = this.probes.get(key);
       if (probe === undefined) return this.error(res, provider, 401, key);
-      const step = this.scripts.get(key)?.shift() ?? { text: 'done' };
+      const script = this.scripts.get(key);
+      const step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? { text: 'done' };
       if ('hang' in step) return this.hang(req, res, record);
       if ('error' in step) return this.error(res, provider, step.error, key);
       if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
