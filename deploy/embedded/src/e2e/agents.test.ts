@@ -234,6 +234,13 @@ describe('agents through the gateway', () => {
     assertError(await call('PUT', '/agent-configs/task-triage/byok-key', member, { api_key: k }), 403);
     assertError(await call('DELETE', '/agent-configs/task-triage/byok-key', member), 403);
     assertError(await call('POST', '/agents/task-triage/runs', member, { input: 'x' }), 403);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const run = (await call('POST', '/agents/task-triage/runs', a.key, { input: 'roles', run_at: later })).body;
+    assert.equal((await call('GET', '/agents/task-triage/runs', member)).status, 200);
+    assert.equal((await call('GET', `/agents/task-triage/runs/${run.id}`, member)).status, 200);
+    assertError(await call('POST', `/agents/task-triage/runs/${run.id}/cancel`, member), 403);
+    assertError(await call('GET', `/agents/task-triage/runs/${run.id}`, viewer), 403);
+    assertError(await call('GET', '/agent-configs/task-triage', viewer), 403);
     assertError(await call('GET', '/agent-configs', viewer), 403);
     assertError(await call('GET', '/agent-blueprints', viewer), 403);
     assertError(await call('GET', '/agents/task-triage/runs', viewer), 403);
