@@ -18,7 +18,7 @@ const ECHO = raw('/test.Test/Echo');
 const BROKEN = raw('/test.Test/Broken');
 const HANG = raw('/test.Test/Hang');
 
-type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable';
+type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away';
 
 /** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
 async function startServer(behaviours: Record<string, Behaviour>, health: 'serving' | 'hang'): Promise<{ address: string; server: grpc.Server }> {
@@ -36,6 +36,8 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
       // The service itself answers 503 with a reason (e.g. a third party it asked is down).
       else if (behaviour === 'answered-unavailable') cb(toServiceError(errors.unavailable('PROVIDER_DOWN', 'the provider is down'), 'test.workauto'));
+      // The service's own database is away (what toServiceError makes of a refused connection).
+      else if (behaviour === 'database-away') cb(toServiceError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'test.workauto'));
       // 'hang': never answers
     };
   }
@@ -85,6 +87,19 @@ describe('Downstream circuit breaker', () => {
       assert.equal(decodeStatusDetails(err as grpc.ServiceError).reason, 'PROVIDER_DOWN', `call ${i} reached the service and kept its reason`);
     }
     assert.equal(d.isDown, false);
+  });
+
+  it('still counts the kit\'s own "service unwell" reasons: a service whose database is away is checked and marked down', async () => {
+    const { address, server } = await startServer({ Away: 'database-away' }, 'hang');
+    servers.push(server);
+    const d = new Downstream('svc', address, { volumeThreshold: 3, healthTimeoutMs: 100 });
+    clients.push(d);
+    const AWAY = raw('/test.Test/Away');
+    const first = await d.call(AWAY, Buffer.alloc(0)).catch((e: unknown) => e);
+    assert.equal(decodeStatusDetails(first as grpc.ServiceError).reason, 'DATABASE_UNAVAILABLE');
+    const end = Date.now() + 2_000;
+    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(d.isDown, true, 'the failure started a health check, which found the service unwell');
   });
 
   it('cancels a call in flight when its signal aborts: the caller gets the reason at once and the service sees the cancel', async () => {

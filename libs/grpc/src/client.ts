@@ -33,10 +33,16 @@ const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLIN
 function isTransportFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'number' || !TRANSPORT_FAILURES.has(code)) return false;
-  // A status with a reason (ErrorInfo) is the service's own answer (e.g. a third party it asked is
-  // down, BYOK_PROBE_UNAVAILABLE): the service is well and must keep being asked.
-  return !decodeStatusDetails(err as grpc.ServiceError).reason;
+  // A status with a service-specific reason is the service's own answer about a third party it
+  // asked (an app's MCP server, BYOK_PROBE_UNAVAILABLE): the service is well and must keep being
+  // asked. The kit's own reasons say the service itself is unwell (its database is away, a handler
+  // ran past its deadline) and count, as a status without a reason does.
+  const reason = decodeStatusDetails(err as grpc.ServiceError).reason;
+  return !reason || SERVICE_UNWELL_REASONS.has(reason);
 }
+
+/** Reasons the kit gives when the service itself cannot answer (errors.ts, server.ts). */
+const SERVICE_UNWELL_REASONS = new Set(['DATABASE_UNAVAILABLE', 'DATABASE_TIMEOUT', 'DEADLINE_EXCEEDED', 'SERVICE_UNAVAILABLE']);
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
 

@@ -119,7 +119,7 @@ export function configHandlers(deps: AgentsDeps): Pick<H, 'listAgentBlueprints' 
       if (refusal) {
         const category = probeCategory(refusal.category);
         if (INDETERMINATE.has(category)) {
-          throw new DomainError(grpc.status.UNAVAILABLE, 'BYOK_PROBE_UNAVAILABLE', `the key could not be checked: ${refusal.message}; nothing was stored and the previous key stays`, { metadata: { category } });
+          throw errors.unavailable('BYOK_PROBE_UNAVAILABLE', `the key could not be checked: ${refusal.message}; nothing was stored and the previous key stays`, { category });
         }
         throw new DomainError(grpc.status.INVALID_ARGUMENT, 'BYOK_KEY_INVALID', `the key was refused: ${refusal.message}; nothing was stored and the previous key stays`, {
           metadata: { category },
