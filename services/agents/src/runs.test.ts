@@ -12,6 +12,7 @@ import { AgentRunStatus, ByokStatus, FailureCategory, Provider, type AgentRun } 
 import { NotesTasksServiceService as Notes } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { S, failure, newKey, startRunStack, tenant } from './test-support.js';
 import type { ChatStep } from './testing/fake-provider.js';
+import { scheduleDueRuns } from './worker/scheduler.js';
 
 const PLATFORM_ANTHROPIC_KEY = newKey('anthropic');
 
@@ -209,6 +210,15 @@ describe('agent runs', () => {
     assert.deepEqual(events.rows.map((r) => r.event_type), ['agent_run.created', 'agent_run.cancelled']);
   });
 
+  it('cancels once under 20 parallel cancels: all answer the cancelled run, one event', async () => {
+    const t = tenant();
+    const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'x', run_at: new Date(Date.now() + 3_600_000) }, t.call);
+    const all = await Promise.all(Array.from({ length: 20 }, () => stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: run.id }, t.call)));
+    assert.ok(all.every((r) => r.status === AgentRunStatus.AGENT_RUN_STATUS_CANCELLED && r.updated_at!.getTime() === all[0]!.updated_at!.getTime()));
+    const events = await stack.db.query(`SELECT count(*)::int AS n FROM outbox WHERE resource_id = $1 AND event_type = 'agent_run.cancelled'`, [run.id]);
+    assert.equal(events.rows[0].n, 1);
+  });
+
   it('cancels a running run within 5 s: the provider call in flight is aborted, the cost so far kept', async () => {
     const t = await tenantWithKey('task-triage', [{ tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 100_000, output: 0 } }, { hang: true }]);
     const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'hang' }, t.call);
@@ -296,6 +306,18 @@ describe('the scheduler with two replicas', () => {
       const r = await stack.db.query(`SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1 AND status = 'succeeded'`, [t.id]);
       return r.rows[0].n === rows.length;
     });
+  });
+
+  it('runs only the latest missed tick after downtime', async () => {
+    const t = tenant();
+    await stack.client.call(S.putAgentConfig, { blueprint: 'pipeline-review', schedule: '@yearly' }, t.call);
+    // The scheduler wakes up in mid-2031 (the configs' next tick was 1 January 2027): four ticks missed.
+    assert.equal(await scheduleDueRuns(stack.db as never, new Date('2031-06-01T00:00:00Z')), 1);
+    const { rows } = await stack.db.query(`SELECT scheduled_for, run_at FROM agent_runs WHERE tenant_id = $1`, [t.id]);
+    assert.deepEqual(rows, [{ scheduled_for: new Date('2031-01-01T00:00:00Z'), run_at: new Date('2031-01-01T00:00:00Z') }]);
+    const next = await stack.db.query(`SELECT schedule_next_at FROM agent_configs WHERE tenant_id = $1`, [t.id]);
+    assert.deepEqual(next.rows[0].schedule_next_at, new Date('2032-01-01T00:00:00Z'));
+    assert.equal(await scheduleDueRuns(stack.db as never, new Date('2031-06-01T00:00:00Z')), 0, 'the tick runs once');
   });
 
   it('pauses the schedule after 5 failed runs in a row; the next PUT resumes it', async () => {

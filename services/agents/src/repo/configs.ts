@@ -156,13 +156,13 @@ export async function setByokStatus(db: Queryable, tenantId: string, blueprint: 
   return rows[0];
 }
 
-/** Configs whose schedule is due, locked for this scheduler (others skip them). */
-export async function dueSchedules(tx: Queryable, limit: number): Promise<ConfigRow[]> {
+/** Configs whose schedule is due at `now`, locked for this scheduler (others skip them). */
+export async function dueSchedules(tx: Queryable, now: Date, limit: number): Promise<ConfigRow[]> {
   const { rows } = await tx.query<ConfigRow>(
     `SELECT ${COLUMNS} FROM agent_configs
-     WHERE schedule IS NOT NULL AND disable_reason IS NULL AND schedule_next_at <= now()
-     ORDER BY schedule_next_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
-    [limit],
+     WHERE schedule IS NOT NULL AND disable_reason IS NULL AND schedule_next_at <= $1
+     ORDER BY schedule_next_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
+    [now, limit],
   );
   return rows;
 }

@@ -15,11 +15,11 @@ import * as configs from '../repo/configs.js';
 import * as runs from '../repo/runs.js';
 import { runQueue } from './queue.js';
 
-/** Creates the runs of every due tick; returns how many runs it created. */
+/** Creates the run of every schedule due at `now` (its latest tick only); returns how many it created. */
 export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<number> {
   return withTransaction(pool, async (tx) => {
     let created = 0;
-    for (const config of await configs.dueSchedules(tx, 100)) {
+    for (const config of await configs.dueSchedules(tx, now, 100)) {
       const schedule = config.schedule!;
       const tick = latestTick(schedule, now);
       if (tick) {
