@@ -74,6 +74,32 @@ describe('agent runs', () => {
     assert.deepEqual(events.rows.map((r) => r.event_type), ['agent_run.created', 'agent_run.started', 'agent_run.succeeded']);
   });
 
+  it('speaks Anthropic\'s tool use: tool_use in, tool_result back with its id, usage priced for claude', async () => {
+    const t = tenant();
+    const k = newKey('anthropic');
+    stack.fake.script(k, [
+      { text: 'Let me look.', tools: [{ name: 'search_notes', arguments: { query: 'renewal' } }, { name: 'create_task', arguments: { title: 'Renewal call', priority: 'urgent' } }], usage: { input: 10_000, output: 2_000 } },
+      { text: 'Done.', usage: { input: 12_000, output: 1_000 } },
+    ]);
+    await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
+    const run = await runUntilDone(t, 'task-triage');
+    assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, run.failure_detail);
+    assert.deepEqual(run.output, { text: 'Done.', steps: 2, tool_calls: [{ name: 'search_notes', is_error: false }, { name: 'create_task', is_error: false }] });
+    // claude-haiku-4-5: 22,000 × 100 + 3,000 × 500 millionths of a cent = 3.7 ¢ → 4.
+    assert.equal(run.cost_usd_cents, 4);
+    const [first, second] = stack.fake.chats(k).map((r) => JSON.parse(r.body));
+    assert.equal(first.system.length > 0, true);
+    assert.deepEqual(first.tools.map((x: { name: string }) => x.name), ['list_tasks', 'create_task', 'search_notes']);
+    assert.ok(first.tools.every((x: { input_schema: { type: string } }) => x.input_schema.type === 'object'));
+    const assistant = second.messages[1];
+    assert.equal(assistant.role, 'assistant');
+    const uses = assistant.content.filter((c: { type: string }) => c.type === 'tool_use');
+    const results = second.messages[2].content;
+    assert.deepEqual(results.map((c: { type: string; tool_use_id: string }) => [c.type, c.tool_use_id]), uses.map((u: { id: string }) => ['tool_result', u.id]));
+    assert.equal(JSON.parse(results[1].content).title, 'Renewal call');
+    assert.equal((await stack.notesClient.call(Notes.listTasks, {}, t.call)).data[0]!.priority, 5, 'urgent');
+  });
+
   it('gives a tool\'s refusal back to the model (is_error) and goes on', async () => {
     const t = await tenantWithKey('task-triage', [
       { tools: [{ name: 'create_task', arguments: { title: '' } }] },
