@@ -6,10 +6,17 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '@workauto/agents/testing';
-import { eventually } from '@workauto/testing';
+import { captureLogs, eventually } from '@workauto/testing';
+import { createLogger } from '@workauto/logger';
 import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
-const key = (prefix: 'sk-' | 'sk-ant-') => `${prefix}${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+/** Every provider key the tests send: none may reach a log line. */
+const sentKeys: string[] = [];
+const key = (prefix: 'sk-' | 'sk-ant-') => {
+  const k = `${prefix}${randomUUID().replace(/-/g, '')}${randomUUID().replace(/-/g, '')}`;
+  sentKeys.push(k);
+  return k;
+};
 
 describe('agents through the gateway', () => {
   let stack: TestStack;
@@ -18,11 +25,15 @@ describe('agents through the gateway', () => {
   let b: TenantFixture;
   let member: string;
   let viewer: string;
+  let logs: ReturnType<typeof captureLogs>;
   const call = (method: string, path: string, k: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key: k, ...(body === undefined ? {} : { body }) });
 
   before(async () => {
     fake = await FakeProvider.start();
+    // Every service and the gateway log at debug level into the capture.
+    logs = captureLogs();
     stack = await startTestStack({
+      logger: createLogger('e2e', 'debug'),
       agents: {
         providers: { openaiBaseUrl: fake.openaiBaseUrl, anthropicBaseUrl: fake.anthropicBaseUrl, probeTimeoutMs: 1_000, chatTimeoutMs: 5_000, chatMaxRetries: 0 },
         runs: { heartbeatMs: 200, pollMs: 50, schedulerPollMs: 200 },
@@ -40,6 +51,7 @@ describe('agents through the gateway', () => {
   after(async () => {
     await stack?.stop();
     await fake?.stop();
+    logs?.stop();
   });
 
   it('GET /agent-blueprints: the envelope of blueprints with models and tools', async () => {
@@ -245,5 +257,12 @@ describe('agents through the gateway', () => {
     assertError(await call('GET', '/agent-blueprints', viewer), 403);
     assertError(await call('GET', '/agents/task-triage/runs', viewer), 403);
     assertError(await stack.api('GET', '/api/v1/agent-configs'), 401);
+  });
+
+  it('never writes a provider key to any log line of the gateway or a service, at debug level', () => {
+    const text = logs.text();
+    assert.ok(text.includes('"level":"debug"'), 'debug lines were captured');
+    assert.ok(sentKeys.length >= 10);
+    for (const k of sentKeys) assert.ok(!text.includes(k), 'a provider key reached the logs');
   });
 });
