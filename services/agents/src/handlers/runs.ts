@@ -26,7 +26,7 @@ export function runHandlers(deps: AgentsDeps): Pick<H, 'createAgentRun' | 'listA
         const config = await configs.findConfig(tx, ctx.tenant, b.id);
         const row = (await runs.insertRun(tx, {
           tenant_id: ctx.tenant, agent_blueprint: b.id, input: req.input ?? null, run_at: req.run_at ?? null,
-          budget_usd_cents: req.budget_usd_cents ?? (config?.budget_default_cents == null ? null : Number(config.budget_default_cents)),
+          budget_usd_cents: req.budget_usd_cents ?? (config?.budget_default_cents ?? null),
           deadline_seconds: req.deadline_seconds ?? config?.deadline_default_seconds ?? null,
         }))!;
         await runQueue.enqueue(tx, { run_id: row.id, tenant_id: row.tenant_id }, { runAt: row.run_at, maxAttempts: 10 });

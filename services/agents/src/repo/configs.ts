@@ -1,4 +1,6 @@
 import { newId, type Queryable } from '@workauto/db';
+
+// bigint columns arrive as numbers (@workauto/db parses INT8; the values here stay far below 2^53).
 import type { ProviderName } from '../domain/blueprints.js';
 
 export type ByokStatus = 'unset' | 'valid' | 'invalid' | 'quota_exhausted';
@@ -7,7 +9,7 @@ export interface ConfigRow {
   id: string;
   tenant_id: string;
   agent_blueprint: string;
-  budget_default_cents: string | null;
+  budget_default_cents: number | null;
   deadline_default_seconds: number | null;
   guardrails: unknown[];
   schedule: string | null;

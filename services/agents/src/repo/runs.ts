@@ -10,11 +10,11 @@ export interface RunRow {
   input: unknown;
   output: unknown;
   run_at: Date;
-  budget_usd_cents: string | null;
+  budget_usd_cents: number | null;
   deadline_seconds: number | null;
   deadline_at: Date | null;
-  cost_micro_cents: string;
-  platform_fee_cents: string;
+  cost_micro_cents: number;
+  platform_fee_cents: number;
   used_platform_key: boolean;
   failure_category: string | null;
   failure_detail: string | null;

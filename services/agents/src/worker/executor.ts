@@ -59,6 +59,8 @@ export interface Execution {
   apiKey: string;
   budgetCents: number | null;
   deadlineAt: Date | null;
+  /** What earlier attempts of the run already cost (a re-run after a lost worker); counts against the budget. */
+  spentMicroCents: number;
   /** Aborts on cancel, lease loss or shutdown (with a RunStop). */
   signal: AbortSignal;
   /** The run acting as its agent, for tool calls that abort with `signal`. */
@@ -100,7 +102,7 @@ async function toolsFor(deps: ExecutorDeps, run: Execution, ctx: CallContext): P
 
 export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outcome> {
   const output: RunOutput = { text: '', steps: 0, tool_calls: [] };
-  let cost = 0;
+  let cost = run.spentMicroCents;
   const deadline = new AbortController();
   const timer = run.deadlineAt ? setTimeout(() => deadline.abort(new RunStop('deadline')), Math.max(0, run.deadlineAt.getTime() - Date.now())) : undefined;
   const signal = AbortSignal.any([run.signal, deadline.signal]);

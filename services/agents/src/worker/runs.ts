@@ -98,7 +98,7 @@ export class RunWorker {
       const row = await runs.runForWorker(tx, tenantId, runId, { lock: true });
       if (!row || row.status === 'succeeded' || row.status === 'failed' || row.status === 'cancelled') return undefined;
       if (row.status === 'running' && row.claims >= MAX_CLAIMS) {
-        await this.finish(tx, row, { status: 'failed', category: 'worker_lost', detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`, output: (row.output as RunOutput | null) ?? emptyOutput(), costMicroCents: Number(row.cost_micro_cents) });
+        await this.finish(tx, row, { status: 'failed', category: 'worker_lost', detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`, output: (row.output as RunOutput | null) ?? emptyOutput(), costMicroCents: row.cost_micro_cents });
         return undefined;
       }
       const wasQueued = row.status === 'queued';
@@ -134,7 +134,9 @@ export class RunWorker {
   private async run(row: runs.RunRow, signal: AbortSignal): Promise<{ outcome: Outcome; refused?: KeyRefusal }> {
     const { pool, keyring } = this.deps;
     const blueprint = findBlueprint(row.agent_blueprint);
-    const fail = (category: FailureCategory, detail: string) => ({ outcome: { status: 'failed', category, detail, output: emptyOutput(), costMicroCents: 0 } as Outcome });
+    // A run re-run after a lost worker keeps what its first attempt already cost.
+    const spent = row.cost_micro_cents;
+    const fail = (category: FailureCategory, detail: string) => ({ outcome: { status: 'failed', category, detail, output: emptyOutput(), costMicroCents: spent } as Outcome });
     if (!blueprint) return fail('internal', `blueprint ${row.agent_blueprint} is no longer offered by this deployment`);
     const config = await configs.findConfig(pool, row.tenant_id, blueprint.id);
     const stored = await configs.storedKey(pool, row.tenant_id, blueprint.id);
@@ -161,8 +163,8 @@ export class RunWorker {
         { providers: this.deps.providers, clients: this.deps.clients, warn: (fields, message) => this.deps.logger.warn({ ...fields, run_id: row.id }, message) },
         {
           blueprint, input: row.input, guardrails: (config?.guardrails ?? []) as Guardrail[], provider, apiKey,
-          budgetCents: row.budget_usd_cents === null ? null : Number(row.budget_usd_cents),
-          deadlineAt: row.deadline_at, signal,
+          budgetCents: row.budget_usd_cents,
+          deadlineAt: row.deadline_at, signal, spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
           progress: (cost, output) => runs.recordProgress(pool, row.id, this.workerId, { costMicroCents: cost, feeCents: fee(cost), output }),
         },
@@ -205,7 +207,7 @@ export class RunWorker {
     const before = await runs.streakBefore(tx, row.tenant_id, row.agent_blueprint, row.id);
     const ended = await runs.finishRun(tx, row.id, {
       status: outcome.status, output: outcome.output, costMicroCents: outcome.costMicroCents,
-      feeCents: row.used_platform_key ? platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps) : Number(row.platform_fee_cents),
+      feeCents: row.used_platform_key ? platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps) : row.platform_fee_cents,
       failureCategory: failed ? outcome.category : null, failureDetail: failed ? outcome.detail : null,
       consecutiveFailures: failed ? before + 1 : 0,
     });

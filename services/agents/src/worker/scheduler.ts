@@ -25,7 +25,7 @@ export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<num
       if (tick) {
         const run = await runs.insertRun(tx, {
           tenant_id: config.tenant_id, agent_blueprint: config.agent_blueprint, input: null, run_at: tick,
-          budget_usd_cents: config.budget_default_cents === null ? null : Number(config.budget_default_cents),
+          budget_usd_cents: config.budget_default_cents,
           deadline_seconds: config.deadline_default_seconds, scheduled_for: tick,
         });
         if (run) {
