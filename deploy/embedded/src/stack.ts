@@ -2,7 +2,9 @@ import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
+import { createAppsService } from '@workauto/apps';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
+import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createAgentsService, type AgentsConfig } from '@workauto/agents';
 import { createTransport, type EventTransport } from '@workauto/events';
@@ -31,10 +33,13 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
+  /** The egress policy of calls to tenants' URLs (MCP servers); make dev and tests allow private addresses. */
+  egress?: EgressPolicyOptions;
+  /** The apps service's probe schedule and timeouts (tests shorten them). */
+  apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
   /** The agents service's provider URLs, platform keys, fee and run settings (make dev: from the environment). */
   agents?: Pick<AgentsConfig, 'providers' | 'platformKeys' | 'platformFeeBps' | 'runs'>;
 }
-
 
 export interface Stack {
   /** http://host:port of the gateway. */
@@ -81,11 +86,18 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
     );
+    const appsEgress = new EgressPolicy(opts.egress ?? { allowPrivate: true });
+    const apps = await createAppsService(
+      { ...common, databaseUrl: await db('apps'), encryptionKeys: opts.encryptionKeys, egress: appsEgress, ...opts.apps },
+      logger.child({ component: 'apps' }),
+    );
+    services.apps = { port: apps.port, stop: () => apps.stop().finally(() => appsEgress.close()) };
+    // Runs call notes-tasks, crm-pipelines and apps as their agent: started after them.
     const address = (name: string) => `${host}:${services[name]!.port}`;
     services.agents = await createAgentsService(
       {
         ...common, databaseUrl: await db('agents'), encryptionKeys: opts.encryptionKeys, callerSigningKey: agentsKeys.signingKey,
-        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines') }, ...opts.agents,
+        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines'), apps: address('apps') }, ...opts.agents,
       },
       logger.child({ component: 'agents' }),
     );
