@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider } from '@workauto/agents/testing';
+import { startMcpServer } from '@workauto/apps/test-support';
 import { captureLogs, eventually } from '@workauto/testing';
 import { createLogger } from '@workauto/logger';
 import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
@@ -234,6 +235,55 @@ describe('agents through the gateway', () => {
     assertError(await call('GET', `/agents/task-triage/runs/${run.id}`, b.key), 404);
     assert.deepEqual((await call('GET', '/agents/task-triage/runs', b.key)).body.data, []);
     assertError(await call('POST', '/agents/task-triage/runs', a.key, { deadline_seconds: 0 }), 400);
+  });
+
+  it('calls an app\'s tool through the apps service (the MCP server receives it) beside a built-in tool; a dead app fails the run app_unavailable', async () => {
+    const secret = `mcp-secret-${randomUUID()}`;
+    const mcp = await startMcpServer({ transport: 'streamable', auth: { header: 'authorization', value: `Bearer ${secret}` }, tools: [{ name: 'lookup', description: 'Finds a customer' }] });
+    try {
+      assert.equal((await call('POST', '/apps', a.key, { slug: 'crm-app', display_name: 'CRM app', mcp_server_url: mcp.url, auth: { type: 'bearer', secret } })).status, 201);
+      assert.equal((await call('POST', '/apps/crm-app/probe', a.key, {})).body.status, 'healthy');
+      assert.equal((await call('PATCH', '/apps/crm-app', a.key, { enabled_tools: ['lookup'] })).status, 200);
+      const k = key('sk-');
+      fake.script(k, [
+        { tools: [{ name: 'crm-app__lookup', arguments: { q: 'acme' } }, { name: 'create_task', arguments: { title: 'Call the customer found' } }] },
+        { text: 'Found and filed.' },
+      ]);
+      assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status, 200);
+      const created = await call('POST', '/agents/task-triage/runs', a.key, { input: 'find acme' });
+      let run: any;
+      await eventually('the run ends', async () => {
+        run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
+        return run.status === 'succeeded' || run.status === 'failed';
+      }, 20_000, 50);
+      assert.equal(run.status, 'succeeded', JSON.stringify(run));
+      assert.deepEqual(run.output.tool_calls, [{ name: 'crm-app__lookup', is_error: false }, { name: 'create_task', is_error: false }]);
+      assert.deepEqual(mcp.calls.map((c) => [c.name, c.arguments]), [['lookup', { q: 'acme' }]], 'the MCP server received the call');
+      const [first, second] = fake.chats(k).map((r) => JSON.parse(r.body));
+      assert.ok(first.tools.some((x: { function: { name: string; description: string } }) => x.function.name === 'crm-app__lookup' && x.function.description === 'Finds a customer'));
+      const toolResults = second.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content);
+      assert.ok(toolResults[0].includes('acme'), `the app's result went back to the model: ${toolResults[0]}`);
+      await eventually('the audit log has the agent\'s app tool call', async () => {
+        const log = await call('GET', '/audit-log?resource_type=task', a.key);
+        return log.body.data?.some((e: { actor_type: string; actor_id: string }) => e.actor_type === 'agent' && e.actor_id === run.id);
+      });
+
+      await mcp.close();
+      const k2 = key('sk-');
+      fake.script(k2, [{ tools: [{ name: 'crm-app__lookup', arguments: {} }] }, { text: 'never' }]);
+      assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k2, provider: 'openai' })).status, 200);
+      const second2 = await call('POST', '/agents/task-triage/runs', a.key, { input: 'again' });
+      await eventually('the run ends', async () => {
+        run = (await call('GET', `/agents/task-triage/runs/${second2.body.id}`, a.key)).body;
+        return run.status === 'succeeded' || run.status === 'failed';
+      }, 30_000, 50);
+      assert.equal(run.status, 'failed', JSON.stringify(run));
+      assert.equal(run.failure_category, 'app_unavailable', run.failure_detail);
+      assert.match(run.failure_detail, /crm-app__lookup/);
+      assert.ok(!run.failure_detail.includes(secret));
+    } finally {
+      await mcp.close().catch(() => undefined);
+    }
   });
 
   it('applies the role matrix: reads need read, runs write, configs and keys admin; viewers have none', async () => {
