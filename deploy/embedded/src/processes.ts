@@ -56,7 +56,7 @@ export async function startServiceProcesses(opts: {
     apps: `127.0.0.1:${ports.apps}`, calendar: `127.0.0.1:${ports.calendar}`, agents: `127.0.0.1:${ports.agents}`,
   };
   const callerKeys = generateCallerKeys('gateway');
-  // agents calls notes-tasks, crm-pipelines and apps as a run's agent with a key of its own.
+  // agents calls notes-tasks, crm-pipelines, calendar and apps as a run's agent with a key of its own.
   const agentsKeys = generateCallerKeys('agents');
   const verifyKeys = mergeVerifyKeys(callerKeys.verifyKeys, agentsKeys.verifyKeys);
   const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: verifyKeys };
@@ -70,6 +70,7 @@ export async function startServiceProcesses(opts: {
     agents: {
       ...grpc, DATABASE_URL: await db('agents', 'agents'), GRPC_PORT: String(ports.agents), CALLER_SIGNING_KEY: agentsKeys.signingKey,
       NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'], APPS_ADDR: grpcAddresses.apps,
+      CALENDAR_ADDR: grpcAddresses.calendar,
     },
     gateway: {
       ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,

@@ -97,12 +97,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       { ...common, databaseUrl: await db('calendar') },
       logger.child({ component: 'calendar' }),
     );
-    // Runs call notes-tasks, crm-pipelines and apps as their agent: started after them.
+    // Runs call notes-tasks, crm-pipelines, calendar and apps as their agent: started after them.
     const address = (name: string) => `${host}:${services[name]!.port}`;
     services.agents = await createAgentsService(
       {
         ...common, databaseUrl: await db('agents'), encryptionKeys: opts.encryptionKeys, callerSigningKey: agentsKeys.signingKey,
-        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines'), apps: address('apps') }, ...opts.agents,
+        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines'), calendar: address('calendar'), apps: address('apps') }, ...opts.agents,
       },
       logger.child({ component: 'agents' }),
     );

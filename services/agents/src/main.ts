@@ -19,6 +19,7 @@ await runService({
     // The services whose tools runs call (as actor_type agent): they must trust CALLER_SIGNING_KEY's public key.
     NOTES_TASKS_ADDR: vars.address().optional(),
     CRM_PIPELINES_ADDR: vars.address().optional(),
+    CALENDAR_ADDR: vars.address().optional(),
     APPS_ADDR: vars.address().optional(),
     AGENT_RUN_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(8),
     AGENT_RUN_LEASE_MS: vars.milliseconds(30_000),
@@ -37,7 +38,7 @@ await runService({
         },
         platformKeys: { openai: env.OPENAI_API_KEY, anthropic: env.ANTHROPIC_API_KEY },
         platformFeeBps: env.AGENT_PLATFORM_FEE_BPS,
-        downstreams: { notes_tasks: env.NOTES_TASKS_ADDR, crm_pipelines: env.CRM_PIPELINES_ADDR, apps: env.APPS_ADDR },
+        downstreams: { notes_tasks: env.NOTES_TASKS_ADDR, crm_pipelines: env.CRM_PIPELINES_ADDR, calendar: env.CALENDAR_ADDR, apps: env.APPS_ADDR },
         runs: {
           concurrency: env.AGENT_RUN_CONCURRENCY, leaseMs: env.AGENT_RUN_LEASE_MS, heartbeatMs: env.AGENT_RUN_HEARTBEAT_MS,
           schedulerPollMs: env.AGENT_SCHEDULER_POLL_MS,

@@ -286,6 +286,34 @@ describe('agents through the gateway', () => {
     }
   });
 
+  it('lists calendar events as the agent (daily-briefing) and writes the briefing as a note', async () => {
+    const cal = await call('POST', '/calendars', a.key, { name: 'Team' });
+    assert.equal(cal.status, 201, JSON.stringify(cal.body));
+    const start = new Date(Date.now() + 3_600_000);
+    const event = await call('POST', '/events', a.key, { calendar_id: cal.body.id, title: 'Board meeting', start_at: start.toISOString(), end_at: new Date(start.getTime() + 3_600_000).toISOString() });
+    assert.equal(event.status, 201, JSON.stringify(event.body));
+    const k = key('sk-');
+    fake.script(k, [
+      { tools: [{ name: 'list_calendar_events', arguments: {} }] },
+      { tools: [{ name: 'create_note', arguments: { title: 'Briefing', body: 'Board meeting in an hour.' } }] },
+      { text: 'Briefing written.' },
+    ]);
+    assert.equal((await call('PUT', '/agent-configs/daily-briefing/byok-key', a.key, { api_key: k, provider: 'openai' })).status, 200);
+    const created = await call('POST', '/agents/daily-briefing/runs', a.key, {});
+    let run: any;
+    await eventually('the run ends', async () => {
+      run = (await call('GET', `/agents/daily-briefing/runs/${created.body.id}`, a.key)).body;
+      return run.status === 'succeeded' || run.status === 'failed';
+    }, 20_000, 50);
+    assert.equal(run.status, 'succeeded', JSON.stringify(run));
+    assert.deepEqual(run.output.tool_calls, [{ name: 'list_calendar_events', is_error: false }, { name: 'create_note', is_error: false }]);
+    const second = JSON.parse(fake.chats(k)[1]!.body);
+    const listed = JSON.parse(second.messages.find((m: { role: string }) => m.role === 'tool').content);
+    assert.deepEqual(listed.data.map((e: { title: string }) => e.title), ['Board meeting'], 'the calendar\'s events, as the API lists them');
+    const notes = await call('GET', '/notes?q=Board', a.key);
+    assert.deepEqual(notes.body.data.map((n: { title: string }) => n.title), ['Briefing']);
+  });
+
   it('applies the role matrix: reads need read, runs write, configs and keys admin; viewers have none', async () => {
     const k = key('sk-');
     fake.probes.set(k, 'ok');

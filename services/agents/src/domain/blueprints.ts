@@ -46,12 +46,12 @@ export const BLUEPRINTS: readonly Blueprint[] = [
   {
     id: 'daily-briefing',
     name: 'Daily briefing',
-    description: 'Writes a briefing of the open tasks and open deals as a note.',
+    description: 'Writes a briefing of today\'s calendar, the open tasks and the open deals as a note.',
     models: MODELS,
     defaultProvider: 'openai',
-    tools: ['list_tasks', 'list_deals', 'create_note'],
+    tools: ['list_calendar_events', 'list_tasks', 'list_deals', 'create_note'],
     prompt:
-      'You write a daily briefing. Look at the open tasks and the open deals, and ' +
+      'You write a daily briefing. Look at the calendar events of the next 24 hours, the open tasks and the open deals, and ' +
       'save a concise briefing as a note. Finish with the briefing text.',
   },
 ];

@@ -12,6 +12,7 @@ import {
 import {
   NotesTasksServiceService as Notes, ListNotesResponse, ListTasksResponse, Note, Task, TaskPriority,
 } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { CalendarServiceService as Calendar, ListEventsResponse } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import type { ToolSpec } from '../providers/index.js';
 import type { ToolClients, ToolService } from './clients.js';
 
@@ -26,6 +27,7 @@ export interface BuiltinTool extends ToolSpec {
 }
 
 const notesJson = resourceJsonOf('workauto/notes_tasks/v1/notes_tasks.proto', 'workauto.notes_tasks.v1');
+const calendarJson = resourceJsonOf('workauto/calendar/v1/calendar.proto', 'workauto.calendar.v1');
 const crmJson = resourceJsonOf('workauto/crm_pipelines/v1/crm_pipelines.proto', 'workauto.crm_pipelines.v1');
 const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
 const dealStatuses = enumMapping(DealStatus, 'DEAL_STATUS_');
@@ -146,6 +148,25 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       }
       const summary = await clients.call('crm_pipelines', Crm.getPipelineSummary, { id }, ctx);
       return crmJson('PipelineSummary', PipelineSummary, summary);
+    },
+  },
+  {
+    name: 'list_calendar_events',
+    description: 'Lists calendar event occurrences in a window, in start order (default: the next 24 hours; at most 366 days). from and to are RFC 3339 times.',
+    inputSchema: schema({ from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' }, limit: { type: 'integer', minimum: 1, maximum: 50 } }),
+    service: 'calendar',
+    async call(args, ctx, clients) {
+      const instant = (name: string, fallback: Date) => {
+        const v = text(args, name, { max: 64 });
+        if (v === undefined) return fallback;
+        const d = new Date(v);
+        if (Number.isNaN(d.getTime())) throw new ToolInputError(`${name} must be an RFC 3339 time like 2026-11-23T09:00:00Z`);
+        return d;
+      };
+      const from = instant('from', new Date());
+      const to = instant('to', new Date(from.getTime() + 86_400_000));
+      const res = await clients.call('calendar', Calendar.listEvents, { from, to, limit: limit(args) }, ctx);
+      return calendarJson('ListEventsResponse', ListEventsResponse, res);
     },
   },
 ];

@@ -1,12 +1,13 @@
 import { CallContext, CallerSigner, Downstream, type UnaryMethod } from '@workauto/grpc';
 
 /** The services whose tools a run calls, keyed like the gateway's downstreams. */
-export type ToolService = 'notes_tasks' | 'crm_pipelines' | 'apps';
+export type ToolService = 'notes_tasks' | 'crm_pipelines' | 'calendar' | 'apps';
 
 /** Full gRPC service names: the audience of each call's signed caller identity. */
 const GRPC_SERVICE: Record<ToolService, string> = {
   notes_tasks: 'workauto.notes_tasks.v1.NotesTasksService',
   crm_pipelines: 'workauto.crm_pipelines.v1.CrmPipelinesService',
+  calendar: 'workauto.calendar.v1.CalendarService',
   apps: 'workauto.apps.v1.AppsService',
 };
 

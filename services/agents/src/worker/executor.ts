@@ -84,9 +84,10 @@ function inputText(input: unknown): string {
 
 /** The tools the run offers (built-in and apps', filtered by the guardrails), and every tool name it knows. */
 async function toolsFor(deps: ExecutorDeps, run: Execution, ctx: CallContext): Promise<{ offered: OfferedTool[]; known: Set<string> }> {
+  // A built-in tool whose service this deployment does not reach is not offered.
   const builtins: OfferedTool[] = run.blueprint.tools.flatMap((name) => {
     const builtin = builtinTool(name);
-    return builtin ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }] : [];
+    return builtin && deps.clients.has(builtin.service) ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }] : [];
   });
   let apps: OfferedTool[] = [];
   try {
