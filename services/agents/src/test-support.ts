@@ -66,8 +66,8 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
   const encryptionKeys = Keyring.generateSpec('k1');
   const config: Partial<AgentsConfig> = {
     encryptionKeys, callerSigningKey: agentsKeys.signingKey,
-    downstreams: { notes_tasks: `127.0.0.1:${notes.port}`, crm_pipelines: `127.0.0.1:${crm.port}` },
     ...opts.config,
+    downstreams: { notes_tasks: `127.0.0.1:${notes.port}`, crm_pipelines: `127.0.0.1:${crm.port}`, ...opts.config?.downstreams },
     runs: { heartbeatMs: 200, pollMs: 50, leaseMs: 2_000, schedulerPollMs: 100, ...opts.config?.runs },
   };
   const replicas: Awaited<ReturnType<typeof startAgents>>[] = [];
