@@ -7,6 +7,8 @@ import { createCalendarService } from '@workauto/calendar';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
+import { createWebhooksService, settingsFromEnv, webhookEnv, type WebhookSettings } from '@workauto/webhooks';
+import { loadConfig } from '@workauto/config';
 import { createAgentsService, type AgentsConfig } from '@workauto/agents';
 import { createTransport, type EventTransport } from '@workauto/events';
 import { generateCallerKeys, mergeVerifyKeys, type CallerKeys } from '@workauto/grpc';
@@ -34,12 +36,22 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
-  /** The egress policy of calls to tenants' URLs (MCP servers); make dev and tests allow private addresses. */
+  /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy (default devEgressPolicy()). */
+  webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
+  /** The egress policy of calls to tenants' URLs (MCP servers); default devEgressPolicy(). */
   egress?: EgressPolicyOptions;
   /** The apps service's probe schedule and timeouts (tests shorten them). */
   apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
   /** The agents service's provider URLs, platform keys, fee and run settings (make dev: from the environment). */
   agents?: Pick<AgentsConfig, 'providers' | 'platformKeys' | 'platformFeeBps' | 'runs'>;
+}
+
+/**
+ * make dev's egress: private addresses and plain http allowed (receivers and MCP servers on
+ * loopback) unless the environment says otherwise (contract §5); EGRESS_ALLOWED_CIDRS as set.
+ */
+export function devEgressPolicy(env: Record<string, string | undefined> = process.env): EgressPolicy {
+  return EgressPolicy.fromEnv({ ...env, EGRESS_ALLOW_PRIVATE: env.EGRESS_ALLOW_PRIVATE ?? 'true' });
 }
 
 export interface Stack {
@@ -66,7 +78,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
     ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
   });
-  // agents calls notes-tasks and crm-pipelines as a run's agent, signed with its own key.
+  // agents calls notes-tasks, crm-pipelines, calendar and apps as a run's agent, signed with its own key.
   const agentsKeys = generateCallerKeys('agents');
   // What every service gets: loopback, a free port, the shared transport, the signers' public keys.
   const common = {
@@ -87,7 +99,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
     );
-    const appsEgress = new EgressPolicy(opts.egress ?? { allowPrivate: true });
+    services.webhooks = await createWebhooksService(
+      {
+        ...common, databaseUrl: await db('webhooks'), encryptionKeys: opts.encryptionKeys,
+        settings: { ...settingsFromEnv(loadConfig(webhookEnv)), ...opts.webhooks?.settings },
+        egress: opts.webhooks?.egress ?? devEgressPolicy(),
+      },
+      logger.child({ component: 'webhooks' }),
+    );
+    const appsEgress = opts.egress ? new EgressPolicy(opts.egress) : devEgressPolicy();
     const apps = await createAppsService(
       { ...common, databaseUrl: await db('apps'), encryptionKeys: opts.encryptionKeys, egress: appsEgress, ...opts.apps },
       logger.child({ component: 'apps' }),
