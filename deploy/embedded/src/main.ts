@@ -29,6 +29,12 @@ const config = loadConfig({
   EGRESS_ALLOW_PRIVATE: egressVars.EGRESS_ALLOW_PRIVATE.default(true),
   EGRESS_ALLOWED_CIDRS: egressVars.EGRESS_ALLOWED_CIDRS,
   APPS_PROBE_INTERVAL: vars.duration('5m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
+  // The agents service: provider base URLs (as the official SDKs take them), the platform's keys and fee.
+  OPENAI_BASE_URL: vars.url().optional(),
+  ANTHROPIC_BASE_URL: vars.url().optional(),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  AGENT_PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(100_000).default(0),
 });
 const logger = createLogger('workauto', config.LOG_LEVEL);
 const dataDir = resolve(config.DATA_DIR);
@@ -83,6 +89,14 @@ const stack = await startStack({
   gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE },
   egress: { allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS },
   apps: { probeIntervalMs: config.APPS_PROBE_INTERVAL },
+  agents: {
+    providers: {
+      ...(config.OPENAI_BASE_URL ? { openaiBaseUrl: config.OPENAI_BASE_URL } : {}),
+      ...(config.ANTHROPIC_BASE_URL ? { anthropicBaseUrl: config.ANTHROPIC_BASE_URL } : {}),
+    },
+    platformKeys: { openai: config.OPENAI_API_KEY, anthropic: config.ANTHROPIC_API_KEY },
+    platformFeeBps: config.AGENT_PLATFORM_FEE_BPS,
+  },
   logger,
 });
 

@@ -8,12 +8,12 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDatabase } from '@workauto/db';
-import { generateCallerKeys } from '@workauto/grpc';
+import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { freePort, healthStatus } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Start order; stopped in reverse (the gateway first). */
-const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'webhooks', 'apps', 'calendar', 'gateway'] as const;
+const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'webhooks', 'apps', 'calendar', 'agents', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 export interface ServiceProcesses {
@@ -49,13 +49,19 @@ export async function startServiceProcesses(opts: {
 }): Promise<ServiceProcesses> {
   const db = async (service: ServiceName, database: string) =>
     opts.databaseUrls?.[service] ?? ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${database}`);
-  const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), webhooks: await freePort(), apps: await freePort(), calendar: await freePort(), gateway: await freePort() };
+  const ports = {
+    identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), webhooks: await freePort(), apps: await freePort(),
+    calendar: await freePort(), agents: await freePort(), gateway: await freePort(),
+  };
   const grpcAddresses = {
     identity: `127.0.0.1:${ports.identity}`, 'notes-tasks': `127.0.0.1:${ports['notes-tasks']}`, 'crm-pipelines': `127.0.0.1:${ports['crm-pipelines']}`,
-    webhooks: `127.0.0.1:${ports.webhooks}`, apps: `127.0.0.1:${ports.apps}`, calendar: `127.0.0.1:${ports.calendar}`,
+    webhooks: `127.0.0.1:${ports.webhooks}`, apps: `127.0.0.1:${ports.apps}`, calendar: `127.0.0.1:${ports.calendar}`, agents: `127.0.0.1:${ports.agents}`,
   };
   const callerKeys = generateCallerKeys('gateway');
-  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: callerKeys.verifyKeys };
+  // agents calls notes-tasks, crm-pipelines, calendar and apps as a run's agent with a key of its own.
+  const agentsKeys = generateCallerKeys('agents');
+  const verifyKeys = mergeVerifyKeys(callerKeys.verifyKeys, agentsKeys.verifyKeys);
+  const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: verifyKeys };
   const envs: Record<(typeof SERVICES)[number], Record<string, string>> = {
     identity: { ...grpc, DATABASE_URL: await db('identity', 'identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
     'notes-tasks': { ...grpc, DATABASE_URL: await db('notes-tasks', 'notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
@@ -65,10 +71,15 @@ export async function startServiceProcesses(opts: {
     // MCP servers of the tests run on loopback.
     apps: { ...grpc, DATABASE_URL: await db('apps', 'apps'), GRPC_PORT: String(ports.apps), EGRESS_ALLOW_PRIVATE: 'true' },
     calendar: { ...grpc, DATABASE_URL: await db('calendar', 'calendar'), GRPC_PORT: String(ports.calendar) },
+    agents: {
+      ...grpc, DATABASE_URL: await db('agents', 'agents'), GRPC_PORT: String(ports.agents), CALLER_SIGNING_KEY: agentsKeys.signingKey,
+      NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'], APPS_ADDR: grpcAddresses.apps,
+      CALENDAR_ADDR: grpcAddresses.calendar,
+    },
     gateway: {
       ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,
       IDENTITY_ADDR: grpcAddresses.identity, NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'],
-      WEBHOOKS_ADDR: grpcAddresses.webhooks, APPS_ADDR: grpcAddresses.apps, CALENDAR_ADDR: grpcAddresses.calendar,
+      WEBHOOKS_ADDR: grpcAddresses.webhooks, APPS_ADDR: grpcAddresses.apps, CALENDAR_ADDR: grpcAddresses.calendar, AGENTS_ADDR: grpcAddresses.agents,
     },
   };
   const children = new Map<string, { proc: ChildProcess; output: string[] }>();

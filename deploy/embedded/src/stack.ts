@@ -9,8 +9,9 @@ import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createWebhooksService, settingsFromEnv, webhookEnv, type WebhookSettings } from '@workauto/webhooks';
 import { loadConfig } from '@workauto/config';
+import { createAgentsService, type AgentsConfig } from '@workauto/agents';
 import { createTransport, type EventTransport } from '@workauto/events';
-import type { CallerKeys } from '@workauto/grpc';
+import { generateCallerKeys, mergeVerifyKeys, type CallerKeys } from '@workauto/grpc';
 
 export interface StackOptions {
   /** postgres://… of a server; each service gets its own database on it. */
@@ -41,6 +42,8 @@ export interface StackOptions {
   egress?: EgressPolicyOptions;
   /** The apps service's probe schedule and timeouts (tests shorten them). */
   apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
+  /** The agents service's provider URLs, platform keys, fee and run settings (make dev: from the environment). */
+  agents?: Pick<AgentsConfig, 'providers' | 'platformKeys' | 'platformFeeBps' | 'runs'>;
 }
 
 /**
@@ -75,8 +78,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
     ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
   });
-  // What every service gets: loopback, a free port, the shared transport, the gateway's public key.
-  const common = { host, port: 0, transport, callerVerifyKeys: opts.callerKeys.verifyKeys, ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}) };
+  // agents calls notes-tasks, crm-pipelines, calendar and apps as a run's agent, signed with its own key.
+  const agentsKeys = generateCallerKeys('agents');
+  // What every service gets: loopback, a free port, the shared transport, the signers' public keys.
+  const common = {
+    host, port: 0, transport, callerVerifyKeys: mergeVerifyKeys(opts.callerKeys.verifyKeys, agentsKeys.verifyKeys),
+    ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}),
+  };
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
@@ -108,6 +116,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     services.calendar = await createCalendarService(
       { ...common, databaseUrl: await db('calendar') },
       logger.child({ component: 'calendar' }),
+    );
+    // Runs call notes-tasks, crm-pipelines, calendar and apps as their agent: started after them.
+    const address = (name: string) => `${host}:${services[name]!.port}`;
+    services.agents = await createAgentsService(
+      {
+        ...common, databaseUrl: await db('agents'), encryptionKeys: opts.encryptionKeys, callerSigningKey: agentsKeys.signingKey,
+        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines'), calendar: address('calendar'), apps: address('apps') }, ...opts.agents,
+      },
+      logger.child({ component: 'agents' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({

@@ -75,6 +75,11 @@ export function generateCallerKeys(kid: string): CallerKeys {
   };
 }
 
+/** One CALLER_VERIFY_KEYS (JWKS) trusting several signers: the gateway, and services that call others (agents). */
+export function mergeVerifyKeys(...jwks: string[]): string {
+  return JSON.stringify({ keys: jwks.flatMap((j) => (parseJson(j, 'the caller verify keys') as { keys?: unknown[] }).keys ?? []) });
+}
+
 const WHAT_TO_SET =
   'set CALLER_SIGNING_KEY (the signer\'s private JWK with a kid) and CALLER_VERIFY_KEYS ({"keys": [public JWKs with kids]}); docs/operations.md shows how to generate them';
 

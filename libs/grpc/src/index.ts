@@ -8,4 +8,4 @@ export { enumMapping } from './enums.js';
 export { parsePage, toPage, type Page, type PageRequest } from './pagination.js';
 export { Resources } from './resources.js';
 export { checkMetadata, checkEnum, checkId, checkDate, textOrNull, changedFields, METADATA_MAX_BYTES } from './fields.js';
-export { CallerSigner, CallerVerifier, CALLER_TOKEN_KEY, callerAudience, generateCallerKeys, type Caller, type CallerKeys } from './caller-identity.js';
+export { CallerSigner, CallerVerifier, CALLER_TOKEN_KEY, callerAudience, generateCallerKeys, mergeVerifyKeys, type Caller, type CallerKeys } from './caller-identity.js';

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
 import { startMcpServer } from '@workauto/apps/test-support';
+import { FakeProvider } from '@workauto/agents/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
 interface Span { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; service: string }
@@ -20,6 +21,7 @@ interface Span { traceId: string; spanId: string; parentSpanId?: string; name: s
 describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
   let cluster: ServiceProcesses;
   let collector: Server;
+  let fake: FakeProvider;
   const exported: string[] = [];
   const spans: Span[] = [];
   const adminToken = generateToken('wkadmin_', 40);
@@ -44,16 +46,21 @@ describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false :
       });
     });
     await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+    fake = await FakeProvider.start();
     const { port } = collector.address() as { port: number };
     cluster = await startServiceProcesses({
       databaseServerUrl: process.env.TEST_DATABASE_URL!, databasePrefix: prefix, platformAdminToken: adminToken,
       encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS,
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100' },
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100',
+        OPENAI_BASE_URL: fake.openaiBaseUrl, ANTHROPIC_BASE_URL: fake.anthropicBaseUrl,
+      },
     });
   });
   after(async () => {
     await cluster?.stop();
     collector?.close();
+    await fake?.stop();
   });
 
   it('follows one request from the gateway into the service and its event, with no credential exported', async () => {
@@ -100,6 +107,17 @@ describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false :
     assert.equal(consumed.parentSpanId, recordedBy, 'the consumer span is a child of the span in the traceparent header');
     assert.match(consumed.name, /^process .*audit/);
 
+    // Provider keys (BYOK) probed and stored: traced like any call, and in no span.
+    const providerKey = `sk-${randomBytes(24).toString('hex')}`;
+    const refusedKey = `sk-ant-${randomBytes(24).toString('hex')}`;
+    fake.probes.set(providerKey, 'ok');
+    fake.probes.set(refusedKey, 401);
+    assert.equal((await call('POST', '/agent-configs/validate-key', key, { api_key: refusedKey })).body.category, 'invalid_key');
+    assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey })).status, 200);
+    for (let i = 0; i < 100 && !spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)); i++) await sleep(100);
+    assert.ok(spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)), 'the agents service exported its spans');
+    await sleep(500);
+
     // An app's secret travels to its MCP server on a probe and a tool call, and into no span.
     const appSecret = `app-secret-${randomBytes(8).toString('hex')}`;
     const mcp = await startMcpServer({ transport: 'streamable', auth: { header: 'authorization', value: `Bearer ${appSecret}` }, tools: [{ name: 'echo' }] });
@@ -119,6 +137,7 @@ describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false :
     const all = exported.join('\n');
     assert.ok(all.length > 1000, 'spans were exported');
     assert.ok(!all.includes(appSecret), 'the app secret is in no span');
+    assert.ok(!all.includes(providerKey) && !all.includes(refusedKey), 'no provider key is in any span');
     assert.ok(!all.includes(key), 'the API key is in no span');
     assert.ok(!all.includes(adminToken), 'the admin token is in no span');
   });

@@ -3,6 +3,7 @@
  * here. docs/events.md lists the same types (a test keeps the two equal). A new service adds its
  * file and one line below.
  */
+import { AGENTS_EVENT_TYPES } from './agents.js';
 import { APPS_EVENT_TYPES } from './apps.js';
 import { calendarEventTypes } from './calendar.js';
 import { CRM_PIPELINES_EVENT_TYPES } from './crm-pipelines.js';
@@ -20,4 +21,5 @@ export const EVENT_TYPES: readonly EventType[] = [
   ...WEBHOOKS_EVENT_TYPES,
   ...APPS_EVENT_TYPES,
   ...calendarEventTypes,
+  ...AGENTS_EVENT_TYPES,
 ];

@@ -1,0 +1,71 @@
+/**
+ * Benchmark of agent runs (not a test): RUNS queued runs, each a script of one tool call (list_tasks
+ * on a real notes-tasks) and a final answer from the fake provider on loopback, worked by two agents
+ * replicas on one database. Prints runs per second (run_at → last run finished) and the time from
+ * run_at to `running` (p50/p99).
+ *
+ *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-agents.mjs
+ *   (or `make bench`; WORKAUTO_KAFKA=off skips the broker, which this benchmark does not need)
+ *
+ * Env: RUNS (1000), CONCURRENCY (runs per replica at once, 16), TENANTS (1). Needs TEST_DATABASE_URL (with-infra sets it).
+ */
+import { randomUUID } from 'node:crypto';
+import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { startRunStack, tenant, newKey } from '../services/agents/dist/test-support.js';
+import { hasToolResult } from '../services/agents/dist/testing/fake-provider.js';
+import { summarize } from './lib-bench.mjs';
+
+const RUNS = Number(process.env.RUNS ?? 1_000);
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
+/** Runs are spread over this many tenants (a run's end is serialised per tenant and blueprint: its failure streak). */
+const TENANTS = Number(process.env.TENANTS ?? 1);
+
+const stack = await startRunStack({ replicas: 2, config: { runs: { concurrency: CONCURRENCY, pollMs: 50, heartbeatMs: 2_000, leaseMs: 30_000 } } });
+try {
+  const tenants = Array.from({ length: TENANTS }, () => tenant());
+  const script = (body) => (hasToolResult(body) ? { text: 'Reviewed the tasks.', usage: { input: 2_000, output: 100 } } : { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 1_000, output: 50 } });
+  const keys = [];
+  for (const t of tenants) {
+    const key = newKey('openai');
+    keys.push(key);
+    stack.fake.script(key, script);
+    await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: key, provider: 0 }, t.call);
+  }
+  // Every run is queued (through the API, due in an hour) before any is due; then all become due at
+  // once (SQL, in one transaction): the workers meet a backlog of RUNS.
+  const later = new Date(Date.now() + 3_600_000);
+  const created = performance.now();
+  for (let i = 0; i < RUNS; i += 50) {
+    await Promise.all(Array.from({ length: Math.min(50, RUNS - i) }, (_, j) => stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: randomUUID(), run_at: later }, tenants[(i + j) % TENANTS].call)));
+  }
+  console.log(`queued ${RUNS} runs through the API in ${((performance.now() - created) / 1000).toFixed(1)} s (${(RUNS / ((performance.now() - created) / 1000)).toFixed(0)}/s)`);
+  const due = await stack.db.connect();
+  try {
+    await due.query('BEGIN');
+    await due.query(`UPDATE agent_runs SET run_at = now()`);
+    await due.query(`UPDATE jobs SET next_attempt_at = now() WHERE queue = 'agent-runs' AND state = 'queued'`);
+    await due.query('COMMIT');
+  } finally {
+    due.release();
+  }
+  for (;;) {
+    const { rows } = await stack.db.query(`SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed'))::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM agent_runs`);
+    if (rows[0].done === RUNS) {
+      if (rows[0].failed) console.log(`${rows[0].failed} runs failed`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const { rows } = await stack.db.query(
+    `SELECT extract(epoch FROM started_at - run_at) * 1000 AS to_running_ms, extract(epoch FROM finished_at - run_at) * 1000 AS to_done_ms,
+            extract(epoch FROM finished_at - started_at) * 1000 AS running_ms
+       FROM agent_runs`,
+  );
+  const lastDoneS = Math.max(...rows.map((r) => Number(r.to_done_ms))) / 1000;
+  console.log(`${RUNS} runs (1 tool call each) of ${TENANTS} tenant(s), 2 replicas × ${CONCURRENCY}: ${(RUNS / lastDoneS).toFixed(1)} runs/s (${lastDoneS.toFixed(1)} s from run_at to the last run's end)`);
+  console.log(`run_at → running: ${summarize(rows.map((r) => Number(r.to_running_ms)))}`);
+  console.log(`running → done:   ${summarize(rows.map((r) => Number(r.running_ms)))}`);
+  console.log(`provider calls: ${keys.reduce((n, k) => n + stack.fake.chats(k).length, 0)}`);
+} finally {
+  await stack.stop();
+}

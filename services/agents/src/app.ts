@@ -1,0 +1,74 @@
+import { fileURLToPath } from 'node:url';
+import { Keyring } from '@workauto/crypto';
+import { JOBS_MIGRATIONS } from '@workauto/jobs';
+import { createLogger, type Logger } from '@workauto/logger';
+import { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
+import { agentsHandlers } from './handlers/index.js';
+import { createProviders, type ProviderSettings } from './providers/index.js';
+import { rewrapKeysWorker } from './worker/rewrap.js';
+import type { ProviderName } from './domain/blueprints.js';
+import { CallerSigner } from '@workauto/grpc';
+import { ToolClients, type ToolService } from './tools/clients.js';
+import { DEFAULT_RUN_SETTINGS, RunWorker, type RunSettings } from './worker/runs.js';
+import { schedulerWorker } from './worker/scheduler.js';
+
+export interface AgentsConfig extends ServiceConfig {
+  /** Keyring for provider keys at rest (`id:base64key,…`, first active); see @workauto/crypto. */
+  encryptionKeys: string;
+  /** Provider base URLs (as the official SDKs take them), timeouts and retries. */
+  providers?: Partial<ProviderSettings>;
+  /** The platform's own keys (OPENAI_API_KEY, ANTHROPIC_API_KEY): runs of tenants without a key of their own. */
+  platformKeys?: Partial<Record<ProviderName, string>>;
+  /** AGENT_PLATFORM_FEE_BPS: the fee on runs that used a platform key, in basis points of their cost. */
+  platformFeeBps?: number;
+  /** host:port of the services whose tools runs call (NOTES_TASKS_ADDR, CRM_PIPELINES_ADDR, APPS_ADDR). */
+  downstreams?: Partial<Record<ToolService, string>>;
+  /** Run workers and the scheduler. */
+  runs?: Partial<RunSettings>;
+}
+
+export type { RunningService };
+
+export const DEFAULT_PROVIDER_SETTINGS: ProviderSettings = {
+  openaiBaseUrl: 'https://api.openai.com/v1',
+  anthropicBaseUrl: 'https://api.anthropic.com',
+  probeTimeoutMs: 10_000,
+  chatTimeoutMs: 60_000,
+  chatMaxRetries: 2,
+};
+
+/** agents with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
+export function createAgentsService(config: AgentsConfig, logger: Logger = createLogger('agents')): Promise<RunningService> {
+  const keyring = Keyring.fromEnv(config.encryptionKeys);
+  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers });
+  // Runs call other services as their agent, signed with this service's own key.
+  const signer = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: 'agents' }) : undefined;
+  const settings = { ...DEFAULT_RUN_SETTINGS, ...config.runs };
+  return startService(
+    {
+      name: 'agents',
+      errorDomain: 'agents.workauto',
+      protoFile: 'workauto/agents/v1/agents.proto',
+      grpcService: 'workauto.agents.v1.AgentsService',
+      definition: AgentsServiceService,
+      migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
+      handlers: (pool) => agentsHandlers({ pool, keyring, providers }),
+      workers: ({ pool }) => {
+        const clients = new ToolClients(config.downstreams ?? {});
+        const runs = new RunWorker({
+          pool, keyring, providers, clients, signer, settings, logger,
+          platformKeys: config.platformKeys ?? {}, platformFeeBps: config.platformFeeBps ?? 0,
+        }).worker();
+        return [
+          rewrapKeysWorker(pool, keyring, logger),
+          // The connections close with the service (not when a crashed loop is restarted).
+          { name: runs.name, run: (ctx) => runs.run(ctx).finally(() => ctx.signal.aborted && clients.close()) },
+          schedulerWorker(pool, logger, settings.schedulerPollMs),
+        ];
+      },
+    },
+    config,
+    logger,
+  );
+}

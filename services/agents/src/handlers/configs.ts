@@ -1,0 +1,150 @@
+import { withTransaction } from '@workauto/db';
+import { DomainError, errors, validate, type Handlers } from '@workauto/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { Keyring } from '@workauto/crypto';
+import { recordEvent } from '@workauto/events';
+import type { AgentsServiceService, ProbeResult } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { ProbeStatus } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { BLUEPRINTS } from '../domain/blueprints.js';
+import { guardrailViolations } from '../domain/guardrails.js';
+import { nextTick, scheduleProblem } from '../domain/schedule.js';
+import { INDETERMINATE, ProviderError, providerOfKey, type ProviderErrorCategory } from '../providers/index.js';
+import * as configs from '../repo/configs.js';
+import {
+  SOURCE, blueprintOf, configData, keyContext, probeCategories, providers as providerNames, toBlueprint, toConfig,
+  type AgentsDeps, type ProviderName,
+} from './common.js';
+
+type H = Handlers<typeof AgentsServiceService>;
+
+const MAX_BUDGET_CENTS = 100_000_000; // $1M: a typo guard, not a business limit
+// Printable ASCII without spaces: what a provider key is, and what an HTTP header can carry.
+const API_KEY = /^[\x21-\x7e]{8,1024}$/;
+const API_KEY_RULE = 'must be the provider key: 8 to 1024 printable ASCII characters without spaces';
+
+/** The probe's category as ProbeResult shows it: a request the provider could not serve says nothing about the key either. */
+const probeCategory = (c: ProviderErrorCategory) => (c === 'bad_request' ? 'provider_unavailable' : c);
+
+/** Probes a key; returns the provider's refusal as a ProviderError, or undefined when the key is valid. */
+async function probe(deps: AgentsDeps, provider: ProviderName, apiKey: string, signal: AbortSignal): Promise<ProviderError | undefined> {
+  try {
+    await deps.providers[provider].probe(apiKey, signal);
+    return undefined;
+  } catch (err) {
+    if (err instanceof ProviderError) return err;
+    throw err;
+  }
+}
+
+function checkKeyRequest(req: { api_key: string; provider: number }): ProviderName {
+  const v = validate().check(API_KEY.test(req.api_key), 'api_key', API_KEY_RULE);
+  if (req.provider !== 0 && providerNames.toDomain(req.provider) === undefined) v.add('provider', `must be one of ${providerNames.names.join(', ')}`);
+  v.done();
+  return (providerNames.toDomain(req.provider) as ProviderName | undefined) ?? providerOfKey(req.api_key);
+}
+
+export function configHandlers(deps: AgentsDeps): Pick<H, 'listAgentBlueprints' | 'listAgentConfigs' | 'getAgentConfig' | 'putAgentConfig' | 'validateKey' | 'putByokKey' | 'deleteByokKey'> {
+  const { pool } = deps;
+  return {
+    async listAgentBlueprints(req) {
+      // A short registry in code: one page; limit and cursor are checked as on every list.
+      if (req.limit !== undefined && (!Number.isInteger(req.limit) || req.limit < 1)) throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
+      const size = Math.min(req.limit ?? 50, 200);
+      let start = 0;
+      if (req.cursor) {
+        start = BLUEPRINTS.findIndex((b) => Buffer.from(b.id).toString('base64url') === req.cursor) + 1;
+        if (start === 0) throw errors.invalidField('cursor', 'is not a cursor this API returned; pass next_cursor of the previous page unchanged');
+      }
+      const page = BLUEPRINTS.slice(start, start + size);
+      const more = start + size < BLUEPRINTS.length;
+      return { data: page.map(toBlueprint), has_more: more, ...(more ? { next_cursor: Buffer.from(page[page.length - 1]!.id).toString('base64url') } : {}) };
+    },
+
+    async listAgentConfigs(_req, ctx) {
+      return { data: (await configs.listConfigs(pool, ctx.tenant)).map(toConfig) };
+    },
+
+    async getAgentConfig(req, ctx) {
+      const b = blueprintOf(req.blueprint);
+      const row = await configs.findConfig(pool, ctx.tenant, b.id);
+      if (!row) throw errors.notFound('agent_config', b.id);
+      return toConfig(row);
+    },
+
+    async putAgentConfig(req, ctx) {
+      const b = blueprintOf(req.blueprint);
+      const schedule = req.schedule?.trim() ? req.schedule.trim() : null;
+      const guardrails = req.guardrails ?? [];
+      const v = validate();
+      if (req.budget_default_cents !== undefined && (req.budget_default_cents < 0 || req.budget_default_cents > MAX_BUDGET_CENTS)) {
+        v.add('budget_default_cents', `must be from 0 to ${MAX_BUDGET_CENTS} (US cents)`);
+      }
+      if (req.deadline_default_seconds !== undefined && (req.deadline_default_seconds < 1 || req.deadline_default_seconds > 86_400)) {
+        v.add('deadline_default_seconds', 'must be from 1 to 86400 (seconds)');
+      }
+      if (schedule !== null) {
+        const problem = scheduleProblem(schedule);
+        if (problem) v.add('schedule', problem);
+      }
+      for (const violation of guardrailViolations(guardrails)) v.add(violation.field, violation.description);
+      v.done();
+      const fields: configs.ConfigFields = {
+        budget_default_cents: req.budget_default_cents ?? null,
+        deadline_default_seconds: req.deadline_default_seconds ?? null,
+        guardrails,
+        schedule,
+        schedule_next_at: schedule ? nextTick(schedule, new Date()) : null,
+      };
+      return withTransaction(pool, async (tx) => {
+        const row = await configs.replaceConfig(tx, ctx.tenant, b.id, fields);
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'agent_config.updated', resourceType: 'agent_config', resourceId: row.id, data: configData(row),
+          metadata: { budget_default_cents: fields.budget_default_cents, deadline_default_seconds: fields.deadline_default_seconds, guardrails, schedule },
+        });
+        return toConfig(row);
+      }, { signal: ctx.signal });
+    },
+
+    async validateKey(req, ctx) {
+      const provider = checkKeyRequest(req);
+      const refusal = await probe(deps, provider, req.api_key, ctx.signal);
+      if (!refusal) return { status: ProbeStatus.PROBE_STATUS_VALID, category: 0 } satisfies ProbeResult;
+      return { status: ProbeStatus.PROBE_STATUS_INVALID, category: probeCategories.fromDomain(probeCategory(refusal.category)), message: refusal.message };
+    },
+
+    async putByokKey(req, ctx) {
+      const b = blueprintOf(req.blueprint);
+      const provider = checkKeyRequest(req);
+      const refusal = await probe(deps, provider, req.api_key, ctx.signal);
+      if (refusal) {
+        const category = probeCategory(refusal.category);
+        if (INDETERMINATE.has(category)) {
+          throw errors.unavailable('BYOK_PROBE_UNAVAILABLE', `the key could not be checked: ${refusal.message}; nothing was stored and the previous key stays`, { category });
+        }
+        throw new DomainError(grpc.status.INVALID_ARGUMENT, 'BYOK_KEY_INVALID', `the key was refused: ${refusal.message}; nothing was stored and the previous key stays`, {
+          metadata: { category },
+          fieldViolations: [{ field: 'api_key', description: refusal.message }],
+        });
+      }
+      const ciphertext = deps.keyring.encrypt(req.api_key, keyContext(ctx.tenant, b.id));
+      return withTransaction(pool, async (tx) => {
+        const row = await configs.storeKey(tx, ctx.tenant, b.id, { provider, ciphertext, keyId: Keyring.keyIdOf(ciphertext) });
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'agent_config.byok_key_set', resourceType: 'agent_config', resourceId: row.id, data: configData(row),
+          metadata: { provider, key_version: row.byok_key_version },
+        });
+        return toConfig(row);
+      }, { signal: ctx.signal });
+    },
+
+    async deleteByokKey(req, ctx) {
+      const b = blueprintOf(req.blueprint);
+      return withTransaction(pool, async (tx) => {
+        const row = await configs.clearKey(tx, ctx.tenant, b.id);
+        if (!row) throw errors.notFound('agent_config', b.id);
+        await recordEvent(tx, SOURCE, ctx, { type: 'agent_config.byok_key_removed', resourceType: 'agent_config', resourceId: row.id, data: configData(row) });
+        return toConfig(row);
+      }, { signal: ctx.signal });
+    },
+  };
+}

@@ -1,0 +1,12 @@
+import type { Handlers } from '@workauto/grpc';
+import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
+import type { AgentsDeps } from './common.js';
+import { configHandlers } from './configs.js';
+import { runHandlers } from './runs.js';
+
+export type { AgentsDeps } from './common.js';
+
+/** Every rpc of AgentsService: blueprints, configs and keys in configs.ts, runs in runs.ts. */
+export function agentsHandlers(deps: AgentsDeps): Handlers<typeof AgentsServiceService> {
+  return { ...configHandlers(deps), ...runHandlers(deps) };
+}

@@ -1,0 +1,1 @@
+export { createAgentsService, DEFAULT_PROVIDER_SETTINGS, type AgentsConfig, type RunningService } from './app.js';

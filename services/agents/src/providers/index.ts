@@ -1,0 +1,27 @@
+import type { ProviderName } from '../domain/blueprints.js';
+import { AnthropicAdapter } from './anthropic.js';
+import { OpenAiAdapter, type AdapterOptions } from './openai.js';
+import type { ProviderAdapter } from './types.js';
+
+export * from './types.js';
+export { ProviderError, runFailureCategory, INDETERMINATE, type ProviderErrorCategory } from './errors.js';
+
+export interface ProviderSettings {
+  openaiBaseUrl: string;
+  anthropicBaseUrl: string;
+  probeTimeoutMs: number;
+  chatTimeoutMs: number;
+  chatMaxRetries: number;
+}
+
+export type Providers = Record<ProviderName, ProviderAdapter>;
+
+export function createProviders(s: ProviderSettings): Providers {
+  const common: Omit<AdapterOptions, 'baseURL'> = { probeTimeoutMs: s.probeTimeoutMs, chatTimeoutMs: s.chatTimeoutMs, chatMaxRetries: s.chatMaxRetries };
+  return { openai: new OpenAiAdapter({ ...common, baseURL: s.openaiBaseUrl }), anthropic: new AnthropicAdapter({ ...common, baseURL: s.anthropicBaseUrl }) };
+}
+
+/** The contract's default provider of a key: anthropic for keys starting sk-ant-, else openai. */
+export function providerOfKey(apiKey: string): ProviderName {
+  return apiKey.startsWith('sk-ant-') ? 'anthropic' : 'openai';
+}

@@ -1,0 +1,189 @@
+import { listPage, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface RunRow {
+  id: string;
+  tenant_id: string;
+  agent_blueprint: string;
+  status: RunStatus;
+  input: unknown;
+  output: unknown;
+  run_at: Date;
+  budget_usd_cents: number | null;
+  deadline_seconds: number | null;
+  deadline_at: Date | null;
+  cost_micro_cents: number;
+  platform_fee_cents: number;
+  used_platform_key: boolean;
+  failure_category: string | null;
+  failure_detail: string | null;
+  consecutive_failures: number;
+  scheduled_for: Date | null;
+  claims: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `id, tenant_id, agent_blueprint, status, input, output, run_at, budget_usd_cents, deadline_seconds, deadline_at,
+  cost_micro_cents, platform_fee_cents, used_platform_key, failure_category, failure_detail, consecutive_failures,
+  scheduled_for, claims, created_at, updated_at`;
+
+export interface NewRun {
+  tenant_id: string;
+  agent_blueprint: string;
+  input: unknown;
+  run_at: Date | null;
+  budget_usd_cents: number | null;
+  deadline_seconds: number | null;
+  scheduled_for?: Date | null;
+}
+
+/**
+ * Inserts a queued run. Runs of one tenant never share a created_at: under a per-tenant lock (held
+ * to commit) a run created in the same instant as the tenant's latest moves just after it, so the
+ * RFC 3339 cursor of the runs list is exact. The step is 1 ms, not the contract's 1 µs: responses
+ * carry timestamps through JS Dates (milliseconds), and a created_at shown to the client must be
+ * the very value its cursor names (docs/agents.md). A scheduled run that exists already for its
+ * tick inserts nothing (undefined).
+ */
+export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | undefined> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_runs:' || $1, 0))`, [run.tenant_id]);
+  const { rows } = await tx.query<RunRow>(
+    `INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, created_at)
+     SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8,
+            greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
+     ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [newId(), run.tenant_id, run.agent_blueprint, JSON.stringify(run.input ?? null), run.run_at, run.budget_usd_cents, run.deadline_seconds, run.scheduled_for ?? null],
+  );
+  return rows[0];
+}
+
+export async function findRun(db: Queryable, tenantId: string, blueprint: string, id: string, opts: { lock?: boolean } = {}): Promise<RunRow | undefined> {
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND id = $3${opts.lock ? ' FOR UPDATE' : ''}`,
+    [tenantId, blueprint, id],
+  );
+  return rows[0];
+}
+
+/** A run by id alone, for its worker (the job names the tenant too). */
+export async function runForWorker(db: Queryable, tenantId: string, id: string, opts: { lock?: boolean } = {}): Promise<RunRow | undefined> {
+  const { rows } = await db.query<RunRow>(`SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND id = $2${opts.lock ? ' FOR UPDATE' : ''}`, [tenantId, id]);
+  return rows[0];
+}
+
+/**
+ * A page of a blueprint's runs, newest first. The cursor is the created_at of the last run
+ * returned (RFC 3339); created_at is unique per tenant, so "strictly older" is exact — expressed to
+ * listPage as a keyset boundary with the smallest id.
+ */
+export async function listRuns(db: Queryable, tenantId: string, blueprint: string, status: RunStatus | undefined, size: number, before: string | undefined): Promise<KeysetPage<RunRow>> {
+  const page: PageQuery = { size, ...(before ? { after: { at: before, id: '00000000-0000-0000-0000-000000000000' } } : {}) };
+  return listPage<RunRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: 'agent_runs',
+      where: `tenant_id = $1 AND agent_blueprint = $2 AND ($3::text IS NULL OR status = $3)`,
+      params: [tenantId, blueprint, status ?? null],
+      order: { key: 'created_at', id: 'id', direction: 'newest_first' },
+    },
+    page,
+  );
+}
+
+/** queued/running → cancelled (the streak stays as it was: a cancelled run does not change it). */
+export async function cancelRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE agent_runs SET status = 'cancelled', finished_at = now(), updated_at = now(),
+       consecutive_failures = (SELECT coalesce((SELECT r.consecutive_failures FROM agent_runs r
+                                 WHERE r.tenant_id = agent_runs.tenant_id AND r.agent_blueprint = agent_runs.agent_blueprint
+                                   AND r.status IN ('succeeded', 'failed') ORDER BY r.finished_at DESC, r.id DESC LIMIT 1), 0))
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, id],
+  );
+  return rows[0]!;
+}
+
+/** A run a worker claimed: running under this worker (first claim: started_at and deadline_at set now). */
+export async function startRun(tx: Queryable, tenantId: string, id: string, workerId: string): Promise<RunRow> {
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE agent_runs SET status = 'running', worker_id = $3, claims = claims + 1, last_heartbeat_at = now(),
+       started_at = coalesce(started_at, now()),
+       deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
+       consecutive_failures = 0, updated_at = now()
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, id, workerId],
+  );
+  return rows[0]!;
+}
+
+/** The worker's heartbeat: the run's status now (undefined if another worker holds it). */
+export async function heartbeat(db: Queryable, id: string, workerId: string): Promise<RunStatus | undefined> {
+  const { rows } = await db.query<{ status: RunStatus }>(
+    `UPDATE agent_runs SET last_heartbeat_at = CASE WHEN status = 'running' THEN now() ELSE last_heartbeat_at END
+     WHERE id = $1 AND worker_id = $2 RETURNING status`,
+    [id, workerId],
+  );
+  return rows[0]?.status;
+}
+
+/** Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. */
+export async function recordProgress(db: Queryable, id: string, workerId: string, p: { costMicroCents: number; feeCents: number; output: unknown }): Promise<void> {
+  await db.query(
+    `UPDATE agent_runs SET cost_micro_cents = $3, platform_fee_cents = $4, output = $5, updated_at = now()
+     WHERE id = $1 AND worker_id = $2 AND status IN ('running', 'cancelled')`,
+    [id, workerId, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
+  );
+}
+
+/** Which key the run uses (a platform key's runs pay the platform fee). */
+export async function markKeyUse(db: Queryable, id: string, usedPlatformKey: boolean): Promise<void> {
+  await db.query(`UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1`, [id, usedPlatformKey]);
+}
+
+/**
+ * The failure streak before this run: consecutive_failures of the tenant's blueprint's latest
+ * finished run. Serialised per (tenant, blueprint) so two runs finishing at once count in turn.
+ */
+export async function streakBefore(tx: Queryable, tenantId: string, blueprint: string, id: string): Promise<number> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_run_streak:' || $1 || ':' || $2, 0))`, [tenantId, blueprint]);
+  const { rows } = await tx.query<{ consecutive_failures: number }>(
+    `SELECT consecutive_failures FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND id <> $3 AND status IN ('succeeded', 'failed')
+     ORDER BY finished_at DESC, id DESC LIMIT 1`,
+    [tenantId, blueprint, id],
+  );
+  return rows[0]?.consecutive_failures ?? 0;
+}
+
+export interface Finish {
+  status: 'succeeded' | 'failed';
+  output: unknown;
+  costMicroCents: number;
+  feeCents: number;
+  failureCategory: string | null;
+  failureDetail: string | null;
+  consecutiveFailures: number;
+}
+
+/** A run's end, written only while it is still running (a cancel that came first wins). */
+export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
+       failure_detail = $7, consecutive_failures = $8, finished_at = now(), worker_id = NULL, updated_at = now()
+     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`,
+    [id, f.status, JSON.stringify(f.output), f.costMicroCents, f.feeCents, f.failureCategory, f.failureDetail, f.consecutiveFailures],
+  );
+  return rows[0];
+}
+
+/** A run whose worker stopped (shutdown): queued again, its claim not counted as a lost worker. */
+export async function releaseRun(db: Queryable, id: string, workerId: string): Promise<void> {
+  await db.query(
+    `UPDATE agent_runs SET status = 'queued', worker_id = NULL, claims = greatest(claims - 1, 0), updated_at = now()
+     WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
+    [id, workerId],
+  );
+}

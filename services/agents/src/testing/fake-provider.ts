@@ -1,0 +1,180 @@
+/**
+ * A fake LLM provider on loopback for tests and the benchmark: a real HTTP server speaking the wire
+ * formats the official SDKs call — OpenAI (`GET /v1/models`, `POST /v1/chat/completions`) and
+ * Anthropic (`GET /v1/models`, `POST /v1/messages`, told apart by the `anthropic-version` header) —
+ * with each key's behaviour set by the test: a probe outcome, and for chat a script of steps
+ * (answer, tool calls, an error, a hang).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+/** What GET /v1/models answers for a key. */
+export type ProbeOutcome = 'ok' | 401 | 402 | 403 | 'quota' | 429 | 500 | 529 | 'hang';
+
+/** One chat answer of a script. */
+export type ChatStep =
+  | { text: string; usage?: { input: number; output: number }; delayMs?: number }
+  | { tools: { name: string; arguments: Record<string, unknown> }[]; text?: string; usage?: { input: number; output: number }; delayMs?: number }
+  | { error: Exclude<ProbeOutcome, 'ok' | 'hang'> }
+  | { hang: true };
+
+/** A chat request's body as either provider receives it (the fields a script looks at). */
+export interface ChatBody {
+  model: string;
+  messages: { role: string; content?: unknown }[];
+}
+
+/** Whether a chat request already carries a tool's result (OpenAI: a tool message; Anthropic: a tool_result block). */
+export function hasToolResult(body: ChatBody): boolean {
+  return body.messages.some((m) => m.role === 'tool' || (Array.isArray(m.content) && m.content.some((c: { type?: string }) => c.type === 'tool_result')));
+}
+
+export interface RecordedRequest {
+  provider: 'openai' | 'anthropic';
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+  /** For a hung request: set when the client gave up (closed the connection). */
+  aborted: boolean;
+}
+
+const DEFAULT_USAGE = { input: 1_000, output: 200 };
+
+export class FakeProvider {
+  readonly requests: RecordedRequest[] = [];
+  /** GET /v1/models per key; unknown keys get 401. */
+  readonly probes = new Map<string, ProbeOutcome>();
+  /** Chat scripts per key: steps consumed one per request (then "done"), or a function of the request's body. */
+  private readonly scripts = new Map<string, ChatStep[] | ((body: ChatBody) => ChatStep)>();
+  private readonly sockets = new Set<Socket>();
+  private server!: Server;
+  url = '';
+
+  static async start(): Promise<FakeProvider> {
+    const fake = new FakeProvider();
+    fake.server = createServer((req, res) => void fake.handle(req, res));
+    fake.server.on('connection', (s) => {
+      fake.sockets.add(s);
+      s.on('close', () => fake.sockets.delete(s));
+    });
+    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  /** As the SDKs take them: OpenAI's base URL includes /v1, Anthropic's does not. */
+  get openaiBaseUrl(): string {
+    return `${this.url}/v1`;
+  }
+  get anthropicBaseUrl(): string {
+    return this.url;
+  }
+
+  /** What a key's chats answer: steps in order, or a function of each request (e.g. tool call first, then an answer). */
+  script(apiKey: string, steps: ChatStep[] | ((body: ChatBody) => ChatStep)): void {
+    this.probes.set(apiKey, this.probes.get(apiKey) ?? 'ok');
+    this.scripts.set(apiKey, typeof steps === 'function' ? steps : [...steps]);
+  }
+
+  /** Chat requests made with a key. */
+  chats(apiKey: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.method === 'POST' && r.headers.authorization === `Bearer ${apiKey}`);
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const provider = req.headers['anthropic-version'] ? 'anthropic' : 'openai';
+    const record: RecordedRequest = { provider, method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), aborted: false };
+    this.requests.push(record);
+    const auth = req.headers.authorization ?? '';
+    const key = auth.startsWith('Bearer ') ? auth.slice(7) : String(req.headers['x-api-key'] ?? '');
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method === 'GET' && path === '/v1/models') {
+      const outcome = this.probes.get(key) ?? 401;
+      if (outcome === 'hang') return this.hang(req, res, record);
+      if (outcome !== 'ok') return this.error(res, provider, outcome, key);
+      return this.json(res, 200, provider === 'openai'
+        ? { object: 'list', data: [{ id: 'gpt-4.1-mini', object: 'model', created: 1_700_000_000, owned_by: 'openai' }] }
+        : { data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' });
+    }
+    const chatPath = provider === 'openai' ? '/v1/chat/completions' : '/v1/messages';
+    if (req.method === 'POST' && path === chatPath) {
+      const probe = this.probes.get(key);
+      if (probe === undefined) return this.error(res, provider, 401, key);
+      const script = this.scripts.get(key);
+      const step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? { text: 'done' };
+      if ('hang' in step) return this.hang(req, res, record);
+      if ('error' in step) return this.error(res, provider, step.error, key);
+      if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
+      const body = JSON.parse(record.body) as { model: string };
+      return this.json(res, 200, provider === 'openai' ? openaiAnswer(body.model, step) : anthropicAnswer(body.model, step));
+    }
+    this.json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' } });
+  }
+
+  private hang(req: IncomingMessage, res: ServerResponse, record: RecordedRequest): void {
+    res.on('close', () => (record.aborted = true));
+    req.socket.on('close', () => (record.aborted = true));
+  }
+
+  /** Each provider's error body; the message quotes the key, as OpenAI's 401 does in part — it must never reach our answers. */
+  private error(res: ServerResponse, provider: 'openai' | 'anthropic', outcome: Exclude<ProbeOutcome, 'ok' | 'hang'>, key: string): void {
+    const status = outcome === 'quota' ? 429 : outcome;
+    const openai: Record<number | string, [string, string | null]> = {
+      401: ['invalid_request_error', 'invalid_api_key'], 402: ['billing_error', null], 403: ['permission_error', null],
+      quota: ['insufficient_quota', 'insufficient_quota'], 429: ['requests', 'rate_limit_exceeded'], 500: ['server_error', null], 529: ['overloaded', null],
+    };
+    const anthropic: Record<number | string, string> = {
+      401: 'authentication_error', 402: 'billing_error', 403: 'permission_error', quota: 'rate_limit_error', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
+    };
+    const message = `Incorrect API key provided: ${key}. (fake provider answer ${status})`;
+    res.setHeader('x-should-retry', 'false');
+    this.json(res, status, provider === 'openai'
+      ? { error: { message, type: openai[outcome]![0], param: null, code: openai[outcome]![1] } }
+      : { type: 'error', error: { type: anthropic[outcome], message } });
+  }
+
+  private json(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+}
+
+let callIds = 0;
+
+function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true }>) {
+  const usage = step.usage ?? DEFAULT_USAGE;
+  const tools = 'tools' in step ? step.tools : [];
+  return {
+    id: `chatcmpl-${++callIds}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model,
+    choices: [{
+      index: 0, finish_reason: tools.length ? 'tool_calls' : 'stop', logprobs: null,
+      message: {
+        role: 'assistant', content: step.text ?? null, refusal: null,
+        ...(tools.length ? { tool_calls: tools.map((t) => ({ id: `call_${++callIds}`, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.arguments) } })) } : {}),
+      },
+    }],
+    usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
+  };
+}
+
+function anthropicAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true }>) {
+  const usage = step.usage ?? DEFAULT_USAGE;
+  const tools = 'tools' in step ? step.tools : [];
+  return {
+    id: `msg_${++callIds}`, type: 'message', role: 'assistant', model, stop_sequence: null,
+    stop_reason: tools.length ? 'tool_use' : 'end_turn',
+    content: [
+      ...(step.text ? [{ type: 'text', text: step.text }] : []),
+      ...tools.map((t) => ({ type: 'tool_use', id: `toolu_${++callIds}`, name: t.name, input: t.arguments })),
+    ],
+    usage: { input_tokens: usage.input, output_tokens: usage.output },
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * Run workers: a run's job (@workauto/jobs, claimed with FOR UPDATE SKIP LOCKED under a renewed
+ * lease) starts the run, a heartbeat of its own every heartbeatMs tells the worker when the run
+ * was cancelled (and aborts the provider and tool calls in flight), and the end is written only
+ * while the run is still running. A worker that vanished loses its job's lease; the job comes back
+ * and the run is re-run once, then failed `worker_lost`.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { CallerSigner } from '@workauto/grpc';
+import type { Keyring } from '@workauto/crypto';
+import { withTransaction, type Pool, type PoolClient } from '@workauto/db';
+import { recordEvent } from '@workauto/events';
+import type { Job } from '@workauto/jobs';
+import type { Logger } from '@workauto/logger';
+import type { Worker } from '@workauto/service';
+import { findBlueprint, type ProviderName } from '../domain/blueprints.js';
+import { platformFeeCents } from '../domain/costs.js';
+import type { Guardrail } from '../domain/guardrails.js';
+import { SOURCE, configData, keyContext, runData } from '../handlers/common.js';
+import type { Providers } from '../providers/index.js';
+import * as configs from '../repo/configs.js';
+import * as runs from '../repo/runs.js';
+import { agentContext, type ToolClients } from '../tools/clients.js';
+import { execute, RunStop, type FailureCategory, type Outcome, type RunOutput } from './executor.js';
+import { runQueue, type RunJob } from './queue.js';
+
+export interface RunSettings {
+  /** Runs one replica executes at once. */
+  concurrency: number;
+  /** A job's lease; a worker that stops renewing it for this long has vanished. */
+  leaseMs: number;
+  /** How often a running run checks for a cancel (at most 5 s by the contract). */
+  heartbeatMs: number;
+  /** How often an idle worker looks for due runs. */
+  pollMs: number;
+  /** How often the scheduler looks for due schedule ticks. */
+  schedulerPollMs: number;
+}
+
+export const DEFAULT_RUN_SETTINGS: RunSettings = { concurrency: 8, leaseMs: 30_000, heartbeatMs: 2_000, pollMs: 250, schedulerPollMs: 1_000 };
+
+/** A run is re-run once after its worker vanished; a third claim fails it worker_lost. */
+const MAX_CLAIMS = 2;
+
+export interface RunDeps {
+  pool: Pool;
+  keyring: Keyring;
+  providers: Providers;
+  clients: ToolClients;
+  signer?: CallerSigner | undefined;
+  platformKeys: Partial<Record<ProviderName, string>>;
+  platformFeeBps: number;
+  settings: RunSettings;
+  logger: Logger;
+}
+
+/** The provider refused the tenant's own key during a run: byok_status follows (if the key was not replaced meanwhile). */
+interface KeyRefusal {
+  version: number;
+  status: 'invalid' | 'quota_exhausted';
+  reason: string;
+}
+
+const emptyOutput = (): RunOutput => ({ text: '', steps: 0, tool_calls: [] });
+
+export class RunWorker {
+  readonly workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  /** Aborted when the service stops: a run cut short by it goes back to the queue, not counted as lost. */
+  private stopping: AbortSignal | undefined;
+
+  constructor(private readonly deps: RunDeps) {}
+
+  worker(): Worker {
+    const jobs = runQueue.worker(this.deps.pool, {
+      logger: this.deps.logger,
+      concurrency: this.deps.settings.concurrency,
+      leaseMs: this.deps.settings.leaseMs,
+      pollMs: this.deps.settings.pollMs,
+      // The run's own deadline (at most 24 h) ends it first.
+      attemptTimeoutMs: 86_400_000 + 60_000,
+      handle: (job, signal) => this.handle(job, signal),
+    });
+    return {
+      name: 'agent-runs',
+      run: (ctx) => {
+        this.stopping = ctx.signal;
+        return jobs.run(ctx);
+      },
+    };
+  }
+
+  private async handle(job: Job<RunJob>, jobSignal: AbortSignal): Promise<void> {
+    const { pool } = this.deps;
+    const { tenant_id: tenantId, run_id: runId } = job.payload;
+    const events = agentContext(tenantId, runId, jobSignal, this.deps.signer);
+    const started = await withTransaction(pool, async (tx) => {
+      const row = await runs.runForWorker(tx, tenantId, runId, { lock: true });
+      if (!row || row.status === 'succeeded' || row.status === 'failed' || row.status === 'cancelled') return undefined;
+      if (row.status === 'running' && row.claims >= MAX_CLAIMS) {
+        await this.finish(tx, row, { status: 'failed', category: 'worker_lost', detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`, output: (row.output as RunOutput | null) ?? emptyOutput(), costMicroCents: row.cost_micro_cents });
+        return undefined;
+      }
+      const wasQueued = row.status === 'queued';
+      const running = await runs.startRun(tx, tenantId, runId, this.workerId);
+      if (wasQueued) await recordEvent(tx, SOURCE, events, { type: 'agent_run.started', resourceType: 'agent_run', resourceId: runId, data: runData(running) });
+      else this.deps.logger.warn({ run_id: runId, claims: running.claims }, 'agent run re-queued: the worker running it vanished; running it again');
+      return running;
+    });
+    if (!started) return;
+
+    // The run's signal: the job's (lease lost, shutdown) and the heartbeat's (cancelled).
+    const stop = new AbortController();
+    const onJobAbort = () => stop.abort(new RunStop('released'));
+    jobSignal.addEventListener('abort', onJobAbort, { once: true });
+    const beat = setInterval(() => {
+      void runs.heartbeat(pool, runId, this.workerId).then(
+        (status) => {
+          if (status !== 'running') stop.abort(new RunStop(status === 'cancelled' ? 'cancelled' : 'released'));
+        },
+        (err: unknown) => this.deps.logger.warn({ err, run_id: runId }, 'agent run heartbeat failed; retrying (is the database reachable?)'),
+      );
+    }, this.deps.settings.heartbeatMs);
+    try {
+      const { outcome, refused } = await this.run(started, stop.signal);
+      await this.record(started, outcome, refused);
+    } finally {
+      clearInterval(beat);
+      jobSignal.removeEventListener('abort', onJobAbort);
+    }
+  }
+
+  /** The run's key and loop. Everything that goes wrong becomes an Outcome with a category. */
+  private async run(row: runs.RunRow, signal: AbortSignal): Promise<{ outcome: Outcome; refused?: KeyRefusal }> {
+    const { pool, keyring } = this.deps;
+    const blueprint = findBlueprint(row.agent_blueprint);
+    // A run re-run after a lost worker keeps what its first attempt already cost.
+    const spent = row.cost_micro_cents;
+    const fail = (category: FailureCategory, detail: string) => ({ outcome: { status: 'failed', category, detail, output: emptyOutput(), costMicroCents: spent } as Outcome });
+    if (!blueprint) return fail('internal', `blueprint ${row.agent_blueprint} is no longer offered by this deployment`);
+    const config = await configs.findConfig(pool, row.tenant_id, blueprint.id);
+    const stored = await configs.storedKey(pool, row.tenant_id, blueprint.id);
+    let provider: ProviderName;
+    let apiKey: string;
+    if (stored) {
+      provider = stored.provider;
+      try {
+        apiKey = keyring.decrypt(stored.ciphertext, keyContext(row.tenant_id, blueprint.id));
+      } catch {
+        return fail('internal', 'the stored provider key cannot be decrypted with ENCRYPTION_KEYS (was its keyring key removed?); set the key again with PUT byok-key');
+      }
+    } else {
+      provider = blueprint.defaultProvider;
+      const platformKey = this.deps.platformKeys[provider];
+      if (!platformKey) return fail('provider_auth', `no provider key: set the tenant's key with PUT /agent-configs/${blueprint.id}/byok-key (this deployment has no platform key for ${provider})`);
+      apiKey = platformKey;
+    }
+    const usedPlatformKey = !stored;
+    await runs.markKeyUse(pool, row.id, usedPlatformKey);
+    const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
+    try {
+      const outcome = await execute(
+        { providers: this.deps.providers, clients: this.deps.clients, warn: (fields, message) => this.deps.logger.warn({ ...fields, run_id: row.id }, message) },
+        {
+          blueprint, input: row.input, guardrails: (config?.guardrails ?? []) as Guardrail[], provider, apiKey,
+          budgetCents: row.budget_usd_cents,
+          deadlineAt: row.deadline_at, signal, spentMicroCents: spent,
+          actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
+          progress: (cost, output) => runs.recordProgress(pool, row.id, this.workerId, { costMicroCents: cost, feeCents: fee(cost), output }),
+        },
+      );
+      if (outcome.status === 'failed' && outcome.providerCategory && stored) {
+        const status = outcome.providerCategory === 'insufficient_quota' ? 'quota_exhausted' : outcome.category === 'provider_auth' ? 'invalid' : undefined;
+        if (status) return { outcome, refused: { version: stored.version, status, reason: outcome.detail } };
+      }
+      return { outcome };
+    } catch (err) {
+      this.deps.logger.error({ err, run_id: row.id }, 'agent run failed with an unexpected error');
+      return fail('internal', 'the run failed with an unexpected error on our side; the service log has the details (search for the run id)');
+    }
+  }
+
+  private async record(row: runs.RunRow, outcome: Outcome, refused: KeyRefusal | undefined): Promise<void> {
+    if (outcome.status === 'stopped') {
+      // Cancelled: the cancel wrote the run; the cost so far was recorded step by step.
+      if (outcome.reason.kind === 'released' && this.stopping?.aborted) await runs.releaseRun(this.deps.pool, row.id, this.workerId);
+      return;
+    }
+    await withTransaction(this.deps.pool, async (tx) => {
+      const locked = await runs.runForWorker(tx, row.tenant_id, row.id, { lock: true });
+      if (!locked || locked.status !== 'running') return; // cancelled meanwhile: the cancel wins
+      await this.finish(tx, locked, outcome);
+      if (refused) {
+        const config = await configs.setByokStatus(tx, row.tenant_id, row.agent_blueprint, refused.version, refused.status, refused.reason);
+        if (config) {
+          await recordEvent(tx, SOURCE, agentContext(row.tenant_id, row.id, new AbortController().signal), {
+            type: 'agent_config.updated', resourceType: 'agent_config', resourceId: config.id, data: configData(config), metadata: { byok_status: refused.status },
+          });
+        }
+      }
+    });
+  }
+
+  /** Writes a run's end with its streak, the schedule's streak and the event. */
+  private async finish(tx: PoolClient, row: runs.RunRow, outcome: Exclude<Outcome, { status: 'stopped' }>): Promise<void> {
+    const failed = outcome.status === 'failed';
+    const before = await runs.streakBefore(tx, row.tenant_id, row.agent_blueprint, row.id);
+    const ended = await runs.finishRun(tx, row.id, {
+      status: outcome.status, output: outcome.output, costMicroCents: outcome.costMicroCents,
+      feeCents: row.used_platform_key ? platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps) : row.platform_fee_cents,
+      failureCategory: failed ? outcome.category : null, failureDetail: failed ? outcome.detail : null,
+      consecutiveFailures: failed ? before + 1 : 0,
+    });
+    if (!ended) return;
+    const { paused } = await configs.recordRunResult(tx, row.tenant_id, row.agent_blueprint, failed);
+    await recordEvent(tx, SOURCE, agentContext(row.tenant_id, row.id, new AbortController().signal), {
+      type: failed ? 'agent_run.failed' : 'agent_run.succeeded', resourceType: 'agent_run', resourceId: row.id, data: runData(ended),
+      ...(failed ? { metadata: { failure_category: outcome.category, ...(paused ? { schedule_paused: true } : {}) } } : {}),
+    });
+  }
+}

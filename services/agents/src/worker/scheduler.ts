@@ -1,0 +1,60 @@
+/**
+ * The scheduler: every config with a schedule gets one run per cron tick (UTC). Any number of
+ * replicas run it: a due config is locked with SKIP LOCKED by one of them, and the run's unique
+ * (tenant, blueprint, tick) makes a second run of a tick impossible even so. After downtime only
+ * the latest missed tick runs. A paused schedule (5 failures in a row) is skipped until a PUT.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { withTransaction, type Pool } from '@workauto/db';
+import { recordEvent } from '@workauto/events';
+import type { Logger } from '@workauto/logger';
+import type { Worker } from '@workauto/service';
+import { latestTick, nextTick } from '../domain/schedule.js';
+import { SOURCE, runData } from '../handlers/common.js';
+import * as configs from '../repo/configs.js';
+import * as runs from '../repo/runs.js';
+import { runQueue } from './queue.js';
+
+/** Creates the run of every schedule due at `now` (its latest tick only); returns how many it created. */
+export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<number> {
+  return withTransaction(pool, async (tx) => {
+    let created = 0;
+    for (const config of await configs.dueSchedules(tx, now, 100)) {
+      const schedule = config.schedule!;
+      const tick = latestTick(schedule, now);
+      if (tick) {
+        const run = await runs.insertRun(tx, {
+          tenant_id: config.tenant_id, agent_blueprint: config.agent_blueprint, input: null, run_at: tick,
+          budget_usd_cents: config.budget_default_cents,
+          deadline_seconds: config.deadline_default_seconds, scheduled_for: tick,
+        });
+        if (run) {
+          created++;
+          await runQueue.enqueue(tx, { run_id: run.id, tenant_id: run.tenant_id }, { runAt: run.run_at, maxAttempts: 10 });
+          await recordEvent(tx, SOURCE, { tenantId: run.tenant_id, requestId: run.id, actor: { type: 'system', id: 'scheduler' } }, {
+            type: 'agent_run.created', resourceType: 'agent_run', resourceId: run.id, data: runData(run), metadata: { scheduled_for: tick.toISOString() },
+          });
+        }
+      }
+      await configs.setNextTick(tx, config.id, nextTick(schedule, now));
+    }
+    return created;
+  });
+}
+
+export function schedulerWorker(pool: Pool, logger: Logger, pollMs: number): Worker {
+  return {
+    name: 'agent-scheduler',
+    async run(ctx) {
+      while (!ctx.signal.aborted) {
+        ctx.beat();
+        try {
+          await scheduleDueRuns(pool);
+        } catch (err) {
+          logger.warn({ err }, 'could not schedule due agent runs; retrying (is the database reachable?)');
+        }
+        await sleep(pollMs, undefined, { signal: ctx.signal }).catch(() => undefined);
+      }
+    },
+  };
+}
