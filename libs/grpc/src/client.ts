@@ -21,6 +21,26 @@ export interface DownstreamOptions {
   volumeThreshold?: number;
   /** Deadline of the health check that decides whether the whole service is down. */
   healthTimeoutMs?: number;
+  /** grpc-js channel options over the defaults (CLIENT_CHANNEL_OPTIONS), e.g. a shorter re-resolution interval in tests. */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+/**
+ * Every Downstream balances per call, not per connection: the address is resolved through DNS
+ * (`dns:///`), which for a Kubernetes headless Service returns every ready pod, and round_robin
+ * spreads calls over all of them. With the default pick_first, a client keeps one connection to
+ * one pod for its lifetime, so new replicas (or an HPA's) get no traffic. New pods are found when
+ * the name is resolved again: grpc-js does so when a connection ends, which the servers force every
+ * few minutes (max_connection_age, server.ts), and at most every 30 s.
+ */
+export const CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  'grpc.dns_min_time_between_resolutions_ms': 30_000,
+};
+
+/** host:port → dns:///host:port; a target that names its scheme (dns:, ipv4:, unix:) is kept. */
+export function grpcTarget(address: string): string {
+  return /^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(address) ? address : `dns:///${address}`;
 }
 
 /**
@@ -55,7 +75,7 @@ export class Downstream {
   private readonly health: grpc.Client;
   private readonly breakers = new Map<string, Breaker>();
   private readonly deadlineMs: number;
-  private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs'>>;
+  private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs' | 'channelOptions'>>;
   private down = false;
   private probing = false;
   private recheck: NodeJS.Timeout | undefined;
@@ -66,8 +86,10 @@ export class Downstream {
     readonly address: string,
     options: DownstreamOptions = {},
   ) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
-    this.health = new HealthClient(address, grpc.credentials.createInsecure());
+    const channelOptions = { ...CLIENT_CHANNEL_OPTIONS, ...options.channelOptions };
+    const target = grpcTarget(address);
+    this.client = new grpc.Client(target, grpc.credentials.createInsecure(), channelOptions);
+    this.health = new HealthClient(target, grpc.credentials.createInsecure(), channelOptions);
     this.deadlineMs = options.deadlineMs ?? 5_000;
     this.options = {
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,

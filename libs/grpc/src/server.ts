@@ -38,12 +38,23 @@ export interface GrpcServerOptions {
 }
 
 /**
+ * Every server ends each client connection after max_connection_age (plus a grace for calls in
+ * flight): the client then resolves the service's name again (client.ts), so replicas added since
+ * get their share of calls within minutes instead of never.
+ */
+export const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
+  'grpc.max_receive_message_length': 4 * 1024 * 1024,
+  'grpc.max_connection_age_ms': 120_000,
+  'grpc.max_connection_age_grace_ms': 30_000,
+};
+
+/**
  * One gRPC server with what every service needs: thin typed handlers, call context from the verified
  * caller token only, errors mapped once, health (NOT_SERVING until ready and again on shutdown; no
  * caller token needed), reflection when enabled.
  */
 export class GrpcServer {
-  readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  readonly server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly serviceNames: string[] = [];
 
