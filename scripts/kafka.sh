@@ -3,6 +3,9 @@
 #   scripts/kafka.sh start   → prints KAFKA_BROKERS=127.0.0.1:<port> as its last line once ready
 #   scripts/kafka.sh stop
 #   scripts/kafka.sh halt | resume   → stop the process keeping data and port, start it again (outage tests)
+#   KAFKA_SECURE_KEYSTORE=<pem file: private key (PKCS#8, unencrypted) + certificate> adds a SASL_SSL
+#   listener (SCRAM-SHA-256 user `workauto` with password $KAFKA_SCRAM_PASSWORD, and unsecured-JWT
+#   OAUTHBEARER) and prints KAFKA_SECURE_BROKERS=127.0.0.1:<port> before the last line.
 # Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -28,18 +31,26 @@ start() {
   stop_quietly
   fetch_jars
   mkdir -p "$run"
-  local port cport
+  local port cport sport=""
   port=$(free_port); cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
+  local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" advertised="PLAINTEXT://127.0.0.1:$port" map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+  local format_extra=()
+  if [ -n "${KAFKA_SECURE_KEYSTORE:-}" ]; then
+    sport=$(free_port)
+    while [ "$sport" = "$port" ] || [ "$sport" = "$cport" ]; do sport=$(free_port); done
+    listeners="$listeners,SASL_SSL://127.0.0.1:$sport"; advertised="$advertised,SASL_SSL://127.0.0.1:$sport"; map="$map,SASL_SSL:SASL_SSL"
+    format_extra=(--add-scram "SCRAM-SHA-256=[name=workauto,password=${KAFKA_SCRAM_PASSWORD:?KAFKA_SCRAM_PASSWORD is required with KAFKA_SECURE_KEYSTORE}]")
+  fi
   cat > "$run/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners
+advertised.listeners=$advertised
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=$map
 log.dirs=$run/data
 num.partitions=3
 offsets.topic.replication.factor=1
@@ -49,6 +60,15 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 PROPS
+  if [ -n "$sport" ]; then
+    cat >> "$run/server.properties" <<PROPS
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,OAUTHBEARER
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=$KAFKA_SECURE_KEYSTORE
+PROPS
+  fi
   cat > "$run/log4j.properties" <<'PROPS'
 log4j.rootLogger=WARN, file
 log4j.appender.file=org.apache.log4j.FileAppender
@@ -60,8 +80,9 @@ log4j.logger.kafka.server.KafkaRaftServer=INFO
 PROPS
   local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
   java "${jvm[@]}" -cp "$jars/*" kafka.tools.StorageTool format -t "$(java -cp "$jars/*" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
-    -c "$run/server.properties" --ignore-formatted >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
+    -c "$run/server.properties" --ignore-formatted "${format_extra[@]}" >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
   echo "$port" > "$run/port"
+  if [ -n "$sport" ]; then echo "$sport" > "$run/secure-port"; fi
   launch
 }
 
@@ -76,6 +97,7 @@ launch() {
   for _ in $(seq 1 120); do
     if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; exit 1; fi
     if grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$run/server.log" 2>/dev/null; then
+      if [ -f "$run/secure-port" ]; then echo "KAFKA_SECURE_BROKERS=127.0.0.1:$(cat "$run/secure-port")"; fi
       echo "KAFKA_BROKERS=127.0.0.1:$port"
       return 0
     fi

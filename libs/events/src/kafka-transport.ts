@@ -1,5 +1,6 @@
 import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafkajs';
 import type { Logger } from '@workauto/logger';
+import type { KafkaClientSecurity } from './kafka-security.js';
 import type { EventTransport, Subscription, TransportMessage } from './transport.js';
 
 /** Messages handed to a consumer at once (one database transaction applies them). */
@@ -16,6 +17,10 @@ export interface KafkaTransportOptions {
   retentionMs?: number;
   /** Prefix of every topic and consumer group, so several installations (or test runs) share a broker apart. */
   namespace?: string;
+  /** TLS and SASL (kafkaClientSecurity). */
+  security?: KafkaClientSecurity;
+  /** false: topics are an operator's (Strimzi KafkaTopic…): they are only checked to exist, never created. */
+  createTopics?: boolean;
 }
 
 /**
@@ -42,6 +47,7 @@ export class KafkaTransport implements EventTransport {
     this.kafka = new Kafka({
       clientId: opts.clientId,
       brokers: opts.brokers,
+      ...opts.security,
       connectionTimeout: 3_000,
       requestTimeout: 10_000,
       // Fail a publish within seconds when the broker is gone: the outbox keeps the events and
@@ -141,6 +147,9 @@ export class KafkaTransport implements EventTransport {
     try {
       const existing = new Set(await admin.listTopics());
       const missing = wanted.map((t) => this.ns + t).filter((t) => !existing.has(t));
+      if (missing.length && this.opts.createTopics === false) {
+        throw new Error(`Kafka topics ${missing.join(', ')} do not exist; with KAFKA_CREATE_TOPICS=false they must be created by you or your operator (docs/operations.md lists them)`);
+      }
       if (missing.length) {
         await admin.createTopics({
           waitForLeaders: true,

@@ -89,7 +89,11 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
       const transport = createTransport({
         brokers: all.KAFKA_BROKERS, clientId: opts.name, logger,
         partitions: all.KAFKA_TOPIC_PARTITIONS, replicationFactor: all.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: all.KAFKA_TOPIC_RETENTION_MS,
-        namespace: all.KAFKA_NAMESPACE,
+        namespace: all.KAFKA_NAMESPACE, createTopics: all.KAFKA_CREATE_TOPICS,
+        security: {
+          tls: all.KAFKA_TLS, tlsCaFile: all.KAFKA_TLS_CA_FILE, saslMechanism: all.KAFKA_SASL_MECHANISM,
+          saslUsername: all.KAFKA_SASL_USERNAME, saslPassword: all.KAFKA_SASL_PASSWORD, oauthBearerTokenFile: all.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE,
+        },
       });
       try {
         const config: ServiceConfig = {
