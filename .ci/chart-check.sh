@@ -81,7 +81,7 @@ failed=0
 for r in "$renders"/*.yaml; do
   name=$(basename "$r" .yaml)
   log "kubeconform ($name)"
-  "$bin/kubeconform" -strict -summary -kubernetes-version "$K8S_VERSION" \
+  "$bin/kubeconform" -strict -summary -skip ServiceMonitor -kubernetes-version "$K8S_VERSION" \
     -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$r" || failed=1
   log "pod security, restricted ($name)"
   "$bin/pod-security" < "$r" || failed=1
@@ -119,6 +119,7 @@ refuse "kafka.sasl.mechanism" --set kafka.sasl.mechanism=gssapi
 refuse "kafka.topicReplicationFactor" --set kafka.topicReplicationFactor=0
 refuse "image.digest" --set image.digest=latest
 refuse "gateway.port" --set gateway.port=70000
+refuse "metrics.serviceMonitor.interval" --set metrics.serviceMonitor.interval=often
 refuse "services.identity.grpcPort" --set services.identity.grpcPort=abc
 refuse "services.billing" --set services.billing.grpcPort=50060
 refuse "secrets.platformAdminToken" --set secrets.platformAdminToken=short

@@ -91,6 +91,10 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
   valueFrom: { fieldRef: { fieldPath: metadata.namespace } }
 - name: K8S_NODE_NAME
   valueFrom: { fieldRef: { fieldPath: spec.nodeName } }
+{{- if $root.Values.metrics.enabled }}
+- name: METRICS_PORT
+  value: {{ $root.Values.metrics.port | quote }}
+{{- end }}
 - name: OTEL_SERVICE_NAME
   value: {{ .component | quote }}
 - name: OTEL_RESOURCE_ATTRIBUTES
@@ -313,5 +317,20 @@ lifecycle:
 resources: {{- toYaml .cfg.resources | nindent 2 }}
 {{- with .cfg.extraEnvFrom }}
 envFrom: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.metricsContainerPort" -}}
+{{- if .Values.metrics.enabled }}
+- name: metrics
+  containerPort: {{ .Values.metrics.port }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.metricsServicePort" -}}
+{{- if .Values.metrics.enabled }}
+- name: metrics
+  port: {{ .Values.metrics.port }}
+  targetPort: metrics
 {{- end }}
 {{- end -}}

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { metrics, type Counter, type Gauge } from '@opentelemetry/api';
 import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
 import { DomainError, decodeStatusDetails } from './errors.js';
@@ -80,6 +81,10 @@ export class Downstream {
   private probing = false;
   private recheck: NodeJS.Timeout | undefined;
   private closed = false;
+  /** 1 while the service is marked down (its calls answer 503 without being tried), else 0. */
+  private readonly downGauge: Gauge;
+  /** Calls answered 503 without being tried: the service was down or the method's circuit open. */
+  private readonly shortCircuited: Counter;
 
   constructor(
     readonly name: string,
@@ -91,6 +96,10 @@ export class Downstream {
     this.client = new grpc.Client(target, grpc.credentials.createInsecure(), channelOptions);
     this.health = new HealthClient(target, grpc.credentials.createInsecure(), channelOptions);
     this.deadlineMs = options.deadlineMs ?? 5_000;
+    const meter = metrics.getMeter('@workauto/grpc');
+    this.downGauge = meter.createGauge('workauto.downstream.down', { description: '1 while a downstream service is marked down by its health check' });
+    this.shortCircuited = meter.createCounter('workauto.downstream.short_circuited', { description: 'Calls answered 503 without being tried (service down or circuit open)', unit: '{call}' });
+    this.downGauge.record(0, { service: name });
     this.options = {
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
       resetTimeoutMs: options.resetTimeoutMs ?? 5_000,
@@ -105,7 +114,10 @@ export class Downstream {
   }
 
   call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number } = {}): Promise<Res> {
-    if (this.down) return Promise.reject(this.unavailable());
+    if (this.down) {
+      this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
+      return Promise.reject(this.unavailable());
+    }
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
@@ -120,7 +132,10 @@ export class Downstream {
         );
       });
     return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code === 'EOPENBREAKER') throw this.unavailable();
+      if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
+        this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
+        throw this.unavailable();
+      }
       if (isTransportFailure(err)) {
         this.probe();
         throw this.transportError(err as grpc.ServiceError);
@@ -153,12 +168,14 @@ export class Downstream {
       this.probing = false;
       if (state !== 'failing' || this.closed) return;
       this.down = true;
+      this.downGauge.record(1, { service: this.name });
       const retry = () => {
         this.recheck = setTimeout(() => {
           void this.checkHealth().then((s) => {
             if (this.closed) return;
             if (s === 'failing') return retry();
             this.down = false;
+            this.downGauge.record(0, { service: this.name });
             // The service answers again: its methods get traffic at once rather than after their reset timeout.
             for (const b of this.breakers.values()) b.close();
           });
