@@ -26,7 +26,19 @@ fetch_jars() {
     -DincludeScope=runtime -DoutputDirectory="$jars" >&2 || { log "mvn could not fetch the jars; check that Maven Central is reachable"; rm -rf "$jars"; exit 1; }
 }
 
+# Free ports are picked, then bound by the broker a moment later: on a busy machine another process
+# may take one in between, so a start that fails on a port in use is tried again with new ports.
 start() {
+  local attempt
+  for attempt in 1 2 3; do
+    start_once && return 0
+    grep -q "Address already in use" "$run/server.log" 2>/dev/null || exit 1
+    log "a port was taken before the broker bound it; trying again with new ports ($attempt/3)"
+  done
+  exit 1
+}
+
+start_once() {
   command -v java >/dev/null || { log "java (17+) is not installed; install a JDK 17"; exit 1; }
   stop_quietly
   fetch_jars
@@ -95,7 +107,7 @@ launch() {
   echo $! > "$run/pid"
   log "broker starting on 127.0.0.1:$port (pid $(cat "$run/pid"), log $run/server.log)…"
   for _ in $(seq 1 120); do
-    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; exit 1; fi
+    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; return 1; fi
     if grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$run/server.log" 2>/dev/null; then
       if [ -f "$run/secure-port" ]; then echo "KAFKA_SECURE_BROKERS=127.0.0.1:$(cat "$run/secure-port")"; fi
       echo "KAFKA_BROKERS=127.0.0.1:$port"
@@ -104,7 +116,8 @@ launch() {
     sleep 0.5
   done
   log "the broker did not start within 60 s; see $run/server.log"
-  exit 1
+  halt
+  return 1
 }
 
 # Stops the broker process and keeps its data and ports (tests of outages: `resume` brings it back).
@@ -128,6 +141,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop_quietly; log "stopped" ;;
   halt) halt; log "halted (data kept; 'resume' starts it again on the same port)" ;;
-  resume) [ -f "$run/port" ] || { log "no halted broker in $run; use start"; exit 1; }; launch ;;
+  resume) [ -f "$run/port" ] || { log "no halted broker in $run; use start"; exit 1; }; launch || exit 1 ;;
   *) echo "usage: $0 start|stop|halt|resume" >&2; exit 2 ;;
 esac
