@@ -11,6 +11,7 @@ import { loadConfig, vars, z } from '@workauto/config';
 import { createLogger } from '@workauto/logger';
 import { generateCallerKeys, installShutdownSignals } from '@workauto/grpc';
 import { startEmbeddedPostgres } from '@workauto/testing';
+import { egressVars } from '@workauto/egress';
 import { startStack } from './stack.js';
 
 const started = Date.now();
@@ -24,6 +25,10 @@ const config = loadConfig({
   KAFKA_BROKERS: z.string().optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
   LOG_LEVEL: vars.logLevel(),
+  // make dev reaches MCP servers on this machine (loopback, plain http) unless told otherwise.
+  EGRESS_ALLOW_PRIVATE: egressVars.EGRESS_ALLOW_PRIVATE.default(true),
+  EGRESS_ALLOWED_CIDRS: egressVars.EGRESS_ALLOWED_CIDRS,
+  APPS_PROBE_INTERVAL: vars.duration('5m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
 });
 const logger = createLogger('workauto', config.LOG_LEVEL);
 const dataDir = resolve(config.DATA_DIR);
@@ -76,6 +81,8 @@ const stack = await startStack({
   gatewayPort: config.PORT,
   kafkaBrokers: config.KAFKA_BROKERS,
   gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE },
+  egress: { allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS },
+  apps: { probeIntervalMs: config.APPS_PROBE_INTERVAL },
   logger,
 });
 

@@ -2,7 +2,9 @@ import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
+import { createAppsService } from '@workauto/apps';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
+import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createTransport, type EventTransport } from '@workauto/events';
 import type { CallerKeys } from '@workauto/grpc';
@@ -30,6 +32,10 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
+  /** The egress policy of calls to tenants' URLs (MCP servers); make dev and tests allow private addresses. */
+  egress?: EgressPolicyOptions;
+  /** The apps service's probe schedule and timeouts (tests shorten them). */
+  apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
 }
 
 export interface Stack {
@@ -72,6 +78,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
     );
+    const appsEgress = new EgressPolicy(opts.egress ?? { allowPrivate: true });
+    const apps = await createAppsService(
+      { ...common, databaseUrl: await db('apps'), encryptionKeys: opts.encryptionKeys, egress: appsEgress, ...opts.apps },
+      logger.child({ component: 'apps' }),
+    );
+    services.apps = { port: apps.port, stop: () => apps.stop().finally(() => appsEgress.close()) };
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
       logger: logger.child({ component: 'gateway' }), databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,

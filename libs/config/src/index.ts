@@ -28,8 +28,26 @@ export function loadConfig<S extends z.ZodRawShape>(
   return result.data;
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `500ms`, `30s`, `5m`, `2h`, `5d` (a whole number and a unit) in milliseconds; undefined if it is not one. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim());
+  return m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : undefined;
+}
+
 /** Common variable shapes, so every service spells them the same way. */
 export const vars = {
+  /** A duration such as `30s`, `5m`, `24h`, `5d` (also `500ms`), in milliseconds. */
+  duration: (fallback: string) =>
+    z.string().default(fallback).transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: 'expected a duration: a whole number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 24h' });
+        return z.NEVER;
+      }
+      return ms;
+    }),
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   url: () => z.string().url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -18,7 +18,7 @@ const ECHO = raw('/test.Test/Echo');
 const BROKEN = raw('/test.Test/Broken');
 const HANG = raw('/test.Test/Hang');
 
-type Behaviour = 'ok' | 'internal' | 'hang';
+type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away';
 
 /** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
 async function startServer(behaviours: Record<string, Behaviour>, health: 'serving' | 'hang'): Promise<{ address: string; server: grpc.Server }> {
@@ -30,9 +30,14 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
       path: `/test.Test/${name}`, requestStream: false, responseStream: false,
       requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b,
     };
-    impl[name] = (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+    impl[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+      call.on('cancelled', () => cancelledOnServer++);
       if (behaviour === 'ok') cb(null, Buffer.from('ok'));
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
+      // The service itself answers 503 with a reason (e.g. a third party it asked is down).
+      else if (behaviour === 'answered-unavailable') cb(toServiceError(errors.unavailable('PROVIDER_DOWN', 'the provider is down'), 'test.workauto'));
+      // The service's own database is away (what toServiceError makes of a refused connection).
+      else if (behaviour === 'database-away') cb(toServiceError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'test.workauto'));
       // 'hang': never answers
     };
   }
@@ -47,6 +52,9 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
   return { address: `127.0.0.1:${port}`, server };
 }
+
+/** Calls the servers saw cancelled by their client. */
+let cancelledOnServer = 0;
 
 const codeOf = (p: Promise<unknown>) => p.then(() => grpc.status.OK, (e: { code: number }) => e.code);
 
@@ -66,6 +74,52 @@ describe('Downstream circuit breaker', () => {
     for (let i = 0; i < 50; i++) assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL);
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
     assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL, 'still tried, not refused by an open circuit');
+  });
+
+  it('never opens on UNAVAILABLE the service answered itself (with a reason): only the way to the service counts', async () => {
+    const { address, server } = await startServer({ Echo: 'ok', Answered: 'answered-unavailable' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { volumeThreshold: 3 });
+    clients.push(d);
+    const ANSWERED = raw('/test.Test/Answered');
+    for (let i = 0; i < 20; i++) {
+      const err = await d.call(ANSWERED, Buffer.alloc(0)).catch((e: unknown) => e);
+      assert.equal(decodeStatusDetails(err as grpc.ServiceError).reason, 'PROVIDER_DOWN', `call ${i} reached the service and kept its reason`);
+    }
+    assert.equal(d.isDown, false);
+  });
+
+  it('still counts the kit\'s own "service unwell" reasons: a service whose database is away is checked and marked down', async () => {
+    const { address, server } = await startServer({ Away: 'database-away' }, 'hang');
+    servers.push(server);
+    const d = new Downstream('svc', address, { volumeThreshold: 3, healthTimeoutMs: 100 });
+    clients.push(d);
+    const AWAY = raw('/test.Test/Away');
+    const first = await d.call(AWAY, Buffer.alloc(0)).catch((e: unknown) => e);
+    assert.equal(decodeStatusDetails(first as grpc.ServiceError).reason, 'DATABASE_UNAVAILABLE');
+    const end = Date.now() + 2_000;
+    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(d.isDown, true, 'the failure started a health check, which found the service unwell');
+  });
+
+  it('cancels a call in flight when its signal aborts: the caller gets the reason at once and the service sees the cancel', async () => {
+    const { address, server } = await startServer({ Hang: 'hang' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { deadlineMs: 30_000 });
+    clients.push(d);
+    const before = cancelledOnServer;
+    const controller = new AbortController();
+    const reason = new Error('the run was cancelled');
+    setTimeout(() => controller.abort(reason), 100);
+    const started = Date.now();
+    const err = await d.call(HANG, Buffer.alloc(0), { signal: controller.signal }).catch((e: unknown) => e);
+    assert.equal(err, reason);
+    assert.ok(Date.now() - started < 1_000);
+    const end = Date.now() + 2_000;
+    while (cancelledOnServer === before && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(cancelledOnServer, before + 1);
+    assert.equal(await d.call(HANG, Buffer.alloc(0), { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e), reason, 'an aborted signal never starts the call');
+    assert.equal(d.isDown, false, 'a cancel is not a failure of the service');
   });
 
   it('opens a slow method alone while the service\'s health answers: its other methods keep working', async () => {

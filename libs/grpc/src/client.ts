@@ -53,8 +53,17 @@ const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLIN
 
 function isTransportFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'number' && TRANSPORT_FAILURES.has(code);
+  if (typeof code !== 'number' || !TRANSPORT_FAILURES.has(code)) return false;
+  // A status with a service-specific reason is the service's own answer about a third party it
+  // asked (an app's MCP server, BYOK_PROBE_UNAVAILABLE): the service is well and must keep being
+  // asked. The kit's own reasons say the service itself is unwell (its database is away, a handler
+  // ran past its deadline) and count, as a status without a reason does.
+  const reason = decodeStatusDetails(err as grpc.ServiceError).reason;
+  return !reason || SERVICE_UNWELL_REASONS.has(reason);
 }
+
+/** Reasons the kit gives when the service itself cannot answer (errors.ts, server.ts). */
+const SERVICE_UNWELL_REASONS = new Set(['DATABASE_UNAVAILABLE', 'DATABASE_TIMEOUT', 'DEADLINE_EXCEEDED', 'SERVICE_UNAVAILABLE']);
 
 const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
 
@@ -113,23 +122,38 @@ export class Downstream {
     return this.down;
   }
 
-  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number } = {}): Promise<Res> {
+  /**
+   * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
+   * with the signal's reason, which never counts against the circuit.
+   */
+  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {}): Promise<Res> {
     if (this.down) {
       this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
       return Promise.reject(this.unavailable());
     }
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
-        this.client.makeUnaryRequest(
+        const onAbort = () => {
+          call.cancel();
+          reject(signal!.reason);
+        };
+        const call = this.client.makeUnaryRequest(
           method.path,
           method.requestSerialize,
           method.responseDeserialize,
           request,
           opts.metadata ?? new grpc.Metadata(),
           { deadline },
-          (err, response) => (err ? reject(err) : resolve(response as Res)),
+          (err, response) => {
+            signal?.removeEventListener('abort', onAbort);
+            if (err) reject(err);
+            else resolve(response as Res);
+          },
         );
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
     return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
       if ((err as { code?: unknown }).code === 'EOPENBREAKER') {

@@ -80,7 +80,9 @@ export const errors = {
     new DomainError(grpc.status.FAILED_PRECONDITION, reason, message, { httpStatus }),
   permissionDenied: (reason: string, message: string) => new DomainError(grpc.status.PERMISSION_DENIED, reason, message),
   unauthenticated: (reason: string, message: string) => new DomainError(grpc.status.UNAUTHENTICATED, reason, message),
-  unavailable: (reason: string, message: string) => new DomainError(grpc.status.UNAVAILABLE, reason, message),
+  /** 503; metadata names what was unavailable (e.g. the app whose server failed). */
+  unavailable: (reason: string, message: string, metadata?: Record<string, string>) =>
+    new DomainError(grpc.status.UNAVAILABLE, reason, message, metadata ? { metadata } : {}),
 };
 
 /** Builds the grpc-js error a handler's failure is sent as. Unknown errors become a bare INTERNAL. */

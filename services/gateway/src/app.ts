@@ -80,7 +80,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
   const deadlineMs = options.deadlineMs ?? 5_000;
   // A first request holds its key for its deadline plus a margin; after that a retry may take over.
-  const idempotency = new IdempotencyStore(pool, keyring, deadlineMs + 10_000, logger);
+  // The longest deadline any route declares bounds the hold, so a slow rpc's retry never runs it twice.
+  const longestDeadlineMs = Math.max(deadlineMs, ...routes.map((r) => r.deadlineMs ?? 0));
+  const idempotency = new IdempotencyStore(pool, keyring, longestDeadlineMs + 10_000, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);
 

@@ -104,7 +104,10 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
 
     let response: Record<string, unknown>;
     try {
-      response = await downstream.call(methods.get(route)!, encoded, { metadata: signer.metadata(caller, callerAudience(route.grpcPath)) });
+      response = await downstream.call(methods.get(route)!, encoded, {
+        metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
+        ...(route.deadlineMs ? { deadlineMs: route.deadlineMs } : {}),
+      });
     } catch (err) {
       if (idempotencyKey) {
         const failure = toHttpError(err, res.locals.requestId as string);

@@ -76,6 +76,15 @@ describe('path templates', () => {
     assert.equal(compileTemplate('/api/v1/a.b').pattern.test('/api/v1/aXb'), false, 'literal dots are literal');
   });
 
+  it('give rpcs that wait on a tenant\'s server their declared deadline; internal apps rpcs get no route', () => {
+    const apps = buildRoutes(loadProtoRoot(['workauto/apps/v1/apps.proto']));
+    const by = (rpc: string) => apps.find((r) => r.rpc === rpc);
+    assert.equal(by('ProbeApp')!.deadlineMs, 20_000);
+    assert.equal(by('CallTool')!.deadlineMs, 70_000);
+    assert.equal(by('GetApp')!.deadlineMs, undefined, 'the gateway default applies');
+    assert.equal(by('ListAgentTools'), undefined, 'ListAgentTools is for the agents service only');
+  });
+
   it('refuse what the gateway cannot serve, at start-up', () => {
     assert.throws(() => compileTemplate('/api/v1/{name=things/*}'), /neither a literal nor/);
     assert.throws(() => compileTemplate('/api/v1/things/{id}:cancel'), /neither a literal nor/);

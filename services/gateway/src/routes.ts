@@ -38,6 +38,8 @@ export interface Route {
   /** 201 for Create*, 204 for google.protobuf.Empty, 302 for a Redirect, else 200. */
   successStatus: number;
   description: string;
+  /** The policy's deadline_ms: this rpc's downstream deadline instead of the gateway's default. */
+  deadlineMs?: number;
 }
 
 /** The public name of a route-table entry (what `Gateway.routes` holds). */
@@ -158,6 +160,7 @@ export function buildRoutes(root: protobuf.Root): Route[] {
               : method.name.startsWith('Create') ? 201
               : 200,
             description: (method.comment ?? '').trim(),
+            ...(Number(policy.deadline_ms) > 0 ? { deadlineMs: Number(policy.deadline_ms) } : {}),
           });
         }
       } else if (obj instanceof protobuf.Namespace) {

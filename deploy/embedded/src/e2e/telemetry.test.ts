@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
+import { startMcpServer } from '@workauto/apps/test-support';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
 interface Span { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; service: string }
@@ -99,8 +100,25 @@ describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false :
     assert.equal(consumed.parentSpanId, recordedBy, 'the consumer span is a child of the span in the traceparent header');
     assert.match(consumed.name, /^process .*audit/);
 
+    // An app's secret travels to its MCP server on a probe and a tool call, and into no span.
+    const appSecret = `app-secret-${randomBytes(8).toString('hex')}`;
+    const mcp = await startMcpServer({ transport: 'streamable', auth: { header: 'authorization', value: `Bearer ${appSecret}` }, tools: [{ name: 'echo' }] });
+    try {
+      const created = await call('POST', '/apps', key, { slug: 'traced', display_name: 'Traced', mcp_server_url: mcp.url, auth: { type: 'bearer', secret: appSecret } });
+      assert.equal(created.status, 201, JSON.stringify(created.body) + cluster.output());
+      assert.equal((await call('POST', '/apps/traced/probe', key, {})).body.status, 'healthy');
+      await call('PATCH', '/apps/traced', key, { enabled_tools: ['echo'] });
+      assert.equal((await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } })).status, 200);
+      assert.equal(mcp.calls.at(-1)?.headers.authorization, `Bearer ${appSecret}`);
+      for (let i = 0; i < 100 && !spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)); i++) await sleep(100);
+      assert.ok(spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)), `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`);
+    } finally {
+      await mcp.close();
+    }
+
     const all = exported.join('\n');
     assert.ok(all.length > 1000, 'spans were exported');
+    assert.ok(!all.includes(appSecret), 'the app secret is in no span');
     assert.ok(!all.includes(key), 'the API key is in no span');
     assert.ok(!all.includes(adminToken), 'the admin token is in no span');
   });

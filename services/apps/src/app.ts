@@ -1,0 +1,56 @@
+import { fileURLToPath } from 'node:url';
+import { Keyring } from '@workauto/crypto';
+import { EgressPolicy } from '@workauto/egress';
+import { createLogger, type Logger } from '@workauto/logger';
+import { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
+import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
+import { appsHandlers } from './handlers/index.js';
+import { Prober } from './probes.js';
+
+export interface AppsConfig extends ServiceConfig {
+  /** ENCRYPTION_KEYS: the keyring the apps' secrets are encrypted with. */
+  encryptionKeys: string;
+  /** The egress policy every request to an MCP server goes through (EgressPolicy.fromEnv in main). */
+  egress: EgressPolicy;
+  /** APPS_PROBE_INTERVAL (default 5 min). */
+  probeIntervalMs?: number;
+  /** One probe's timeout, manual and scheduled (contract: 10 s; shorter in tests). */
+  probeTimeoutMs?: number;
+  /** APPS_TOOL_CALL_TIMEOUT_MS (default 60 s). */
+  toolCallTimeoutMs?: number;
+  /** Probes one replica runs at once (default 8). */
+  probeConcurrency?: number;
+}
+export type { RunningService };
+
+export const PROBE_TIMEOUT_MS = 10_000;
+export const TOOL_CALL_TIMEOUT_MS = 60_000;
+export const PROBE_INTERVAL_MS = 5 * 60_000;
+
+/** apps with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
+export function createAppsService(config: AppsConfig, logger: Logger = createLogger('apps')): Promise<RunningService> {
+  const keyring = Keyring.fromEnv(config.encryptionKeys);
+  let prober: Prober | undefined;
+  const proberOf = (pool: ConstructorParameters<typeof Prober>[0]['pool']) =>
+    (prober ??= new Prober({
+      pool, keyring, egress: config.egress, logger,
+      intervalMs: config.probeIntervalMs ?? PROBE_INTERVAL_MS,
+      timeoutMs: config.probeTimeoutMs ?? PROBE_TIMEOUT_MS,
+      ...(config.probeConcurrency ? { concurrency: config.probeConcurrency } : {}),
+    }));
+  return startService(
+    {
+      name: 'apps',
+      errorDomain: 'apps.workauto',
+      protoFile: 'workauto/apps/v1/apps.proto',
+      grpcService: 'workauto.apps.v1.AppsService',
+      definition: AppsServiceService,
+      migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
+      handlers: (pool) =>
+        appsHandlers({ pool, keyring, egress: config.egress, prober: proberOf(pool), logger, toolCallTimeoutMs: config.toolCallTimeoutMs ?? TOOL_CALL_TIMEOUT_MS }),
+      workers: ({ pool }) => [proberOf(pool).worker()],
+    },
+    config,
+    logger,
+  );
+}

@@ -1,0 +1,73 @@
+import type { Keyring } from '@workauto/crypto';
+import type { Pool } from '@workauto/db';
+import type { EgressPolicy } from '@workauto/egress';
+import { enumMapping } from '@workauto/grpc';
+import type { Logger } from '@workauto/logger';
+import { resourceJsonOf } from '@workauto/protos';
+import { App, AppStatus, AuthType, type DiscoveredTool } from '@workauto/protos/workauto/apps/v1/apps.js';
+import type { AppRow, ToolRow } from '../repo/apps.js';
+import type { Prober } from '../probes.js';
+
+export const SOURCE = 'apps';
+export const authTypes = enumMapping(AuthType, 'AUTH_TYPE_');
+export const statuses = enumMapping(AppStatus, 'APP_STATUS_');
+
+/** Field limits (docs/apps.md). */
+export const LIMITS = {
+  displayName: 200,
+  description: 2_000,
+  enabledTools: 1_000,
+  arguments: 256 * 1024,
+};
+
+export interface AppsDeps {
+  pool: Pool;
+  keyring: Keyring;
+  egress: EgressPolicy;
+  prober: Prober;
+  logger: Logger;
+  /** One tool call's timeout. */
+  toolCallTimeoutMs: number;
+}
+
+/** AAD of an app's stored secret: a ciphertext copied to another app or tenant does not decrypt. */
+export const secretContext = (tenantId: string, appId: string) => `app_auth:${tenantId}:${appId}`;
+
+export function toTool(row: ToolRow): DiscoveredTool {
+  return {
+    name: row.name,
+    input_schema: row.input_schema,
+    first_seen_at: row.first_seen_at,
+    last_seen_at: row.last_seen_at,
+    description: row.description ?? undefined,
+    stale: row.stale,
+  };
+}
+
+export function toApp(row: AppRow, tools: ToolRow[]): App {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    slug: row.slug,
+    display_name: row.display_name,
+    mcp_server_url: row.mcp_server_url,
+    auth_type: authTypes.fromDomain(row.auth_type),
+    status: statuses.fromDomain(row.status),
+    consecutive_probe_failures: row.consecutive_probe_failures,
+    discovered_tools: tools.map(toTool),
+    enabled_tools: row.enabled_tools,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    auth_header_name: row.auth_header_name ?? undefined,
+    auth_hint: row.auth_hint ?? undefined,
+    description: row.description ?? undefined,
+    last_healthy_at: row.last_healthy_at ?? undefined,
+    last_probed_at: row.last_probed_at ?? undefined,
+    status_reason: row.status_reason ?? undefined,
+  };
+}
+
+const resourceJson = resourceJsonOf('workauto/apps/v1/apps.proto', 'workauto.apps.v1');
+/** Event data: the App as GET /apps/{slug} returns it (no secret: App has no field for it). */
+export const appData = (row: AppRow, tools: ToolRow[]) => resourceJson('App', App, toApp(row, tools));

@@ -1,0 +1,1 @@
+export { createAppsService, type AppsConfig, type RunningService } from './app.js';

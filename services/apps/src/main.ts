@@ -1,0 +1,29 @@
+import { vars, z } from '@workauto/config';
+import { runService } from '@workauto/service/main';
+
+await runService({
+  name: 'apps',
+  grpcPort: 50056,
+  env: {
+    ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
+    APPS_PROBE_INTERVAL: vars.duration('5m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
+    APPS_TOOL_CALL_TIMEOUT_MS: vars.milliseconds(60_000),
+  },
+  start: async (config, env, logger) => {
+    // Imported here, after telemetry started, so its instrumentations see grpc and pg (libs/egress
+    // loads both through @workauto/grpc). EGRESS_ALLOW_PRIVATE / EGRESS_ALLOWED_CIDRS are read and
+    // checked by EgressPolicy.fromEnv: a bad value fails the start with a message naming it.
+    const { EgressPolicy } = await import('@workauto/egress');
+    const { createAppsService } = await import('./app.js');
+    return createAppsService(
+      {
+        ...config,
+        encryptionKeys: env.ENCRYPTION_KEYS,
+        egress: EgressPolicy.fromEnv(),
+        probeIntervalMs: env.APPS_PROBE_INTERVAL,
+        toolCallTimeoutMs: env.APPS_TOOL_CALL_TIMEOUT_MS,
+      },
+      logger,
+    );
+  },
+});

@@ -1,0 +1,107 @@
+/**
+ * A session with a tenant's MCP server through the official SDK client: Streamable HTTP first,
+ * SSE when the server answers the Streamable POST with 404 or 405 (servers that predate it), every
+ * HTTP request through the egress policy, and one deadline for the whole exchange.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { EgressError, EgressTimeoutError, type EgressPolicy } from '@workauto/egress';
+import { classifyFailure, type Failure, type Observed } from '../domain/failures.js';
+
+/** The credential headers of an app (never logged). */
+export type AuthHeaders = Record<string, string>;
+
+export interface SessionOptions {
+  url: string;
+  headers: AuthHeaders;
+  egress: EgressPolicy;
+  timeoutMs: number;
+  /** Secrets to blank out of any text kept from the exchange (a reason, an error). */
+  secrets: string[];
+  signal?: AbortSignal | undefined;
+}
+
+/** A failure of an exchange with an MCP server, already classified (docs/apps.md "Probing"). */
+export class McpExchangeError extends Error {
+  override name = 'McpExchangeError';
+  constructor(readonly failure: Failure) {
+    super(failure.reason);
+  }
+}
+
+const CLIENT_INFO = { name: 'workauto-apps', version: '1.0.0' };
+
+/**
+ * Runs `work` with a connected client and closes it. Throws McpExchangeError (classified) on any
+ * failure; `work` gets the remaining time for its own requests.
+ */
+export async function withMcpSession<T>(options: SessionOptions, work: (client: Client, request: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+  const deadlineAt = Date.now() + options.timeoutMs;
+  const deadline = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+  const observed: Observed = { statuses: [], fetchErrors: [], timedOut: false, timeoutMs: options.timeoutMs, host: URL.parse(options.url)?.hostname ?? '' };
+  const remaining = () => Math.max(1, deadlineAt - Date.now());
+
+  // Every request of the SDK goes through the egress policy, bounded by the session's deadline; what
+  // happened on the wire is kept for the classification (the SDK's errors do not always carry it).
+  const fetch = async (url: string | URL, init?: RequestInit): Promise<Response> => {
+    try {
+      const response = await options.egress.fetch(url, {
+        ...init,
+        signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal,
+        timeoutMs: remaining(),
+      });
+      observed.statuses.push({ method: init?.method ?? 'GET', status: response.status });
+      return response;
+    } catch (err) {
+      if (err instanceof EgressError) observed.fetchErrors.push(err);
+      throw err;
+    }
+  };
+  // redirectPolicy 'follow' makes the SDK hand every response of our fetch back as it is (its default
+  // follows same-origin redirects itself); egress.fetch never follows one, so a 3xx fails the exchange.
+  const transportOptions = { fetch, requestInit: { headers: options.headers }, redirectPolicy: 'follow' as const };
+
+  const attempt = async (transport: Transport): Promise<T> => {
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    try {
+      await client.connect(transport, { signal, timeout: remaining() });
+      return await work(client, { signal, timeout: remaining() });
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  };
+
+  const run = async (): Promise<T> => {
+    const url = new URL(options.url);
+    try {
+      return await attempt(new StreamableHTTPClientTransport(url, transportOptions));
+    } catch (err) {
+      // Servers that speak only the older HTTP+SSE transport answer the Streamable POST with 404 or 405.
+      if (err instanceof StreamableHTTPError && (err.code === 404 || err.code === 405)) {
+        observed.statuses.length = 0;
+        return await attempt(new SSEClientTransport(url, transportOptions));
+      }
+      throw err;
+    }
+  };
+
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      observed.timedOut = true;
+      reject(new EgressTimeoutError(`no answer within ${options.timeoutMs} ms`));
+    }, options.timeoutMs);
+  });
+  try {
+    return await Promise.race([run(), timedOut]);
+  } catch (err) {
+    if (options.signal?.aborted && !deadline.aborted) throw options.signal.reason;
+    if (deadline.aborted) observed.timedOut = true;
+    throw new McpExchangeError(classifyFailure(err, observed, options.secrets));
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,76 @@
+/** The apps service on a fresh database for its own tests, called over real gRPC. */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import * as grpc from '@grpc/grpc-js';
+import pg from 'pg';
+import { Keyring } from '@workauto/crypto';
+import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
+import { createLogger } from '@workauto/logger';
+import { AppsServiceService as S } from '@workauto/protos/workauto/apps/v1/apps.js';
+import { callAs, failure, testCallerKeys, testDatabase, TestClient } from '@workauto/testing';
+import { createAppsService, type AppsConfig, type RunningService } from './app.js';
+
+export { S, failure };
+
+export interface StartOptions {
+  databaseUrl?: string;
+  egress?: EgressPolicyOptions;
+  probeIntervalMs?: number;
+  probeTimeoutMs?: number;
+  toolCallTimeoutMs?: number;
+  encryptionKeys?: string;
+  logLevel?: string;
+}
+
+export async function startApps(options: StartOptions = {}) {
+  const databaseUrl = options.databaseUrl ?? (await testDatabase('apps'));
+  const encryptionKeys = options.encryptionKeys ?? Keyring.generateSpec();
+  const egress = new EgressPolicy(options.egress ?? { allowPrivate: true });
+  const config: AppsConfig = {
+    databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, encryptionKeys, egress,
+    // Hour-long by default: the tests see only the probe a create or a URL change starts.
+    probeIntervalMs: options.probeIntervalMs ?? 3_600_000,
+    probeTimeoutMs: options.probeTimeoutMs ?? 1_500,
+    toolCallTimeoutMs: options.toolCallTimeoutMs ?? 1_500,
+  };
+  const service: RunningService = await createAppsService(config, createLogger('apps', options.logLevel ?? 'silent'));
+  const client = new TestClient('apps', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+  return {
+    databaseUrl,
+    encryptionKeys,
+    client,
+    db,
+    /** Event types of the tenant's outbox, in order. */
+    async events(tenantId: string): Promise<string[]> {
+      const { rows } = await db.query<{ event_type: string }>('SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq', [tenantId]);
+      return rows.map((r) => r.event_type);
+    },
+    /** Every outbox payload of the tenant, as text (to look for secrets in). */
+    async outboxText(tenantId: string): Promise<string> {
+      const { rows } = await db.query<{ payload: Buffer }>('SELECT payload FROM outbox WHERE tenant_id = $1 ORDER BY seq', [tenantId]);
+      return rows.map((r) => r.payload.toString('latin1')).join('\n');
+    },
+    async stop() {
+      client.close();
+      await db.end();
+      await service.stop();
+      await egress.close();
+    },
+  };
+}
+
+export type Apps = Awaited<ReturnType<typeof startApps>>;
+
+/** A fresh tenant: call options acting for it. */
+export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
+  const id = randomUUID();
+  return { id, call: callAs(id, randomUUID(), randomUUID()) };
+}
+
+/** The fields of a 400's violations. */
+export async function badFields(p: Promise<unknown>): Promise<string[]> {
+  const err = await failure(p);
+  assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`);
+  return err.fieldViolations.map((v) => v.field);
+}
