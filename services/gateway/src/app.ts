@@ -159,8 +159,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         // and a second more to be answered, then remaining sockets are ended. (terminationGracePeriodSeconds
         // must cover the preStop sleep plus this.)
         const force = setTimeout(() => s.closeAllConnections(), deadlineMs + 1_000);
+        // A keep-alive connection turns idle once its last response is written: end it then, so the
+        // process exits as soon as the requests in flight are answered.
+        const idle = setInterval(() => s.closeIdleConnections(), 100);
         await closed;
         clearTimeout(force);
+        clearInterval(idle);
       }
       for (const d of downstreams.values()) d.close();
       idempotency.stop();

@@ -451,8 +451,10 @@ describe('gateway in front of identity', () => {
     await lock.query('ROLLBACK');
     await lock.end();
     const res = await inFlight;
+    const answeredAt = Date.now();
     await closed;
     assert.ok(!(res instanceof Error), `the call in flight got its answer instead of a closed connection (${String(res)})`);
+    assert.ok(Date.now() - answeredAt < 1_000, 'and the gateway closed soon after the last answer, not at its deadline');
     assert.ok(res.status >= 400 && res.status < 600 && res.body?.error, `an answer in the contract shape: ${res.text}`);
   });
 
