@@ -13,7 +13,7 @@ import { freePort, healthStatus } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Start order; stopped in reverse (the gateway first). */
-const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'apps', 'gateway'] as const;
+const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'apps', 'calendar', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 export interface ServiceProcesses {
@@ -47,10 +47,10 @@ export async function startServiceProcesses(opts: {
 }): Promise<ServiceProcesses> {
   const db = async (service: ServiceName, database: string) =>
     opts.databaseUrls?.[service] ?? ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${database}`);
-  const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), apps: await freePort(), gateway: await freePort() };
+  const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), apps: await freePort(), calendar: await freePort(), gateway: await freePort() };
   const grpcAddresses = {
     identity: `127.0.0.1:${ports.identity}`, 'notes-tasks': `127.0.0.1:${ports['notes-tasks']}`, 'crm-pipelines': `127.0.0.1:${ports['crm-pipelines']}`,
-    apps: `127.0.0.1:${ports.apps}`,
+    apps: `127.0.0.1:${ports.apps}`, calendar: `127.0.0.1:${ports.calendar}`,
   };
   const callerKeys = generateCallerKeys('gateway');
   const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: callerKeys.verifyKeys };
@@ -60,10 +60,11 @@ export async function startServiceProcesses(opts: {
     'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm-pipelines', 'crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
     // MCP servers of the tests run on loopback.
     apps: { ...grpc, DATABASE_URL: await db('apps', 'apps'), GRPC_PORT: String(ports.apps), EGRESS_ALLOW_PRIVATE: 'true' },
+    calendar: { ...grpc, DATABASE_URL: await db('calendar', 'calendar'), GRPC_PORT: String(ports.calendar) },
     gateway: {
       ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,
       IDENTITY_ADDR: grpcAddresses.identity, NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'],
-      APPS_ADDR: grpcAddresses.apps,
+      APPS_ADDR: grpcAddresses.apps, CALENDAR_ADDR: grpcAddresses.calendar,
     },
   };
   const children = new Map<string, { proc: ChildProcess; output: string[] }>();

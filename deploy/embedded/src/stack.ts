@@ -3,6 +3,7 @@ import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
 import { createAppsService } from '@workauto/apps';
+import { createCalendarService } from '@workauto/calendar';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
@@ -84,6 +85,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       logger.child({ component: 'apps' }),
     );
     services.apps = { port: apps.port, stop: () => apps.stop().finally(() => appsEgress.close()) };
+    services.calendar = await createCalendarService(
+      { ...common, databaseUrl: await db('calendar') },
+      logger.child({ component: 'calendar' }),
+    );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
       logger: logger.child({ component: 'gateway' }), databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,

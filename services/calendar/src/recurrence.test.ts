@@ -7,6 +7,7 @@ import {
   MAX_OCCURRENCES,
   nextOccurrence,
   RecurrenceError,
+  seriesEnd,
   splitSeries,
   type EventTimes,
   type Occurrence,
@@ -249,6 +250,15 @@ describe('next occurrence', () => {
     // Friday 6 March 12:00 New York: that day's occurrence has begun; the next is 13 March 00:00 EDT.
     assert.equal(nextOccurrence(days, at('2026-03-06T17:00:00Z'))?.toISOString(), '2026-03-13T04:00:00.000Z');
     assert.equal(nextOccurrence(days, at('2026-03-06T04:59:59Z'))?.toISOString(), '2026-03-06T05:00:00.000Z');
+  });
+});
+
+describe('series end', () => {
+  it('is the end of the last occurrence for COUNT, an upper bound for UNTIL, and null without either', () => {
+    assert.equal(seriesEnd(timed('2026-03-06T07:30:00Z', '2026-03-06T08:00:00Z', 'America/New_York', 'FREQ=DAILY;COUNT=5'))?.toISOString(), '2026-03-11T07:00:00.000Z', 'the skipped DST-gap day is not counted');
+    assert.equal(seriesEnd(timed('2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z', 'UTC', 'FREQ=DAILY;UNTIL=20260610T090000Z'))?.toISOString(), '2026-06-10T10:00:00.000Z');
+    assert.equal(seriesEnd(allDay('2026-07-01', '2026-07-03', 'America/New_York', 'FREQ=WEEKLY;UNTIL=20260715'))?.toISOString(), '2026-07-17T04:00:00.000Z');
+    assert.equal(seriesEnd(timed('2026-06-01T09:00:00Z', '2026-06-01T10:00:00Z', 'UTC', 'FREQ=WEEKLY')), null);
   });
 });
 

@@ -195,6 +195,8 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     const success =
       r.successStatus === 302 ? { description: 'Redirect to Location', headers: { Location: { schema: { type: 'string', format: 'uri-reference' } } } }
       : r.successStatus === 204 ? { description: 'Done; no content' }
+      // google.api.HttpBody: the bytes themselves, with the content type the service chose (the rpc's description says which).
+      : r.responseType.fullName === '.google.api.HttpBody' ? { description: 'OK: the body as its Content-Type says', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } }
       : { description: r.successStatus === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: responseSchema } } };
     const op: Record<string, unknown> = {
       operationId,

@@ -121,10 +121,19 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     } finally {
       if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
+    if (route.responseType.fullName === HTTP_BODY) return sendHttpBody(res, route, response);
     const out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
     if (idempotencyKey) await idempotency.record(scope, idempotencyKey, out);
     send(res, out);
   };
+}
+
+/** A google.api.HttpBody response (AIP-style non-JSON bodies, e.g. an iCalendar feed): its bytes with its content type. */
+export const HTTP_BODY = '.google.api.HttpBody';
+
+function sendHttpBody(res: Response, route: Route, response: Record<string, unknown>): void {
+  const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };
+  res.status(route.successStatus).type(type || 'application/octet-stream').send(Buffer.from(data ?? new Uint8Array()));
 }
 
 /** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */

@@ -104,4 +104,11 @@ describe('path templates', () => {
       } message Req { string id = 1; string name = 2; }`;
     assert.throws(() => buildRoutes(rootFromSource(twice)), /both claim GET/);
   });
+
+  it('serves google.api.HttpBody responses on GET routes only (a raw body is not a replayable JSON response)', () => {
+    const raw = (verb: string) => `syntax = "proto3"; package workauto.raw.v1; import "google/api/annotations.proto"; import "google/api/httpbody.proto";
+      service RawService { rpc Feed(Req) returns (google.api.HttpBody) { option (google.api.http) = {${verb}: "/api/v1/feed/{id}"}; } } message Req { string id = 1; }`;
+    assert.equal(buildRoutes(rootFromSource(raw('get')))[0]!.responseType.fullName, '.google.api.HttpBody');
+    assert.throws(() => buildRoutes(rootFromSource(raw('post'))), /HttpBody responses are for GET routes only/);
+  });
 });

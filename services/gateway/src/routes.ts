@@ -136,6 +136,8 @@ export function buildRoutes(root: protobuf.Root): Route[] {
           const body = http.body ?? '';
           const responseBody = http.response_body ?? '';
           checkBindings(where, requestType, responseType, compiled.params, body, responseBody);
+          // A raw body is not replayable JSON (Idempotency-Key records): only reads may return one.
+          if (responseType.fullName === '.google.api.HttpBody' && verb !== 'get') throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
           const auth = AUTH[policy.auth ?? 'AUTH_UNSPECIFIED'];
           const level = LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'];
           if (!auth || !level) throw new Error(`${where}: unknown policy ${JSON.stringify(policy)}`);

@@ -5,6 +5,15 @@ import { buildRoutes, type Route } from './routes.js';
 import { buildRequest } from './transcode.js';
 import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
 
+/** PUT routes with and without an update_mask (PUT /events/{id} updates only the fields it carries). */
+const PUT_PROTO = `syntax = "proto3"; package workauto.put.v1; import "google/api/annotations.proto"; import "google/protobuf/field_mask.proto";
+  service PutService {
+    rpc Carried(Carried) returns (Carried) { option (google.api.http) = {put: "/api/v1/carried/{id}" body: "*"}; }
+    rpc Replace(Replace) returns (Replace) { option (google.api.http) = {put: "/api/v1/replaced/{id}" body: "*"}; }
+  }
+  message Carried { string id = 1; optional string title = 2; optional string note = 3; google.protobuf.FieldMask update_mask = 4; }
+  message Replace { string id = 1; optional string title = 2; }`;
+
 const routes = buildRoutes(rootFromSource(FIXTURE_PROTO));
 const route = (rpc: string): Route => routes.find((r) => r.rpc === rpc)!;
 const ID = '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d';
@@ -86,5 +95,20 @@ describe('path variables and bodies', () => {
   it('report every violation of the path, query and body at once', () => {
     const fields = refused(() => buildRequest(route('SetLabel'), { thing_id: 'x', key: 'k' }, { extra: '1' }, { colour: 'red' }));
     assert.deepEqual(fields.sort(), ['extra', 'label.colour', 'thing_id']);
+  });
+});
+
+describe('PUT with an update_mask', () => {
+  const put = buildRoutes(rootFromSource(PUT_PROTO));
+  const by = (rpc: string) => put.find((r) => r.rpc === rpc)!;
+
+  it('gets the body\'s keys as the mask, nulls included (they clear), as PATCH does', () => {
+    const req = buildRequest(by('Carried'), { id: ID }, {}, { title: 'x', note: null });
+    assert.deepEqual(req, { id: ID, title: 'x', update_mask: { paths: ['title', 'note'] } });
+    assert.ok(refused(() => buildRequest(by('Carried'), { id: ID }, {}, { update_mask: 'title' })).includes('update_mask'), 'the mask is not the client\'s to send');
+  });
+
+  it('leaves a full-replace PUT (no update_mask field) as it was', () => {
+    assert.deepEqual(buildRequest(by('Replace'), { id: ID }, {}, { title: 'x' }), { id: ID, title: 'x' });
   });
 });

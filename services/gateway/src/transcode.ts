@@ -74,7 +74,8 @@ export function buildRequest(route: Route, params: Record<string, string>, query
   const hasBody = body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
 
   if (route.body === '*') {
-    const maskField = route.method === 'PATCH' ? updateMaskField(type) : undefined;
+    // PATCH, and a PUT that updates only the fields it carries (PUT /events/{id}) when its request has an update_mask.
+    const maskField = route.method === 'PATCH' || route.method === 'PUT' ? updateMaskField(type) : undefined;
     const given = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
     if (maskField && given && Object.prototype.hasOwnProperty.call(given, maskField.name)) {
       out.push({ field: maskField.name, description: "is made from the body's keys; leave it out (send null to clear a field)" });

@@ -325,6 +325,11 @@ function prepare(series: Series): Prepared {
   return { parsed, timezone, isAllDay: times.is_all_day, dtstart, durationMs, durationDays, rule: make(true), ruleWithoutExdates: () => make(false) };
 }
 
+/** The instant an all-day event's date (YYYY-MM-DD) begins in its time zone. */
+export function startOfDay(date: string, timezone: string): Date {
+  return startOfDate(parseDate(date, 'start_date'), canonicalTimezone(timezone));
+}
+
 /** Maps a library value (a start) to the occurrence it begins. */
 function occurrenceAt(p: Prepared, start: { epochMilliseconds: number; toPlainDate(): { toString(): string } }): Occurrence {
   if (p.isAllDay) {
@@ -362,7 +367,7 @@ export function checkSeries(series: Series): void {
 }
 
 /** Refuses a window the contract does not allow (GET /events: from before to, at most 366 days). */
-function checkWindow(from: Date, to: Date): void {
+export function checkWindow(from: Date, to: Date): void {
   if (!Number.isFinite(from.getTime())) throw new RecurrenceError('from', 'INVALID_WINDOW', 'is not a valid timestamp: use RFC 3339');
   if (!Number.isFinite(to.getTime()) || to.getTime() <= from.getTime()) throw new RecurrenceError('to', 'INVALID_WINDOW', 'must be a timestamp after from');
   if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS) {
@@ -412,6 +417,27 @@ export function nextOccurrence(event: Omit<Series, 'rrule'> & { rrule: string | 
   }
   const next = guarded('rrule', () => p.rule.next(after, false));
   return next ? new Date(next.epochMilliseconds) : null;
+}
+
+/**
+ * When a series ends: at or after the end of its last occurrence (exactly it for COUNT rules; for
+ * UNTIL rules UNTIL plus the event's length, an upper bound that needs no expansion), or null for
+ * a series without an end. Listings skip a series whose end is before their window.
+ */
+export function seriesEnd(series: Series): Date | null {
+  const p = prepare(series);
+  const { until, count } = p.parsed;
+  if (count !== undefined) {
+    const all = guarded('rrule', () => p.ruleWithoutExdates().all());
+    const last = all[all.length - 1];
+    return last ? endOf(occurrenceAt(p, last), p.timezone) : null;
+  }
+  if (!until) return null;
+  if (p.isAllDay) {
+    const lastDate = until.kind === 'date' ? until.date : localDate(until.at, p.timezone);
+    return startOfDate(lastDate.add({ days: p.durationDays }), p.timezone);
+  }
+  return new Date((until.kind === 'utc' ? until.at.getTime() : startOfDate(until.date, p.timezone).getTime() + DAY_MS) + p.durationMs);
 }
 
 /** The occurrence whose recurrence id (original start) is `recurrenceId`, or undefined. */

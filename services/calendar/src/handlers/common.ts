@@ -1,0 +1,122 @@
+import type { Pool } from '@workauto/db';
+import { enumMapping, errors } from '@workauto/grpc';
+import { resourceJsonOf } from '@workauto/protos';
+import {
+  Availability, Calendar, CalendarEvent, EventStatus, EventType, ReminderMethod, UpdateScope, Visibility,
+} from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { RecurrenceError, type Occurrence, type Series } from '../domain/recurrence.js';
+import type { CalendarRow } from '../repo/calendars.js';
+import type { EventRow } from '../repo/events.js';
+
+export const SOURCE = 'calendar';
+export const eventTypes = enumMapping(EventType, 'EVENT_TYPE_');
+export const statuses = enumMapping(EventStatus, 'EVENT_STATUS_');
+export const availabilities = enumMapping(Availability, 'AVAILABILITY_');
+export const visibilities = enumMapping(Visibility, 'VISIBILITY_');
+export const reminderMethods = enumMapping(ReminderMethod, 'REMINDER_METHOD_');
+export const scopes = enumMapping(UpdateScope, 'UPDATE_SCOPE_');
+
+/** Field limits (docs/calendar.md). */
+export const LIMITS = {
+  calendarName: 200,
+  title: 500,
+  description: 20_000,
+  location: 1_000,
+  url: 2_048,
+  color: 32,
+  reminders: 20,
+  reminderMinutes: 40_320,
+  exdates: 1_000,
+  /** Events in one iCalendar feed. */
+  feedEvents: 5_000,
+};
+
+export interface CalendarDeps {
+  pool: Pool;
+  /** The clock next_occurrence is computed against (tests pin it). */
+  now?: () => Date;
+}
+
+export function toCalendar(row: CalendarRow): Calendar {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    name: row.name,
+    description: row.description ?? undefined,
+    timezone: row.timezone,
+    color: row.color ?? undefined,
+    metadata: row.metadata,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+/** The master's series as the recurrence engine takes it. */
+export function seriesOf(row: EventRow, extraExdates: readonly Date[] = []): Series {
+  return {
+    times: row.is_all_day
+      ? { is_all_day: true, start_date: row.start_date!, end_date: row.end_date! }
+      : { is_all_day: false, start_at: row.start_at!, end_at: row.end_at! },
+    timezone: row.timezone,
+    rrule: row.rrule!,
+    exdates: extraExdates.length ? [...row.exdates, ...extraExdates] : row.exdates,
+  };
+}
+
+/**
+ * The API's CalendarEvent of a stored row; a listed occurrence of a series is the master's record
+ * with the occurrence's times, series_id = the master and recurrence_id = its original start.
+ */
+export function toEvent(row: EventRow, extra: { next_occurrence?: Date | null; occurrence?: Occurrence } = {}): CalendarEvent {
+  const o = extra.occurrence;
+  const times = o
+    ? o.is_all_day ? { start_date: o.start_date, end_date: o.end_date } : { start_at: o.start_at, end_at: o.end_at }
+    : { start_at: row.start_at ?? undefined, end_at: row.end_at ?? undefined, start_date: row.start_date ?? undefined, end_date: row.end_date ?? undefined };
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    calendar_id: row.calendar_id,
+    title: row.title,
+    event_type: eventTypes.fromDomain(row.event_type),
+    status: statuses.fromDomain(row.status),
+    availability: availabilities.fromDomain(row.availability),
+    visibility: visibilities.fromDomain(row.visibility),
+    is_all_day: row.is_all_day,
+    sequence: row.sequence,
+    metadata: row.metadata,
+    reminders: row.reminders.map((r) => ({ method: reminderMethods.fromDomain(r.method), minutes: r.minutes })),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    color: row.color ?? undefined,
+    conference_url: row.conference_url ?? undefined,
+    description: row.description ?? undefined,
+    location: row.location ?? undefined,
+    timezone: row.timezone,
+    rrule: row.rrule ?? undefined,
+    ical_uid: row.ical_uid,
+    location_lat: row.location_lat ?? undefined,
+    location_lng: row.location_lng ?? undefined,
+    ...times,
+    next_occurrence: extra.next_occurrence ?? undefined,
+    recurrence_id: o ? o.recurrence_id : row.recurrence_id ?? undefined,
+    series_id: o ? row.id : row.series_id ?? undefined,
+    deleted_at: row.deleted_at ?? undefined,
+    exdates: row.exdates,
+    organizer_id: row.organizer_id ?? undefined,
+  };
+}
+
+// Event data is the resource exactly as the REST API returns it (docs/events.md).
+const resourceJson = resourceJsonOf('workauto/calendar/v1/calendar.proto', 'workauto.calendar.v1');
+export const calendarData = (row: CalendarRow) => resourceJson('Calendar', Calendar, toCalendar(row));
+export const eventData = (event: CalendarEvent) => resourceJson('CalendarEvent', CalendarEvent, event);
+
+/** Runs recurrence-engine work; its refusals become the 400 on the field they name. */
+export function recurrence<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (err) {
+    if (err instanceof RecurrenceError) throw errors.invalidField(err.field, err.message);
+    throw err;
+  }
+}

@@ -1,0 +1,52 @@
+import { checkEnum, checkMetadata, type Validator } from '@workauto/grpc';
+import type { CreateEventRequest, Reminder, UpdateEventRequest } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { LIMITS, availabilities, eventTypes, reminderMethods, statuses, visibilities } from './common.js';
+
+// Field checks of this service, added to one Validator so a request's problems come together.
+
+export function checkUrl(v: Validator, field: string, value: string | undefined): Validator {
+  if (value === undefined || value === '') return v;
+  let ok = value.trim().length <= LIMITS.url;
+  try {
+    const url = new URL(value.trim());
+    ok &&= url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    ok = false;
+  }
+  return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${LIMITS.url} characters`);
+}
+
+function checkCoordinate(v: Validator, field: string, value: number | undefined, max: number): Validator {
+  if (value === undefined) return v;
+  return Number.isFinite(value) && Math.abs(value) <= max ? v : v.add(field, `must be a number from -${max} to ${max} (degrees)`);
+}
+
+export function checkReminders(v: Validator, reminders: Reminder[]): Validator {
+  if (reminders.length > LIMITS.reminders) return v.add('reminders', `must have at most ${LIMITS.reminders} reminders`);
+  reminders.forEach((r, i) => {
+    checkEnum(v, `reminders[${i}].method`, r.method, reminderMethods, true);
+    if (!Number.isInteger(r.minutes) || r.minutes < 0 || r.minutes > LIMITS.reminderMinutes) {
+      v.add(`reminders[${i}].minutes`, `must be a whole number of minutes from 0 to ${LIMITS.reminderMinutes} (four weeks)`);
+    }
+  });
+  return v;
+}
+
+/** The descriptive fields' checks, common to create and update (times and rules are checked by the recurrence engine). */
+export function checkEventFields(v: Validator, req: CreateEventRequest | UpdateEventRequest, clearable: boolean): Validator {
+  const min = clearable ? 0 : 1;
+  v.text('description', req.description, { min: 0, max: LIMITS.description })
+    .text('location', req.location, { min, max: LIMITS.location })
+    .text('color', req.color, { min, max: LIMITS.color })
+    .uuid('organizer_id', req.organizer_id === '' && clearable ? undefined : req.organizer_id);
+  checkUrl(v, 'conference_url', req.conference_url);
+  checkCoordinate(v, 'location_lat', req.location_lat, 90);
+  checkCoordinate(v, 'location_lng', req.location_lng, 180);
+  checkEnum(v, 'event_type', req.event_type, eventTypes, false);
+  checkEnum(v, 'status', req.status, statuses, false);
+  checkEnum(v, 'availability', req.availability, availabilities, false);
+  checkEnum(v, 'visibility', req.visibility, visibilities, false);
+  checkReminders(v, req.reminders);
+  if (req.exdates.length > LIMITS.exdates) v.add('exdates', `must have at most ${LIMITS.exdates} dates`);
+  return checkMetadata(v, 'metadata', req.metadata);
+}

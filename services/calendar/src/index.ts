@@ -1,0 +1,2 @@
+export { createCalendarService, type CalendarConfig, type RunningService } from './app.js';
+export * from './domain/recurrence.js';
