@@ -57,8 +57,9 @@ PY
 fi
 
 # --- renders -------------------------------------------------------------------------------------
-renders="$cache/renders"
-rm -rf "$renders"; mkdir -p "$renders"
+# A folder per run: two runs side by side (two checkouts' make test) never read each other's renders.
+renders="$(mktemp -d "${TMPDIR:-/tmp}/chart-check.XXXXXX")"
+trap 'rm -rf "$renders"' EXIT
 printf '{"kty":"OKP","crv":"Ed25519","kid":"test"}' > "$renders/jwk.json"; printf '{"keys":[]}' > "$renders/jwks.json"; printf '{}' > "$renders/oauth.json"
 base=(--kube-version "$K8S_VERSION" --set kafka.brokers=kafka:9092 --set secrets.existingSecret=workauto)
 made_secret=(--kube-version "$K8S_VERSION" --set kafka.brokers=kafka:9092
