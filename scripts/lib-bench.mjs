@@ -15,7 +15,7 @@ import { startServiceProcesses } from '../deploy/embedded/dist/processes.js';
  * shape 'one-process' (default): make dev's composition, everything on one event loop.
  * shape 'processes': each service's main.js in its own process, as a cluster runs them.
  */
-export async function startBenchStack({ shape = 'one-process' } = {}) {
+export async function startBenchStack({ shape = 'one-process', extraReplicas = {} } = {}) {
   const server = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (!server) {
     console.error('TEST_DATABASE_URL is not set: run through deploy/embedded/dist/with-infra.js (see the script header)');
@@ -26,7 +26,7 @@ export async function startBenchStack({ shape = 'one-process' } = {}) {
   const common = { databaseServerUrl: server, databasePrefix: prefix, platformAdminToken: adminToken, encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS };
   let stack;
   if (shape === 'processes') {
-    const cluster = await startServiceProcesses({ ...common, env: { RATE_LIMIT_PER_MINUTE: '100000000' } });
+    const cluster = await startServiceProcesses({ ...common, extraReplicas, env: { RATE_LIMIT_PER_MINUTE: '100000000' } });
     stack = { url: cluster.url, stop: () => cluster.stop() };
   } else {
     stack = await startStack({ ...common, callerKeys: generateCallerKeys('bench'), kafkaNamespace: `${prefix}.`, logger: createLogger('bench', 'warn'), gatewayOptions: { rateLimitPerMinute: 100_000_000 } });

@@ -13,7 +13,7 @@ import { freePort, healthStatus } from '@workauto/testing';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 /** Start order; stopped in reverse (the gateway first). */
-const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'apps', 'calendar', 'gateway'] as const;
+const SERVICES = ['identity', 'notes-tasks', 'crm-pipelines', 'webhooks', 'apps', 'calendar', 'gateway'] as const;
 export type ServiceName = (typeof SERVICES)[number];
 
 export interface ServiceProcesses {
@@ -44,13 +44,15 @@ export async function startServiceProcesses(opts: {
   databaseUrls?: Partial<Record<ServiceName, string>>;
   /** Return at once instead of waiting for ready() (a start while a database is down). */
   noWait?: boolean;
+  /** More processes of a service beside the first (same database and env, own port), e.g. {webhooks: 1}. */
+  extraReplicas?: Partial<Record<Exclude<ServiceName, 'gateway'>, number>>;
 }): Promise<ServiceProcesses> {
   const db = async (service: ServiceName, database: string) =>
     opts.databaseUrls?.[service] ?? ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${database}`);
-  const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), apps: await freePort(), calendar: await freePort(), gateway: await freePort() };
+  const ports = { identity: await freePort(), 'notes-tasks': await freePort(), 'crm-pipelines': await freePort(), webhooks: await freePort(), apps: await freePort(), calendar: await freePort(), gateway: await freePort() };
   const grpcAddresses = {
     identity: `127.0.0.1:${ports.identity}`, 'notes-tasks': `127.0.0.1:${ports['notes-tasks']}`, 'crm-pipelines': `127.0.0.1:${ports['crm-pipelines']}`,
-    apps: `127.0.0.1:${ports.apps}`, calendar: `127.0.0.1:${ports.calendar}`,
+    webhooks: `127.0.0.1:${ports.webhooks}`, apps: `127.0.0.1:${ports.apps}`, calendar: `127.0.0.1:${ports.calendar}`,
   };
   const callerKeys = generateCallerKeys('gateway');
   const grpc = { ENCRYPTION_KEYS: opts.encryptionKeys, GRPC_HOST: '127.0.0.1', CALLER_VERIFY_KEYS: callerKeys.verifyKeys };
@@ -58,17 +60,25 @@ export async function startServiceProcesses(opts: {
     identity: { ...grpc, DATABASE_URL: await db('identity', 'identity'), GRPC_PORT: String(ports.identity), PLATFORM_ADMIN_TOKEN: opts.platformAdminToken },
     'notes-tasks': { ...grpc, DATABASE_URL: await db('notes-tasks', 'notes_tasks'), GRPC_PORT: String(ports['notes-tasks']) },
     'crm-pipelines': { ...grpc, DATABASE_URL: await db('crm-pipelines', 'crm_pipelines'), GRPC_PORT: String(ports['crm-pipelines']) },
+    // Receivers in tests and benchmarks listen on loopback (the chart refuses private addresses).
+    webhooks: { ...grpc, DATABASE_URL: await db('webhooks', 'webhooks'), GRPC_PORT: String(ports.webhooks), EGRESS_ALLOW_PRIVATE: 'true' },
     // MCP servers of the tests run on loopback.
     apps: { ...grpc, DATABASE_URL: await db('apps', 'apps'), GRPC_PORT: String(ports.apps), EGRESS_ALLOW_PRIVATE: 'true' },
     calendar: { ...grpc, DATABASE_URL: await db('calendar', 'calendar'), GRPC_PORT: String(ports.calendar) },
     gateway: {
       ENCRYPTION_KEYS: opts.encryptionKeys, DATABASE_URL: await db('gateway', 'gateway'), HOST: '127.0.0.1', PORT: String(ports.gateway), CALLER_SIGNING_KEY: callerKeys.signingKey,
       IDENTITY_ADDR: grpcAddresses.identity, NOTES_TASKS_ADDR: grpcAddresses['notes-tasks'], CRM_PIPELINES_ADDR: grpcAddresses['crm-pipelines'],
-      APPS_ADDR: grpcAddresses.apps, CALENDAR_ADDR: grpcAddresses.calendar,
+      WEBHOOKS_ADDR: grpcAddresses.webhooks, APPS_ADDR: grpcAddresses.apps, CALENDAR_ADDR: grpcAddresses.calendar,
     },
   };
   const children = new Map<string, { proc: ChildProcess; output: string[] }>();
+  const processes: { child: string; name: ServiceName; env: Record<string, string> }[] = [];
   for (const name of SERVICES) {
+    processes.push({ child: name, name, env: envs[name] });
+    if (name === 'gateway') continue;
+    for (let i = 2; i <= (opts.extraReplicas?.[name] ?? 0) + 1; i++) processes.push({ child: `${name}#${i}`, name, env: { ...envs[name], GRPC_PORT: String(await freePort()) } });
+  }
+  for (const { child, name, env } of processes) {
     const proc = spawn(process.execPath, [`services/${name}/dist/main.js`], {
       cwd: ROOT,
       env: {
@@ -77,14 +87,14 @@ export async function startServiceProcesses(opts: {
         ...(process.env.PROFILE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.PROFILE_NODE_OPTIONS } : {}),
         // Topics and consumer groups of this cluster only: clusters of tests running side by side share the broker.
         ...(opts.kafkaBrokers ? { KAFKA_BROKERS: opts.kafkaBrokers, KAFKA_NAMESPACE: `${opts.databasePrefix}.` } : {}),
-        ...envs[name], ...opts.env,
+        ...env, ...opts.env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
     proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
     proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
-    children.set(name, { proc, output });
+    children.set(child, { proc, output });
   }
   const url = `http://127.0.0.1:${ports.gateway}`;
   const kill = () => { for (const { proc } of children.values()) if (proc.exitCode === null) proc.kill('SIGKILL'); };
@@ -111,7 +121,7 @@ export async function startServiceProcesses(opts: {
     output,
     async stop() {
       const codes: Record<string, number | null> = {};
-      for (const name of [...SERVICES].reverse()) {
+      for (const name of [...children.keys()].reverse()) {
         const { proc } = children.get(name)!;
         if (proc.exitCode !== null) {
           codes[name] = proc.exitCode;

@@ -7,6 +7,8 @@ import { createCalendarService } from '@workauto/calendar';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createNotesTasksService } from '@workauto/notes-tasks';
+import { createWebhooksService, settingsFromEnv, webhookEnv, type WebhookSettings } from '@workauto/webhooks';
+import { loadConfig } from '@workauto/config';
 import { createTransport, type EventTransport } from '@workauto/events';
 import type { CallerKeys } from '@workauto/grpc';
 
@@ -33,10 +35,20 @@ export interface StackOptions {
   kafkaNamespace?: string;
   /** How often services ping their database for their health status (default 5 s). */
   healthCheckMs?: number;
-  /** The egress policy of calls to tenants' URLs (MCP servers); make dev and tests allow private addresses. */
+  /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy (default devEgressPolicy()). */
+  webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
+  /** The egress policy of calls to tenants' URLs (MCP servers); default devEgressPolicy(). */
   egress?: EgressPolicyOptions;
   /** The apps service's probe schedule and timeouts (tests shorten them). */
   apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
+}
+
+/**
+ * make dev's egress: private addresses and plain http allowed (receivers and MCP servers on
+ * loopback) unless the environment says otherwise (contract §5); EGRESS_ALLOWED_CIDRS as set.
+ */
+export function devEgressPolicy(env: Record<string, string | undefined> = process.env): EgressPolicy {
+  return EgressPolicy.fromEnv({ ...env, EGRESS_ALLOW_PRIVATE: env.EGRESS_ALLOW_PRIVATE ?? 'true' });
 }
 
 export interface Stack {
@@ -79,7 +91,15 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       { ...common, databaseUrl: await db('notes_tasks') },
       logger.child({ component: 'notes-tasks' }),
     );
-    const appsEgress = new EgressPolicy(opts.egress ?? { allowPrivate: true });
+    services.webhooks = await createWebhooksService(
+      {
+        ...common, databaseUrl: await db('webhooks'), encryptionKeys: opts.encryptionKeys,
+        settings: { ...settingsFromEnv(loadConfig(webhookEnv)), ...opts.webhooks?.settings },
+        egress: opts.webhooks?.egress ?? devEgressPolicy(),
+      },
+      logger.child({ component: 'webhooks' }),
+    );
+    const appsEgress = opts.egress ? new EgressPolicy(opts.egress) : devEgressPolicy();
     const apps = await createAppsService(
       { ...common, databaseUrl: await db('apps'), encryptionKeys: opts.encryptionKeys, egress: appsEgress, ...opts.apps },
       logger.child({ component: 'apps' }),

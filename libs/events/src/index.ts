@@ -4,7 +4,8 @@ import { kafkaClientSecurity, type KafkaSecurityConfig } from './kafka-security.
 import { LocalTransport } from './local-transport.js';
 import type { EventTransport } from './transport.js';
 
-export { recordEvent, OUTBOX_MIGRATIONS, type EventInput, type EventContext } from './outbox.js';
+export { EVENT_TYPES, type EventType } from './event-types/index.js';
+export { recordEvent, eventChannels, OUTBOX_MIGRATIONS, type EventInput, type EventContext } from './outbox.js';
 export { decodeEvent, DATA_SCHEMA, type ConsumedEvent } from './event.js';
 export { OutboxRelay, type RelayOptions } from './relay.js';
 export { startConsumer, type ConsumerOptions } from './consumer.js';

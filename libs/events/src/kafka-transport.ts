@@ -108,7 +108,7 @@ export class KafkaTransport implements EventTransport {
     const consumer = this.kafka.consumer({ groupId: this.ns + opts.groupId, allowAutoTopicCreation: false, retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 } });
     await consumer.connect();
     try {
-      for (const topic of opts.topics) await consumer.subscribe({ topic: this.ns + topic, fromBeginning: true });
+      for (const topic of opts.topics) await subscribeWhenLed(consumer, this.ns + topic);
     } catch (err) {
       await consumer.disconnect().catch(() => undefined);
       throw err;
@@ -182,5 +182,22 @@ export class KafkaTransport implements EventTransport {
     this.consumers.clear();
     if (this.producer) await this.producer.disconnect().catch(() => undefined);
     this.producerReady = undefined;
+  }
+}
+
+/**
+ * consumer.subscribe, retried while the broker answers with a retriable error: a topic another
+ * process created a moment ago can exist before its partitions have a leader ("This server does not
+ * host this topic-partition"), and kafkajs does not retry that here — several services starting at
+ * once used to make one of them exit.
+ */
+async function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await consumer.subscribe({ topic, fromBeginning: true });
+    } catch (err) {
+      if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(300 * 2 ** (attempt - 1), 3_000)));
+    }
   }
 }

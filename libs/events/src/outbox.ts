@@ -24,6 +24,11 @@ export interface EventInput {
   type: string;
   resourceType: string;
   resourceId: string;
+  /**
+   * The resource's parent, when it has one (deal → pipeline, contact_channel → contact, subtask →
+   * task): the event's channels are [resourceType, `<parent.type>:<parent.id>`] (contract §5 Webhooks).
+   */
+  parent?: { type: string; id: string } | undefined;
   /** Overrides the context's tenant (platform bootstrap creates a tenant it is not part of). */
   tenantId?: string;
   /**
@@ -34,6 +39,11 @@ export interface EventInput {
   data?: ResourceJson;
   /** For the audit entry: the changed fields and their new values. Must not hold secrets. */
   metadata?: Record<string, unknown>;
+}
+
+/** The channels an event is published on: its resource type, and its parent as `<type>:<id>`. */
+export function eventChannels(input: Pick<EventInput, 'resourceType' | 'parent'>): string[] {
+  return input.parent ? [input.resourceType, `${input.parent.type}:${input.parent.id}`] : [input.resourceType];
 }
 
 /**
@@ -60,6 +70,7 @@ export async function recordEvent(tx: PoolClient, source: string, ctx: EventCont
     metadata_json: JSON.stringify(input.metadata ?? {}),
     request: { request_id: ctx.requestId, ip_address: ctx.clientIp ?? '', user_agent: ctx.userAgent ?? '' },
     source,
+    channels: eventChannels(input),
   }).finish();
   // The request's trace context travels with the event (W3C traceparent in the Kafka headers).
   const trace: Record<string, string> = {};

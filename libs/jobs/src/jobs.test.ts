@@ -71,6 +71,59 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.deepEqual([...new Set(runs.values())], [1], 'each job ran exactly once');
   });
 
+  it('with listen, starts an enqueued job at once and the next job of a capped key as soon as a slot frees, not a poll later', async () => {
+    const queue = newQueue();
+    const startedAt: number[] = [];
+    const worker = queue.worker(replicaPool(), {
+      logger, pollMs: 5_000, listen: true, maxPerKey: 1,
+      async handle() {
+        startedAt.push(performance.now());
+        await sleep(20);
+      },
+    });
+    run(worker);
+    await sleep(500); // idle: its first poll found nothing, the next one is 5 s away
+    const enqueued = performance.now();
+    for (let i = 0; i < 3; i++) await queue.enqueue(pool, { i }, { key: 'one-endpoint' });
+    await eventually('all 3 ran', () => startedAt.length === 3, 4_000);
+    assert.ok(startedAt[0]! - enqueued < 1_000, `the first started ${Math.round(startedAt[0]! - enqueued)} ms after the commit`);
+    assert.ok(startedAt[2]! - enqueued < 2_000, `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`);
+  });
+
+  it('enqueues many jobs in one statement, each with its key, attempts and due time', async () => {
+    const queue = newQueue();
+    const later = new Date(Date.now() + 60_000);
+    const ids = await queue.enqueueMany(pool, [
+      { payload: { i: 1 }, options: { key: 'a', maxAttempts: 3 } },
+      { payload: { i: 2 } },
+      { payload: { i: 3 }, options: { runAt: later } },
+    ]);
+    assert.equal(ids.length, 3);
+    const { rows } = await pool.query(`SELECT id, concurrency_key, payload, max_attempts, next_attempt_at FROM jobs WHERE queue = $1`, [queue.name]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    assert.deepEqual(ids.map((id) => byId.get(id)?.payload), [{ i: 1 }, { i: 2 }, { i: 3 }]);
+    assert.equal(byId.get(ids[0])!.concurrency_key, 'a');
+    assert.equal(byId.get(ids[0])!.max_attempts, 3);
+    assert.equal(byId.get(ids[1])!.concurrency_key, null);
+    assert.equal(byId.get(ids[1])!.max_attempts, 10);
+    assert.equal(byId.get(ids[2])!.next_attempt_at.getTime(), later.getTime());
+    assert.deepEqual(await queue.enqueueMany(pool, []), []);
+  });
+
+  it('listens again after its LISTEN connection is killed', async () => {
+    const queue = newQueue();
+    const startedAt: number[] = [];
+    run(queue.worker(replicaPool(), { logger, pollMs: 10_000, listen: true, async handle() { startedAt.push(performance.now()); } }));
+    const listeners = async () => (await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rows;
+    await eventually('the worker listens', async () => (await listeners()).length > 0, 5_000);
+    for (const { pid } of await listeners()) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
+    await sleep(3_000); // it reconnects after 2 s
+    const enqueued = performance.now();
+    await queue.enqueue(pool, { i: 1 });
+    await eventually('the job ran', () => startedAt.length === 1, 5_000);
+    assert.ok(startedAt[0]! - enqueued < 1_000, `woken ${Math.round(startedAt[0]! - enqueued)} ms after the enqueue, not at the 10 s poll`);
+  });
+
   it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
     const queue = newQueue<{ hang: boolean }>();
     const id = await queue.enqueue(pool, { hang: true });

@@ -3,8 +3,11 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newId, withTransaction, type Pool, type Queryable } from '@workauto/db';
+import { newId, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+
+/** NOTIFY channel of enqueued jobs (payload: the queue's name). */
+const JOBS_CHANNEL = 'workauto_jobs';
 
 /** The jobs table; a service using queues adds it to its ServiceSpec's migrations. */
 export const JOBS_MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '..', 'migrations');
@@ -73,6 +76,12 @@ export interface WorkerOptions<P> {
   retryDelayMs?(attempt: number): number;
   /** How long succeeded jobs stay in the table before they are deleted (default 24 h). */
   keepSucceededMs?: number;
+  /**
+   * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
+   * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
+   * only finds retries that became due. Default false.
+   */
+  listen?: boolean;
 }
 
 /** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
@@ -99,12 +108,35 @@ export class JobQueue<P> {
 
   async enqueue(db: Queryable, payload: P, options: EnqueueOptions = {}): Promise<string> {
     const id = newId();
+    // The notification (delivered on commit) wakes the queue's listening workers.
     await db.query(
-      `INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
-       VALUES ($1, $2, $3, $4, $5, coalesce($6, now()))`,
+      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
+                    VALUES ($1, $2, $3, $4, $5, coalesce($6, now())) RETURNING queue)
+       SELECT pg_notify('${JOBS_CHANNEL}', queue) FROM job`,
       [id, this.name, options.key ?? null, JSON.stringify(payload), options.maxAttempts ?? 10, options.runAt ?? null],
     );
     return id;
+  }
+
+  /** Several jobs in one statement (one round trip), ids in the order given. */
+  async enqueueMany(db: Queryable, jobs: readonly { payload: P; options?: EnqueueOptions }[]): Promise<string[]> {
+    if (!jobs.length) return [];
+    const ids = jobs.map(() => newId());
+    await db.query(
+      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
+                    SELECT id, $2, key, payload, max_attempts, coalesce(run_at, now())
+                      FROM unnest($1::uuid[], $3::text[], $4::jsonb[], $5::int[], $6::timestamptz[]) AS j(id, key, payload, max_attempts, run_at)
+                    RETURNING queue)
+       SELECT pg_notify('${JOBS_CHANNEL}', $2) WHERE EXISTS (SELECT 1 FROM job)`,
+      [
+        ids, this.name,
+        jobs.map((j) => j.options?.key ?? null),
+        jobs.map((j) => JSON.stringify(j.payload)),
+        jobs.map((j) => j.options?.maxAttempts ?? 10),
+        jobs.map((j) => j.options?.runAt ?? null),
+      ],
+    );
+    return ids;
   }
 
   async status(db: Queryable, id: string): Promise<JobStatus | undefined> {
@@ -151,6 +183,10 @@ export class JobWorker<P> {
   /** Attempts released on shutdown: their late outcomes are not written. */
   private readonly released = new Set<string>();
   private slotFreed: (() => void) | undefined;
+  /** Ends the loop's idle wait early (listen); `woken` remembers a wake that came while it was busy. */
+  private idleEnded: (() => void) | undefined;
+  private woken = false;
+  private wakeSoon: NodeJS.Timeout | undefined;
   private readonly concurrency: number;
   private readonly leaseMs: number;
 
@@ -177,8 +213,12 @@ export class JobWorker<P> {
     const { signal } = ctx;
     const { logger, pollMs = 250 } = this.options;
     const renew = setInterval(() => void this.renewLeases(), Math.max(50, this.leaseMs / 3));
+    const stopListening = this.options.listen ? this.listen(signal) : () => Promise.resolve();
     let failures = 0;
     let lastSweep = 0;
+    let lastTakeBack = 0;
+    // Expired leases are looked for a few times per lease, not at every claim (each claim would pay a query).
+    const takeBackEveryMs = Math.min(1_000, this.leaseMs / 4);
     try {
       while (!signal.aborted) {
         ctx.beat();
@@ -189,7 +229,10 @@ export class JobWorker<P> {
         }
         let claimed: Job<P>[];
         try {
-          await this.takeBackExpiredLeases();
+          if (Date.now() - lastTakeBack >= takeBackEveryMs) {
+            lastTakeBack = Date.now();
+            await this.takeBackExpiredLeases();
+          }
           if (Date.now() - lastSweep > 60_000) {
             lastSweep = Date.now();
             await this.deleteOldSucceeded();
@@ -204,13 +247,98 @@ export class JobWorker<P> {
           continue;
         }
         for (const job of claimed) this.start(job);
-        // A full batch means more may be due: claim again at once; otherwise wait a poll interval.
-        if (claimed.length < free) await sleep(pollMs, undefined, { signal }).catch(() => undefined);
+        // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or a wake).
+        if (claimed.length < free) await this.idle(pollMs, signal);
       }
     } finally {
       await this.drain(ctx.graceMs);
       clearInterval(renew);
+      clearTimeout(this.wakeSoon);
+      await stopListening();
     }
+  }
+
+  /** Claims again at once (a job was enqueued, or an attempt ended). */
+  wake(): void {
+    this.woken = true;
+    this.idleEnded?.();
+  }
+
+  private idle(ms: number, signal: AbortSignal): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(), ms);
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.idleEnded = undefined;
+        this.woken = false;
+        resolve();
+      };
+      this.idleEnded = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /**
+   * LISTENs for enqueued jobs of this queue on a pooled connection of its own until signal aborts;
+   * a lost connection is replaced after a few seconds (polling covers the gap). Returns its stop.
+   */
+  private listen(signal: AbortSignal): () => Promise<void> {
+    let client: PoolClient | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let stopped = false;
+    const onNotification = (msg: { payload?: string | undefined }) => {
+      if (msg.payload === this.queue) this.wake();
+    };
+    const connect = async () => {
+      if (stopped || signal.aborted) return;
+      let c: PoolClient | undefined;
+      let released = false;
+      const drop = (err?: Error) => {
+        if (!c || released) return;
+        released = true;
+        c.removeListener('notification', onNotification);
+        if (client === c) client = undefined;
+        c.release(err);
+      };
+      const again = () => {
+        if (!stopped) retry = setTimeout(() => void connect(), 2_000);
+      };
+      try {
+        c = await this.pool.connect();
+        c.on('notification', onNotification);
+        c.on('error', (err) => {
+          this.options.logger.warn({ err, queue: this.queue }, 'lost the connection that listens for new jobs; polling until it is back');
+          drop(err);
+          again();
+        });
+        await c.query(`LISTEN ${JOBS_CHANNEL}`);
+        // Stopped while it connected: never keep the connection checked out.
+        if (stopped) return drop();
+        client = c;
+        this.wake(); // jobs enqueued before it listened
+      } catch (err) {
+        if (released) return; // the error handler dealt with it
+        this.options.logger.warn({ err, queue: this.queue }, 'could not listen for new jobs; polling, and trying again');
+        drop(err as Error);
+        again();
+      }
+    };
+    void connect();
+    return async () => {
+      stopped = true;
+      clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      if (!c) return;
+      c.removeListener('notification', onNotification);
+      // UNLISTEN before the connection goes back to the pool for other work.
+      await c.query(`UNLISTEN ${JOBS_CHANNEL}`).then(() => c.release(), (err: Error) => c.release(err));
+    };
   }
 
   /** Resolves when an attempt ends, on abort, or after a second (so the loop beats while every slot is busy). */
@@ -248,6 +376,11 @@ export class JobWorker<P> {
     })().finally(() => {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
+      // Attempts ending close together share one claim (a few ms later) instead of one claim each.
+      if (this.options.listen) this.wakeSoon ??= setTimeout(() => {
+        this.wakeSoon = undefined;
+        this.wake();
+      }, 3);
     });
     this.inFlight.set(job.id, { job, abort, done });
   }

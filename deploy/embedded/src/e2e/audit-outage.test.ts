@@ -1,7 +1,7 @@
 /**
  * No loss across a Kafka outage, end to end: the broker stops, 100 API changes still succeed
  * (they only write their outbox), the broker comes back on the same port, and every audit entry
- * arrives exactly once. This file runs a broker of its own (halting the run's shared broker would
+ * arrives exactly once, and every change reaches a webhook receiver (deduplicated on webhook-id). This file runs a broker of its own (halting the run's shared broker would
  * disturb the other test files).
  */
 import assert from 'node:assert/strict';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startReceiver, type Receiver } from '@workauto/webhooks/testing';
 import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 const KAFKA_SH = fileURLToPath(new URL('../../../../scripts/kafka.sh', import.meta.url));
@@ -38,6 +39,7 @@ async function kafka(command: 'start' | 'stop' | 'halt' | 'resume'): Promise<str
 describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA === 'off' ? 'WORKAUTO_KAFKA=off' : false }, () => {
   let stack: TestStack;
   let acme: TenantFixture;
+  let receiver: Receiver;
   let halted = false;
 
   before(async () => {
@@ -45,12 +47,16 @@ describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA =
     assert.match(line, /^KAFKA_BROKERS=/);
     stack = await startTestStack({ kafkaBrokers: line.slice('KAFKA_BROKERS='.length), gatewayOptions: { rateLimitPerMinute: 100_000 } });
     acme = await stack.createTenant('Acme');
+    receiver = await startReceiver();
+    const ep = await stack.api('POST', '/api/v1/webhook-endpoints', { key: acme.key, body: { url: receiver.url, event_types: ['note.created'] } });
+    assert.equal(ep.status, 201, JSON.stringify(ep.body));
   });
   after(async () => {
     // A test that failed mid-outage leaves the broker halted: bring it back, so the stack's
     // producers and consumers can close instead of waiting on a broker that is gone.
     if (halted) await kafka('resume').catch(() => undefined);
     await stack?.stop();
+    await receiver?.close();
     await kafka('stop');
   });
 
@@ -96,5 +102,9 @@ describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA =
     entries = await noteEntries();
     assert.equal(entries.length, 100, 'every change has its entry, none twice');
     assert.deepEqual(entries.map((e) => e.resource_id).sort(), [...ids].sort());
+    // The webhooks intake consumed the same changes from the domain-events topic.
+    const delivered = () => new Set(receiver.received.map((r) => JSON.parse(r.body).data.id as string));
+    for (const end = Date.now() + 60_000; delivered().size < 100 && Date.now() < end;) await sleep(100);
+    assert.deepEqual([...delivered()].sort(), [...ids].sort(), 'every change reached the webhook receiver');
   });
 });

@@ -137,4 +137,28 @@ describe('events through the gateway', () => {
     const channels = (await call('GET', `/contacts/${contact.id}/channels`)).body as { id: string }[]; // response_body: the list itself
     assert.deepEqual(channelEvent.data, channels.find((c) => c.id === channel.id));
   });
+
+  it('puts each event on its channels: the resource type, and its parent where it has one', async () => {
+    const pipeline = (await call('POST', '/pipelines', { name: 'Channels', stages: [{ name: 'Lead', stage_type: 'open' }] })).body;
+    const stage = (await call('POST', `/pipelines/${pipeline.id}/stages`, { name: 'Won', stage_type: 'won' })).body;
+    const deal = (await call('POST', '/deals', { title: 'D', amount: 1, stage_id: pipeline.stages[0].id })).body;
+    const contact = (await call('POST', '/contacts', { name: 'Cy' })).body;
+    const channel = (await call('POST', `/contacts/${contact.id}/channels`, { type: 'email', value: 'cy@example.com' })).body;
+    const task = (await call('POST', '/tasks', { title: 'Parent' })).body;
+    const subtask = (await call('POST', '/tasks', { title: 'Child', parent_id: task.id })).body;
+    const expected: [string, string, string[]][] = [
+      ['crm_pipelines', pipeline.id, ['pipeline']],
+      ['crm_pipelines', stage.id, ['pipeline_stage', `pipeline:${pipeline.id}`]],
+      ['crm_pipelines', deal.id, ['deal', `pipeline:${pipeline.id}`]],
+      ['crm_pipelines', contact.id, ['contact']],
+      ['crm_pipelines', channel.id, ['contact_channel', `contact:${contact.id}`]],
+      ['notes_tasks', task.id, ['task']],
+      ['notes_tasks', subtask.id, ['task', `task:${task.id}`]],
+    ];
+    const calendar = (await call('POST', '/calendars', { name: 'Team' })).body;
+    const meeting = (await call('POST', '/events', { calendar_id: calendar.id, title: 'Sync', start_at: '2026-12-01T09:00:00Z', end_at: '2026-12-01T09:30:00Z' })).body;
+    assert.ok(meeting.id, JSON.stringify(meeting));
+    expected.push(['calendar', calendar.id, ['calendar']], ['calendar', meeting.id, ['calendar_event', `calendar:${calendar.id}`]]);
+    for (const [service, id, channels] of expected) assert.deepEqual((await lastEvent(service, id)).channels, channels, `${id}`);
+  });
 });

@@ -112,7 +112,7 @@ describe('database outages with every service in its own process', { skip: proce
     // Readiness follows at its next database ping (every 5 s).
     await eventually('notes-tasks readiness SERVING again', async () => (await healthStatus(notesAddress, '')) === 'SERVING', 15_000, 200);
     assert.deepEqual(exited(cluster), [], cluster.output());
-    assert.deepEqual(await cluster.stop(), { gateway: 0, apps: 0, calendar: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
+    assert.deepEqual(await cluster.stop(), { gateway: 0, webhooks: 0, apps: 0, calendar: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
   });
 
   it('starts while its database is down, waits saying so, and comes up once the database does', async () => {
@@ -136,7 +136,7 @@ describe('database outages with every service in its own process', { skip: proce
     await server.start();
     await cluster.ready(60_000);
     assert.equal((await call(cluster, 'POST', '/notes', key, { title: 'first' })).status, 201);
-    assert.deepEqual(await cluster.stop(), { gateway: 0, apps: 0, calendar: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
+    assert.deepEqual(await cluster.stop(), { gateway: 0, webhooks: 0, apps: 0, calendar: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, cluster.output());
   });
 
   it('a process waiting for its database (a service, the gateway) exits 0 on SIGTERM at once; bad configuration exits 1 naming the variable', async () => {

@@ -78,6 +78,6 @@ describe('services as separate processes (the deployment shape)', { skip: proces
   it('drains and exits 0 on SIGTERM, the gateway first', async () => {
     const codes = await cluster.stop();
     const output = [...cluster.children].map(([n, c]) => `${n}:\n${c.output.join('')}`).join('\n');
-    assert.deepEqual(codes, { gateway: 0, apps: 0, calendar: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, output);
+    assert.deepEqual(codes, { gateway: 0, webhooks: 0, apps: 0, calendar: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, output);
   });
 });

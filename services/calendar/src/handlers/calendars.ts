@@ -79,7 +79,7 @@ export function calendarHandlers({ pool }: CalendarDeps): Pick<H, 'createCalenda
         await events.deleteCalendarIndex(tx, ctx.tenant, current.id);
         for (const ev of deleted) {
           await recordEvent(tx, SOURCE, ctx, {
-            type: 'calendar_event.deleted', resourceType: 'calendar_event', resourceId: ev.id, data: eventData(toEvent(ev)), metadata: { deleted_at: ev.deleted_at, deleted_with: current.id },
+            type: 'calendar_event.deleted', resourceType: 'calendar_event', resourceId: ev.id, parent: { type: 'calendar', id: current.id }, data: eventData(toEvent(ev)), metadata: { deleted_at: ev.deleted_at, deleted_with: current.id },
           });
         }
       }, { signal: ctx.signal });

@@ -100,7 +100,7 @@ export function eventHandlers({ pool, now = () => new Date() }: CalendarDeps): P
 
   async function emit(tx: PoolClient, ctx: CallContext, type: string, row: EventRow, metadata?: Record<string, unknown>): Promise<CalendarEvent> {
     const event = await view(tx, ctx.tenant, row);
-    await recordEvent(tx, SOURCE, ctx, { type, resourceType: 'calendar_event', resourceId: row.id, data: eventData(event), ...(metadata ? { metadata } : {}) });
+    await recordEvent(tx, SOURCE, ctx, { type, resourceType: 'calendar_event', resourceId: row.id, parent: { type: 'calendar', id: row.calendar_id }, data: eventData(event), ...(metadata ? { metadata } : {}) });
     return event;
   }
 

@@ -40,7 +40,7 @@ async function demote(tx: PoolClient, ctx: CallContext, tenantId: string, contac
   const demoted = await channels.demotePrimary(tx, tenantId, contactId, type);
   if (demoted) {
     await recordEvent(tx, SOURCE, ctx, {
-      type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: demoted.id, data: channelData(demoted), metadata: { is_primary: false },
+      type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: demoted.id, parent: { type: 'contact', id: demoted.contact_id }, data: channelData(demoted), metadata: { is_primary: false },
     });
   }
 }
@@ -108,7 +108,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         const current = await lockContact(tx, ctx.tenant, req.id);
         // Its channels go with it, so their values can be used by another contact.
         for (const ch of await channels.deleteChannelsOf(tx, ctx.tenant, current.id)) {
-          await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: ch.id, data: channelData(ch) });
+          await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: ch.id, parent: { type: 'contact', id: ch.contact_id }, data: channelData(ch) });
         }
         const deleted = await contacts.updateContact(tx, ctx.tenant, current.id, { deleted_at: new Date() });
         await recordEvent(tx, SOURCE, ctx, { type: 'contact.deleted', resourceType: 'contact', resourceId: deleted.id, data: contactData(deleted), metadata: { deleted_at: deleted.deleted_at } });
@@ -156,7 +156,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
           await channels.setPreferenceOrder(tx, tenantId, moveTo([...siblings.map((c) => c.id), row.id], row.id, req.preference_order));
           row = (await channels.findChannel(tx, tenantId, contact.id, row.id))!;
         }
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.created', resourceType: 'contact_channel', resourceId: row.id, data: channelData(row) });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.created', resourceType: 'contact_channel', resourceId: row.id, parent: { type: 'contact', id: row.contact_id }, data: channelData(row) });
         return toChannel(row);
       }, { signal: ctx.signal });
     },
@@ -207,7 +207,7 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
         };
         const updated = await uniqueValue(current.type, canonical?.canonical ?? current.canonical_value, () => channels.updateChannel(tx, tenantId, current.id, patch));
         await recordEvent(tx, SOURCE, ctx, {
-          type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: updated.id, data: channelData(updated),
+          type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: updated.id, parent: { type: 'contact', id: updated.contact_id }, data: channelData(updated),
           metadata: changedFields({ ...patch, preference_order: req.preference_order }),
         });
         return toChannel(updated);
@@ -228,10 +228,10 @@ export function contactHandlers({ pool }: CrmDeps): Pick<
           // The type keeps a primary: the next channel by preference.
           const promoted = await channels.updateChannel(tx, tenantId, rest[0].id, { is_primary: true });
           await recordEvent(tx, SOURCE, ctx, {
-            type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: promoted.id, data: channelData(promoted), metadata: { is_primary: true },
+            type: 'contact_channel.updated', resourceType: 'contact_channel', resourceId: promoted.id, parent: { type: 'contact', id: promoted.contact_id }, data: channelData(promoted), metadata: { is_primary: true },
           });
         }
-        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: deleted.id, data: channelData(deleted) });
+        await recordEvent(tx, SOURCE, ctx, { type: 'contact_channel.deleted', resourceType: 'contact_channel', resourceId: deleted.id, parent: { type: 'contact', id: deleted.contact_id }, data: channelData(deleted) });
         return {};
       }, { signal: ctx.signal });
     },

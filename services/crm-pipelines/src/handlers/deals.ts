@@ -94,7 +94,7 @@ async function writeMove(tx: PoolClient, ctx: CallContext, deal: deals.DealRow, 
   });
   if (from) {
     await recordEvent(tx, SOURCE, ctx, {
-      type: 'deal.stage_changed', resourceType: 'deal', resourceId: deal.id, data: dealData(deal),
+      type: 'deal.stage_changed', resourceType: 'deal', resourceId: deal.id, parent: { type: 'pipeline', id: deal.pipeline_id }, data: dealData(deal),
       metadata: { from_stage_id: from.id, from_stage_name: from.name, to_stage_id: deal.stage_id, to_stage_name: deal.stage_name, history_entry: historyData(row) },
     });
   }
@@ -135,7 +135,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
           metadata: req.metadata ?? {},
         });
         await writeMove(tx, ctx, deal, null);
-        await recordEvent(tx, SOURCE, ctx, { type: 'deal.created', resourceType: 'deal', resourceId: deal.id, data: dealData(deal) });
+        await recordEvent(tx, SOURCE, ctx, { type: 'deal.created', resourceType: 'deal', resourceId: deal.id, parent: { type: 'pipeline', id: deal.pipeline_id }, data: dealData(deal) });
         return toDeal(deal);
       }, { signal: ctx.signal });
     },
@@ -222,7 +222,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         if (moves) await writeMove(tx, ctx, updated, { id: current.stage_id, name: current.stage_name });
         if (!moves || Object.keys(changed).length > 0) {
           await recordEvent(tx, SOURCE, ctx, {
-            type: 'deal.updated', resourceType: 'deal', resourceId: updated.id, data: dealData(updated),
+            type: 'deal.updated', resourceType: 'deal', resourceId: updated.id, parent: { type: 'pipeline', id: updated.pipeline_id }, data: dealData(updated),
             metadata: { ...changed, ...(req.amount !== undefined ? { amount: req.amount } : {}), ...(req.confidence !== undefined ? { confidence: req.confidence } : {}) },
           });
         }
@@ -237,7 +237,7 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
         const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('deal', req.id);
         const deleted = await deals.updateDeal(tx, tenantId, current.id, { deleted_at: new Date() });
-        await recordEvent(tx, SOURCE, ctx, { type: 'deal.deleted', resourceType: 'deal', resourceId: deleted.id, data: dealData(deleted), metadata: { deleted_at: deleted.deleted_at } });
+        await recordEvent(tx, SOURCE, ctx, { type: 'deal.deleted', resourceType: 'deal', resourceId: deleted.id, parent: { type: 'pipeline', id: deleted.pipeline_id }, data: dealData(deleted), metadata: { deleted_at: deleted.deleted_at } });
         return {};
       }, { signal: ctx.signal });
     },

@@ -243,7 +243,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           await stages.setStageOrder(tx, tenantId, pipeline.id, moveTo([...siblings.map((s) => s.id), row.id], row.id, req.display_order));
           row = (await stages.findStage(tx, tenantId, row.id))!;
         }
-        await recordEvent(tx, SOURCE, ctx, { type: 'pipeline_stage.created', resourceType: 'pipeline_stage', resourceId: row.id, data: stageData(row) });
+        await recordEvent(tx, SOURCE, ctx, { type: 'pipeline_stage.created', resourceType: 'pipeline_stage', resourceId: row.id, parent: { type: 'pipeline', id: row.pipeline_id }, data: stageData(row) });
         return toStage(row);
       }, { signal: ctx.signal });
     },
@@ -277,7 +277,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
         };
         const updated = await stages.updateStage(tx, tenantId, current.id, patch);
         await recordEvent(tx, SOURCE, ctx, {
-          type: 'pipeline_stage.updated', resourceType: 'pipeline_stage', resourceId: updated.id, data: stageData(updated),
+          type: 'pipeline_stage.updated', resourceType: 'pipeline_stage', resourceId: updated.id, parent: { type: 'pipeline', id: updated.pipeline_id }, data: stageData(updated),
           metadata: changedFields({ ...patch, default_confidence: req.default_confidence, display_order: req.display_order }),
         });
         return toStage(updated);
@@ -305,7 +305,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
           const moved = await deals.moveDealsBetweenStages(tx, tenantId, stage, target);
           for (const deal of moved) {
             await recordEvent(tx, SOURCE, ctx, {
-              type: 'deal.stage_changed', resourceType: 'deal', resourceId: deal.id, data: dealData(deal),
+              type: 'deal.stage_changed', resourceType: 'deal', resourceId: deal.id, parent: { type: 'pipeline', id: deal.pipeline_id }, data: dealData(deal),
               metadata: { from_stage_id: stage.id, from_stage_name: stage.name, to_stage_id: target.id, to_stage_name: target.name },
             });
           }
@@ -318,7 +318,7 @@ export function pipelineHandlers({ pool }: CrmDeps): Pick<
         const rest = (await stages.listStages(tx, tenantId, [pipeline.id])).map((s) => s.id);
         await stages.setStageOrder(tx, tenantId, pipeline.id, rest);
         await recordEvent(tx, SOURCE, ctx, {
-          type: 'pipeline_stage.deleted', resourceType: 'pipeline_stage', resourceId: deleted.id, data: stageData(deleted),
+          type: 'pipeline_stage.deleted', resourceType: 'pipeline_stage', resourceId: deleted.id, parent: { type: 'pipeline', id: deleted.pipeline_id }, data: stageData(deleted),
           metadata: movedTo ? { moved_deals_to_stage_id: movedTo, moved_deals: movedCount } : {},
         });
         return {};

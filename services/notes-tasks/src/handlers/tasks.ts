@@ -76,7 +76,7 @@ function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | un
 }
 
 async function emit(tx: PoolClient, ctx: CallContext, type: string, row: tasks.TaskRow, metadata?: Record<string, unknown>): Promise<void> {
-  await recordEvent(tx, SOURCE, ctx, { type, resourceType: 'task', resourceId: row.id, data: taskData(row), ...(metadata ? { metadata } : {}) });
+  await recordEvent(tx, SOURCE, ctx, { type, resourceType: 'task', resourceId: row.id, data: taskData(row), ...(row.parent_id ? { parent: { type: 'task', id: row.parent_id } } : {}), ...(metadata ? { metadata } : {}) });
 }
 
 export function taskHandlers({ pool }: NotesTasksDeps): Pick<

@@ -1,0 +1,67 @@
+/** One signed POST to a receiver through the egress policy, and what came of it. */
+import { EgressError, type EgressPolicy } from '@workauto/egress';
+import { webhookHeaders } from '../domain/signing.js';
+import { retryAfterMs } from '../domain/schedule.js';
+
+export interface AttemptResult {
+  success: boolean;
+  /** The receiver's status, when it answered. */
+  httpStatus?: number;
+  responseTimeMs: number;
+  /** Why it failed (never a secret). */
+  error?: string;
+  /** 410 Gone: the receiver asks to be disabled. */
+  gone: boolean;
+  /** A 429/503's Retry-After (capped at 1 h). */
+  retryAfterMs?: number;
+}
+
+export async function sendSigned(
+  egress: EgressPolicy,
+  req: { url: string; webhookId: string; body: string; secrets: readonly string[]; timeoutMs: number; signal?: AbortSignal | undefined },
+): Promise<AttemptResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  let res: Response;
+  try {
+    res = await egress.fetch(req.url, {
+      method: 'POST',
+      headers: webhookHeaders(req.secrets, req.webhookId, req.body),
+      body: req.body,
+      timeoutMs: req.timeoutMs,
+      ...(req.signal ? { signal: req.signal } : {}),
+    });
+  } catch (err) {
+    if (err instanceof EgressError) return { success: false, gone: false, responseTimeMs: elapsed(), error: err.message };
+    throw err;
+  }
+  const responseTimeMs = elapsed();
+  await drain(res);
+  const status = res.status;
+  if (status >= 200 && status < 300) return { success: true, gone: false, httpStatus: status, responseTimeMs };
+  const retryAfter = status === 429 || status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
+  const error =
+    status >= 300 && status < 400 ? `the receiver answered ${status}, a redirect, which is never followed; point the endpoint's url at the final address`
+    : status === 410 ? 'the receiver answered 410 Gone: the endpoint was disabled'
+    : `the receiver answered ${status}; a 2xx status is success`;
+  return { success: false, gone: status === 410, httpStatus: status, responseTimeMs, error, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}) };
+}
+
+/** Receivers' answers are not kept; reading a short one to the end lets the connection be reused. */
+const DRAIN_MAX_BYTES = 64 * 1024;
+
+async function drain(res: Response): Promise<void> {
+  if (!res.body) return;
+  const reader = res.body.getReader();
+  try {
+    for (let read = 0; read <= DRAIN_MAX_BYTES; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      read += value.byteLength;
+    }
+    // A long answer: dropped with its connection, never held.
+    await reader.cancel();
+  } catch {
+    // A body cut off or timed out: the status already decided the attempt.
+  }
+}

@@ -1,0 +1,96 @@
+import type { Keyring } from '@workauto/crypto';
+import type { Pool } from '@workauto/db';
+import type { EgressPolicy } from '@workauto/egress';
+import type { JobQueue } from '@workauto/jobs';
+import { enumMapping } from '@workauto/grpc';
+import { resourceJsonOf } from '@workauto/protos';
+import {
+  WebhookAttemptTrigger, WebhookDeliveryStatus, WebhookEndpoint, WebhookEvent, WebhookEventStatus,
+  type WebhookAttempt, type WebhookDelivery, type WebhookEventDetail,
+} from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
+import type { AttemptRow, DeliveryRow } from '../repo/deliveries.js';
+import type { EndpointRow } from '../repo/endpoints.js';
+import type { EventRow } from '../repo/events.js';
+import type { WebhookSettings } from '../settings.js';
+
+export const SOURCE = 'webhooks';
+export const eventStatuses = enumMapping(WebhookEventStatus, 'WEBHOOK_EVENT_STATUS_');
+export const deliveryStatuses = enumMapping(WebhookDeliveryStatus, 'WEBHOOK_DELIVERY_STATUS_');
+export const triggers = enumMapping(WebhookAttemptTrigger, 'WEBHOOK_ATTEMPT_TRIGGER_');
+
+export const LIMITS = { description: 2_000 };
+
+/** A delivery job's payload (queue DELIVERY_QUEUE, key = the endpoint id). */
+export interface DeliveryJob {
+  delivery_id: string;
+}
+export const DELIVERY_QUEUE = 'webhook-deliveries';
+
+export interface WebhooksDeps {
+  pool: Pool;
+  keyring: Keyring;
+  egress: EgressPolicy;
+  settings: WebhookSettings;
+  queue: JobQueue<DeliveryJob>;
+}
+
+/** Secrets are encrypted bound to their endpoint: a ciphertext copied to another row does not decrypt. */
+export const secretContext = (tenantId: string, endpointId: string) => `webhook_endpoint_secret:${tenantId}:${endpointId}`;
+
+export function toEndpoint(row: EndpointRow, signingSecret?: string): WebhookEndpoint {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    url: row.url,
+    description: row.description ?? undefined,
+    event_types: row.event_types,
+    channels: row.channels,
+    metadata: row.metadata,
+    is_enabled: row.is_enabled,
+    disabled_at: row.disabled_at ?? undefined,
+    disabled_reason: row.disabled_reason ?? undefined,
+    signing_secret: signingSecret,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export function toEvent(row: EventRow): WebhookEvent {
+  return {
+    id: row.id,
+    tenant_id: row.tenant_id,
+    event_type: row.event_type,
+    channels: row.channels,
+    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    status: eventStatuses.fromDomain(row.status),
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+function toAttempt(row: AttemptRow): WebhookAttempt {
+  return {
+    attempted_at: row.attempted_at,
+    http_status: row.http_status ?? undefined,
+    response_time_ms: row.response_time_ms ?? undefined,
+    error_message: row.error_message ?? undefined,
+    trigger: triggers.fromDomain(row.trigger),
+  };
+}
+
+export function toEventDetail(row: EventRow, deliveries: DeliveryRow[], attempts: AttemptRow[]): WebhookEventDetail {
+  const deliveryOut = (d: DeliveryRow): WebhookDelivery => ({
+    id: d.id,
+    endpoint_id: d.endpoint_id,
+    status: deliveryStatuses.fromDomain(d.status),
+    attempt_count: d.attempt_count,
+    next_attempt_at: d.status === 'pending' ? (d.next_attempt_at ?? undefined) : undefined,
+    attempts: attempts.filter((a) => a.delivery_id === d.id).map(toAttempt),
+  });
+  return { ...toEvent(row), deliveries: deliveries.map(deliveryOut) };
+}
+
+// Event data is the resource exactly as the REST API returns it (docs/events.md); never the secret.
+const resourceJson = resourceJsonOf('workauto/webhooks/v1/webhooks.proto', 'workauto.webhooks.v1');
+export const endpointData = (row: EndpointRow) => resourceJson('WebhookEndpoint', WebhookEndpoint, toEndpoint(row));
+export const eventData = (row: EventRow) => resourceJson('WebhookEvent', WebhookEvent, toEvent(row));

@@ -1,0 +1,28 @@
+import { runService } from '@workauto/service/main';
+import { z } from '@workauto/config';
+import { egressVars } from '@workauto/egress';
+import { webhookEnv } from './settings.js';
+
+await runService({
+  name: 'webhooks',
+  grpcPort: 50055,
+  env: {
+    ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
+    ...egressVars,
+    ...webhookEnv,
+  },
+  start: async (config, env, logger) => {
+    // Imported here, after telemetry started, so its instrumentations see grpc, pg and http.
+    const { createWebhooksService, settingsFromEnv } = await import('./index.js');
+    const { EgressPolicy } = await import('@workauto/egress');
+    return createWebhooksService(
+      {
+        ...config,
+        encryptionKeys: env.ENCRYPTION_KEYS,
+        settings: settingsFromEnv(env),
+        egress: new EgressPolicy({ allowPrivate: env.EGRESS_ALLOW_PRIVATE, allowedCidrs: env.EGRESS_ALLOWED_CIDRS }),
+      },
+      logger,
+    );
+  },
+});

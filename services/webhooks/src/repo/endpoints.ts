@@ -1,0 +1,67 @@
+import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+
+export interface EndpointRow {
+  id: string;
+  tenant_id: string;
+  url: string;
+  description: string | null;
+  event_types: string[];
+  channels: string[];
+  metadata: Record<string, unknown>;
+  is_enabled: boolean;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  failing_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'id, tenant_id, url, description, event_types, channels, metadata, is_enabled, disabled_at, disabled_reason, failing_since, created_at, updated_at';
+
+export async function insertEndpoint(db: Queryable, row: Pick<EndpointRow, 'id' | 'tenant_id' | 'url' | 'description' | 'event_types' | 'channels' | 'metadata'>): Promise<EndpointRow> {
+  const { rows } = await db.query<EndpointRow>(
+    `INSERT INTO webhook_endpoints (id, tenant_id, url, description, event_types, channels, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [row.id, row.tenant_id, row.url, row.description, row.event_types, row.channels, row.metadata],
+  );
+  return rows[0]!;
+}
+
+/** A live (not deleted) endpoint of the tenant; `forUpdate` locks it until the transaction ends. */
+export async function findEndpoint(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
+    [tenantId, id],
+  );
+  return rows[0];
+}
+
+export function listEndpoints(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<EndpointRow>> {
+  return listPage<EndpointRow>(db, { columns: COLUMNS, from: 'webhook_endpoints', where: 'tenant_id = $1 AND deleted_at IS NULL', params: [tenantId], order: newestFirst() }, page);
+}
+
+/** The tenant's enabled endpoints with their filters (intake matches events against them). */
+export async function enabledEndpoints(db: Queryable, tenantId: string): Promise<Pick<EndpointRow, 'id' | 'event_types' | 'channels'>[]> {
+  const { rows } = await db.query(
+    'SELECT id, event_types, channels FROM webhook_endpoints WHERE tenant_id = $1 AND is_enabled AND deleted_at IS NULL',
+    [tenantId],
+  );
+  return rows;
+}
+
+export interface EndpointPatch {
+  url?: string | undefined;
+  description?: string | null | undefined;
+  event_types?: string[] | undefined;
+  channels?: string[] | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  is_enabled?: boolean | undefined;
+  disabled_at?: Date | null | undefined;
+  disabled_reason?: string | null | undefined;
+  failing_since?: Date | null | undefined;
+  deleted_at?: Date | undefined;
+}
+
+export async function updateEndpoint(db: Queryable, tenantId: string, id: string, patch: EndpointPatch): Promise<EndpointRow> {
+  return (await updateTenantRow<EndpointRow>(db, 'webhook_endpoints', COLUMNS, tenantId, id, { ...patch }))!;
+}
