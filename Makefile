@@ -45,9 +45,9 @@ lint: proto-lint build chart-check
 chart-check:
 	.ci/chart-check.sh
 
-## bench: benchmark scripts (numbers go in the issues' closing notes)
+## bench: every scripts/bench-*.mjs (each with its own PostgreSQL and Kafka), then one table of the figures with their targets (docs/benchmarks.md)
 bench: build
-	@for f in scripts/bench-*.mjs; do echo "== $$f"; node deploy/embedded/dist/with-infra.js -- node $$f || exit 1; done
+	@node scripts/bench-table.mjs
 
 clean:
 	rm -rf libs/*/dist services/*/dist deploy/embedded/dist libs/protos/src/gen **/*.tsbuildinfo

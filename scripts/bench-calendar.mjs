@@ -14,7 +14,7 @@
  *
  * Env: SERIES (1000), EXCEPTIONS (200), REQUESTS (300), WARMUP (30). Needs TEST_DATABASE_URL (with-infra sets it).
  */
-import { startBenchStack, summarize } from './lib-bench.mjs';
+import { percentile, report, startBenchStack, summarize } from './lib-bench.mjs';
 
 const SERIES = Number(process.env.SERIES ?? 1_000);
 const EXCEPTIONS = Number(process.env.EXCEPTIONS ?? 200);
@@ -94,8 +94,11 @@ try {
     const used = process.cpuUsage(cpu);
     console.log(`${label} × ${REQUESTS} (sequential, after ${WARMUP} warm-up):`);
     console.log(`  ${summarize(ms)}   ${((REQUESTS / (performance.now() - started)) * 1000).toFixed(1)} req/s   CPU ${((used.user + used.system) / 1000 / REQUESTS).toFixed(1)} ms/request`);
+    return percentile(ms.sort((a, b) => a - b), 99);
   };
-  await time('GET /api/v1/events (31-day window, first page, limit 50)', `/api/v1/events?${qs}`);
+  const firstPageP99 = await time('GET /api/v1/events (31-day window, first page, limit 50)', `/api/v1/events?${qs}`);
+  // make bench's table (docs/benchmarks.md, "Result lines").
+  report('calendar_events_p99', 'GET /events, 31-day window, 1,000 series, p99', firstPageP99, 'ms', { value: 50, better: 'lower' });
   await time('GET /api/v1/events (31-day window, a page in the middle via cursor, limit 50)', `/api/v1/events?${qs}&cursor=${cursors[Math.floor(cursors.length / 2)]}`);
   await time('GET /api/v1/events (31-day window, first page, limit 200)', `/api/v1/events?${qs}&limit=200`);
   const load = (await import('node:os')).loadavg();

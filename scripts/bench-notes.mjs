@@ -10,7 +10,9 @@
  * run as a child process so the load generator does not share the servers' event loop.
  * SHAPE=processes (default) runs each service's main.js in its own process, as a cluster does;
  * SHAPE=one-process runs make dev's composition (gateway, identity and notes-tasks on one event loop).
- * Env: CONNECTIONS (32), DURATION (15), WARMUP (3), SHAPE. Needs TEST_DATABASE_URL (with-infra sets it).
+ * The two targets take turns, ROUNDS times (DURATION / ROUNDS seconds each): the machine's other load
+ * then weighs on both alike.
+ * Env: CONNECTIONS (32), DURATION (15), WARMUP (3), ROUNDS (3), SHAPE. Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -18,11 +20,12 @@ import { fileURLToPath } from 'node:url';
 import express from 'express';
 import pg from 'pg';
 import { createPool } from '@workauto/db';
-import { startBenchStack } from './lib-bench.mjs';
+import { report, startBenchStack } from './lib-bench.mjs';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const DURATION = Number(process.env.DURATION ?? 15);
 const WARMUP = Number(process.env.WARMUP ?? 3);
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const AUTOCANNON = fileURLToPath(new URL('../node_modules/autocannon/autocannon.js', import.meta.url));
 
 const SHAPE = process.env.SHAPE ?? 'processes';
@@ -69,15 +72,17 @@ async function load(url, headers, seconds) {
   return JSON.parse(out);
 }
 
-async function measure(name, url, headers) {
-  if (WARMUP > 0) await load(url, headers, WARMUP);
-  const r = await load(url, headers, DURATION);
+async function measure(name, url, headers, seconds, warmup) {
+  const warm = warmup > 0 ? (await load(url, headers, warmup)).requests.total : 0;
+  const r = await load(url, headers, seconds);
   const bad = r.non2xx + r.errors + r.timeouts;
   const row = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, bad };
-  console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests, ${bad} non-2xx/errors)`);
+  console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests + ${warm} warm-up, ${bad} non-2xx/errors)`);
   if (bad > 0) throw new Error(`${name}: ${bad} requests failed`);
   return row;
 }
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 const check = new pg.Client({ connectionString: notesUrl });
 try {
@@ -95,10 +100,25 @@ try {
   const viaGateway = await api('GET', path, key);
   const viaBare = await (await fetch(`${bareBase}${path}`)).json();
   if (viaGateway.id !== note.id || viaBare.id !== note.id || viaGateway.body !== viaBare.body) throw new Error('the two targets disagree');
-  console.log(`GET /api/v1/notes/{id} (note of ${body.length} characters, services: ${SHAPE}), concurrency ${CONNECTIONS}, ${DURATION} s each after ${WARMUP} s warm-up:`);
-  const g = await measure('gateway → gRPC → notes-tasks → pg', `${base}${path}`, { authorization: `Bearer ${key}` });
-  const x = await measure('bare express + pg', `${bareBase}${path}`, {});
-  console.log(`  ratio (bare / gateway): ${(x.rps / g.rps).toFixed(2)}× the throughput; p99 ${g.p99} ms vs ${x.p99} ms`);
+  console.log(`GET /api/v1/notes/{id} (note of ${body.length} characters, services: ${SHAPE}), concurrency ${CONNECTIONS}, ${DURATION} s each in ${ROUNDS} turns after ${WARMUP} s warm-up:`);
+  // On a shared machine the load of other work moves between minutes: the two targets take turns
+  // (ROUNDS rounds of DURATION / ROUNDS seconds each), and the ratio is over their summed requests.
+  const gw = [];
+  const bareRows = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    gw.push(await measure('gateway → gRPC → notes-tasks → pg', `${base}${path}`, { authorization: `Bearer ${key}` }, DURATION / ROUNDS, round === 0 ? WARMUP : 0));
+    bareRows.push(await measure('bare express + pg', `${bareBase}${path}`, {}, DURATION / ROUNDS, round === 0 ? WARMUP : 0));
+  }
+  const sum = (rows) => rows.reduce((a, r) => a + r.total, 0);
+  const g = { rps: sum(gw) / DURATION, p99: median(gw.map((r) => r.p99)) };
+  const x = { rps: sum(bareRows) / DURATION, p99: median(bareRows.map((r) => r.p99)) };
+  console.log(`  over ${ROUNDS} rounds: gateway ${g.rps.toFixed(0)} req/s (median p99 ${g.p99} ms), bare ${x.rps.toFixed(0)} req/s (median p99 ${x.p99} ms)`);
+  console.log(`  ratio (gateway / bare): ${(g.rps / x.rps).toFixed(2)}× the throughput`);
+  report('notes_gateway_vs_bare', `GET /notes/{id} through the gateway vs bare Express + pg, c=${CONNECTIONS} (throughput ratio)`, g.rps / x.rps, '×', { value: 0.7, better: 'higher' });
+  report('notes_gateway_p99', 'GET /notes/{id} p99 through the gateway', g.p99, 'ms', { value: 15, better: 'lower' });
+  report('notes_gateway_rps', 'GET /notes/{id} throughput through the gateway', g.rps, 'req/s');
+  report('notes_bare_rps', 'GET /notes/{id} throughput of bare Express + pg', x.rps, 'req/s');
+  report('notes_bare_p99', 'GET /notes/{id} p99 of bare Express + pg', x.p99, 'ms');
 } finally {
   await check.end().catch(() => undefined);
   bare.close();

@@ -15,7 +15,7 @@
  * Env: CHANGES (500), ENDPOINTS (50), NOTES (120).
  */
 import { startReceiver } from '@workauto/webhooks/testing';
-import { startBenchStack, summarize } from './lib-bench.mjs';
+import { percentile, report, startBenchStack, summarize } from './lib-bench.mjs';
 
 const CHANGES = Number(process.env.CHANGES ?? 500);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 50);
@@ -56,6 +56,8 @@ try {
   console.log(`transport: ${process.env.KAFKA_BROKERS ? `Kafka at ${process.env.KAFKA_BROKERS}` : 'in-process'}; 2 webhooks replicas, each service in its own process`);
   console.log(`${CHANGES} note creations through the gateway (4 at a time), one endpoint`);
   console.log(`API response → receiver: ${summarize(lag)}`);
+  // make bench's table (docs/benchmarks.md, "Result lines").
+  report('webhooks_delivery_p99', 'webhooks: API → receiver p99', percentile([...lag].sort((a, b) => a - b), 99), 'ms', { value: 500, better: 'lower' });
 
   // 2. Throughput.
   const busy = await createTenant('Throughput');
@@ -79,6 +81,7 @@ try {
   const hi = times[Math.floor(total * 0.9)];
   console.log(`${NOTES} changes × ${ENDPOINTS} endpoints = ${total} deliveries; the API took the changes in ${((apiDone - started) / 1000).toFixed(1)} s, the last delivery arrived after ${((times.at(-1) - started) / 1000).toFixed(1)} s`);
   console.log(`deliveries per second (10th–90th percentile of arrivals): ${((0.8 * total) / ((hi - lo) / 1000)).toFixed(0)}; overall ${(total / ((times.at(-1) - times[0]) / 1000)).toFixed(0)}`);
+  report('webhooks_delivery_rate', 'webhook deliveries to a loopback receiver', (0.8 * total) / ((hi - lo) / 1000), '/s', { value: 1000, better: 'higher' });
 } finally {
   await receiver.close();
   await stack.stop();

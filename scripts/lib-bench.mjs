@@ -57,3 +57,13 @@ export function summarize(ms) {
   const f = (v) => v.toFixed(1);
   return `p50 ${f(percentile(s, 50))} ms   p90 ${f(percentile(s, 90))} ms   p99 ${f(percentile(s, 99))} ms   min ${f(s[0])} ms   max ${f(s[s.length - 1])} ms`;
 }
+
+/**
+ * One figure of `make bench`'s table, as a machine-readable line on stdout (docs/benchmarks.md,
+ * "Result lines"): `BENCH-RESULT {"id", "label", "value", "unit", "target"?, "better"?}`.
+ * scripts/bench-table.mjs collects these lines from every script and prints the table.
+ */
+export function report(id, label, value, unit, target) {
+  const line = { id, label, value: Number(value.toFixed(3)), unit, ...(target ? { target: target.value, better: target.better } : {}) };
+  console.log(`BENCH-RESULT ${JSON.stringify(line)}`);
+}

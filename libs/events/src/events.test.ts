@@ -329,6 +329,37 @@ describe('outbox relay', () => {
     await pool.end();
   });
 
+  it('publishes commits that land while it drains, and batches past one drain, without waiting for its poll', async () => {
+    const pool = await freshPool();
+    const local = new LocalTransport();
+    const received = new Set<string>();
+    await local.subscribe({ groupId: 'wake', topics: [TOPICS.domain], handle: async (batch) => void batch.forEach((m) => received.add(m.headers['event-id']!)) });
+    // Each publish takes 20 ms, so writers commit while a drain runs; the poll (60 s) never fires.
+    const slow: EventTransport = {
+      publish: async (messages) => {
+        await sleep(20);
+        await local.publish(messages);
+      },
+      subscribe: (o) => local.subscribe(o), ensureTopics: async () => undefined, close: async () => undefined,
+    };
+    const relay = new OutboxRelay({ pool, transport: slow, source: 'test', logger, pollMs: 60_000, batchSize: 5 });
+    relay.start();
+    await until('it leads', () => relay.active);
+    await sleep(100); // its first (empty) drain is over: from now on only NOTIFY wakes it
+    // 12 in one transaction (one NOTIFY, more than a batch: the relay must go on draining by itself).
+    const burst = await record(pool, 12);
+    await until('the whole burst is published', () => burst.every((id) => received.has(id)), 5_000);
+    // Then one every few ms: most commit while a drain runs, and the last one's NOTIFY is the last.
+    const trickle: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      trickle.push(...(await record(pool, 1, `r-${i}`)));
+      await sleep(i % 3);
+    }
+    await until('every event of the trickle is published', () => trickle.every((id) => received.has(id)), 5_000);
+    await relay.stop();
+    await pool.end();
+  });
+
   it('lets one relay per database be active, and another takes over when it stops', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport();

@@ -117,11 +117,15 @@ describe('signed caller identity', () => {
     await refused(impostor.metadata(caller, NOTES), /signature does not verify/);
   });
 
-  it('refuses a tampered token (another tenant written into a valid one)', async () => {
-    const [header, payload, signature] = gateway.sign(caller, NOTES).split('.');
+  it('refuses a tampered token (another tenant written into a valid one, even one it verified before)', async () => {
+    const valid = gateway.metadata(caller, NOTES);
+    await svc.list(valid);
+    const [header, payload, signature] = String(valid.get(CALLER_TOKEN_KEY)[0]).split('.');
     const claims = JSON.parse(Buffer.from(payload!, 'base64url').toString());
     const forged = Buffer.from(JSON.stringify({ ...claims, tenant_id: 'tenant-b' })).toString('base64url');
-    await refused(withToken(`${header}.${forged}.${signature}`), /signature does not verify/);
+    const md = valid.clone();
+    md.set(CALLER_TOKEN_KEY, `${header}.${forged}.${signature}`);
+    await refused(md, /signature does not verify/);
   });
 
   it('refuses an unsigned token (alg none) and garbage', async () => {
@@ -140,6 +144,58 @@ describe('signed caller identity', () => {
 
   it('refuses a token signed for another service (no replay from one service to the next)', async () => {
     await refused(gateway.metadata(caller, 'workauto.identity.v1.IdentityService'), /not for this service \(workauto\.notes_tasks\.v1\.NotesTasksService\)/);
+  });
+
+  it('reuses one token per principal and target service; the request\'s fields travel beside it', async () => {
+    const signer = new CallerSigner(keys.signingKey, { issuer: 'gateway' });
+    const first = signer.metadata(caller, NOTES);
+    const second = signer.metadata({ ...caller, requestId: 'req-2', clientIp: '10.0.0.10', userAgent: 'Mözilla/5 ✓', idempotencyKey: undefined }, NOTES);
+    assert.equal(second.get(CALLER_TOKEN_KEY)[0], first.get(CALLER_TOKEN_KEY)[0], 'the same principal reuses its token');
+    for (const other of [{ ...caller, tenantId: 'tenant-b' }, { ...caller, actor: { type: 'member', id: 'key-1' } }, { ...caller, actor: { ...caller.actor!, memberId: 'member-2' } }]) {
+      assert.notEqual(signer.sign(other, NOTES), signer.sign(caller, NOTES), `another principal gets another token: ${JSON.stringify(other)}`);
+    }
+    assert.notEqual(signer.sign(caller, 'workauto.identity.v1.IdentityService'), signer.sign(caller, NOTES), 'another audience gets another token');
+    const claims = JSON.parse(Buffer.from(signer.sign(caller, NOTES).split('.')[1]!, 'base64url').toString());
+    assert.deepEqual(Object.keys(claims).sort(), ['actor', 'aud', 'exp', 'iat', 'iss', 'tenant_id'], 'only the principal is signed');
+    // The second call's own fields reach the handler, not the first's.
+    const res = await svc.list(second);
+    assert.deepEqual(JSON.parse(res.next_cursor!), {
+      tenant: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, requestId: 'req-2', ip: '10.0.0.10', ua: 'Mözilla/5 ✓',
+    });
+  });
+
+  it('renews a token after half its life, so a service never gets one about to expire', async () => {
+    const short = new CallerSigner(keys.signingKey, { issuer: 'gateway', ttlSeconds: 2 });
+    const first = short.sign(caller, NOTES);
+    assert.equal(short.sign(caller, NOTES), first);
+    await new Promise((r) => setTimeout(r, 1_100));
+    assert.notEqual(short.sign(caller, NOTES), first);
+  });
+
+  it('refuses a call whose token verifies but that carries no request id beside it', async () => {
+    await refused(withToken(gateway.sign(caller, NOTES)), /no request id/);
+  });
+
+  it('checks a token it verified before again for audience and expiry', async () => {
+    const verifier = new CallerVerifier(keys.verifyKeys);
+    const md = gateway.metadata(caller, NOTES);
+    assert.equal(verifier.verify(md, NOTES).tenantId, 'tenant-a');
+    assert.throws(() => verifier.verify(md, 'workauto.identity.v1.IdentityService'), /not for this service/);
+    // Expired 3 s ago: still inside the 5 s clock tolerance, then past it (the cached entry too).
+    const dying = new CallerSigner(keys.signingKey, { issuer: 'gateway', ttlSeconds: -3 }).metadata(caller, NOTES);
+    assert.equal(verifier.verify(dying, NOTES).tenantId, 'tenant-a');
+    await new Promise((r) => setTimeout(r, 2_200));
+    assert.throws(() => verifier.verify(dying, NOTES), /expired/);
+  });
+
+  it('keeps at most maxCachedTokens verified tokens and still verifies the evicted ones', () => {
+    const verifier = new CallerVerifier(keys.verifyKeys, { maxCachedTokens: 2 });
+    const tenants = ['t1', 't2', 't3'].map((t) => gateway.metadata({ ...caller, tenantId: t }, NOTES));
+    for (const md of [...tenants, ...tenants]) assert.ok(verifier.verify(md, NOTES).tenantId);
+    const tampered = gateway.sign({ ...caller, tenantId: 't1' }, NOTES).replace(/\.[^.]+\./, `.${Buffer.from(JSON.stringify({ aud: NOTES, tenant_id: 't9', iat: 1, exp: 4e9 })).toString('base64url')}.`);
+    const md = withToken(tampered);
+    md.set('x-request-id-bin', Buffer.from('r'));
+    assert.throws(() => verifier.verify(md, NOTES), /signature does not verify/);
   });
 
   it('verifies with any key of the set (rotation: old and new kid side by side)', async () => {

@@ -1,10 +1,16 @@
 /**
- * Signed caller identity: who a call acts for travels as one short-lived JWT (x-caller-token),
- * signed by the caller (the gateway, or a service with a key of its own) with an asymmetric key and
- * verified by every service against a set of public keys (JWKS, by kid). A service builds its
- * CallContext only from a verified token, so a pod that can reach a service's port cannot act for a
- * tenant by setting metadata. Each token names its target service (aud), so a token a service
- * received cannot be replayed to another one.
+ * Signed caller identity: who a call acts for (the principal: tenant and actor) travels as one
+ * short-lived JWT (x-caller-token), signed by the caller (the gateway, or a service with a key of its
+ * own) with an asymmetric key and verified by every service against a set of public keys (JWKS, by
+ * kid). A service builds its CallContext only from a verified token, so a pod that can reach a
+ * service's port cannot act for a tenant by setting metadata. Each token names its target service
+ * (aud), so a token a service received cannot be replayed to another one.
+ *
+ * A token is per (principal, target service), not per call: the signer reuses it for the first half
+ * of its life and each service verifies it once (a bounded cache keyed by the token, entries expiring
+ * with it). The per-request fields (request id, client ip, user agent, idempotency key) travel beside
+ * it as plain metadata. Signing and verifying Ed25519 per call was most of the gateway hop's cost;
+ * the trade-off is in docs/decisions.md (caller identity).
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -17,12 +23,24 @@ export const CALLER_TOKEN_KEY = 'x-caller-token';
 
 /** Caller and service clocks may differ by this much. */
 const CLOCK_TOLERANCE_MS = 5_000;
-/** A token is used at once (one per call), so a short life bounds what a leaked one is worth. */
+/** A short life bounds what a leaked token is worth; the signer reuses one for the first half of it. */
 const DEFAULT_TTL_S = 30;
+/** At most this many tokens are kept by a signer and, verified, by a verifier (the oldest go first). */
+const DEFAULT_CACHE_SIZE = 10_000;
+
+/**
+ * The per-request fields beside the token. Binary metadata (-bin, base64 on the wire): the user agent
+ * and the idempotency key are the client's text, which grpc-js refuses in plain metadata when it is
+ * not printable ASCII.
+ */
+const REQUEST_ID_KEY = 'x-request-id-bin';
+const CLIENT_IP_KEY = 'x-client-ip-bin';
+const USER_AGENT_KEY = 'x-user-agent-bin';
+const IDEMPOTENCY_KEY_KEY = 'x-idempotency-key-bin';
 /** The JWT type header: a token minted for another purpose is never read as a caller identity. */
 const TOKEN_TYPE = 'caller+jwt';
 
-/** What a token says about the caller; a service's CallContext is built from it. */
+/** Who a call acts for and its request's fields; a service's CallContext is built from it. */
 export interface Caller {
   requestId: string;
   /** Unset for platform-admin and unauthenticated calls (tenant bootstrap, invitation claim, OAuth callback). */
@@ -86,11 +104,14 @@ function importKey(jwk: JsonWebKey & { kid?: string }, kind: 'private' | 'public
 export class CallerSigner {
   private readonly signer: (payload: Record<string, unknown>) => string;
   private readonly ttlSeconds: number;
+  private readonly maxCached: number;
+  /** (audience, principal) → its token and when to sign a fresh one (half its life, in ms). */
+  private readonly tokens = new Map<string, { token: string; renewAt: number }>();
   /** Who signs (iss): the gateway or a service name, for logs and audits. */
   readonly issuer: string;
 
   /** From a private JWK (JSON, with kid; Ed25519 or P-256). Throws a message that says what to set. */
-  constructor(privateJwk: string, opts: { issuer: string; ttlSeconds?: number }) {
+  constructor(privateJwk: string, opts: { issuer: string; ttlSeconds?: number; maxCachedTokens?: number }) {
     const jwk = parseJson(privateJwk, 'the caller signing key') as JsonWebKey & { kid?: string };
     if (typeof jwk !== 'object' || jwk === null || !jwk.d) throw new Error(`the caller signing key must be a private JWK; ${WHAT_TO_SET}`);
     if (!jwk.kid) throw new Error(`the caller signing key has no kid (services pick the verifying key by it); ${WHAT_TO_SET}`);
@@ -100,24 +121,40 @@ export class CallerSigner {
     });
     this.issuer = opts.issuer;
     this.ttlSeconds = opts.ttlSeconds ?? DEFAULT_TTL_S;
+    this.maxCached = opts.maxCachedTokens ?? DEFAULT_CACHE_SIZE;
   }
 
-  /** A token for one call to `audience` (a gRPC service's full name). */
+  /**
+   * The token of the caller's principal (tenant, actor) for calls to `audience` (a gRPC service's
+   * full name): signed at most once per half life per (principal, audience).
+   */
   sign(caller: Caller, audience: string): string {
-    const now = Math.floor(Date.now() / 1000);
-    const claims: Record<string, unknown> = { aud: audience, iat: now, exp: now + this.ttlSeconds, request_id: caller.requestId };
-    if (caller.tenantId) claims.tenant_id = caller.tenantId;
-    if (caller.actor) claims.actor = { type: caller.actor.type, id: caller.actor.id, ...(caller.actor.memberId ? { member_id: caller.actor.memberId } : {}) };
-    if (caller.clientIp) claims.client_ip = caller.clientIp;
-    if (caller.userAgent) claims.user_agent = caller.userAgent;
-    if (caller.idempotencyKey) claims.idempotency_key = caller.idempotencyKey;
-    return this.signer(claims);
+    const actor = caller.actor;
+    const principal: Record<string, unknown> = { aud: audience };
+    if (caller.tenantId) principal.tenant_id = caller.tenantId;
+    if (actor) principal.actor = { type: actor.type, id: actor.id, ...(actor.memberId ? { member_id: actor.memberId } : {}) };
+    // Keyed by every signed claim but the times: a claim added to the principal later is part of
+    // the key without anyone having to remember it.
+    const cacheKey = JSON.stringify(principal);
+    const nowMs = Date.now();
+    const cached = this.tokens.get(cacheKey);
+    if (cached && nowMs < cached.renewAt) return cached.token;
+    const now = Math.floor(nowMs / 1000);
+    const token = this.signer({ ...principal, iat: now, exp: now + this.ttlSeconds });
+    this.tokens.delete(cacheKey); // re-inserted last: the map's order is the order of signing
+    if (this.tokens.size >= this.maxCached) this.tokens.delete(this.tokens.keys().next().value!);
+    this.tokens.set(cacheKey, { token, renewAt: (now + this.ttlSeconds / 2) * 1000 });
+    return token;
   }
 
-  /** Call metadata carrying the caller's token for `audience`. */
+  /** Call metadata for a call to `audience`: the principal's token and the request's fields beside it. */
   metadata(caller: Caller, audience: string): grpc.Metadata {
     const md = new grpc.Metadata();
     md.set(CALLER_TOKEN_KEY, this.sign(caller, audience));
+    md.set(REQUEST_ID_KEY, Buffer.from(caller.requestId));
+    if (caller.clientIp) md.set(CLIENT_IP_KEY, Buffer.from(caller.clientIp));
+    if (caller.userAgent) md.set(USER_AGENT_KEY, Buffer.from(caller.userAgent));
+    if (caller.idempotencyKey) md.set(IDEMPOTENCY_KEY_KEY, Buffer.from(caller.idempotencyKey));
     return md;
   }
 }
@@ -129,9 +166,13 @@ export class CallerSigner {
  */
 export class CallerVerifier {
   private readonly byKid = new Map<string, (token: string) => Record<string, unknown>>();
+  /** Verified tokens → their audience, principal and the moment they stop being accepted (ms). */
+  private readonly verified = new Map<string, VerifiedToken>();
+  private readonly maxCached: number;
 
   /** From a JWKS (JSON) of public keys, each with a kid. Throws a message that says what to set. */
-  constructor(jwksJson: string) {
+  constructor(jwksJson: string, opts: { maxCachedTokens?: number } = {}) {
+    this.maxCached = opts.maxCachedTokens ?? DEFAULT_CACHE_SIZE;
     const jwks = parseJson(jwksJson, 'the caller verify keys') as { keys?: (JsonWebKey & { kid?: string })[] } | null;
     if (!jwks || !Array.isArray(jwks.keys) || jwks.keys.length === 0) throw new Error(`the caller verify keys must be a JWKS with at least one key; ${WHAT_TO_SET}`);
     for (const jwk of jwks.keys) {
@@ -152,12 +193,36 @@ export class CallerVerifier {
     return [...this.byKid.keys()];
   }
 
-  /** The caller of a call to `audience`, from its verified token; UNAUTHENTICATED (CALLER_IDENTITY_INVALID) otherwise. */
+  /**
+   * The caller of a call to `audience`: the principal from its verified token, the request's fields
+   * from the metadata beside it; UNAUTHENTICATED (CALLER_IDENTITY_INVALID) otherwise.
+   */
   verify(metadata: grpc.Metadata, audience: string): Caller {
     const token = metadata.get(CALLER_TOKEN_KEY)[0];
     if (typeof token !== 'string' || token === '') {
       throw invalid(`the call carries no caller identity (${CALLER_TOKEN_KEY}): services accept only calls signed by the gateway or by a service whose key is in their CALLER_VERIFY_KEYS; call through the gateway`);
     }
+    let verified = this.verified.get(token);
+    if (verified && Date.now() >= verified.acceptedUntil) {
+      this.verified.delete(token);
+      verified = undefined; // verified again below, which says it has expired
+    }
+    if (!verified) {
+      verified = this.verifyToken(token);
+      if (this.verified.size >= this.maxCached) this.verified.delete(this.verified.keys().next().value!);
+      this.verified.set(token, verified);
+    }
+    if (verified.audience !== audience) throw invalid(`the caller identity token is not for this service (${audience}): sign one token per target service`);
+    const requestId = text(metadata, REQUEST_ID_KEY);
+    if (!requestId) throw invalid(`the call carries no request id (${REQUEST_ID_KEY}) beside its caller identity: the signer sets it (CallerSigner.metadata)`);
+    return {
+      requestId, tenantId: verified.tenantId, actor: verified.actor,
+      clientIp: text(metadata, CLIENT_IP_KEY), userAgent: text(metadata, USER_AGENT_KEY), idempotencyKey: text(metadata, IDEMPOTENCY_KEY_KEY),
+    };
+  }
+
+  /** Signature, type, expiry and claims of a token not seen before (or seen expired). */
+  private verifyToken(token: string): VerifiedToken {
     const kid = kidOf(token);
     if (kid === undefined) throw invalid(`the caller identity token is not a JWT with a kid in its header; ${WHAT_TO_SET}`);
     const verifier = this.byKid.get(kid);
@@ -170,9 +235,22 @@ export class CallerVerifier {
     } catch (err) {
       throw invalid(describeFailure(err));
     }
-    if (payload.aud !== audience) throw invalid(`the caller identity token is not for this service (${audience}): sign one token per target service`);
-    return callerOf(payload);
+    // fast-jwt accepts a token until exp plus the clock tolerance; the cache does the same.
+    return { ...principalOf(payload), audience: payload.aud, acceptedUntil: (payload.exp as number) * 1000 + CLOCK_TOLERANCE_MS };
   }
+}
+
+interface VerifiedToken {
+  audience: unknown;
+  tenantId: string | undefined;
+  actor: Actor | undefined;
+  acceptedUntil: number;
+}
+
+/** A per-request field beside the token (binary metadata, UTF-8). */
+function text(metadata: grpc.Metadata, key: string): string | undefined {
+  const value = metadata.get(key)[0];
+  return Buffer.isBuffer(value) && value.length > 0 ? value.toString() : undefined;
 }
 
 /** The kid of a token's header (read before verification only to pick the key; the signature covers it). */
@@ -191,27 +269,22 @@ function invalid(message: string) {
 
 function describeFailure(err: unknown): string {
   const code = err instanceof TokenError ? err.code : undefined;
-  if (code === TokenError.codes.expired) return 'the caller identity token has expired: sign a fresh one for each call (and check that the caller\'s and this service\'s clocks agree)';
+  if (code === TokenError.codes.expired) return 'the caller identity token has expired: the signer must renew its tokens before they expire (CallerSigner does; check that the caller\'s and this service\'s clocks agree)';
   if (code === TokenError.codes.invalidSignature) return 'the caller identity token\'s signature does not verify: it was altered, or signed by another key under a known kid';
   return `the caller identity token is not valid (${code ?? 'malformed'}): the caller must sign a ${TOKEN_TYPE} JWT with a key in this service's CALLER_VERIFY_KEYS`;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
-/** Claims → Caller; a signed token with claims of the wrong shape is refused, not half-read. */
-function callerOf(p: Record<string, unknown>): Caller {
-  const requestId = str(p.request_id);
+/** Claims → principal; a signed token with claims of the wrong shape is refused, not half-read. */
+function principalOf(p: Record<string, unknown>): { tenantId: string | undefined; actor: Actor | undefined } {
   const actorClaim = p.actor as { type?: unknown; id?: unknown; member_id?: unknown } | undefined;
-  if (!requestId || (p.tenant_id !== undefined && !str(p.tenant_id)) || (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))) {
-    throw invalid('the caller identity token\'s claims are malformed (request_id, tenant_id, actor {type, id, member_id}): fix the signer');
+  if ((p.tenant_id !== undefined && !str(p.tenant_id)) || (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))) {
+    throw invalid('the caller identity token\'s claims are malformed (tenant_id, actor {type, id, member_id}): fix the signer');
   }
   const memberId = str(actorClaim?.member_id);
   return {
-    requestId,
     tenantId: str(p.tenant_id),
     actor: actorClaim ? { type: actorClaim.type as string, id: actorClaim.id as string, ...(memberId ? { memberId } : {}) } : undefined,
-    clientIp: str(p.client_ip),
-    userAgent: str(p.user_agent),
-    idempotencyKey: str(p.idempotency_key),
   };
 }

@@ -28,6 +28,26 @@ export function tokenKey(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
 
+/** A request's bearer token and its hash. */
+export interface RequestCredential {
+  token: string;
+  /** tokenKey(token): what the limiters, the auth cache and the idempotency scope key by. */
+  key: string;
+}
+
+const credentials = new WeakMap<object, RequestCredential | null>();
+
+/** The request's bearer credential, hashed once per request (both limiters, auth and idempotency use it). */
+export function requestCredential(req: { get(name: string): string | undefined }): RequestCredential | undefined {
+  let credential = credentials.get(req);
+  if (credential === undefined) {
+    const token = bearerToken(req.get('authorization'));
+    credential = token ? { token, key: tokenKey(token) } : null;
+    credentials.set(req, credential);
+  }
+  return credential ?? undefined;
+}
+
 export class Authenticator {
   /** SHA-256 of the token → the lookup (pending or done) and when it stops counting. */
   private readonly cache = new Map<string, { lookup: Promise<Principal>; expires: number }>();
@@ -42,15 +62,15 @@ export class Authenticator {
   }
 
   /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
-  async authorize(route: Route, authorization: string | undefined, metadata: () => grpc.Metadata): Promise<Principal | undefined> {
+  async authorize(route: Route, req: { get(name: string): string | undefined }, metadata: () => grpc.Metadata): Promise<Principal | undefined> {
     if (route.auth === 'none') return undefined;
-    const token = bearerToken(authorization);
-    if (!token) {
+    const credential = requestCredential(req);
+    if (!credential) {
       throw gatewayErrors.unauthenticated(
-        authorization ? 'the Authorization header must be "Bearer <key>"' : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
+        req.get('authorization') ? 'the Authorization header must be "Bearer <key>"' : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
       );
     }
-    const principal = await this.resolve(token, metadata, route.method !== 'GET');
+    const principal = await this.resolve(credential, metadata, route.method !== 'GET');
     const isAdmin = principal.actor_type === ActorType.ACTOR_TYPE_PLATFORM_ADMIN;
     if (route.auth === 'platform_admin') {
       if (!isAdmin) throw gatewayErrors.forbidden('this endpoint needs the platform admin token', 'PLATFORM_ADMIN_REQUIRED');
@@ -71,8 +91,7 @@ export class Authenticator {
   }
 
   /** fresh: ask identity even on a cache hit (a mutation), and let its answer replace the cached one. */
-  private resolve(token: string, metadata: () => grpc.Metadata, fresh: boolean): Promise<Principal> {
-    const key = tokenKey(token);
+  private resolve({ token, key }: RequestCredential, metadata: () => grpc.Metadata, fresh: boolean): Promise<Principal> {
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expires > now && !fresh) return hit.lookup;

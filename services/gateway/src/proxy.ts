@@ -5,7 +5,7 @@
 import type { Request, Response } from 'express';
 import { callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { bearerToken, tokenKey, type Authenticator } from './auth.js';
+import { requestCredential, type Authenticator } from './auth.js';
 import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { messageToJson } from '@workauto/protos';
@@ -83,7 +83,7 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     const anonymous = requestCaller(req, res.locals.requestId as string);
     // Authentication before validation: a caller without a credential learns nothing about the API's input rules.
     // The token lookup's caller is signed only when the lookup is not cached.
-    const principal = await auth.authorize(route, req.get('authorization'), () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
+    const principal = await auth.authorize(route, req, () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
     if (principal) res.locals[AUTHENTICATED] = true; // the failed-auth limiter never blocks this credential
     let caller = principal ? addPrincipal(anonymous, principal) : anonymous;
 
@@ -94,8 +94,7 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     if (!downstream) throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
 
     const idempotencyKey = req.method === 'POST' ? IdempotencyStore.parseKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
-    const token = principal ? bearerToken(req.get('authorization')) : undefined;
-    const scope = token ? tokenKey(token) : 'anonymous';
+    const scope = (principal ? requestCredential(req)?.key : undefined) ?? 'anonymous';
     if (idempotencyKey) {
       const begun = await idempotency.begin(scope, idempotencyKey, IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request));
       if (begun.kind === 'replay') return send(res, begun.response, { 'Idempotent-Replayed': 'true' });

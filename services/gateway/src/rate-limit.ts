@@ -7,7 +7,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, ipKeyGenerator } from 'express-rate-limit';
 import * as grpc from '@grpc/grpc-js';
 import { metrics } from '@opentelemetry/api';
-import { bearerToken, tokenKey } from './auth.js';
+import { requestCredential } from './auth.js';
 import { GatewayError } from './errors.js';
 
 const WINDOW_MS = 60_000;
@@ -44,9 +44,9 @@ export function rateLimiter(limitPerMinute: number, send: Send): RequestHandler 
     standardHeaders: 'draft-8',
     legacyHeaders: false,
     keyGenerator: (req) => {
-      const token = bearerToken(req.get('authorization'));
       // The hash, never the token: the store must not become a list of live credentials.
-      return token ? `t:${tokenKey(token)}` : clientKey(req);
+      const credential = requestCredential(req);
+      return credential ? `t:${credential.key}` : clientKey(req);
     },
     handler: limited(send, 'requests for this credential', limitPerMinute),
   });
@@ -84,8 +84,7 @@ export function failedAuthLimiter(limitPerMinute: number, send: Send): RequestHa
 }
 
 function credentialOf(req: Request): string | undefined {
-  const token = bearerToken(req.get('authorization'));
-  return token ? tokenKey(token) : undefined;
+  return requestCredential(req)?.key;
 }
 
 /** How long a credential that authenticated stays exempt from the failed-auth limit. */

@@ -27,6 +27,33 @@ describe('route table', () => {
     assert.equal(identityRoutes.some((r) => r.rpc === 'AuthenticateToken'), false, 'rpcs without an annotation are not routable');
   });
 
+  it('matches every path as a scan of all routes in order would (the index only narrows the candidates)', () => {
+    const routes = loadRoutes();
+    const scan = (method: string, path: string) => {
+      const hits = routes.filter((r) => r.pattern.test(path));
+      const route = hits.find((r) => r.method === method);
+      return route ? route.rpc : hits.length ? [...new Set(hits.map((r) => r.method))].sort().join(',') : undefined;
+    };
+    const viaIndex = (method: string, path: string) => {
+      const m = matchRoute(routes, method, path);
+      return m && 'route' in m ? m.route.rpc : m && 'methodNotAllowed' in m ? [...m.methodNotAllowed].sort().join(',') : undefined;
+    };
+    const paths = routes.flatMap((r) => {
+      const concrete = r.template.replace(/\{[a-z_0-9]+\}/g, 'x%2Fy');
+      return [concrete, `${concrete}/`, `${concrete}//`, `${concrete}/extra`, concrete.replace(/\/[^/]+$/, '/claim'), concrete.toUpperCase()];
+    });
+    paths.push('/', '', '/api', '/api/v1', '/api/v1/', '/healthz');
+    let matched = 0;
+    for (const path of paths) {
+      for (const method of ['GET', 'POST', 'PATCH', 'PUT', 'DELETE']) {
+        const expected = scan(method, path);
+        assert.equal(viaIndex(method, path), expected, `${method} ${path}`);
+        if (expected && !expected.includes(',') && !/^[A-Z]+$/.test(expected)) matched++;
+      }
+    }
+    assert.ok(matched >= routes.length, `every route is reached (${matched} of ${routes.length})`);
+  });
+
   it('sets success codes: 201 for Create*, 204 for Empty, 302 for a Redirect, else 200', () => {
     const status = (rpc: string) => identityRoutes.find((r) => r.rpc === rpc)!.successStatus;
     assert.equal(status('CreateInvitation'), 201);

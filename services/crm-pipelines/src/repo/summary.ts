@@ -15,26 +15,27 @@ export interface StageSummaryRow {
 }
 
 /**
- * The pipeline summary as one aggregation in SQL over NUMERIC (never in memory, never floats).
- * Live deals are grouped by stage straight from the deals_summary index (tenant, pipeline, stage
- * → amount, confidence); since a stage's default confidence is one value per stage, the open
- * stages' weighted value is Σ amount×confidence over deals that have one plus
- * default × Σ amount over those that do not (0 when the stage has no default); won stages weigh 1,
- * lost 0. Every live stage appears in display order (LEFT JOIN: empty ones with zeros). Stage and
- * pipeline values are rounded to `digits` decimals only at the end (half away from zero); the
- * totals are rounded from the exact sums, not summed from rounded stage values.
+ * The pipeline summary as one statement in SQL over NUMERIC (never in memory, never floats), from
+ * the per-stage aggregates the deal writes keep (stage_deal_totals, maintained by triggers in each
+ * deal write's transaction: migrations/0002): it reads stages × slots rows, whatever the number of
+ * deals. Since a stage's default confidence is one value per stage, the open stages' weighted value
+ * is Σ amount×confidence over deals that have one plus default × Σ amount over those that do not
+ * (0 when the stage has no default); won stages weigh 1, lost 0. Every live stage appears in display
+ * order (LEFT JOIN: empty ones with zeros). Stage and pipeline values are rounded to `digits`
+ * decimals only at the end (half away from zero); the totals are rounded from the exact sums, not
+ * summed from rounded stage values.
  */
 export async function pipelineSummary(db: Queryable, tenantId: string, pipelineId: string, digits: number): Promise<StageSummaryRow[]> {
   const { rows } = await db.query<StageSummaryRow>(
     `WITH per_stage AS MATERIALIZED (
-       SELECT d.stage_id,
-              count(*) AS n,
-              sum(d.amount) AS total,
-              sum(d.amount * d.confidence) AS with_own,
-              sum(d.amount) FILTER (WHERE d.confidence IS NULL) AS without_own
-         FROM deals d
-        WHERE d.tenant_id = $1 AND d.pipeline_id = $2 AND d.deleted_at IS NULL
-        GROUP BY d.stage_id
+       SELECT t.stage_id,
+              sum(t.deal_count) AS n,
+              sum(t.total) AS total,
+              sum(t.with_own) AS with_own,
+              sum(t.without_own) AS without_own
+         FROM stage_deal_totals t
+        WHERE t.tenant_id = $1 AND t.pipeline_id = $2
+        GROUP BY t.stage_id
      ), stages AS (
        SELECT s.id, s.name, s.stage_type, s.display_order,
               coalesce(a.n, 0) AS n,

@@ -1,0 +1,141 @@
+/**
+ * Load test of the whole API mix (not a test), with closed-loop clients (each sends its next request
+ * when the last one answered): reads and writes across notes, tasks, contacts and
+ * deals through the gateway, each service in its own process (the deployment shape), real
+ * PostgreSQL and Kafka. Throughput and p99 at concurrency 32 and 128, then a ramp (doubling the
+ * concurrency) to the point where errors or timeouts start; no 5xx is allowed below that point.
+ *
+ *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-mix.mjs
+ *
+ * The mix (weights in MIX below, docs/benchmarks.md): 70 % reads — GET a note (20), list notes (10),
+ * GET a task (10), list tasks (10), GET a deal (8), list contacts (7), a pipeline summary (5) — and
+ * 30 % writes — create a note (8), move a deal to another stage (8), update a task (6), create a
+ * task (4), create a contact (4). Ids are picked at random from rows seeded through the API.
+ * Env: DURATION (15 s per level), RAMP_DURATION (10), RAMP_MAX (2048), TIMEOUT (10 s per request).
+ * Needs TEST_DATABASE_URL (with-infra sets it).
+ */
+import { percentile, report, startBenchStack } from './lib-bench.mjs';
+
+const DURATION = Number(process.env.DURATION ?? 15);
+const RAMP_DURATION = Number(process.env.RAMP_DURATION ?? 10);
+const RAMP_MAX = Number(process.env.RAMP_MAX ?? 2048);
+const TIMEOUT = Number(process.env.TIMEOUT ?? 10);
+
+const { stack, api, createTenant } = await startBenchStack({ shape: 'processes' });
+try {
+  const tenant = await createTenant();
+  const key = tenant.api_key;
+  const pipeline = await api('POST', '/api/v1/pipelines', key, {
+    name: 'Mix', stages: ['Lead', 'Qualified', 'Proposal', 'Negotiation'].map((name, i) => ({ name, stage_type: 'open', default_confidence: (i + 1) / 5 })),
+  });
+  const stageIds = pipeline.stages.map((s) => s.id);
+  const seed = async (n, create) => {
+    const ids = [];
+    for (let i = 0; i < n; i += 10) ids.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => create(i + j)))).map((r) => r.id));
+    return ids;
+  };
+  const notes = await seed(200, (i) => api('POST', '/api/v1/notes', key, { title: `note ${i}`, body: `# Note ${i}\n\n${'Some text about the account. '.repeat(20)}` }));
+  const tasks = await seed(200, (i) => api('POST', '/api/v1/tasks', key, { title: `task ${i}`, description: 'follow up' }));
+  const contacts = await seed(100, (i) => api('POST', '/api/v1/contacts', key, { name: `Contact ${i}`, company: 'Acme' }));
+  const deals = await seed(200, (i) => api('POST', '/api/v1/deals', key, { title: `deal ${i}`, pipeline_id: pipeline.id, stage_id: stageIds[i % 4], amount: 1000 + i }));
+  console.log(`seeded ${notes.length} notes, ${tasks.length} tasks, ${contacts.length} contacts, ${deals.length} deals`);
+
+  const pick = (a) => a[Math.floor(Math.random() * a.length)];
+  let n = 0;
+  const MIX = [
+    [20, () => ({ method: 'GET', path: `/api/v1/notes/${pick(notes)}` })],
+    [10, () => ({ method: 'GET', path: '/api/v1/notes?limit=20' })],
+    [10, () => ({ method: 'GET', path: `/api/v1/tasks/${pick(tasks)}` })],
+    [10, () => ({ method: 'GET', path: '/api/v1/tasks?limit=20' })],
+    [8, () => ({ method: 'GET', path: `/api/v1/deals/${pick(deals)}` })],
+    [7, () => ({ method: 'GET', path: '/api/v1/contacts?limit=20' })],
+    [5, () => ({ method: 'GET', path: `/api/v1/pipelines/${pipeline.id}/summary` })],
+    [8, () => ({ method: 'POST', path: '/api/v1/notes', body: { title: `mix ${n++}`, body: 'written under load' } })],
+    [8, () => ({ method: 'PATCH', path: `/api/v1/deals/${pick(deals)}`, body: { stage_id: pick(stageIds) } })],
+    [6, () => ({ method: 'PATCH', path: `/api/v1/tasks/${pick(tasks)}`, body: { title: `task renamed ${n++}` } })],
+    [4, () => ({ method: 'POST', path: '/api/v1/tasks', body: { title: `mix task ${n++}` } })],
+    [4, () => ({ method: 'POST', path: '/api/v1/contacts', body: { name: `Mix contact ${n++}` } })],
+  ];
+  const totalWeight = MIX.reduce((a, [w]) => a + w, 0);
+  const nextRequest = () => {
+    let r = Math.random() * totalWeight;
+    for (const [w, make] of MIX) if ((r -= w) < 0) return make();
+    return MIX[0][1]();
+  };
+
+  /**
+   * One level: `connections` clients, each sending the mix's requests one after the other for
+   * `seconds` (fetch's keep-alive pool: one connection per client in flight).
+   */
+  async function level(connections, seconds) {
+    const latencies = [];
+    const codes = {};
+    let errors = 0;
+    let timeouts = 0;
+    const started = performance.now();
+    const until = started + seconds * 1000;
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (performance.now() < until) {
+          const next = nextRequest();
+          const t0 = performance.now();
+          try {
+            const res = await fetch(`${stack.url}${next.path}`, {
+              method: next.method,
+              headers: { authorization: `Bearer ${key}`, ...(next.body ? { 'content-type': 'application/json' } : {}) },
+              body: next.body ? JSON.stringify(next.body) : undefined,
+              signal: AbortSignal.timeout(TIMEOUT * 1000),
+            });
+            await res.arrayBuffer();
+            codes[res.status] = (codes[res.status] ?? 0) + 1;
+            latencies.push(performance.now() - t0);
+          } catch (err) {
+            if (err.name === 'TimeoutError') timeouts++;
+            else errors++;
+          }
+        }
+      }),
+    );
+    const wall = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    const count = (test) => Object.entries(codes).filter(([c]) => test(Number(c))).reduce((a, [, n]) => a + n, 0);
+    const non2xx = count((c) => c < 200 || c > 299);
+    const fiveXx = count((c) => c >= 500);
+    const row = { connections, rps: latencies.length / wall, p50: percentile(latencies, 50), p99: percentile(latencies, 99), total: latencies.length, non2xx, errors, timeouts, fiveXx, bad: non2xx + errors + timeouts };
+    console.log(
+      `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${row.p50.toFixed(0).padStart(5)} ms   p99 ${row.p99.toFixed(0).padStart(5)} ms   ` +
+        `${row.total} responses, ${non2xx} non-2xx (${fiveXx} 5xx), ${errors} errors, ${timeouts} timeouts   codes ${JSON.stringify(codes)}`,
+    );
+    return row;
+  }
+
+  console.log(`API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`);
+  await level(32, 3);
+  const at32 = await level(32, DURATION);
+  const at128 = await level(128, DURATION);
+  for (const r of [at32, at128]) if (r.fiveXx > 0) console.log(`  5xx at concurrency ${r.connections}: a defect (below the breaking point there must be none)`);
+  report('mix_rps_32', 'API mix throughput, c=32', at32.rps, 'req/s');
+  report('mix_p99_32', 'API mix p99, c=32', at32.p99, 'ms');
+  report('mix_rps_128', 'API mix throughput, c=128', at128.rps, 'req/s');
+  report('mix_p99_128', 'API mix p99, c=128', at128.p99, 'ms');
+  report('mix_5xx_below_break', 'API mix 5xx at c=32 and c=128', at32.fiveXx + at128.fiveXx, 'responses', { value: 0, better: 'lower' });
+
+  console.log(`ramp, ${RAMP_DURATION} s per level, until errors or timeouts:`);
+  let breaking;
+  const clean = [at32, at128].every((r) => r.bad === 0);
+  if (!clean) breaking = [at32, at128].find((r) => r.bad > 0);
+  for (let c = 256; !breaking && c <= RAMP_MAX; c *= 2) {
+    const r = await level(c, RAMP_DURATION);
+    if (r.bad > 0) breaking = r;
+  }
+  if (breaking) {
+    console.log(`errors or timeouts start at concurrency ${breaking.connections} (${breaking.non2xx} non-2xx, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`);
+    report('mix_breaking_concurrency', 'API mix: concurrency where errors or timeouts start', breaking.connections, 'connections');
+  } else {
+    console.log(`no errors or timeouts up to concurrency ${RAMP_MAX}`);
+    report('mix_breaking_concurrency', `API mix: no errors or timeouts up to this concurrency`, RAMP_MAX, 'connections');
+  }
+  if (at32.fiveXx + at128.fiveXx > 0) process.exitCode = 1;
+} finally {
+  await stack.stop();
+}
