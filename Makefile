@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint bench clean install chart-lint
+.PHONY: dev test build proto proto-lint proto-breaking lint bench clean install chart-check
 
 ## install: npm packages (Node 24 itself comes as the npm package `node`)
 install: node_modules/.installed
@@ -27,8 +27,8 @@ build: proto
 dev: build
 	node deploy/embedded/dist/main.js
 
-## test: the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
-test: build
+## test: the chart checks, then the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
+test: build chart-check
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
 
 proto-lint: install
@@ -38,13 +38,12 @@ proto-lint: install
 proto-breaking: install
 	buf breaking --against '.git#branch=main'
 
-lint: proto-lint build chart-lint
+lint: proto-lint build chart-check
 
-## chart-lint: lint and render the Helm chart (helm is built once into .cache/)
-CHART_VALUES := --set kafka.brokers=kafka:9092 --set secrets.existingSecret=workauto
-chart-lint:
-	scripts/helm.sh lint charts/workauto $(CHART_VALUES)
-	scripts/helm.sh template workauto charts/workauto $(CHART_VALUES) > /dev/null
+## chart-check: helm lint --strict, renders validated by kubeconform and the restricted Pod Security
+## level, the schema's refusals (.ci/chart-check.sh; its tools are built once into .cache/)
+chart-check:
+	.ci/chart-check.sh
 
 ## bench: every scripts/bench-*.mjs (each with its own PostgreSQL and Kafka), then one table of the figures with their targets (docs/benchmarks.md)
 bench: build

@@ -3,6 +3,9 @@
 #   scripts/kafka.sh start   → prints KAFKA_BROKERS=127.0.0.1:<port> as its last line once ready
 #   scripts/kafka.sh stop
 #   scripts/kafka.sh halt | resume   → stop the process keeping data and port, start it again (outage tests)
+#   KAFKA_SECURE_KEYSTORE=<pem file: private key (PKCS#8, unencrypted) + certificate> adds a SASL_SSL
+#   listener (SCRAM-SHA-256 user `workauto` with password $KAFKA_SCRAM_PASSWORD, and unsecured-JWT
+#   OAUTHBEARER) and prints KAFKA_SECURE_BROKERS=127.0.0.1:<port> before the last line.
 # Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,23 +26,43 @@ fetch_jars() {
     -DincludeScope=runtime -DoutputDirectory="$jars" >&2 || { log "mvn could not fetch the jars; check that Maven Central is reachable"; rm -rf "$jars"; exit 1; }
 }
 
+# Free ports are picked, then bound by the broker a moment later: on a busy machine another process
+# may take one in between, so a start that fails on a port in use is tried again with new ports.
 start() {
+  local attempt
+  for attempt in 1 2 3; do
+    start_once && return 0
+    grep -q "Address already in use" "$run/server.log" 2>/dev/null || exit 1
+    log "a port was taken before the broker bound it; trying again with new ports ($attempt/3)"
+  done
+  exit 1
+}
+
+start_once() {
   command -v java >/dev/null || { log "java (17+) is not installed; install a JDK 17"; exit 1; }
   stop_quietly
   fetch_jars
   mkdir -p "$run"
-  local port cport
+  local port cport sport=""
   port=$(free_port); cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
+  local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" advertised="PLAINTEXT://127.0.0.1:$port" map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+  local format_extra=()
+  if [ -n "${KAFKA_SECURE_KEYSTORE:-}" ]; then
+    sport=$(free_port)
+    while [ "$sport" = "$port" ] || [ "$sport" = "$cport" ]; do sport=$(free_port); done
+    listeners="$listeners,SASL_SSL://127.0.0.1:$sport"; advertised="$advertised,SASL_SSL://127.0.0.1:$sport"; map="$map,SASL_SSL:SASL_SSL"
+    format_extra=(--add-scram "SCRAM-SHA-256=[name=workauto,password=${KAFKA_SCRAM_PASSWORD:?KAFKA_SCRAM_PASSWORD is required with KAFKA_SECURE_KEYSTORE}]")
+  fi
   cat > "$run/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$cport
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners
+advertised.listeners=$advertised
 inter.broker.listener.name=PLAINTEXT
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=$map
 log.dirs=$run/data
 num.partitions=3
 offsets.topic.replication.factor=1
@@ -49,6 +72,15 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 PROPS
+  if [ -n "$sport" ]; then
+    cat >> "$run/server.properties" <<PROPS
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-256,OAUTHBEARER
+listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="broker";
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location=$KAFKA_SECURE_KEYSTORE
+PROPS
+  fi
   cat > "$run/log4j.properties" <<'PROPS'
 log4j.rootLogger=WARN, file
 log4j.appender.file=org.apache.log4j.FileAppender
@@ -60,8 +92,9 @@ log4j.logger.kafka.server.KafkaRaftServer=INFO
 PROPS
   local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
   java "${jvm[@]}" -cp "$jars/*" kafka.tools.StorageTool format -t "$(java -cp "$jars/*" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
-    -c "$run/server.properties" --ignore-formatted >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
+    -c "$run/server.properties" --ignore-formatted "${format_extra[@]}" >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
   echo "$port" > "$run/port"
+  if [ -n "$sport" ]; then echo "$sport" > "$run/secure-port"; fi
   launch
 }
 
@@ -74,15 +107,17 @@ launch() {
   echo $! > "$run/pid"
   log "broker starting on 127.0.0.1:$port (pid $(cat "$run/pid"), log $run/server.log)…"
   for _ in $(seq 1 120); do
-    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; exit 1; fi
+    if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; return 1; fi
     if grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$run/server.log" 2>/dev/null; then
+      if [ -f "$run/secure-port" ]; then echo "KAFKA_SECURE_BROKERS=127.0.0.1:$(cat "$run/secure-port")"; fi
       echo "KAFKA_BROKERS=127.0.0.1:$port"
       return 0
     fi
     sleep 0.5
   done
   log "the broker did not start within 60 s; see $run/server.log"
-  exit 1
+  halt
+  return 1
 }
 
 # Stops the broker process and keeps its data and ports (tests of outages: `resume` brings it back).
@@ -106,6 +141,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop_quietly; log "stopped" ;;
   halt) halt; log "halted (data kept; 'resume' starts it again on the same port)" ;;
-  resume) [ -f "$run/port" ] || { log "no halted broker in $run; use start"; exit 1; }; launch ;;
+  resume) [ -f "$run/port" ] || { log "no halted broker in $run; use start"; exit 1; }; launch || exit 1 ;;
   *) echo "usage: $0 start|stop|halt|resume" >&2; exit 2 ;;
 esac

@@ -1,30 +1,336 @@
-{{- define "workauto.fullname" -}}{{ .Release.Name }}-workauto{{- end -}}
-{{- define "workauto.secretName" -}}{{ .Values.secrets.existingSecret | default (printf "%s-secrets" (include "workauto.fullname" .)) }}{{- end -}}
-{{- define "workauto.labels" -}}
-app.kubernetes.io/name: workauto
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{/* Names: at most 63 characters (DNS labels), with the component's suffix always kept whole. */}}
+{{- define "workauto.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
+
+{{- define "workauto.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* <fullname>-<component>, the fullname shortened so that the component fits: (dict "root" $ "component" "notes-tasks") */}}
+{{- define "workauto.componentName" -}}
+{{- $max := sub 62 (len .component) | int -}}
+{{- printf "%s-%s" (include "workauto.fullname" .root | trunc $max | trimSuffix "-") .component -}}
+{{- end -}}
+
+{{- define "workauto.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "workauto.secretName" -}}
+{{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "workauto.fullname" . | trunc 55 | trimSuffix "-")) -}}
+{{- end -}}
+
+{{- define "workauto.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "workauto.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "workauto.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "workauto.labels" -}}
+helm.sh/chart: {{ include "workauto.chart" . }}
+app.kubernetes.io/name: {{ include "workauto.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: workauto
+{{- end -}}
+
+{{/* (dict "root" $ "component" "gateway") */}}
+{{- define "workauto.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "workauto.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* A workload's settings: the defaults, each key replaced by the workload's own (dict "root" $ "own" $svc). */}}
+{{- define "workauto.settings" -}}
+{{- $cfg := deepCopy .root.Values.defaults -}}
+{{- range $k, $v := .own -}}{{- $_ := set $cfg $k $v -}}{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
+{{- define "workauto.kafkaNamespace" -}}
+{{- $ns := .Values.kafka.namespace -}}
+{{- if eq $ns "-" -}}{{- else if $ns -}}{{ $ns }}{{- else -}}{{ printf "%s." .Release.Name }}{{- end -}}
+{{- end -}}
+
+{{- define "workauto.secretRef" -}}
+valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, key: {{ .key }}{{ if .optional }}, optional: true{{ end }} } }
+{{- end -}}
+
+{{/* Environment every process shares: logging, database timeout, telemetry, Kafka. (dict "root" $ "component" name) */}}
 {{- define "workauto.commonEnv" -}}
+{{- $root := .root -}}
 - name: LOG_LEVEL
-  value: {{ .Values.logLevel | quote }}
+  value: {{ $root.Values.logLevel | quote }}
 - name: DATABASE_STATEMENT_TIMEOUT_MS
-  value: {{ .Values.databaseStatementTimeoutMs | quote }}
-- name: KAFKA_BROKERS
-  value: {{ required "kafka.brokers is required" .Values.kafka.brokers | quote }}
-- name: KAFKA_TOPIC_PARTITIONS
-  value: {{ .Values.kafka.topicPartitions | quote }}
-- name: KAFKA_TOPIC_REPLICATION_FACTOR
-  value: {{ .Values.kafka.topicReplicationFactor | quote }}
-- name: KAFKA_TOPIC_RETENTION_MS
-  value: {{ .Values.kafka.topicRetentionMs | quote }}
-{{- if .Values.kafka.namespace }}
-- name: KAFKA_NAMESPACE
-  value: {{ .Values.kafka.namespace | quote }}
+  value: {{ $root.Values.databaseStatementTimeoutMs | quote }}
+- name: K8S_POD_NAME
+  valueFrom: { fieldRef: { fieldPath: metadata.name } }
+- name: K8S_NAMESPACE_NAME
+  valueFrom: { fieldRef: { fieldPath: metadata.namespace } }
+- name: K8S_NODE_NAME
+  valueFrom: { fieldRef: { fieldPath: spec.nodeName } }
+{{- if $root.Values.metrics.enabled }}
+- name: METRICS_PORT
+  value: {{ $root.Values.metrics.port | quote }}
 {{- end }}
-{{- if .Values.otelEndpoint }}
+- name: OTEL_SERVICE_NAME
+  value: {{ .component | quote }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: "service.namespace=workauto,service.version={{ $root.Values.image.tag | default $root.Chart.AppVersion }},k8s.pod.name=$(K8S_POD_NAME),k8s.namespace.name=$(K8S_NAMESPACE_NAME),k8s.node.name=$(K8S_NODE_NAME),k8s.deployment.name={{ include "workauto.componentName" (dict "root" $root "component" .component) }}{{ with $root.Values.otel.resourceAttributes }},{{ . }}{{ end }}"
+{{- with $root.Values.otel.endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
-  value: {{ .Values.otelEndpoint | quote }}
+  value: {{ . | quote }}
+{{- end }}
+{{- with $root.Values.otel.sampler }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ . | quote }}
+{{- end }}
+{{- with $root.Values.otel.samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Kafka's variables (services only: the gateway publishes no events). */}}
+{{- define "workauto.kafkaEnv" -}}
+{{- $k := .Values.kafka -}}
+- name: KAFKA_BROKERS
+  value: {{ required "kafka.brokers is required (host:port[,…])" $k.brokers | quote }}
+- name: KAFKA_NAMESPACE
+  value: {{ include "workauto.kafkaNamespace" . | quote }}
+- name: KAFKA_CREATE_TOPICS
+  value: {{ $k.createTopics | quote }}
+- name: KAFKA_TOPIC_PARTITIONS
+  value: {{ $k.topicPartitions | quote }}
+- name: KAFKA_TOPIC_REPLICATION_FACTOR
+  value: {{ $k.topicReplicationFactor | quote }}
+- name: KAFKA_TOPIC_RETENTION_MS
+  value: {{ $k.topicRetentionMs | quote }}
+{{- if $k.tls.enabled }}
+- name: KAFKA_TLS
+  value: "true"
+{{- if $k.tls.caSecret }}
+- name: KAFKA_TLS_CA_FILE
+  value: /etc/workauto/kafka-ca/{{ $k.tls.caKey }}
+{{- end }}
+{{- end }}
+{{- with $k.sasl.mechanism }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ . | quote }}
+{{- if eq . "oauthbearer" }}
+- name: KAFKA_SASL_OAUTHBEARER_TOKEN_FILE
+  value: /etc/workauto/kafka-token/{{ $k.sasl.tokenKey }}
+{{- else }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom: { secretKeyRef: { name: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" $k.sasl.existingSecret }}, key: {{ $k.sasl.usernameKey }} } }
+- name: KAFKA_SASL_PASSWORD
+  valueFrom: { secretKeyRef: { name: {{ $k.sasl.existingSecret }}, key: {{ $k.sasl.passwordKey }} } }
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.kafkaVolumeMounts" -}}
+{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  mountPath: /etc/workauto/kafka-ca
+  readOnly: true
+{{- end }}
+{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+- name: kafka-token
+  mountPath: /etc/workauto/kafka-token
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.kafkaVolumes" -}}
+{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+- name: kafka-ca
+  secret: { secretName: {{ .Values.kafka.tls.caSecret }} }
+{{- end }}
+{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+- name: kafka-token
+  secret: { secretName: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" .Values.kafka.sasl.existingSecret }} }
+{{- end }}
+{{- end -}}
+
+{{/* A workload's own env: plain values (empty ones left out), then extraEnv. (dict "cfg" $cfg) */}}
+{{- define "workauto.workloadEnv" -}}
+{{- range $name, $value := .cfg.env }}
+{{- if or (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) $value }}
+- name: {{ $name }}
+  value: {{ $value | toString | quote }}
+{{- end }}
+{{- end }}
+{{- with .cfg.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Pod-level spec shared by every Deployment (not the containers).
+(dict "root" $ "component" name "cfg" $cfg)
+*/}}
+{{- define "workauto.podSpec" -}}
+{{- $root := .root -}}
+serviceAccountName: {{ include "workauto.serviceAccountName" $root }}
+automountServiceAccountToken: false
+enableServiceLinks: false
+securityContext: {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
+{{- with $root.Values.imagePullSecrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+terminationGracePeriodSeconds: {{ .cfg.terminationGracePeriodSeconds }}
+{{- with .cfg.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+topologySpreadConstraints:
+{{- if .cfg.topologySpreadConstraints }}
+{{- toYaml .cfg.topologySpreadConstraints | nindent 2 }}
+{{- else }}
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels: {{- include "workauto.selectorLabels" . | nindent 8 }}
+  - maxSkew: 1
+    topologyKey: kubernetes.io/hostname
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels: {{- include "workauto.selectorLabels" . | nindent 8 }}
+{{- end }}
+{{- with .cfg.nodeSelector }}
+nodeSelector: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .cfg.affinity }}
+affinity: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .cfg.tolerations }}
+tolerations: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Deployment metadata and spec head, up to the pod template's spec. (dict "root" $ "component" name "cfg" $cfg) */}}
+{{- define "workauto.deploymentHead" -}}
+{{- $root := .root -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "workauto.componentName" . }}
+  labels:
+    {{- include "workauto.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  {{- if not .cfg.autoscaling.enabled }}
+  replicas: {{ .cfg.replicas }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  strategy:
+    type: RollingUpdate
+    rollingUpdate: {{- toYaml .cfg.rollingUpdate | nindent 6 }}
+  selector:
+    matchLabels: {{- include "workauto.selectorLabels" . | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "workauto.labels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ .component }}
+        {{- with .cfg.podLabels }}{{ toYaml . | nindent 8 }}{{ end }}
+      {{- $annotations := deepCopy (.cfg.podAnnotations | default dict) }}
+      {{- if not $root.Values.secrets.existingSecret }}
+      {{- /* A changed Secret rolls the pods (env from a Secret is read only at start). */}}
+      {{- $_ := set $annotations "checksum/secret" (include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum) }}
+      {{- end }}
+      {{- with $annotations }}
+      annotations: {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
+
+{{/* The PodDisruptionBudget and HorizontalPodAutoscaler of a workload. (dict "root" $ "component" name "cfg" $cfg) */}}
+{{- define "workauto.availability" -}}
+{{- if .cfg.pdb.enabled }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "workauto.componentName" . }}
+  labels:
+    {{- include "workauto.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  maxUnavailable: {{ .cfg.pdb.maxUnavailable }}
+  selector:
+    matchLabels: {{- include "workauto.selectorLabels" . | nindent 6 }}
+{{- end }}
+{{- if .cfg.autoscaling.enabled }}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ include "workauto.componentName" . }}
+  labels:
+    {{- include "workauto.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ include "workauto.componentName" . }}
+  minReplicas: {{ .cfg.autoscaling.minReplicas }}
+  maxReplicas: {{ .cfg.autoscaling.maxReplicas }}
+  metrics:
+    - type: Resource
+      resource:
+        name: cpu
+        target: { type: Utilization, averageUtilization: {{ .cfg.autoscaling.targetCPUUtilizationPercentage }} }
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.containerCommon" -}}
+image: {{ include "workauto.image" .root }}
+imagePullPolicy: {{ .root.Values.image.pullPolicy }}
+securityContext: {{- toYaml .root.Values.containerSecurityContext | nindent 2 }}
+lifecycle:
+  preStop:
+    sleep: { seconds: {{ .cfg.preStopSleepSeconds }} }
+resources: {{- toYaml .cfg.resources | nindent 2 }}
+{{- with .cfg.extraEnvFrom }}
+envFrom: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.metricsContainerPort" -}}
+{{- if .Values.metrics.enabled }}
+- name: metrics
+  containerPort: {{ .Values.metrics.port }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.metricsServicePort" -}}
+{{- if .Values.metrics.enabled }}
+- name: metrics
+  port: {{ .Values.metrics.port }}
+  targetPort: metrics
 {{- end }}
 {{- end -}}

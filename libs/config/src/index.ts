@@ -88,4 +88,18 @@ export const kafkaVars = {
   KAFKA_TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).default(1),
   /** Retention of those topics (default 7 days). */
   KAFKA_TOPIC_RETENTION_MS: z.coerce.number().int().positive().default(7 * 24 * 3_600_000),
+  /** false: topics are created by an operator (Strimzi KafkaTopic, a script); a service then only checks they exist. */
+  KAFKA_CREATE_TOPICS: z.enum(['true', 'false'], { error: 'must be true or false' }).default('true').transform((v) => v === 'true'),
+  /** TLS to the brokers; the server certificate is checked against KAFKA_TLS_CA_FILE, or the system's CAs. */
+  KAFKA_TLS: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+  /** PEM file of the CA(s) that signed the brokers' certificates (a mounted Secret). */
+  KAFKA_TLS_CA_FILE: z.string().min(1).optional(),
+  /** SASL mechanism; unset means no SASL. */
+  KAFKA_SASL_MECHANISM: z
+    .enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], { error: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer' })
+    .optional(),
+  KAFKA_SASL_USERNAME: z.string().min(1).optional(),
+  KAFKA_SASL_PASSWORD: z.string().min(1).optional(),
+  /** OAUTHBEARER: a file holding the current access token (kept fresh by whoever writes it; read again at each authentication). */
+  KAFKA_SASL_OAUTHBEARER_TOKEN_FILE: z.string().min(1).optional(),
 };

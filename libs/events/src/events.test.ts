@@ -99,6 +99,25 @@ describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'K
     await pool.end();
   });
 
+  it('reports each consumer group\'s lag per partition: what is left behind the partition end', async () => {
+    const reader = new (class extends MetricReader {
+      protected async onForceFlush() {}
+      protected async onShutdown() {}
+    })();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+    const t = kafka({ partitions: 1 });
+    await t.publish(Array.from({ length: 150 }, (_, i) => ({ topic: 'lag.test', key: 'k', value: Buffer.from(String(i)), headers: {} })));
+    let handled = 0;
+    const sub = await t.subscribe({ groupId: 'lagging', topics: ['lag.test'], handle: async (batch) => void (handled += batch.length) });
+    await until('every message was handled', () => handled === 150);
+    const { resourceMetrics } = await reader.collect();
+    const lag = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'workauto.events.consumer_lag');
+    assert.ok(lag, 'the lag gauge was exported');
+    assert.deepEqual(lag.dataPoints.map((p) => [p.attributes, p.value]), [[{ group: 'lagging', topic: 'lag.test', partition: 0 }, 0]]);
+    metrics.disable();
+    await sub.stop();
+  });
+
   it('publishes nothing for a rolled-back change', async () => {
     const pool = await freshPool();
     const transport = kafka();

@@ -1,6 +1,15 @@
+import { metrics } from '@opentelemetry/api';
 import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafkajs';
 import type { Logger } from '@workauto/logger';
+import type { KafkaClientSecurity } from './kafka-security.js';
 import type { EventTransport, Subscription, TransportMessage } from './transport.js';
+
+/**
+ * Messages of a partition not yet applied by a consumer group, as of its last batch: alert when it
+ * grows. Looked up at each use: the meter provider is registered when telemetry starts.
+ */
+const consumerLag = () =>
+  metrics.getMeter('@workauto/events').createGauge('workauto.events.consumer_lag', { description: 'Messages behind the partition end, per consumer group', unit: '{message}' });
 
 /** Messages handed to a consumer at once (one database transaction applies them). */
 const BATCH_CHUNK = 100;
@@ -16,6 +25,10 @@ export interface KafkaTransportOptions {
   retentionMs?: number;
   /** Prefix of every topic and consumer group, so several installations (or test runs) share a broker apart. */
   namespace?: string;
+  /** TLS and SASL (kafkaClientSecurity). */
+  security?: KafkaClientSecurity;
+  /** false: topics are an operator's (Strimzi KafkaTopic…): they are only checked to exist, never created. */
+  createTopics?: boolean;
 }
 
 /**
@@ -42,6 +55,7 @@ export class KafkaTransport implements EventTransport {
     this.kafka = new Kafka({
       clientId: opts.clientId,
       brokers: opts.brokers,
+      ...opts.security,
       connectionTimeout: 3_000,
       requestTimeout: 10_000,
       // Fail a publish within seconds when the broker is gone: the outbox keeps the events and
@@ -119,7 +133,9 @@ export class KafkaTransport implements EventTransport {
             for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
             return { topic, key: message.key?.toString('utf8') ?? '', value: message.value ?? Buffer.alloc(0), headers };
           }));
-          resolveOffset(chunk[chunk.length - 1]!.offset);
+          const last = chunk[chunk.length - 1]!.offset;
+          resolveOffset(last);
+          consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), { group: opts.groupId, topic, partition: batch.partition });
           await heartbeat();
         }
       },
@@ -141,6 +157,9 @@ export class KafkaTransport implements EventTransport {
     try {
       const existing = new Set(await admin.listTopics());
       const missing = wanted.map((t) => this.ns + t).filter((t) => !existing.has(t));
+      if (missing.length && this.opts.createTopics === false) {
+        throw new Error(`Kafka topics ${missing.join(', ')} do not exist; with KAFKA_CREATE_TOPICS=false they must be created by you or your operator (docs/operations.md lists them)`);
+      }
       if (missing.length) {
         await admin.createTopics({
           waitForLeaders: true,

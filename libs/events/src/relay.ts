@@ -1,6 +1,13 @@
+import { metrics } from '@opentelemetry/api';
 import type pg from 'pg';
 import type { Logger } from '@workauto/logger';
 import { TOPICS, type EventTransport, type TransportMessage } from './transport.js';
+
+/** Looked up at each use, like consumer.ts's: the meter provider is registered when telemetry starts. */
+const meter = () => metrics.getMeter('@workauto/events');
+/** Alert when it grows for minutes: events wait in the outbox (Kafka away, or a relay stuck). */
+const backlog = () => meter().createGauge('workauto.outbox.backlog', { description: 'Events waiting in the outbox after the last relay attempt', unit: '{event}' });
+const publishFailures = () => meter().createCounter('workauto.outbox.publish_failures', { description: 'Relay attempts that could not publish to Kafka', unit: '{attempt}' });
 
 export interface RelayOptions {
   pool: pg.Pool;
@@ -104,11 +111,14 @@ export class OutboxRelay {
         // would wait behind); a commit since this drain began has set `notified`, so the sleep
         // returns at once for it.
         if (more) continue;
+        backlog().record(0, { source: this.opts.source });
         await this.sleep(pollMs);
       } catch (err) {
         this.failures++;
         const delay = Math.min(250 * 2 ** this.failures, 30_000);
         const pending = await this.pendingCount().catch(() => -1);
+        publishFailures().add(1, { source: this.opts.source });
+        if (pending >= 0) backlog().record(pending, { source: this.opts.source });
         logger.warn(
           { err: (err as Error).message, pending, retry_in_ms: delay, source: this.opts.source },
           'events could not be published; they stay in the outbox and will be retried — check that Kafka (KAFKA_BROKERS) is reachable',

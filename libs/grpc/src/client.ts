@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { metrics, type Counter, type Gauge } from '@opentelemetry/api';
 import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
 import { DomainError, decodeStatusDetails } from './errors.js';
@@ -21,6 +22,26 @@ export interface DownstreamOptions {
   volumeThreshold?: number;
   /** Deadline of the health check that decides whether the whole service is down. */
   healthTimeoutMs?: number;
+  /** grpc-js channel options over the defaults (CLIENT_CHANNEL_OPTIONS), e.g. a shorter re-resolution interval in tests. */
+  channelOptions?: grpc.ChannelOptions;
+}
+
+/**
+ * Every Downstream balances per call, not per connection: the address is resolved through DNS
+ * (`dns:///`), which for a Kubernetes headless Service returns every ready pod, and round_robin
+ * spreads calls over all of them. With the default pick_first, a client keeps one connection to
+ * one pod for its lifetime, so new replicas (or an HPA's) get no traffic. New pods are found when
+ * the name is resolved again: grpc-js does so when a connection ends, which the servers force every
+ * few minutes (max_connection_age, server.ts), and at most every 30 s.
+ */
+export const CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
+  'grpc.dns_min_time_between_resolutions_ms': 30_000,
+};
+
+/** host:port → dns:///host:port; a target that names its scheme (dns:, ipv4:, unix:) is kept. */
+export function grpcTarget(address: string): string {
+  return /^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(address) ? address : `dns:///${address}`;
 }
 
 /**
@@ -64,20 +85,30 @@ export class Downstream {
   private readonly health: grpc.Client;
   private readonly breakers = new Map<string, Breaker>();
   private readonly deadlineMs: number;
-  private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs'>>;
+  private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs' | 'channelOptions'>>;
   private down = false;
   private probing = false;
   private recheck: NodeJS.Timeout | undefined;
   private closed = false;
+  /** 1 while the service is marked down (its calls answer 503 without being tried), else 0. */
+  private readonly downGauge: Gauge;
+  /** Calls answered 503 without being tried: the service was down or the method's circuit open. */
+  private readonly shortCircuited: Counter;
 
   constructor(
     readonly name: string,
     readonly address: string,
     options: DownstreamOptions = {},
   ) {
-    this.client = new grpc.Client(address, grpc.credentials.createInsecure());
-    this.health = new HealthClient(address, grpc.credentials.createInsecure());
+    const channelOptions = { ...CLIENT_CHANNEL_OPTIONS, ...options.channelOptions };
+    const target = grpcTarget(address);
+    this.client = new grpc.Client(target, grpc.credentials.createInsecure(), channelOptions);
+    this.health = new HealthClient(target, grpc.credentials.createInsecure(), channelOptions);
     this.deadlineMs = options.deadlineMs ?? 5_000;
+    const meter = metrics.getMeter('@workauto/grpc');
+    this.downGauge = meter.createGauge('workauto.downstream.down', { description: '1 while a downstream service is marked down by its health check' });
+    this.shortCircuited = meter.createCounter('workauto.downstream.short_circuited', { description: 'Calls answered 503 without being tried (service down or circuit open)', unit: '{call}' });
+    this.downGauge.record(0, { service: name });
     this.options = {
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
       resetTimeoutMs: options.resetTimeoutMs ?? 5_000,
@@ -96,7 +127,10 @@ export class Downstream {
    * with the signal's reason, which never counts against the circuit.
    */
   call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {}): Promise<Res> {
-    if (this.down) return Promise.reject(this.unavailable());
+    if (this.down) {
+      this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
+      return Promise.reject(this.unavailable());
+    }
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(signal.reason);
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
@@ -122,7 +156,10 @@ export class Downstream {
         signal?.addEventListener('abort', onAbort, { once: true });
       });
     return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code === 'EOPENBREAKER') throw this.unavailable();
+      if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
+        this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
+        throw this.unavailable();
+      }
       if (isTransportFailure(err)) {
         this.probe();
         throw this.transportError(err as grpc.ServiceError);
@@ -155,12 +192,14 @@ export class Downstream {
       this.probing = false;
       if (state !== 'failing' || this.closed) return;
       this.down = true;
+      this.downGauge.record(1, { service: this.name });
       const retry = () => {
         this.recheck = setTimeout(() => {
           void this.checkHealth().then((s) => {
             if (this.closed) return;
             if (s === 'failing') return retry();
             this.down = false;
+            this.downGauge.record(0, { service: this.name });
             // The service answers again: its methods get traffic at once rather than after their reset timeout.
             for (const b of this.breakers.values()) b.close();
           });

@@ -1,7 +1,7 @@
 export { DomainError, errors, toServiceError, decodeStatusDetails, capViolations, MAX_FIELD_VIOLATIONS, type ErrorDetails, type FieldViolation } from './errors.js';
 export { CallContext, type Actor } from './context.js';
-export { GrpcServer, type GrpcServerOptions, type Handlers, type UnaryServiceDefinition } from './server.js';
-export { Downstream, type DownstreamOptions, type UnaryMethod } from './client.js';
+export { GrpcServer, SERVER_CHANNEL_OPTIONS, type GrpcServerOptions, type Handlers, type UnaryServiceDefinition } from './server.js';
+export { CLIENT_CHANNEL_OPTIONS, Downstream, grpcTarget, type DownstreamOptions, type UnaryMethod } from './client.js';
 export { installShutdownSignals } from './signals.js';
 export { validate, Validator, isIsoDate, patchNulls } from './validate.js';
 export { enumMapping } from './enums.js';

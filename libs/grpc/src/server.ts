@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from '@workauto/logger';
@@ -38,16 +39,34 @@ export interface GrpcServerOptions {
 }
 
 /**
+ * Every server ends each client connection after max_connection_age (plus a grace for calls in
+ * flight): the client then resolves the service's name again (client.ts), so replicas added since
+ * get their share of calls within minutes instead of never.
+ */
+export const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
+  'grpc.max_receive_message_length': 4 * 1024 * 1024,
+  'grpc.max_connection_age_ms': 120_000,
+  'grpc.max_connection_age_grace_ms': 30_000,
+};
+
+/**
  * One gRPC server with what every service needs: thin typed handlers, call context from the verified
  * caller token only, errors mapped once, health (NOT_SERVING until ready and again on shutdown; no
  * caller token needed), reflection when enabled.
  */
 export class GrpcServer {
-  readonly server = new grpc.Server({ 'grpc.max_receive_message_length': 4 * 1024 * 1024 });
+  readonly server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly serviceNames: string[] = [];
+  /** rpc.server.call.duration (OpenTelemetry's RPC conventions): calls, latency and status per method. */
+  private readonly callDuration: Histogram;
 
   constructor(private readonly options: GrpcServerOptions) {
+    // Taken here, not at module load: the meter provider is registered when telemetry starts.
+    this.callDuration = metrics.getMeter('@workauto/grpc').createHistogram('rpc.server.call.duration', {
+      description: 'Duration of gRPC calls this server answered', unit: 's',
+      advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
+    });
     this.health.addToServer(this.server);
     if (options.reflection) new ReflectionService(loadPackageDefinition(options.protoFiles)).addToServer(this.server);
   }
@@ -67,6 +86,8 @@ export class GrpcServer {
   private wrap(path: string, handler: (req: unknown, ctx: CallContext) => Promise<unknown>): grpc.handleUnaryCall<unknown, unknown> {
     const { logger, errorDomain, callerVerifier, callerSigner } = this.options;
     const audience = callerAudience(path);
+    const [service = '', method = ''] = path.slice(1).split('/');
+    const attributes = (code: grpc.status) => ({ 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method, 'rpc.grpc.status_code': code });
     return (call, callback) => {
       const started = performance.now();
       const abort = new AbortController();
@@ -88,7 +109,9 @@ export class GrpcServer {
         (response) => {
           answered = true;
           clearTimeout(timer);
-          logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(performance.now() - started) }, 'rpc ok');
+          const ms = performance.now() - started;
+          logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(ms) }, 'rpc ok');
+          this.callDuration.record(ms / 1000, attributes(grpc.status.OK));
           callback(null, response);
         },
         (err: unknown) => {
@@ -98,6 +121,7 @@ export class GrpcServer {
           const log = { rpc: path, request_id: ctx?.requestId, grpc_code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
           if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
+          this.callDuration.record((performance.now() - started) / 1000, attributes(mapped.code ?? grpc.status.UNKNOWN));
           callback(mapped);
         },
       );

@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Logger, type LoggerOptions } from 'pino';
 
 export type { Logger };
@@ -58,6 +59,11 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
     base: { service: name },
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
+    // Every line written inside a traced call carries its trace and span, so logs and traces join.
+    mixin: () => {
+      const span = trace.getActiveSpan()?.spanContext();
+      return span && isSpanContextValid(span) ? { trace_id: span.traceId, span_id: span.spanId, trace_flags: `0${span.traceFlags.toString(16)}` } : {};
+    },
   };
   return pino(options, sink);
 }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { context, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { createLogger, tapLogs } from './index.js';
 
 describe('logger', () => {
@@ -31,5 +33,26 @@ describe('logger', () => {
     assert.equal(failed.grpc.code, 10);
     for (const s of ['INVITE1', 'OAUTH2', 'INVITE3', 'INVITE4']) assert.equal(lines.join('').includes(s), false, `${s} leaked`);
     assert.equal(claim.req.query.code, '[redacted]');
+  });
+
+  it('writes the active trace and span ids on every line inside a traced call, none outside', async () => {
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    const lines: string[] = [];
+    const untap = tapLogs((line) => lines.push(line));
+    const logger = createLogger('trace-test', 'info');
+    const span = trace.wrapSpanContext({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.SAMPLED });
+    await context.with(trace.setSpan(context.active(), span), async () => {
+      await new Promise((r) => setTimeout(r, 1));
+      logger.info('inside');
+    });
+    logger.info('outside');
+    for (let i = 0; i < 100 && lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    untap();
+    context.disable();
+    const [inside, outside] = lines.map((l) => JSON.parse(l));
+    assert.equal(inside.trace_id, '4bf92f3577b34da6a3ce929d0e0e4736');
+    assert.equal(inside.span_id, '00f067aa0ba902b7');
+    assert.equal(inside.trace_flags, '01');
+    assert.equal(outside.trace_id, undefined);
   });
 });

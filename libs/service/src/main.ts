@@ -1,14 +1,16 @@
 /**
- * A process's composition root, written once: config → telemetry → (now grpc and pg may load) →
- * logger → the process's own start (db → events → server → workers) → signals. A service's main.ts
+ * A process's composition root, written once: config → logger → signal handlers → telemetry → (now
+ * grpc and pg may load) → the process's own start (db → events → server → workers). A service's main.ts
  * only says what is its own: its name, its port, its extra variables, and how to start it.
  *
  * This module imports nothing that OpenTelemetry instruments (grpc, pg, http servers): those are
  * imported dynamically after startTelemetry, or their calls would not be traced. Keep it that way.
  */
+// First: signals end the process from now on (see early-signals.ts).
+import { removeEarlySignalHandlers } from './early-signals.js';
 import { ConfigError, grpcServiceVars, kafkaVars, loadConfig, vars, z } from '@workauto/config';
+import { installShutdownSignals } from '@workauto/grpc/signals';
 import { createLogger, type Logger } from '@workauto/logger';
-import { startTelemetry } from '@workauto/telemetry';
 import type { RunningService, ServiceConfig } from './service.js';
 
 type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
@@ -17,7 +19,7 @@ const processEnv = { LOG_LEVEL: vars.logLevel() };
 type ProcessEnv = Env<typeof processEnv>;
 
 /**
- * Runs a process: validated env (its own variables and LOG_LEVEL), telemetry, logger, start; stops
+ * Runs a process: validated env (its own variables and LOG_LEVEL), logger, signal handlers, telemetry, start; stops
  * on SIGTERM/SIGINT. Exits 1 when the configuration is invalid or the start fails.
  */
 export async function runProcess<S extends z.ZodRawShape>(opts: {
@@ -30,20 +32,26 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
     env = loadConfig({ ...processEnv, ...opts.env }) as ProcessEnv & Env<S>;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    console.error(`${opts.name}: ${err.message}`);
-    process.exit(1);
+    // One JSON line like every other, so the log pipeline keeps the reason the pod is crash-looping.
+    createLogger(opts.name, 'info').fatal({ reason: 'invalid configuration' }, err.message);
+    process.exitCode = 1;
+    return;
   }
-  const stopTelemetry = startTelemetry(opts.name);
-  const logger = createLogger(opts.name, env.LOG_LEVEL);
-  const { installShutdownSignals } = await import('@workauto/grpc');
   let running: { stop(): Promise<void> } | undefined;
-  // Installed before the start, which may wait long for a database: a SIGTERM then exits 0 at once
-  // (nothing serves yet; a migration cut short rolls back).
+  let stopTelemetry: () => Promise<void> = async () => undefined;
+  const logger = createLogger(opts.name, env.LOG_LEVEL);
+  // Installed first, before telemetry and the start (which may wait long for a database): a SIGTERM
+  // then exits 0 at once (nothing serves yet; a migration cut short rolls back). The module loads
+  // nothing that OpenTelemetry instruments.
+  removeEarlySignalHandlers();
   installShutdownSignals(logger, async () => {
     if (running) await running.stop();
     else logger.info('stopped before the start completed');
     await stopTelemetry();
   });
+  // Loaded only now: the OpenTelemetry SDK takes a while to load, and signals are handled by then.
+  const { startTelemetry } = await import('@workauto/telemetry');
+  stopTelemetry = startTelemetry(opts.name);
   try {
     running = await opts.start(env, logger);
   } catch (err) {
@@ -89,7 +97,11 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
       const transport = createTransport({
         brokers: all.KAFKA_BROKERS, clientId: opts.name, logger,
         partitions: all.KAFKA_TOPIC_PARTITIONS, replicationFactor: all.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: all.KAFKA_TOPIC_RETENTION_MS,
-        namespace: all.KAFKA_NAMESPACE,
+        namespace: all.KAFKA_NAMESPACE, createTopics: all.KAFKA_CREATE_TOPICS,
+        security: {
+          tls: all.KAFKA_TLS, tlsCaFile: all.KAFKA_TLS_CA_FILE, saslMechanism: all.KAFKA_SASL_MECHANISM,
+          saslUsername: all.KAFKA_SASL_USERNAME, saslPassword: all.KAFKA_SASL_PASSWORD, oauthBearerTokenFile: all.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE,
+        },
       });
       try {
         const config: ServiceConfig = {

@@ -1,16 +1,25 @@
 import { NodeSDK } from '@opentelemetry/sdk-node';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 
 /**
- * Starts OpenTelemetry tracing when OTEL_EXPORTER_OTLP_ENDPOINT is set (the SDK reads the
- * standard OTEL_* variables), and does nothing otherwise, so `make dev` needs no collector.
- * Call it first in main.ts, before the modules it instruments are loaded. Spans carry no
- * request bodies or headers: the pg instrumentation is told not to record statement values.
+ * Starts OpenTelemetry, each half on its own switch, so `make dev` needs neither:
+ * - traces (and OTLP metrics) when OTEL_EXPORTER_OTLP_ENDPOINT is set (the SDK reads the standard
+ *   OTEL_* variables: sampler, resource attributes…);
+ * - metrics on a Prometheus endpoint (GET :METRICS_PORT/metrics) when METRICS_PORT is set, with or
+ *   without a trace collector.
+ * Call it before the modules it instruments are loaded. Spans carry no request bodies or headers:
+ * the pg instrumentation is told not to record statement values.
  */
 export function startTelemetry(serviceName: string): () => Promise<void> {
-  if (!process.env.OTEL_EXPORTER_OTLP_ENDPOINT) return async () => undefined;
+  const tracing = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT);
+  const metricsPort = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
+  if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65535)) {
+    throw new Error(`METRICS_PORT must be a port number (got ${JSON.stringify(process.env.METRICS_PORT)})`);
+  }
+  if (!tracing && metricsPort === undefined) return async () => undefined;
   const sdk = new NodeSDK({
     serviceName,
     instrumentations: [
@@ -18,6 +27,9 @@ export function startTelemetry(serviceName: string): () => Promise<void> {
       new GrpcInstrumentation(),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
     ],
+    ...(metricsPort !== undefined ? { metricReaders: [new PrometheusExporter({ host: '0.0.0.0', port: metricsPort })] } : {}),
+    // Without a collector nothing is exported but metrics: no span or log exporter to a default address.
+    ...(tracing ? {} : { spanProcessors: [], logRecordProcessors: [] }),
   });
   sdk.start();
   return () => sdk.shutdown();

@@ -155,10 +155,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (s) {
         const closed = new Promise<void>((resolve) => s.close(() => resolve()));
         s.closeIdleConnections();
-        // Keep-alive clients and slow requests get a short grace, then their sockets are ended.
-        const force = setTimeout(() => s.closeAllConnections(), 2_000);
+        // A request in flight may wait up to the downstream deadline for its service: it gets that
+        // and a second more to be answered, then remaining sockets are ended. (terminationGracePeriodSeconds
+        // must cover the preStop sleep plus this.)
+        const force = setTimeout(() => s.closeAllConnections(), deadlineMs + 1_000);
+        // A keep-alive connection turns idle once its last response is written: end it then, so the
+        // process exits as soon as the requests in flight are answered.
+        const idle = setInterval(() => s.closeIdleConnections(), 100);
         await closed;
         clearTimeout(force);
+        clearInterval(idle);
       }
       for (const d of downstreams.values()) d.close();
       idempotency.stop();

@@ -8,6 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
 import protobuf from 'protobufjs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
@@ -130,6 +131,7 @@ function wrongTypedField(route: Route): { field: string; value: unknown } | unde
 
 describe('gateway in front of identity', () => {
   let identity: { port: number; stop(): Promise<void> };
+  let identityDatabaseUrl: string;
   let identityStopped = false;
   const gateways: Gateway[] = [];
   let gw: Gateway;
@@ -170,8 +172,9 @@ describe('gateway in front of identity', () => {
   }
 
   before(async () => {
+    identityDatabaseUrl = await testDatabase('gw');
     identity = await createIdentityService(
-      { databaseUrl: await testDatabase('gw'), host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
+      { databaseUrl: identityDatabaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
       createLogger('identity'),
     );
     ({ gateway: gw, api } = await startGateway());
@@ -431,6 +434,28 @@ describe('gateway in front of identity', () => {
     assertError(res, 500, 'CALLER_IDENTITY_INVALID');
     assert.match(res.body.error.message, /CALLER_SIGNING_KEY.*CALLER_VERIFY_KEYS/);
     assert.equal(res.headers.get('www-authenticate'), null);
+  });
+
+  it('on close, lets a request in flight finish for longer than the downstream deadline (a pod stopping mid-call)', async () => {
+    const { gateway, api: stopping } = await startGateway({ deadlineMs: 4_000 });
+    // identity's read blocks behind this lock for 3 s (then answers), longer than the 2 s grace the gateway once gave.
+    const lock = new pg.Client({ connectionString: identityDatabaseUrl });
+    await lock.connect();
+    await lock.query('BEGIN');
+    await lock.query('LOCK TABLE invitations IN ACCESS EXCLUSIVE MODE');
+    const inFlight = stopping('POST', '/api/v1/invitations/claim', { body: { code: 'wkinv_unknown' } }).catch((err: unknown) => err as Error);
+    await sleep(300);
+    gateways.splice(gateways.indexOf(gateway), 1);
+    const closed = gateway.close();
+    await sleep(2_700);
+    await lock.query('ROLLBACK');
+    await lock.end();
+    const res = await inFlight;
+    const answeredAt = Date.now();
+    await closed;
+    assert.ok(!(res instanceof Error), `the call in flight got its answer instead of a closed connection (${String(res)})`);
+    assert.ok(Date.now() - answeredAt < 1_000, 'and the gateway closed soon after the last answer, not at its deadline');
+    assert.ok(res.status >= 400 && res.status < 600 && res.body?.error, `an answer in the contract shape: ${res.text}`);
   });
 
   it('answers 503 for a route whose service is not configured', async () => {

@@ -6,6 +6,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, ipKeyGenerator } from 'express-rate-limit';
 import * as grpc from '@grpc/grpc-js';
+import { metrics } from '@opentelemetry/api';
 import { requestCredential } from './auth.js';
 import { GatewayError } from './errors.js';
 
@@ -18,8 +19,12 @@ type Send = (res: Response, err: unknown) => void;
 
 const clientKey = (req: Request) => `ip:${ipKeyGenerator(req.ip ?? '')}`;
 
+/** Looked up at each use: the meter provider is registered when telemetry starts. */
+const rejections = () => metrics.getMeter('@workauto/gateway').createCounter('workauto.gateway.rate_limited', { description: 'Requests answered 429 by a rate limit', unit: '{request}' });
+
 function limited(send: Send, what: string, limitPerMinute: number) {
   return (req: Request, res: Response) => {
+    rejections().add(1, { limit: what });
     const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
     const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
     send(

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Checks the Helm chart offline, as a platform team would before installing it (make chart-check,
+# part of make test). Fails on any finding:
+#   - helm lint --strict;
+#   - renders (default values, production-like values, a chart-made Secret, a 53-character release
+#     name) validated object by object with kubeconform against the Kubernetes JSON schemas shipped
+#     by the PyPI package kubernetes-validate (strict: unknown fields are errors);
+#   - the "restricted" Pod Security level on every pod template, with the admission controller's own
+#     code (.ci/pod-security, k8s.io/pod-security-admission);
+#   - every object name a valid DNS label;
+#   - values.schema.json refuses each bad value listed below at render time.
+# Tools are built or downloaded once from the Go module proxy and PyPI into .cache/chart-check.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+cache="$root/.cache/chart-check"
+bin="$cache/bin"
+K8S_VERSION=1.33.0
+KUBECONFORM_VERSION=v0.7.0
+KUBERNETES_VALIDATE_VERSION=1.37.0
+chart=charts/workauto
+helm() { scripts/helm.sh "$@"; }
+log() { echo "chart-check: $*"; }
+mkdir -p "$bin"
+
+# --- tools ---------------------------------------------------------------------------------------
+if [ ! -x "$bin/kubeconform" ]; then
+  log "building kubeconform $KUBECONFORM_VERSION (once)…"
+  GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+fi
+if [ ! -x "$bin/pod-security" ] || [ -n "$(find .ci/pod-security -newer "$bin/pod-security" -type f)" ]; then
+  log "building the Pod Security evaluator (k8s.io/pod-security-admission; once)…"
+  (cd .ci/pod-security && go build -o "$bin/pod-security" .)
+fi
+schemas="$cache/schemas/v$K8S_VERSION-standalone-strict"
+if [ ! -f "$schemas/deployment-apps-v1.json" ]; then
+  log "fetching the Kubernetes $K8S_VERSION schemas (PyPI kubernetes-validate $KUBERNETES_VALIDATE_VERSION; once)…"
+  rm -rf "$cache/wheel" "$schemas"
+  python3 -m pip download --quiet --no-deps --dest "$cache/wheel" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION"
+  # The package's schemas refer to their shared definitions as https://kubernetes.io/api/_definitions.json
+  # (their $id); kubeconform reads them from files, so the references are made relative to the folder.
+  python3 - "$cache/wheel" "$schemas" "$K8S_VERSION" <<'PY'
+import glob, json, os, sys, zipfile
+wheel_dir, out, version = sys.argv[1:]
+prefix = f"kubernetes_validate/kubernetes-json-schema/v{version}-local-strict/"
+os.makedirs(out, exist_ok=True)
+with zipfile.ZipFile(glob.glob(os.path.join(wheel_dir, "*.whl"))[0]) as z:
+    names = [n for n in z.namelist() if n.startswith(prefix) and n.endswith(".json")]
+    if not names:
+        sys.exit(f"kubernetes-validate has no schemas for Kubernetes {version}")
+    for n in names:
+        schema = json.loads(z.read(n).decode().replace('"/api/_definitions.json#', '"_definitions.json#'))
+        schema.pop("$id", None)  # resolve against the file, not the kubernetes.io address
+        with open(os.path.join(out, n[len(prefix):]), "w") as f:
+            json.dump(schema, f)
+PY
+fi
+
+# --- renders -------------------------------------------------------------------------------------
+# A folder per run: two runs side by side (two checkouts' make test) never read each other's renders.
+renders="$(mktemp -d "${TMPDIR:-/tmp}/chart-check.XXXXXX")"
+trap 'rm -rf "$renders"' EXIT
+printf '{"kty":"OKP","crv":"Ed25519","kid":"test"}' > "$renders/jwk.json"; printf '{"keys":[]}' > "$renders/jwks.json"; printf '{}' > "$renders/oauth.json"
+base=(--kube-version "$K8S_VERSION" --set kafka.brokers=kafka:9092 --set secrets.existingSecret=workauto)
+made_secret=(--kube-version "$K8S_VERSION" --set kafka.brokers=kafka:9092
+  --set secrets.platformAdminToken=0123456789abcdef0123456789abcdef --set secrets.encryptionKeys=k1:AAAA
+  --set-file secrets.callerSigningKey="$renders/jwk.json" --set-file secrets.callerVerifyKeys="$renders/jwks.json"
+  --set-file secrets.agentsCallerSigningKey="$renders/jwk.json" --set-file secrets.oauthProviders="$renders/oauth.json" --set secrets.databaseUrls.gateway=postgres://db/gateway)
+for s in identity notes-tasks crm-pipelines calendar webhooks apps agents; do made_secret+=(--set "secrets.databaseUrls.$s=postgres://db/$s"); done
+
+log "helm lint --strict"
+helm lint --strict "${base[@]}" "$chart"
+helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml "$chart"
+
+helm template workauto "$chart" "${base[@]}" > "$renders/default.yaml"
+helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml > "$renders/production.yaml"
+helm template workauto "$chart" "${made_secret[@]}" > "$renders/made-secret.yaml"
+long=platform-team-production-eu-west-1-blue-green-0000001   # 53 characters (Helm's maximum), fullname 62
+helm template "$long" "$chart" "${base[@]}" > "$renders/long-name.yaml"
+
+failed=0
+for r in "$renders"/*.yaml; do
+  name=$(basename "$r" .yaml)
+  log "kubeconform ($name)"
+  "$bin/kubeconform" -strict -summary -skip ServiceMonitor -kubernetes-version "$K8S_VERSION" \
+    -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$r" || failed=1
+  log "pod security, restricted ($name)"
+  "$bin/pod-security" < "$r" || failed=1
+  # Object names: DNS-1035 labels (Services) / DNS-1123 subdomains, at most 63 characters here.
+  python3 - "$r" <<'PY' || failed=1
+import re, sys, yaml
+bad = []
+for doc in yaml.safe_load_all(open(sys.argv[1])):
+    if not doc: continue
+    n = doc["metadata"]["name"]
+    if len(n) > 63 or not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", n):
+        bad.append(f"{doc['kind']}/{n}")
+for b in bad: print(f"invalid object name (a DNS label of at most 63 characters is needed): {b}")
+sys.exit(1 if bad else 0)
+PY
+done
+
+# --- what the issue asks of the rendered objects (production-like values) --------------------------
+log "deployment properties (production)"
+python3 - "$renders/production.yaml" <<'PY' || failed=1
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by = lambda kind: {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+deployments, hpas, services, policies = by("Deployment"), by("HorizontalPodAutoscaler"), by("Service"), by("NetworkPolicy")
+problems = []
+component = lambda d: d["metadata"]["labels"]["app.kubernetes.io/component"]
+encryption_readers = {"gateway", "identity", "webhooks", "apps", "agents"}
+for name, d in deployments.items():
+    c, spec = component(d), d["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    env = {e["name"] for e in container.get("env", [])}
+    if name in hpas and "replicas" in d["spec"]:
+        problems.append(f"{name}: has replicas although an HPA scales it")
+    if ("ENCRYPTION_KEYS" in env) != (c in encryption_readers):
+        problems.append(f"{name}: ENCRYPTION_KEYS {'given to a service that never reads it' if 'ENCRYPTION_KEYS' in env else 'missing'}")
+    if spec.get("automountServiceAccountToken") is not False:
+        problems.append(f"{name}: the service account token is mounted")
+    pre = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    drain = 5 + 1 if c == "gateway" else 10 + 10 + 2  # gateway: deadline + 1 s; services: workers + gRPC drain + closing
+    if spec["terminationGracePeriodSeconds"] <= pre + drain:
+        problems.append(f"{name}: grace {spec['terminationGracePeriodSeconds']} s does not cover preStop {pre} s + drain {drain} s")
+    if not spec.get("topologySpreadConstraints"):
+        problems.append(f"{name}: no topology spread")
+for name, svc in services.items():
+    if component(svc) != "gateway" and svc["spec"].get("clusterIP") != "None":
+        problems.append(f"{name}: a gRPC Service must be headless (per-call balancing)")
+for name, np in policies.items():
+    c = component(np)
+    if c in ("gateway", "helm-test"):
+        continue
+    for rule in np["spec"]["ingress"]:
+        for peer in rule.get("from", [{}]) if "from" in rule else ([] if rule["ports"][0]["port"] == "metrics" else [{}]):
+            allowed = [e["values"] for e in peer.get("podSelector", {}).get("matchExpressions", []) if e["key"] == "app.kubernetes.io/component"]
+            if not allowed or not set(allowed[0]) <= {"gateway", "agents", "helm-test"}:
+                problems.append(f"NetworkPolicy {name}: accepts gRPC from {allowed or 'anyone'}")
+for p in problems: print("chart-check: FAIL:", p)
+print(f"checked {len(deployments)} Deployments, {len(services)} Services, {len(policies)} NetworkPolicies")
+sys.exit(1 if problems else 0)
+PY
+
+# --- values the schema (or the templates) must refuse ----------------------------------------------
+refuse() {
+  local why="$1"; shift
+  local out
+  if out=$(helm template workauto "$chart" "${base[@]}" "$@" 2>&1); then
+    echo "chart-check: FAIL: rendered although $why ($*)"; failed=1
+  elif ! grep -q "$why" <<<"$out"; then
+    echo "chart-check: FAIL: refused, but without naming '$why' ($*):"; echo "$out" | head -5; failed=1
+  fi
+}
+log "values the chart refuses"
+refuse "logLevel" --set logLevel=verbose
+refuse "defaults.replicas" --set defaults.replicas=0
+refuse "Additional property replica is not allowed" --set gateway.replica=3
+refuse "Additional property kafkaBrokers is not allowed" --set kafkaBrokers=kafka:9092
+refuse "kafka.brokers" --set kafka.brokers=kafka
+refuse "kafka.sasl.mechanism" --set kafka.sasl.mechanism=gssapi
+refuse "kafka.topicReplicationFactor" --set kafka.topicReplicationFactor=0
+refuse "image.digest" --set image.digest=latest
+refuse "gateway.port" --set gateway.port=70000
+refuse "metrics.serviceMonitor.interval" --set metrics.serviceMonitor.interval=often
+refuse "services.identity.grpcPort" --set services.identity.grpcPort=abc
+refuse "services.billing" --set services.billing.grpcPort=50060
+refuse "secrets.platformAdminToken" --set secrets.platformAdminToken=short
+refuse "kafka.sasl.existingSecret is required" --set kafka.sasl.mechanism=scram-sha-256
+refuse "kafka.brokers is required" --set kafka.brokers=
+refuse "the Secret key [a-z-]* is required" --set secrets.existingSecret=
+
+if [ "$failed" != 0 ]; then echo "chart-check: FAILED"; exit 1; fi
+log "all checks passed"

@@ -1,0 +1,103 @@
+/**
+ * Kafka with TLS and SASL against a real broker: scripts/kafka.sh starts one of its own here with a
+ * SASL_SSL listener (a certificate made by openssl for 127.0.0.1, SCRAM-SHA-256 user `workauto`,
+ * and OAUTHBEARER with the broker's unsecured-JWT validator), so these run whatever KAFKA_BROKERS is.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import { createLogger } from '@workauto/logger';
+import { createTransport, kafkaClientSecurity, type KafkaSecurityConfig } from './index.js';
+import type { EventTransport, TransportMessage } from './transport.js';
+
+const run = promisify(execFile);
+const kafkaScript = fileURLToPath(new URL('../../../scripts/kafka.sh', import.meta.url));
+const logger = createLogger('kafka-security-test', 'silent');
+const PASSWORD = `scram-${randomBytes(6).toString('hex')}`;
+
+describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kafka-secure-'));
+  const caFile = join(dir, 'ca.pem');
+  const env = { ...process.env, KAFKA_RUN_DIR: join(dir, 'run'), KAFKA_SECURE_KEYSTORE: join(dir, 'keystore.pem'), KAFKA_SCRAM_PASSWORD: PASSWORD };
+  let brokers = '';
+  const transports: EventTransport[] = [];
+
+  before(async () => {
+    await run('openssl', [
+      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1',
+      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', caFile,
+    ]);
+    writeFileSync(env.KAFKA_SECURE_KEYSTORE, readFileSync(join(dir, 'key.pem'), 'utf8') + readFileSync(caFile, 'utf8'));
+    const { stdout } = await run('bash', [kafkaScript, 'start'], { env, timeout: 120_000 });
+    brokers = /KAFKA_SECURE_BROKERS=(\S+)/.exec(stdout)?.[1] ?? '';
+    assert.ok(brokers, `the broker printed its SASL_SSL address:\n${stdout}`);
+  });
+
+  after(async () => {
+    for (const t of transports) await t.close().catch(() => undefined);
+    await run('bash', [kafkaScript, 'stop'], { env }).catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const transport = (security: KafkaSecurityConfig, extra: { createTopics?: boolean } = {}) => {
+    const t = createTransport({ brokers, clientId: 'kafka-security-test', logger, namespace: `s${randomBytes(3).toString('hex')}.`, partitions: 1, security, ...extra });
+    transports.push(t);
+    return t;
+  };
+
+  async function roundTrip(t: EventTransport): Promise<void> {
+    const received: TransportMessage[] = [];
+    const sub = await t.subscribe({ groupId: 'roundtrip', topics: ['secure.test'], handle: async (batch) => void received.push(...batch) });
+    await t.publish([{ topic: 'secure.test', key: 'k', value: Buffer.from('over tls'), headers: {} }]);
+    const until = Date.now() + 30_000;
+    while (!received.length && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await sub.stop();
+    assert.equal(received[0]?.value.toString(), 'over tls');
+  }
+
+  it('publishes and consumes with SCRAM-SHA-256 over TLS, verifying the broker against KAFKA_TLS_CA_FILE', async () => {
+    await roundTrip(transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: PASSWORD }));
+  });
+
+  it('is refused with a wrong SCRAM password', async () => {
+    const t = transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: 'not-the-password' });
+    await assert.rejects(t.ensureTopics(['secure.refused']), /SASL|authentication|Authentication/);
+  });
+
+  it('does not trust a broker whose certificate no configured CA signed', async () => {
+    const t = transport({ tls: true, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: PASSWORD });
+    await assert.rejects(t.ensureTopics(['secure.untrusted']));
+  });
+
+  it('authenticates with OAUTHBEARER, reading the token from KAFKA_SASL_OAUTHBEARER_TOKEN_FILE', async () => {
+    // The test broker validates unsecured JWTs (alg none); a real one checks the issuer's signature.
+    const b64 = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const tokenFile = join(dir, 'token');
+    writeFileSync(tokenFile, `${b64({ alg: 'none' })}.${b64({ sub: 'workauto', iat: now, exp: now + 3600 })}.\n`);
+    await roundTrip(transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'oauthbearer', oauthBearerTokenFile: tokenFile }));
+  });
+
+  it('with KAFKA_CREATE_TOPICS=false creates nothing and names the missing topics', async () => {
+    const t = transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: PASSWORD }, { createTopics: false });
+    await assert.rejects(t.ensureTopics(['operator.owned']), /operator\.owned do not exist; with KAFKA_CREATE_TOPICS=false/);
+  });
+});
+
+describe('kafkaClientSecurity', () => {
+  it('refuses settings that would connect without what was asked for', () => {
+    assert.throws(() => kafkaClientSecurity({ saslMechanism: 'scram-sha-512', saslUsername: 'u' }), /needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/);
+    assert.throws(() => kafkaClientSecurity({ saslPassword: 'p' }), /without KAFKA_SASL_MECHANISM/);
+    assert.throws(() => kafkaClientSecurity({ tlsCaFile: '/ca.pem' }), /set KAFKA_TLS=true/);
+    assert.throws(() => kafkaClientSecurity({ saslMechanism: 'oauthbearer' }), /KAFKA_SASL_OAUTHBEARER_TOKEN_FILE/);
+    assert.throws(() => kafkaClientSecurity({ tls: true, tlsCaFile: '/nonexistent/ca.pem' }), /cannot be read/);
+    assert.deepEqual(kafkaClientSecurity({}), {});
+    assert.deepEqual(kafkaClientSecurity({ tls: true }), { ssl: true });
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * Metrics without a trace collector: a real process with METRICS_PORT serves Prometheus text with
+ * the gRPC server's call metrics and the downstream state, and exports nothing else anywhere.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { after, describe, it } from 'node:test';
+import { freePort } from '@workauto/testing';
+
+const script = `
+  import { startTelemetry } from '@workauto/telemetry';
+  startTelemetry('metrics-test');
+  const { GrpcServer, CallerVerifier, Downstream, generateCallerKeys } = await import('@workauto/grpc');
+  const { createLogger } = await import('@workauto/logger');
+  const { NotesTasksServiceService: S } = await import('@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js');
+  const server = new GrpcServer({
+    name: 'notes-tasks', errorDomain: 'notes.workauto', logger: createLogger('t', 'silent'), protoFiles: [],
+    callerVerifier: new CallerVerifier(generateCallerKeys('k').verifyKeys),
+  }).add('workauto.notes_tasks.v1.NotesTasksService', S, { listNotes: async () => ({ data: [], has_more: false }) });
+  const port = await server.listen('127.0.0.1', 0);
+  server.markServing();
+  // No caller token: refused (UNAUTHENTICATED), and counted.
+  const notes = new Downstream('notes_tasks', '127.0.0.1:' + port);
+  await notes.call(S.listNotes, {}).catch(() => undefined);
+  // Nothing listens there: the service is marked down.
+  const nowhere = new Downstream('nowhere', '127.0.0.1:1', { healthTimeoutMs: 200 });
+  await nowhere.call(S.listNotes, {}).catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 500));
+  console.log('ready');
+  setInterval(() => {}, 1000);
+`;
+
+describe('metrics on METRICS_PORT', () => {
+  let child: ReturnType<typeof spawn> | undefined;
+  after(() => child?.kill('SIGKILL'));
+
+  it('serves rpc.server.call.duration and workauto.downstream.down in Prometheus format, with no collector configured', async () => {
+    const port = await freePort();
+    const env = { PATH: process.env.PATH ?? '', METRICS_PORT: String(port) };
+    child = spawn(process.execPath, ['--input-type=module', '-e', script], { env, cwd: new URL('..', import.meta.url) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const until = Date.now() + 20_000;
+    while (!stdout.includes('ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    assert.match(stdout, /ready/, stderr);
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    assert.match(text, /rpc_server_call_duration_count\{[^}]*rpc_method="ListNotes"[^}]*rpc_grpc_status_code="16"[^}]*\} 1/);
+    assert.match(text, /workauto_downstream_down\{[^}]*service="nowhere"[^}]*\} 1/);
+    assert.match(text, /workauto_downstream_down\{[^}]*service="notes_tasks"[^}]*\} 0/);
+    assert.equal(stderr, '', 'no exporter tried to reach a collector');
+  });
+});
