@@ -234,6 +234,43 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.equal((await queue.status(pool, gone))?.state, 'queued');
   });
 
+  it('tells the work it ends, in the same transaction, when a job dies: a last attempt that failed, or one whose replica died', async () => {
+    await pool.query(`CREATE TABLE IF NOT EXISTS dead_jobs (job_id text PRIMARY KEY, reason text NOT NULL)`);
+    const queue = newQueue<{ hang: boolean }>();
+    const onDead: WorkerOptions<{ hang: boolean }>['onDead'] = async (tx, job, reason) => {
+      await tx.query(`INSERT INTO dead_jobs (job_id, reason) VALUES ($1, $2)`, [job.id, reason]);
+    };
+    const deadReason = async (id: string) => (await pool.query(`SELECT reason FROM dead_jobs WHERE job_id = $1`, [id])).rows[0]?.reason as string | undefined;
+
+    // The last attempt fails.
+    const failing = await queue.enqueue(pool, { hang: false }, { maxAttempts: 1 });
+    const r = run(queue.worker(replicaPool(), { logger, pollMs: 10, onDead, handle: async () => { throw new Error('receiver answered 500'); } }));
+    await eventually('the failing job is dead', async () => (await queue.status(pool, failing))?.state === 'dead', 10_000);
+    await r.stop();
+    assert.equal(await deadReason(failing), 'receiver answered 500');
+
+    // The replica running the last attempt dies: the job is never handled again, and the work hears of it.
+    const lost = await queue.enqueue(pool, { hang: true }, { maxAttempts: 1 });
+    const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.js', import.meta.url));
+    const child = spawn(process.execPath, [fixture, url, queue.name], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const killed = once(child, 'exit');
+    try {
+      await eventually('the replica started the attempt', () => out.includes(`started ${lost}`));
+    } finally {
+      child.kill('SIGKILL');
+      await killed;
+    }
+    const handled: string[] = [];
+    const survivor = run(queue.worker(replicaPool(), { logger, pollMs: 20, leaseMs: 500, onDead, handle: async (job) => void handled.push(job.id) }));
+    await eventually('the lost job is dead', async () => (await queue.status(pool, lost))?.state === 'dead', 15_000);
+    await eventually('the work heard of it', async () => (await deadReason(lost)) !== undefined);
+    await survivor.stop();
+    assert.deepEqual(handled, [], 'a job past its attempts is not run again');
+    assert.match((await deadReason(lost))!, /lease expired/);
+  });
+
   it('stops gracefully: lets a short attempt finish, releases one that outlasts the grace period', async () => {
     const queue = newQueue<{ ms: number }>();
     const short = await queue.enqueue(pool, { ms: 200 });

@@ -82,6 +82,12 @@ export interface WorkerOptions<P> {
    * only finds retries that became due. Default false.
    */
   listen?: boolean;
+  /**
+   * Called in the transaction that makes a job dead (its last attempt failed, a PermanentFailure, or
+   * the lease of its last attempt expired), so the record the job works for (a delivery, a run) never
+   * stays pending behind a job that will not run again. Must be idempotent and cheap.
+   */
+  onDead?(tx: PoolClient, job: Job<P>, reason: string): Promise<void>;
 }
 
 /** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
@@ -407,9 +413,16 @@ export class JobWorker<P> {
       const dead = permanent || job.attempt >= job.maxAttempts;
       logger[dead ? 'warn' : 'info']({ queue: this.queue, job_id: job.id, attempt: job.attempt, reason: message, ...(dead ? {} : { retry_in_ms: delay }) }, dead ? 'job failed for good (dead)' : 'job attempt failed; will retry');
     }
+    const { onDead } = this.options;
     for (let i = 1; ; i++) {
       try {
-        const { rowCount } = await this.pool.query(sql, args);
+        const rowCount = failure !== undefined && onDead
+          ? await withTransaction(this.pool, async (tx) => {
+            const { rows } = await tx.query<{ state: JobState }>(`${sql} RETURNING state`, args);
+            if (rows[0]?.state === 'dead') await onDead(tx, job, String(args[5]));
+            return rows.length;
+          })
+          : (await this.pool.query(sql, args)).rowCount;
         if (rowCount === 0) logger.warn({ queue: this.queue, job_id: job.id, attempt: job.attempt }, 'lease lost before the attempt ended; its outcome is discarded and the job runs again');
         return;
       } catch (err) {
@@ -481,20 +494,30 @@ export class JobWorker<P> {
         )).rows;
       });
     }
-    return rows.map((r) => ({ id: r.id, queue: this.queue, key: r.concurrency_key, payload: r.payload as P, attempt: r.attempts, maxAttempts: r.max_attempts }));
+    return rows.map((r) => this.jobOf(r));
+  }
+
+  private jobOf(r: ClaimedRow): Job<P> {
+    return { id: r.id, queue: this.queue, key: r.concurrency_key, payload: r.payload as P, attempt: r.attempts, maxAttempts: r.max_attempts };
   }
 
   /** Attempts whose worker stopped renewing (crashed, stuck, cut off) go back to the queue, due now. */
   private async takeBackExpiredLeases(): Promise<void> {
-    const { rows } = await this.pool.query<{ id: string; state: JobState }>(
-      `UPDATE jobs SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
-         finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
-         next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
-         last_error = 'lease expired: the worker running the attempt stopped renewing it (crashed, stuck or cut off)'
-       WHERE queue = $1 AND state = 'running' AND lease_expires_at < now()
-       RETURNING id, state`,
-      [this.queue],
-    );
+    const reason = 'lease expired: the worker running the attempt stopped renewing it (crashed, stuck or cut off)';
+    const { onDead } = this.options;
+    const rows = await withTransaction(this.pool, async (tx) => {
+      const { rows } = await tx.query<ClaimedRow & { state: JobState }>(
+        `UPDATE jobs SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
+           finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+           next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
+           last_error = $2
+         WHERE queue = $1 AND state = 'running' AND lease_expires_at < now()
+         RETURNING id, state, concurrency_key, payload, attempts, max_attempts`,
+        [this.queue, reason],
+      );
+      if (onDead) for (const r of rows) if (r.state === 'dead') await onDead(tx, this.jobOf(r), reason);
+      return rows;
+    });
     if (rows.length) this.options.logger.warn({ queue: this.queue, jobs: rows.map((r) => r.id) }, 'took back jobs whose lease expired; they run again');
   }
 

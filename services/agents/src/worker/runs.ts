@@ -80,6 +80,8 @@ export class RunWorker {
       // The run's own deadline (at most 24 h) ends it first.
       attemptTimeoutMs: 86_400_000 + 60_000,
       handle: (job, signal) => this.handle(job, signal),
+      // The job gave up (its attempts ran out outside the run, e.g. the database away through each): the run must not stay queued or running.
+      onDead: (tx, job, reason) => this.abandon(tx, job.payload, reason),
     });
     return {
       name: 'agent-runs',
@@ -202,6 +204,15 @@ export class RunWorker {
   }
 
   /** Writes a run's end with its streak, the schedule's streak and the event. */
+  private async abandon(tx: PoolClient, job: RunJob, reason: string): Promise<void> {
+    const row = await runs.runForWorker(tx, job.tenant_id, job.run_id, { lock: true });
+    if (!row || (row.status !== 'queued' && row.status !== 'running')) return;
+    this.deps.logger.warn({ run_id: row.id, reason }, 'agent run abandoned: its job ran out of attempts');
+    await this.finish(tx, row, row.status === 'running'
+      ? { status: 'failed', category: 'worker_lost', detail: 'the worker running it vanished (crashed or cut off) and the run could not be taken up again; create a new run', output: (row.output as RunOutput | null) ?? emptyOutput(), costMicroCents: row.cost_micro_cents }
+      : { status: 'failed', category: 'internal', detail: 'the run could not be started after repeated attempts (was the database or the service unavailable?); create a new run', output: emptyOutput(), costMicroCents: row.cost_micro_cents });
+  }
+
   private async finish(tx: PoolClient, row: runs.RunRow, outcome: Exclude<Outcome, { status: 'stopped' }>): Promise<void> {
     const failed = outcome.status === 'failed';
     const before = await runs.streakBefore(tx, row.tenant_id, row.agent_blueprint, row.id);

@@ -31,6 +31,8 @@ export function deliveryWorker(deps: WebhooksDeps, logger: Logger): JobWorker<De
     pollMs: POLL_MS,
     listen: true,
     handle: (job, signal) => attempt(deps, job, signal),
+    // Attempts ran out outside the schedule (replicas died mid-attempt): the delivery fails rather than staying pending.
+    onDead: async (tx, job) => void (await deliveries.failWithoutAttempt(tx, job.payload.delivery_id, job.id)),
   });
 }
 
