@@ -196,8 +196,21 @@ async function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void
     try {
       return await consumer.subscribe({ topic, fromBeginning: true });
     } catch (err) {
-      if (!(err as { retriable?: boolean }).retriable || attempt >= 10) throw err;
+      if (!isTransient(err) || attempt >= 10) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(300 * 2 ** (attempt - 1), 3_000)));
     }
   }
+}
+
+/**
+ * Retriable as kafkajs marks it, also when it comes wrapped: after its own retries kafkajs throws
+ * KafkaJSNumberOfRetriesExceeded (retriable false) around the retriable protocol error, which made a
+ * service starting beside five others exit on a topic whose leader was still being elected.
+ */
+function isTransient(err: unknown): boolean {
+  for (let e = err as { retriable?: boolean; originalError?: unknown; cause?: unknown; message?: string } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (e.retriable || /does not host this topic-partition|leader not available|no leader/i.test(e.message ?? '')) return true;
+    e = (e.originalError ?? e.cause) as typeof e;
+  }
+  return false;
 }
