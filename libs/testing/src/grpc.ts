@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import { CallerSigner, Downstream, callerAudience, decodeStatusDetails, generateCallerKeys, type Caller, type ErrorDetails, type UnaryMethod } from '@workauto/grpc';
 
 /**
@@ -23,6 +23,13 @@ export function callAs(tenantId: string, memberId: string, actorId = 'test-api-k
   return { caller: { requestId: crypto.randomUUID(), tenantId, actor: { type: 'api_key', id: actorId, memberId } } };
 }
 
+/** A fresh tenant with a member and an API key: call options acting for it (callAs). */
+export function newTenant(): { id: string; memberId: string; call: { caller: Caller } } {
+  const id = crypto.randomUUID();
+  const memberId = crypto.randomUUID();
+  return { id, memberId, call: callAs(id, memberId, crypto.randomUUID()) };
+}
+
 /**
  * A Downstream for tests that signs each call's caller like the gateway: the caller of the options
  * (callAs), or an anonymous one (no tenant, no actor: the gateway's unauthenticated routes). Calls
@@ -43,4 +50,11 @@ export async function failure(p: Promise<unknown>): Promise<ErrorDetails> {
     return decodeStatusDetails(err as grpc.ServiceError);
   }
   assert.fail('expected the call to fail');
+}
+
+/** The fields a call's 400 (INVALID_ARGUMENT) names in its violations; fails on any other outcome. */
+export async function badFields(p: Promise<unknown>): Promise<string[]> {
+  const err = await failure(p);
+  assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`);
+  return err.fieldViolations.map((v) => v.field);
 }

@@ -1,6 +1,6 @@
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgresHandle } from './postgres.js';
 export { testDatabase } from './database.js';
 export { captureLogs } from './logs.js';
-export { callAs, failure, testCallerKeys, testSigner, TestClient, type TestCallOptions } from './grpc.js';
+export { badFields, callAs, failure, newTenant, testCallerKeys, testSigner, TestClient, type TestCallOptions } from './grpc.js';
 export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';

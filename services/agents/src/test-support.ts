@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Keyring } from '@workauto/crypto';
 import { createLogger, type Logger } from '@workauto/logger';
-import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
+import { testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
@@ -38,11 +38,6 @@ export async function startAgents(opts: { config?: Partial<AgentsConfig>; logger
   };
 }
 
-/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
-export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
-  const id = randomUUID();
-  return { id, call: callAs(id, randomUUID(), randomUUID()) };
-}
 
 /** A key no test shares: `sk-ant-…` for Anthropic, `sk-…` for OpenAI. */
 export function newKey(provider: 'openai' | 'anthropic'): string {
@@ -93,3 +88,5 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
     },
   };
 }
+
+export { newTenant as tenant } from '@workauto/testing';

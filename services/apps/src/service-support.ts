@@ -1,13 +1,10 @@
 /** The apps service on a fresh database for its own tests, called over real gRPC. */
-import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
 import { Keyring } from '@workauto/crypto';
 import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
 import { createLogger } from '@workauto/logger';
 import { AppsServiceService as S } from '@workauto/protos/workauto/apps/v1/apps.js';
-import { callAs, failure, testCallerKeys, testDatabase, TestClient } from '@workauto/testing';
+import { failure, testCallerKeys, testDatabase, TestClient } from '@workauto/testing';
 import { createAppsService, type AppsConfig, type RunningService } from './app.js';
 
 export { S, failure };
@@ -62,15 +59,4 @@ export async function startApps(options: StartOptions = {}) {
 
 export type Apps = Awaited<ReturnType<typeof startApps>>;
 
-/** A fresh tenant: call options acting for it. */
-export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
-  const id = randomUUID();
-  return { id, call: callAs(id, randomUUID(), randomUUID()) };
-}
-
-/** The fields of a 400's violations. */
-export async function badFields(p: Promise<unknown>): Promise<string[]> {
-  const err = await failure(p);
-  assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`);
-  return err.fieldViolations.map((v) => v.field);
-}
+export { newTenant as tenant, badFields } from '@workauto/testing';

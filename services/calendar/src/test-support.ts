@@ -1,6 +1,3 @@
-import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
 import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
@@ -49,18 +46,7 @@ export async function startCalendar(opts: { now?: () => Date; indexRefreshMs?: n
 
 export type Calendar = Awaited<ReturnType<typeof startCalendar>>;
 
-/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
-export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
-  const id = randomUUID();
-  return { id, call: callAs(id, randomUUID(), randomUUID()) };
-}
 
-/** The fields of a 400's violations. */
-export async function badFields(p: Promise<unknown>): Promise<string[]> {
-  const err = await failure(p);
-  assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`);
-  return err.fieldViolations.map((v) => v.field);
-}
 
 /** An occurrence as a comparable line: start (instant or date), event id, recurrence id, title. */
 export function line(e: CalendarEvent): string {
@@ -73,3 +59,5 @@ export function local(at: Date, timeZone: string): string {
   const f = new Intl.DateTimeFormat('sv-SE', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hour12: false });
   return f.format(at);
 }
+
+export { newTenant as tenant, badFields } from '@workauto/testing';

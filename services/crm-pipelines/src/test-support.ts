@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
-import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
+import { testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { CrmPipelinesServiceService as S, StageType } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { createCrmPipelinesService, type RunningService } from './app.js';
 
@@ -25,11 +24,6 @@ export async function startCrm() {
   };
 }
 
-/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
-export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
-  const id = randomUUID();
-  return { id, call: callAs(id, randomUUID(), randomUUID()) };
-}
 
 export { failure };
 
@@ -45,3 +39,5 @@ export const SALES_STAGES = [
   { name: 'Won', stage_type: WON },
   { name: 'Lost', stage_type: LOST },
 ];
+
+export { newTenant as tenant } from '@workauto/testing';

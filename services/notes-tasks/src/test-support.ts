@@ -1,9 +1,6 @@
-import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
-import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
-import { testDatabase, callAs, failure, testCallerKeys, TestClient } from '@workauto/testing';
+import { testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { NotesTasksServiceService as S } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { createNotesTasksService, type RunningService } from './app.js';
 
@@ -35,18 +32,7 @@ export async function startNotesTasks() {
 
 export type NotesTasks = Awaited<ReturnType<typeof startNotesTasks>>;
 
-/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
-export function tenant(): { id: string; memberId: string; call: ReturnType<typeof callAs> } {
-  const id = randomUUID();
-  const memberId = randomUUID();
-  return { id, memberId, call: callAs(id, memberId, randomUUID()) };
-}
 
 export { failure };
 
-/** The fields of a 400's violations. */
-export async function badFields(p: Promise<unknown>): Promise<string[]> {
-  const err = await failure(p);
-  assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`);
-  return err.fieldViolations.map((v) => v.field);
-}
+export { newTenant as tenant, badFields } from '@workauto/testing';

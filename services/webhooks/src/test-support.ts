@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Keyring } from '@workauto/crypto';
 import { newId } from '@workauto/db';
@@ -7,7 +6,7 @@ import { eventChannels, LocalTransport, TOPICS, type EventTransport } from '@wor
 import { createLogger } from '@workauto/logger';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
 import { WebhooksServiceService as S } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
-import { callAs, failure, testCallerKeys, testDatabase, TestClient } from '@workauto/testing';
+import { failure, testCallerKeys, testDatabase, TestClient } from '@workauto/testing';
 import { createWebhooksService, type RunningService } from './app.js';
 import type { WebhookSettings } from './settings.js';
 
@@ -67,8 +66,4 @@ export async function startWebhooks(opts: StartOptions = {}) {
   };
 }
 
-/** A fresh tenant: call options acting for it, signed at each call as the gateway would. */
-export function tenant(): { id: string; call: ReturnType<typeof callAs> } {
-  const id = randomUUID();
-  return { id, call: callAs(id, randomUUID(), randomUUID()) };
-}
+export { newTenant as tenant } from '@workauto/testing';
