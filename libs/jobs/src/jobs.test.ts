@@ -36,6 +36,21 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
   const states = async (queue: string) =>
     Object.fromEntries((await pool.query(`SELECT state, count(*)::int AS n FROM jobs WHERE queue = $1 GROUP BY 1`, [queue])).rows.map((r) => [r.state, r.n]));
 
+  /** A real replica in its own process claims job `id`, hangs in it, and is killed with SIGKILL mid-attempt. */
+  async function killReplicaMidAttempt(queueName: string, id: string) {
+    const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.js', import.meta.url));
+    const child = spawn(process.execPath, [fixture, url, queueName], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    const killed = once(child, 'exit');
+    try {
+      await eventually('the replica started the attempt', () => out.includes(`started ${id}`));
+    } finally {
+      child.kill('SIGKILL');
+      await killed;
+    }
+  }
+
   before(async () => {
     url = await testDatabase('jobs');
     pool = createPool(url);
@@ -127,18 +142,7 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
   it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
     const queue = newQueue<{ hang: boolean }>();
     const id = await queue.enqueue(pool, { hang: true });
-    // A real replica in its own process, killed with SIGKILL mid-attempt.
-    const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.js', import.meta.url));
-    const child = spawn(process.execPath, [fixture, url, queue.name], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const killed = once(child, 'exit');
-    try {
-      await eventually('the replica started the attempt', () => out.includes(`started ${id}`));
-    } finally {
-      child.kill('SIGKILL');
-      await killed;
-    }
+    await killReplicaMidAttempt(queue.name, id);
     assert.equal((await queue.status(pool, id))?.state, 'running', 'the dead replica still holds the lease');
 
     const attempts: number[] = [];
@@ -251,17 +255,7 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
 
     // The replica running the last attempt dies: the job is never handled again, and the work hears of it.
     const lost = await queue.enqueue(pool, { hang: true }, { maxAttempts: 1 });
-    const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.js', import.meta.url));
-    const child = spawn(process.execPath, [fixture, url, queue.name], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    const killed = once(child, 'exit');
-    try {
-      await eventually('the replica started the attempt', () => out.includes(`started ${lost}`));
-    } finally {
-      child.kill('SIGKILL');
-      await killed;
-    }
+    await killReplicaMidAttempt(queue.name, lost);
     const handled: string[] = [];
     const survivor = run(queue.worker(replicaPool(), { logger, pollMs: 20, leaseMs: 500, onDead, handle: async (job) => void handled.push(job.id) }));
     await eventually('the lost job is dead', async () => (await queue.status(pool, lost))?.state === 'dead', 15_000);
