@@ -15,13 +15,13 @@
  * Env: CHANGES (500), ENDPOINTS (50), NOTES (120).
  */
 import { startReceiver } from '@workauto/webhooks/testing';
-import { percentile, report, startBenchStack, summarize } from './lib-bench.mjs';
+import { percentile, printTopStatements, report, startBenchStack, summarize } from './lib-bench.mjs';
 
 const CHANGES = Number(process.env.CHANGES ?? 500);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 50);
 const NOTES = Number(process.env.NOTES ?? 120);
 
-const { stack, api, createTenant } = await startBenchStack({ shape: 'processes', extraReplicas: { webhooks: 1 } });
+const { stack, api, createTenant, databaseUrl } = await startBenchStack({ shape: 'processes', extraReplicas: { webhooks: 1 } });
 const receiver = await startReceiver();
 try {
   // 1. Latency.
@@ -82,6 +82,7 @@ try {
   console.log(`${NOTES} changes × ${ENDPOINTS} endpoints = ${total} deliveries; the API took the changes in ${((apiDone - started) / 1000).toFixed(1)} s, the last delivery arrived after ${((times.at(-1) - started) / 1000).toFixed(1)} s`);
   console.log(`deliveries per second (10th–90th percentile of arrivals): ${((0.8 * total) / ((hi - lo) / 1000)).toFixed(0)}; overall ${(total / ((times.at(-1) - times[0]) / 1000)).toFixed(0)}`);
   report('webhooks_delivery_rate', 'webhook deliveries to a loopback receiver', (0.8 * total) / ((hi - lo) / 1000), '/s', { value: 1000, better: 'higher' });
+  await printTopStatements(databaseUrl('webhooks'));
 } finally {
   await receiver.close();
   await stack.stop();

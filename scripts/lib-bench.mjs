@@ -47,6 +47,29 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
   return { stack, api, createTenant, databaseUrl: (service) => databaseUrlFor(server, `${prefix}_${service}`) };
 }
 
+/**
+ * Where a database's time went: the statements with the most total (planning + execution) time,
+ * when the run's PostgreSQL was started with WORKAUTO_PG_STAT_STATEMENTS=1 (see docs/benchmarks.md).
+ */
+export async function printTopStatements(url, top = 12) {
+  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return;
+  const { Client } = (await import('pg')).default;
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const { rows } = await client.query(
+      `SELECT calls, round((total_plan_time + total_exec_time)::numeric, 1) AS ms, round(total_plan_time::numeric, 1) AS plan_ms,
+              round(((total_plan_time + total_exec_time) / nullif(calls, 0) * 1000)::numeric) AS us_per_call, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
+         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+        ORDER BY total_plan_time + total_exec_time DESC LIMIT $1`, [top]);
+    console.log(`top statements of ${new URL(url).pathname.slice(1)} (pg_stat_statements):`);
+    for (const r of rows) console.log(`  ${String(r.ms).padStart(9)} ms (plan ${String(r.plan_ms).padStart(7)})  ${String(r.calls).padStart(7)} calls  ${String(r.us_per_call).padStart(6)} µs/call  ${r.query}`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** p-th percentile (nearest rank) of an ascending array. */
 export function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
-  createPool, decodeCursor, encodeCursor, ensureDatabase, isConcurrencyFailure, listPage, newId, newestFirst, runMigrations,
+  createPool, decodeCursor, preparedStatement, encodeCursor, ensureDatabase, isConcurrencyFailure, listPage, newId, newestFirst, runMigrations,
   updateTenantRow, withTransaction, type KeysetCursor, type KeysetOrder, type Pool,
 } from './index.js';
 
@@ -171,6 +171,25 @@ describe('createPool', () => {
       await short.end();
     }
     assert.equal((await pool.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout, '3s', 'the default');
+  });
+});
+
+describe('preparedStatement', () => {
+  it('is parsed once per connection and answers with each call\'s values, in and out of transactions', async () => {
+    const tenant = newId();
+    const byName = preparedStatement<[string, string]>('test_items_by_name', 'SELECT id, name FROM items WHERE tenant_id = $1 AND name = $2');
+    for (const name of ['a', 'b']) await pool.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), tenant, name]);
+    // More calls than the pool has connections, so connections that already prepared it run it again.
+    const names = await Promise.all(Array.from({ length: 20 }, async (_, i) => (await pool.query(byName([tenant, i % 2 ? 'a' : 'b']))).rows[0]?.name));
+    assert.deepEqual(names, Array.from({ length: 20 }, (_, i) => (i % 2 ? 'a' : 'b')));
+    const inTx = await withTransaction(pool, async (tx) => (await tx.query(byName([tenant, 'a']))).rows.length);
+    assert.equal(inTx, 1);
+  });
+
+  it('refuses a second text under a name already taken (pg would fail it only on a connection that has the first)', () => {
+    preparedStatement('test_one_name', 'SELECT 1');
+    assert.doesNotThrow(() => preparedStatement('test_one_name', 'SELECT 1'));
+    assert.throws(() => preparedStatement('test_one_name', 'SELECT 2'), /two prepared statements are named test_one_name/);
   });
 });
 

@@ -1,5 +1,5 @@
 export {
-  createPool, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow,
+  createPool, preparedStatement, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow,
   type TransactionOptions, type Pool, type PoolClient, type Queryable,
 } from './pool.js';
 export { runMigrations } from './migrations.js';

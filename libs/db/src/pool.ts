@@ -29,6 +29,22 @@ function statementTimeoutMs(): number {
   return ms;
 }
 
+/** Every prepared statement's text by name: one name, one text (pg would fail the second on a connection that has the first). */
+const preparedTexts = new Map<string, string>();
+
+/**
+ * A statement on a hot path, prepared once per pooled connection: PostgreSQL parses it once and,
+ * after its first few calls, reuses a generic plan instead of planning each call (planning was
+ * 40–80 % of a webhook delivery's statement time; docs/benchmarks.md). Use it for fixed texts run
+ * many times per second, not for SQL built per call. `db.query(FIND_WORK([id]))`.
+ */
+export function preparedStatement<V extends unknown[] = unknown[]>(name: string, text: string): (values: V) => pg.QueryConfig {
+  const known = preparedTexts.get(name);
+  if (known !== undefined && known !== text) throw new Error(`two prepared statements are named ${name}; give each its own name`);
+  preparedTexts.set(name, text);
+  return (values) => ({ name, text, values });
+}
+
 export function createPool(
   connectionString: string,
   opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {},

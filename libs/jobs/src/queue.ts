@@ -3,8 +3,9 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { newId, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
+import { newId, preparedStatement, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+import type { QueryConfig } from 'pg';
 
 /** NOTIFY channel of enqueued jobs (payload: the queue's name). */
 const JOBS_CHANNEL = 'workauto_jobs';
@@ -103,6 +104,44 @@ interface ClaimedRow {
   attempts: number;
   max_attempts: number;
 }
+
+/*
+ * The statements a busy worker runs for every job, prepared once per connection (parsed and
+ * planned once, not per call: docs/benchmarks.md, "Webhook deliveries"). The queue is a parameter,
+ * so every queue shares them.
+ */
+const SUCCEED = preparedStatement<[string, string, number]>('jobs_succeed',
+  `UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, finished_at = now(), updated_at = now()
+   WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`);
+const FAIL = preparedStatement<[string, string, number, boolean, number, string]>('jobs_fail',
+  `UPDATE jobs SET state = CASE WHEN $4 OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
+     finished_at = CASE WHEN $4 OR attempts >= max_attempts THEN now() END,
+     next_attempt_at = now() + $5 * interval '1 millisecond', last_error = $6,
+     lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+   WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3
+   RETURNING state`);
+const CLAIM_UNCAPPED = preparedStatement<[string, number, string, number]>('jobs_claim_uncapped',
+  `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
+   WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND state = 'queued' AND next_attempt_at <= now()
+                ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
+   RETURNING id, concurrency_key, payload, attempts, max_attempts`);
+const FULL_KEYS = preparedStatement<[string, number]>('jobs_full_keys',
+  `SELECT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
+   GROUP BY 1 HAVING count(*) >= $2`);
+const CANDIDATES = preparedStatement<[string, string[], number]>('jobs_candidates',
+  `SELECT id, concurrency_key AS key FROM jobs
+   WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2)))
+   ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`);
+const LOCK_KEYS = preparedStatement<[string, string[]]>('jobs_lock_keys',
+  `SELECT k AS key FROM unnest($2::text[]) AS k WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || k, 0))`);
+const RUNNING_PER_KEY = preparedStatement<[string, string[]]>('jobs_running_per_key',
+  `SELECT concurrency_key AS key, count(*)::int AS n FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key = ANY($2) GROUP BY 1`);
+const START = preparedStatement<[string, number, string[]]>('jobs_start',
+  `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
+   WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`);
+const RENEW = preparedStatement<[number, string[], string]>('jobs_renew',
+  `UPDATE jobs SET lease_expires_at = now() + $1 * interval '1 millisecond'
+   WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`);
 
 /**
  * A named queue in the service's own database (table `jobs`): enqueue inside the transaction that
@@ -395,21 +434,16 @@ export class JobWorker<P> {
   private async finish(job: Job<P>, failure: unknown): Promise<void> {
     const { logger } = this.options;
     if (this.released.delete(job.id)) return;
-    const args: unknown[] = [job.id, this.owner, job.attempt];
-    let sql: string;
+    let statement: QueryConfig;
+    let reason = '';
     if (failure === undefined) {
-      sql = `UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, finished_at = now(), updated_at = now()
-             WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`;
+      statement = SUCCEED([job.id, this.owner, job.attempt]);
     } else {
       const permanent = failure instanceof PermanentFailure;
       const delay = failure instanceof RetryLater ? failure.delayMs : (this.options.retryDelayMs ?? exponentialBackoff)(job.attempt);
       const message = failure instanceof Error ? failure.message : String(failure);
-      args.push(permanent, delay, message.slice(0, 2_000));
-      sql = `UPDATE jobs SET state = CASE WHEN $4 OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
-               finished_at = CASE WHEN $4 OR attempts >= max_attempts THEN now() END,
-               next_attempt_at = now() + $5 * interval '1 millisecond', last_error = $6,
-               lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-             WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`;
+      reason = message.slice(0, 2_000);
+      statement = FAIL([job.id, this.owner, job.attempt, permanent, delay, reason]);
       const dead = permanent || job.attempt >= job.maxAttempts;
       logger[dead ? 'warn' : 'info']({ queue: this.queue, job_id: job.id, attempt: job.attempt, reason: message, ...(dead ? {} : { retry_in_ms: delay }) }, dead ? 'job failed for good (dead)' : 'job attempt failed; will retry');
     }
@@ -418,11 +452,11 @@ export class JobWorker<P> {
       try {
         const rowCount = failure !== undefined && onDead
           ? await withTransaction(this.pool, async (tx) => {
-            const { rows } = await tx.query<{ state: JobState }>(`${sql} RETURNING state`, args);
-            if (rows[0]?.state === 'dead') await onDead(tx, job, String(args[5]));
+            const { rows } = await tx.query<{ state: JobState }>(statement);
+            if (rows[0]?.state === 'dead') await onDead(tx, job, reason);
             return rows.length;
           })
-          : (await this.pool.query(sql, args)).rowCount;
+          : (await this.pool.query(statement)).rowCount;
         if (rowCount === 0) logger.warn({ queue: this.queue, job_id: job.id, attempt: job.attempt }, 'lease lost before the attempt ended; its outcome is discarded and the job runs again');
         return;
       } catch (err) {
@@ -434,46 +468,22 @@ export class JobWorker<P> {
   }
 
   private async claim(limit: number): Promise<Job<P>[]> {
-    const lease = [this.owner, this.leaseMs];
     const { maxPerKey } = this.options;
     let rows: ClaimedRow[];
     if (maxPerKey === undefined) {
-      ({ rows } = await this.pool.query<ClaimedRow>(
-        `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
-         WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND state = 'queued' AND next_attempt_at <= now()
-                      ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
-         RETURNING id, concurrency_key, payload, attempts, max_attempts`,
-        [...lease, this.queue, limit],
-      ));
+      ({ rows } = await this.pool.query<ClaimedRow>(CLAIM_UNCAPPED([this.owner, this.leaseMs, this.queue, limit])));
     } else {
       rows = await withTransaction(this.pool, async (tx) => {
         // Keys at their cap are skipped in the scan, so one busy endpoint cannot hide the others' jobs.
-        const full = (await tx.query<{ key: string }>(
-          `SELECT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
-           GROUP BY 1 HAVING count(*) >= $2`,
-          [this.queue, maxPerKey],
-        )).rows.map((r) => r.key);
-        const candidates = (await tx.query<{ id: string; key: string | null }>(
-          `SELECT id, concurrency_key AS key FROM jobs
-           WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2)))
-           ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`,
-          [this.queue, full, limit * 4],
-        )).rows;
+        const full = (await tx.query<{ key: string }>(FULL_KEYS([this.queue, maxPerKey]))).rows.map((r) => r.key);
+        const candidates = (await tx.query<{ id: string; key: string | null }>(CANDIDATES([this.queue, full, limit * 4]))).rows;
         const keys = [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
         // Whoever holds a key's lock (until its commit) is the only one starting that key's jobs, and
         // counts the running ones after taking it: the cap holds across replicas.
-        const locked = keys.length
-          ? (await tx.query<{ key: string }>(
-              `SELECT k AS key FROM unnest($2::text[]) AS k WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || k, 0))`,
-              [this.queue, keys],
-            )).rows.map((r) => r.key)
-          : [];
+        const locked = keys.length ? (await tx.query<{ key: string }>(LOCK_KEYS([this.queue, keys]))).rows.map((r) => r.key) : [];
         const room = new Map(locked.map((k) => [k, maxPerKey]));
         if (locked.length) {
-          const counts = await tx.query<{ key: string; n: number }>(
-            `SELECT concurrency_key AS key, count(*)::int AS n FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key = ANY($2) GROUP BY 1`,
-            [this.queue, locked],
-          );
+          const counts = await tx.query<{ key: string; n: number }>(RUNNING_PER_KEY([this.queue, locked]));
           for (const { key, n } of counts.rows) room.set(key, maxPerKey - n);
         }
         const chosen: string[] = [];
@@ -487,11 +497,7 @@ export class JobWorker<P> {
           chosen.push(c.id);
         }
         if (!chosen.length) return [];
-        return (await tx.query<ClaimedRow>(
-          `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
-           WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`,
-          [...lease, chosen],
-        )).rows;
+        return (await tx.query<ClaimedRow>(START([this.owner, this.leaseMs, chosen]))).rows;
       });
     }
     return rows.map((r) => this.jobOf(r));
@@ -525,11 +531,7 @@ export class JobWorker<P> {
     const ids = [...this.inFlight.keys()];
     if (!ids.length) return;
     try {
-      const { rows } = await this.pool.query<{ id: string }>(
-        `UPDATE jobs SET lease_expires_at = now() + $1 * interval '1 millisecond'
-         WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`,
-        [this.leaseMs, ids, this.owner],
-      );
+      const { rows } = await this.pool.query<{ id: string }>(RENEW([this.leaseMs, ids, this.owner]));
       const kept = new Set(rows.map((r) => r.id));
       // A lease taken back (this worker was cut off longer than the lease): the job runs elsewhere, so stop here.
       for (const id of ids) if (!kept.has(id)) this.inFlight.get(id)?.abort.abort(new Error('lease lost: the job was taken back'));

@@ -60,6 +60,10 @@ export async function startEmbeddedPostgres(opts: {
       '-c', 'max_connections=300',
       // Durability matters only for a cluster that is kept; a throwaway test cluster skips fsync.
       ...(opts.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
+      // Profiling a benchmark: time per statement, read with scripts/lib-bench.mjs's topStatements().
+      ...(process.env.WORKAUTO_PG_STAT_STATEMENTS === '1'
+        ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track_planning=on']
+        : []),
     ],
   });
   try {

@@ -1,4 +1,4 @@
-import type { Queryable } from '@workauto/db';
+import { preparedStatement, type Queryable } from '@workauto/db';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 export type Trigger = 'scheduled' | 'manual';
@@ -43,45 +43,48 @@ export interface DeliveryWork extends DeliveryRow {
   secrets: string[];
 }
 
+const FIND_WORK = preparedStatement<[string]>('webhooks_find_work',
+  `SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.next_attempt_at, d.trigger, d.job_id,
+          e.payload, w.url, (w.is_enabled AND w.deleted_at IS NULL) AS endpoint_live,
+          ARRAY(SELECT s.secret FROM webhook_endpoint_secrets s WHERE s.endpoint_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                ORDER BY s.expires_at IS NULL DESC, s.created_at DESC) AS secrets
+     FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
+    WHERE d.id = $1`);
+
 export async function findWork(db: Queryable, id: string): Promise<DeliveryWork | undefined> {
-  const { rows } = await db.query<DeliveryWork>(
-    `SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.next_attempt_at, d.trigger, d.job_id,
-            e.payload, w.url, (w.is_enabled AND w.deleted_at IS NULL) AS endpoint_live,
-            ARRAY(SELECT s.secret FROM webhook_endpoint_secrets s WHERE s.endpoint_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
-                  ORDER BY s.expires_at IS NULL DESC, s.created_at DESC) AS secrets
-       FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
-      WHERE d.id = $1`,
-    [id],
-  );
+  const { rows } = await db.query<DeliveryWork>(FIND_WORK([id]));
   return rows[0];
 }
+
+const RECORD_ATTEMPT = preparedStatement('webhooks_record_attempt',
+  `WITH d AS (
+     UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, updated_at = now(),
+            next_attempt_at = CASE WHEN $4::bigint IS NULL THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
+      WHERE id = $1 AND job_id = $2 AND status = 'pending'
+      RETURNING id, tenant_id, endpoint_id),
+   a AS (
+     INSERT INTO webhook_attempts (id, tenant_id, delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger)
+     SELECT $5, d.tenant_id, d.id, $6, $7, $8, $9, $10 FROM d)
+   UPDATE webhook_endpoints w
+      SET failing_since = CASE WHEN $11 THEN NULL ELSE coalesce(w.failing_since, now()) END
+     FROM d WHERE w.id = d.endpoint_id AND (NOT $11 OR w.failing_since IS NOT NULL)
+   RETURNING w.is_enabled, w.failing_since`);
 
 /**
  * An attempt's outcome in one statement (atomic, one round trip): the delivery's new state — only
  * while the job that made the attempt still owns it and it is pending (an endpoint disabled
  * meanwhile already failed it) —, the attempt, and the endpoint's failure streak (a success clears
- * it, a failure starts it). Returns the endpoint's state after it, or undefined when nothing applied.
+ * it, a failure starts it). A success on an endpoint that was not failing leaves the endpoint's row
+ * alone: every delivery rewriting its endpoint's row made that row the hot spot of the statement.
+ * Returns the endpoint's state after a failure (undefined when nothing applied, and after a success).
  */
 export async function recordAttempt(
   db: Queryable,
   a: { deliveryId: string; jobId: string; status: DeliveryStatus; nextAttemptInMs: number | null; attemptId: string; attemptedAt: Date; httpStatus: number | null; responseTimeMs: number; error: string | null; trigger: Trigger; success: boolean },
 ): Promise<{ is_enabled: boolean; failing_since: Date | null } | undefined> {
-  const { rows } = await db.query(
-    `WITH d AS (
-       UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, updated_at = now(),
-              next_attempt_at = CASE WHEN $4::bigint IS NULL THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
-        WHERE id = $1 AND job_id = $2 AND status = 'pending'
-        RETURNING id, tenant_id, endpoint_id),
-     a AS (
-       INSERT INTO webhook_attempts (id, tenant_id, delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger)
-       SELECT $5, d.tenant_id, d.id, $6, $7, $8, $9, $10 FROM d)
-     UPDATE webhook_endpoints w
-        SET last_success_at = CASE WHEN $11 THEN now() ELSE w.last_success_at END,
-            failing_since = CASE WHEN $11 THEN NULL ELSE coalesce(w.failing_since, now()) END
-       FROM d WHERE w.id = d.endpoint_id
-     RETURNING w.is_enabled, w.failing_since`,
+  const { rows } = await db.query<{ is_enabled: boolean; failing_since: Date | null }>(RECORD_ATTEMPT(
     [a.deliveryId, a.jobId, a.status, a.nextAttemptInMs, a.attemptId, a.attemptedAt, a.httpStatus, a.responseTimeMs, a.error, a.trigger, a.success],
-  );
+  ));
   return rows[0];
 }
 
