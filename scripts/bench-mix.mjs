@@ -11,7 +11,10 @@
  * GET a task (10), list tasks (10), GET a deal (8), list contacts (7), a pipeline summary (5) — and
  * 30 % writes — create a note (8), move a deal to another stage (8), update a task (6), create a
  * task (4), create a contact (4). Ids are picked at random from rows seeded through the API.
- * Env: DURATION (15 s per level), RAMP_DURATION (10), RAMP_MAX (2048), TIMEOUT (10 s per request).
+ * Env: DURATION (15 s per level), RAMP_DURATION (10), RAMP_MAX (2048), TIMEOUT (10 s per request),
+ * LEVELS (e.g. `2048` or `1024,2048`: only these concurrencies, RAMP_DURATION s each, after the
+ * warm-up; no c=32/c=128 figures). Each level prints the first few bodies of each 5xx status, and
+ * the run ends with the services' error and warning log lines (a 500 there names its cause).
  * Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { percentile, report, startBenchStack } from './lib-bench.mjs';
@@ -20,8 +23,13 @@ const DURATION = Number(process.env.DURATION ?? 15);
 const RAMP_DURATION = Number(process.env.RAMP_DURATION ?? 10);
 const RAMP_MAX = Number(process.env.RAMP_MAX ?? 2048);
 const TIMEOUT = Number(process.env.TIMEOUT ?? 10);
+const LEVELS = process.env.LEVELS ? process.env.LEVELS.split(',').map(Number) : undefined;
+/** Bodies kept per 5xx status and level (what a 5xx said is how its cause is found). */
+const SAMPLES_PER_STATUS = 3;
 
 const { stack, api, createTenant } = await startBenchStack({ shape: 'processes' });
+/** When the services were ready: each level prints its end as seconds since then (connections age; server.ts ends them at 120 s). */
+const stackReady = performance.now();
 try {
   const tenant = await createTenant();
   const key = tenant.api_key;
@@ -72,6 +80,9 @@ try {
     const codes = {};
     let errors = 0;
     let timeouts = 0;
+    const samples = {};
+    /** Requests that got no HTTP answer, by cause (not timeouts). */
+    const failures = {};
     const started = performance.now();
     const until = started + seconds * 1000;
     await Promise.all(
@@ -86,12 +97,17 @@ try {
               body: next.body ? JSON.stringify(next.body) : undefined,
               signal: AbortSignal.timeout(TIMEOUT * 1000),
             });
-            await res.arrayBuffer();
+            const body = await res.text();
             codes[res.status] = (codes[res.status] ?? 0) + 1;
+            if (res.status >= 500 && (samples[res.status] ??= []).length < SAMPLES_PER_STATUS) samples[res.status].push(`${next.method} ${next.path} → ${body.slice(0, 600)}`);
             latencies.push(performance.now() - t0);
           } catch (err) {
             if (err.name === 'TimeoutError') timeouts++;
-            else errors++;
+            else {
+              errors++;
+              const cause = `${err.message}: ${err.cause?.code ?? err.cause?.message ?? ''}`;
+              failures[cause] = (failures[cause] ?? 0) + 1;
+            }
           }
         }
       }),
@@ -104,38 +120,61 @@ try {
     const row = { connections, rps: latencies.length / wall, p50: percentile(latencies, 50), p99: percentile(latencies, 99), total: latencies.length, non2xx, errors, timeouts, fiveXx, bad: non2xx + errors + timeouts };
     console.log(
       `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${row.p50.toFixed(0).padStart(5)} ms   p99 ${row.p99.toFixed(0).padStart(5)} ms   ` +
-        `${row.total} responses, ${non2xx} non-2xx (${fiveXx} 5xx), ${errors} errors, ${timeouts} timeouts   codes ${JSON.stringify(codes)}`,
+        `${row.total} responses, ${non2xx} non-2xx (${fiveXx} 5xx), ${errors} errors, ${timeouts} timeouts   codes ${JSON.stringify(codes)}   (t+${((performance.now() - stackReady) / 1000).toFixed(0)} s)`,
     );
+    if (errors) console.log(`    no answer: ${JSON.stringify(failures)}`);
+    for (const [status, bodies] of Object.entries(samples)) for (const b of bodies) console.log(`    ${status}: ${b}`);
     return row;
   }
 
-  console.log(`API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`);
-  await level(32, 3);
-  const at32 = await level(32, DURATION);
-  const at128 = await level(128, DURATION);
-  for (const r of [at32, at128]) if (r.fiveXx > 0) console.log(`  5xx at concurrency ${r.connections}: a defect (below the breaking point there must be none)`);
-  report('mix_rps_32', 'API mix throughput, c=32', at32.rps, 'req/s');
-  report('mix_p99_32', 'API mix p99, c=32', at32.p99, 'ms');
-  report('mix_rps_128', 'API mix throughput, c=128', at128.rps, 'req/s');
-  report('mix_p99_128', 'API mix p99, c=128', at128.p99, 'ms');
-  report('mix_5xx_below_break', 'API mix 5xx at c=32 and c=128', at32.fiveXx + at128.fiveXx, 'responses', { value: 0, better: 'lower' });
+  /** The services' log lines (warn and above), counted by kind (the gateway logs each 5xx with its cause). */
+  function printServiceErrors() {
+    // The processes log at warn (processes.ts), so every line they printed counts.
+    const lines = stack.output().split('\n').filter((l) => l.startsWith('{'));
+    const byCause = new Map();
+    for (const l of lines) {
+      // One key per kind of line: drop ids and times so repeats collapse.
+      const key = l.replace(/"(time|request_id|pid|hostname|trace_id|span_id|ms)":("[^"]*"|\d+),?/g, '').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').slice(0, 700);
+      byCause.set(key, (byCause.get(key) ?? 0) + 1);
+    }
+    console.log(`service log lines at warn or above: ${lines.length}`);
+    for (const [k, n] of [...byCause].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${String(n).padStart(6)} × ${k}`);
+  }
 
-  console.log(`ramp, ${RAMP_DURATION} s per level, until errors or timeouts:`);
-  let breaking;
-  const clean = [at32, at128].every((r) => r.bad === 0);
-  if (!clean) breaking = [at32, at128].find((r) => r.bad > 0);
-  for (let c = 256; !breaking && c <= RAMP_MAX; c *= 2) {
-    const r = await level(c, RAMP_DURATION);
-    if (r.bad > 0) breaking = r;
-  }
-  if (breaking) {
-    console.log(`errors or timeouts start at concurrency ${breaking.connections} (${breaking.non2xx} non-2xx, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`);
-    report('mix_breaking_concurrency', 'API mix: concurrency where errors or timeouts start', breaking.connections, 'connections');
+  if (LEVELS) {
+    await level(32, 3);
+    for (const c of LEVELS) await level(c, RAMP_DURATION);
+    printServiceErrors();
   } else {
-    console.log(`no errors or timeouts up to concurrency ${RAMP_MAX}`);
-    report('mix_breaking_concurrency', `API mix: no errors or timeouts up to this concurrency`, RAMP_MAX, 'connections');
+    console.log(`API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`);
+    await level(32, 3);
+    const at32 = await level(32, DURATION);
+    const at128 = await level(128, DURATION);
+    for (const r of [at32, at128]) if (r.fiveXx > 0) console.log(`  5xx at concurrency ${r.connections}: a defect (below the breaking point there must be none)`);
+    report('mix_rps_32', 'API mix throughput, c=32', at32.rps, 'req/s');
+    report('mix_p99_32', 'API mix p99, c=32', at32.p99, 'ms');
+    report('mix_rps_128', 'API mix throughput, c=128', at128.rps, 'req/s');
+    report('mix_p99_128', 'API mix p99, c=128', at128.p99, 'ms');
+    report('mix_5xx_below_break', 'API mix 5xx at c=32 and c=128', at32.fiveXx + at128.fiveXx, 'responses', { value: 0, better: 'lower' });
+
+    console.log(`ramp, ${RAMP_DURATION} s per level, until errors or timeouts:`);
+    let breaking;
+    const clean = [at32, at128].every((r) => r.bad === 0);
+    if (!clean) breaking = [at32, at128].find((r) => r.bad > 0);
+    for (let c = 256; !breaking && c <= RAMP_MAX; c *= 2) {
+      const r = await level(c, RAMP_DURATION);
+      if (r.bad > 0) breaking = r;
+    }
+    if (breaking) {
+      console.log(`errors or timeouts start at concurrency ${breaking.connections} (${breaking.non2xx} non-2xx, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`);
+      report('mix_breaking_concurrency', 'API mix: concurrency where errors or timeouts start', breaking.connections, 'connections');
+    } else {
+      console.log(`no errors or timeouts up to concurrency ${RAMP_MAX}`);
+      report('mix_breaking_concurrency', `API mix: no errors or timeouts up to this concurrency`, RAMP_MAX, 'connections');
+    }
+    printServiceErrors();
+    if (at32.fiveXx + at128.fiveXx > 0) process.exitCode = 1;
   }
-  if (at32.fiveXx + at128.fiveXx > 0) process.exitCode = 1;
 } finally {
   await stack.stop();
 }

@@ -27,7 +27,8 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
   let stack;
   if (shape === 'processes') {
     const cluster = await startServiceProcesses({ ...common, extraReplicas, env: { RATE_LIMIT_PER_MINUTE: '100000000' } });
-    stack = { url: cluster.url, stop: () => cluster.stop() };
+    // output(): what every process printed (LOG_LEVEL warn: each 5xx the gateway answered, each unexpected error of a service).
+    stack = { url: cluster.url, stop: () => cluster.stop(), output: () => cluster.output() };
   } else {
     stack = await startStack({ ...common, callerKeys: generateCallerKeys('bench'), kafkaNamespace: `${prefix}.`, logger: createLogger('bench', 'warn'), gatewayOptions: { rateLimitPerMinute: 100_000_000 } });
   }
