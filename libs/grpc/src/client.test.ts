@@ -156,6 +156,33 @@ describe('Downstream circuit breaker', () => {
     assert.deepEqual(refused.extra.metadata, { service: 'notes_tasks' });
   });
 
+  it('answers 503 when the service ends the connection under a burst of deadlines, never INTERNAL (the API mix\'s 500s at 2,048 clients)', async () => {
+    // Overload makes many calls pass their deadline at once; grpc-js resets each one (RST_STREAM),
+    // and past ~1,000 resets the service's HTTP/2 stack (nghttp2's rapid-reset limit) ends the whole
+    // connection with GOAWAY(INTERNAL_ERROR). grpc-js reports the calls still in flight on it as
+    // INTERNAL "Received RST_STREAM with code 2 …": the service never answered them.
+    const { address, server } = await startServer({ Hang: 'hang' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('notes_tasks', address, { deadlineMs: 30_000, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    assert.equal(await d.checkHealth(), 'serving'); // connected
+    const inFlight = Array.from({ length: 20 }, () => d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e));
+    await new Promise((r) => setTimeout(r, 100));
+    const expiring = Array.from({ length: 1_500 }, () => d.call(HANG, Buffer.alloc(0), { deadlineMs: 200 }).catch((e: unknown) => e));
+    const outcomes = await Promise.all([...expiring, ...inFlight]);
+    const lost = (await Promise.all(inFlight)) as unknown[];
+    assert.ok(lost.every((e) => e instanceof DomainError), `every call in flight failed when the connection ended: ${String(lost.find((e) => !(e instanceof DomainError)))}`);
+    for (const e of outcomes) {
+      assert.ok(e instanceof DomainError, `a grpc-js status reached the caller unmapped: ${String(e)}`);
+      assert.ok(e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED, `${grpc.status[e.code]}: ${e.message}`);
+      assert.equal(e.extra.metadata?.service, 'notes_tasks');
+    }
+    const broken = lost[0] as DomainError;
+    assert.equal(broken.code, grpc.status.UNAVAILABLE);
+    assert.equal(broken.reason, 'SERVICE_UNAVAILABLE');
+    assert.match(broken.message, /connection to the notes_tasks service was lost.*retry/);
+  });
+
   it('comes back by itself once the service\'s health check answers again', async () => {
     const down = await startServer({ Echo: 'ok' }, 'serving');
     const address = down.address;

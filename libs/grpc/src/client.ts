@@ -53,6 +53,7 @@ const TRANSPORT_FAILURES = new Set([grpc.status.UNAVAILABLE, grpc.status.DEADLIN
 
 function isTransportFailure(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
+  if (isBrokenConnection(err)) return true;
   if (typeof code !== 'number' || !TRANSPORT_FAILURES.has(code)) return false;
   // A status with a service-specific reason is the service's own answer about a third party it
   // asked (an app's MCP server, BYOK_PROBE_UNAVAILABLE): the service is well and must keep being
@@ -60,6 +61,20 @@ function isTransportFailure(err: unknown): boolean {
   // ran past its deadline) and count, as a status without a reason does.
   const reason = decodeStatusDetails(err as grpc.ServiceError).reason;
   return !reason || SERVICE_UNWELL_REASONS.has(reason);
+}
+
+/**
+ * grpc-js's INTERNAL for a call whose HTTP/2 stream or connection broke before the service
+ * answered: "Received RST_STREAM with code N …" (e.g. the service's HTTP/2 stack ended the
+ * connection with GOAWAY(INTERNAL_ERROR) — nghttp2 does so past ~1,000 cancelled calls, which an
+ * overload's burst of deadlines produces) or "Failed to start HTTP/2 stream …". No service sent
+ * it (the kit's servers always send details), so it is a transport failure like UNAVAILABLE, not a
+ * bug of the service: the client gets 503 and a retry, never a 500.
+ */
+function isBrokenConnection(err: unknown): boolean {
+  const e = err as { code?: unknown; details?: unknown } | null;
+  return e?.code === grpc.status.INTERNAL && typeof e.details === 'string' && /^(Received RST_STREAM with code|Failed to start HTTP\/2 stream)/.test(e.details)
+    && !decodeStatusDetails(err as grpc.ServiceError).reason;
 }
 
 /** Reasons the kit gives when the service itself cannot answer (errors.ts, server.ts). */
@@ -73,7 +88,8 @@ type Breaker = CircuitBreaker<[() => Promise<unknown>], unknown>;
  * A connection to one downstream service: every call has a deadline and carries the caller's
  * metadata, and two levels of circuit protect callers from a service that is unwell:
  * - one breaker per method (opossum) counts only transport failures (UNAVAILABLE,
- *   DEADLINE_EXCEEDED), so a slow or failing route opens alone and the service's other routes go on;
+ *   DEADLINE_EXCEEDED, a connection that broke under the call), so a slow or failing route opens
+ *   alone and the service's other routes go on;
  * - any transport failure triggers one health check of the service (at most one in flight); when
  *   that check also fails (no answer within healthTimeoutMs, NOT_SERVING, unreachable) the whole
  *   service is marked down: every call answers 503 at once, and the health check is repeated every
@@ -233,6 +249,13 @@ export class Downstream {
    */
   private transportError(err: grpc.ServiceError): unknown {
     if (decodeStatusDetails(err).reason) return err;
+    if (isBrokenConnection(err)) {
+      return new DomainError(
+        grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE',
+        `the connection to the ${this.name} service was lost before it answered (it is overloaded or restarting); retry in a few seconds — a write may have been applied, so retry a POST with the same Idempotency-Key`,
+        { metadata: { service: this.name } },
+      );
+    }
     if (err.code === grpc.status.DEADLINE_EXCEEDED) {
       return new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', `the ${this.name} service did not answer in time; retry later`, {
         metadata: { service: this.name },
