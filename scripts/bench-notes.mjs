@@ -12,15 +12,16 @@
  * SHAPE=one-process runs make dev's composition (gateway, identity and notes-tasks on one event loop).
  * The two targets take turns, ROUNDS times (DURATION / ROUNDS seconds each): the machine's other load
  * then weighs on both alike.
- * Env: CONNECTIONS (32), DURATION (15), WARMUP (3), ROUNDS (3), SHAPE. Needs TEST_DATABASE_URL (with-infra sets it).
+ * Env: CONNECTIONS (32), DURATION (15), WARMUP (3), ROUNDS (3), SHAPE, CPU_PER_REQUEST=1 (where each
+ * target's CPU went, per process kind, from /proc). Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import express from 'express';
 import pg from 'pg';
-import { createPool } from '@workauto/db';
-import { report, startBenchStack } from './lib-bench.mjs';
+import { createPool, preparedStatement } from '@workauto/db';
+import { cpuSnapshot, printCpuPerRequest, printTopStatements, report, startBenchStack } from './lib-bench.mjs';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const DURATION = Number(process.env.DURATION ?? 15);
@@ -34,7 +35,11 @@ const base = stack.url;
 const notesUrl = databaseUrl('notes_tasks');
 
 // The bare baseline: Express + a pg pool of the service's size, the repo's SELECT, JSON out. No
-// auth, no validation beyond the id's shape, no gRPC hop.
+// auth, no validation beyond the id's shape, no gRPC hop. Its SELECT is prepared, as the service's
+// is (libs/db preparedStatement), so the ratio prices the hop and nothing else.
+const FIND_NOTE = preparedStatement('bench_bare_find_note',
+  `SELECT id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count, created_at, updated_at, deleted_at
+     FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`);
 const pool = createPool(notesUrl, { max: 10, applicationName: 'bench-bare' });
 const app = express();
 app.disable('x-powered-by');
@@ -44,11 +49,7 @@ let bareTenant = '';
 app.get('/api/v1/notes/:id', async (req, res) => {
   if (!UUID.test(req.params.id)) return void res.status(400).json({ error: 'bad id' });
   try {
-    const { rows } = await pool.query(
-      `SELECT id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count, created_at, updated_at, deleted_at
-         FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
-      [bareTenant, req.params.id],
-    );
+    const { rows } = await pool.query(FIND_NOTE([bareTenant, req.params.id]));
     if (!rows[0]) return void res.status(404).json({ error: 'not found' });
     res.json(rows[0]);
   } catch {
@@ -74,7 +75,9 @@ async function load(url, headers, seconds) {
 
 async function measure(name, url, headers, seconds, warmup) {
   const warm = warmup > 0 ? (await load(url, headers, warmup)).requests.total : 0;
+  const cpuBefore = cpuSnapshot();
   const r = await load(url, headers, seconds);
+  if (process.env.CPU_PER_REQUEST === '1') printCpuPerRequest(name, cpuBefore, cpuSnapshot(), r.requests.total);
   const bad = r.non2xx + r.errors + r.timeouts;
   const row = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, bad };
   console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests + ${warm} warm-up, ${bad} non-2xx/errors)`);
@@ -119,6 +122,7 @@ try {
   report('notes_gateway_rps', 'GET /notes/{id} throughput through the gateway', g.rps, 'req/s');
   report('notes_bare_rps', 'GET /notes/{id} throughput of bare Express + pg', x.rps, 'req/s');
   report('notes_bare_p99', 'GET /notes/{id} p99 of bare Express + pg', x.p99, 'ms');
+  for (const service of ['notes_tasks', 'identity']) await printTopStatements(databaseUrl(service), 6);
 } finally {
   await check.end().catch(() => undefined);
   bare.close();

@@ -4,6 +4,7 @@
  * HTTP helper, and percentiles. Run the scripts through with-infra (see each script's header).
  */
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { Keyring } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
 import { generateCallerKeys } from '@workauto/grpc';
@@ -68,6 +69,54 @@ export async function printTopStatements(url, top = 12) {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * CPU time used so far (user + system, ms) by each kind of process on this machine, from /proc:
+ * our services by name, PostgreSQL (every backend), Kafka, this script, and this script's finished
+ * children (the load generator). Two snapshots around a measurement say where its time went.
+ */
+export function cpuSnapshot() {
+  const tick = 10; // ms per clock tick (USER_HZ 100 on Linux)
+  const procs = new Map(); // pid → { ppid, stat fields, cmd }
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      procs.set(Number(pid), { ppid: Number(f[1]), f, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ') });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  // Only this run's processes: descendants of with-infra (this script's parent), which started
+  // PostgreSQL and Kafka, not another run's on the same machine.
+  const root = process.ppid;
+  const ours = (pid) => {
+    for (let p = pid, hops = 0; p > 1 && hops < 20; p = procs.get(p)?.ppid ?? 0, hops++) if (p === root) return true;
+    return false;
+  };
+  const out = new Map();
+  const add = (k, ms) => out.set(k, (out.get(k) ?? 0) + ms);
+  for (const [pid, { f, cmd }] of procs) {
+    const self = (Number(f[11]) + Number(f[12])) * tick;
+    if (pid === process.pid) {
+      add('this script', self);
+      add('its finished children (load generator)', (Number(f[13]) + Number(f[14])) * tick);
+      continue;
+    }
+    if (!ours(pid)) continue;
+    const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
+    add(service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other', self);
+  }
+  return out;
+}
+
+/** Prints, per kind of process, the CPU µs per request between two snapshots, and the sum. */
+export function printCpuPerRequest(label, before, after, requests) {
+  const rows = [...after].map(([k, ms]) => [k, ms - (before.get(k) ?? 0)]).filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
+  const total = rows.reduce((a, [, ms]) => a + ms, 0);
+  console.log(`  CPU per request, ${label} (${requests} requests): ${((total * 1000) / requests).toFixed(0)} µs in all`);
+  for (const [k, ms] of rows) console.log(`    ${k.padEnd(40)} ${((ms * 1000) / requests).toFixed(0).padStart(6)} µs`);
 }
 
 /** p-th percentile (nearest rank) of an ascending array. */

@@ -175,15 +175,19 @@ describe('createPool', () => {
 });
 
 describe('preparedStatement', () => {
-  it('is parsed once per connection and answers with each call\'s values, in and out of transactions', async () => {
+  it('is kept prepared on the connection under its name and answers with each call\'s values, in and out of transactions', async () => {
     const tenant = newId();
     const byName = preparedStatement<[string, string]>('test_items_by_name', 'SELECT id, name FROM items WHERE tenant_id = $1 AND name = $2');
     for (const name of ['a', 'b']) await pool.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), tenant, name]);
     // More calls than the pool has connections, so connections that already prepared it run it again.
     const names = await Promise.all(Array.from({ length: 20 }, async (_, i) => (await pool.query(byName([tenant, i % 2 ? 'a' : 'b']))).rows[0]?.name));
     assert.deepEqual(names, Array.from({ length: 20 }, (_, i) => (i % 2 ? 'a' : 'b')));
-    const inTx = await withTransaction(pool, async (tx) => (await tx.query(byName([tenant, 'a']))).rows.length);
-    assert.equal(inTx, 1);
+    const { found, prepared } = await withTransaction(pool, async (tx) => ({
+      found: (await tx.query(byName([tenant, 'a']))).rows.length,
+      prepared: (await tx.query(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'test_items_by_name'`)).rows[0].n,
+    }));
+    assert.equal(found, 1);
+    assert.equal(prepared, 1, 'the connection keeps the statement prepared under its name');
   });
 
   it('refuses a second text under a name already taken (pg would fail it only on a connection that has the first)', () => {

@@ -1,9 +1,13 @@
 import type pg from 'pg';
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { isDatabaseUnavailable, withTransaction } from '@workauto/db';
+import { isDatabaseUnavailable, preparedStatement, withTransaction } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import { decodeEvent, type ConsumedEvent } from './event.js';
 import { TOPICS, type EventTransport, type Subscription, type TransportMessage } from './transport.js';
+
+/** Dedup of every consumed batch: the events of the batch this group had not applied before. */
+const MARK_PROCESSED = preparedStatement<[string, string[]]>('events_mark_processed',
+  'INSERT INTO processed_events (group_id, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id');
 
 /** How long a transport keeps a message redeliverable when it does not say (Kafka's topic retention default). */
 const DEFAULT_REDELIVERY_MS = 7 * 24 * 3_600_000;
@@ -89,10 +93,7 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
   type Decoded = { message: TransportMessage; event: ConsumedEvent };
   /** Applies the events not applied before (by this group) in the transaction tx. */
   const applyFresh = async (tx: pg.PoolClient, items: Decoded[]) => {
-    const { rows } = await tx.query<{ event_id: string }>(
-      'INSERT INTO processed_events (group_id, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
-      [groupId, items.map((d) => d.event.id)],
-    );
+    const { rows } = await tx.query<{ event_id: string }>(MARK_PROCESSED([groupId, items.map((d) => d.event.id)]));
     const fresh = new Set(rows.map((r) => r.event_id));
     for (const { message, event } of items) {
       if (!fresh.delete(event.id)) continue; // applied before (a redelivery), or twice in this batch

@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { PoolClient } from '@workauto/db';
-import { newId } from '@workauto/db';
+import { newId, preparedStatement } from '@workauto/db';
 import { context, propagation } from '@opentelemetry/api';
 import type { ResourceJson } from '@workauto/protos';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
@@ -47,6 +47,15 @@ export function eventChannels(input: Pick<EventInput, 'resourceType' | 'parent'>
 }
 
 /**
+ * Every change's event row, and the NOTIFY that wakes the relay when the transaction commits
+ * (NOTIFY is delivered on commit only): one statement, prepared once per connection.
+ */
+const INSERT_OUTBOX = preparedStatement('outbox_insert',
+  `WITH row AS (INSERT INTO outbox (id, tenant_id, event_type, resource_type, resource_id, payload, headers)
+                VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING 1)
+   SELECT pg_notify('outbox', $8) FROM row`);
+
+/**
  * The one call a mutation makes to record what happened: it writes the event to the outbox in
  * the caller's transaction, so the change and its audit and domain events commit (or roll back)
  * together. The relay publishes it afterwards.
@@ -75,12 +84,6 @@ export async function recordEvent(tx: PoolClient, source: string, ctx: EventCont
   // The request's trace context travels with the event (W3C traceparent in the Kafka headers).
   const trace: Record<string, string> = {};
   propagation.inject(context.active(), trace);
-  await tx.query(
-    `INSERT INTO outbox (id, tenant_id, event_type, resource_type, resource_id, payload, headers)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event), trace],
-  );
-  // Wakes the relay when the transaction commits (NOTIFY is delivered on commit only).
-  await tx.query(`SELECT pg_notify('outbox', $1)`, [source]);
+  await tx.query(INSERT_OUTBOX([id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event), trace, source]));
   return id;
 }

@@ -1,6 +1,7 @@
 import { metrics } from '@opentelemetry/api';
 import type pg from 'pg';
 import type { Logger } from '@workauto/logger';
+import { preparedStatement } from '@workauto/db';
 import { TOPICS, type EventTransport, type TransportMessage } from './transport.js';
 
 /** Looked up at each use, like consumer.ts's: the meter provider is registered when telemetry starts. */
@@ -45,6 +46,22 @@ const LOCK_KEY = 'workauto.outbox-relay';
  * one database strictly one at a time, whoever believes it leads.
  */
 const DRAIN_LOCK_KEY = 'workauto.outbox-relay.drain';
+
+/*
+ * A drain's statements, prepared once per connection: on the audit tail's path, and the claim's
+ * plan (window functions over the batch) cost more than its execution (docs/benchmarks.md).
+ */
+const TAKE_DRAIN_LOCK = preparedStatement<[string]>('outbox_take_drain_lock', 'SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked');
+const CLAIM_BATCH = preparedStatement<[number, number]>('outbox_claim_batch',
+  `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers, claimed
+     FROM (SELECT o.seq, o.id, o.tenant_id, o.event_type, o.resource_type, o.resource_id, o.payload, o.headers,
+                  sum(octet_length(o.payload)) OVER w AS running_bytes, row_number() OVER w AS n, count(*) OVER () AS claimed
+             FROM outbox o
+            WHERE o.seq IN (SELECT seq FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
+           WINDOW w AS (ORDER BY o.seq)) batch
+    WHERE n = 1 OR running_bytes <= $2
+    ORDER BY seq`);
+const MARK_PUBLISHED = preparedStatement<[(string | number)[]]>('outbox_mark_published', 'UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])');
 
 /**
  * Publishes committed outbox rows in seq (insert) order to the audit and domain-event topics, and
@@ -243,7 +260,7 @@ export class OutboxRelay {
     const tx = await pool.connect();
     try {
       await tx.query('BEGIN');
-      const { rows: lock } = await tx.query<{ locked: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked', [DRAIN_LOCK_KEY]);
+      const { rows: lock } = await tx.query<{ locked: boolean }>(TAKE_DRAIN_LOCK([DRAIN_LOCK_KEY]));
       if (!lock[0]?.locked) {
         await tx.query('COMMIT');
         return { published: 0, more: false };
@@ -252,17 +269,7 @@ export class OutboxRelay {
       // exceeds the broker's message.max.bytes (1 MB by default): a batch of large events would be
       // retried forever. Batches stop at maxBatchBytes (always at least one event). Claim, cut and
       // rows in one query: the drain is on the audit tail's path (docs/benchmarks.md).
-      const { rows } = await tx.query<OutboxRow & { claimed: string }>(
-        `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers, claimed
-           FROM (SELECT o.seq, o.id, o.tenant_id, o.event_type, o.resource_type, o.resource_id, o.payload, o.headers,
-                        sum(octet_length(o.payload)) OVER w AS running_bytes, row_number() OVER w AS n, count(*) OVER () AS claimed
-                   FROM outbox o
-                  WHERE o.seq IN (SELECT seq FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
-                 WINDOW w AS (ORDER BY o.seq)) batch
-          WHERE n = 1 OR running_bytes <= $2
-          ORDER BY seq`,
-        [batchSize, maxBatchBytes],
-      );
+      const { rows } = await tx.query<OutboxRow & { claimed: string }>(CLAIM_BATCH([batchSize, maxBatchBytes]));
       if (!rows.length) {
         await tx.query('COMMIT');
         return { published: 0, more: false };
@@ -277,7 +284,7 @@ export class OutboxRelay {
       });
       await transport.publish(messages);
       // clock_timestamp(): the moment of the broker's ack (now() would be the drain's start), for the per-stage figures.
-      await tx.query('UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])', [rows.map((r) => r.seq)]);
+      await tx.query(MARK_PUBLISHED([rows.map((r) => r.seq)]));
       await tx.query('COMMIT');
       const claimed = Number(rows[0]!.claimed);
       return { published: rows.length, more: claimed >= batchSize || rows.length < claimed };

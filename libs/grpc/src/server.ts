@@ -47,6 +47,8 @@ export const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
   'grpc.max_receive_message_length': 4 * 1024 * 1024,
   'grpc.max_connection_age_ms': 120_000,
   'grpc.max_connection_age_grace_ms': 30_000,
+  // No channelz admin service reads grpc-js's per-call counters and traces (client.ts says the same).
+  'grpc.enable_channelz': 0,
 };
 
 /**

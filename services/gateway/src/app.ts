@@ -116,18 +116,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
 
   const limitPerMinute = options.rateLimitPerMinute ?? 600;
-  app.use('/api', failedAuthLimiter(limitPerMinute, send), rateLimiter(limitPerMinute, send));
-
-  // JSON bodies only (415 otherwise), at most 1 MiB (413).
-  app.use('/api', (req, _res, next) => {
-    const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-    if (hasBody && !req.is(JSON_TYPES)) {
-      return next(new GatewayError(grpc.status.INVALID_ARGUMENT, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json', 415));
-    }
-    next();
-  });
-  app.use('/api', express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }), bodyLimits());
-  app.use('/api', transcodingHandler(routes, downstreams, auth, idempotency, callerSigner));
+  // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
+  app.use('/api',
+    failedAuthLimiter(limitPerMinute, send),
+    rateLimiter(limitPerMinute, send),
+    // JSON bodies only (415 otherwise), at most 1 MiB (413).
+    (req, _res, next) => {
+      const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+      if (hasBody && !req.is(JSON_TYPES)) {
+        return next(new GatewayError(grpc.status.INVALID_ARGUMENT, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json', 415));
+      }
+      next();
+    },
+    express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
+    bodyLimits(),
+    transcodingHandler(routes, downstreams, auth, idempotency, callerSigner),
+  );
 
   app.use((req: Request, _res: Response, next: NextFunction) => next(gatewayErrors.routeNotFound(req.method, (req.originalUrl.split('?')[0] ?? '').slice(0, 200))));
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => send(res, fromBodyParser(err)));

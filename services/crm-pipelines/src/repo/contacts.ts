@@ -1,4 +1,4 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import { listPage, newestFirst, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface ContactRow {
   id: string;
@@ -27,12 +27,13 @@ export async function insertContact(db: Queryable, c: Pick<ContactRow, 'id' | 't
  * lock first, so the one-primary and dense-order rules see the channels one writer at a time.
  */
 export async function findContact(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<ContactRow | undefined> {
-  const { rows } = await db.query<ContactRow>(
-    `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
-    [tenantId, id],
-  );
+  const { rows } = await db.query<ContactRow>((opts.forUpdate ? FIND_CONTACT_FOR_UPDATE : FIND_CONTACT)([tenantId, id]));
   return rows[0];
 }
+
+/** The busiest reads (every GET and change of a contact and its channels), prepared once per connection. */
+const FIND_CONTACT = preparedStatement<[string, string]>('contacts_find', `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`);
+const FIND_CONTACT_FOR_UPDATE = preparedStatement<[string, string]>('contacts_find_for_update', `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`);
 
 /** `%`, `_` and `\` match themselves in the ILIKE pattern. */
 function likePattern(q: string): string {

@@ -1,4 +1,4 @@
-import { listPage, newestFirst, newId, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import { listPage, newestFirst, newId, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { StageType } from '../domain/weighting.js';
 
 export interface DealRow {
@@ -47,12 +47,16 @@ export async function findDeal(db: Queryable, tenantId: string, id: string, opts
   if (opts.forUpdate) {
     // Locked alone, then read: a FOR UPDATE over the join would, after waiting for a concurrent
     // move, recheck the new row against the old stage row and lose it.
-    const locked = await db.query(`SELECT 1 FROM deals WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`, [tenantId, id]);
+    const locked = await db.query(LOCK_DEAL([tenantId, id]));
     if (locked.rows.length === 0) return undefined;
   }
-  const { rows } = await db.query<DealRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`, [tenantId, id]);
+  const { rows } = await db.query<DealRow>(FIND_DEAL([tenantId, id]));
   return rows[0];
 }
+
+/** The busiest statements (every GET and change of a deal), prepared once per connection. */
+const LOCK_DEAL = preparedStatement<[string, string]>('deals_lock', `SELECT 1 FROM deals WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`);
+const FIND_DEAL = preparedStatement<[string, string]>('deals_find', `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`);
 
 export interface DealFilters {
   pipeline_id?: string | undefined;

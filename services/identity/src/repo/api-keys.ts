@@ -1,4 +1,4 @@
-import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import { listPage, newestFirst, preparedStatement, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { Role } from '../domain/access.js';
 
 export interface ApiKeyRow {
@@ -33,14 +33,15 @@ export interface CredentialRow {
 
 /** The live credential of a key hash: the key is not revoked and its member is active. */
 export async function findCredential(db: Queryable, keyHash: string): Promise<CredentialRow | undefined> {
-  const { rows } = await db.query<CredentialRow>(
-    `SELECT k.id AS key_id, k.tenant_id, k.member_id, m.role
-       FROM api_keys k JOIN members m ON m.id = k.member_id AND m.tenant_id = k.tenant_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND m.is_active`,
-    [keyHash],
-  );
+  const { rows } = await db.query<CredentialRow>(FIND_CREDENTIAL([keyHash]));
   return rows[0];
 }
+
+/** Every token lookup; its plan (the join) cost 9 times its execution, so it is prepared once per connection. */
+const FIND_CREDENTIAL = preparedStatement<[string]>('api_keys_find_credential',
+  `SELECT k.id AS key_id, k.tenant_id, k.member_id, m.role
+     FROM api_keys k JOIN members m ON m.id = k.member_id AND m.tenant_id = k.tenant_id
+    WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND m.is_active`);
 
 /**
  * The member id of a live (unrevoked) key of the tenant, the key row share-locked until the

@@ -1,4 +1,4 @@
-import { listPage, newestFirst, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import { listPage, newestFirst, preparedStatement, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface AuditRow {
   id: string;
@@ -16,12 +16,13 @@ export interface AuditRow {
 
 /** Idempotent on the event id: a redelivered event is not recorded twice. */
 export async function insertAuditEntry(db: Queryable, e: AuditRow): Promise<void> {
-  await db.query(
-    `INSERT INTO audit_log (id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
-    [e.id, e.tenant_id, e.action, e.actor_id, e.actor_type, e.resource_type, e.resource_id, e.ip_address, e.user_agent, e.metadata, e.created_at],
-  );
+  await db.query(INSERT_AUDIT_ENTRY([e.id, e.tenant_id, e.action, e.actor_id, e.actor_type, e.resource_type, e.resource_id, e.ip_address, e.user_agent, e.metadata, e.created_at]));
 }
+
+/** One per change of every service (the audit tail's last step), prepared once per connection. */
+const INSERT_AUDIT_ENTRY = preparedStatement('audit_log_insert',
+  `INSERT INTO audit_log (id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`);
 
 export async function listAuditLog(
   db: Queryable,

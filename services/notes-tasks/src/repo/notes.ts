@@ -1,4 +1,4 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import { listPage, newestFirst, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 
 export interface NoteRow {
   id: string;
@@ -35,12 +35,16 @@ export async function insertNote(db: Queryable, n: NewNote): Promise<NoteRow> {
  * (so it cannot be deleted meanwhile, while attaches to the same note run side by side).
  */
 export async function findNote(db: Queryable, tenantId: string, id: string, lock?: 'update' | 'share'): Promise<NoteRow | undefined> {
-  const { rows } = await db.query<NoteRow>(
-    `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
-    [tenantId, id],
-  );
+  const { rows } = await db.query<NoteRow>(FIND_NOTE[lock ?? 'none']([tenantId, id]));
   return rows[0];
 }
+
+/** The busiest read (every GET and change of a note), prepared once per connection. */
+const FIND_NOTE = {
+  none: preparedStatement<[string, string]>('notes_find', `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`),
+  update: preparedStatement<[string, string]>('notes_find_for_update', `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`),
+  share: preparedStatement<[string, string]>('notes_find_for_share', `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE`),
+};
 
 export interface NoteFilters {
   tagKey?: string | undefined;

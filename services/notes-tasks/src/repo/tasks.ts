@@ -1,4 +1,4 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import { listPage, newestFirst, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
 import type { Priority } from '../domain/priority.js';
 
 export interface TaskRow {
@@ -77,12 +77,13 @@ export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
 
 /** A live task of the tenant; `lock` takes its row lock until the transaction ends. */
 export async function findTask(db: Queryable, tenantId: string, id: string, lock?: 'update'): Promise<TaskRow | undefined> {
-  const { rows } = await db.query<TaskRow>(
-    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
-    [tenantId, id],
-  );
+  const { rows } = await db.query<TaskRow>((lock ? FIND_TASK_FOR_UPDATE : FIND_TASK)([tenantId, id]));
   return rows[0];
 }
+
+/** The busiest reads (every GET and change of a task), prepared once per connection. */
+const FIND_TASK = preparedStatement<[string, string]>('tasks_find', `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`);
+const FIND_TASK_FOR_UPDATE = preparedStatement<[string, string]>('tasks_find_for_update', `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`);
 
 /** Locks live tasks in id order and returns them (by id). */
 export async function lockTasks(db: Queryable, tenantId: string, ids: string[]): Promise<Map<string, TaskRow>> {
