@@ -244,7 +244,7 @@ describe('webhooks through the gateway', () => {
     const refused = await create(MAX_ENDPOINTS);
     assertError(refused, 409, 'WEBHOOK_ENDPOINT_LIMIT_REACHED');
     assert.equal(refused.body.error.status, 'FAILED_PRECONDITION');
-    assert.match(refused.body.error.message, new RegExp(`has ${MAX_ENDPOINTS} webhook endpoints.*DELETE /api/v1/webhook-endpoints/\\{id\\}.*WEBHOOK_MAX_ENDPOINTS`));
+    assert.match(refused.body.error.message, new RegExp(`limit of ${MAX_ENDPOINTS} webhook endpoints.*DELETE /api/v1/webhook-endpoints/\\{id\\}.*WEBHOOK_MAX_ENDPOINTS`));
     assert.equal((await call('GET', '/webhook-endpoints?limit=100', undefined, capped.key)).body.data.length, MAX_ENDPOINTS, 'nothing was created');
     assert.equal((await call('DELETE', `/webhook-endpoints/${ids[0]}`, undefined, capped.key)).status, 204);
     assert.equal((await create(MAX_ENDPOINTS + 1)).status, 201);

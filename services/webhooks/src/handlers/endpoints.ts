@@ -31,7 +31,7 @@ async function currentSecrets(deps: Pick<WebhooksDeps, 'pool' | 'keyring'>, tena
 function endpointLimitReached(max: number) {
   return errors.failedPrecondition(
     'WEBHOOK_ENDPOINT_LIMIT_REACHED',
-    `this tenant has ${max} webhook endpoints, the most it may have (enabled or disabled); delete one you no longer use (DELETE /api/v1/webhook-endpoints/{id}), or, when self-hosting, raise WEBHOOK_MAX_ENDPOINTS`,
+    `this tenant has reached its limit of ${max} webhook endpoints (enabled and disabled ones count); delete one you no longer use (DELETE /api/v1/webhook-endpoints/{id}), or, when self-hosting, raise WEBHOOK_MAX_ENDPOINTS`,
   );
 }
 
