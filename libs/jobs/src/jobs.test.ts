@@ -265,6 +265,43 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.match((await deadReason(lost))!, /lease expired/);
   });
 
+  it('deletes dead and succeeded jobs once they are older than keepDeadMs / keepSucceededMs, and keeps the rest', async () => {
+    const queue = newQueue<{ kind: string }>();
+    const ids = {
+      oldDead: await queue.enqueue(pool, { kind: 'die' }, { maxAttempts: 1 }),
+      recentDead: await queue.enqueue(pool, { kind: 'die' }, { maxAttempts: 1 }),
+      oldSucceeded: await queue.enqueue(pool, { kind: 'ok' }),
+      recentSucceeded: await queue.enqueue(pool, { kind: 'ok' }),
+      running: await queue.enqueue(pool, { kind: 'hang' }),
+    };
+    const handle: WorkerOptions<{ kind: string }>['handle'] = async (job, signal) => {
+      if (job.payload.kind === 'die') throw new PermanentFailure('the receiver is gone');
+      if (job.payload.kind === 'hang') await sleep(60_000, undefined, { signal });
+    };
+    const first = run(queue.worker(replicaPool(), { logger, pollMs: 10, handle }), 0);
+    await eventually('two dead, two succeeded, one running', async () => {
+      const s = await states(queue.name);
+      return s.dead === 2 && s.succeeded === 2 && s.running === 1;
+    });
+    await first.stop(); // releases the hanging one: queued again
+    const queued = await queue.enqueue(pool, { kind: 'ok' }, { runAt: new Date(Date.now() + 3_600_000) });
+    // Finished two hours ago (a dead job can be requeued until keepDeadMs has passed: this one no longer can).
+    await pool.query(`UPDATE jobs SET finished_at = now() - interval '2 hours' WHERE id = ANY($1)`, [[ids.oldDead, ids.oldSucceeded]]);
+
+    const hour = 3_600_000;
+    const second = run(queue.worker(replicaPool(), { logger, pollMs: 10, keepDeadMs: hour, keepSucceededMs: hour, sweepEveryMs: 50, handle }), 0);
+    await eventually('the old ones are deleted', async () => (await queue.status(pool, ids.oldDead)) === undefined && (await queue.status(pool, ids.oldSucceeded)) === undefined, 5_000);
+    await eventually('the released one runs again', async () => (await queue.status(pool, ids.running))?.state === 'running');
+    await sleep(200); // several more sweeps
+    await second.stop();
+    assert.equal((await queue.status(pool, ids.recentDead))?.state, 'dead', 'a recent dead job is kept (it can still be requeued)');
+    assert.equal((await queue.status(pool, ids.recentSucceeded))?.state, 'succeeded');
+    assert.equal((await queue.status(pool, queued))?.state, 'queued');
+    assert.notEqual((await queue.status(pool, ids.running)), undefined, 'a running job is kept');
+    assert.equal(await queue.requeue(pool, ids.oldDead), false, 'a deleted dead job cannot be requeued');
+    assert.equal(await queue.requeue(pool, ids.recentDead), true);
+  });
+
   it('stops gracefully: lets a short attempt finish, releases one that outlasts the grace period', async () => {
     const queue = newQueue<{ ms: number }>();
     const short = await queue.enqueue(pool, { ms: 200 });

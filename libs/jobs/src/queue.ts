@@ -78,6 +78,13 @@ export interface WorkerOptions<P> {
   /** How long succeeded jobs stay in the table before they are deleted (default 24 h). */
   keepSucceededMs?: number;
   /**
+   * How long dead jobs stay in the table before they are deleted (default 7 days): requeue() can
+   * bring a dead job back only within this time.
+   */
+  keepDeadMs?: number;
+  /** How often the worker deletes finished jobs past keepSucceededMs / keepDeadMs (default 60 s). */
+  sweepEveryMs?: number;
+  /**
    * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
    * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
    * only finds retries that became due. Default false.
@@ -193,7 +200,10 @@ export class JobQueue<P> {
     return r && { id: r.id, state: r.state, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, leaseOwner: r.lease_owner, leaseExpiresAt: r.lease_expires_at, lastError: r.last_error };
   }
 
-  /** A dead job runs again from its first attempt (e.g. "retry failed deliveries"); false if it is not dead. */
+  /**
+   * A dead job runs again from its first attempt; false if it is not dead, or was deleted (dead jobs
+   * are kept for the worker's keepDeadMs, 7 days by default).
+   */
   async requeue(db: Queryable, id: string): Promise<boolean> {
     const { rowCount } = await db.query(
       `UPDATE jobs SET state = 'queued', attempts = 0, next_attempt_at = now(), finished_at = NULL, updated_at = now()
@@ -256,7 +266,7 @@ export class JobWorker<P> {
    */
   async run(ctx: { signal: AbortSignal; graceMs: number; beat(): void }): Promise<void> {
     const { signal } = ctx;
-    const { logger, pollMs = 250 } = this.options;
+    const { logger, pollMs = 250, sweepEveryMs = 60_000 } = this.options;
     const renew = setInterval(() => void this.renewLeases(), Math.max(50, this.leaseMs / 3));
     const stopListening = this.options.listen ? this.listen(signal) : () => Promise.resolve();
     let failures = 0;
@@ -278,9 +288,9 @@ export class JobWorker<P> {
             lastTakeBack = Date.now();
             await this.takeBackExpiredLeases();
           }
-          if (Date.now() - lastSweep > 60_000) {
+          if (Date.now() - lastSweep > sweepEveryMs) {
             lastSweep = Date.now();
-            await this.deleteOldSucceeded();
+            await this.deleteOldFinished();
           }
           claimed = await this.claim(free);
           failures = 0;
@@ -540,10 +550,18 @@ export class JobWorker<P> {
     }
   }
 
-  private async deleteOldSucceeded(): Promise<void> {
+  /**
+   * Deletes finished jobs past keepSucceededMs / keepDeadMs, at most 10,000 of each state per sweep
+   * (each branch reads its own partial index). The work a job was for records its own outcome
+   * (onDead for a dead one); the job row is only for operators and requeue() until then.
+   */
+  private async deleteOldFinished(): Promise<void> {
     await this.pool.query(
-      `DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE queue = $1 AND state = 'succeeded' AND finished_at < now() - $2 * interval '1 millisecond' LIMIT 10000)`,
-      [this.queue, this.options.keepSucceededMs ?? 86_400_000],
+      `DELETE FROM jobs WHERE id IN (
+         (SELECT id FROM jobs WHERE queue = $1 AND state = 'succeeded' AND finished_at < now() - $2 * interval '1 millisecond' LIMIT 10000)
+         UNION ALL
+         (SELECT id FROM jobs WHERE queue = $1 AND state = 'dead' AND finished_at < now() - $3 * interval '1 millisecond' LIMIT 10000))`,
+      [this.queue, this.options.keepSucceededMs ?? 86_400_000, this.options.keepDeadMs ?? 7 * 86_400_000],
     );
   }
 

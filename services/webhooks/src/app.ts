@@ -25,7 +25,10 @@ export interface WebhooksConfig extends ServiceConfig {
 }
 export type { RunningService };
 
-/** Deletes events older than the retention, hourly (beating while it waits). */
+/**
+ * Deletes events older than the retention, hourly (beating while it waits): batch after batch until
+ * none is left, so a backlog larger than one batch does not outgrow the sweep.
+ */
 function retentionWorker(pool: Pool, days: number, logger: Logger): Worker {
   return {
     name: 'webhooks:retention',
@@ -33,7 +36,13 @@ function retentionWorker(pool: Pool, days: number, logger: Logger): Worker {
       while (!ctx.signal.aborted) {
         ctx.beat();
         try {
-          const deleted = await events.deleteOlderThan(pool, days);
+          let deleted = 0;
+          let batch: number;
+          do {
+            ctx.beat();
+            batch = await events.deleteOlderThan(pool, days);
+            deleted += batch;
+          } while (batch === events.RETENTION_BATCH && !ctx.signal.aborted);
           if (deleted) logger.info({ deleted, days }, 'deleted webhook events past their retention');
         } catch (err) {
           logger.warn({ err }, 'could not delete old webhook events; retrying in an hour');

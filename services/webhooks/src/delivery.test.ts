@@ -10,7 +10,7 @@ import { decodeEvent } from '@workauto/events';
 import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually } from '@workauto/testing';
 import { WebhookAttemptTrigger, WebhookDeliveryStatus, WebhookEventStatus } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
-import { S, startWebhooks, tenant } from './test-support.js';
+import { failure, S, startWebhooks, tenant } from './test-support.js';
 import { signaturesOf, signedBy, startReceiver, type Receiver } from './testing/receiver.js';
 
 type Webhooks = Awaited<ReturnType<typeof startWebhooks>>;
@@ -335,6 +335,57 @@ describe('webhook endpoints over time', () => {
       assert.ok(!signedBy(afterGrace!, ep.signing_secret!));
     } finally {
       await r.close();
+      await w.stop();
+    }
+  });
+
+  it('deletes events past WEBHOOK_RETENTION_DAYS with their deliveries and attempts, a pending one too, whatever its job', async () => {
+    const w = await startWebhooks({ settings: { retrySchedule: [0, 3_600_000] } });
+    const ok = await startReceiver();
+    const failing = await startReceiver(() => ({ status: 500 }));
+    let sweeper: Webhooks | undefined;
+    try {
+      const t = tenant();
+      await endpoint(w, t, ok.url, { event_types: ['note.*'] });
+      await endpoint(w, t, failing.url, { event_types: ['task.*'] });
+      const oldDelivered = await w.publish({ tenantId: t.id, type: 'note.created' });
+      const oldPending = await w.publish({ tenantId: t.id, type: 'task.created' }); // fails once, next attempt in an hour
+      const recent = await w.publish({ tenantId: t.id, type: 'note.updated' });
+      await settled(w, t, oldDelivered);
+      await settled(w, t, recent);
+      await eventually('the pending delivery made its first attempt', async () => (await w.client.call(S.getWebhookEvent, { id: oldPending }, t.call)).deliveries[0]!.attempt_count === 1);
+      const old = (await w.db.query<{ id: string; job_id: string; event_id: string }>('SELECT id, job_id, event_id FROM webhook_deliveries WHERE event_id = ANY($1)', [[oldDelivered, oldPending]])).rows;
+      assert.equal(old.length, 2);
+      const pendingJob = old.find((d) => d.event_id === oldPending)!.job_id;
+      const jobOf = async (id: string) => (await w.db.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [id])).rows[0]?.state;
+      assert.equal(await jobOf(pendingJob), 'queued', 'its job waits for the next attempt');
+      await w.db.query(`UPDATE webhook_events SET created_at = now() - interval '31 days' WHERE id = ANY($1)`, [[oldDelivered, oldPending]]);
+      // More old events than one delete takes (10,000): a busy tenant's backlog goes in one sweep, not 10,000 an hour.
+      await w.db.query(
+        `INSERT INTO webhook_events (id, tenant_id, event_type, channels, payload, created_at)
+         SELECT gen_random_uuid(), $1, 'note.created', '{note}', '{}', now() - interval '40 days' FROM generate_series(1, 25000)`,
+        [t.id],
+      );
+
+      // Another replica starting runs the retention sweep at once.
+      sweeper = await startWebhooks({ databaseUrl: w.databaseUrl, settings: { workerConcurrency: 0 } });
+      await eventually('the old events are gone', async () => (await w.db.query('SELECT 1 FROM webhook_events WHERE id = ANY($1)', [[oldDelivered, oldPending]])).rowCount === 0);
+      await eventually('every old event is gone', async () => (await w.db.query(`SELECT 1 FROM webhook_events WHERE created_at < now() - interval '30 days' LIMIT 1`)).rowCount === 0, 10_000);
+      const ids = old.map((d) => d.id);
+      assert.equal((await w.db.query('SELECT 1 FROM webhook_deliveries WHERE id = ANY($1)', [ids])).rowCount, 0, 'their deliveries went with them');
+      assert.equal((await w.db.query('SELECT 1 FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids])).rowCount, 0, 'and their attempts');
+      for (const id of [oldDelivered, oldPending]) assert.equal((await failure(w.client.call(S.getWebhookEvent, { id }, t.call))).reason, 'WEBHOOK_EVENT_NOT_FOUND');
+      const kept = await w.client.call(S.getWebhookEvent, { id: recent }, t.call);
+      assert.equal(kept.deliveries[0]!.attempts.length, 1, 'a recent event is kept with its delivery and attempts');
+
+      // The pending delivery's job outlived it: when due, it finds no delivery and does nothing.
+      await w.db.query('UPDATE jobs SET next_attempt_at = now() WHERE id = $1', [pendingJob]);
+      await eventually('the orphaned job ran', async () => (await jobOf(pendingJob)) === 'succeeded');
+      assert.equal(failing.received.length, 1, 'nothing was sent for the deleted delivery');
+    } finally {
+      await sweeper?.stop();
+      await ok.close();
+      await failing.close();
       await w.stop();
     }
   });

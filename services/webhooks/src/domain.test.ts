@@ -81,9 +81,14 @@ describe('settings', () => {
     assert.equal(defaults.disableAfterMs, 5 * 86_400_000);
     assert.equal(defaults.endpointConcurrency, 4);
     assert.equal(defaults.retentionDays, 30);
+    assert.equal(defaults.maxEndpoints, 100);
     const short = settingsFromEnv(loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,2s', WEBHOOK_SECRET_GRACE: '1s' }));
     assert.deepEqual(short.retrySchedule, [0, 1_000, 2_000]);
     assert.equal(short.secretGraceMs, 1_000);
     assert.throws(() => loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,later' }), /WEBHOOK_RETRY_SCHEDULE: expected 1 to 20/);
+    assert.equal(settingsFromEnv(loadConfig(webhookEnv, { WEBHOOK_MAX_ENDPOINTS: '5' })).maxEndpoints, 5);
+    for (const bad of ['0', '-1', '2.5', 'many', '10001']) {
+      assert.throws(() => loadConfig(webhookEnv, { WEBHOOK_MAX_ENDPOINTS: bad }), /WEBHOOK_MAX_ENDPOINTS: expected a whole number from 1 to 10000/, bad);
+    }
   });
 });

@@ -20,7 +20,11 @@ export interface WebhookSettings {
   /** A claimed attempt's lease, renewed while it runs; a dead worker's attempt runs again after it. */
   leaseMs: number;
   retentionDays: number;
+  /** Endpoints a tenant may have (not deleted, enabled or not). */
+  maxEndpoints: number;
 }
+
+const MAX_ENDPOINTS_RANGE = 'expected a whole number from 1 to 10000: the webhook endpoints one tenant may have';
 
 export const webhookEnv = {
   WEBHOOK_RETRY_SCHEDULE: z.string().default(DEFAULT_SCHEDULE).transform((text, ctx) => {
@@ -38,6 +42,7 @@ export const webhookEnv = {
   WEBHOOK_WORKER_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(64),
   WEBHOOK_LEASE_MS: vars.milliseconds(30_000),
   WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
+  WEBHOOK_MAX_ENDPOINTS: z.coerce.number({ error: MAX_ENDPOINTS_RANGE }).int(MAX_ENDPOINTS_RANGE).min(1, MAX_ENDPOINTS_RANGE).max(10_000, MAX_ENDPOINTS_RANGE).default(100),
 };
 
 export function settingsFromEnv(env: z.infer<z.ZodObject<typeof webhookEnv>>): WebhookSettings {
@@ -51,6 +56,7 @@ export function settingsFromEnv(env: z.infer<z.ZodObject<typeof webhookEnv>>): W
     workerConcurrency: env.WEBHOOK_WORKER_CONCURRENCY,
     leaseMs: env.WEBHOOK_LEASE_MS,
     retentionDays: env.WEBHOOK_RETENTION_DAYS,
+    maxEndpoints: env.WEBHOOK_MAX_ENDPOINTS,
   };
 }
 

@@ -10,6 +10,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { signedBy, startReceiver, type Received, type Receiver } from '@workauto/webhooks/testing';
 import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
+/** WEBHOOK_MAX_ENDPOINTS of this stack: above what Acme's tests create, small enough to reach. */
+const MAX_ENDPOINTS = 25;
+
 describe('webhooks through the gateway', () => {
   let stack: TestStack;
   let acme: TenantFixture;
@@ -37,7 +40,7 @@ describe('webhooks through the gateway', () => {
   };
 
   before(async () => {
-    stack = await startTestStack({ webhooks: { settings: { retrySchedule: [0, 500, 1_000], timeoutMs: 8_000 } } });
+    stack = await startTestStack({ webhooks: { settings: { retrySchedule: [0, 500, 1_000], timeoutMs: 8_000, maxEndpoints: MAX_ENDPOINTS } } });
     acme = await stack.createTenant('Acme');
     other = await stack.createTenant('Other');
   });
@@ -229,6 +232,23 @@ describe('webhooks through the gateway', () => {
     assert.deepEqual(got.body.payload.data.metadata, deep);
     const listed = await call('GET', '/webhook-events?event_type=note.created&limit=200');
     assert.equal(listed.status, 200, JSON.stringify(listed.body).slice(0, 300));
+  });
+
+  it('refuses an endpoint past WEBHOOK_MAX_ENDPOINTS with 409 FAILED_PRECONDITION, until one is deleted', async () => {
+    const capped = await stack.createTenant('Capped');
+    // Filtered to a type this tenant never makes: its own webhook_endpoint.* events would otherwise
+    // fan out to every one of them, and the attempts to an unreachable host would hold up the workers.
+    const create = (i: number) => call('POST', '/webhook-endpoints', { url: `https://hooks.example.com/${i}`, event_types: ['note.created'] }, capped.key);
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_ENDPOINTS; i++) ids.push((await create(i)).body.id);
+    const refused = await create(MAX_ENDPOINTS);
+    assertError(refused, 409, 'WEBHOOK_ENDPOINT_LIMIT_REACHED');
+    assert.equal(refused.body.error.status, 'FAILED_PRECONDITION');
+    assert.match(refused.body.error.message, new RegExp(`limit of ${MAX_ENDPOINTS} webhook endpoints.*DELETE /api/v1/webhook-endpoints/\\{id\\}.*WEBHOOK_MAX_ENDPOINTS`));
+    assert.equal((await call('GET', '/webhook-endpoints?limit=100', undefined, capped.key)).body.data.length, MAX_ENDPOINTS, 'nothing was created');
+    assert.equal((await call('DELETE', `/webhook-endpoints/${ids[0]}`, undefined, capped.key)).status, 204);
+    assert.equal((await create(MAX_ENDPOINTS + 1)).status, 201);
+    assert.equal((await call('POST', '/webhook-endpoints', { url: 'https://hooks.example.com/x' })).status, 201, 'another tenant is unaffected');
   });
 
   it('applies the roles: reads need read on webhooks, everything else admin', async () => {

@@ -28,6 +28,13 @@ async function currentSecrets(deps: Pick<WebhooksDeps, 'pool' | 'keyring'>, tena
   return stored.map((c) => deps.keyring.decrypt(c, secretContext(tenantId, endpointId)));
 }
 
+function endpointLimitReached(max: number) {
+  return errors.failedPrecondition(
+    'WEBHOOK_ENDPOINT_LIMIT_REACHED',
+    `this tenant has reached its limit of ${max} webhook endpoints (enabled and disabled ones count); delete one you no longer use (DELETE /api/v1/webhook-endpoints/{id}), or, when self-hosting, raise WEBHOOK_MAX_ENDPOINTS`,
+  );
+}
+
 async function lockEndpoint(tx: PoolClient, tenantId: string, id: string): Promise<endpoints.EndpointRow> {
   const row = await endpoints.findEndpoint(tx, tenantId, id, { forUpdate: true });
   if (!row) throw errors.notFound('webhook_endpoint', id);
@@ -51,6 +58,7 @@ export function endpointHandlers(deps: WebhooksDeps): Pick<
       checkMetadata(v, 'metadata', req.metadata).done();
       const secret = newSigningSecret();
       return withTransaction(pool, async (tx) => {
+        if ((await endpoints.lockAndCountLive(tx, ctx.tenant)) >= settings.maxEndpoints) throw endpointLimitReached(settings.maxEndpoints);
         const row = await endpoints.insertEndpoint(tx, {
           id: newId(), tenant_id: ctx.tenant, url, description: textOrNull(req.description) ?? null, event_types: eventTypes, channels, metadata: req.metadata ?? {},
         });

@@ -27,6 +27,17 @@ export async function insertEndpoint(db: Queryable, row: Pick<EndpointRow, 'id' 
   return rows[0]!;
 }
 
+/**
+ * The tenant's live (not deleted) endpoints, enabled or not, counted under a per-tenant lock held
+ * until the transaction ends: two creates at the cap take turns, and the second counts the first's.
+ * The count is a statement of its own, after the lock: its snapshot then sees the previous holder's commit.
+ */
+export async function lockAndCountLive(tx: Queryable, tenantId: string): Promise<number> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))`, [tenantId]);
+  const { rows } = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL', [tenantId]);
+  return rows[0]!.n;
+}
+
 /** A live (not deleted) endpoint of the tenant; `forUpdate` locks it until the transaction ends. */
 export async function findEndpoint(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(

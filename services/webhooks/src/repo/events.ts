@@ -46,11 +46,14 @@ export function listEvents(db: Queryable, tenantId: string, filter: { eventType?
   return listPage<EventRow>(db, { columns: COLUMNS, from: FROM, where: where.join(' AND '), params, order: newestFirst('e') }, page);
 }
 
-/** Events older than the retention go, with their deliveries and attempts. */
+/** Events one deleteOlderThan takes at most (one short transaction each). */
+export const RETENTION_BATCH = 10_000;
+
+/** Up to RETENTION_BATCH events older than the retention go, with their deliveries and attempts (ON DELETE CASCADE; jobs hold no key to them). */
 export async function deleteOlderThan(db: Queryable, days: number): Promise<number> {
   const { rowCount } = await db.query(
-    `DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events WHERE created_at < now() - $1 * interval '1 day' LIMIT 10000)`,
-    [days],
+    `DELETE FROM webhook_events WHERE id IN (SELECT id FROM webhook_events WHERE created_at < now() - $1 * interval '1 day' LIMIT $2)`,
+    [days, RETENTION_BATCH],
   );
   return rowCount ?? 0;
 }
