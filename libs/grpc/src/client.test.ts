@@ -163,7 +163,8 @@ describe('Downstream circuit breaker', () => {
     // INTERNAL "Received RST_STREAM with code 2 …": the service never answered them.
     const { address, server } = await startServer({ Hang: 'hang' }, 'serving');
     servers.push(server);
-    const d = new Downstream('notes_tasks', address, { deadlineMs: 30_000, resetTimeoutMs: 60_000 });
+    // No in-flight cap here (the next test covers it): the mapping of the lost connection is under test.
+    const d = new Downstream('notes_tasks', address, { deadlineMs: 30_000, resetTimeoutMs: 60_000, maxInFlight: 10_000 });
     clients.push(d);
     assert.equal(await d.checkHealth(), 'serving'); // connected
     const inFlight = Array.from({ length: 20 }, () => d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e));
@@ -181,6 +182,24 @@ describe('Downstream circuit breaker', () => {
     assert.equal(broken.code, grpc.status.UNAVAILABLE);
     assert.equal(broken.reason, 'SERVICE_UNAVAILABLE');
     assert.match(broken.message, /connection to the notes_tasks service was lost.*retry/);
+  });
+
+  it('answers 503 SERVICE_OVERLOADED at once past maxInFlight calls, without counting it against the service, and takes calls again as they settle', async () => {
+    const { address, server } = await startServer({ Hang: 'hang', Echo: 'ok' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('notes_tasks', address, { deadlineMs: 1_000, maxInFlight: 3, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    const held = Array.from({ length: 3 }, () => d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e));
+    const started = Date.now();
+    const refused = await d.call(ECHO, Buffer.alloc(0)).catch((e: unknown) => e);
+    assert.ok(refused instanceof DomainError, String(refused));
+    assert.equal(refused.code, grpc.status.UNAVAILABLE);
+    assert.equal(refused.reason, 'SERVICE_OVERLOADED');
+    assert.match(refused.message, /notes_tasks service has 3 calls in flight.*retry in a few seconds/);
+    assert.ok(Date.now() - started < 200, 'refused at once, not after a deadline');
+    await Promise.all(held); // their deadlines pass
+    assert.equal(d.isDown, false, 'shedding is not a sign the service is down');
+    assert.deepEqual(await d.call(ECHO, Buffer.alloc(0)), Buffer.from('ok'));
   });
 
   it('comes back by itself once the service\'s health check answers again', async () => {

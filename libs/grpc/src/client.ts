@@ -22,6 +22,14 @@ export interface DownstreamOptions {
   volumeThreshold?: number;
   /** Deadline of the health check that decides whether the whole service is down. */
   healthTimeoutMs?: number;
+  /**
+   * Calls in flight to the service from this process at most (default 512); more answer 503
+   * SERVICE_OVERLOADED at once. Under overload, calls past the cap would only wait for their
+   * deadline, and a burst of expiring deadlines resets so many HTTP/2 streams that the service
+   * ends the connection (docs/benchmarks.md, "The API mix"): shedding them keeps the service
+   * answering the calls it has.
+   */
+  maxInFlight?: number;
   /** grpc-js channel options over the defaults (CLIENT_CHANNEL_OPTIONS), e.g. a shorter re-resolution interval in tests. */
   channelOptions?: grpc.ChannelOptions;
 }
@@ -105,6 +113,8 @@ export class Downstream {
   private readonly breakers = new Map<string, Breaker>();
   private readonly deadlineMs: number;
   private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs' | 'channelOptions'>>;
+  /** Calls started and not yet settled (maxInFlight caps it). */
+  private inFlight = 0;
   private down = false;
   private probing = false;
   private recheck: NodeJS.Timeout | undefined;
@@ -133,6 +143,7 @@ export class Downstream {
       resetTimeoutMs: options.resetTimeoutMs ?? 5_000,
       volumeThreshold: options.volumeThreshold ?? 3,
       healthTimeoutMs: options.healthTimeoutMs ?? 1_000,
+      maxInFlight: options.maxInFlight ?? 512,
     };
   }
 
@@ -152,6 +163,13 @@ export class Downstream {
     }
     const { signal } = opts;
     if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.inFlight >= this.options.maxInFlight) {
+      this.shortCircuited.add(1, { service: this.name, reason: 'overloaded' });
+      return Promise.reject(new DomainError(grpc.status.UNAVAILABLE, 'SERVICE_OVERLOADED',
+        `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`,
+        { metadata: { service: this.name } }));
+    }
+    this.inFlight++;
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
@@ -174,7 +192,7 @@ export class Downstream {
         );
         signal?.addEventListener('abort', onAbort, { once: true });
       });
-    return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).catch((err: unknown) => {
+    return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).finally(() => this.inFlight--).catch((err: unknown) => {
       if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
         this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
         throw this.unavailable();
