@@ -203,6 +203,40 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.ok(peak.get('none')! > 4, 'jobs without a key are not capped');
   });
 
+  it('runs at most maxPerGroup jobs of one group at once across replicas, whatever their keys, while other groups proceed', async () => {
+    // A tenant (group) with many endpoints (keys) that all hang must not take every slot.
+    type Delivery = { tenant: string; endpoint: string };
+    const queue = newQueue<Delivery>();
+    const jobs: { payload: Delivery; options: { key: string; group: string } }[] = [];
+    for (let e = 0; e < 10; e++) for (let i = 0; i < 6; i++) jobs.push({ payload: { tenant: 'noisy', endpoint: `n${e}` }, options: { key: `n${e}`, group: 'noisy' } });
+    for (let i = 0; i < 30; i++) jobs.push({ payload: { tenant: 'quiet', endpoint: 'q' }, options: { key: 'q', group: 'quiet' } });
+    await queue.enqueueMany(pool, jobs);
+    const now = new Map<string, number>();
+    const peak = new Map<string, number>();
+    const finished = new Map<string, number>(); // tenant → when its last job ended
+    const count = (k: string, d: number) => {
+      now.set(k, (now.get(k) ?? 0) + d);
+      peak.set(k, Math.max(peak.get(k) ?? 0, now.get(k)!));
+    };
+    const options: WorkerOptions<Delivery> = {
+      logger, concurrency: 20, maxPerKey: 4, maxPerGroup: 6, pollMs: 10,
+      async handle(job) {
+        count(job.payload.tenant, 1);
+        count(`${job.payload.tenant}/${job.payload.endpoint}`, 1);
+        await sleep(job.payload.tenant === 'noisy' ? 60 : 5);
+        finished.set(job.payload.tenant, Date.now());
+        count(job.payload.tenant, -1);
+        count(`${job.payload.tenant}/${job.payload.endpoint}`, -1);
+      },
+    };
+    const replicas = [1, 2, 3].map(() => run(queue.worker(replicaPool(), options)));
+    await eventually('all 90 succeeded', async () => (await states(queue.name)).succeeded === 90, 30_000);
+    await Promise.all(replicas.map((r) => r.stop()));
+    assert.equal(peak.get('noisy'), 6, `the noisy tenant peaked at ${peak.get('noisy')} across its 10 endpoints`);
+    assert.ok([...peak].filter(([k]) => k.startsWith('noisy/')).every(([, n]) => n <= 4), 'each endpoint still capped at 4');
+    assert.ok(finished.get('quiet')! < finished.get('noisy')! - 200, 'the quiet tenant, enqueued last, was done long before the noisy one: it was never left without slots');
+  });
+
   it('retries at next_attempt_at on the schedule, honours RetryLater, and gives up as dead', async () => {
     const queue = newQueue<{ kind: string }>();
     const flaky = await queue.enqueue(pool, { kind: 'flaky' }, { maxAttempts: 3 });

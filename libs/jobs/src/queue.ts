@@ -41,6 +41,11 @@ export interface JobStatus {
 export interface EnqueueOptions {
   /** At most the worker's maxPerKey jobs with the same key run at once. */
   key?: string | null;
+  /**
+   * At most the worker's maxPerGroup jobs with the same group run at once, whatever their keys
+   * (e.g. all of one tenant's webhook endpoints, so one tenant cannot take every slot).
+   */
+  group?: string | null;
   /** Attempts before the job is dead (default 10). */
   maxAttempts?: number;
   /** Not before (default now). */
@@ -67,6 +72,8 @@ export interface WorkerOptions<P> {
   concurrency?: number;
   /** Jobs with the same key running at once across every replica (default: no cap). */
   maxPerKey?: number;
+  /** Jobs with the same group running at once across every replica (default: no cap). */
+  maxPerGroup?: number;
   /** A claim lasts this long and is renewed every leaseMs/3 while the attempt runs (default 30 s). */
   leaseMs?: number;
   /** An attempt running longer fails ("timed out") and is retried on schedule (default 5 min). */
@@ -132,17 +139,27 @@ const CLAIM_UNCAPPED = preparedStatement<[string, number, string, number]>('jobs
    WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND state = 'queued' AND next_attempt_at <= now()
                 ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
    RETURNING id, concurrency_key, payload, attempts, max_attempts`);
-const FULL_KEYS = preparedStatement<[string, number]>('jobs_full_keys',
-  `SELECT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
-   GROUP BY 1 HAVING count(*) >= $2`);
-const CANDIDATES = preparedStatement<[string, string[], number]>('jobs_candidates',
-  `SELECT id, concurrency_key AS key FROM jobs
-   WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2)))
-   ORDER BY next_attempt_at, id LIMIT $3 FOR UPDATE SKIP LOCKED`);
-const LOCK_KEYS = preparedStatement<[string, string[]]>('jobs_lock_keys',
-  `SELECT k AS key FROM unnest($2::text[]) AS k WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || k, 0))`);
-const RUNNING_PER_KEY = preparedStatement<[string, string[]]>('jobs_running_per_key',
-  `SELECT concurrency_key AS key, count(*)::int AS n FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key = ANY($2) GROUP BY 1`);
+/** Keys (kind 'k') and groups (kind 'g') at their cap. */
+const FULL = preparedStatement<[string, number, number]>('jobs_full_keys_and_groups',
+  `SELECT 'k' AS kind, concurrency_key AS name FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
+   GROUP BY 2 HAVING count(*) >= $2
+   UNION ALL
+   SELECT 'g', group_key FROM jobs WHERE queue = $1 AND state = 'running' AND group_key IS NOT NULL
+   GROUP BY 2 HAVING count(*) >= $3`);
+const CANDIDATES = preparedStatement<[string, string[], string[], number]>('jobs_candidates',
+  `SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
+   WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now()
+     AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2))) AND (group_key IS NULL OR NOT (group_key = ANY($3)))
+   ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`);
+/** Takes what it can of the keys' and groups' locks (never waits); returns the ones it holds. */
+const LOCK = preparedStatement<[string, string[], string[]]>('jobs_lock_keys_and_groups',
+  `SELECT 'k' AS kind, k AS name FROM unnest($2::text[]) AS k WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || k, 0))
+   UNION ALL
+   SELECT 'g', g FROM unnest($3::text[]) AS g WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(30) || g, 0))`);
+const RUNNING = preparedStatement<[string, string[], string[]]>('jobs_running_per_key_and_group',
+  `SELECT 'k' AS kind, concurrency_key AS name, count(*)::int AS n FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key = ANY($2) GROUP BY 2
+   UNION ALL
+   SELECT 'g', group_key, count(*)::int FROM jobs WHERE queue = $1 AND state = 'running' AND group_key = ANY($3) GROUP BY 2`);
 const START = preparedStatement<[string, number, string[]]>('jobs_start',
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
    WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`);
@@ -162,10 +179,10 @@ export class JobQueue<P> {
     const id = newId();
     // The notification (delivered on commit) wakes the queue's listening workers.
     await db.query(
-      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
-                    VALUES ($1, $2, $3, $4, $5, coalesce($6, now())) RETURNING queue)
+      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, group_key, payload, max_attempts, next_attempt_at)
+                    VALUES ($1, $2, $3, $7, $4, $5, coalesce($6, now())) RETURNING queue)
        SELECT pg_notify('${JOBS_CHANNEL}', queue) FROM job`,
-      [id, this.name, options.key ?? null, JSON.stringify(payload), options.maxAttempts ?? 10, options.runAt ?? null],
+      [id, this.name, options.key ?? null, JSON.stringify(payload), options.maxAttempts ?? 10, options.runAt ?? null, options.group ?? null],
     );
     return id;
   }
@@ -175,9 +192,9 @@ export class JobQueue<P> {
     if (!jobs.length) return [];
     const ids = jobs.map(() => newId());
     await db.query(
-      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, payload, max_attempts, next_attempt_at)
-                    SELECT id, $2, key, payload, max_attempts, coalesce(run_at, now())
-                      FROM unnest($1::uuid[], $3::text[], $4::jsonb[], $5::int[], $6::timestamptz[]) AS j(id, key, payload, max_attempts, run_at)
+      `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, group_key, payload, max_attempts, next_attempt_at)
+                    SELECT id, $2, key, grp, payload, max_attempts, coalesce(run_at, now())
+                      FROM unnest($1::uuid[], $3::text[], $7::text[], $4::jsonb[], $5::int[], $6::timestamptz[]) AS j(id, key, grp, payload, max_attempts, run_at)
                     RETURNING queue)
        SELECT pg_notify('${JOBS_CHANNEL}', $2) WHERE EXISTS (SELECT 1 FROM job)`,
       [
@@ -186,6 +203,7 @@ export class JobQueue<P> {
         jobs.map((j) => JSON.stringify(j.payload)),
         jobs.map((j) => j.options?.maxAttempts ?? 10),
         jobs.map((j) => j.options?.runAt ?? null),
+        jobs.map((j) => j.options?.group ?? null),
       ],
     );
     return ids;
@@ -478,32 +496,40 @@ export class JobWorker<P> {
   }
 
   private async claim(limit: number): Promise<Job<P>[]> {
-    const { maxPerKey } = this.options;
+    const { maxPerKey, maxPerGroup } = this.options;
     let rows: ClaimedRow[];
-    if (maxPerKey === undefined) {
+    if (maxPerKey === undefined && maxPerGroup === undefined) {
       ({ rows } = await this.pool.query<ClaimedRow>(CLAIM_UNCAPPED([this.owner, this.leaseMs, this.queue, limit])));
     } else {
+      const NO_CAP = 2 ** 31 - 1;
+      const caps = { k: maxPerKey ?? NO_CAP, g: maxPerGroup ?? NO_CAP };
+      type Kind = 'k' | 'g';
       rows = await withTransaction(this.pool, async (tx) => {
-        // Keys at their cap are skipped in the scan, so one busy endpoint cannot hide the others' jobs.
-        const full = (await tx.query<{ key: string }>(FULL_KEYS([this.queue, maxPerKey]))).rows.map((r) => r.key);
-        const candidates = (await tx.query<{ id: string; key: string | null }>(CANDIDATES([this.queue, full, limit * 4]))).rows;
-        const keys = [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
-        // Whoever holds a key's lock (until its commit) is the only one starting that key's jobs, and
-        // counts the running ones after taking it: the cap holds across replicas.
-        const locked = keys.length ? (await tx.query<{ key: string }>(LOCK_KEYS([this.queue, keys]))).rows.map((r) => r.key) : [];
-        const room = new Map(locked.map((k) => [k, maxPerKey]));
+        // Keys and groups at their cap are skipped in the scan, so one busy endpoint (or tenant) cannot hide the others' jobs.
+        const full = (await tx.query<{ kind: Kind; name: string }>(FULL([this.queue, caps.k, caps.g]))).rows;
+        const candidates = (await tx.query<{ id: string; key: string | null; group: string | null }>(CANDIDATES([
+          this.queue, full.filter((f) => f.kind === 'k').map((f) => f.name), full.filter((f) => f.kind === 'g').map((f) => f.name), limit * 4,
+        ]))).rows;
+        const keys = maxPerKey === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
+        const groups = maxPerGroup === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.group === null ? [] : [c.group])))];
+        // Whoever holds a key's (or group's) lock until its commit is the only one starting that
+        // key's jobs, and counts the running ones after taking it: the caps hold across replicas.
+        const locked = keys.length || groups.length ? (await tx.query<{ kind: Kind; name: string }>(LOCK([this.queue, keys, groups]))).rows : [];
+        const room = new Map(locked.map((l) => [`${l.kind}:${l.name}`, caps[l.kind]]));
         if (locked.length) {
-          const counts = await tx.query<{ key: string; n: number }>(RUNNING_PER_KEY([this.queue, locked]));
-          for (const { key, n } of counts.rows) room.set(key, maxPerKey - n);
+          const counts = await tx.query<{ kind: Kind; name: string; n: number }>(RUNNING([
+            this.queue, locked.filter((l) => l.kind === 'k').map((l) => l.name), locked.filter((l) => l.kind === 'g').map((l) => l.name),
+          ]));
+          for (const { kind, name, n } of counts.rows) room.set(`${kind}:${name}`, caps[kind] - n);
         }
         const chosen: string[] = [];
         for (const c of candidates) {
           if (chosen.length >= limit) break;
-          if (c.key !== null) {
-            const left = room.get(c.key) ?? 0;
-            if (left <= 0) continue;
-            room.set(c.key, left - 1);
-          }
+          // A capped key or group this claim does not hold the lock of (or has no room in) is skipped.
+          const slots = [maxPerKey !== undefined && c.key !== null ? `k:${c.key}` : undefined, maxPerGroup !== undefined && c.group !== null ? `g:${c.group}` : undefined]
+            .filter((x): x is string => x !== undefined);
+          if (slots.some((slot) => (room.get(slot) ?? 0) <= 0)) continue;
+          for (const slot of slots) room.set(slot, room.get(slot)! - 1);
           chosen.push(c.id);
         }
         if (!chosen.length) return [];

@@ -233,6 +233,25 @@ describe('webhook deliveries', () => {
     assert.ok(slow.received.length <= 4, `at most 4 attempts in flight to the slow endpoint (got ${slow.received.length})`);
   });
 
+  it('keeps one tenant\'s many hanging receivers from taking every slot (per-tenant cap)', async () => {
+    // 20 endpoints × 4 attempts in flight each would take more than the replica's 64 slots, each
+    // held for the 1.5 s timeout; WEBHOOK_TENANT_CONCURRENCY (32) leaves the other tenants room.
+    const noisy = tenant();
+    const quiet = tenant();
+    const hanging = await receiver(() => ({ status: 200, hang: true }));
+    for (let i = 0; i < 20; i++) await endpoint(w, noisy, `${hanging.url}?e=${i}`);
+    const fast = await receiver();
+    await endpoint(w, quiet, fast.url);
+    for (let i = 0; i < 4; i++) await w.publish({ tenantId: noisy.id, type: 'note.updated' });
+    await eventually('the noisy tenant\'s attempts hold their slots', async () => hanging.received.length >= 32, 5_000);
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) await w.publish({ tenantId: quiet.id, type: 'note.updated' });
+    await fast.waitFor(5, 5_000);
+    const last = Math.max(...fast.received.map((x) => x.at)) - started;
+    assert.ok(last < 1_000, `the quiet tenant's receiver had all 5 after ${Math.round(last)} ms (the noisy tenant's attempts hang for 1.5 s)`);
+    assert.ok(hanging.received.length <= 32 + 4, `at most 32 attempts of the noisy tenant in flight at first (got ${hanging.received.length})`);
+  });
+
   it('answers a test delivery: success, the status of a failing receiver, and an unreachable one', async () => {
     const t = tenant();
     const r = await receiver();

@@ -80,6 +80,7 @@ describe('settings', () => {
     assert.equal(defaults.secretGraceMs, 86_400_000);
     assert.equal(defaults.disableAfterMs, 5 * 86_400_000);
     assert.equal(defaults.endpointConcurrency, 4);
+    assert.equal(defaults.tenantConcurrency, 32);
     assert.equal(defaults.retentionDays, 30);
     assert.equal(defaults.maxEndpoints, 100);
     const short = settingsFromEnv(loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,2s', WEBHOOK_SECRET_GRACE: '1s' }));

@@ -15,6 +15,8 @@ export interface WebhookSettings {
   disableAfterMs: number;
   /** Attempts in flight per endpoint across every replica. */
   endpointConcurrency: number;
+  /** Attempts in flight per tenant across every replica (all its endpoints together). */
+  tenantConcurrency: number;
   /** Attempts in flight in this process; 0 runs no delivery worker here (intake and API only). */
   workerConcurrency: number;
   /** A claimed attempt's lease, renewed while it runs; a dead worker's attempt runs again after it. */
@@ -39,6 +41,7 @@ export const webhookEnv = {
   WEBHOOK_SECRET_GRACE: vars.duration('24h'),
   WEBHOOK_DISABLE_AFTER: vars.duration('5d'),
   WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(4),
+  WEBHOOK_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(32),
   WEBHOOK_WORKER_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(64),
   WEBHOOK_LEASE_MS: vars.milliseconds(30_000),
   WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
@@ -53,6 +56,7 @@ export function settingsFromEnv(env: z.infer<z.ZodObject<typeof webhookEnv>>): W
     secretGraceMs: env.WEBHOOK_SECRET_GRACE,
     disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
     endpointConcurrency: env.WEBHOOK_ENDPOINT_CONCURRENCY,
+    tenantConcurrency: env.WEBHOOK_TENANT_CONCURRENCY,
     workerConcurrency: env.WEBHOOK_WORKER_CONCURRENCY,
     leaseMs: env.WEBHOOK_LEASE_MS,
     retentionDays: env.WEBHOOK_RETENTION_DAYS,

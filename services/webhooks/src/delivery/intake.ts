@@ -26,20 +26,21 @@ export async function takeIn(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx:
   const fresh = await events.insertEvent(tx, { id: event.id, tenant_id: event.tenant_id, event_type: event.type, channels: event.channels, payload: webhookBody(event) });
   if (!fresh) return;
   const deliveryIds = matched.map(() => newId());
-  const jobIds = await deps.queue.enqueueMany(tx, matched.map((endpoint, i) => ({ payload: { delivery_id: deliveryIds[i]! }, options: jobOptions(deps, endpoint.id) })));
+  const jobIds = await deps.queue.enqueueMany(tx, matched.map((endpoint, i) => ({ payload: { delivery_id: deliveryIds[i]! }, options: jobOptions(deps, event.tenant_id!, endpoint.id) })));
   await deliveries.insertDeliveries(tx, event.tenant_id, event.id, matched.map((endpoint, i) => ({ id: deliveryIds[i]!, endpoint_id: endpoint.id, job_id: jobIds[i]! })));
 }
 
 /**
- * A delivery's job: keyed by its endpoint (the per-endpoint cap), on a fresh schedule. A few
+ * A delivery's job: keyed by its endpoint (the per-endpoint cap) and grouped by its tenant (the
+ * per-tenant cap: one tenant's slow receivers cannot take every replica's slots), on a fresh schedule. A few
  * attempts beyond the schedule: one taken back from a dead worker counts as an attempt, and the
  * handler (not the queue) decides when the schedule is over.
  */
-function jobOptions(deps: Pick<WebhooksDeps, 'settings'>, endpointId: string): EnqueueOptions {
-  return { key: endpointId, maxAttempts: deps.settings.retrySchedule.length + 3 };
+function jobOptions(deps: Pick<WebhooksDeps, 'settings'>, tenantId: string, endpointId: string): EnqueueOptions {
+  return { key: endpointId, group: tenantId, maxAttempts: deps.settings.retrySchedule.length + 3 };
 }
 
 /** The job that attempts a delivery again (a retry), due now. */
-export function deliveryJob(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx: PoolClient, deliveryId: string, endpointId: string): Promise<string> {
-  return deps.queue.enqueue(tx, { delivery_id: deliveryId }, jobOptions(deps, endpointId));
+export function deliveryJob(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx: PoolClient, tenantId: string, deliveryId: string, endpointId: string): Promise<string> {
+  return deps.queue.enqueue(tx, { delivery_id: deliveryId }, jobOptions(deps, tenantId, endpointId));
 }

@@ -26,6 +26,7 @@ export function deliveryWorker(deps: WebhooksDeps, logger: Logger): JobWorker<De
     logger,
     concurrency: settings.workerConcurrency,
     maxPerKey: settings.endpointConcurrency,
+    maxPerGroup: settings.tenantConcurrency,
     leaseMs: settings.leaseMs,
     attemptTimeoutMs: settings.timeoutMs + 10_000,
     pollMs: POLL_MS,

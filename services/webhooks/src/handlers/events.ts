@@ -38,7 +38,7 @@ export function eventHandlers(deps: WebhooksDeps): Pick<H, 'listWebhookEvents' |
         const event = await events.findEvent(tx, ctx.tenant, req.id);
         if (!event) throw errors.notFound('webhook_event', req.id);
         const failed = await deliveries.retryableOf(tx, ctx.tenant, event.id);
-        for (const d of failed) await deliveries.requeue(tx, d.id, await deliveryJob(deps, tx, d.id, d.endpoint_id));
+        for (const d of failed) await deliveries.requeue(tx, d.id, await deliveryJob(deps, tx, ctx.tenant, d.id, d.endpoint_id));
         if (failed.length) {
           const row = (await events.findEvent(tx, ctx.tenant, event.id))!;
           await recordEvent(tx, SOURCE, ctx, { type: 'webhook_event.retried', resourceType: 'webhook_event', resourceId: row.id, data: eventData(row), metadata: { requeued: failed.length } });
