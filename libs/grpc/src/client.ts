@@ -165,9 +165,8 @@ export class Downstream {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.inFlight >= this.options.maxInFlight) {
       this.shortCircuited.add(1, { service: this.name, reason: 'overloaded' });
-      return Promise.reject(new DomainError(grpc.status.UNAVAILABLE, 'SERVICE_OVERLOADED',
-        `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`,
-        { metadata: { service: this.name } }));
+      return Promise.reject(this.serviceError(grpc.status.UNAVAILABLE, 'SERVICE_OVERLOADED',
+        `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`));
     }
     this.inFlight++;
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
@@ -258,10 +257,13 @@ export class Downstream {
     });
   }
 
+  /** A failure of the way to the service, naming it (ErrorInfo metadata `service`). */
+  private serviceError(code: grpc.status, reason: string, message: string): DomainError {
+    return new DomainError(code, reason, message, { metadata: { service: this.name } });
+  }
+
   private unavailable(): DomainError {
-    return new DomainError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', `the ${this.name} service is unavailable; retry in a few seconds`, {
-      metadata: { service: this.name },
-    });
+    return this.serviceError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', `the ${this.name} service is unavailable; retry in a few seconds`);
   }
 
   /**
@@ -271,16 +273,11 @@ export class Downstream {
   private transportError(err: grpc.ServiceError): unknown {
     if (decodeStatusDetails(err).reason) return err;
     if (isBrokenConnection(err)) {
-      return new DomainError(
-        grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE',
-        `the connection to the ${this.name} service was lost before it answered (it is overloaded or restarting); retry in a few seconds — a write may have been applied, so retry a POST with the same Idempotency-Key`,
-        { metadata: { service: this.name } },
-      );
+      return this.serviceError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE',
+        `the connection to the ${this.name} service was lost before it answered (it is overloaded or restarting); retry in a few seconds — a write may have been applied, so retry a POST with the same Idempotency-Key`);
     }
     if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-      return new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', `the ${this.name} service did not answer in time; retry later`, {
-        metadata: { service: this.name },
-      });
+      return this.serviceError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', `the ${this.name} service did not answer in time; retry later`);
     }
     return this.unavailable();
   }
