@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint bench clean install chart-check
+.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check
 
 ## install: npm packages (Node 24 itself comes as the npm package `node`)
 install: node_modules/.installed
@@ -39,6 +39,11 @@ proto-breaking: install
 	buf breaking --against '.git#branch=main'
 
 lint: proto-lint build chart-check
+	prettier --check --log-level warn .
+
+## format: Prettier over the tree (.prettierrc.json: 120 columns)
+format: install
+	prettier --write --log-level warn .
 
 ## chart-check: helm lint --strict, renders validated by kubeconform and the restricted Pod Security
 ## level, the schema's refusals (.ci/chart-check.sh; its tools are built once into .cache/)

@@ -20,10 +20,16 @@ const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 /** Runs are spread over this many tenants (a run's end is serialised per tenant and blueprint: its failure streak). */
 const TENANTS = Number(process.env.TENANTS ?? 1);
 
-const stack = await startRunStack({ replicas: 2, config: { runs: { concurrency: CONCURRENCY, pollMs: 50, heartbeatMs: 2_000, leaseMs: 30_000 } } });
+const stack = await startRunStack({
+  replicas: 2,
+  config: { runs: { concurrency: CONCURRENCY, pollMs: 50, heartbeatMs: 2_000, leaseMs: 30_000 } },
+});
 try {
   const tenants = Array.from({ length: TENANTS }, () => tenant());
-  const script = (body) => (hasToolResult(body) ? { text: 'Reviewed the tasks.', usage: { input: 2_000, output: 100 } } : { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 1_000, output: 50 } });
+  const script = (body) =>
+    hasToolResult(body)
+      ? { text: 'Reviewed the tasks.', usage: { input: 2_000, output: 100 } }
+      : { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 1_000, output: 50 } };
   const keys = [];
   for (const t of tenants) {
     const key = newKey('openai');
@@ -36,9 +42,19 @@ try {
   const later = new Date(Date.now() + 3_600_000);
   const created = performance.now();
   for (let i = 0; i < RUNS; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, RUNS - i) }, (_, j) => stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: randomUUID(), run_at: later }, tenants[(i + j) % TENANTS].call)));
+    await Promise.all(
+      Array.from({ length: Math.min(50, RUNS - i) }, (_, j) =>
+        stack.client.call(
+          S.createAgentRun,
+          { blueprint: 'task-triage', input: randomUUID(), run_at: later },
+          tenants[(i + j) % TENANTS].call,
+        ),
+      ),
+    );
   }
-  console.log(`queued ${RUNS} runs through the API in ${((performance.now() - created) / 1000).toFixed(1)} s (${(RUNS / ((performance.now() - created) / 1000)).toFixed(0)}/s)`);
+  console.log(
+    `queued ${RUNS} runs through the API in ${((performance.now() - created) / 1000).toFixed(1)} s (${(RUNS / ((performance.now() - created) / 1000)).toFixed(0)}/s)`,
+  );
   const due = await stack.db.connect();
   try {
     await due.query('BEGIN');
@@ -49,7 +65,9 @@ try {
     due.release();
   }
   for (;;) {
-    const { rows } = await stack.db.query(`SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed'))::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM agent_runs`);
+    const { rows } = await stack.db.query(
+      `SELECT count(*) FILTER (WHERE status IN ('succeeded', 'failed'))::int AS done, count(*) FILTER (WHERE status = 'failed')::int AS failed FROM agent_runs`,
+    );
     if (rows[0].done === RUNS) {
       if (rows[0].failed) console.log(`${rows[0].failed} runs failed`);
       break;
@@ -62,7 +80,9 @@ try {
        FROM agent_runs`,
   );
   const lastDoneS = Math.max(...rows.map((r) => Number(r.to_done_ms))) / 1000;
-  console.log(`${RUNS} runs (1 tool call each) of ${TENANTS} tenant(s), 2 replicas × ${CONCURRENCY}: ${(RUNS / lastDoneS).toFixed(1)} runs/s (${lastDoneS.toFixed(1)} s from run_at to the last run's end)`);
+  console.log(
+    `${RUNS} runs (1 tool call each) of ${TENANTS} tenant(s), 2 replicas × ${CONCURRENCY}: ${(RUNS / lastDoneS).toFixed(1)} runs/s (${lastDoneS.toFixed(1)} s from run_at to the last run's end)`,
+  );
   console.log(`run_at → running: ${summarize(rows.map((r) => Number(r.to_running_ms)))}`);
   console.log(`running → done:   ${summarize(rows.map((r) => Number(r.running_ms)))}`);
   console.log(`provider calls: ${keys.reduce((n, k) => n + stack.fake.chats(k).length, 0)}`);

@@ -15,20 +15,37 @@ import { startBenchStack, summarize } from './lib-bench.mjs';
 
 const PROBES = Number(process.env.PROBES ?? 200);
 const server = await startMcpServer({
-  transport: 'streamable', auth: { header: 'authorization', value: 'Bearer bench-secret-123' }, pageSize: 5,
-  tools: Array.from({ length: 10 }, (_, i) => ({ name: `tool_${i}`, description: `Tool ${i}`, inputSchema: { properties: { q: { type: 'string' } } } })),
+  transport: 'streamable',
+  auth: { header: 'authorization', value: 'Bearer bench-secret-123' },
+  pageSize: 5,
+  tools: Array.from({ length: 10 }, (_, i) => ({
+    name: `tool_${i}`,
+    description: `Tool ${i}`,
+    inputSchema: { properties: { q: { type: 'string' } } },
+  })),
 });
 const { stack, api, createTenant } = await startBenchStack();
 const egress = new EgressPolicy({ allowPrivate: true });
 try {
   const tenant = await createTenant();
   const key = tenant.api_key;
-  await api('POST', '/api/v1/apps', key, { slug: 'bench', display_name: 'Bench', mcp_server_url: server.url, auth: { type: 'bearer', secret: 'bench-secret-123' } });
+  await api('POST', '/api/v1/apps', key, {
+    slug: 'bench',
+    display_name: 'Bench',
+    mcp_server_url: server.url,
+    auth: { type: 'bearer', secret: 'bench-secret-123' },
+  });
 
   const session = [];
   for (let i = 0; i < PROBES; i++) {
     const t0 = performance.now();
-    const outcome = await probeServer({ url: server.url, headers: { Authorization: 'Bearer bench-secret-123' }, egress, timeoutMs: 10_000, secrets: [] });
+    const outcome = await probeServer({
+      url: server.url,
+      headers: { Authorization: 'Bearer bench-secret-123' },
+      egress,
+      timeoutMs: 10_000,
+      secrets: [],
+    });
     session.push(performance.now() - t0);
     if (!outcome.ok || outcome.listing.tools.length !== 10) throw new Error(`probe failed: ${JSON.stringify(outcome)}`);
   }

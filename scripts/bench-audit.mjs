@@ -67,7 +67,9 @@ try {
   if (seen.size < CHANGES) throw new Error(`only ${seen.size} of ${CHANGES} entries arrived within 30 s`);
   const lag = [...answered].map(([id, t]) => Math.max(0, seen.get(id) - t));
   console.log(`transport: ${process.env.KAFKA_BROKERS ? `Kafka at ${process.env.KAFKA_BROKERS}` : 'in-process'}`);
-  console.log(`${CHANGES} note creations through the gateway (${CONCURRENCY} at a time, ${((CHANGES / wall) * 1000).toFixed(0)} per s)`);
+  console.log(
+    `${CHANGES} note creations through the gateway (${CONCURRENCY} at a time, ${((CHANGES / wall) * 1000).toFixed(0)} per s)`,
+  );
   console.log(`response → audit-log entry: ${summarize(lag)}`);
   lag.sort((a, b) => a - b);
 
@@ -82,7 +84,12 @@ try {
     [outbox.map((r) => r.id)],
   );
   const applying = new Map(consumed.map((r) => [r.event_id, Number(r.applying)]));
-  const stages = { 'answered → published (relay wake-up, publish, broker ack)': [], 'published → consumer applies (fetch)': [], 'consumer applies → entry seen (apply, commit, poll)': [], 'write tx start → answered': [] };
+  const stages = {
+    'answered → published (relay wake-up, publish, broker ack)': [],
+    'published → consumer applies (fetch)': [],
+    'consumer applies → entry seen (apply, commit, poll)': [],
+    'write tx start → answered': [],
+  };
   const keys = Object.keys(stages);
   for (const r of outbox) {
     const a = answered.get(r.resource_id);
@@ -95,8 +102,14 @@ try {
   }
   console.log('per stage (ms; negative: the stage ended before the client had the response):');
   for (const [name, ms] of Object.entries(stages)) console.log(`  ${name.padEnd(56)} ${summarize(ms)}`);
-  report('audit_p50', 'change → audit-log entry through Kafka, p50', percentile(lag, 50), 'ms', { value: 25, better: 'lower' });
-  report('audit_p99', 'change → audit-log entry through Kafka, p99', percentile(lag, 99), 'ms', { value: 250, better: 'lower' });
+  report('audit_p50', 'change → audit-log entry through Kafka, p50', percentile(lag, 50), 'ms', {
+    value: 25,
+    better: 'lower',
+  });
+  report('audit_p99', 'change → audit-log entry through Kafka, p99', percentile(lag, 99), 'ms', {
+    value: 250,
+    better: 'lower',
+  });
 } finally {
   await audit.end().catch(() => undefined);
   await notesDb.end().catch(() => undefined);

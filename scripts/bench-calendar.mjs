@@ -28,7 +28,15 @@ try {
   const key = tenant.api_key;
   const calendar = await api('POST', '/api/v1/calendars', key, { name: 'Bench', timezone: 'America/New_York' });
   const zones = ['America/New_York', 'Europe/Berlin', 'UTC'];
-  const rules = ['FREQ=DAILY', 'FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR', 'FREQ=WEEKLY', 'FREQ=WEEKLY;INTERVAL=2', 'FREQ=MONTHLY', 'FREQ=WEEKLY;COUNT=60', 'FREQ=DAILY;UNTIL=20271231T000000Z'];
+  const rules = [
+    'FREQ=DAILY',
+    'FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR',
+    'FREQ=WEEKLY',
+    'FREQ=WEEKLY;INTERVAL=2',
+    'FREQ=MONTHLY',
+    'FREQ=WEEKLY;COUNT=60',
+    'FREQ=DAILY;UNTIL=20271231T000000Z',
+  ];
   const today = new Date();
   today.setUTCHours(0, 0, 0, 0);
   let t0 = performance.now();
@@ -37,10 +45,18 @@ try {
     // A weekday start so the weekday rule's start is its first occurrence.
     let start = new Date(today.getTime() - (i % 300) * DAY + (8 + (i % 10)) * 3_600_000 + (i % 4) * 900_000);
     while ([0, 6].includes(start.getUTCDay())) start = new Date(start.getTime() + DAY);
-    const body = { calendar_id: calendar.id, title: `Series ${i}`, start_at: start.toISOString(), end_at: new Date(start.getTime() + 1_800_000).toISOString(), timezone: zones[i % zones.length], rrule: rules[i % rules.length] };
+    const body = {
+      calendar_id: calendar.id,
+      title: `Series ${i}`,
+      start_at: start.toISOString(),
+      end_at: new Date(start.getTime() + 1_800_000).toISOString(),
+      timezone: zones[i % zones.length],
+      rrule: rules[i % rules.length],
+    };
     series[i] = await api('POST', '/api/v1/events', key, body);
   };
-  for (let i = 0; i < SERIES; i += 8) await Promise.all(Array.from({ length: Math.min(8, SERIES - i) }, (_, j) => seed(i + j)));
+  for (let i = 0; i < SERIES; i += 8)
+    await Promise.all(Array.from({ length: Math.min(8, SERIES - i) }, (_, j) => seed(i + j)));
   console.log(`seeded ${SERIES} series (${Math.round(performance.now() - t0)} ms)`);
 
   const from = new Date(today.getTime() + 7 * DAY);
@@ -50,8 +66,19 @@ try {
   const inWindow = (await api('GET', `/api/v1/events?${qs}&limit=200`, key)).data.filter((o) => o.series_id);
   for (let i = 0; i < EXCEPTIONS; i++) {
     const o = inWindow[(i * 7) % inWindow.length];
-    const moved = i % 2 === 0 && o.start_at ? { start_at: new Date(Date.parse(o.start_at) + 3_600_000).toISOString(), end_at: new Date(Date.parse(o.end_at) + 3_600_000).toISOString() } : {};
-    await api('PUT', `/api/v1/events/${o.series_id}`, key, { update_scope: 'this', recurrence_id: o.recurrence_id, title: `Exception ${i}`, ...moved }).catch((err) => {
+    const moved =
+      i % 2 === 0 && o.start_at
+        ? {
+            start_at: new Date(Date.parse(o.start_at) + 3_600_000).toISOString(),
+            end_at: new Date(Date.parse(o.end_at) + 3_600_000).toISOString(),
+          }
+        : {};
+    await api('PUT', `/api/v1/events/${o.series_id}`, key, {
+      update_scope: 'this',
+      recurrence_id: o.recurrence_id,
+      title: `Exception ${i}`,
+      ...moved,
+    }).catch((err) => {
       if (!String(err).includes('recurrence_id')) throw err; // the same occurrence picked twice: already an exception
     });
   }
@@ -77,7 +104,9 @@ try {
     cursor = page.has_more ? page.next_cursor : undefined;
     if (cursor) cursors.push(cursor);
   } while (cursor);
-  console.log(`window ${from.toISOString().slice(0, 10)}..${to.toISOString().slice(0, 10)}: ${seen.size} occurrences in ${pages} pages of 200`);
+  console.log(
+    `window ${from.toISOString().slice(0, 10)}..${to.toISOString().slice(0, 10)}: ${seen.size} occurrences in ${pages} pages of 200`,
+  );
 
   const time = async (label, path) => {
     for (let i = 0; i < WARMUP; i++) await api('GET', path, key);
@@ -93,16 +122,29 @@ try {
     // per request: a figure a busy shared machine inflates far less than wall time.
     const used = process.cpuUsage(cpu);
     console.log(`${label} × ${REQUESTS} (sequential, after ${WARMUP} warm-up):`);
-    console.log(`  ${summarize(ms)}   ${((REQUESTS / (performance.now() - started)) * 1000).toFixed(1)} req/s   CPU ${((used.user + used.system) / 1000 / REQUESTS).toFixed(1)} ms/request`);
-    return percentile(ms.sort((a, b) => a - b), 99);
+    console.log(
+      `  ${summarize(ms)}   ${((REQUESTS / (performance.now() - started)) * 1000).toFixed(1)} req/s   CPU ${((used.user + used.system) / 1000 / REQUESTS).toFixed(1)} ms/request`,
+    );
+    return percentile(
+      ms.sort((a, b) => a - b),
+      99,
+    );
   };
   const firstPageP99 = await time('GET /api/v1/events (31-day window, first page, limit 50)', `/api/v1/events?${qs}`);
   // make bench's table (docs/benchmarks.md, "Result lines").
-  report('calendar_events_p99', 'GET /events, 31-day window, 1,000 series, p99', firstPageP99, 'ms', { value: 50, better: 'lower' });
-  await time('GET /api/v1/events (31-day window, a page in the middle via cursor, limit 50)', `/api/v1/events?${qs}&cursor=${cursors[Math.floor(cursors.length / 2)]}`);
+  report('calendar_events_p99', 'GET /events, 31-day window, 1,000 series, p99', firstPageP99, 'ms', {
+    value: 50,
+    better: 'lower',
+  });
+  await time(
+    'GET /api/v1/events (31-day window, a page in the middle via cursor, limit 50)',
+    `/api/v1/events?${qs}&cursor=${cursors[Math.floor(cursors.length / 2)]}`,
+  );
   await time('GET /api/v1/events (31-day window, first page, limit 200)', `/api/v1/events?${qs}&limit=200`);
   const load = (await import('node:os')).loadavg();
-  console.log(`machine load average (1/5/15 min): ${load.map((l) => l.toFixed(1)).join(' / ')} on ${(await import('node:os')).cpus().length} cores`);
+  console.log(
+    `machine load average (1/5/15 min): ${load.map((l) => l.toFixed(1)).join(' / ')} on ${(await import('node:os')).cpus().length} cores`,
+  );
 } finally {
   await stack.stop();
 }

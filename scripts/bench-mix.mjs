@@ -34,19 +34,45 @@ try {
   const tenant = await createTenant();
   const key = tenant.api_key;
   const pipeline = await api('POST', '/api/v1/pipelines', key, {
-    name: 'Mix', stages: ['Lead', 'Qualified', 'Proposal', 'Negotiation'].map((name, i) => ({ name, stage_type: 'open', default_confidence: (i + 1) / 5 })),
+    name: 'Mix',
+    stages: ['Lead', 'Qualified', 'Proposal', 'Negotiation'].map((name, i) => ({
+      name,
+      stage_type: 'open',
+      default_confidence: (i + 1) / 5,
+    })),
   });
   const stageIds = pipeline.stages.map((s) => s.id);
   const seed = async (n, create) => {
     const ids = [];
-    for (let i = 0; i < n; i += 10) ids.push(...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => create(i + j)))).map((r) => r.id));
+    for (let i = 0; i < n; i += 10)
+      ids.push(
+        ...(await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => create(i + j)))).map((r) => r.id),
+      );
     return ids;
   };
-  const notes = await seed(200, (i) => api('POST', '/api/v1/notes', key, { title: `note ${i}`, body: `# Note ${i}\n\n${'Some text about the account. '.repeat(20)}` }));
-  const tasks = await seed(200, (i) => api('POST', '/api/v1/tasks', key, { title: `task ${i}`, description: 'follow up' }));
-  const contacts = await seed(100, (i) => api('POST', '/api/v1/contacts', key, { name: `Contact ${i}`, company: 'Acme' }));
-  const deals = await seed(200, (i) => api('POST', '/api/v1/deals', key, { title: `deal ${i}`, pipeline_id: pipeline.id, stage_id: stageIds[i % 4], amount: 1000 + i }));
-  console.log(`seeded ${notes.length} notes, ${tasks.length} tasks, ${contacts.length} contacts, ${deals.length} deals`);
+  const notes = await seed(200, (i) =>
+    api('POST', '/api/v1/notes', key, {
+      title: `note ${i}`,
+      body: `# Note ${i}\n\n${'Some text about the account. '.repeat(20)}`,
+    }),
+  );
+  const tasks = await seed(200, (i) =>
+    api('POST', '/api/v1/tasks', key, { title: `task ${i}`, description: 'follow up' }),
+  );
+  const contacts = await seed(100, (i) =>
+    api('POST', '/api/v1/contacts', key, { name: `Contact ${i}`, company: 'Acme' }),
+  );
+  const deals = await seed(200, (i) =>
+    api('POST', '/api/v1/deals', key, {
+      title: `deal ${i}`,
+      pipeline_id: pipeline.id,
+      stage_id: stageIds[i % 4],
+      amount: 1000 + i,
+    }),
+  );
+  console.log(
+    `seeded ${notes.length} notes, ${tasks.length} tasks, ${contacts.length} contacts, ${deals.length} deals`,
+  );
 
   const pick = (a) => a[Math.floor(Math.random() * a.length)];
   let n = 0;
@@ -99,7 +125,8 @@ try {
             });
             const body = await res.text();
             codes[res.status] = (codes[res.status] ?? 0) + 1;
-            if (res.status >= 500 && (samples[res.status] ??= []).length < SAMPLES_PER_STATUS) samples[res.status].push(`${next.method} ${next.path} → ${body.slice(0, 600)}`);
+            if (res.status >= 500 && (samples[res.status] ??= []).length < SAMPLES_PER_STATUS)
+              samples[res.status].push(`${next.method} ${next.path} → ${body.slice(0, 600)}`);
             latencies.push(performance.now() - t0);
           } catch (err) {
             if (err.name === 'TimeoutError') timeouts++;
@@ -114,10 +141,24 @@ try {
     );
     const wall = (performance.now() - started) / 1000;
     latencies.sort((a, b) => a - b);
-    const count = (test) => Object.entries(codes).filter(([c]) => test(Number(c))).reduce((a, [, n]) => a + n, 0);
+    const count = (test) =>
+      Object.entries(codes)
+        .filter(([c]) => test(Number(c)))
+        .reduce((a, [, n]) => a + n, 0);
     const non2xx = count((c) => c < 200 || c > 299);
     const fiveXx = count((c) => c >= 500);
-    const row = { connections, rps: latencies.length / wall, p50: percentile(latencies, 50), p99: percentile(latencies, 99), total: latencies.length, non2xx, errors, timeouts, fiveXx, bad: non2xx + errors + timeouts };
+    const row = {
+      connections,
+      rps: latencies.length / wall,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      total: latencies.length,
+      non2xx,
+      errors,
+      timeouts,
+      fiveXx,
+      bad: non2xx + errors + timeouts,
+    };
     console.log(
       `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${row.p50.toFixed(0).padStart(5)} ms   p99 ${row.p99.toFixed(0).padStart(5)} ms   ` +
         `${row.total} responses, ${non2xx} non-2xx (${fiveXx} 5xx), ${errors} errors, ${timeouts} timeouts   codes ${JSON.stringify(codes)}   (t+${((performance.now() - stackReady) / 1000).toFixed(0)} s)`,
@@ -130,15 +171,22 @@ try {
   /** The services' log lines (warn and above), counted by kind (the gateway logs each 5xx with its cause). */
   function printServiceErrors() {
     // The processes log at warn (processes.ts), so every line they printed counts.
-    const lines = stack.output().split('\n').filter((l) => l.startsWith('{'));
+    const lines = stack
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'));
     const byCause = new Map();
     for (const l of lines) {
       // One key per kind of line: drop ids and times so repeats collapse.
-      const key = l.replace(/"(time|request_id|pid|hostname|trace_id|span_id|ms)":("[^"]*"|\d+),?/g, '').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').slice(0, 700);
+      const key = l
+        .replace(/"(time|request_id|pid|hostname|trace_id|span_id|ms)":("[^"]*"|\d+),?/g, '')
+        .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>')
+        .slice(0, 700);
       byCause.set(key, (byCause.get(key) ?? 0) + 1);
     }
     console.log(`service log lines at warn or above: ${lines.length}`);
-    for (const [k, n] of [...byCause].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`  ${String(n).padStart(6)} × ${k}`);
+    for (const [k, n] of [...byCause].sort((a, b) => b[1] - a[1]).slice(0, 25))
+      console.log(`  ${String(n).padStart(6)} × ${k}`);
   }
 
   if (LEVELS) {
@@ -146,16 +194,23 @@ try {
     for (const c of LEVELS) await level(c, RAMP_DURATION);
     printServiceErrors();
   } else {
-    console.log(`API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`);
+    console.log(
+      `API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`,
+    );
     await level(32, 3);
     const at32 = await level(32, DURATION);
     const at128 = await level(128, DURATION);
-    for (const r of [at32, at128]) if (r.fiveXx > 0) console.log(`  5xx at concurrency ${r.connections}: a defect (below the breaking point there must be none)`);
+    for (const r of [at32, at128])
+      if (r.fiveXx > 0)
+        console.log(`  5xx at concurrency ${r.connections}: a defect (below the breaking point there must be none)`);
     report('mix_rps_32', 'API mix throughput, c=32', at32.rps, 'req/s');
     report('mix_p99_32', 'API mix p99, c=32', at32.p99, 'ms');
     report('mix_rps_128', 'API mix throughput, c=128', at128.rps, 'req/s');
     report('mix_p99_128', 'API mix p99, c=128', at128.p99, 'ms');
-    report('mix_5xx_below_break', 'API mix 5xx at c=32 and c=128', at32.fiveXx + at128.fiveXx, 'responses', { value: 0, better: 'lower' });
+    report('mix_5xx_below_break', 'API mix 5xx at c=32 and c=128', at32.fiveXx + at128.fiveXx, 'responses', {
+      value: 0,
+      better: 'lower',
+    });
 
     console.log(`ramp, ${RAMP_DURATION} s per level, until errors or timeouts:`);
     let breaking;
@@ -166,11 +221,23 @@ try {
       if (r.bad > 0) breaking = r;
     }
     if (breaking) {
-      console.log(`errors or timeouts start at concurrency ${breaking.connections} (${breaking.non2xx} non-2xx, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`);
-      report('mix_breaking_concurrency', 'API mix: concurrency where errors or timeouts start', breaking.connections, 'connections');
+      console.log(
+        `errors or timeouts start at concurrency ${breaking.connections} (${breaking.non2xx} non-2xx, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`,
+      );
+      report(
+        'mix_breaking_concurrency',
+        'API mix: concurrency where errors or timeouts start',
+        breaking.connections,
+        'connections',
+      );
     } else {
       console.log(`no errors or timeouts up to concurrency ${RAMP_MAX}`);
-      report('mix_breaking_concurrency', `API mix: no errors or timeouts up to this concurrency`, RAMP_MAX, 'connections');
+      report(
+        'mix_breaking_concurrency',
+        `API mix: no errors or timeouts up to this concurrency`,
+        RAMP_MAX,
+        'connections',
+      );
     }
     printServiceErrors();
     if (at32.fiveXx + at128.fiveXx > 0) process.exitCode = 1;

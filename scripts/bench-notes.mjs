@@ -37,9 +37,11 @@ const notesUrl = databaseUrl('notes_tasks');
 // The bare baseline: Express + a pg pool of the service's size, the repo's SELECT, JSON out. No
 // auth, no validation beyond the id's shape, no gRPC hop. Its SELECT is prepared, as the service's
 // is (libs/db preparedStatement), so the ratio prices the hop and nothing else.
-const FIND_NOTE = preparedStatement('bench_bare_find_note',
+const FIND_NOTE = preparedStatement(
+  'bench_bare_find_note',
   `SELECT id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count, created_at, updated_at, deleted_at
-     FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`);
+     FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
+);
 const pool = createPool(notesUrl, { max: 10, applicationName: 'bench-bare' });
 const app = express();
 app.disable('x-powered-by');
@@ -80,7 +82,9 @@ async function measure(name, url, headers, seconds, warmup) {
   if (process.env.CPU_PER_REQUEST === '1') printCpuPerRequest(name, cpuBefore, cpuSnapshot(), r.requests.total);
   const bad = r.non2xx + r.errors + r.timeouts;
   const row = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, bad };
-  console.log(`  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests + ${warm} warm-up, ${bad} non-2xx/errors)`);
+  console.log(
+    `  ${name.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s   p50 ${String(row.p50).padStart(4)} ms   p99 ${String(row.p99).padStart(4)} ms   (${row.total} requests + ${warm} warm-up, ${bad} non-2xx/errors)`,
+  );
   if (bad > 0) throw new Error(`${name}: ${bad} requests failed`);
   return row;
 }
@@ -102,22 +106,43 @@ try {
   const path = `/api/v1/notes/${note.id}`;
   const viaGateway = await api('GET', path, key);
   const viaBare = await (await fetch(`${bareBase}${path}`)).json();
-  if (viaGateway.id !== note.id || viaBare.id !== note.id || viaGateway.body !== viaBare.body) throw new Error('the two targets disagree');
-  console.log(`GET /api/v1/notes/{id} (note of ${body.length} characters, services: ${SHAPE}), concurrency ${CONNECTIONS}, ${DURATION} s each in ${ROUNDS} turns after ${WARMUP} s warm-up:`);
+  if (viaGateway.id !== note.id || viaBare.id !== note.id || viaGateway.body !== viaBare.body)
+    throw new Error('the two targets disagree');
+  console.log(
+    `GET /api/v1/notes/{id} (note of ${body.length} characters, services: ${SHAPE}), concurrency ${CONNECTIONS}, ${DURATION} s each in ${ROUNDS} turns after ${WARMUP} s warm-up:`,
+  );
   // On a shared machine the load of other work moves between minutes: the two targets take turns
   // (ROUNDS rounds of DURATION / ROUNDS seconds each), and the ratio is over their summed requests.
   const gw = [];
   const bareRows = [];
   for (let round = 0; round < ROUNDS; round++) {
-    gw.push(await measure('gateway → gRPC → notes-tasks → pg', `${base}${path}`, { authorization: `Bearer ${key}` }, DURATION / ROUNDS, round === 0 ? WARMUP : 0));
-    bareRows.push(await measure('bare express + pg', `${bareBase}${path}`, {}, DURATION / ROUNDS, round === 0 ? WARMUP : 0));
+    gw.push(
+      await measure(
+        'gateway → gRPC → notes-tasks → pg',
+        `${base}${path}`,
+        { authorization: `Bearer ${key}` },
+        DURATION / ROUNDS,
+        round === 0 ? WARMUP : 0,
+      ),
+    );
+    bareRows.push(
+      await measure('bare express + pg', `${bareBase}${path}`, {}, DURATION / ROUNDS, round === 0 ? WARMUP : 0),
+    );
   }
   const sum = (rows) => rows.reduce((a, r) => a + r.total, 0);
   const g = { rps: sum(gw) / DURATION, p99: median(gw.map((r) => r.p99)) };
   const x = { rps: sum(bareRows) / DURATION, p99: median(bareRows.map((r) => r.p99)) };
-  console.log(`  over ${ROUNDS} rounds: gateway ${g.rps.toFixed(0)} req/s (median p99 ${g.p99} ms), bare ${x.rps.toFixed(0)} req/s (median p99 ${x.p99} ms)`);
+  console.log(
+    `  over ${ROUNDS} rounds: gateway ${g.rps.toFixed(0)} req/s (median p99 ${g.p99} ms), bare ${x.rps.toFixed(0)} req/s (median p99 ${x.p99} ms)`,
+  );
   console.log(`  ratio (gateway / bare): ${(g.rps / x.rps).toFixed(2)}× the throughput`);
-  report('notes_gateway_vs_bare', `GET /notes/{id} through the gateway vs bare Express + pg, c=${CONNECTIONS} (throughput ratio)`, g.rps / x.rps, '×', { value: 0.7, better: 'higher' });
+  report(
+    'notes_gateway_vs_bare',
+    `GET /notes/{id} through the gateway vs bare Express + pg, c=${CONNECTIONS} (throughput ratio)`,
+    g.rps / x.rps,
+    '×',
+    { value: 0.7, better: 'higher' },
+  );
   report('notes_gateway_p99', 'GET /notes/{id} p99 through the gateway', g.p99, 'ms', { value: 15, better: 'lower' });
   report('notes_gateway_rps', 'GET /notes/{id} throughput through the gateway', g.rps, 'req/s');
   report('notes_bare_rps', 'GET /notes/{id} throughput of bare Express + pg', x.rps, 'req/s');

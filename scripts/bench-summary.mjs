@@ -34,7 +34,11 @@ try {
   const types = ['open', 'open', 'open', 'open', 'open', 'open', 'open', 'open', 'won', 'lost'];
   const pipeline = await api('POST', '/api/v1/pipelines', key, {
     name: 'Bench pipeline',
-    stages: types.map((stage_type, i) => ({ name: `Stage ${i + 1}`, stage_type, ...(i % 3 === 2 ? {} : { default_confidence: (i + 1) / 10 }) })),
+    stages: types.map((stage_type, i) => ({
+      name: `Stage ${i + 1}`,
+      stage_type,
+      ...(i % 3 === 2 ? {} : { default_confidence: (i + 1) / 10 }),
+    })),
   });
 
   await db.connect();
@@ -70,12 +74,17 @@ try {
     const sql = new Map(rows.map((r) => [r.stage_id, r]));
     for (const s of got.stages) {
       const e = sql.get(s.stage_id) ?? { n: 0, total: '0' };
-      if (s.deal_count !== e.n || s.total_value !== Number(e.total)) throw new Error(`summary disagrees with SQL in ${s.stage_name}: ${JSON.stringify({ api: [s.deal_count, s.total_value], sql: e })}`);
+      if (s.deal_count !== e.n || s.total_value !== Number(e.total))
+        throw new Error(
+          `summary disagrees with SQL in ${s.stage_name}: ${JSON.stringify({ api: [s.deal_count, s.total_value], sql: e })}`,
+        );
     }
     return got;
   }
   const first = await checkAgainstSql();
-  console.log(`summary: ${first.total_deals} live deals, total ${first.total_value}, weighted ${first.weighted_value}, ${first.stages.length} stages`);
+  console.log(
+    `summary: ${first.total_deals} live deals, total ${first.total_value}, weighted ${first.weighted_value}, ${first.stages.length} stages`,
+  );
 
   for (let i = 0; i < WARMUP; i++) await api('GET', path, key);
   const ms = [];
@@ -89,13 +98,22 @@ try {
   console.log(`GET ${path.replace(pipeline.id, '{id}')} × ${REQUESTS} (sequential, after ${WARMUP} warm-up):`);
   console.log(`  ${summarize(ms)}   ${((REQUESTS / wall) * 1000).toFixed(1)} req/s`);
   ms.sort((a, b) => a - b);
-  report('summary_p99', `pipeline summary p99, ${DEALS.toLocaleString('en')} deals, through the gateway`, percentile(ms, 99), 'ms', { value: 50, better: 'lower' });
+  report(
+    'summary_p99',
+    `pipeline summary p99, ${DEALS.toLocaleString('en')} deals, through the gateway`,
+    percentile(ms, 99),
+    'ms',
+    { value: 50, better: 'lower' },
+  );
 
   // Concurrent deal moves: each moves one random live deal to another open stage, MOVERS at a time.
   const { rows: movable } = await db.query(
-    `SELECT id FROM deals WHERE pipeline_id = $1 AND deleted_at IS NULL ORDER BY random() LIMIT 5000`, [pipeline.id],
+    `SELECT id FROM deals WHERE pipeline_id = $1 AND deleted_at IS NULL ORDER BY random() LIMIT 5000`,
+    [pipeline.id],
   );
-  const openStages = pipeline.stages.filter((s) => s.stage_type === 'STAGE_TYPE_OPEN' || s.stage_type === 'open').map((s) => s.id);
+  const openStages = pipeline.stages
+    .filter((s) => s.stage_type === 'STAGE_TYPE_OPEN' || s.stage_type === 'open')
+    .map((s) => s.id);
   async function moveDeals() {
     const moves = [];
     let failed = 0;
@@ -127,12 +145,31 @@ try {
   await db.query('SELECT stage_deal_totals_rebuild()');
   const moves = await moveDeals();
   console.log(`${MOVERS} concurrent deal moves for ${MOVE_SECONDS} s each, through the gateway:`);
-  console.log(`  without the aggregates: ${without.length} moves (${(without.length / MOVE_SECONDS).toFixed(0)}/s)   ${summarize(without)}`);
-  console.log(`  keeping the aggregates: ${moves.length} moves (${(moves.length / MOVE_SECONDS).toFixed(0)}/s)   ${summarize(moves)}`);
-  report('deal_moves_rate', `deal moves/s, ${MOVERS} concurrent, keeping the summary's aggregates`, moves.length / MOVE_SECONDS, '/s');
-  report('deal_moves_rate_without_aggregates', `deal moves/s, ${MOVERS} concurrent, without keeping the aggregates (trigger off)`, without.length / MOVE_SECONDS, '/s');
+  console.log(
+    `  without the aggregates: ${without.length} moves (${(without.length / MOVE_SECONDS).toFixed(0)}/s)   ${summarize(without)}`,
+  );
+  console.log(
+    `  keeping the aggregates: ${moves.length} moves (${(moves.length / MOVE_SECONDS).toFixed(0)}/s)   ${summarize(moves)}`,
+  );
+  report(
+    'deal_moves_rate',
+    `deal moves/s, ${MOVERS} concurrent, keeping the summary's aggregates`,
+    moves.length / MOVE_SECONDS,
+    '/s',
+  );
+  report(
+    'deal_moves_rate_without_aggregates',
+    `deal moves/s, ${MOVERS} concurrent, without keeping the aggregates (trigger off)`,
+    without.length / MOVE_SECONDS,
+    '/s',
+  );
   report('deal_moves_p99', `deal move p99, ${MOVERS} concurrent, keeping the aggregates`, percentile(moves, 99), 'ms');
-  report('deal_moves_p99_without_aggregates', `deal move p99, ${MOVERS} concurrent, without keeping the aggregates (trigger off)`, percentile(without, 99), 'ms');
+  report(
+    'deal_moves_p99_without_aggregates',
+    `deal move p99, ${MOVERS} concurrent, without keeping the aggregates (trigger off)`,
+    percentile(without, 99),
+    'ms',
+  );
   await checkAgainstSql();
   console.log('  the summary still agrees with SQL over the deals after the moves');
 

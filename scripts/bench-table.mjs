@@ -19,27 +19,90 @@ const WITH_INFRA = join(root, 'deploy/embedded/dist/with-infra.js');
 
 /** The issue's table (issue 17): the figures `make bench` must show, whichever script measures them. */
 const EXPECTED = [
-  { id: 'notes_gateway_vs_bare', label: 'GET /notes/{id} through the gateway vs bare Express + pg, c=32 (throughput ratio)', target: 0.7, better: 'higher', unit: '×', script: 'bench-notes.mjs' },
-  { id: 'notes_gateway_p99', label: 'GET /notes/{id} p99 through the gateway', target: 15, better: 'lower', unit: 'ms', script: 'bench-notes.mjs' },
-  { id: 'audit_p50', label: 'change → audit-log entry through Kafka, p50', target: 25, better: 'lower', unit: 'ms', script: 'bench-audit.mjs' },
-  { id: 'audit_p99', label: 'change → audit-log entry through Kafka, p99', target: 250, better: 'lower', unit: 'ms', script: 'bench-audit.mjs' },
-  { id: 'summary_p99', label: 'pipeline summary p99, 1,000,000 deals, through the gateway', target: 50, better: 'lower', unit: 'ms', script: 'bench-summary.mjs' },
-  { id: 'webhooks_delivery_rate', label: 'webhook deliveries to a loopback receiver', target: 1000, better: 'higher', unit: '/s', script: 'bench-webhooks.mjs' },
-  { id: 'webhooks_delivery_p99', label: 'webhooks: API → receiver p99', target: 500, better: 'lower', unit: 'ms', script: 'bench-webhooks.mjs' },
-  { id: 'calendar_events_p99', label: 'GET /events, 31-day window, 1,000 series, p99', target: 50, better: 'lower', unit: 'ms', script: 'bench-calendar.mjs' },
+  {
+    id: 'notes_gateway_vs_bare',
+    label: 'GET /notes/{id} through the gateway vs bare Express + pg, c=32 (throughput ratio)',
+    target: 0.7,
+    better: 'higher',
+    unit: '×',
+    script: 'bench-notes.mjs',
+  },
+  {
+    id: 'notes_gateway_p99',
+    label: 'GET /notes/{id} p99 through the gateway',
+    target: 15,
+    better: 'lower',
+    unit: 'ms',
+    script: 'bench-notes.mjs',
+  },
+  {
+    id: 'audit_p50',
+    label: 'change → audit-log entry through Kafka, p50',
+    target: 25,
+    better: 'lower',
+    unit: 'ms',
+    script: 'bench-audit.mjs',
+  },
+  {
+    id: 'audit_p99',
+    label: 'change → audit-log entry through Kafka, p99',
+    target: 250,
+    better: 'lower',
+    unit: 'ms',
+    script: 'bench-audit.mjs',
+  },
+  {
+    id: 'summary_p99',
+    label: 'pipeline summary p99, 1,000,000 deals, through the gateway',
+    target: 50,
+    better: 'lower',
+    unit: 'ms',
+    script: 'bench-summary.mjs',
+  },
+  {
+    id: 'webhooks_delivery_rate',
+    label: 'webhook deliveries to a loopback receiver',
+    target: 1000,
+    better: 'higher',
+    unit: '/s',
+    script: 'bench-webhooks.mjs',
+  },
+  {
+    id: 'webhooks_delivery_p99',
+    label: 'webhooks: API → receiver p99',
+    target: 500,
+    better: 'lower',
+    unit: 'ms',
+    script: 'bench-webhooks.mjs',
+  },
+  {
+    id: 'calendar_events_p99',
+    label: 'GET /events, 31-day window, 1,000 series, p99',
+    target: 50,
+    better: 'lower',
+    unit: 'ms',
+    script: 'bench-calendar.mjs',
+  },
 ];
 
 const scriptsDir = join(root, 'scripts');
-const scripts = process.argv.length > 2
-  ? process.argv.slice(2).map((p) => resolve(p))
-  : readdirSync(scriptsDir).filter((f) => /^bench-.*\.mjs$/.test(f) && f !== 'bench-table.mjs').sort().map((f) => join(scriptsDir, f));
+const scripts =
+  process.argv.length > 2
+    ? process.argv.slice(2).map((p) => resolve(p))
+    : readdirSync(scriptsDir)
+        .filter((f) => /^bench-.*\.mjs$/.test(f) && f !== 'bench-table.mjs')
+        .sort()
+        .map((f) => join(scriptsDir, f));
 
 const results = new Map();
 const failed = [];
 for (const script of scripts) {
   const name = relative(root, script);
   console.log(`== ${name}`);
-  const child = spawn(process.execPath, [WITH_INFRA, '--', process.execPath, script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [WITH_INFRA, '--', process.execPath, script], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let pending = '';
   child.stdout.on('data', (chunk) => {
     process.stdout.write(chunk);
@@ -63,29 +126,43 @@ function collect(line, script) {
   }
 }
 
-const fmt = (v, unit) => `${v >= 100 ? Math.round(v).toLocaleString('en') : Number(v.toFixed(2))}${unit === '×' ? '×' : ` ${unit}`}`;
+const fmt = (v, unit) =>
+  `${v >= 100 ? Math.round(v).toLocaleString('en') : Number(v.toFixed(2))}${unit === '×' ? '×' : ` ${unit}`}`;
 function row(label, r, target, better, unit) {
   if (!r) return [label, 'not measured', `${better === 'higher' ? '≥' : '≤'} ${fmt(target, unit)}`, '—', '—'];
   if (target === undefined) return [label, fmt(r.value, r.unit), '—', '—', '—'];
   const met = better === 'higher' ? r.value >= target : r.value <= target;
-  return [label, fmt(r.value, r.unit), `${better === 'higher' ? '≥' : '≤'} ${fmt(target, unit)}`, target === 0 ? '—' : `${(r.value / target).toFixed(2)}`, met ? 'yes' : 'NO'];
+  return [
+    label,
+    fmt(r.value, r.unit),
+    `${better === 'higher' ? '≥' : '≤'} ${fmt(target, unit)}`,
+    target === 0 ? '—' : `${(r.value / target).toFixed(2)}`,
+    met ? 'yes' : 'NO',
+  ];
 }
 const rows = EXPECTED.map((e) => {
   const r = results.get(e.id);
   const out = row(e.label, r, e.target, e.better, e.unit);
   if (!r) {
-    out[1] = scripts.some((s) => s.endsWith(e.script)) ? `not measured (${e.script} printed no ${e.id})`
-      : existsSync(join(scriptsDir, e.script)) ? `not run (${e.script})` : `not measured (no ${e.script})`;
+    out[1] = scripts.some((s) => s.endsWith(e.script))
+      ? `not measured (${e.script} printed no ${e.id})`
+      : existsSync(join(scriptsDir, e.script))
+        ? `not run (${e.script})`
+        : `not measured (no ${e.script})`;
   }
   return out;
 });
-const others = [...results.values()].filter((r) => !EXPECTED.some((e) => e.id === r.id)).map((r) => row(r.label, r, r.target, r.better, r.unit));
+const others = [...results.values()]
+  .filter((r) => !EXPECTED.some((e) => e.id === r.id))
+  .map((r) => row(r.label, r, r.target, r.better, r.unit));
 
 const header = ['figure', 'measured', 'target', 'measured / target', 'met'];
 const all = [header, ...rows, ...others];
 const widths = header.map((_, i) => Math.max(...all.map((r) => r[i].length)));
 const line = (r) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-console.log(`\nResults (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} CPUs, ${(await import('node:os')).cpus()[0]?.model ?? '?'}):`);
+console.log(
+  `\nResults (${new Date().toISOString()}, ${(await import('node:os')).cpus().length} CPUs, ${(await import('node:os')).cpus()[0]?.model ?? '?'}):`,
+);
 console.log(line(header));
 console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
 for (const r of rows) console.log(line(r));

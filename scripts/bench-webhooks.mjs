@@ -21,7 +21,10 @@ const CHANGES = Number(process.env.CHANGES ?? 500);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 50);
 const NOTES = Number(process.env.NOTES ?? 120);
 
-const { stack, api, createTenant, databaseUrl } = await startBenchStack({ shape: 'processes', extraReplicas: { webhooks: 1 } });
+const { stack, api, createTenant, databaseUrl } = await startBenchStack({
+  shape: 'processes',
+  extraReplicas: { webhooks: 1 },
+});
 const receiver = await startReceiver();
 try {
   // 1. Latency.
@@ -39,13 +42,15 @@ try {
     }
   };
   let next = 0;
-  await Promise.all(Array.from({ length: 4 }, async () => {
-    while (next < CHANGES) {
-      next++;
-      const note = await api('POST', '/api/v1/notes', key, { title: `change ${next}`, body: 'hooked' });
-      answered.set(note.id, performance.now());
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (next < CHANGES) {
+        next++;
+        const note = await api('POST', '/api/v1/notes', key, { title: `change ${next}`, body: 'hooked' });
+        answered.set(note.id, performance.now());
+      }
+    }),
+  );
   for (const end = performance.now() + 60_000; arrived.size < CHANGES && performance.now() < end;) {
     collect();
     await new Promise((r) => setTimeout(r, 20));
@@ -53,35 +58,63 @@ try {
   collect();
   if (arrived.size < CHANGES) throw new Error(`only ${arrived.size} of ${CHANGES} deliveries arrived within 60 s`);
   const lag = [...answered].map(([id, t]) => Math.max(0, arrived.get(id) - t));
-  console.log(`transport: ${process.env.KAFKA_BROKERS ? `Kafka at ${process.env.KAFKA_BROKERS}` : 'in-process'}; 2 webhooks replicas, each service in its own process`);
+  console.log(
+    `transport: ${process.env.KAFKA_BROKERS ? `Kafka at ${process.env.KAFKA_BROKERS}` : 'in-process'}; 2 webhooks replicas, each service in its own process`,
+  );
   console.log(`${CHANGES} note creations through the gateway (4 at a time), one endpoint`);
   console.log(`API response → receiver: ${summarize(lag)}`);
   // make bench's table (docs/benchmarks.md, "Result lines").
-  report('webhooks_delivery_p99', 'webhooks: API → receiver p99', percentile([...lag].sort((a, b) => a - b), 99), 'ms', { value: 500, better: 'lower' });
+  report(
+    'webhooks_delivery_p99',
+    'webhooks: API → receiver p99',
+    percentile(
+      [...lag].sort((a, b) => a - b),
+      99,
+    ),
+    'ms',
+    { value: 500, better: 'lower' },
+  );
 
   // 2. Throughput.
   const busy = await createTenant('Throughput');
-  for (let i = 0; i < ENDPOINTS; i++) await api('POST', '/api/v1/webhook-endpoints', busy.api_key, { url: `${receiver.url}?e=${i}`, event_types: ['note.created'] });
+  for (let i = 0; i < ENDPOINTS; i++)
+    await api('POST', '/api/v1/webhook-endpoints', busy.api_key, {
+      url: `${receiver.url}?e=${i}`,
+      event_types: ['note.created'],
+    });
   const before = receiver.received.length;
   const total = NOTES * ENDPOINTS;
   let made = 0;
   const started = performance.now();
-  await Promise.all(Array.from({ length: 8 }, async () => {
-    while (made < NOTES) {
-      made++;
-      await api('POST', '/api/v1/notes', busy.api_key, { title: `load ${made}`, body: 'x' });
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (made < NOTES) {
+        made++;
+        await api('POST', '/api/v1/notes', busy.api_key, { title: `load ${made}`, body: 'x' });
+      }
+    }),
+  );
   const apiDone = performance.now();
-  for (const end = performance.now() + 180_000; receiver.received.length - before < total && performance.now() < end;) await new Promise((r) => setTimeout(r, 50));
+  for (const end = performance.now() + 180_000; receiver.received.length - before < total && performance.now() < end;)
+    await new Promise((r) => setTimeout(r, 50));
   const got = receiver.received.slice(before);
   if (got.length < total) throw new Error(`only ${got.length} of ${total} deliveries arrived within 180 s`);
   const times = got.map((r) => r.at).sort((a, b) => a - b);
   const lo = times[Math.floor(total * 0.1)];
   const hi = times[Math.floor(total * 0.9)];
-  console.log(`${NOTES} changes × ${ENDPOINTS} endpoints = ${total} deliveries; the API took the changes in ${((apiDone - started) / 1000).toFixed(1)} s, the last delivery arrived after ${((times.at(-1) - started) / 1000).toFixed(1)} s`);
-  console.log(`deliveries per second (10th–90th percentile of arrivals): ${((0.8 * total) / ((hi - lo) / 1000)).toFixed(0)}; overall ${(total / ((times.at(-1) - times[0]) / 1000)).toFixed(0)}`);
-  report('webhooks_delivery_rate', 'webhook deliveries to a loopback receiver', (0.8 * total) / ((hi - lo) / 1000), '/s', { value: 1000, better: 'higher' });
+  console.log(
+    `${NOTES} changes × ${ENDPOINTS} endpoints = ${total} deliveries; the API took the changes in ${((apiDone - started) / 1000).toFixed(1)} s, the last delivery arrived after ${((times.at(-1) - started) / 1000).toFixed(1)} s`,
+  );
+  console.log(
+    `deliveries per second (10th–90th percentile of arrivals): ${((0.8 * total) / ((hi - lo) / 1000)).toFixed(0)}; overall ${(total / ((times.at(-1) - times[0]) / 1000)).toFixed(0)}`,
+  );
+  report(
+    'webhooks_delivery_rate',
+    'webhook deliveries to a loopback receiver',
+    (0.8 * total) / ((hi - lo) / 1000),
+    '/s',
+    { value: 1000, better: 'higher' },
+  );
   await printTopStatements(databaseUrl('webhooks'));
 } finally {
   await receiver.close();

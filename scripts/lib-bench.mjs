@@ -19,19 +19,37 @@ import { startServiceProcesses } from '../deploy/embedded/dist/processes.js';
 export async function startBenchStack({ shape = 'one-process', extraReplicas = {} } = {}) {
   const server = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (!server) {
-    console.error('TEST_DATABASE_URL is not set: run through deploy/embedded/dist/with-infra.js (see the script header)');
+    console.error(
+      'TEST_DATABASE_URL is not set: run through deploy/embedded/dist/with-infra.js (see the script header)',
+    );
     process.exit(2);
   }
   const prefix = `bench_${randomBytes(4).toString('hex')}`;
   const adminToken = `bench-admin-${randomBytes(24).toString('hex')}`;
-  const common = { databaseServerUrl: server, databasePrefix: prefix, platformAdminToken: adminToken, encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS };
+  const common = {
+    databaseServerUrl: server,
+    databasePrefix: prefix,
+    platformAdminToken: adminToken,
+    encryptionKeys: Keyring.generateSpec(),
+    kafkaBrokers: process.env.KAFKA_BROKERS,
+  };
   let stack;
   if (shape === 'processes') {
-    const cluster = await startServiceProcesses({ ...common, extraReplicas, env: { RATE_LIMIT_PER_MINUTE: '100000000' } });
+    const cluster = await startServiceProcesses({
+      ...common,
+      extraReplicas,
+      env: { RATE_LIMIT_PER_MINUTE: '100000000' },
+    });
     // output(): what every process printed (LOG_LEVEL warn: each 5xx the gateway answered, each unexpected error of a service).
     stack = { url: cluster.url, stop: () => cluster.stop(), output: () => cluster.output() };
   } else {
-    stack = await startStack({ ...common, callerKeys: generateCallerKeys('bench'), kafkaNamespace: `${prefix}.`, logger: createLogger('bench', 'warn'), gatewayOptions: { rateLimitPerMinute: 100_000_000 } });
+    stack = await startStack({
+      ...common,
+      callerKeys: generateCallerKeys('bench'),
+      kafkaNamespace: `${prefix}.`,
+      logger: createLogger('bench', 'warn'),
+      gatewayOptions: { rateLimitPerMinute: 100_000_000 },
+    });
   }
   async function api(method, path, key, body) {
     const res = await fetch(`${stack.url}${path}`, {
@@ -44,7 +62,10 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
     return json;
   }
   async function createTenant(name = 'Bench') {
-    return api('POST', '/api/v1/admin/tenants', adminToken, { name, owner: { name: 'Owner', email: `owner-${randomBytes(3).toString('hex')}@bench.test` } });
+    return api('POST', '/api/v1/admin/tenants', adminToken, {
+      name,
+      owner: { name: 'Owner', email: `owner-${randomBytes(3).toString('hex')}@bench.test` },
+    });
   }
   return { stack, api, createTenant, databaseUrl: (service) => databaseUrlFor(server, `${prefix}_${service}`) };
 }
@@ -64,9 +85,14 @@ export async function printTopStatements(url, top = 12) {
       `SELECT calls, round((total_plan_time + total_exec_time)::numeric, 1) AS ms, round(total_plan_time::numeric, 1) AS plan_ms,
               round(((total_plan_time + total_exec_time) / nullif(calls, 0) * 1000)::numeric) AS us_per_call, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
          FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-        ORDER BY total_plan_time + total_exec_time DESC LIMIT $1`, [top]);
+        ORDER BY total_plan_time + total_exec_time DESC LIMIT $1`,
+      [top],
+    );
     console.log(`top statements of ${new URL(url).pathname.slice(1)} (pg_stat_statements):`);
-    for (const r of rows) console.log(`  ${String(r.ms).padStart(9)} ms (plan ${String(r.plan_ms).padStart(7)})  ${String(r.calls).padStart(7)} calls  ${String(r.us_per_call).padStart(6)} µs/call  ${r.query}`);
+    for (const r of rows)
+      console.log(
+        `  ${String(r.ms).padStart(9)} ms (plan ${String(r.plan_ms).padStart(7)})  ${String(r.calls).padStart(7)} calls  ${String(r.us_per_call).padStart(6)} µs/call  ${r.query}`,
+      );
   } finally {
     await client.end();
   }
@@ -84,7 +110,11 @@ export function cpuSnapshot() {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      procs.set(Number(pid), { ppid: Number(f[1]), f, cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ') });
+      procs.set(Number(pid), {
+        ppid: Number(f[1]),
+        f,
+        cmd: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '),
+      });
     } catch {
       // gone meanwhile
     }
@@ -107,16 +137,24 @@ export function cpuSnapshot() {
     }
     if (!ours(pid)) continue;
     const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
-    add(service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other', self);
+    add(
+      service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other',
+      self,
+    );
   }
   return out;
 }
 
 /** Prints, per kind of process, the CPU µs per request between two snapshots, and the sum. */
 export function printCpuPerRequest(label, before, after, requests) {
-  const rows = [...after].map(([k, ms]) => [k, ms - (before.get(k) ?? 0)]).filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
+  const rows = [...after]
+    .map(([k, ms]) => [k, ms - (before.get(k) ?? 0)])
+    .filter(([, ms]) => ms > 0)
+    .sort((a, b) => b[1] - a[1]);
   const total = rows.reduce((a, [, ms]) => a + ms, 0);
-  console.log(`  CPU per request, ${label} (${requests} requests): ${((total * 1000) / requests).toFixed(0)} µs in all`);
+  console.log(
+    `  CPU per request, ${label} (${requests} requests): ${((total * 1000) / requests).toFixed(0)} µs in all`,
+  );
   for (const [k, ms] of rows) console.log(`    ${k.padEnd(40)} ${((ms * 1000) / requests).toFixed(0).padStart(6)} µs`);
 }
 
@@ -137,6 +175,12 @@ export function summarize(ms) {
  * scripts/bench-table.mjs collects these lines from every script and prints the table.
  */
 export function report(id, label, value, unit, target) {
-  const line = { id, label, value: Number(value.toFixed(3)), unit, ...(target ? { target: target.value, better: target.better } : {}) };
+  const line = {
+    id,
+    label,
+    value: Number(value.toFixed(3)),
+    unit,
+    ...(target ? { target: target.value, better: target.better } : {}),
+  };
   console.log(`BENCH-RESULT ${JSON.stringify(line)}`);
 }

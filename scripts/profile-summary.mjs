@@ -28,7 +28,9 @@ function packageOf(url, name) {
   return url;
 }
 
-for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+for (const file of readdirSync(dir)
+  .filter((f) => f.endsWith('.cpuprofile'))
+  .sort()) {
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfSamples = new Map();
@@ -51,7 +53,10 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
   if (process === '?') {
     for (const n of profile.nodes) {
       const m = /\/services\/([^/]+)\/dist\//.exec(n.callFrame.url);
-      if (m) { process = m[1]; break; }
+      if (m) {
+        process = m[1];
+        break;
+      }
     }
   }
   const idle = (byPackage.get('(idle)') ?? 0) + (byPackage.get('(program)') ?? 0);
@@ -61,9 +66,13 @@ for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sor
     const pct = (100 * count) / busy;
     return `${ms.toFixed(0).padStart(6)} ms ${pct.toFixed(1).padStart(5)} %${REQUESTS ? `${((count * usPerSample) / REQUESTS).toFixed(1).padStart(7)} µs/req` : ''}`;
   };
-  console.log(`\n== ${file}: ${process}, ${(totalUs / 1e6).toFixed(1)} s profiled, busy ${fmt(busy)} (idle+program ${((idle * usPerSample) / 1e6).toFixed(1)} s)`);
+  console.log(
+    `\n== ${file}: ${process}, ${(totalUs / 1e6).toFixed(1)} s profiled, busy ${fmt(busy)} (idle+program ${((idle * usPerSample) / 1e6).toFixed(1)} s)`,
+  );
   console.log('  by package (self time, % of busy):');
-  for (const [pkg, count] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`    ${fmt(count)}  ${pkg}`);
+  for (const [pkg, count] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`    ${fmt(count)}  ${pkg}`);
   console.log('  top frames (self time):');
-  for (const [frame, count] of [...byFrame].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`    ${fmt(count)}  ${frame}`);
+  for (const [frame, count] of [...byFrame].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+    console.log(`    ${fmt(count)}  ${frame}`);
 }

@@ -26,19 +26,28 @@ const { values: args } = parseArgs({
     namespace: { type: 'string', default: '' },
   },
 });
-const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').map((b) => b.trim()).filter(Boolean);
+const brokers = (process.env.KAFKA_BROKERS ?? '')
+  .split(',')
+  .map((b) => b.trim())
+  .filter(Boolean);
 if (!brokers.length) fail('set KAFKA_BROKERS (host:port[,host:port…]) to the cluster the services use');
 if (!args.all && !args.group && !args['event-id'].length && !args['dry-run']) {
-  fail('say what to replay: --event-id <uuid> (repeatable), --group <consumer group> or --all; --dry-run lists the dead letters');
+  fail(
+    'say what to replay: --event-id <uuid> (repeatable), --group <consumer group> or --all; --dry-run lists the dead letters',
+  );
 }
 const ns = args.namespace;
 const DEAD_LETTER = `${ns}workauto.dead-letter.v1`;
 
 const kafka = new Kafka({ clientId: 'workauto-replay', brokers, logLevel: logLevel.NOTHING });
 const admin = kafka.admin();
-await admin.connect().catch((err) => fail(`cannot reach Kafka at ${brokers.join(',')}: ${err.message}; check KAFKA_BROKERS`));
+await admin
+  .connect()
+  .catch((err) => fail(`cannot reach Kafka at ${brokers.join(',')}: ${err.message}; check KAFKA_BROKERS`));
 // The end of each partition now: the replay stops there (what it produces itself is not re-read).
-const topics = await admin.listTopics().catch((err) => fail(`cannot reach Kafka at ${brokers.join(',')}: ${err.message}; check KAFKA_BROKERS`));
+const topics = await admin
+  .listTopics()
+  .catch((err) => fail(`cannot reach Kafka at ${brokers.join(',')}: ${err.message}; check KAFKA_BROKERS`));
 if (!topics.includes(DEAD_LETTER)) {
   await admin.disconnect();
   console.error(`no topic ${DEAD_LETTER} on this cluster: nothing was ever dead-lettered (or --namespace is wrong)`);
@@ -65,13 +74,34 @@ const finished = new Promise((resolve) => {
       const offset = BigInt(message.offset);
       if (offset < ends.get(partition)) {
         seen++;
-        const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([k, v]) => [k, v?.toString('utf8') ?? '']));
-        const matches = args.all || wanted.has(headers['event-id']) || (args.group !== undefined && headers['dead-letter-group'] === args.group);
-        const line = { offset: message.offset, partition, event_id: headers['event-id'], event_type: headers['event-type'], group: headers['dead-letter-group'], original_topic: headers['original-topic'], reason: headers['dead-letter-reason'] };
+        const headers = Object.fromEntries(
+          Object.entries(message.headers ?? {}).map(([k, v]) => [k, v?.toString('utf8') ?? '']),
+        );
+        const matches =
+          args.all ||
+          wanted.has(headers['event-id']) ||
+          (args.group !== undefined && headers['dead-letter-group'] === args.group);
+        const line = {
+          offset: message.offset,
+          partition,
+          event_id: headers['event-id'],
+          event_type: headers['event-type'],
+          group: headers['dead-letter-group'],
+          original_topic: headers['original-topic'],
+          reason: headers['dead-letter-reason'],
+        };
         if (args['dry-run']) console.log(JSON.stringify(line));
         else if (matches) {
-          const rest = Object.fromEntries(Object.entries(headers).filter(([k]) => !k.startsWith('dead-letter-') && k !== 'original-topic'));
-          await producer.send({ topic: ns + headers['original-topic'], acks: -1, messages: [{ key: message.key, value: message.value, headers: { ...rest, 'replayed-at': new Date().toISOString() } }] });
+          const rest = Object.fromEntries(
+            Object.entries(headers).filter(([k]) => !k.startsWith('dead-letter-') && k !== 'original-topic'),
+          );
+          await producer.send({
+            topic: ns + headers['original-topic'],
+            acks: -1,
+            messages: [
+              { key: message.key, value: message.value, headers: { ...rest, 'replayed-at': new Date().toISOString() } },
+            ],
+          });
           replayed++;
           console.log(JSON.stringify({ replayed: true, ...line }));
         }

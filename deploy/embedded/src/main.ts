@@ -51,7 +51,9 @@ interface DevCredentials {
   tenant_id?: string;
 }
 const credentialsFile = join(dataDir, 'dev-credentials.json');
-const saved: Partial<DevCredentials> = existsSync(credentialsFile) ? JSON.parse(readFileSync(credentialsFile, 'utf8')) : {};
+const saved: Partial<DevCredentials> = existsSync(credentialsFile)
+  ? JSON.parse(readFileSync(credentialsFile, 'utf8'))
+  : {};
 const credentials: DevCredentials = {
   ...saved,
   platform_admin_token: config.PLATFORM_ADMIN_TOKEN ?? saved.platform_admin_token ?? generateToken('wkadmin_', 40),

@@ -27,7 +27,12 @@ export interface StackOptions {
   gatewayPort?: number;
   logger?: Logger;
   /** Gateway settings; downstreams given here replace the stack's own address of those services (tests of hung services). */
-  gatewayOptions?: Partial<Pick<GatewayOptions, 'authCacheTtlMs' | 'rateLimitPerMinute' | 'trustedProxies' | 'deadlineMs' | 'downstreamOptions' | 'downstreams'>>;
+  gatewayOptions?: Partial<
+    Pick<
+      GatewayOptions,
+      'authCacheTtlMs' | 'rateLimitPerMinute' | 'trustedProxies' | 'deadlineMs' | 'downstreamOptions' | 'downstreams'
+    >
+  >;
   /** Identity providers for OAuth consent (none by default). */
   oauth?: OAuthSettings;
   /** Kafka brokers (host:port,…); unset = the in-process transport shared by all services. */
@@ -75,20 +80,31 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const host = '127.0.0.1';
   const services: Record<string, RunningService> = {};
   const transport = createTransport({
-    brokers: opts.kafkaBrokers, clientId: 'workauto', logger,
+    brokers: opts.kafkaBrokers,
+    clientId: 'workauto',
+    logger,
     ...(opts.kafkaNamespace ? { namespace: opts.kafkaNamespace } : {}),
   });
   // agents calls notes-tasks, crm-pipelines, calendar and apps as a run's agent, signed with its own key.
   const agentsKeys = generateCallerKeys('agents');
   // What every service gets: loopback, a free port, the shared transport, the signers' public keys.
   const common = {
-    host, port: 0, transport, callerVerifyKeys: mergeVerifyKeys(opts.callerKeys.verifyKeys, agentsKeys.verifyKeys),
+    host,
+    port: 0,
+    transport,
+    callerVerifyKeys: mergeVerifyKeys(opts.callerKeys.verifyKeys, agentsKeys.verifyKeys),
     ...(opts.healthCheckMs ? { healthCheckMs: opts.healthCheckMs } : {}),
   };
   try {
     // Keys are the proto package segments (workauto.<key>.v1): the gateway routes by them.
     services.identity = await createIdentityService(
-      { ...common, databaseUrl: await db('identity'), platformAdminToken: opts.platformAdminToken, encryptionKeys: opts.encryptionKeys, ...(opts.oauth ? { oauth: opts.oauth } : {}) },
+      {
+        ...common,
+        databaseUrl: await db('identity'),
+        platformAdminToken: opts.platformAdminToken,
+        encryptionKeys: opts.encryptionKeys,
+        ...(opts.oauth ? { oauth: opts.oauth } : {}),
+      },
       logger.child({ component: 'identity' }),
     );
     services.crm_pipelines = await createCrmPipelinesService(
@@ -101,7 +117,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     services.webhooks = await createWebhooksService(
       {
-        ...common, databaseUrl: await db('webhooks'), encryptionKeys: opts.encryptionKeys,
+        ...common,
+        databaseUrl: await db('webhooks'),
+        encryptionKeys: opts.encryptionKeys,
         settings: { ...settingsFromEnv(loadConfig(webhookEnv)), ...opts.webhooks?.settings },
         egress: opts.webhooks?.egress ?? devEgressPolicy(),
       },
@@ -109,7 +127,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     const appsEgress = opts.egress ? new EgressPolicy(opts.egress) : devEgressPolicy();
     const apps = await createAppsService(
-      { ...common, databaseUrl: await db('apps'), encryptionKeys: opts.encryptionKeys, egress: appsEgress, ...opts.apps },
+      {
+        ...common,
+        databaseUrl: await db('apps'),
+        encryptionKeys: opts.encryptionKeys,
+        egress: appsEgress,
+        ...opts.apps,
+      },
       logger.child({ component: 'apps' }),
     );
     services.apps = { port: apps.port, stop: () => apps.stop().finally(() => appsEgress.close()) };
@@ -121,15 +145,29 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const address = (name: string) => `${host}:${services[name]!.port}`;
     services.agents = await createAgentsService(
       {
-        ...common, databaseUrl: await db('agents'), encryptionKeys: opts.encryptionKeys, callerSigningKey: agentsKeys.signingKey,
-        downstreams: { notes_tasks: address('notes_tasks'), crm_pipelines: address('crm_pipelines'), calendar: address('calendar'), apps: address('apps') }, ...opts.agents,
+        ...common,
+        databaseUrl: await db('agents'),
+        encryptionKeys: opts.encryptionKeys,
+        callerSigningKey: agentsKeys.signingKey,
+        downstreams: {
+          notes_tasks: address('notes_tasks'),
+          crm_pipelines: address('crm_pipelines'),
+          calendar: address('calendar'),
+          apps: address('apps'),
+        },
+        ...opts.agents,
       },
       logger.child({ component: 'agents' }),
     );
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
-      logger: logger.child({ component: 'gateway' }), databaseUrl: await db('gateway'), encryptionKeys: opts.encryptionKeys,
-      callerSigningKey: opts.callerKeys.signingKey, ...opts.gatewayOptions, downstreams: { ...downstreams, ...opts.gatewayOptions?.downstreams } });
+      logger: logger.child({ component: 'gateway' }),
+      databaseUrl: await db('gateway'),
+      encryptionKeys: opts.encryptionKeys,
+      callerSigningKey: opts.callerKeys.signingKey,
+      ...opts.gatewayOptions,
+      downstreams: { ...downstreams, ...opts.gatewayOptions?.downstreams },
+    });
     const gatewayHost = opts.gatewayHost ?? host;
     const port = await gateway.listen(gatewayHost, opts.gatewayPort ?? 0);
     const stopped = new Set<string>();

@@ -40,7 +40,11 @@ async function main(): Promise<number> {
     // A broker of this run only (its own directory), so runs side by side do not stop each other's.
     const runDir = mkdtempSync(join(tmpdir(), 'workauto-test-kafka-'));
     const kafkaEnv = { ...env, KAFKA_RUN_DIR: runDir };
-    const out = spawnSync('bash', [script, 'start'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], env: kafkaEnv });
+    const out = spawnSync('bash', [script, 'start'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: kafkaEnv,
+    });
     const line = out.stdout.trim().split('\n').pop() ?? '';
     if (out.status !== 0 || !line.startsWith('KAFKA_BROKERS=')) {
       console.error(`with-infra: the Kafka broker did not start (exit ${out.status}); see the output above`);

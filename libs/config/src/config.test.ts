@@ -3,7 +3,12 @@ import { describe, it } from 'node:test';
 import { ConfigError, loadConfig, parseDuration, vars, z } from './index.js';
 
 describe('loadConfig', () => {
-  const shape = { PORT: vars.port(8080), DATABASE_URL: vars.url(), IDENTITY_ADDR: vars.address().optional(), NAME: z.string().default('x') };
+  const shape = {
+    PORT: vars.port(8080),
+    DATABASE_URL: vars.url(),
+    IDENTITY_ADDR: vars.address().optional(),
+    NAME: z.string().default('x'),
+  };
 
   it('applies defaults and coerces numbers', () => {
     const c = loadConfig(shape, { DATABASE_URL: 'postgres://u@h/db', PORT: '9000' });

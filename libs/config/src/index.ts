@@ -20,10 +20,13 @@ export function loadConfig<S extends z.ZodRawShape>(
     const lines = result.error.issues.map((issue) => {
       const name = issue.path.join('.');
       const value = env[name];
-      const shown = value === undefined ? 'unset' : `got ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
+      const shown =
+        value === undefined ? 'unset' : `got ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)}`;
       return `  ${name}: ${issue.message} (${shown})`;
     });
-    throw new ConfigError(`invalid configuration; set these environment variables and start again:\n${lines.join('\n')}`);
+    throw new ConfigError(
+      `invalid configuration; set these environment variables and start again:\n${lines.join('\n')}`,
+    );
   }
   return result.data;
 }
@@ -40,14 +43,20 @@ export function parseDuration(text: string): number | undefined {
 export const vars = {
   /** A duration such as `30s`, `5m`, `24h`, `5d` (also `500ms`), in milliseconds. */
   duration: (fallback: string) =>
-    z.string().default(fallback).transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined) {
-        ctx.addIssue({ code: 'custom', message: 'expected a duration: a whole number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 24h' });
-        return z.NEVER;
-      }
-      return ms;
-    }),
+    z
+      .string()
+      .default(fallback)
+      .transform((text, ctx) => {
+        const ms = parseDuration(text);
+        if (ms === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            message: 'expected a duration: a whole number and a unit (ms, s, m, h, d), e.g. 30s, 5m, 24h',
+          });
+          return z.NEVER;
+        }
+        return ms;
+      }),
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   url: () => z.string().url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -56,7 +65,12 @@ export const vars = {
   address: () => z.string().regex(/^[^\s:]+:\d+$/, 'expected host:port'),
   /** The private JWK (JSON, with a kid) that signs caller identity; required where it is the only way to call services. */
   callerSigningKey: () =>
-    z.string({ error: 'is required: the private JWK (JSON with a kid) that signs the caller identity of each downstream call; see docs/operations.md' }).min(1),
+    z
+      .string({
+        error:
+          'is required: the private JWK (JSON with a kid) that signs the caller identity of each downstream call; see docs/operations.md',
+      })
+      .min(1),
 };
 
 /**
@@ -65,11 +79,17 @@ export const vars = {
  */
 export const grpcServiceVars = {
   CALLER_VERIFY_KEYS: z
-    .string({ error: 'is required: the JWKS ({"keys": [public JWKs with kids]}) of the gateway\'s (and any calling service\'s) CALLER_SIGNING_KEY; see docs/operations.md' })
+    .string({
+      error:
+        'is required: the JWKS ({"keys": [public JWKs with kids]}) of the gateway\'s (and any calling service\'s) CALLER_SIGNING_KEY; see docs/operations.md',
+    })
     .min(1),
   /** Only for a service that calls other services on a caller's behalf. */
   CALLER_SIGNING_KEY: z.string().min(1).optional(),
-  GRPC_REFLECTION: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+  GRPC_REFLECTION: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
 };
 
 /**
@@ -80,23 +100,38 @@ export const grpcServiceVars = {
 export const kafkaVars = {
   /** host:port[,…] */
   KAFKA_BROKERS: z
-    .string({ error: 'is required: host:port[,…] of the Kafka brokers (make dev runs without Kafka, a service on its own cannot)' })
+    .string({
+      error:
+        'is required: host:port[,…] of the Kafka brokers (make dev runs without Kafka, a service on its own cannot)',
+    })
     .regex(/^[^\s:,]+:\d+(,[^\s:,]+:\d+)*$/, 'expected host:port[,host:port…]'),
   /** Partitions of the topics a service creates at start-up. */
   KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(1000).default(3),
   /** Replication factor of those topics: 1 fits a single broker; use 3 on a production cluster. */
   KAFKA_TOPIC_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(10).default(1),
   /** Retention of those topics (default 7 days). */
-  KAFKA_TOPIC_RETENTION_MS: z.coerce.number().int().positive().default(7 * 24 * 3_600_000),
+  KAFKA_TOPIC_RETENTION_MS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(7 * 24 * 3_600_000),
   /** false: topics are created by an operator (Strimzi KafkaTopic, a script); a service then only checks they exist. */
-  KAFKA_CREATE_TOPICS: z.enum(['true', 'false'], { error: 'must be true or false' }).default('true').transform((v) => v === 'true'),
+  KAFKA_CREATE_TOPICS: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('true')
+    .transform((v) => v === 'true'),
   /** TLS to the brokers; the server certificate is checked against KAFKA_TLS_CA_FILE, or the system's CAs. */
-  KAFKA_TLS: z.enum(['true', 'false'], { error: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+  KAFKA_TLS: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
   /** PEM file of the CA(s) that signed the brokers' certificates (a mounted Secret). */
   KAFKA_TLS_CA_FILE: z.string().min(1).optional(),
   /** SASL mechanism; unset means no SASL. */
   KAFKA_SASL_MECHANISM: z
-    .enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], { error: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer' })
+    .enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], {
+      error: 'must be plain, scram-sha-256, scram-sha-512 or oauthbearer',
+    })
     .optional(),
   KAFKA_SASL_USERNAME: z.string().min(1).optional(),
   KAFKA_SASL_PASSWORD: z.string().min(1).optional(),

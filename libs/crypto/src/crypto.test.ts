@@ -31,7 +31,10 @@ describe('Keyring', () => {
     const parts = ct.split('.');
     const body = Buffer.from(parts[3]!, 'base64url');
     body[14] = body[14]! ^ 1;
-    assert.throws(() => ring.decrypt([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'tenant-a'), /does not authenticate/);
+    assert.throws(
+      () => ring.decrypt([...parts.slice(0, 3), body.toString('base64url')].join('.'), 'tenant-a'),
+      /does not authenticate/,
+    );
     const other = Keyring.fromEnv(Keyring.generateSpec('k9'));
     assert.throws(() => other.decrypt(ct, 'tenant-a'), /key k1, which is not in ENCRYPTION_KEYS/);
   });

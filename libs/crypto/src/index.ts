@@ -71,7 +71,10 @@ export class Keyring {
   static fromEnv(spec: string): Keyring {
     const keys = new Map<string, Buffer>();
     let active: string | undefined;
-    for (const entry of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
+    for (const entry of spec
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
       const sep = entry.indexOf(':');
       if (sep < 1) throw new KeyringError('ENCRYPTION_KEYS entries must look like id:base64key');
       const id = entry.slice(0, sep);

@@ -5,8 +5,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
-  createPool, decodeCursor, preparedStatement, encodeCursor, ensureDatabase, isConcurrencyFailure, listPage, newId, newestFirst, runMigrations,
-  updateTenantRow, withTransaction, type KeysetCursor, type KeysetOrder, type Pool,
+  createPool,
+  decodeCursor,
+  preparedStatement,
+  encodeCursor,
+  ensureDatabase,
+  isConcurrencyFailure,
+  listPage,
+  newId,
+  newestFirst,
+  runMigrations,
+  updateTenantRow,
+  withTransaction,
+  type KeysetCursor,
+  type KeysetOrder,
+  type Pool,
 } from './index.js';
 
 // libs/testing depends on this package, so the fresh database is made here directly.
@@ -31,7 +44,11 @@ async function pageThrough(tenant: string, size: number, order: KeysetOrder): Pr
   const ids: string[] = [];
   let after: KeysetCursor | undefined;
   for (;;) {
-    const page = await listPage<{ id: string }>(pool, { columns: 'id', from: 'items', where: 'tenant_id = $1', params: [tenant], order }, { size, after });
+    const page = await listPage<{ id: string }>(
+      pool,
+      { columns: 'id', from: 'items', where: 'tenant_id = $1', params: [tenant], order },
+      { size, after },
+    );
     assert.ok(page.rows.length <= size);
     ids.push(...page.rows.map((r) => r.id));
     if (!page.next) return ids;
@@ -47,34 +64,53 @@ describe('listPage (keyset pagination)', () => {
     // Equal timestamps: rows inserted by one transaction share its now().
     const batch = (n: number, t = tenant) =>
       withTransaction(pool, async (tx) => {
-        for (let i = 0; i < n; i++) await tx.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), t, `b${i}`]);
+        for (let i = 0; i < n; i++)
+          await tx.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), t, `b${i}`]);
       });
     await Promise.all([batch(6), batch(5), batch(4), batch(3, other)]);
     // Near-equal timestamps: one microsecond apart, inside one millisecond, concurrently.
     const base = '2026-11-23 12:00:00.123';
     await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        pool.query(`INSERT INTO items (id, tenant_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4::timestamptz, $4::timestamptz)`, [
-          newId(), tenant, `u${i}`, `${base}${String(i % 4).padStart(3, '0')}+00`,
-        ]),
+        pool.query(
+          `INSERT INTO items (id, tenant_id, name, created_at, updated_at) VALUES ($1, $2, $3, $4::timestamptz, $4::timestamptz)`,
+          [newId(), tenant, `u${i}`, `${base}${String(i % 4).padStart(3, '0')}+00`],
+        ),
       ),
     );
     const all = async (dir: 'DESC' | 'ASC') =>
-      (await pool.query<{ id: string }>(`SELECT id FROM items WHERE tenant_id = $1 ORDER BY created_at ${dir}, id ${dir}`, [tenant])).rows.map((r) => r.id);
+      (
+        await pool.query<{ id: string }>(
+          `SELECT id FROM items WHERE tenant_id = $1 ORDER BY created_at ${dir}, id ${dir}`,
+          [tenant],
+        )
+      ).rows.map((r) => r.id);
     const newest = await all('DESC');
     const oldest = await all('ASC');
     assert.equal(newest.length, 27);
     for (let size = 1; size <= newest.length; size++) {
       assert.deepEqual(await pageThrough(tenant, size, newestFirst()), newest, `newest first, page size ${size}`);
-      assert.deepEqual(await pageThrough(tenant, size, { ...newestFirst(), direction: 'oldest_first' }), oldest, `oldest first, page size ${size}`);
+      assert.deepEqual(
+        await pageThrough(tenant, size, { ...newestFirst(), direction: 'oldest_first' }),
+        oldest,
+        `oldest first, page size ${size}`,
+      );
     }
   });
 
   it('refuses cursors it did not write', () => {
     const id = newId();
-    assert.deepEqual(decodeCursor(encodeCursor({ at: '2026-01-02T03:04:05.000001Z', id })), { at: '2026-01-02T03:04:05.000001Z', id });
-    for (const bad of ['', 'x', Buffer.from('[1,2]').toString('base64url'), Buffer.from(JSON.stringify(['2026-01-02 03:04:05', id])).toString('base64url'),
-      Buffer.from(JSON.stringify(['2026-01-02T03:04:05Z', 'nope'])).toString('base64url')]) {
+    assert.deepEqual(decodeCursor(encodeCursor({ at: '2026-01-02T03:04:05.000001Z', id })), {
+      at: '2026-01-02T03:04:05.000001Z',
+      id,
+    });
+    for (const bad of [
+      '',
+      'x',
+      Buffer.from('[1,2]').toString('base64url'),
+      Buffer.from(JSON.stringify(['2026-01-02 03:04:05', id])).toString('base64url'),
+      Buffer.from(JSON.stringify(['2026-01-02T03:04:05Z', 'nope'])).toString('base64url'),
+    ]) {
       assert.equal(decodeCursor(bad), undefined, bad);
     }
   });
@@ -101,7 +137,9 @@ describe('withTransaction', () => {
       });
     await Promise.all([lockBoth(a, b, 'ab'), lockBoth(b, a, 'ba')]);
     assert.equal(runs.ab + runs.ba, 3, 'the victim ran once more, the winner once');
-    const { rows } = await pool.query<{ name: string }>('SELECT name FROM items WHERE tenant_id = $1 ORDER BY name', [tenant]);
+    const { rows } = await pool.query<{ name: string }>('SELECT name FROM items WHERE tenant_id = $1 ORDER BY name', [
+      tenant,
+    ]);
     assert.equal(rows.length, 2);
     for (const r of rows) assert.equal(r.name.length, 5, `each row got both writes once: ${r.name}`);
   });
@@ -123,7 +161,8 @@ describe('withTransaction', () => {
         },
         { attempts: 3 },
       );
-    const name = async () => (await pool.query<{ name: string }>('SELECT name FROM items WHERE id = $1', [id])).rows[0]!.name;
+    const name = async () =>
+      (await pool.query<{ name: string }>('SELECT name FROM items WHERE id = $1', [id])).rows[0]!.name;
     await append(1);
     assert.equal(runs, 2);
     assert.equal(await name(), 'v+!');
@@ -134,7 +173,13 @@ describe('withTransaction', () => {
     assert.equal(runs, 3);
     assert.equal(await name(), 'v+!+++', 'each failed run rolled back');
     let once = 0;
-    await assert.rejects(withTransaction(pool, async () => { once++; throw Object.assign(new Error('dup'), { code: '23505' }); }), /dup/);
+    await assert.rejects(
+      withTransaction(pool, async () => {
+        once++;
+        throw Object.assign(new Error('dup'), { code: '23505' });
+      }),
+      /dup/,
+    );
     assert.equal(once, 1, 'other failures are not retried');
   });
 
@@ -154,7 +199,16 @@ describe('withTransaction', () => {
     assert.equal(err, deadline, "the signal's reason is thrown");
     assert.equal((await pool.query('SELECT 1 FROM items WHERE tenant_id = $1', [tenant])).rowCount, 0);
     let ran = false;
-    await assert.rejects(withTransaction(pool, async () => { ran = true; }, { signal: call.signal }), /deadline exceeded/);
+    await assert.rejects(
+      withTransaction(
+        pool,
+        async () => {
+          ran = true;
+        },
+        { signal: call.signal },
+      ),
+      /deadline exceeded/,
+    );
     assert.equal(ran, false, 'an already cancelled call does not start its transaction');
     assert.equal(await withTransaction(pool, async () => 'ok', { signal: new AbortController().signal }), 'ok');
   });
@@ -170,21 +224,36 @@ describe('createPool', () => {
     } finally {
       await short.end();
     }
-    assert.equal((await pool.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout, '3s', 'the default');
+    assert.equal(
+      (await pool.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout,
+      '3s',
+      'the default',
+    );
   });
 });
 
 describe('preparedStatement', () => {
-  it('is kept prepared on the connection under its name and answers with each call\'s values, in and out of transactions', async () => {
+  it("is kept prepared on the connection under its name and answers with each call's values, in and out of transactions", async () => {
     const tenant = newId();
-    const byName = preparedStatement<[string, string]>('test_items_by_name', 'SELECT id, name FROM items WHERE tenant_id = $1 AND name = $2');
-    for (const name of ['a', 'b']) await pool.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), tenant, name]);
+    const byName = preparedStatement<[string, string]>(
+      'test_items_by_name',
+      'SELECT id, name FROM items WHERE tenant_id = $1 AND name = $2',
+    );
+    for (const name of ['a', 'b'])
+      await pool.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), tenant, name]);
     // More calls than the pool has connections, so connections that already prepared it run it again.
-    const names = await Promise.all(Array.from({ length: 20 }, async (_, i) => (await pool.query(byName([tenant, i % 2 ? 'a' : 'b']))).rows[0]?.name));
-    assert.deepEqual(names, Array.from({ length: 20 }, (_, i) => (i % 2 ? 'a' : 'b')));
+    const names = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => (await pool.query(byName([tenant, i % 2 ? 'a' : 'b']))).rows[0]?.name),
+    );
+    assert.deepEqual(
+      names,
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? 'a' : 'b')),
+    );
     const { found, prepared } = await withTransaction(pool, async (tx) => ({
       found: (await tx.query(byName([tenant, 'a']))).rows.length,
-      prepared: (await tx.query(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'test_items_by_name'`)).rows[0].n,
+      prepared: (
+        await tx.query(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'test_items_by_name'`)
+      ).rows[0].n,
     }));
     assert.equal(found, 1);
     assert.equal(prepared, 1, 'the connection keeps the statement prepared under its name');
@@ -193,17 +262,34 @@ describe('preparedStatement', () => {
   it('refuses a second text under a name already taken (pg would fail it only on a connection that has the first)', () => {
     preparedStatement('test_one_name', 'SELECT 1');
     assert.doesNotThrow(() => preparedStatement('test_one_name', 'SELECT 1'));
-    assert.throws(() => preparedStatement('test_one_name', 'SELECT 2'), /two prepared statements are named test_one_name/);
+    assert.throws(
+      () => preparedStatement('test_one_name', 'SELECT 2'),
+      /two prepared statements are named test_one_name/,
+    );
   });
 });
 
 describe('updateTenantRow', () => {
-  it('sets the defined fields and updated_at on the tenant\'s row only', async () => {
+  it("sets the defined fields and updated_at on the tenant's row only", async () => {
     const [tenant, other] = [newId(), newId()];
     const id = newId();
-    await pool.query(`INSERT INTO items (id, tenant_id, name, updated_at) VALUES ($1, $2, 'old', now() - interval '1 hour')`, [id, tenant]);
-    assert.equal(await updateTenantRow(pool, 'items', 'id, name', other, id, { name: 'stolen' }), undefined, "another tenant's row is not found");
-    const row = await updateTenantRow<{ id: string; name: string; updated_at: Date }>(pool, 'items', 'id, name, updated_at', tenant, id, { name: 'new', created_at: undefined });
+    await pool.query(
+      `INSERT INTO items (id, tenant_id, name, updated_at) VALUES ($1, $2, 'old', now() - interval '1 hour')`,
+      [id, tenant],
+    );
+    assert.equal(
+      await updateTenantRow(pool, 'items', 'id, name', other, id, { name: 'stolen' }),
+      undefined,
+      "another tenant's row is not found",
+    );
+    const row = await updateTenantRow<{ id: string; name: string; updated_at: Date }>(
+      pool,
+      'items',
+      'id, name, updated_at',
+      tenant,
+      id,
+      { name: 'new', created_at: undefined },
+    );
     assert.equal(row?.name, 'new');
     assert.ok(row && Date.now() - row.updated_at.getTime() < 60_000, 'updated_at moved to now');
     const same = await updateTenantRow<{ name: string }>(pool, 'items', 'name', tenant, id, {});
@@ -216,7 +302,11 @@ describe('runMigrations', () => {
     const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
     await writeFile(join(dir, '0001_create.sql'), 'CREATE TABLE m_things (id int PRIMARY KEY);');
     await writeFile(join(dir, '0002_seed.sql'), 'INSERT INTO m_things VALUES (1);');
-    const runs = await Promise.all([runMigrations(pool, [dir]), runMigrations(pool, [dir]), runMigrations(pool, [dir])]);
+    const runs = await Promise.all([
+      runMigrations(pool, [dir]),
+      runMigrations(pool, [dir]),
+      runMigrations(pool, [dir]),
+    ]);
     assert.deepEqual(runs.flat().sort(), ['0001_create', '0002_seed']);
     assert.deepEqual(await runMigrations(pool, [dir]), []);
     await writeFile(join(dir, '0003_more.sql'), 'INSERT INTO m_things VALUES (2);');
@@ -224,7 +314,7 @@ describe('runMigrations', () => {
     assert.deepEqual((await pool.query('SELECT id FROM m_things ORDER BY id')).rows, [{ id: 1 }, { id: 2 }]);
   });
 
-  it('is not cut short by the pool\'s statement_timeout, which its connections keep afterwards', async () => {
+  it("is not cut short by the pool's statement_timeout, which its connections keep afterwards", async () => {
     const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
     await writeFile(join(dir, '0001_slow.sql'), 'SELECT pg_sleep(0.4); CREATE TABLE m_slow (id int);');
     const short = createPool(databaseUrl, { max: 2, statementTimeoutMs: 150 });
@@ -232,7 +322,10 @@ describe('runMigrations', () => {
       assert.deepEqual(await runMigrations(short, [dir]), ['0001_slow']);
       const clients = await Promise.all([short.connect(), short.connect()]);
       for (const c of clients) {
-        assert.equal((await c.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout, '150ms');
+        assert.equal(
+          (await c.query<{ statement_timeout: string }>('SHOW statement_timeout')).rows[0]!.statement_timeout,
+          '150ms',
+        );
         c.release();
       }
     } finally {

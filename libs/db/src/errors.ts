@@ -16,9 +16,15 @@ export function isForeignKeyViolation(err: unknown): boolean {
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
-  if (/^08[0-9A-Z]{3}$/.test(code) || ['57P01', '57P02', '57P03', '53300', '55000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)) return true;
+  if (
+    /^08[0-9A-Z]{3}$/.test(code) ||
+    ['57P01', '57P02', '57P03', '53300', '55000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)
+  )
+    return true;
   const message = typeof e?.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message);
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+    message,
+  );
 }
 
 /** SQLSTATEs of a transaction PostgreSQL aborted because of another one: running it again may succeed. */

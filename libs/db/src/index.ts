@@ -1,8 +1,26 @@
 export {
-  createPool, preparedStatement, withTransaction, ensureDatabase, databaseUrlFor, updateTenantRow,
-  type TransactionOptions, type Pool, type PoolClient, type Queryable,
+  createPool,
+  preparedStatement,
+  withTransaction,
+  ensureDatabase,
+  databaseUrlFor,
+  updateTenantRow,
+  type TransactionOptions,
+  type Pool,
+  type PoolClient,
+  type Queryable,
 } from './pool.js';
 export { runMigrations } from './migrations.js';
-export { listPage, newestFirst, encodeCursor, decodeCursor, type KeysetCursor, type KeysetOrder, type KeysetPage, type ListQuery, type PageQuery } from './pagination.js';
+export {
+  listPage,
+  newestFirst,
+  encodeCursor,
+  decodeCursor,
+  type KeysetCursor,
+  type KeysetOrder,
+  type KeysetPage,
+  type ListQuery,
+  type PageQuery,
+} from './pagination.js';
 export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
 export { newId, isUuid } from './ids.js';

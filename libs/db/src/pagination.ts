@@ -60,7 +60,11 @@ const keyText = (key: string) => `to_char(${key} AT TIME ZONE 'UTC', 'YYYY-MM-DD
  * Runs the list query for one page: the rows after `page.after` in `order`, at most `page.size`,
  * plus the next page's cursor when more rows follow (one extra row is fetched to know).
  */
-export async function listPage<R extends pg.QueryResultRow>(db: Queryable, q: ListQuery, page: PageQuery): Promise<KeysetPage<R>> {
+export async function listPage<R extends pg.QueryResultRow>(
+  db: Queryable,
+  q: ListQuery,
+  page: PageQuery,
+): Promise<KeysetPage<R>> {
   const params = [...q.params];
   const param = (value: unknown) => {
     params.push(value);

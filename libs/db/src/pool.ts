@@ -24,7 +24,9 @@ function statementTimeoutMs(): number {
   if (raw === undefined || raw === '') return DEFAULT_STATEMENT_TIMEOUT_MS;
   const ms = Number(raw);
   if (!Number.isInteger(ms) || ms < 1) {
-    throw new Error(`DATABASE_STATEMENT_TIMEOUT_MS must be a positive integer of milliseconds (got ${JSON.stringify(raw)}); unset it for ${DEFAULT_STATEMENT_TIMEOUT_MS}`);
+    throw new Error(
+      `DATABASE_STATEMENT_TIMEOUT_MS must be a positive integer of milliseconds (got ${JSON.stringify(raw)}); unset it for ${DEFAULT_STATEMENT_TIMEOUT_MS}`,
+    );
   }
   return ms;
 }
@@ -38,9 +40,13 @@ const preparedTexts = new Map<string, string>();
  * 40–80 % of a webhook delivery's statement time; docs/benchmarks.md). Use it for fixed texts run
  * many times per second, not for SQL built per call. `db.query(FIND_WORK([id]))`.
  */
-export function preparedStatement<V extends unknown[] = unknown[]>(name: string, text: string): (values: V) => pg.QueryConfig {
+export function preparedStatement<V extends unknown[] = unknown[]>(
+  name: string,
+  text: string,
+): (values: V) => pg.QueryConfig {
   const known = preparedTexts.get(name);
-  if (known !== undefined && known !== text) throw new Error(`two prepared statements are named ${name}; give each its own name`);
+  if (known !== undefined && known !== text)
+    throw new Error(`two prepared statements are named ${name}; give each its own name`);
   preparedTexts.set(name, text);
   return (values) => ({ name, text, values });
 }
@@ -86,7 +92,11 @@ const BACKOFF_MS = 10;
  * from the start after a jittered backoff, a few times; the last such failure is thrown (and
  * mapped to ABORTED, 409, by the gRPC kit). So fn must keep every effect inside the transaction.
  */
-export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, opts: TransactionOptions = {}): Promise<T> {
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (tx: pg.PoolClient) => Promise<T>,
+  opts: TransactionOptions = {},
+): Promise<T> {
   const attempts = opts.attempts ?? 4;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -100,7 +110,11 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) 
   }
 }
 
-async function runOnce<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+async function runOnce<T>(
+  pool: pg.Pool,
+  fn: (tx: pg.PoolClient) => Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<T> {
   signal?.throwIfAborted();
   const client = await pool.connect();
   try {

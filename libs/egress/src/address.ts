@@ -29,7 +29,10 @@ const GLOBAL_UNICAST_V6: Cidr = ipaddr.parseCIDR('2000::/3');
 /** A comma-separated list of CIDR ranges (IPv4 in four-part decimal, or IPv6), or its first bad entry. */
 export function parseCidrList(text: string): { cidrs: Cidr[] } | { bad: string } {
   const cidrs: Cidr[] = [];
-  for (const entry of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const valid = entry.includes(':') ? ipaddr.IPv6.isValidCIDR(entry) : ipaddr.IPv4.isValidCIDRFourPartDecimal(entry);
     if (!valid) return { bad: entry };
     cidrs.push(ipaddr.parseCIDR(entry));

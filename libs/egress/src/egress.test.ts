@@ -5,7 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { ConfigError } from '@workauto/config';
 import { DomainError } from '@workauto/grpc';
-import { EgressConnectionError, EgressError, EgressPolicy, EgressRefusedError, EgressTimeoutError, type ResolvedAddress } from './index.js';
+import {
+  EgressConnectionError,
+  EgressError,
+  EgressPolicy,
+  EgressRefusedError,
+  EgressTimeoutError,
+  type ResolvedAddress,
+} from './index.js';
 import { TEST_CERTIFICATE, TEST_PRIVATE_KEY } from './test-certificate.js';
 
 /** Asserts checkUrl refuses with the kit's 400 naming the field; returns the description. */
@@ -29,14 +36,22 @@ interface Receiver {
   close(): Promise<void>;
 }
 
-async function receiver(options: { tls?: boolean; handle?: (req: http.IncomingMessage, res: http.ServerResponse) => void } = {}): Promise<Receiver> {
+async function receiver(
+  options: { tls?: boolean; handle?: (req: http.IncomingMessage, res: http.ServerResponse) => void } = {},
+): Promise<Receiver> {
   const handle = options.handle ?? ((_req, res) => res.end('ok'));
-  const server = options.tls ? https.createServer({ cert: TEST_CERTIFICATE, key: TEST_PRIVATE_KEY }) : http.createServer();
+  const server = options.tls
+    ? https.createServer({ cert: TEST_CERTIFICATE, key: TEST_PRIVATE_KEY })
+    : http.createServer();
   const state: Receiver = {
     port: 0,
     connections: 0,
     requests: [],
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   server.on('connection', () => state.connections++);
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -172,7 +187,12 @@ describe('checkUrl (when a tenant writes a URL)', () => {
   it('with private destinations allowed, takes http, loopback and localhost', () => {
     const permissive = new EgressPolicy({ allowPrivate: true });
     after(() => permissive.close());
-    for (const url of ['http://127.0.0.1:8080/hook', 'http://localhost:3000/mcp', 'https://10.0.0.1/', 'http://[::1]/']) {
+    for (const url of [
+      'http://127.0.0.1:8080/hook',
+      'http://localhost:3000/mcp',
+      'https://10.0.0.1/',
+      'http://[::1]/',
+    ]) {
       permissive.checkUrl(url, 'url');
     }
   });
@@ -201,17 +221,27 @@ describe('EgressPolicy.fromEnv', () => {
   });
 
   it('stops start-up naming the variable when a value is bad', () => {
-    assert.throws(() => EgressPolicy.fromEnv({ EGRESS_ALLOW_PRIVATE: 'yes' }), (err: unknown) => {
-      assert.ok(err instanceof ConfigError);
-      assert.match(err.message, /EGRESS_ALLOW_PRIVATE: expected true or false \(got "yes"\)/);
-      return true;
-    });
-    for (const bad of ['10.0.0.0/8,intranet', '10.0.0.0/33', '0x0a.0.0.0/8', '10.0.0.0', 'fd00::/129']) {
-      assert.throws(() => EgressPolicy.fromEnv({ EGRESS_ALLOWED_CIDRS: bad }), (err: unknown) => {
-        assert.ok(err instanceof ConfigError, bad);
-        assert.match(err.message, /EGRESS_ALLOWED_CIDRS: ".*" is not a CIDR range; expected a comma-separated list like 10\.0\.0\.0\/8,fd00::\/8/, bad);
+    assert.throws(
+      () => EgressPolicy.fromEnv({ EGRESS_ALLOW_PRIVATE: 'yes' }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError);
+        assert.match(err.message, /EGRESS_ALLOW_PRIVATE: expected true or false \(got "yes"\)/);
         return true;
-      });
+      },
+    );
+    for (const bad of ['10.0.0.0/8,intranet', '10.0.0.0/33', '0x0a.0.0.0/8', '10.0.0.0', 'fd00::/129']) {
+      assert.throws(
+        () => EgressPolicy.fromEnv({ EGRESS_ALLOWED_CIDRS: bad }),
+        (err: unknown) => {
+          assert.ok(err instanceof ConfigError, bad);
+          assert.match(
+            err.message,
+            /EGRESS_ALLOWED_CIDRS: ".*" is not a CIDR range; expected a comma-separated list like 10\.0\.0\.0\/8,fd00::\/8/,
+            bad,
+          );
+          return true;
+        },
+      );
     }
   });
 });
@@ -220,7 +250,10 @@ describe('fetch (at every connection)', () => {
   it('refuses a host name that resolves to loopback, and the receiver there sees nothing (DNS rebinding)', async () => {
     const target = await receiver({ tls: true });
     after(() => target.close());
-    const policy = new EgressPolicy({ resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }), extraCaCertificates: [TEST_CERTIFICATE] });
+    const policy = new EgressPolicy({
+      resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }),
+      extraCaCertificates: [TEST_CERTIFICATE],
+    });
     after(() => policy.close());
     const url = `https://rebound.test:${target.port}/hook`;
     policy.checkUrl(url, 'url'); // passes when written: the name is not resolved then
@@ -240,7 +273,11 @@ describe('fetch (at every connection)', () => {
       }),
     });
     after(() => policy.close());
-    for (const [name, why] of [['mixed4.test', /10\.0\.0\.7, a private address/], ['mixed6.test', /link-local/], ['mixed.test', /fd00::1, a unique-local/]] as const) {
+    for (const [name, why] of [
+      ['mixed4.test', /10\.0\.0\.7, a private address/],
+      ['mixed6.test', /link-local/],
+      ['mixed.test', /fd00::1, a unique-local/],
+    ] as const) {
       const err = await rejection(policy.fetch(`https://${name}/`));
       assert.ok(err instanceof EgressRefusedError, `${name}: ${String(err)}`);
       assert.match(err.message, why);
@@ -252,7 +289,11 @@ describe('fetch (at every connection)', () => {
     after(() => target.close());
     const policy = new EgressPolicy();
     after(() => policy.close());
-    for (const url of [`https://127.0.0.1:${target.port}/`, `https://2130706433:${target.port}/`, `http://hooks.example.com:${target.port}/`]) {
+    for (const url of [
+      `https://127.0.0.1:${target.port}/`,
+      `https://2130706433:${target.port}/`,
+      `http://hooks.example.com:${target.port}/`,
+    ]) {
       const err = await rejection(policy.fetch(url));
       assert.ok(err instanceof EgressRefusedError, `${url}: ${String(err)}`);
       assert.match(err.message, /^destination not allowed: /);
@@ -265,7 +306,11 @@ describe('fetch (at every connection)', () => {
     after(() => target.close());
     const policy = EgressPolicy.fromEnv({ EGRESS_ALLOW_PRIVATE: 'true' });
     after(() => policy.close());
-    const res = await policy.fetch(`http://127.0.0.1:${target.port}/hook`, { method: 'POST', body: '{"a":1}', headers: { 'content-type': 'application/json' } });
+    const res = await policy.fetch(`http://127.0.0.1:${target.port}/hook`, {
+      method: 'POST',
+      body: '{"a":1}',
+      headers: { 'content-type': 'application/json' },
+    });
     assert.equal(res.status, 202);
     assert.equal(await res.text(), 'accepted');
     assert.deepEqual(target.requests, [{ method: 'POST', url: '/hook', body: '{"a":1}' }]);
@@ -276,12 +321,18 @@ describe('fetch (at every connection)', () => {
     after(() => target.close());
     const policy = EgressPolicy.fromEnv(
       { EGRESS_ALLOWED_CIDRS: '127.0.0.0/8' },
-      { resolve: resolver({ 'receiver.test': [v4('127.0.0.1')], 'intranet.test': [v4('10.0.0.1')] }), extraCaCertificates: [TEST_CERTIFICATE] },
+      {
+        resolve: resolver({ 'receiver.test': [v4('127.0.0.1')], 'intranet.test': [v4('10.0.0.1')] }),
+        extraCaCertificates: [TEST_CERTIFICATE],
+      },
     );
     after(() => policy.close());
     assert.equal((await policy.fetch(`https://127.0.0.1:${target.port}/a`)).status, 200);
     assert.equal((await policy.fetch(`https://receiver.test:${target.port}/b`)).status, 200);
-    assert.deepEqual(target.requests.map((r) => r.url), ['/a', '/b']);
+    assert.deepEqual(
+      target.requests.map((r) => r.url),
+      ['/a', '/b'],
+    );
     const err = await rejection(policy.fetch(`https://intranet.test:${target.port}/`));
     assert.ok(err instanceof EgressRefusedError, String(err));
     assert.match(err.message, /intranet\.test resolves to 10\.0\.0\.1, a private address/);
@@ -290,7 +341,9 @@ describe('fetch (at every connection)', () => {
   it('returns a redirect as the response and never follows it', async () => {
     const elsewhere = await receiver();
     after(() => elsewhere.close());
-    const target = await receiver({ handle: (_req, res) => res.writeHead(302, { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end() });
+    const target = await receiver({
+      handle: (_req, res) => res.writeHead(302, { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end(),
+    });
     after(() => target.close());
     const policy = new EgressPolicy({ allowPrivate: true });
     after(() => policy.close());
@@ -303,7 +356,12 @@ describe('fetch (at every connection)', () => {
   it('gives up after the total timeout with EgressTimeoutError, before the response and while reading the body', async () => {
     const silent = await receiver({ handle: () => {} });
     after(() => silent.close());
-    const stalls = await receiver({ handle: (_req, res) => { res.writeHead(200); res.write('partial'); } });
+    const stalls = await receiver({
+      handle: (_req, res) => {
+        res.writeHead(200);
+        res.write('partial');
+      },
+    });
     after(() => stalls.close());
     const policy = new EgressPolicy({ allowPrivate: true });
     after(() => policy.close());

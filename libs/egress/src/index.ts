@@ -10,5 +10,13 @@
  * `egress.fetch` has the global fetch's signature, so it can be handed to clients that take a fetch
  * (the MCP SDK's transports).
  */
-export { EgressPolicy, egressVars, URL_MAX_LENGTH, type EgressPolicyOptions, type EgressRequestInit, type Resolver, type ResolvedAddress } from './policy.js';
+export {
+  EgressPolicy,
+  egressVars,
+  URL_MAX_LENGTH,
+  type EgressPolicyOptions,
+  type EgressRequestInit,
+  type Resolver,
+  type ResolvedAddress,
+} from './policy.js';
 export { EgressError, EgressRefusedError, EgressTimeoutError, EgressConnectionError } from './errors.js';

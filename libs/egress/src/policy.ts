@@ -59,10 +59,16 @@ export const egressVars = {
     .transform((text, ctx) => {
       const parsed = parseCidrList(text);
       if ('bad' in parsed) {
-        ctx.addIssue({ code: 'custom', message: `"${parsed.bad}" is not a CIDR range; expected a comma-separated list like 10.0.0.0/8,fd00::/8` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `"${parsed.bad}" is not a CIDR range; expected a comma-separated list like 10.0.0.0/8,fd00::/8`,
+        });
         return z.NEVER;
       }
-      return text.split(',').map((s) => s.trim()).filter(Boolean);
+      return text
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
     }),
 };
 
@@ -76,9 +82,16 @@ export class EgressPolicy {
   readonly #dispatcher: Dispatcher1Wrapper;
 
   /** From EGRESS_ALLOW_PRIVATE and EGRESS_ALLOWED_CIDRS; a bad value is a ConfigError naming the variable. */
-  static fromEnv(env: Record<string, string | undefined> = process.env, options: Omit<EgressPolicyOptions, 'allowPrivate' | 'allowedCidrs'> = {}): EgressPolicy {
+  static fromEnv(
+    env: Record<string, string | undefined> = process.env,
+    options: Omit<EgressPolicyOptions, 'allowPrivate' | 'allowedCidrs'> = {},
+  ): EgressPolicy {
     const config = loadConfig(egressVars, env);
-    return new EgressPolicy({ ...options, allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS });
+    return new EgressPolicy({
+      ...options,
+      allowPrivate: config.EGRESS_ALLOW_PRIVATE,
+      allowedCidrs: config.EGRESS_ALLOWED_CIDRS,
+    });
   }
 
   constructor(options: EgressPolicyOptions = {}) {
@@ -94,7 +107,9 @@ export class EgressPolicy {
         // Every host name is resolved through #lookup; IP literals never reach it (net.connect skips the
         // lookup for them), which is why fetch checks the URL's host itself before dispatching.
         lookup: this.#lookup,
-        ...(options.extraCaCertificates?.length ? { ca: [...tls.getCACertificates('default'), ...options.extraCaCertificates] } : {}),
+        ...(options.extraCaCertificates?.length
+          ? { ca: [...tls.getCACertificates('default'), ...options.extraCaCertificates] }
+          : {}),
       },
     });
     this.#dispatcher = new Dispatcher1Wrapper(this.#agent);
@@ -123,7 +138,10 @@ export class EgressPolicy {
     // The timer aborts with our own error as the reason, so the body stream fails with it too.
     const deadline = new AbortController();
     setTimeout(
-      () => deadline.abort(new EgressTimeoutError(`no complete response from ${checked.url.origin} within ${timeoutMs} ms`)),
+      () =>
+        deadline.abort(
+          new EgressTimeoutError(`no complete response from ${checked.url.origin} within ${timeoutMs} ms`),
+        ),
       timeoutMs,
     ).unref();
     try {
@@ -146,12 +164,19 @@ export class EgressPolicy {
   }
 
   #urlCheck(text: string): { url: URL } | { refused: string } {
-    if (text.length > URL_MAX_LENGTH) return { refused: `must be at most ${URL_MAX_LENGTH} characters (got ${text.length})` };
+    if (text.length > URL_MAX_LENGTH)
+      return { refused: `must be at most ${URL_MAX_LENGTH} characters (got ${text.length})` };
     const url = URL.parse(text);
-    if (url === null) return { refused: `must be an absolute URL such as https://hooks.example.com/workauto (got ${JSON.stringify(text.slice(0, 100))})` };
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') return { refused: `must use https (got ${url.protocol}); ${ALLOW_PRIVATE_HINT}` };
-    if (url.username !== '' || url.password !== '') return { refused: 'must not carry a user name or password (user:password@); remove them from the URL' };
-    if (url.protocol === 'http:' && !this.allowPrivate) return { refused: `must use https, not http; ${ALLOW_PRIVATE_HINT}` };
+    if (url === null)
+      return {
+        refused: `must be an absolute URL such as https://hooks.example.com/workauto (got ${JSON.stringify(text.slice(0, 100))})`,
+      };
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      return { refused: `must use https (got ${url.protocol}); ${ALLOW_PRIVATE_HINT}` };
+    if (url.username !== '' || url.password !== '')
+      return { refused: 'must not carry a user name or password (user:password@); remove them from the URL' };
+    if (url.protocol === 'http:' && !this.allowPrivate)
+      return { refused: `must use https, not http; ${ALLOW_PRIVATE_HINT}` };
     const refused = this.#hostRefusal(url.hostname);
     return refused === null ? { url } : { refused: `${refused}; ${ALLOW_PRIVATE_HINT}` };
   }
@@ -176,16 +201,27 @@ export class EgressPolicy {
   readonly #lookup: LookupFunction = (hostname, options, callback) => {
     this.#resolve(hostname).then(
       (addresses) => {
-        if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+        if (addresses.length === 0)
+          return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
         for (const { address } of addresses) {
           const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed);
-          if (why !== null) return callback(new EgressRefusedError(`${hostname} resolves to ${address}, ${why}`), '', 0);
+          if (why !== null)
+            return callback(new EgressRefusedError(`${hostname} resolves to ${address}, ${why}`), '', 0);
         }
         const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
         const wanted = family ? addresses.filter((a) => a.family === family) : addresses;
-        if (options.all) return callback(null, wanted.map((a) => ({ address: a.address, family: a.family })));
+        if (options.all)
+          return callback(
+            null,
+            wanted.map((a) => ({ address: a.address, family: a.family })),
+          );
         const first = wanted[0];
-        if (!first) return callback(Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: 'ENOTFOUND' }), '', 0);
+        if (!first)
+          return callback(
+            Object.assign(new Error(`${hostname} has no IPv${family} address`), { code: 'ENOTFOUND' }),
+            '',
+            0,
+          );
         callback(null, first.address, first.family);
       },
       (err: NodeJS.ErrnoException) => callback(err, '', 0),
@@ -193,7 +229,12 @@ export class EgressPolicy {
   };
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 /** undici's fetch rejects with TypeError('fetch failed', { cause }); the cause says what happened. */
 function toEgressError(err: unknown, origin: string): EgressError {
@@ -201,7 +242,8 @@ function toEgressError(err: unknown, origin: string): EgressError {
   for (let depth = 0; cause instanceof Error && depth < 5; depth++) {
     if (cause instanceof EgressError) return cause;
     const code = (cause as NodeJS.ErrnoException).code;
-    if (code && TIMEOUT_CODES.has(code)) return new EgressTimeoutError(`no connection or response from ${origin} in time (${code})`, { cause: err });
+    if (code && TIMEOUT_CODES.has(code))
+      return new EgressTimeoutError(`no connection or response from ${origin} in time (${code})`, { cause: err });
     if (code) return new EgressConnectionError(`could not reach ${origin}: ${cause.message} (${code})`, { cause: err });
     if (cause.cause === undefined) break;
     cause = cause.cause;

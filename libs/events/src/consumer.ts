@@ -6,8 +6,10 @@ import { decodeEvent, type ConsumedEvent } from './event.js';
 import { TOPICS, type EventTransport, type Subscription, type TransportMessage } from './transport.js';
 
 /** Dedup of every consumed batch: the events of the batch this group had not applied before. */
-const MARK_PROCESSED = preparedStatement<[string, string[]]>('events_mark_processed',
-  'INSERT INTO processed_events (group_id, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id');
+const MARK_PROCESSED = preparedStatement<[string, string[]]>(
+  'events_mark_processed',
+  'INSERT INTO processed_events (group_id, event_id) SELECT $1, unnest($2::uuid[]) ON CONFLICT DO NOTHING RETURNING event_id',
+);
 
 /** How long a transport keeps a message redeliverable when it does not say (Kafka's topic retention default). */
 const DEFAULT_REDELIVERY_MS = 7 * 24 * 3_600_000;
@@ -52,15 +54,39 @@ const deadLettered = () =>
  * made it (the traceparent header). Ids older than keepProcessedMs are pruned from processed_events.
  */
 export async function startConsumer(opts: ConsumerOptions): Promise<Subscription> {
-  const { transport, pool, groupId, logger, maxAttempts = 5, deadLetterTopic = TOPICS.deadLetter, retryDelayMs = 100 } = opts;
+  const {
+    transport,
+    pool,
+    groupId,
+    logger,
+    maxAttempts = 5,
+    deadLetterTopic = TOPICS.deadLetter,
+    retryDelayMs = 100,
+  } = opts;
   const keepProcessedMs = opts.keepProcessedMs ?? 2 * (transport.retentionMs ?? DEFAULT_REDELIVERY_MS);
   const deadLetter = async (message: TransportMessage, reason: string) => {
     await transport.publish([
-      { ...message, topic: deadLetterTopic, headers: { ...message.headers, 'dead-letter-reason': reason.slice(0, 1000), 'dead-letter-group': groupId, 'original-topic': message.topic } },
+      {
+        ...message,
+        topic: deadLetterTopic,
+        headers: {
+          ...message.headers,
+          'dead-letter-reason': reason.slice(0, 1000),
+          'dead-letter-group': groupId,
+          'original-topic': message.topic,
+        },
+      },
     ]);
     // Only once it is in the dead-letter topic (a failed publish redelivers the batch: no double count).
     logger.error(
-      { group: groupId, topic: message.topic, key: message.key, event_id: message.headers['event-id'], event_type: message.headers['event-type'], reason },
+      {
+        group: groupId,
+        topic: message.topic,
+        key: message.key,
+        event_id: message.headers['event-id'],
+        event_type: message.headers['event-type'],
+        reason,
+      },
       `event moved to the dead-letter topic ${deadLetterTopic}: it was not applied; fix the cause, then replay it (docs/operations.md, scripts/replay-dead-letters.mjs)`,
     );
     deadLettered().add(1, { group: groupId, topic: message.topic });
@@ -73,8 +99,11 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
       {
         kind: SpanKind.CONSUMER,
         attributes: {
-          'messaging.operation.type': 'process', 'messaging.destination.name': message.topic,
-          'messaging.consumer.group.name': groupId, 'messaging.message.id': event.id, 'workauto.event.type': event.type,
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': message.topic,
+          'messaging.consumer.group.name': groupId,
+          'messaging.message.id': event.id,
+          'workauto.event.type': event.type,
         },
       },
       parent,
@@ -124,9 +153,16 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
         `DELETE FROM processed_events WHERE group_id = $1 AND processed_at < now() - $2 * interval '1 millisecond'`,
         [groupId, keepProcessedMs],
       );
-      if (rowCount) logger.info({ group: groupId, pruned: rowCount }, 'pruned processed event ids older than the redelivery window');
+      if (rowCount)
+        logger.info(
+          { group: groupId, pruned: rowCount },
+          'pruned processed event ids older than the redelivery window',
+        );
     } catch (err) {
-      logger.warn({ group: groupId, err: (err as Error).message }, 'could not prune processed_events; will retry in an hour');
+      logger.warn(
+        { group: groupId, err: (err as Error).message },
+        'could not prune processed_events; will retry in an hour',
+      );
     }
   };
   await pruneProcessed();

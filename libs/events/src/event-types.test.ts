@@ -29,7 +29,10 @@ describe('event type catalogue', () => {
 describe('event channels', () => {
   it('is the resource type, plus <parent_type>:<parent_id> when the resource has a parent', () => {
     assert.deepEqual(eventChannels({ resourceType: 'note' }), ['note']);
-    assert.deepEqual(eventChannels({ resourceType: 'deal', parent: { type: 'pipeline', id: 'p-1' } }), ['deal', 'pipeline:p-1']);
+    assert.deepEqual(eventChannels({ resourceType: 'deal', parent: { type: 'pipeline', id: 'p-1' } }), [
+      'deal',
+      'pipeline:p-1',
+    ]);
   });
 
   it('travels in the encoded event', () => {

@@ -27,7 +27,13 @@ import { TOPICS, type EventTransport, type Subscription, type TransportMessage }
 const logger = createLogger('events-test', 'silent');
 const brokers = process.env.KAFKA_BROKERS;
 const TENANT = '0193a000-0000-7000-8000-000000000001';
-const ctx = { tenantId: TENANT, requestId: 'req-1', actor: { type: 'member', id: 'm-1' }, clientIp: '10.0.0.9', userAgent: 'tests/1.0' };
+const ctx = {
+  tenantId: TENANT,
+  requestId: 'req-1',
+  actor: { type: 'member', id: 'm-1' },
+  clientIp: '10.0.0.9',
+  userAgent: 'tests/1.0',
+};
 
 async function freshPool(): Promise<Pool> {
   const pool = createPool(await testDatabase('events'));
@@ -39,12 +45,21 @@ async function freshPool(): Promise<Pool> {
 async function record(pool: Pool, n: number, resourceId = 'r-1', type = 'note.updated'): Promise<string[]> {
   return withTransaction(pool, async (tx) => {
     const ids: string[] = [];
-    for (let i = 0; i < n; i++) ids.push(await recordEvent(tx, 'test', ctx, { type, resourceType: 'note', resourceId, data: { i } as unknown as ResourceJson }));
+    for (let i = 0; i < n; i++)
+      ids.push(
+        await recordEvent(tx, 'test', ctx, {
+          type,
+          resourceType: 'note',
+          resourceId,
+          data: { i } as unknown as ResourceJson,
+        }),
+      );
     return ids;
   });
 }
 
-const pending = async (pool: Pool) => (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0]!.n;
+const pending = async (pool: Pool) =>
+  (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0]!.n;
 
 async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
   const end = Date.now() + ms;
@@ -55,228 +70,319 @@ async function until(what: string, check: () => boolean | Promise<boolean>, ms =
 }
 
 /** Every message of some topics, as a raw subscriber sees them. */
-async function collect(transport: EventTransport, topics: string[]): Promise<{ messages: TransportMessage[]; sub: Subscription }> {
+async function collect(
+  transport: EventTransport,
+  topics: string[],
+): Promise<{ messages: TransportMessage[]; sub: Subscription }> {
   const messages: TransportMessage[] = [];
-  const sub = await transport.subscribe({ groupId: `collector-${randomBytes(3).toString('hex')}`, topics, handle: async (batch) => void messages.push(...batch) });
+  const sub = await transport.subscribe({
+    groupId: `collector-${randomBytes(3).toString('hex')}`,
+    topics,
+    handle: async (batch) => void messages.push(...batch),
+  });
   return { messages, sub };
 }
 
-describe('event backbone with a real Kafka broker', { skip: brokers ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
-  const transports: KafkaTransport[] = [];
-  /** A transport in a namespace of its own: fresh topics and consumer groups for each test. */
-  const kafka = (extra: Partial<ConstructorParameters<typeof KafkaTransport>[0]> = {}) => {
-    const t = new KafkaTransport({ brokers: brokers!.split(','), clientId: 'events-test', logger, namespace: `t${randomBytes(4).toString('hex')}.`, partitions: 3, ...extra });
-    transports.push(t);
-    return t;
-  };
-  after(async () => {
-    for (const t of transports) await t.close();
-  });
-
-  it('publishes a committed change to the audit and domain topics, keyed by resource, with its headers', async () => {
-    const pool = await freshPool();
-    const transport = kafka();
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-    const audit = await collect(transport, [TOPICS.audit]);
-    const domain = await collect(transport, [TOPICS.domain]);
-    const [id] = await record(pool, 1, 'r-42', 'note.created');
-    await until('both topics have the event', () => audit.messages.length === 1 && domain.messages.length === 1);
-    for (const m of [audit.messages[0]!, domain.messages[0]!]) {
-      assert.equal(m.key, 'note:r-42');
-      assert.equal(m.headers['event-id'], id);
-      assert.equal(m.headers['event-type'], 'note.created');
-      assert.equal(m.headers['tenant-id'], TENANT);
-      const event = decodeEvent(m.value);
-      assert.equal(event.id, id);
-      assert.equal(event.type, 'note.created');
-      assert.deepEqual(event.actor, { type: 'member', id: 'm-1' });
-      assert.equal(event.request?.ip_address, '10.0.0.9');
-      assert.equal(event.request?.user_agent, 'tests/1.0');
-      assert.deepEqual(event.data, { i: 0 });
-    }
-    await until('the row is marked published', async () => (await pending(pool)) === 0);
-    await Promise.all([audit.sub.stop(), domain.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
-
-  it('reports each consumer group\'s lag per partition: what is left behind the partition end', async () => {
-    const reader = new (class extends MetricReader {
-      protected async onForceFlush() {}
-      protected async onShutdown() {}
-    })();
-    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
-    const t = kafka({ partitions: 1 });
-    await t.publish(Array.from({ length: 150 }, (_, i) => ({ topic: 'lag.test', key: 'k', value: Buffer.from(String(i)), headers: {} })));
-    let handled = 0;
-    const sub = await t.subscribe({ groupId: 'lagging', topics: ['lag.test'], handle: async (batch) => void (handled += batch.length) });
-    await until('every message was handled', () => handled === 150);
-    const { resourceMetrics } = await reader.collect();
-    const lag = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'workauto.events.consumer_lag');
-    assert.ok(lag, 'the lag gauge was exported');
-    assert.deepEqual(lag.dataPoints.map((p) => [p.attributes, p.value]), [[{ group: 'lagging', topic: 'lag.test', partition: 0 }, 0]]);
-    metrics.disable();
-    await sub.stop();
-  });
-
-  it('publishes nothing for a rolled-back change', async () => {
-    const pool = await freshPool();
-    const transport = kafka();
-    const domain = await collect(transport, [TOPICS.domain]);
-    await assert.rejects(
-      withTransaction(pool, async (tx) => {
-        await recordEvent(tx, 'test', ctx, { type: 'note.created', resourceType: 'note', resourceId: 'gone' });
-        throw new Error('the change failed');
-      }),
-      /the change failed/,
-    );
-    const [marker] = await record(pool, 1, 'marker');
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-    await until('the marker arrived', () => domain.messages.some((m) => m.headers['event-id'] === marker));
-    assert.deepEqual(domain.messages.map((m) => m.key), ['note:marker']);
-    await Promise.all([domain.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
-
-  it('keeps events while the broker is unreachable and publishes all 100, in order, once it is back', async () => {
-    const pool = await freshPool();
-    // A transport whose broker is down (nothing listens on the port).
-    const down = kafka({ brokers: ['127.0.0.1:1'] });
-    const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger, pollMs: 100 });
-    stalled.start();
-    const ids = await record(pool, 100, 'ordered');
-    await sleep(1_500);
-    assert.equal(await pending(pool), 100, 'nothing is marked published while the broker is down');
-    await stalled.stop();
-
-    const up = kafka();
-    const domain = await collect(up, [TOPICS.domain]);
-    const relay = await OutboxRelay.start({ pool, transport: up, source: 'test', logger, pollMs: 100 });
-    await until('all 100 arrived', () => domain.messages.length >= 100);
-    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids, 'one resource: one partition, insert (seq) order');
-    await until('all are marked published', async () => (await pending(pool)) === 0);
-    await Promise.all([domain.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
-
-  it('republishes after a crash between publish and mark, and the consumer applies each event once', async () => {
-    const pool = await freshPool();
-    const transport = kafka();
-    let deliveries = 0;
-    const consumer = await startConsumer({
-      transport, pool, logger, groupId: 'applier', topics: [TOPICS.domain],
-      handle: async (tx, event) => {
-        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
-      },
-    });
-    const counting = await collect(transport, [TOPICS.domain]);
-    // The broker acknowledged, then the relay "crashed" before it marked the rows.
-    const crashing: EventTransport = {
-      publish: async (messages) => {
-        await transport.publish(messages);
-        throw new Error('crashed after the broker acknowledged');
-      },
-      subscribe: (o) => transport.subscribe(o),
-      ensureTopics: (t) => transport.ensureTopics(t),
-      close: async () => undefined,
+describe(
+  'event backbone with a real Kafka broker',
+  { skip: brokers ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' },
+  () => {
+    const transports: KafkaTransport[] = [];
+    /** A transport in a namespace of its own: fresh topics and consumer groups for each test. */
+    const kafka = (extra: Partial<ConstructorParameters<typeof KafkaTransport>[0]> = {}) => {
+      const t = new KafkaTransport({
+        brokers: brokers!.split(','),
+        clientId: 'events-test',
+        logger,
+        namespace: `t${randomBytes(4).toString('hex')}.`,
+        partitions: 3,
+        ...extra,
+      });
+      transports.push(t);
+      return t;
     };
-    const ids = await record(pool, 5, 'crash');
-    await assert.rejects(new OutboxRelay({ pool, transport: crashing, source: 'test', logger }).drainOnce(), /crashed/);
-    assert.equal(await pending(pool), 5);
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-    await until('every event was delivered twice', () => (deliveries = counting.messages.length) >= 10);
-    await until('every event was applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5);
-    await sleep(500);
-    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied ORDER BY event_id');
-    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
-    assert.equal(deliveries, 10);
-    const processed = await pool.query('SELECT 1 FROM processed_events WHERE group_id = $1', ['applier']);
-    assert.equal(processed.rowCount, 5);
-    await Promise.all([consumer.stop(), counting.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
+    after(async () => {
+      for (const t of transports) await t.close();
+    });
 
-  it('moves an event that keeps failing to the dead-letter topic with the reason, and goes on', async () => {
-    const pool = await freshPool();
-    const transport = kafka();
-    const dead = await collect(transport, [TOPICS.deadLetter]);
-    const consumer = await startConsumer({
-      transport, pool, logger, groupId: 'picky', topics: [TOPICS.domain], maxAttempts: 3, retryDelayMs: 10,
-      handle: async (tx, event) => {
-        if (event.type === 'note.poison') throw new Error('cannot apply a poison note');
-        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
-      },
+    it('publishes a committed change to the audit and domain topics, keyed by resource, with its headers', async () => {
+      const pool = await freshPool();
+      const transport = kafka();
+      const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+      const audit = await collect(transport, [TOPICS.audit]);
+      const domain = await collect(transport, [TOPICS.domain]);
+      const [id] = await record(pool, 1, 'r-42', 'note.created');
+      await until('both topics have the event', () => audit.messages.length === 1 && domain.messages.length === 1);
+      for (const m of [audit.messages[0]!, domain.messages[0]!]) {
+        assert.equal(m.key, 'note:r-42');
+        assert.equal(m.headers['event-id'], id);
+        assert.equal(m.headers['event-type'], 'note.created');
+        assert.equal(m.headers['tenant-id'], TENANT);
+        const event = decodeEvent(m.value);
+        assert.equal(event.id, id);
+        assert.equal(event.type, 'note.created');
+        assert.deepEqual(event.actor, { type: 'member', id: 'm-1' });
+        assert.equal(event.request?.ip_address, '10.0.0.9');
+        assert.equal(event.request?.user_agent, 'tests/1.0');
+        assert.deepEqual(event.data, { i: 0 });
+      }
+      await until('the row is marked published', async () => (await pending(pool)) === 0);
+      await Promise.all([audit.sub.stop(), domain.sub.stop(), relay.stop()]);
+      await pool.end();
     });
-    const [poison] = await record(pool, 1, 'same', 'note.poison');
-    const [good] = await record(pool, 1, 'same', 'note.updated');
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-    await until('the next event on the partition was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [good])).rowCount === 1);
-    await until('the poison event is in the dead-letter topic', () => dead.messages.length === 1);
-    const letter = dead.messages[0]!;
-    assert.equal(letter.headers['event-id'], poison);
-    assert.equal(letter.headers['dead-letter-reason'], 'cannot apply a poison note');
-    assert.equal(letter.headers['dead-letter-group'], 'picky');
-    assert.equal(letter.headers['original-topic'], TOPICS.domain);
-    await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
-  it('publishes large events (a 100,000-character note each) without exceeding the broker message size', async () => {
-    const pool = await freshPool();
-    const transport = kafka();
-    const domain = await collect(transport, [TOPICS.domain]);
-    const body = 'é'.repeat(100_000); // 200 kB of UTF-8: the longest note body the API accepts is up to 300 kB
-    const ids = await withTransaction(pool, async (tx) => {
-      const out: string[] = [];
-      for (let i = 0; i < 12; i++) out.push(await recordEvent(tx, 'test', ctx, { type: 'note.updated', resourceType: 'note', resourceId: 'big', data: { body } as unknown as ResourceJson }));
-      return out;
-    });
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-    await until('all 12 arrived', () => domain.messages.length >= 12, 30_000);
-    assert.deepEqual(domain.messages.map((m) => m.headers['event-id']), ids);
-    await until('all are marked published', async () => (await pending(pool)) === 0);
-    await Promise.all([domain.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
 
-  it('replays a dead letter with scripts/replay-dead-letters.mjs once the cause is fixed, and the consumer applies it', async () => {
-    const namespace = `t${randomBytes(4).toString('hex')}.`;
-    const pool = await freshPool();
-    const transport = kafka({ namespace });
-    const dead = await collect(transport, [TOPICS.deadLetter]);
-    let broken = true;
-    const consumer = await startConsumer({
-      transport, pool, logger, groupId: 'replayed', topics: [TOPICS.audit], maxAttempts: 1, retryDelayMs: 1,
-      handle: async (tx, event) => {
-        if (broken) throw new Error('the audit table is being migrated');
-        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
-      },
+    it("reports each consumer group's lag per partition: what is left behind the partition end", async () => {
+      const reader = new (class extends MetricReader {
+        protected async onForceFlush() {}
+        protected async onShutdown() {}
+      })();
+      metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+      const t = kafka({ partitions: 1 });
+      await t.publish(
+        Array.from({ length: 150 }, (_, i) => ({
+          topic: 'lag.test',
+          key: 'k',
+          value: Buffer.from(String(i)),
+          headers: {},
+        })),
+      );
+      let handled = 0;
+      const sub = await t.subscribe({
+        groupId: 'lagging',
+        topics: ['lag.test'],
+        handle: async (batch) => void (handled += batch.length),
+      });
+      await until('every message was handled', () => handled === 150);
+      const { resourceMetrics } = await reader.collect();
+      const lag = resourceMetrics.scopeMetrics
+        .flatMap((m) => m.metrics)
+        .find((m) => m.descriptor.name === 'workauto.events.consumer_lag');
+      assert.ok(lag, 'the lag gauge was exported');
+      assert.deepEqual(
+        lag.dataPoints.map((p) => [p.attributes, p.value]),
+        [[{ group: 'lagging', topic: 'lag.test', partition: 0 }, 0]],
+      );
+      metrics.disable();
+      await sub.stop();
     });
-    const [lost, kept] = await record(pool, 2, 'replay');
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-    await until('both are dead-lettered', () => dead.messages.length === 2);
-    broken = false;
-    const script = fileURLToPath(new URL('../../../scripts/replay-dead-letters.mjs', import.meta.url));
-    const run = (...args: string[]) => promisify(execFile)(process.execPath, [script, '--namespace', namespace, ...args], { env: { ...process.env, KAFKA_BROKERS: brokers } });
-    const listed = await run('--dry-run');
-    assert.equal(listed.stdout.trim().split('\n').length, 2, listed.stdout);
-    await run('--event-id', lost!);
-    await until('the replayed event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [lost])).rowCount === 1);
-    await sleep(500);
-    assert.equal((await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount, 0, 'only the event asked for was replayed');
-    // Replaying it again (and everything else) applies nothing twice.
-    await run('--all');
-    await until('the other one was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount === 1);
-    assert.equal((await pool.query('SELECT 1 FROM applied')).rowCount, 2);
-    await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
-    await pool.end();
-  });
-});
+
+    it('publishes nothing for a rolled-back change', async () => {
+      const pool = await freshPool();
+      const transport = kafka();
+      const domain = await collect(transport, [TOPICS.domain]);
+      await assert.rejects(
+        withTransaction(pool, async (tx) => {
+          await recordEvent(tx, 'test', ctx, { type: 'note.created', resourceType: 'note', resourceId: 'gone' });
+          throw new Error('the change failed');
+        }),
+        /the change failed/,
+      );
+      const [marker] = await record(pool, 1, 'marker');
+      const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+      await until('the marker arrived', () => domain.messages.some((m) => m.headers['event-id'] === marker));
+      assert.deepEqual(
+        domain.messages.map((m) => m.key),
+        ['note:marker'],
+      );
+      await Promise.all([domain.sub.stop(), relay.stop()]);
+      await pool.end();
+    });
+
+    it('keeps events while the broker is unreachable and publishes all 100, in order, once it is back', async () => {
+      const pool = await freshPool();
+      // A transport whose broker is down (nothing listens on the port).
+      const down = kafka({ brokers: ['127.0.0.1:1'] });
+      const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger, pollMs: 100 });
+      stalled.start();
+      const ids = await record(pool, 100, 'ordered');
+      await sleep(1_500);
+      assert.equal(await pending(pool), 100, 'nothing is marked published while the broker is down');
+      await stalled.stop();
+
+      const up = kafka();
+      const domain = await collect(up, [TOPICS.domain]);
+      const relay = await OutboxRelay.start({ pool, transport: up, source: 'test', logger, pollMs: 100 });
+      await until('all 100 arrived', () => domain.messages.length >= 100);
+      assert.deepEqual(
+        domain.messages.map((m) => m.headers['event-id']),
+        ids,
+        'one resource: one partition, insert (seq) order',
+      );
+      await until('all are marked published', async () => (await pending(pool)) === 0);
+      await Promise.all([domain.sub.stop(), relay.stop()]);
+      await pool.end();
+    });
+
+    it('republishes after a crash between publish and mark, and the consumer applies each event once', async () => {
+      const pool = await freshPool();
+      const transport = kafka();
+      let deliveries = 0;
+      const consumer = await startConsumer({
+        transport,
+        pool,
+        logger,
+        groupId: 'applier',
+        topics: [TOPICS.domain],
+        handle: async (tx, event) => {
+          await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+        },
+      });
+      const counting = await collect(transport, [TOPICS.domain]);
+      // The broker acknowledged, then the relay "crashed" before it marked the rows.
+      const crashing: EventTransport = {
+        publish: async (messages) => {
+          await transport.publish(messages);
+          throw new Error('crashed after the broker acknowledged');
+        },
+        subscribe: (o) => transport.subscribe(o),
+        ensureTopics: (t) => transport.ensureTopics(t),
+        close: async () => undefined,
+      };
+      const ids = await record(pool, 5, 'crash');
+      await assert.rejects(
+        new OutboxRelay({ pool, transport: crashing, source: 'test', logger }).drainOnce(),
+        /crashed/,
+      );
+      assert.equal(await pending(pool), 5);
+      const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+      await until('every event was delivered twice', () => (deliveries = counting.messages.length) >= 10);
+      await until('every event was applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5);
+      await sleep(500);
+      const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied ORDER BY event_id');
+      assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
+      assert.equal(deliveries, 10);
+      const processed = await pool.query('SELECT 1 FROM processed_events WHERE group_id = $1', ['applier']);
+      assert.equal(processed.rowCount, 5);
+      await Promise.all([consumer.stop(), counting.sub.stop(), relay.stop()]);
+      await pool.end();
+    });
+
+    it('moves an event that keeps failing to the dead-letter topic with the reason, and goes on', async () => {
+      const pool = await freshPool();
+      const transport = kafka();
+      const dead = await collect(transport, [TOPICS.deadLetter]);
+      const consumer = await startConsumer({
+        transport,
+        pool,
+        logger,
+        groupId: 'picky',
+        topics: [TOPICS.domain],
+        maxAttempts: 3,
+        retryDelayMs: 10,
+        handle: async (tx, event) => {
+          if (event.type === 'note.poison') throw new Error('cannot apply a poison note');
+          await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+        },
+      });
+      const [poison] = await record(pool, 1, 'same', 'note.poison');
+      const [good] = await record(pool, 1, 'same', 'note.updated');
+      const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+      await until(
+        'the next event on the partition was applied',
+        async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [good])).rowCount === 1,
+      );
+      await until('the poison event is in the dead-letter topic', () => dead.messages.length === 1);
+      const letter = dead.messages[0]!;
+      assert.equal(letter.headers['event-id'], poison);
+      assert.equal(letter.headers['dead-letter-reason'], 'cannot apply a poison note');
+      assert.equal(letter.headers['dead-letter-group'], 'picky');
+      assert.equal(letter.headers['original-topic'], TOPICS.domain);
+      await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
+      await pool.end();
+    });
+    it('publishes large events (a 100,000-character note each) without exceeding the broker message size', async () => {
+      const pool = await freshPool();
+      const transport = kafka();
+      const domain = await collect(transport, [TOPICS.domain]);
+      const body = 'é'.repeat(100_000); // 200 kB of UTF-8: the longest note body the API accepts is up to 300 kB
+      const ids = await withTransaction(pool, async (tx) => {
+        const out: string[] = [];
+        for (let i = 0; i < 12; i++)
+          out.push(
+            await recordEvent(tx, 'test', ctx, {
+              type: 'note.updated',
+              resourceType: 'note',
+              resourceId: 'big',
+              data: { body } as unknown as ResourceJson,
+            }),
+          );
+        return out;
+      });
+      const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+      await until('all 12 arrived', () => domain.messages.length >= 12, 30_000);
+      assert.deepEqual(
+        domain.messages.map((m) => m.headers['event-id']),
+        ids,
+      );
+      await until('all are marked published', async () => (await pending(pool)) === 0);
+      await Promise.all([domain.sub.stop(), relay.stop()]);
+      await pool.end();
+    });
+
+    it('replays a dead letter with scripts/replay-dead-letters.mjs once the cause is fixed, and the consumer applies it', async () => {
+      const namespace = `t${randomBytes(4).toString('hex')}.`;
+      const pool = await freshPool();
+      const transport = kafka({ namespace });
+      const dead = await collect(transport, [TOPICS.deadLetter]);
+      let broken = true;
+      const consumer = await startConsumer({
+        transport,
+        pool,
+        logger,
+        groupId: 'replayed',
+        topics: [TOPICS.audit],
+        maxAttempts: 1,
+        retryDelayMs: 1,
+        handle: async (tx, event) => {
+          if (broken) throw new Error('the audit table is being migrated');
+          await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+        },
+      });
+      const [lost, kept] = await record(pool, 2, 'replay');
+      const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
+      await until('both are dead-lettered', () => dead.messages.length === 2);
+      broken = false;
+      const script = fileURLToPath(new URL('../../../scripts/replay-dead-letters.mjs', import.meta.url));
+      const run = (...args: string[]) =>
+        promisify(execFile)(process.execPath, [script, '--namespace', namespace, ...args], {
+          env: { ...process.env, KAFKA_BROKERS: brokers },
+        });
+      const listed = await run('--dry-run');
+      assert.equal(listed.stdout.trim().split('\n').length, 2, listed.stdout);
+      await run('--event-id', lost!);
+      await until(
+        'the replayed event was applied',
+        async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [lost])).rowCount === 1,
+      );
+      await sleep(500);
+      assert.equal(
+        (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount,
+        0,
+        'only the event asked for was replayed',
+      );
+      // Replaying it again (and everything else) applies nothing twice.
+      await run('--all');
+      await until(
+        'the other one was applied',
+        async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount === 1,
+      );
+      assert.equal((await pool.query('SELECT 1 FROM applied')).rowCount, 2);
+      await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
+      await pool.end();
+    });
+  },
+);
 
 describe('outbox relay', () => {
   it('never lets two drains publish at once, and keeps each resource in order when the leader loses its connection', async () => {
     const pool = await freshPool();
     const local = new LocalTransport();
     const received: TransportMessage[] = [];
-    await local.subscribe({ groupId: 'order', topics: [TOPICS.domain], handle: async (batch) => void received.push(...batch) });
+    await local.subscribe({
+      groupId: 'order',
+      topics: [TOPICS.domain],
+      handle: async (batch) => void received.push(...batch),
+    });
     let inFlight = 0;
     let maxInFlight = 0;
     const published = { a: 0, b: 0 };
@@ -312,7 +418,9 @@ describe('outbox relay', () => {
     };
     await write(20);
     // The leader's own connection (the one that LISTENs) dies, as in a failover or a DBA's kill.
-    const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN outbox' AND datname = current_database() AND pid <> pg_backend_pid()`);
+    const killed = await pool.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN outbox' AND datname = current_database() AND pid <> pg_backend_pid()`,
+    );
     assert.equal(killed.rowCount, 1, 'one leader connection');
     const before = published.a + published.b;
     await write(80);
@@ -322,7 +430,8 @@ describe('outbox relay', () => {
     assert.ok(a.active !== b.active, `exactly one relay leads (a: ${a.active}, b: ${b.active})`);
     for (const [resource, expected] of ids) {
       const seen: string[] = [];
-      for (const m of received) if (m.key === `note:${resource}` && !seen.includes(m.headers['event-id']!)) seen.push(m.headers['event-id']!);
+      for (const m of received)
+        if (m.key === `note:${resource}` && !seen.includes(m.headers['event-id']!)) seen.push(m.headers['event-id']!);
       assert.deepEqual(seen, expected, `${resource}: events in the order they were recorded`);
     }
     await Promise.all([a.stop(), b.stop()]);
@@ -333,14 +442,20 @@ describe('outbox relay', () => {
     const pool = await freshPool();
     const local = new LocalTransport();
     const received = new Set<string>();
-    await local.subscribe({ groupId: 'wake', topics: [TOPICS.domain], handle: async (batch) => void batch.forEach((m) => received.add(m.headers['event-id']!)) });
+    await local.subscribe({
+      groupId: 'wake',
+      topics: [TOPICS.domain],
+      handle: async (batch) => void batch.forEach((m) => received.add(m.headers['event-id']!)),
+    });
     // Each publish takes 20 ms, so writers commit while a drain runs; the poll (60 s) never fires.
     const slow: EventTransport = {
       publish: async (messages) => {
         await sleep(20);
         await local.publish(messages);
       },
-      subscribe: (o) => local.subscribe(o), ensureTopics: async () => undefined, close: async () => undefined,
+      subscribe: (o) => local.subscribe(o),
+      ensureTopics: async () => undefined,
+      close: async () => undefined,
     };
     const relay = new OutboxRelay({ pool, transport: slow, source: 'test', logger, pollMs: 60_000, batchSize: 5 });
     relay.start();
@@ -379,7 +494,11 @@ describe('outbox relay', () => {
 
 describe('consumer', () => {
   it('still reads the data and metadata of an event recorded before they became JSON text (rolling upgrade)', () => {
-    const old = Event.encode({ ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }), data: { id: 'n-1' }, metadata: { title: 'x' } }).finish();
+    const old = Event.encode({
+      ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }),
+      data: { id: 'n-1' },
+      metadata: { title: 'x' },
+    }).finish();
     const event = decodeEvent(old);
     assert.deepEqual([event.data, event.metadata], [{ id: 'n-1' }, { title: 'x' }]);
   });
@@ -392,17 +511,32 @@ describe('consumer', () => {
     for (let i = 0; i < 40; i++) deep = { nested: deep };
     const seen: unknown[] = [];
     const consumer = await startConsumer({
-      transport, pool, logger, groupId: 'deep', topics: [TOPICS.audit], maxAttempts: 1, retryDelayMs: 1,
+      transport,
+      pool,
+      logger,
+      groupId: 'deep',
+      topics: [TOPICS.audit],
+      maxAttempts: 1,
+      retryDelayMs: 1,
       handle: async (tx, event) => {
         seen.push(event.metadata, event.data);
         await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
       },
     });
     const id = await withTransaction(pool, (tx) =>
-      recordEvent(tx, 'test', ctx, { type: 'member.updated', resourceType: 'member', resourceId: 'm-9', data: { metadata: deep } as unknown as ResourceJson, metadata: { metadata: deep } }),
+      recordEvent(tx, 'test', ctx, {
+        type: 'member.updated',
+        resourceType: 'member',
+        resourceId: 'm-9',
+        data: { metadata: deep } as unknown as ResourceJson,
+        metadata: { metadata: deep },
+      }),
     );
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until('the event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1);
+    await until(
+      'the event was applied',
+      async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1,
+    );
     assert.deepEqual(seen, [{ metadata: deep }, { metadata: deep }]);
     assert.equal(dead.messages.length, 0);
     await Promise.all([relay.stop(), consumer.stop(), dead.sub.stop()]);
@@ -422,7 +556,13 @@ describe('consumer', () => {
     const logs = captureLogs();
     const loud = createLogger('events-test', 'info');
     const consumer = await startConsumer({
-      transport, pool, logger: loud, groupId: 'failing', topics: [TOPICS.audit], maxAttempts: 2, retryDelayMs: 1,
+      transport,
+      pool,
+      logger: loud,
+      groupId: 'failing',
+      topics: [TOPICS.audit],
+      maxAttempts: 2,
+      retryDelayMs: 1,
       handle: async () => {
         throw new Error('cannot apply this one');
       },
@@ -438,9 +578,14 @@ describe('consumer', () => {
     assert.equal(line.reason, 'cannot apply this one');
     assert.match(String(line.msg), /replay/);
     const { resourceMetrics } = await reader.collect();
-    const counter = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'workauto.events.dead_lettered');
+    const counter = resourceMetrics.scopeMetrics
+      .flatMap((m) => m.metrics)
+      .find((m) => m.descriptor.name === 'workauto.events.dead_lettered');
     assert.ok(counter, 'the dead-letter counter was exported');
-    assert.deepEqual(counter.dataPoints.map((p) => [p.attributes, p.value]), [[{ group: 'failing', topic: TOPICS.audit }, 1]]);
+    assert.deepEqual(
+      counter.dataPoints.map((p) => [p.attributes, p.value]),
+      [[{ group: 'failing', topic: TOPICS.audit }, 1]],
+    );
     metrics.disable();
     await Promise.all([relay.stop(), consumer.stop(), dead.sub.stop()]);
     await pool.end();
@@ -450,9 +595,16 @@ describe('consumer', () => {
     const pool = await freshPool();
     const transport = new LocalTransport(10);
     const options = {
-      transport, pool, logger, groupId: 'pruner', topics: [TOPICS.audit],
+      transport,
+      pool,
+      logger,
+      groupId: 'pruner',
+      topics: [TOPICS.audit],
       handle: async (tx: PoolClient, event: { id: string; type: string }) => {
-        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2) ON CONFLICT (event_id) DO UPDATE SET type = applied.type || \'+again\'', [event.id, event.type]);
+        await tx.query(
+          "INSERT INTO applied (event_id, type) VALUES ($1, $2) ON CONFLICT (event_id) DO UPDATE SET type = applied.type || '+again'",
+          [event.id, event.type],
+        );
       },
     };
     let consumer = await startConsumer(options);
@@ -460,13 +612,29 @@ describe('consumer', () => {
     const [recent, old] = await record(pool, 2, 'aged');
     await until('both applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 2);
     // 13 days ago is within twice the 7-day retention; 15 days is beyond it.
-    await pool.query(`UPDATE processed_events SET processed_at = now() - interval '13 days' WHERE event_id = $1`, [recent]);
-    await pool.query(`UPDATE processed_events SET processed_at = now() - interval '15 days' WHERE event_id = $1`, [old]);
-    await pool.query(`INSERT INTO processed_events (group_id, event_id, processed_at) VALUES ('another-group', $1, now() - interval '30 days')`, [old]);
+    await pool.query(`UPDATE processed_events SET processed_at = now() - interval '13 days' WHERE event_id = $1`, [
+      recent,
+    ]);
+    await pool.query(`UPDATE processed_events SET processed_at = now() - interval '15 days' WHERE event_id = $1`, [
+      old,
+    ]);
+    await pool.query(
+      `INSERT INTO processed_events (group_id, event_id, processed_at) VALUES ('another-group', $1, now() - interval '30 days')`,
+      [old],
+    );
     await consumer.stop();
     consumer = await startConsumer(options); // prunes at start, then hourly
-    const left = await pool.query<{ group_id: string; event_id: string }>('SELECT group_id, event_id FROM processed_events ORDER BY group_id');
-    assert.deepEqual(left.rows.map((r) => [r.group_id, r.event_id]), [['another-group', old], ['pruner', recent]], 'only this group\'s ids beyond the window are gone');
+    const left = await pool.query<{ group_id: string; event_id: string }>(
+      'SELECT group_id, event_id FROM processed_events ORDER BY group_id',
+    );
+    assert.deepEqual(
+      left.rows.map((r) => [r.group_id, r.event_id]),
+      [
+        ['another-group', old],
+        ['pruner', recent],
+      ],
+      "only this group's ids beyond the window are gone",
+    );
     // A redelivery of the recent event is still skipped.
     await pool.query('UPDATE outbox SET published_at = NULL WHERE id = $1', [recent]);
     await relay.drainOnce();
@@ -484,15 +652,25 @@ describe('in-process transport (make dev without Kafka)', () => {
     const dead = await collect(transport, [TOPICS.deadLetter]);
     let outages = 8; // more than the consumer's own tries
     const consumer = await startConsumer({
-      transport, pool, logger, groupId: 'patient', topics: [TOPICS.audit], maxAttempts: 2, retryDelayMs: 5,
+      transport,
+      pool,
+      logger,
+      groupId: 'patient',
+      topics: [TOPICS.audit],
+      maxAttempts: 2,
+      retryDelayMs: 5,
       handle: async (tx, event) => {
-        if (outages-- > 0) throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+        if (outages-- > 0)
+          throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
         await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
       },
     });
     const [id] = await record(pool, 1, 'patient');
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until('the event was applied', async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1);
+    await until(
+      'the event was applied',
+      async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1,
+    );
     assert.equal(dead.messages.length, 0, 'nothing went to the dead-letter topic');
     await relay.stop();
     await consumer.stop();
@@ -500,13 +678,18 @@ describe('in-process transport (make dev without Kafka)', () => {
     await pool.end();
   });
 
-
   it('applies each committed event once, retrying a failing handler, and skips a redelivery', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport(10);
     let failures = 2;
     const consumer = await startConsumer({
-      transport, pool, logger, groupId: 'local', topics: [TOPICS.audit], maxAttempts: 3, retryDelayMs: 10,
+      transport,
+      pool,
+      logger,
+      groupId: 'local',
+      topics: [TOPICS.audit],
+      maxAttempts: 3,
+      retryDelayMs: 10,
       handle: async (tx, event) => {
         if (failures-- > 0) throw new Error('database hiccup');
         await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);

@@ -16,12 +16,22 @@ export { TOPICS, type EventTransport, type TransportMessage, type Subscription }
 
 /** Kafka when brokers are given (KAFKA_BROKERS), else the in-process transport. */
 export function createTransport(opts: {
-  brokers?: string | undefined; clientId: string; logger: Logger; partitions?: number; replicationFactor?: number; retentionMs?: number; namespace?: string;
-  security?: KafkaSecurityConfig; createTopics?: boolean;
+  brokers?: string | undefined;
+  clientId: string;
+  logger: Logger;
+  partitions?: number;
+  replicationFactor?: number;
+  retentionMs?: number;
+  namespace?: string;
+  security?: KafkaSecurityConfig;
+  createTopics?: boolean;
 }): EventTransport {
   if (!opts.brokers) return new LocalTransport();
   return new KafkaTransport({
-    brokers: opts.brokers.split(',').map((b) => b.trim()).filter(Boolean),
+    brokers: opts.brokers
+      .split(',')
+      .map((b) => b.trim())
+      .filter(Boolean),
     clientId: opts.clientId,
     logger: opts.logger,
     ...(opts.partitions ? { partitions: opts.partitions } : {}),

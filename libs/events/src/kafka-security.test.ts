@@ -24,14 +24,34 @@ const PASSWORD = `scram-${randomBytes(6).toString('hex')}`;
 describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'kafka-secure-'));
   const caFile = join(dir, 'ca.pem');
-  const env = { ...process.env, KAFKA_RUN_DIR: join(dir, 'run'), KAFKA_SECURE_KEYSTORE: join(dir, 'keystore.pem'), KAFKA_SCRAM_PASSWORD: PASSWORD };
+  const env = {
+    ...process.env,
+    KAFKA_RUN_DIR: join(dir, 'run'),
+    KAFKA_SECURE_KEYSTORE: join(dir, 'keystore.pem'),
+    KAFKA_SCRAM_PASSWORD: PASSWORD,
+  };
   let brokers = '';
   const transports: EventTransport[] = [];
 
   before(async () => {
     await run('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=127.0.0.1',
-      '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', caFile,
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      caFile,
     ]);
     writeFileSync(env.KAFKA_SECURE_KEYSTORE, readFileSync(join(dir, 'key.pem'), 'utf8') + readFileSync(caFile, 'utf8'));
     const { stdout } = await run('bash', [kafkaScript, 'start'], { env, timeout: 120_000 });
@@ -46,14 +66,26 @@ describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
   });
 
   const transport = (security: KafkaSecurityConfig, extra: { createTopics?: boolean } = {}) => {
-    const t = createTransport({ brokers, clientId: 'kafka-security-test', logger, namespace: `s${randomBytes(3).toString('hex')}.`, partitions: 1, security, ...extra });
+    const t = createTransport({
+      brokers,
+      clientId: 'kafka-security-test',
+      logger,
+      namespace: `s${randomBytes(3).toString('hex')}.`,
+      partitions: 1,
+      security,
+      ...extra,
+    });
     transports.push(t);
     return t;
   };
 
   async function roundTrip(t: EventTransport): Promise<void> {
     const received: TransportMessage[] = [];
-    const sub = await t.subscribe({ groupId: 'roundtrip', topics: ['secure.test'], handle: async (batch) => void received.push(...batch) });
+    const sub = await t.subscribe({
+      groupId: 'roundtrip',
+      topics: ['secure.test'],
+      handle: async (batch) => void received.push(...batch),
+    });
     await t.publish([{ topic: 'secure.test', key: 'k', value: Buffer.from('over tls'), headers: {} }]);
     const until = Date.now() + 30_000;
     while (!received.length && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
@@ -62,16 +94,35 @@ describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
   }
 
   it('publishes and consumes with SCRAM-SHA-256 over TLS, verifying the broker against KAFKA_TLS_CA_FILE', async () => {
-    await roundTrip(transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: PASSWORD }));
+    await roundTrip(
+      transport({
+        tls: true,
+        tlsCaFile: caFile,
+        saslMechanism: 'scram-sha-256',
+        saslUsername: 'workauto',
+        saslPassword: PASSWORD,
+      }),
+    );
   });
 
   it('is refused with a wrong SCRAM password', async () => {
-    const t = transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: 'not-the-password' });
+    const t = transport({
+      tls: true,
+      tlsCaFile: caFile,
+      saslMechanism: 'scram-sha-256',
+      saslUsername: 'workauto',
+      saslPassword: 'not-the-password',
+    });
     await assert.rejects(t.ensureTopics(['secure.refused']), /SASL|authentication|Authentication/);
   });
 
   it('does not trust a broker whose certificate no configured CA signed', async () => {
-    const t = transport({ tls: true, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: PASSWORD });
+    const t = transport({
+      tls: true,
+      saslMechanism: 'scram-sha-256',
+      saslUsername: 'workauto',
+      saslPassword: PASSWORD,
+    });
     await assert.rejects(t.ensureTopics(['secure.untrusted']));
   });
 
@@ -81,18 +132,35 @@ describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
     const now = Math.floor(Date.now() / 1000);
     const tokenFile = join(dir, 'token');
     writeFileSync(tokenFile, `${b64({ alg: 'none' })}.${b64({ sub: 'workauto', iat: now, exp: now + 3600 })}.\n`);
-    await roundTrip(transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'oauthbearer', oauthBearerTokenFile: tokenFile }));
+    await roundTrip(
+      transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'oauthbearer', oauthBearerTokenFile: tokenFile }),
+    );
   });
 
   it('with KAFKA_CREATE_TOPICS=false creates nothing and names the missing topics', async () => {
-    const t = transport({ tls: true, tlsCaFile: caFile, saslMechanism: 'scram-sha-256', saslUsername: 'workauto', saslPassword: PASSWORD }, { createTopics: false });
-    await assert.rejects(t.ensureTopics(['operator.owned']), /operator\.owned do not exist; with KAFKA_CREATE_TOPICS=false/);
+    const t = transport(
+      {
+        tls: true,
+        tlsCaFile: caFile,
+        saslMechanism: 'scram-sha-256',
+        saslUsername: 'workauto',
+        saslPassword: PASSWORD,
+      },
+      { createTopics: false },
+    );
+    await assert.rejects(
+      t.ensureTopics(['operator.owned']),
+      /operator\.owned do not exist; with KAFKA_CREATE_TOPICS=false/,
+    );
   });
 });
 
 describe('kafkaClientSecurity', () => {
   it('refuses settings that would connect without what was asked for', () => {
-    assert.throws(() => kafkaClientSecurity({ saslMechanism: 'scram-sha-512', saslUsername: 'u' }), /needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/);
+    assert.throws(
+      () => kafkaClientSecurity({ saslMechanism: 'scram-sha-512', saslUsername: 'u' }),
+      /needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD/,
+    );
     assert.throws(() => kafkaClientSecurity({ saslPassword: 'p' }), /without KAFKA_SASL_MECHANISM/);
     assert.throws(() => kafkaClientSecurity({ tlsCaFile: '/ca.pem' }), /set KAFKA_TLS=true/);
     assert.throws(() => kafkaClientSecurity({ saslMechanism: 'oauthbearer' }), /KAFKA_SASL_OAUTHBEARER_TOKEN_FILE/);

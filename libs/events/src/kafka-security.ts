@@ -24,14 +24,17 @@ export interface KafkaClientSecurity {
  */
 export function kafkaClientSecurity(config: KafkaSecurityConfig): KafkaClientSecurity {
   const out: KafkaClientSecurity = {};
-  if (config.tlsCaFile && !config.tls) throw new Error('KAFKA_TLS_CA_FILE is set but KAFKA_TLS is not true; set KAFKA_TLS=true to connect with TLS');
+  if (config.tlsCaFile && !config.tls)
+    throw new Error('KAFKA_TLS_CA_FILE is set but KAFKA_TLS is not true; set KAFKA_TLS=true to connect with TLS');
   if (config.tls) {
     let ca: string | undefined;
     if (config.tlsCaFile) {
       try {
         ca = readFileSync(config.tlsCaFile, 'utf8');
       } catch (err) {
-        throw new Error(`KAFKA_TLS_CA_FILE ${config.tlsCaFile} cannot be read (${(err as Error).message}); mount the CA certificate there`);
+        throw new Error(
+          `KAFKA_TLS_CA_FILE ${config.tlsCaFile} cannot be read (${(err as Error).message}); mount the CA certificate there`,
+        );
       }
     }
     out.ssl = ca ? { ca: [ca] } : true;
@@ -39,13 +42,18 @@ export function kafkaClientSecurity(config: KafkaSecurityConfig): KafkaClientSec
   const mechanism = config.saslMechanism;
   if (!mechanism) {
     if (config.saslUsername || config.saslPassword || config.oauthBearerTokenFile) {
-      throw new Error('KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD or KAFKA_SASL_OAUTHBEARER_TOKEN_FILE is set without KAFKA_SASL_MECHANISM; set the mechanism (plain, scram-sha-256, scram-sha-512, oauthbearer)');
+      throw new Error(
+        'KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD or KAFKA_SASL_OAUTHBEARER_TOKEN_FILE is set without KAFKA_SASL_MECHANISM; set the mechanism (plain, scram-sha-256, scram-sha-512, oauthbearer)',
+      );
     }
     return out;
   }
   if (mechanism === 'oauthbearer') {
     const file = config.oauthBearerTokenFile;
-    if (!file) throw new Error('KAFKA_SASL_MECHANISM=oauthbearer needs KAFKA_SASL_OAUTHBEARER_TOKEN_FILE (a file holding the current access token)');
+    if (!file)
+      throw new Error(
+        'KAFKA_SASL_MECHANISM=oauthbearer needs KAFKA_SASL_OAUTHBEARER_TOKEN_FILE (a file holding the current access token)',
+      );
     // Read at every (re)authentication, so a token refreshed on disk is picked up without a restart.
     out.sasl = { mechanism, oauthBearerProvider: async () => ({ value: (await readFile(file, 'utf8')).trim() }) };
     return out;

@@ -9,7 +9,10 @@ import type { EventTransport, Subscription, TransportMessage } from './transport
  * grows. Looked up at each use: the meter provider is registered when telemetry starts.
  */
 const consumerLag = () =>
-  metrics.getMeter('@workauto/events').createGauge('workauto.events.consumer_lag', { description: 'Messages behind the partition end, per consumer group', unit: '{message}' });
+  metrics.getMeter('@workauto/events').createGauge('workauto.events.consumer_lag', {
+    description: 'Messages behind the partition end, per consumer group',
+    unit: '{message}',
+  });
 
 /** Messages handed to a consumer at once (one database transaction applies them). */
 const BATCH_CHUNK = 100;
@@ -62,9 +65,11 @@ export class KafkaTransport implements EventTransport {
       // the relay retries with its own backoff.
       retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 2_000 },
       logLevel: logLevel.NOTHING,
-      logCreator: () => ({ level, log: entry }) => {
-        if (level <= logLevel.WARN) log.warn({ kafka: entry.message, namespace: entry.namespace }, 'kafka client');
-      },
+      logCreator:
+        () =>
+        ({ level, log: entry }) => {
+          if (level <= logLevel.WARN) log.warn({ kafka: entry.message, namespace: entry.namespace }, 'kafka client');
+        },
     });
   }
 
@@ -92,7 +97,10 @@ export class KafkaTransport implements EventTransport {
     try {
       await producer.sendBatch({
         acks: -1,
-        topicMessages: [...byTopic].map(([topic, ms]) => ({ topic: this.ns + topic, messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })) })),
+        topicMessages: [...byTopic].map(([topic, ms]) => ({
+          topic: this.ns + topic,
+          messages: ms.map((m) => ({ key: m.key, value: m.value, headers: m.headers })),
+        })),
       });
     } catch (err) {
       // A broken connection can leave the producer unusable: start a fresh one next time.
@@ -102,10 +110,18 @@ export class KafkaTransport implements EventTransport {
     }
   }
 
-  async subscribe(opts: { groupId: string; topics: string[]; handle: (batch: TransportMessage[]) => Promise<void> }): Promise<Subscription> {
+  async subscribe(opts: {
+    groupId: string;
+    topics: string[];
+    handle: (batch: TransportMessage[]) => Promise<void>;
+  }): Promise<Subscription> {
     // A consumer may start before any producer: its topics must exist before it subscribes.
     await this.ensureTopics(opts.topics);
-    const consumer = this.kafka.consumer({ groupId: this.ns + opts.groupId, allowAutoTopicCreation: false, retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 } });
+    const consumer = this.kafka.consumer({
+      groupId: this.ns + opts.groupId,
+      allowAutoTopicCreation: false,
+      retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 },
+    });
     await consumer.connect();
     try {
       for (const topic of opts.topics) await subscribeWhenLed(consumer, this.ns + topic);
@@ -128,14 +144,26 @@ export class KafkaTransport implements EventTransport {
         for (let i = 0; i < batch.messages.length; i += BATCH_CHUNK) {
           if (!isRunning() || isStale()) return;
           const chunk = batch.messages.slice(i, i + BATCH_CHUNK);
-          await opts.handle(chunk.map((message) => {
-            const headers: Record<string, string> = {};
-            for (const [k, v] of Object.entries(message.headers ?? {})) if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
-            return { topic, key: message.key?.toString('utf8') ?? '', value: message.value ?? Buffer.alloc(0), headers };
-          }));
+          await opts.handle(
+            chunk.map((message) => {
+              const headers: Record<string, string> = {};
+              for (const [k, v] of Object.entries(message.headers ?? {}))
+                if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+              return {
+                topic,
+                key: message.key?.toString('utf8') ?? '',
+                value: message.value ?? Buffer.alloc(0),
+                headers,
+              };
+            }),
+          );
           const last = chunk[chunk.length - 1]!.offset;
           resolveOffset(last);
-          consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), { group: opts.groupId, topic, partition: batch.partition });
+          consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), {
+            group: opts.groupId,
+            topic,
+            partition: batch.partition,
+          });
           await heartbeat();
         }
       },
@@ -158,7 +186,9 @@ export class KafkaTransport implements EventTransport {
       const existing = new Set(await admin.listTopics());
       const missing = wanted.map((t) => this.ns + t).filter((t) => !existing.has(t));
       if (missing.length && this.opts.createTopics === false) {
-        throw new Error(`Kafka topics ${missing.join(', ')} do not exist; with KAFKA_CREATE_TOPICS=false they must be created by you or your operator (docs/operations.md lists them)`);
+        throw new Error(
+          `Kafka topics ${missing.join(', ')} do not exist; with KAFKA_CREATE_TOPICS=false they must be created by you or your operator (docs/operations.md lists them)`,
+        );
       }
       if (missing.length) {
         await admin.createTopics({
@@ -208,8 +238,14 @@ async function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void
  * service starting beside five others exit on a topic whose leader was still being elected.
  */
 function isTransient(err: unknown): boolean {
-  for (let e = err as { retriable?: boolean; originalError?: unknown; cause?: unknown; message?: string } | undefined, depth = 0; e && depth < 5; depth++) {
-    if (e.retriable || /does not host this topic-partition|leader not available|no leader/i.test(e.message ?? '')) return true;
+  for (
+    let e = err as { retriable?: boolean; originalError?: unknown; cause?: unknown; message?: string } | undefined,
+      depth = 0;
+    e && depth < 5;
+    depth++
+  ) {
+    if (e.retriable || /does not host this topic-partition|leader not available|no leader/i.test(e.message ?? ''))
+      return true;
     e = (e.originalError ?? e.cause) as typeof e;
   }
   return false;

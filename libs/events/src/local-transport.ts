@@ -7,7 +7,10 @@ import type { EventTransport, Subscription, TransportMessage } from './transport
  * with the consumer's dedup, without a broker. A topic nobody subscribes to drops its messages.
  */
 export class LocalTransport implements EventTransport {
-  private readonly subscribers = new Map<string, Set<{ groupId: string; handle: (batch: TransportMessage[]) => Promise<void> }>>();
+  private readonly subscribers = new Map<
+    string,
+    Set<{ groupId: string; handle: (batch: TransportMessage[]) => Promise<void> }>
+  >();
   private closed = false;
 
   constructor(private readonly retryDelayMs = 200) {}
@@ -35,7 +38,11 @@ export class LocalTransport implements EventTransport {
     }
   }
 
-  async subscribe(opts: { groupId: string; topics: string[]; handle: (batch: TransportMessage[]) => Promise<void> }): Promise<Subscription> {
+  async subscribe(opts: {
+    groupId: string;
+    topics: string[];
+    handle: (batch: TransportMessage[]) => Promise<void>;
+  }): Promise<Subscription> {
     const entry = { groupId: opts.groupId, handle: opts.handle };
     for (const topic of opts.topics) {
       if (!this.subscribers.has(topic)) this.subscribers.set(topic, new Set());

@@ -50,17 +50,24 @@ export function eventChannels(input: Pick<EventInput, 'resourceType' | 'parent'>
  * Every change's event row, and the NOTIFY that wakes the relay when the transaction commits
  * (NOTIFY is delivered on commit only): one statement, prepared once per connection.
  */
-const INSERT_OUTBOX = preparedStatement('outbox_insert',
+const INSERT_OUTBOX = preparedStatement(
+  'outbox_insert',
   `WITH row AS (INSERT INTO outbox (id, tenant_id, event_type, resource_type, resource_id, payload, headers)
                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING 1)
-   SELECT pg_notify('outbox', $8) FROM row`);
+   SELECT pg_notify('outbox', $8) FROM row`,
+);
 
 /**
  * The one call a mutation makes to record what happened: it writes the event to the outbox in
  * the caller's transaction, so the change and its audit and domain events commit (or roll back)
  * together. The relay publishes it afterwards.
  */
-export async function recordEvent(tx: PoolClient, source: string, ctx: EventContext, input: EventInput): Promise<string> {
+export async function recordEvent(
+  tx: PoolClient,
+  source: string,
+  ctx: EventContext,
+  input: EventInput,
+): Promise<string> {
   const tenantId = input.tenantId ?? ctx.tenantId;
   if (!tenantId) throw new Error(`event ${input.type} has no tenant`);
   const id = newId();
@@ -84,6 +91,8 @@ export async function recordEvent(tx: PoolClient, source: string, ctx: EventCont
   // The request's trace context travels with the event (W3C traceparent in the Kafka headers).
   const trace: Record<string, string> = {};
   propagation.inject(context.active(), trace);
-  await tx.query(INSERT_OUTBOX([id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event), trace, source]));
+  await tx.query(
+    INSERT_OUTBOX([id, tenantId, input.type, input.resourceType, input.resourceId, Buffer.from(event), trace, source]),
+  );
   return id;
 }

@@ -7,8 +7,16 @@ import { TOPICS, type EventTransport, type TransportMessage } from './transport.
 /** Looked up at each use, like consumer.ts's: the meter provider is registered when telemetry starts. */
 const meter = () => metrics.getMeter('@workauto/events');
 /** Alert when it grows for minutes: events wait in the outbox (Kafka away, or a relay stuck). */
-const backlog = () => meter().createGauge('workauto.outbox.backlog', { description: 'Events waiting in the outbox after the last relay attempt', unit: '{event}' });
-const publishFailures = () => meter().createCounter('workauto.outbox.publish_failures', { description: 'Relay attempts that could not publish to Kafka', unit: '{attempt}' });
+const backlog = () =>
+  meter().createGauge('workauto.outbox.backlog', {
+    description: 'Events waiting in the outbox after the last relay attempt',
+    unit: '{event}',
+  });
+const publishFailures = () =>
+  meter().createCounter('workauto.outbox.publish_failures', {
+    description: 'Relay attempts that could not publish to Kafka',
+    unit: '{attempt}',
+  });
 
 export interface RelayOptions {
   pool: pg.Pool;
@@ -51,8 +59,12 @@ const DRAIN_LOCK_KEY = 'workauto.outbox-relay.drain';
  * A drain's statements, prepared once per connection: on the audit tail's path, and the claim's
  * plan (window functions over the batch) cost more than its execution (docs/benchmarks.md).
  */
-const TAKE_DRAIN_LOCK = preparedStatement<[string]>('outbox_take_drain_lock', 'SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked');
-const CLAIM_BATCH = preparedStatement<[number, number]>('outbox_claim_batch',
+const TAKE_DRAIN_LOCK = preparedStatement<[string]>(
+  'outbox_take_drain_lock',
+  'SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked',
+);
+const CLAIM_BATCH = preparedStatement<[number, number]>(
+  'outbox_claim_batch',
   `SELECT seq, id, tenant_id, event_type, resource_type, resource_id, payload, headers, claimed
      FROM (SELECT o.seq, o.id, o.tenant_id, o.event_type, o.resource_type, o.resource_id, o.payload, o.headers,
                   sum(octet_length(o.payload)) OVER w AS running_bytes, row_number() OVER w AS n, count(*) OVER () AS claimed
@@ -60,8 +72,12 @@ const CLAIM_BATCH = preparedStatement<[number, number]>('outbox_claim_batch',
             WHERE o.seq IN (SELECT seq FROM outbox WHERE published_at IS NULL ORDER BY seq LIMIT $1 FOR UPDATE SKIP LOCKED)
            WINDOW w AS (ORDER BY o.seq)) batch
     WHERE n = 1 OR running_bytes <= $2
-    ORDER BY seq`);
-const MARK_PUBLISHED = preparedStatement<[(string | number)[]]>('outbox_mark_published', 'UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])');
+    ORDER BY seq`,
+);
+const MARK_PUBLISHED = preparedStatement<[(string | number)[]]>(
+  'outbox_mark_published',
+  'UPDATE outbox SET published_at = clock_timestamp() WHERE seq = ANY($1::bigint[])',
+);
 
 /**
  * Publishes committed outbox rows in seq (insert) order to the audit and domain-event topics, and
@@ -151,7 +167,9 @@ export class OutboxRelay {
     const client = await this.opts.pool.connect();
     let locked = false;
     try {
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [LOCK_KEY]);
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
+        LOCK_KEY,
+      ]);
       locked = rows[0]?.locked === true;
     } catch (err) {
       client.release(true);
@@ -168,7 +186,10 @@ export class OutboxRelay {
     const onError = (err: Error) => {
       this.lost = true;
       this.active = false;
-      this.opts.logger.warn({ err: err.message, source: this.opts.source }, 'outbox relay lost its database connection; reconnecting');
+      this.opts.logger.warn(
+        { err: err.message, source: this.opts.source },
+        'outbox relay lost its database connection; reconnecting',
+      );
     };
     const onNotification = () => {
       this.notified = true;
@@ -229,7 +250,11 @@ export class OutboxRelay {
         clearTimeout(t);
         resolve();
       };
-      this.wake = backoff ? () => { if (!this.running) done(); } : done;
+      this.wake = backoff
+        ? () => {
+            if (!this.running) done();
+          }
+        : done;
     });
   }
 
@@ -240,11 +265,15 @@ export class OutboxRelay {
     if (Date.now() - this.lastPrune < 10 * 60_000) return;
     this.lastPrune = Date.now();
     const keepMs = this.opts.keepPublishedMs ?? 24 * 3_600_000;
-    await this.opts.pool.query(`DELETE FROM outbox WHERE published_at < now() - $1 * interval '1 millisecond'`, [keepMs]);
+    await this.opts.pool.query(`DELETE FROM outbox WHERE published_at < now() - $1 * interval '1 millisecond'`, [
+      keepMs,
+    ]);
   }
 
   private async pendingCount(): Promise<number> {
-    const { rows } = await this.opts.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL');
+    const { rows } = await this.opts.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL',
+    );
     return rows[0]!.n;
   }
 
@@ -275,7 +304,13 @@ export class OutboxRelay {
         return { published: 0, more: false };
       }
       const messages: TransportMessage[] = rows.flatMap((r) => {
-        const headers = { ...r.headers, 'event-id': r.id, 'event-type': r.event_type, 'tenant-id': r.tenant_id, source: this.opts.source };
+        const headers = {
+          ...r.headers,
+          'event-id': r.id,
+          'event-type': r.event_type,
+          'tenant-id': r.tenant_id,
+          source: this.opts.source,
+        };
         const key = `${r.resource_type}:${r.resource_id}`;
         return [
           { topic: topics.audit, key, value: r.payload, headers },

@@ -21,7 +21,11 @@ export interface EventTransport {
    * one partition's messages): a batch counts as consumed only after `handle` resolved; if it
    * rejects, the batch is delivered again.
    */
-  subscribe(opts: { groupId: string; topics: string[]; handle: (batch: TransportMessage[]) => Promise<void> }): Promise<Subscription>;
+  subscribe(opts: {
+    groupId: string;
+    topics: string[];
+    handle: (batch: TransportMessage[]) => Promise<void>;
+  }): Promise<Subscription>;
   /** Creates the topics when they do not exist (a no-op where topics need no creation). */
   ensureTopics(topics: string[]): Promise<void>;
   close(): Promise<void>;

@@ -18,19 +18,48 @@ const ECHO = { path: '/test.Test/Echo', requestSerialize: (b: Buffer) => b, resp
 let resolvesTo: string[] = [];
 const systemLookup = dns.promises.lookup;
 dns.promises.lookup = (async (hostname: string, options?: unknown) =>
-  hostname === NAME ? resolvesTo.map((address) => ({ address, family: 4 })) : (systemLookup as (h: string, o?: unknown) => Promise<unknown>)(hostname, options)) as typeof dns.promises.lookup;
+  hostname === NAME
+    ? resolvesTo.map((address) => ({ address, family: 4 }))
+    : (systemLookup as (h: string, o?: unknown) => Promise<unknown>)(hostname, options)) as typeof dns.promises.lookup;
 
-interface Replica { host: string; calls: number; server: grpc.Server }
+interface Replica {
+  host: string;
+  calls: number;
+  server: grpc.Server;
+}
 
-async function startReplica(host: string, port: number, options: grpc.ServerOptions = SERVER_CHANNEL_OPTIONS): Promise<Replica & { port: number }> {
+async function startReplica(
+  host: string,
+  port: number,
+  options: grpc.ServerOptions = SERVER_CHANNEL_OPTIONS,
+): Promise<Replica & { port: number }> {
   const server = new grpc.Server(options);
   const replica = { host, calls: 0, server, port: 0 };
   server.addService(
-    { Echo: { path: ECHO.path, requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } },
-    { Echo: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => { replica.calls++; cb(null, Buffer.from(host)); } },
+    {
+      Echo: {
+        path: ECHO.path,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (b: Buffer) => b,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    {
+      Echo: (_call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        replica.calls++;
+        cb(null, Buffer.from(host));
+      },
+    },
   );
   new HealthImplementation({ '': 'SERVING' }).addToServer(server);
-  replica.port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  replica.port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (e, p) =>
+      e ? reject(e) : resolve(p),
+    ),
+  );
   return replica;
 }
 
@@ -45,7 +74,11 @@ describe('Downstream balancing over replicas', () => {
 
   async function threeReplicas(options?: grpc.ServerOptions): Promise<{ port: number; set: Replica[] }> {
     const first = await startReplica('127.0.0.1', 0, options);
-    const set = [first, await startReplica('127.0.0.2', first.port, options), await startReplica('127.0.0.3', first.port, options)];
+    const set = [
+      first,
+      await startReplica('127.0.0.2', first.port, options),
+      await startReplica('127.0.0.3', first.port, options),
+    ];
     replicas.push(...set);
     return { port: first.port, set };
   }
@@ -64,9 +97,17 @@ describe('Downstream balancing over replicas', () => {
     const plain = new grpc.Client(`${NAME}:${port}`, grpc.credentials.createInsecure());
     closers.push(() => plain.close());
     for (let i = 0; i < 30; i++) {
-      await new Promise((resolve, reject) => plain.makeUnaryRequest(ECHO.path, ECHO.requestSerialize, ECHO.responseDeserialize, Buffer.alloc(0), (e, r) => (e ? reject(e) : resolve(r))));
+      await new Promise((resolve, reject) =>
+        plain.makeUnaryRequest(ECHO.path, ECHO.requestSerialize, ECHO.responseDeserialize, Buffer.alloc(0), (e, r) =>
+          e ? reject(e) : resolve(r),
+        ),
+      );
     }
-    assert.deepEqual(set.map((r) => r.calls).filter((n) => n > 0), [30], 'pick_first uses a single replica');
+    assert.deepEqual(
+      set.map((r) => r.calls).filter((n) => n > 0),
+      [30],
+      'pick_first uses a single replica',
+    );
     for (const r of set) r.calls = 0;
 
     const client = new Downstream('notes_tasks', `${NAME}:${port}`);
@@ -78,12 +119,18 @@ describe('Downstream balancing over replicas', () => {
   });
 
   it('finds a replica added after it connected once the servers end old connections (max_connection_age)', async () => {
-    const short = { ...SERVER_CHANNEL_OPTIONS, 'grpc.max_connection_age_ms': 500, 'grpc.max_connection_age_grace_ms': 200 };
+    const short = {
+      ...SERVER_CHANNEL_OPTIONS,
+      'grpc.max_connection_age_ms': 500,
+      'grpc.max_connection_age_grace_ms': 200,
+    };
     const first = await startReplica('127.0.0.4', 0, short);
     const second = await startReplica('127.0.0.5', first.port, short);
     replicas.push(first, second);
     resolvesTo = [first.host, second.host];
-    const client = new Downstream('notes_tasks', `${NAME}:${first.port}`, { channelOptions: { 'grpc.dns_min_time_between_resolutions_ms': 200 } });
+    const client = new Downstream('notes_tasks', `${NAME}:${first.port}`, {
+      channelOptions: { 'grpc.dns_min_time_between_resolutions_ms': 200 },
+    });
     closers.push(() => client.close());
     for (let i = 0; i < 20; i++) await client.call(ECHO, Buffer.alloc(0));
 

@@ -9,7 +9,14 @@ import * as grpc from '@grpc/grpc-js';
 import { createSigner } from 'fast-jwt';
 import { createLogger } from '@workauto/logger';
 import { NotesTasksServiceService as S } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { CALLER_TOKEN_KEY, CallerSigner, CallerVerifier, callerAudience, generateCallerKeys, type Caller } from './caller-identity.js';
+import {
+  CALLER_TOKEN_KEY,
+  CallerSigner,
+  CallerVerifier,
+  callerAudience,
+  generateCallerKeys,
+  type Caller,
+} from './caller-identity.js';
 import { Downstream } from './client.js';
 import type { CallContext } from './context.js';
 import { decodeStatusDetails, type ErrorDetails } from './errors.js';
@@ -18,7 +25,12 @@ import { GrpcServer, type Handlers } from './server.js';
 const NOTES = callerAudience(S.listNotes.path);
 const keys = generateCallerKeys('gateway-1');
 const caller: Caller = {
-  requestId: 'req-1', tenantId: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, clientIp: '10.0.0.9', userAgent: 'curl/8', idempotencyKey: 'idem-1',
+  requestId: 'req-1',
+  tenantId: 'tenant-a',
+  actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' },
+  clientIp: '10.0.0.9',
+  userAgent: 'curl/8',
+  idempotencyKey: 'idem-1',
 };
 
 /** A notes-tasks server whose ListNotes answers with the caller it saw (JSON in next_cursor). */
@@ -27,11 +39,25 @@ async function startServer(opts: { reflection?: boolean; verifyKeys?: string; si
   const handlers = {
     listNotes: async (_req: unknown, ctx: CallContext) => {
       seen = ctx;
-      return { data: [], has_more: false, next_cursor: JSON.stringify({ tenant: ctx.tenant, actor: ctx.actor, requestId: ctx.requestId, ip: ctx.clientIp, ua: ctx.userAgent, idem: ctx.idempotencyKey }) };
+      return {
+        data: [],
+        has_more: false,
+        next_cursor: JSON.stringify({
+          tenant: ctx.tenant,
+          actor: ctx.actor,
+          requestId: ctx.requestId,
+          ip: ctx.clientIp,
+          ua: ctx.userAgent,
+          idem: ctx.idempotencyKey,
+        }),
+      };
     },
   } as unknown as Handlers<typeof S>;
   const server = new GrpcServer({
-    name: 'notes-tasks', errorDomain: 'notes.workauto', logger: createLogger('test', 'silent'), protoFiles: ['workauto/notes_tasks/v1/notes_tasks.proto'],
+    name: 'notes-tasks',
+    errorDomain: 'notes.workauto',
+    logger: createLogger('test', 'silent'),
+    protoFiles: ['workauto/notes_tasks/v1/notes_tasks.proto'],
     callerVerifier: new CallerVerifier(opts.verifyKeys ?? keys.verifyKeys),
     callerSigner: opts.signingKey ? new CallerSigner(opts.signingKey, { issuer: 'notes-tasks' }) : undefined,
     reflection: opts.reflection,
@@ -85,7 +111,12 @@ describe('signed caller identity', () => {
   it('builds the call context from a valid token: tenant, actor, request id, client, idempotency key', async () => {
     const res = await svc.list(gateway.metadata(caller, NOTES));
     assert.deepEqual(JSON.parse(res.next_cursor!), {
-      tenant: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, requestId: 'req-1', ip: '10.0.0.9', ua: 'curl/8', idem: 'idem-1',
+      tenant: 'tenant-a',
+      actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' },
+      requestId: 'req-1',
+      ip: '10.0.0.9',
+      ua: 'curl/8',
+      idem: 'idem-1',
     });
   });
 
@@ -129,38 +160,87 @@ describe('signed caller identity', () => {
   });
 
   it('refuses an unsigned token (alg none) and garbage', async () => {
-    const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'caller+jwt', kid: 'gateway-1' })).toString('base64url');
-    const body = Buffer.from(JSON.stringify({ request_id: 'r', tenant_id: 'tenant-a', aud: NOTES, exp: Date.now() / 1000 + 60, iat: Date.now() / 1000 })).toString('base64url');
+    const none = Buffer.from(JSON.stringify({ alg: 'none', typ: 'caller+jwt', kid: 'gateway-1' })).toString(
+      'base64url',
+    );
+    const body = Buffer.from(
+      JSON.stringify({
+        request_id: 'r',
+        tenant_id: 'tenant-a',
+        aud: NOTES,
+        exp: Date.now() / 1000 + 60,
+        iat: Date.now() / 1000,
+      }),
+    ).toString('base64url');
     await refused(withToken(`${none}.${body}.`), /not valid|not allowed/);
     await refused(withToken('not-a-jwt'), /not a JWT/);
   });
 
   it('refuses a JWT of another type (typ JWT) even when a trusted key signed it', async () => {
-    const pem = createPrivateKey({ key: JSON.parse(keys.signingKey), format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
+    const pem = createPrivateKey({ key: JSON.parse(keys.signingKey), format: 'jwk' }).export({
+      type: 'pkcs8',
+      format: 'pem',
+    }) as string;
     const now = Math.floor(Date.now() / 1000);
-    const plain = createSigner({ key: pem, algorithm: 'EdDSA', kid: 'gateway-1' })({ aud: NOTES, iat: now, exp: now + 30, request_id: 'r', tenant_id: 'tenant-a' });
+    const plain = createSigner({ key: pem, algorithm: 'EdDSA', kid: 'gateway-1' })({
+      aud: NOTES,
+      iat: now,
+      exp: now + 30,
+      request_id: 'r',
+      tenant_id: 'tenant-a',
+    });
     await refused(withToken(plain), /FAST_JWT_INVALID_TYPE/);
   });
 
   it('refuses a token signed for another service (no replay from one service to the next)', async () => {
-    await refused(gateway.metadata(caller, 'workauto.identity.v1.IdentityService'), /not for this service \(workauto\.notes_tasks\.v1\.NotesTasksService\)/);
+    await refused(
+      gateway.metadata(caller, 'workauto.identity.v1.IdentityService'),
+      /not for this service \(workauto\.notes_tasks\.v1\.NotesTasksService\)/,
+    );
   });
 
-  it('reuses one token per principal and target service; the request\'s fields travel beside it', async () => {
+  it("reuses one token per principal and target service; the request's fields travel beside it", async () => {
     const signer = new CallerSigner(keys.signingKey, { issuer: 'gateway' });
     const first = signer.metadata(caller, NOTES);
-    const second = signer.metadata({ ...caller, requestId: 'req-2', clientIp: '10.0.0.10', userAgent: 'Mözilla/5 ✓', idempotencyKey: undefined }, NOTES);
-    assert.equal(second.get(CALLER_TOKEN_KEY)[0], first.get(CALLER_TOKEN_KEY)[0], 'the same principal reuses its token');
-    for (const other of [{ ...caller, tenantId: 'tenant-b' }, { ...caller, actor: { type: 'member', id: 'key-1' } }, { ...caller, actor: { ...caller.actor!, memberId: 'member-2' } }]) {
-      assert.notEqual(signer.sign(other, NOTES), signer.sign(caller, NOTES), `another principal gets another token: ${JSON.stringify(other)}`);
+    const second = signer.metadata(
+      { ...caller, requestId: 'req-2', clientIp: '10.0.0.10', userAgent: 'Mözilla/5 ✓', idempotencyKey: undefined },
+      NOTES,
+    );
+    assert.equal(
+      second.get(CALLER_TOKEN_KEY)[0],
+      first.get(CALLER_TOKEN_KEY)[0],
+      'the same principal reuses its token',
+    );
+    for (const other of [
+      { ...caller, tenantId: 'tenant-b' },
+      { ...caller, actor: { type: 'member', id: 'key-1' } },
+      { ...caller, actor: { ...caller.actor!, memberId: 'member-2' } },
+    ]) {
+      assert.notEqual(
+        signer.sign(other, NOTES),
+        signer.sign(caller, NOTES),
+        `another principal gets another token: ${JSON.stringify(other)}`,
+      );
     }
-    assert.notEqual(signer.sign(caller, 'workauto.identity.v1.IdentityService'), signer.sign(caller, NOTES), 'another audience gets another token');
+    assert.notEqual(
+      signer.sign(caller, 'workauto.identity.v1.IdentityService'),
+      signer.sign(caller, NOTES),
+      'another audience gets another token',
+    );
     const claims = JSON.parse(Buffer.from(signer.sign(caller, NOTES).split('.')[1]!, 'base64url').toString());
-    assert.deepEqual(Object.keys(claims).sort(), ['actor', 'aud', 'exp', 'iat', 'iss', 'tenant_id'], 'only the principal is signed');
+    assert.deepEqual(
+      Object.keys(claims).sort(),
+      ['actor', 'aud', 'exp', 'iat', 'iss', 'tenant_id'],
+      'only the principal is signed',
+    );
     // The second call's own fields reach the handler, not the first's.
     const res = await svc.list(second);
     assert.deepEqual(JSON.parse(res.next_cursor!), {
-      tenant: 'tenant-a', actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' }, requestId: 'req-2', ip: '10.0.0.10', ua: 'Mözilla/5 ✓',
+      tenant: 'tenant-a',
+      actor: { type: 'api_key', id: 'key-1', memberId: 'member-1' },
+      requestId: 'req-2',
+      ip: '10.0.0.10',
+      ua: 'Mözilla/5 ✓',
     });
   });
 
@@ -192,7 +272,12 @@ describe('signed caller identity', () => {
     const verifier = new CallerVerifier(keys.verifyKeys, { maxCachedTokens: 2 });
     const tenants = ['t1', 't2', 't3'].map((t) => gateway.metadata({ ...caller, tenantId: t }, NOTES));
     for (const md of [...tenants, ...tenants]) assert.ok(verifier.verify(md, NOTES).tenantId);
-    const tampered = gateway.sign({ ...caller, tenantId: 't1' }, NOTES).replace(/\.[^.]+\./, `.${Buffer.from(JSON.stringify({ aud: NOTES, tenant_id: 't9', iat: 1, exp: 4e9 })).toString('base64url')}.`);
+    const tampered = gateway
+      .sign({ ...caller, tenantId: 't1' }, NOTES)
+      .replace(
+        /\.[^.]+\./,
+        `.${Buffer.from(JSON.stringify({ aud: NOTES, tenant_id: 't9', iat: 1, exp: 4e9 })).toString('base64url')}.`,
+      );
     const md = withToken(tampered);
     md.set('x-request-id-bin', Buffer.from('r'));
     assert.throws(() => verifier.verify(md, NOTES), /signature does not verify/);
@@ -215,8 +300,8 @@ describe('signed caller identity', () => {
   });
 });
 
-describe('calls a service makes on a caller\'s behalf', () => {
-  it('are signed with the service\'s own key for the target service, with the same caller', async () => {
+describe("calls a service makes on a caller's behalf", () => {
+  it("are signed with the service's own key for the target service, with the same caller", async () => {
     const own = generateCallerKeys('notes-tasks-1');
     const svc = await startServer({ signingKey: own.signingKey });
     try {
@@ -251,8 +336,14 @@ describe('caller keys configuration', () => {
 
   it('refuses a signing key that is not a private JWK with a kid', () => {
     assert.throws(() => new CallerSigner('nope', { issuer: 'gateway' }), /CALLER_SIGNING_KEY/);
-    assert.throws(() => new CallerSigner(JSON.stringify(JSON.parse(keys.verifyKeys).keys[0]), { issuer: 'gateway' }), /private JWK/);
-    assert.throws(() => new CallerSigner(JSON.stringify({ ...JSON.parse(keys.signingKey), kid: undefined }), { issuer: 'gateway' }), /kid/);
+    assert.throws(
+      () => new CallerSigner(JSON.stringify(JSON.parse(keys.verifyKeys).keys[0]), { issuer: 'gateway' }),
+      /private JWK/,
+    );
+    assert.throws(
+      () => new CallerSigner(JSON.stringify({ ...JSON.parse(keys.signingKey), kid: undefined }), { issuer: 'gateway' }),
+      /kid/,
+    );
   });
 });
 

@@ -77,7 +77,9 @@ export function generateCallerKeys(kid: string): CallerKeys {
 
 /** One CALLER_VERIFY_KEYS (JWKS) trusting several signers: the gateway, and services that call others (agents). */
 export function mergeVerifyKeys(...jwks: string[]): string {
-  return JSON.stringify({ keys: jwks.flatMap((j) => (parseJson(j, 'the caller verify keys') as { keys?: unknown[] }).keys ?? []) });
+  return JSON.stringify({
+    keys: jwks.flatMap((j) => (parseJson(j, 'the caller verify keys') as { keys?: unknown[] }).keys ?? []),
+  });
 }
 
 const WHAT_TO_SET =
@@ -92,15 +94,26 @@ function parseJson(json: string, what: string): unknown {
 }
 
 /** A JWK as node:crypto's key and the one algorithm it signs with: Ed25519 → EdDSA, P-256 → ES256; asymmetric only. */
-function importKey(jwk: JsonWebKey & { kid?: string }, kind: 'private' | 'public'): { key: KeyObject; algorithm: Algorithm } {
+function importKey(
+  jwk: JsonWebKey & { kid?: string },
+  kind: 'private' | 'public',
+): { key: KeyObject; algorithm: Algorithm } {
   let key: KeyObject;
   try {
-    key = kind === 'private' ? createPrivateKey({ key: jwk, format: 'jwk' }) : createPublicKey({ key: jwk, format: 'jwk' });
+    key =
+      kind === 'private' ? createPrivateKey({ key: jwk, format: 'jwk' }) : createPublicKey({ key: jwk, format: 'jwk' });
   } catch (err) {
-    throw new Error(`caller key ${jwk.kid ?? ''} is not a valid ${kind} JWK (${(err as Error).message}); ${WHAT_TO_SET}`);
+    throw new Error(
+      `caller key ${jwk.kid ?? ''} is not a valid ${kind} JWK (${(err as Error).message}); ${WHAT_TO_SET}`,
+    );
   }
   const type = key.asymmetricKeyType;
-  const algorithm = type === 'ed25519' ? 'EdDSA' : type === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1' ? 'ES256' : undefined;
+  const algorithm =
+    type === 'ed25519'
+      ? 'EdDSA'
+      : type === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1'
+        ? 'ES256'
+        : undefined;
   if (!algorithm) throw new Error(`caller key ${jwk.kid ?? ''} is neither Ed25519 nor P-256; ${WHAT_TO_SET}`);
   return { key, algorithm };
 }
@@ -118,11 +131,17 @@ export class CallerSigner {
   /** From a private JWK (JSON, with kid; Ed25519 or P-256). Throws a message that says what to set. */
   constructor(privateJwk: string, opts: { issuer: string; ttlSeconds?: number; maxCachedTokens?: number }) {
     const jwk = parseJson(privateJwk, 'the caller signing key') as JsonWebKey & { kid?: string };
-    if (typeof jwk !== 'object' || jwk === null || !jwk.d) throw new Error(`the caller signing key must be a private JWK; ${WHAT_TO_SET}`);
-    if (!jwk.kid) throw new Error(`the caller signing key has no kid (services pick the verifying key by it); ${WHAT_TO_SET}`);
+    if (typeof jwk !== 'object' || jwk === null || !jwk.d)
+      throw new Error(`the caller signing key must be a private JWK; ${WHAT_TO_SET}`);
+    if (!jwk.kid)
+      throw new Error(`the caller signing key has no kid (services pick the verifying key by it); ${WHAT_TO_SET}`);
     const { key, algorithm } = importKey(jwk, 'private');
     this.signer = createSigner({
-      key: key.export({ type: 'pkcs8', format: 'pem' }) as string, algorithm, kid: jwk.kid, iss: opts.issuer, header: { alg: algorithm, typ: TOKEN_TYPE },
+      key: key.export({ type: 'pkcs8', format: 'pem' }) as string,
+      algorithm,
+      kid: jwk.kid,
+      iss: opts.issuer,
+      header: { alg: algorithm, typ: TOKEN_TYPE },
     });
     this.issuer = opts.issuer;
     this.ttlSeconds = opts.ttlSeconds ?? DEFAULT_TTL_S;
@@ -137,7 +156,8 @@ export class CallerSigner {
     const actor = caller.actor;
     const principal: Record<string, unknown> = { aud: audience };
     if (caller.tenantId) principal.tenant_id = caller.tenantId;
-    if (actor) principal.actor = { type: actor.type, id: actor.id, ...(actor.memberId ? { member_id: actor.memberId } : {}) };
+    if (actor)
+      principal.actor = { type: actor.type, id: actor.id, ...(actor.memberId ? { member_id: actor.memberId } : {}) };
     // Keyed by every signed claim but the times: a claim added to the principal later is part of
     // the key without anyone having to remember it.
     const cacheKey = JSON.stringify(principal);
@@ -179,16 +199,24 @@ export class CallerVerifier {
   constructor(jwksJson: string, opts: { maxCachedTokens?: number } = {}) {
     this.maxCached = opts.maxCachedTokens ?? DEFAULT_CACHE_SIZE;
     const jwks = parseJson(jwksJson, 'the caller verify keys') as { keys?: (JsonWebKey & { kid?: string })[] } | null;
-    if (!jwks || !Array.isArray(jwks.keys) || jwks.keys.length === 0) throw new Error(`the caller verify keys must be a JWKS with at least one key; ${WHAT_TO_SET}`);
+    if (!jwks || !Array.isArray(jwks.keys) || jwks.keys.length === 0)
+      throw new Error(`the caller verify keys must be a JWKS with at least one key; ${WHAT_TO_SET}`);
     for (const jwk of jwks.keys) {
       if (!jwk.kid) throw new Error(`every caller verify key needs a kid; ${WHAT_TO_SET}`);
-      if (jwk.d) throw new Error(`caller verify key ${jwk.kid} is a private key: give services only public keys; ${WHAT_TO_SET}`);
+      if (jwk.d)
+        throw new Error(
+          `caller verify key ${jwk.kid} is a private key: give services only public keys; ${WHAT_TO_SET}`,
+        );
       const { key, algorithm } = importKey(jwk, 'public');
       this.byKid.set(
         jwk.kid,
         createVerifier({
-          key: key.export({ type: 'spki', format: 'pem' }) as string, algorithms: [algorithm], checkTyp: TOKEN_TYPE,
-          clockTolerance: CLOCK_TOLERANCE_MS, requiredClaims: ['exp', 'iat', 'aud'], cache: false,
+          key: key.export({ type: 'spki', format: 'pem' }) as string,
+          algorithms: [algorithm],
+          checkTyp: TOKEN_TYPE,
+          clockTolerance: CLOCK_TOLERANCE_MS,
+          requiredClaims: ['exp', 'iat', 'aud'],
+          cache: false,
         }),
       );
     }
@@ -205,7 +233,9 @@ export class CallerVerifier {
   verify(metadata: grpc.Metadata, audience: string): Caller {
     const token = metadata.get(CALLER_TOKEN_KEY)[0];
     if (typeof token !== 'string' || token === '') {
-      throw invalid(`the call carries no caller identity (${CALLER_TOKEN_KEY}): services accept only calls signed by the gateway or by a service whose key is in their CALLER_VERIFY_KEYS; call through the gateway`);
+      throw invalid(
+        `the call carries no caller identity (${CALLER_TOKEN_KEY}): services accept only calls signed by the gateway or by a service whose key is in their CALLER_VERIFY_KEYS; call through the gateway`,
+      );
     }
     let verified = this.verified.get(token);
     if (verified && Date.now() >= verified.acceptedUntil) {
@@ -217,22 +247,35 @@ export class CallerVerifier {
       if (this.verified.size >= this.maxCached) this.verified.delete(this.verified.keys().next().value!);
       this.verified.set(token, verified);
     }
-    if (verified.audience !== audience) throw invalid(`the caller identity token is not for this service (${audience}): sign one token per target service`);
+    if (verified.audience !== audience)
+      throw invalid(
+        `the caller identity token is not for this service (${audience}): sign one token per target service`,
+      );
     const requestId = text(metadata, REQUEST_ID_KEY);
-    if (!requestId) throw invalid(`the call carries no request id (${REQUEST_ID_KEY}) beside its caller identity: the signer sets it (CallerSigner.metadata)`);
+    if (!requestId)
+      throw invalid(
+        `the call carries no request id (${REQUEST_ID_KEY}) beside its caller identity: the signer sets it (CallerSigner.metadata)`,
+      );
     return {
-      requestId, tenantId: verified.tenantId, actor: verified.actor,
-      clientIp: text(metadata, CLIENT_IP_KEY), userAgent: text(metadata, USER_AGENT_KEY), idempotencyKey: text(metadata, IDEMPOTENCY_KEY_KEY),
+      requestId,
+      tenantId: verified.tenantId,
+      actor: verified.actor,
+      clientIp: text(metadata, CLIENT_IP_KEY),
+      userAgent: text(metadata, USER_AGENT_KEY),
+      idempotencyKey: text(metadata, IDEMPOTENCY_KEY_KEY),
     };
   }
 
   /** Signature, type, expiry and claims of a token not seen before (or seen expired). */
   private verifyToken(token: string): VerifiedToken {
     const kid = kidOf(token);
-    if (kid === undefined) throw invalid(`the caller identity token is not a JWT with a kid in its header; ${WHAT_TO_SET}`);
+    if (kid === undefined)
+      throw invalid(`the caller identity token is not a JWT with a kid in its header; ${WHAT_TO_SET}`);
     const verifier = this.byKid.get(kid);
     if (!verifier) {
-      throw invalid(`the caller identity token is signed by key ${JSON.stringify(kid.slice(0, 64))}, which is not in this service's CALLER_VERIFY_KEYS: add the signer's public key there`);
+      throw invalid(
+        `the caller identity token is signed by key ${JSON.stringify(kid.slice(0, 64))}, which is not in this service's CALLER_VERIFY_KEYS: add the signer's public key there`,
+      );
     }
     let payload: Record<string, unknown>;
     try {
@@ -241,7 +284,11 @@ export class CallerVerifier {
       throw invalid(describeFailure(err));
     }
     // fast-jwt accepts a token until exp plus the clock tolerance; the cache does the same.
-    return { ...principalOf(payload), audience: payload.aud, acceptedUntil: (payload.exp as number) * 1000 + CLOCK_TOLERANCE_MS };
+    return {
+      ...principalOf(payload),
+      audience: payload.aud,
+      acceptedUntil: (payload.exp as number) * 1000 + CLOCK_TOLERANCE_MS,
+    };
   }
 }
 
@@ -261,7 +308,9 @@ function text(metadata: grpc.Metadata, key: string): string | undefined {
 /** The kid of a token's header (read before verification only to pick the key; the signature covers it). */
 function kidOf(token: string): string | undefined {
   try {
-    const header = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as { kid?: unknown };
+    const header = JSON.parse(Buffer.from(token.slice(0, token.indexOf('.')), 'base64url').toString()) as {
+      kid?: unknown;
+    };
     return typeof header.kid === 'string' ? header.kid : undefined;
   } catch {
     return undefined;
@@ -274,8 +323,10 @@ function invalid(message: string) {
 
 function describeFailure(err: unknown): string {
   const code = err instanceof TokenError ? err.code : undefined;
-  if (code === TokenError.codes.expired) return 'the caller identity token has expired: the signer must renew its tokens before they expire (CallerSigner does; check that the caller\'s and this service\'s clocks agree)';
-  if (code === TokenError.codes.invalidSignature) return 'the caller identity token\'s signature does not verify: it was altered, or signed by another key under a known kid';
+  if (code === TokenError.codes.expired)
+    return "the caller identity token has expired: the signer must renew its tokens before they expire (CallerSigner does; check that the caller's and this service's clocks agree)";
+  if (code === TokenError.codes.invalidSignature)
+    return "the caller identity token's signature does not verify: it was altered, or signed by another key under a known kid";
   return `the caller identity token is not valid (${code ?? 'malformed'}): the caller must sign a ${TOKEN_TYPE} JWT with a key in this service's CALLER_VERIFY_KEYS`;
 }
 
@@ -284,12 +335,19 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 /** Claims → principal; a signed token with claims of the wrong shape is refused, not half-read. */
 function principalOf(p: Record<string, unknown>): { tenantId: string | undefined; actor: Actor | undefined } {
   const actorClaim = p.actor as { type?: unknown; id?: unknown; member_id?: unknown } | undefined;
-  if ((p.tenant_id !== undefined && !str(p.tenant_id)) || (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))) {
-    throw invalid('the caller identity token\'s claims are malformed (tenant_id, actor {type, id, member_id}): fix the signer');
+  if (
+    (p.tenant_id !== undefined && !str(p.tenant_id)) ||
+    (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))
+  ) {
+    throw invalid(
+      "the caller identity token's claims are malformed (tenant_id, actor {type, id, member_id}): fix the signer",
+    );
   }
   const memberId = str(actorClaim?.member_id);
   return {
     tenantId: str(p.tenant_id),
-    actor: actorClaim ? { type: actorClaim.type as string, id: actorClaim.id as string, ...(memberId ? { memberId } : {}) } : undefined,
+    actor: actorClaim
+      ? { type: actorClaim.type as string, id: actorClaim.id as string, ...(memberId ? { memberId } : {}) }
+      : undefined,
   };
 }

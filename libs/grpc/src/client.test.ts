@@ -21,23 +21,33 @@ const HANG = raw('/test.Test/Hang');
 type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away';
 
 /** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
-async function startServer(behaviours: Record<string, Behaviour>, health: 'serving' | 'hang'): Promise<{ address: string; server: grpc.Server }> {
+async function startServer(
+  behaviours: Record<string, Behaviour>,
+  health: 'serving' | 'hang',
+): Promise<{ address: string; server: grpc.Server }> {
   const server = new grpc.Server();
   const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
   const impl: grpc.UntypedServiceImplementation = {};
   for (const [name, behaviour] of Object.entries(behaviours)) {
     definition[name] = {
-      path: `/test.Test/${name}`, requestStream: false, responseStream: false,
-      requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b,
+      path: `/test.Test/${name}`,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: (b: Buffer) => b,
+      requestDeserialize: (b: Buffer) => b,
+      responseSerialize: (b: Buffer) => b,
+      responseDeserialize: (b: Buffer) => b,
     };
     impl[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       call.on('cancelled', () => cancelledOnServer++);
       if (behaviour === 'ok') cb(null, Buffer.from('ok'));
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
       // The service itself answers 503 with a reason (e.g. a third party it asked is down).
-      else if (behaviour === 'answered-unavailable') cb(toServiceError(errors.unavailable('PROVIDER_DOWN', 'the provider is down'), 'test.workauto'));
+      else if (behaviour === 'answered-unavailable')
+        cb(toServiceError(errors.unavailable('PROVIDER_DOWN', 'the provider is down'), 'test.workauto'));
       // The service's own database is away (what toServiceError makes of a refused connection).
-      else if (behaviour === 'database-away') cb(toServiceError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'test.workauto'));
+      else if (behaviour === 'database-away')
+        cb(toServiceError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'test.workauto'));
       // 'hang': never answers
     };
   }
@@ -45,18 +55,34 @@ async function startServer(behaviours: Record<string, Behaviour>, health: 'servi
   if (health === 'serving') new HealthImplementation({ '': 'SERVING' }).addToServer(server);
   else {
     server.addService(
-      { Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } },
+      {
+        Check: {
+          path: '/grpc.health.v1.Health/Check',
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: (b: Buffer) => b,
+          requestDeserialize: (b: Buffer) => b,
+          responseSerialize: (b: Buffer) => b,
+          responseDeserialize: (b: Buffer) => b,
+        },
+      },
       { Check: () => {} },
     );
   }
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+  );
   return { address: `127.0.0.1:${port}`, server };
 }
 
 /** Calls the servers saw cancelled by their client. */
 let cancelledOnServer = 0;
 
-const codeOf = (p: Promise<unknown>) => p.then(() => grpc.status.OK, (e: { code: number }) => e.code);
+const codeOf = (p: Promise<unknown>) =>
+  p.then(
+    () => grpc.status.OK,
+    (e: { code: number }) => e.code,
+  );
 
 describe('Downstream circuit breaker', () => {
   const servers: grpc.Server[] = [];
@@ -66,14 +92,18 @@ describe('Downstream circuit breaker', () => {
     for (const s of servers) s.forceShutdown();
   });
 
-  it('never opens on a handler\'s INTERNAL errors: the service\'s other calls keep being answered', async () => {
+  it("never opens on a handler's INTERNAL errors: the service's other calls keep being answered", async () => {
     const { address, server } = await startServer({ Echo: 'ok', Broken: 'internal' }, 'serving');
     servers.push(server);
     const d = new Downstream('svc', address, { volumeThreshold: 3 });
     clients.push(d);
     for (let i = 0; i < 50; i++) assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL);
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
-    assert.equal(await codeOf(d.call(BROKEN, Buffer.alloc(0))), grpc.status.INTERNAL, 'still tried, not refused by an open circuit');
+    assert.equal(
+      await codeOf(d.call(BROKEN, Buffer.alloc(0))),
+      grpc.status.INTERNAL,
+      'still tried, not refused by an open circuit',
+    );
   });
 
   it('never opens on UNAVAILABLE the service answered itself (with a reason): only the way to the service counts', async () => {
@@ -84,7 +114,11 @@ describe('Downstream circuit breaker', () => {
     const ANSWERED = raw('/test.Test/Answered');
     for (let i = 0; i < 20; i++) {
       const err = await d.call(ANSWERED, Buffer.alloc(0)).catch((e: unknown) => e);
-      assert.equal(decodeStatusDetails(err as grpc.ServiceError).reason, 'PROVIDER_DOWN', `call ${i} reached the service and kept its reason`);
+      assert.equal(
+        decodeStatusDetails(err as grpc.ServiceError).reason,
+        'PROVIDER_DOWN',
+        `call ${i} reached the service and kept its reason`,
+      );
     }
     assert.equal(d.isDown, false);
   });
@@ -118,20 +152,29 @@ describe('Downstream circuit breaker', () => {
     const end = Date.now() + 2_000;
     while (cancelledOnServer === before && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     assert.equal(cancelledOnServer, before + 1);
-    assert.equal(await d.call(HANG, Buffer.alloc(0), { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e), reason, 'an aborted signal never starts the call');
+    assert.equal(
+      await d.call(HANG, Buffer.alloc(0), { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e),
+      reason,
+      'an aborted signal never starts the call',
+    );
     assert.equal(d.isDown, false, 'a cancel is not a failure of the service');
   });
 
-  it('opens a slow method alone while the service\'s health answers: its other methods keep working', async () => {
+  it("opens a slow method alone while the service's health answers: its other methods keep working", async () => {
     const { address, server } = await startServer({ Echo: 'ok', Hang: 'hang' }, 'serving');
     servers.push(server);
     const d = new Downstream('svc', address, { deadlineMs: 100, volumeThreshold: 3, resetTimeoutMs: 60_000 });
     clients.push(d);
-    for (let i = 0; i < 3; i++) assert.equal(await codeOf(d.call(HANG, Buffer.alloc(0))), grpc.status.DEADLINE_EXCEEDED);
+    for (let i = 0; i < 3; i++)
+      assert.equal(await codeOf(d.call(HANG, Buffer.alloc(0))), grpc.status.DEADLINE_EXCEEDED);
     const started = Date.now();
     const refused = await d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e);
     assert.ok(Date.now() - started < 50, 'an open circuit answers at once');
-    assert.ok(refused instanceof DomainError && refused.code === grpc.status.UNAVAILABLE && refused.reason === 'SERVICE_UNAVAILABLE');
+    assert.ok(
+      refused instanceof DomainError &&
+        refused.code === grpc.status.UNAVAILABLE &&
+        refused.reason === 'SERVICE_UNAVAILABLE',
+    );
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
     assert.equal(d.isDown, false);
   });
@@ -156,7 +199,7 @@ describe('Downstream circuit breaker', () => {
     assert.deepEqual(refused.extra.metadata, { service: 'notes_tasks' });
   });
 
-  it('answers 503 when the service ends the connection under a burst of deadlines, never INTERNAL (the API mix\'s 500s at 2,048 clients)', async () => {
+  it("answers 503 when the service ends the connection under a burst of deadlines, never INTERNAL (the API mix's 500s at 2,048 clients)", async () => {
     // Overload makes many calls pass their deadline at once; grpc-js resets each one (RST_STREAM),
     // and past ~1,000 resets the service's HTTP/2 stack (nghttp2's rapid-reset limit) ends the whole
     // connection with GOAWAY(INTERNAL_ERROR). grpc-js reports the calls still in flight on it as
@@ -164,18 +207,30 @@ describe('Downstream circuit breaker', () => {
     const { address, server } = await startServer({ Hang: 'hang' }, 'serving');
     servers.push(server);
     // No in-flight cap here (the next test covers it): the mapping of the lost connection is under test.
-    const d = new Downstream('notes_tasks', address, { deadlineMs: 30_000, resetTimeoutMs: 60_000, maxInFlight: 10_000 });
+    const d = new Downstream('notes_tasks', address, {
+      deadlineMs: 30_000,
+      resetTimeoutMs: 60_000,
+      maxInFlight: 10_000,
+    });
     clients.push(d);
     assert.equal(await d.checkHealth(), 'serving'); // connected
     const inFlight = Array.from({ length: 20 }, () => d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e));
     await new Promise((r) => setTimeout(r, 100));
-    const expiring = Array.from({ length: 1_500 }, () => d.call(HANG, Buffer.alloc(0), { deadlineMs: 200 }).catch((e: unknown) => e));
+    const expiring = Array.from({ length: 1_500 }, () =>
+      d.call(HANG, Buffer.alloc(0), { deadlineMs: 200 }).catch((e: unknown) => e),
+    );
     const outcomes = await Promise.all([...expiring, ...inFlight]);
     const lost = (await Promise.all(inFlight)) as unknown[];
-    assert.ok(lost.every((e) => e instanceof DomainError), `every call in flight failed when the connection ended: ${String(lost.find((e) => !(e instanceof DomainError)))}`);
+    assert.ok(
+      lost.every((e) => e instanceof DomainError),
+      `every call in flight failed when the connection ended: ${String(lost.find((e) => !(e instanceof DomainError)))}`,
+    );
     for (const e of outcomes) {
       assert.ok(e instanceof DomainError, `a grpc-js status reached the caller unmapped: ${String(e)}`);
-      assert.ok(e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED, `${grpc.status[e.code]}: ${e.message}`);
+      assert.ok(
+        e.code === grpc.status.UNAVAILABLE || e.code === grpc.status.DEADLINE_EXCEEDED,
+        `${grpc.status[e.code]}: ${e.message}`,
+      );
       assert.equal(e.extra.metadata?.service, 'notes_tasks');
     }
     const broken = lost[0] as DomainError;
@@ -202,7 +257,7 @@ describe('Downstream circuit breaker', () => {
     assert.deepEqual(await d.call(ECHO, Buffer.alloc(0)), Buffer.from('ok'));
   });
 
-  it('comes back by itself once the service\'s health check answers again', async () => {
+  it("comes back by itself once the service's health check answers again", async () => {
     const down = await startServer({ Echo: 'ok' }, 'serving');
     const address = down.address;
     down.server.forceShutdown(); // nothing listens now: connection refused
@@ -215,8 +270,23 @@ describe('Downstream circuit breaker', () => {
     // The same port serves again.
     const server = new grpc.Server();
     new HealthImplementation({ '': 'SERVING' }).addToServer(server);
-    server.addService({ Echo: { path: ECHO.path, requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } }, { Echo: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from('ok')) });
-    await new Promise<void>((resolve, reject) => server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())));
+    server.addService(
+      {
+        Echo: {
+          path: ECHO.path,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: (b: Buffer) => b,
+          requestDeserialize: (b: Buffer) => b,
+          responseSerialize: (b: Buffer) => b,
+          responseDeserialize: (b: Buffer) => b,
+        },
+      },
+      { Echo: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(null, Buffer.from('ok')) },
+    );
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
+    );
     servers.push(server);
     const back = Date.now() + 5_000;
     while (d.isDown && Date.now() < back) await new Promise((r) => setTimeout(r, 50));
@@ -227,21 +297,44 @@ describe('Downstream circuit breaker', () => {
 
 describe('field violation cap', () => {
   it('sends at most 50 violations and one "and N more", so hundreds fit the status trailer', async () => {
-    const many = Array.from({ length: 600 }, (_, i) => ({ field: `items[${i}].name`, description: 'must not be empty; give each item a name of 1 to 200 characters' }));
+    const many = Array.from({ length: 600 }, (_, i) => ({
+      field: `items[${i}].name`,
+      description: 'must not be empty; give each item a name of 1 to 200 characters',
+    }));
     const sent = decodeStatusDetails(toServiceError(errors.invalidArgument(many), 'x') as grpc.ServiceError);
     assert.equal(sent.fieldViolations.length, MAX_FIELD_VIOLATIONS + 1);
     assert.match(sent.fieldViolations.at(-1)!.description, /and 550 more/);
     // The same cap applies to a DomainError built by hand.
-    const direct = decodeStatusDetails(toServiceError(new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'bad', { fieldViolations: many }), 'x') as grpc.ServiceError);
+    const direct = decodeStatusDetails(
+      toServiceError(
+        new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'bad', { fieldViolations: many }),
+        'x',
+      ) as grpc.ServiceError,
+    );
     assert.equal(direct.fieldViolations.length, MAX_FIELD_VIOLATIONS + 1);
 
     // Through a real server and client: today's uncapped list is a RST_STREAM (INTERNAL), not the 400.
     const server = new grpc.Server();
     server.addService(
-      { Bad: { path: '/test.Test/Bad', requestStream: false, responseStream: false, requestSerialize: (b: Buffer) => b, requestDeserialize: (b: Buffer) => b, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b } },
-      { Bad: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(toServiceError(errors.invalidArgument(many), 'x') as grpc.ServiceError) },
+      {
+        Bad: {
+          path: '/test.Test/Bad',
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: (b: Buffer) => b,
+          requestDeserialize: (b: Buffer) => b,
+          responseSerialize: (b: Buffer) => b,
+          responseDeserialize: (b: Buffer) => b,
+        },
+      },
+      {
+        Bad: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) =>
+          cb(toServiceError(errors.invalidArgument(many), 'x') as grpc.ServiceError),
+      },
     );
-    const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
     const d = new Downstream('svc', `127.0.0.1:${port}`);
     try {
       const err = (await d.call(raw('/test.Test/Bad'), Buffer.alloc(0)).catch((e: unknown) => e)) as grpc.ServiceError;

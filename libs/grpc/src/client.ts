@@ -84,14 +84,26 @@ function isTransportFailure(err: unknown): boolean {
  */
 function isBrokenConnection(err: unknown): boolean {
   const e = err as { code?: unknown; details?: unknown } | null;
-  return e?.code === grpc.status.INTERNAL && typeof e.details === 'string' && /^(Received RST_STREAM with code|Failed to start HTTP\/2 stream)/.test(e.details)
-    && !decodeStatusDetails(err as grpc.ServiceError).reason;
+  return (
+    e?.code === grpc.status.INTERNAL &&
+    typeof e.details === 'string' &&
+    /^(Received RST_STREAM with code|Failed to start HTTP\/2 stream)/.test(e.details) &&
+    !decodeStatusDetails(err as grpc.ServiceError).reason
+  );
 }
 
 /** Reasons the kit gives when the service itself cannot answer (errors.ts, server.ts). */
-const SERVICE_UNWELL_REASONS = new Set(['DATABASE_UNAVAILABLE', 'DATABASE_TIMEOUT', 'DEADLINE_EXCEEDED', 'SERVICE_UNAVAILABLE']);
+const SERVICE_UNWELL_REASONS = new Set([
+  'DATABASE_UNAVAILABLE',
+  'DATABASE_TIMEOUT',
+  'DEADLINE_EXCEEDED',
+  'SERVICE_UNAVAILABLE',
+]);
 
-const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
+const HealthClient = grpc.makeClientConstructor(
+  healthService as unknown as grpc.ServiceDefinition,
+  'grpc.health.v1.Health',
+);
 
 type Breaker = CircuitBreaker<[() => Promise<unknown>], unknown>;
 
@@ -135,8 +147,13 @@ export class Downstream {
     this.health = new HealthClient(target, grpc.credentials.createInsecure(), channelOptions);
     this.deadlineMs = options.deadlineMs ?? 5_000;
     const meter = metrics.getMeter('@workauto/grpc');
-    this.downGauge = meter.createGauge('workauto.downstream.down', { description: '1 while a downstream service is marked down by its health check' });
-    this.shortCircuited = meter.createCounter('workauto.downstream.short_circuited', { description: 'Calls answered 503 without being tried (service down or circuit open)', unit: '{call}' });
+    this.downGauge = meter.createGauge('workauto.downstream.down', {
+      description: '1 while a downstream service is marked down by its health check',
+    });
+    this.shortCircuited = meter.createCounter('workauto.downstream.short_circuited', {
+      description: 'Calls answered 503 without being tried (service down or circuit open)',
+      unit: '{call}',
+    });
     this.downGauge.record(0, { service: name });
     this.options = {
       errorThresholdPercentage: options.errorThresholdPercentage ?? 50,
@@ -156,7 +173,11 @@ export class Downstream {
    * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
    * with the signal's reason, which never counts against the circuit.
    */
-  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {}): Promise<Res> {
+  call<Req, Res>(
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {},
+  ): Promise<Res> {
     if (this.down) {
       this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
       return Promise.reject(this.unavailable());
@@ -165,8 +186,13 @@ export class Downstream {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.inFlight >= this.options.maxInFlight) {
       this.shortCircuited.add(1, { service: this.name, reason: 'overloaded' });
-      return Promise.reject(this.serviceError(grpc.status.UNAVAILABLE, 'SERVICE_OVERLOADED',
-        `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`));
+      return Promise.reject(
+        this.serviceError(
+          grpc.status.UNAVAILABLE,
+          'SERVICE_OVERLOADED',
+          `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`,
+        ),
+      );
     }
     this.inFlight++;
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
@@ -191,17 +217,19 @@ export class Downstream {
         );
         signal?.addEventListener('abort', onAbort, { once: true });
       });
-    return (this.breakerOf(method.path).fire(attempt) as Promise<Res>).finally(() => this.inFlight--).catch((err: unknown) => {
-      if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
-        this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
-        throw this.unavailable();
-      }
-      if (isTransportFailure(err)) {
-        this.probe();
-        throw this.transportError(err as grpc.ServiceError);
-      }
-      throw err;
-    });
+    return (this.breakerOf(method.path).fire(attempt) as Promise<Res>)
+      .finally(() => this.inFlight--)
+      .catch((err: unknown) => {
+        if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
+          this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
+          throw this.unavailable();
+        }
+        if (isTransportFailure(err)) {
+          this.probe();
+          throw this.transportError(err as grpc.ServiceError);
+        }
+        throw err;
+      });
   }
 
   private breakerOf(path: string): Breaker {
@@ -249,10 +277,24 @@ export class Downstream {
   /** The service's gRPC health check: 'failing' on no answer, NOT_SERVING or no connection; 'unknown' when it has no health service. */
   checkHealth(): Promise<'serving' | 'failing' | 'unknown'> {
     return new Promise((resolve) => {
-      (this.health as unknown as { check: (req: object, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void) => void }).check(
-        { service: '' },
-        { deadline: new Date(Date.now() + this.options.healthTimeoutMs) },
-        (err, res) => resolve(err ? (err.code === grpc.status.UNIMPLEMENTED ? 'unknown' : 'failing') : res?.status === 'SERVING' ? 'serving' : 'failing'),
+      (
+        this.health as unknown as {
+          check: (
+            req: object,
+            opts: grpc.CallOptions,
+            cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void,
+          ) => void;
+        }
+      ).check({ service: '' }, { deadline: new Date(Date.now() + this.options.healthTimeoutMs) }, (err, res) =>
+        resolve(
+          err
+            ? err.code === grpc.status.UNIMPLEMENTED
+              ? 'unknown'
+              : 'failing'
+            : res?.status === 'SERVING'
+              ? 'serving'
+              : 'failing',
+        ),
       );
     });
   }
@@ -263,7 +305,11 @@ export class Downstream {
   }
 
   private unavailable(): DomainError {
-    return this.serviceError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', `the ${this.name} service is unavailable; retry in a few seconds`);
+    return this.serviceError(
+      grpc.status.UNAVAILABLE,
+      'SERVICE_UNAVAILABLE',
+      `the ${this.name} service is unavailable; retry in a few seconds`,
+    );
   }
 
   /**
@@ -273,18 +319,31 @@ export class Downstream {
   private transportError(err: grpc.ServiceError): unknown {
     if (decodeStatusDetails(err).reason) return err;
     if (isBrokenConnection(err)) {
-      return this.serviceError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE',
-        `the connection to the ${this.name} service was lost before it answered (it is overloaded or restarting); retry in a few seconds — a write may have been applied, so retry a POST with the same Idempotency-Key`);
+      return this.serviceError(
+        grpc.status.UNAVAILABLE,
+        'SERVICE_UNAVAILABLE',
+        `the connection to the ${this.name} service was lost before it answered (it is overloaded or restarting); retry in a few seconds — a write may have been applied, so retry a POST with the same Idempotency-Key`,
+      );
     }
     if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-      return this.serviceError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', `the ${this.name} service did not answer in time; retry later`);
+      return this.serviceError(
+        grpc.status.DEADLINE_EXCEEDED,
+        'DEADLINE_EXCEEDED',
+        `the ${this.name} service did not answer in time; retry later`,
+      );
     }
     return this.unavailable();
   }
 
   /** Re-raises a downstream failure as the same DomainError, so it travels on unchanged. */
   static rethrow(err: unknown): never {
-    if (err && typeof err === 'object' && 'code' in err && typeof (err as grpc.ServiceError).code === 'number' && 'metadata' in err) {
+    if (
+      err &&
+      typeof err === 'object' &&
+      'code' in err &&
+      typeof (err as grpc.ServiceError).code === 'number' &&
+      'metadata' in err
+    ) {
       const d = decodeStatusDetails(err as grpc.ServiceError);
       throw new DomainError(d.code, d.reason || grpc.status[d.code] || 'UNKNOWN', d.message, {
         metadata: d.metadata,

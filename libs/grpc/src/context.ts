@@ -26,7 +26,16 @@ export class CallContext {
   ) {}
 
   static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner): CallContext {
-    return new CallContext(caller.requestId, caller.tenantId, caller.actor, caller.clientIp, caller.userAgent, signal, signer, caller.idempotencyKey);
+    return new CallContext(
+      caller.requestId,
+      caller.tenantId,
+      caller.actor,
+      caller.clientIp,
+      caller.userAgent,
+      signal,
+      signer,
+      caller.idempotencyKey,
+    );
   }
 
   /** The tenant every query of a tenant-scoped rpc is filtered by; a call without one is refused. */
@@ -44,10 +53,19 @@ export class CallContext {
    */
   toMetadata(service: string): grpc.Metadata {
     if (!this.signer) {
-      throw new Error('this service has no caller signing key: set CALLER_SIGNING_KEY (and add its public key to CALLER_VERIFY_KEYS of the services it calls) to call other services on a caller\'s behalf');
+      throw new Error(
+        "this service has no caller signing key: set CALLER_SIGNING_KEY (and add its public key to CALLER_VERIFY_KEYS of the services it calls) to call other services on a caller's behalf",
+      );
     }
     return this.signer.metadata(
-      { requestId: this.requestId, tenantId: this.tenantId, actor: this.actor, clientIp: this.clientIp, userAgent: this.userAgent, idempotencyKey: this.idempotencyKey },
+      {
+        requestId: this.requestId,
+        tenantId: this.tenantId,
+        actor: this.actor,
+        clientIp: this.clientIp,
+        userAgent: this.userAgent,
+        idempotencyKey: this.idempotencyKey,
+      },
       service,
     );
   }

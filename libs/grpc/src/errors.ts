@@ -29,9 +29,16 @@ export const MAX_FIELD_VIOLATIONS = 50;
 /** At most MAX_FIELD_VIOLATIONS violations, then one entry saying how many were left out. */
 export function capViolations(violations: FieldViolation[]): FieldViolation[] {
   if (violations.length <= MAX_FIELD_VIOLATIONS) return violations;
-  if (violations.length === MAX_FIELD_VIOLATIONS + 1 && violations[MAX_FIELD_VIOLATIONS]!.field === MORE_VIOLATIONS) return violations; // capped already
+  if (violations.length === MAX_FIELD_VIOLATIONS + 1 && violations[MAX_FIELD_VIOLATIONS]!.field === MORE_VIOLATIONS)
+    return violations; // capped already
   const more = violations.length - MAX_FIELD_VIOLATIONS;
-  return [...violations.slice(0, MAX_FIELD_VIOLATIONS), { field: MORE_VIOLATIONS, description: `… and ${more} more violations; fix the ones listed and send the request again to see the rest` }];
+  return [
+    ...violations.slice(0, MAX_FIELD_VIOLATIONS),
+    {
+      field: MORE_VIOLATIONS,
+      description: `… and ${more} more violations; fix the ones listed and send the request again to see the rest`,
+    },
+  ];
 }
 const MORE_VIOLATIONS = '(more)';
 
@@ -50,7 +57,12 @@ export class DomainError extends Error {
     readonly code: grpc.status,
     readonly reason: string,
     message: string,
-    readonly extra: { metadata?: Record<string, string>; fieldViolations?: FieldViolation[]; httpStatus?: number; domain?: string } = {},
+    readonly extra: {
+      metadata?: Record<string, string>;
+      fieldViolations?: FieldViolation[];
+      httpStatus?: number;
+      domain?: string;
+    } = {},
   ) {
     super(message);
   }
@@ -59,14 +71,22 @@ export class DomainError extends Error {
 /** Constructors for the conditions of the contract's error table (§2). */
 export const errors = {
   notFound: (resource: string, id: string) =>
-    new DomainError(grpc.status.NOT_FOUND, `${resource.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_NOT_FOUND`, `${resource.replace(/_/g, ' ')} ${id} not found`, {
-      metadata: { [`${resource}_id`]: id },
-    }),
+    new DomainError(
+      grpc.status.NOT_FOUND,
+      `${resource.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}_NOT_FOUND`,
+      `${resource.replace(/_/g, ' ')} ${id} not found`,
+      {
+        metadata: { [`${resource}_id`]: id },
+      },
+    ),
   invalidArgument: (violations: FieldViolation[], message?: string) =>
     new DomainError(
       grpc.status.INVALID_ARGUMENT,
       'INVALID_ARGUMENT',
-      message ?? capViolations(violations).map((v) => `${v.field}: ${v.description}`).join('; '),
+      message ??
+        capViolations(violations)
+          .map((v) => `${v.field}: ${v.description}`)
+          .join('; '),
       { fieldViolations: capViolations(violations) },
     ),
   invalidField: (field: string, description: string) =>
@@ -78,7 +98,8 @@ export const errors = {
   /** A state conflict: 409, or 410 for something that expired or was revoked. */
   failedPrecondition: (reason: string, message: string, httpStatus: 409 | 410 = 409) =>
     new DomainError(grpc.status.FAILED_PRECONDITION, reason, message, { httpStatus }),
-  permissionDenied: (reason: string, message: string) => new DomainError(grpc.status.PERMISSION_DENIED, reason, message),
+  permissionDenied: (reason: string, message: string) =>
+    new DomainError(grpc.status.PERMISSION_DENIED, reason, message),
   unauthenticated: (reason: string, message: string) => new DomainError(grpc.status.UNAUTHENTICATED, reason, message),
   /** 503; metadata names what was unavailable (e.g. the app whose server failed). */
   unavailable: (reason: string, message: string, metadata?: Record<string, string>) =>
@@ -91,21 +112,33 @@ export function toServiceError(err: unknown, domain: string): Partial<grpc.Servi
   const details: Any[] = [
     {
       type_url: ERROR_INFO_TYPE,
-      value: Buffer.from(ErrorInfo.encode({ reason: known.reason, domain: known.extra.domain ?? domain, metadata: known.extra.metadata ?? {} }).finish()),
+      value: Buffer.from(
+        ErrorInfo.encode({
+          reason: known.reason,
+          domain: known.extra.domain ?? domain,
+          metadata: known.extra.metadata ?? {},
+        }).finish(),
+      ),
     },
   ];
   if (known.extra.fieldViolations?.length) {
     details.push({
       type_url: BAD_REQUEST_TYPE,
-      value: Buffer.from(BadRequest.encode({ field_violations: capViolations(known.extra.fieldViolations).map((v) => ({ ...v, reason: '' })) }).finish()),
+      value: Buffer.from(
+        BadRequest.encode({
+          field_violations: capViolations(known.extra.fieldViolations).map((v) => ({ ...v, reason: '' })),
+        }).finish(),
+      ),
     });
   }
   const metadata = new grpc.Metadata();
-  metadata.set(STATUS_DETAILS_KEY, Buffer.from(Status.encode({ code: known.code, message: capMessage(known.message), details }).finish()));
+  metadata.set(
+    STATUS_DETAILS_KEY,
+    Buffer.from(Status.encode({ code: known.code, message: capMessage(known.message), details }).finish()),
+  );
   if (known.extra.httpStatus) metadata.set(HTTP_STATUS_KEY, String(known.extra.httpStatus));
   return { code: known.code, details: capMessage(known.message), metadata };
 }
-
 
 /** A message fits the trailer too (one built from many violations can be long). */
 function capMessage(message: string): string {
@@ -116,23 +149,43 @@ function capMessage(message: string): string {
 function fromDatabaseError(err: unknown): DomainError {
   if (isDatabaseUnavailable(err)) {
     // The database is down or refusing connections: the request may well succeed later.
-    return new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_UNAVAILABLE', 'the service cannot reach its database right now; retry in a few seconds');
+    return new DomainError(
+      grpc.status.UNAVAILABLE,
+      'DATABASE_UNAVAILABLE',
+      'the service cannot reach its database right now; retry in a few seconds',
+    );
   }
   if (isConcurrencyFailure(err)) {
     // A deadlock or serialization failure that outlasted withTransaction's retries: nothing was
     // written, and the same request can succeed once the concurrent one is done.
-    return new DomainError(grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'the request collided with a concurrent change to the same records and was not applied; retry it');
+    return new DomainError(
+      grpc.status.ABORTED,
+      'CONCURRENT_MODIFICATION',
+      'the request collided with a concurrent change to the same records and was not applied; retry it',
+    );
   }
   if (sqlState(err) === '57014') {
     // statement_timeout: the statement (and its transaction) was cancelled, nothing was written.
-    return new DomainError(grpc.status.UNAVAILABLE, 'DATABASE_TIMEOUT', 'the database did not answer in time and nothing was written; retry in a few seconds');
+    return new DomainError(
+      grpc.status.UNAVAILABLE,
+      'DATABASE_TIMEOUT',
+      'the database did not answer in time and nothing was written; retry in a few seconds',
+    );
   }
   if (/^22[0-9A-Z]{3}$/.test(sqlState(err))) {
     // A value the handler should have refused reached SQL (logged as a bug by the server): still
     // the client's input, so a 400 rather than a 500.
-    return new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', 'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry');
+    return new DomainError(
+      grpc.status.INVALID_ARGUMENT,
+      'INVALID_ARGUMENT',
+      'a value in the request has the wrong form (ids must be UUIDs, numbers in range); correct it and retry',
+    );
   }
-  return new DomainError(grpc.status.INTERNAL, 'INTERNAL', 'internal error; retry later, and report the request id if it persists');
+  return new DomainError(
+    grpc.status.INTERNAL,
+    'INTERNAL',
+    'internal error; retry later, and report the request id if it persists',
+  );
 }
 
 function sqlState(err: unknown): string {
@@ -142,7 +195,14 @@ function sqlState(err: unknown): string {
 
 /** Reads the rich details back from a failed call (gateway and service-to-service clients). */
 export function decodeStatusDetails(err: grpc.ServiceError): ErrorDetails {
-  const out: ErrorDetails = { code: err.code, message: err.details || err.message, reason: '', domain: '', metadata: {}, fieldViolations: [] };
+  const out: ErrorDetails = {
+    code: err.code,
+    message: err.details || err.message,
+    reason: '',
+    domain: '',
+    metadata: {},
+    fieldViolations: [],
+  };
   const bin = err.metadata?.get(STATUS_DETAILS_KEY)[0];
   if (Buffer.isBuffer(bin)) {
     try {
@@ -155,7 +215,10 @@ export function decodeStatusDetails(err: grpc.ServiceError): ErrorDetails {
           out.domain = info.domain;
           out.metadata = info.metadata;
         } else if (any.type_url === BAD_REQUEST_TYPE) {
-          out.fieldViolations = BadRequest.decode(any.value).field_violations.map((v) => ({ field: v.field, description: v.description }));
+          out.fieldViolations = BadRequest.decode(any.value).field_violations.map((v) => ({
+            field: v.field,
+            description: v.description,
+          }));
         }
       }
     } catch {

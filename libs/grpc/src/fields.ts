@@ -21,7 +21,8 @@ export function checkEnum(
   mapping: { toDomain(n: number | undefined): string | undefined; names: string[] },
   required: boolean,
 ): Validator {
-  if (value === undefined || value === 0) return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
+  if (value === undefined || value === 0)
+    return required ? v.add(field, `is required: one of ${mapping.names.join(', ')}`) : v;
   return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
 }
 

@@ -8,18 +8,28 @@ import { enumMapping } from './enums.js';
 
 describe('error mapping', () => {
   it('carries reason, domain, field violations and the HTTP hint through grpc-status-details-bin', () => {
-    const sent = toServiceError(errors.invalidField('stages[1].name', 'is required'), 'crm.workauto') as grpc.ServiceError;
+    const sent = toServiceError(
+      errors.invalidField('stages[1].name', 'is required'),
+      'crm.workauto',
+    ) as grpc.ServiceError;
     const got = decodeStatusDetails(sent);
     assert.equal(got.code, grpc.status.INVALID_ARGUMENT);
     assert.equal(got.reason, 'INVALID_ARGUMENT');
     assert.equal(got.domain, 'crm.workauto');
     assert.deepEqual(got.fieldViolations, [{ field: 'stages[1].name', description: 'is required' }]);
-    const gone = decodeStatusDetails(toServiceError(errors.failedPrecondition('INVITATION_EXPIRED', 'expired', 410), 'identity.workauto') as grpc.ServiceError);
+    const gone = decodeStatusDetails(
+      toServiceError(
+        errors.failedPrecondition('INVITATION_EXPIRED', 'expired', 410),
+        'identity.workauto',
+      ) as grpc.ServiceError,
+    );
     assert.equal(gone.httpStatus, 410);
   });
 
   it('turns an unexpected error into INTERNAL without its message', () => {
-    const got = decodeStatusDetails(toServiceError(new Error('password=hunter2 at db.ts:12'), 'x') as grpc.ServiceError);
+    const got = decodeStatusDetails(
+      toServiceError(new Error('password=hunter2 at db.ts:12'), 'x') as grpc.ServiceError,
+    );
     assert.equal(got.code, grpc.status.INTERNAL);
     assert.equal(got.message.includes('hunter2'), false);
   });
@@ -30,19 +40,33 @@ describe('error mapping', () => {
     assert.equal(got.code, grpc.status.INVALID_ARGUMENT);
     assert.equal(got.message.includes('uuid: ""'), false);
     const down = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-    assert.equal(decodeStatusDetails(toServiceError(down, 'x') as grpc.ServiceError).code, grpc.status.UNAVAILABLE, 'a database that went away is a 503');
+    assert.equal(
+      decodeStatusDetails(toServiceError(down, 'x') as grpc.ServiceError).code,
+      grpc.status.UNAVAILABLE,
+      'a database that went away is a 503',
+    );
     const other = Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
     assert.equal(decodeStatusDetails(toServiceError(other, 'x') as grpc.ServiceError).code, grpc.status.INTERNAL);
   });
 
   it('turns a deadlock or serialization failure that outlasted the retries into ABORTED (409) telling the client to retry', () => {
     for (const code of ['40P01', '40001']) {
-      const got = decodeStatusDetails(toServiceError(Object.assign(new Error('deadlock detected'), { code }), 'crm.workauto') as grpc.ServiceError);
-      assert.deepEqual([got.code, got.reason, got.domain], [grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'crm.workauto']);
+      const got = decodeStatusDetails(
+        toServiceError(Object.assign(new Error('deadlock detected'), { code }), 'crm.workauto') as grpc.ServiceError,
+      );
+      assert.deepEqual(
+        [got.code, got.reason, got.domain],
+        [grpc.status.ABORTED, 'CONCURRENT_MODIFICATION', 'crm.workauto'],
+      );
       assert.match(got.message, /retry/);
       assert.equal(got.message.includes('deadlock'), false);
     }
-    const slow = decodeStatusDetails(toServiceError(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }), 'x') as grpc.ServiceError);
+    const slow = decodeStatusDetails(
+      toServiceError(
+        Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }),
+        'x',
+      ) as grpc.ServiceError,
+    );
     assert.deepEqual([slow.code, slow.reason], [grpc.status.UNAVAILABLE, 'DATABASE_TIMEOUT']);
   });
 });
@@ -78,17 +102,26 @@ describe('validate', () => {
     assert.throws(
       () => validate().uuid('id', 'nope').text('name', '   ', { max: 10 }).email('email', 'a@b').done(),
       (err: { extra: { fieldViolations: { field: string }[] } }) => {
-        assert.deepEqual(err.extra.fieldViolations.map((v) => v.field), ['id', 'name', 'email']);
+        assert.deepEqual(
+          err.extra.fieldViolations.map((v) => v.field),
+          ['id', 'name', 'email'],
+        );
         return true;
       },
     );
-    assert.doesNotThrow(() => validate().uuid('id', '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d').text('name', 'ok', { max: 10 }).done());
+    assert.doesNotThrow(() =>
+      validate().uuid('id', '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d').text('name', 'ok', { max: 10 }).done(),
+    );
   });
 });
 
 describe('enumMapping', () => {
   it('maps proto enum values to lowercase names and back, skipping UNSPECIFIED', () => {
-    enum Priority { PRIORITY_UNSPECIFIED = 0, PRIORITY_HIGH = 1, PRIORITY_VERY_LOW = 2 }
+    enum Priority {
+      PRIORITY_UNSPECIFIED = 0,
+      PRIORITY_HIGH = 1,
+      PRIORITY_VERY_LOW = 2,
+    }
     const m = enumMapping(Priority, 'PRIORITY_');
     assert.equal(m.toDomain(Priority.PRIORITY_VERY_LOW), 'very_low');
     assert.equal(m.toDomain(0), undefined);

@@ -1,11 +1,43 @@
-export { DomainError, errors, toServiceError, decodeStatusDetails, capViolations, MAX_FIELD_VIOLATIONS, type ErrorDetails, type FieldViolation } from './errors.js';
+export {
+  DomainError,
+  errors,
+  toServiceError,
+  decodeStatusDetails,
+  capViolations,
+  MAX_FIELD_VIOLATIONS,
+  type ErrorDetails,
+  type FieldViolation,
+} from './errors.js';
 export { CallContext, type Actor } from './context.js';
-export { GrpcServer, SERVER_CHANNEL_OPTIONS, type GrpcServerOptions, type Handlers, type UnaryServiceDefinition } from './server.js';
+export {
+  GrpcServer,
+  SERVER_CHANNEL_OPTIONS,
+  type GrpcServerOptions,
+  type Handlers,
+  type UnaryServiceDefinition,
+} from './server.js';
 export { CLIENT_CHANNEL_OPTIONS, Downstream, grpcTarget, type DownstreamOptions, type UnaryMethod } from './client.js';
 export { installShutdownSignals } from './signals.js';
 export { validate, Validator, isIsoDate, patchNulls } from './validate.js';
 export { enumMapping } from './enums.js';
 export { parsePage, toPage, type Page, type PageRequest } from './pagination.js';
 export { Resources } from './resources.js';
-export { checkMetadata, checkEnum, checkId, checkDate, textOrNull, changedFields, METADATA_MAX_BYTES } from './fields.js';
-export { CallerSigner, CallerVerifier, CALLER_TOKEN_KEY, callerAudience, generateCallerKeys, mergeVerifyKeys, type Caller, type CallerKeys } from './caller-identity.js';
+export {
+  checkMetadata,
+  checkEnum,
+  checkId,
+  checkDate,
+  textOrNull,
+  changedFields,
+  METADATA_MAX_BYTES,
+} from './fields.js';
+export {
+  CallerSigner,
+  CallerVerifier,
+  CALLER_TOKEN_KEY,
+  callerAudience,
+  generateCallerKeys,
+  mergeVerifyKeys,
+  type Caller,
+  type CallerKeys,
+} from './caller-identity.js';

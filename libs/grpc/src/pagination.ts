@@ -13,19 +13,27 @@ export type PageRequest = PageQuery;
  * whose order is not a keyset of one table (calendar occurrences) passes its own cursor decoder.
  */
 export function parsePage(req: { limit?: number | undefined; cursor?: string | undefined }): PageRequest;
-export function parsePage<C>(req: { limit?: number | undefined; cursor?: string | undefined }, decode: (text: string) => C | undefined): { size: number; after?: C };
+export function parsePage<C>(
+  req: { limit?: number | undefined; cursor?: string | undefined },
+  decode: (text: string) => C | undefined,
+): { size: number; after?: C };
 export function parsePage<C>(
   req: { limit?: number | undefined; cursor?: string | undefined },
   decode: (text: string) => C | undefined = decodeCursor as unknown as (text: string) => C | undefined,
 ): { size: number; after?: C } {
   let size = DEFAULT_PAGE_SIZE;
   if (req.limit !== undefined) {
-    if (!Number.isInteger(req.limit) || req.limit < 1) throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
+    if (!Number.isInteger(req.limit) || req.limit < 1)
+      throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
     size = Math.min(req.limit, MAX_PAGE_SIZE);
   }
   if (req.cursor === undefined || req.cursor === '') return { size };
   const after = decode(req.cursor);
-  if (!after) throw errors.invalidField('cursor', 'is not a cursor this API returned; pass next_cursor of the previous page unchanged');
+  if (!after)
+    throw errors.invalidField(
+      'cursor',
+      'is not a cursor this API returned; pass next_cursor of the previous page unchanged',
+    );
   return { size, after };
 }
 

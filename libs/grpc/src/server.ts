@@ -11,7 +11,13 @@ import { toServiceError, DomainError } from './errors.js';
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
 export type UnaryServiceDefinition = Record<
   string,
-  { path: string; requestStream: false; responseStream: false; requestDeserialize(b: Buffer): unknown; responseSerialize(v: never): Buffer }
+  {
+    path: string;
+    requestStream: false;
+    responseStream: false;
+    requestDeserialize(b: Buffer): unknown;
+    responseSerialize(v: never): Buffer;
+  }
 >;
 
 /** nice-grpc style handlers: take the request and the call context, return the response or throw a DomainError. */
@@ -66,7 +72,8 @@ export class GrpcServer {
   constructor(private readonly options: GrpcServerOptions) {
     // Taken here, not at module load: the meter provider is registered when telemetry starts.
     this.callDuration = metrics.getMeter('@workauto/grpc').createHistogram('rpc.server.call.duration', {
-      description: 'Duration of gRPC calls this server answered', unit: 's',
+      description: 'Duration of gRPC calls this server answered',
+      unit: 's',
       advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
     });
     this.health.addToServer(this.server);
@@ -85,11 +92,19 @@ export class GrpcServer {
     return this;
   }
 
-  private wrap(path: string, handler: (req: unknown, ctx: CallContext) => Promise<unknown>): grpc.handleUnaryCall<unknown, unknown> {
+  private wrap(
+    path: string,
+    handler: (req: unknown, ctx: CallContext) => Promise<unknown>,
+  ): grpc.handleUnaryCall<unknown, unknown> {
     const { logger, errorDomain, callerVerifier, callerSigner } = this.options;
     const audience = callerAudience(path);
     const [service = '', method = ''] = path.slice(1).split('/');
-    const attributes = (code: grpc.status) => ({ 'rpc.system': 'grpc', 'rpc.service': service, 'rpc.method': method, 'rpc.grpc.status_code': code });
+    const attributes = (code: grpc.status) => ({
+      'rpc.system': 'grpc',
+      'rpc.service': service,
+      'rpc.method': method,
+      'rpc.grpc.status_code': code,
+    });
     return (call, callback) => {
       const started = performance.now();
       const abort = new AbortController();
@@ -97,16 +112,29 @@ export class GrpcServer {
       // grpc-js also emits 'cancelled' after calls it completed: only a call still running is
       // aborted (and only then is the reason, with its stack, built — docs/benchmarks.md).
       call.on('cancelled', () => {
-        if (!answered) abort.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call'));
+        if (!answered)
+          abort.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call'));
       });
       const deadline = call.getDeadline();
-      const deadlineMs = deadline instanceof Date ? deadline.getTime() - Date.now() : Number.isFinite(deadline) ? Number(deadline) - Date.now() : Infinity;
+      const deadlineMs =
+        deadline instanceof Date
+          ? deadline.getTime() - Date.now()
+          : Number.isFinite(deadline)
+            ? Number(deadline) - Date.now()
+            : Infinity;
       const timer = Number.isFinite(deadlineMs)
-        ? setTimeout(() => abort.abort(new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', 'deadline exceeded')), Math.max(0, deadlineMs))
+        ? setTimeout(
+            () => abort.abort(new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', 'deadline exceeded')),
+            Math.max(0, deadlineMs),
+          )
         : undefined;
       let ctx: CallContext | undefined;
       // The context comes only from a verified token: without one the handler never runs.
-      const run = async () => handler(call.request, (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)));
+      const run = async () =>
+        handler(
+          call.request,
+          (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)),
+        );
       run().then(
         (response) => {
           answered = true;
@@ -120,10 +148,18 @@ export class GrpcServer {
           answered = true;
           clearTimeout(timer);
           const mapped = toServiceError(err, errorDomain);
-          const log = { rpc: path, request_id: ctx?.requestId, grpc_code: grpc.status[mapped.code ?? 2], ms: Math.round(performance.now() - started) };
+          const log = {
+            rpc: path,
+            request_id: ctx?.requestId,
+            grpc_code: grpc.status[mapped.code ?? 2],
+            ms: Math.round(performance.now() - started),
+          };
           if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
-          this.callDuration.record((performance.now() - started) / 1000, attributes(mapped.code ?? grpc.status.UNKNOWN));
+          this.callDuration.record(
+            (performance.now() - started) / 1000,
+            attributes(mapped.code ?? grpc.status.UNKNOWN),
+          );
           callback(mapped);
         },
       );
@@ -133,7 +169,9 @@ export class GrpcServer {
   /** Binds and starts serving; health stays NOT_SERVING until markServing(). Returns the bound port. */
   listen(host: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+        err ? reject(err) : resolve(bound),
+      );
     });
   }
 

@@ -38,7 +38,8 @@ export class Validator {
   email(field: string, value: string | undefined, opts: { required?: boolean } = {}): this {
     if (value === undefined || value === '') {
       if (opts.required) this.add(field, 'is required (an email address)');
-    } else if (value.length > 320 || !EMAIL.test(value.trim())) this.add(field, 'must be an email address like name@example.com');
+    } else if (value.length > 320 || !EMAIL.test(value.trim()))
+      this.add(field, 'must be an email address like name@example.com');
     return this;
   }
 

@@ -1,4 +1,13 @@
 export {
-  JobQueue, JobWorker, RetryLater, PermanentFailure, JOBS_MIGRATIONS, exponentialBackoff,
-  type Job, type JobState, type JobStatus, type EnqueueOptions, type WorkerOptions,
+  JobQueue,
+  JobWorker,
+  RetryLater,
+  PermanentFailure,
+  JOBS_MIGRATIONS,
+  exponentialBackoff,
+  type Job,
+  type JobState,
+  type JobStatus,
+  type EnqueueOptions,
+  type WorkerOptions,
 } from './queue.js';

@@ -7,7 +7,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool, runMigrations, type Pool } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
 import { eventually, testDatabase } from '@workauto/testing';
-import { JOBS_MIGRATIONS, JobQueue, PermanentFailure, RetryLater, type JobWorker, type WorkerOptions } from './index.js';
+import {
+  JOBS_MIGRATIONS,
+  JobQueue,
+  PermanentFailure,
+  RetryLater,
+  type JobWorker,
+  type WorkerOptions,
+} from './index.js';
 
 const logger = createLogger('jobs-test', process.env.LOG_LEVEL ?? 'silent');
 
@@ -16,7 +23,12 @@ const started: { stop(): Promise<void> }[] = [];
 function run<P>(worker: JobWorker<P>, graceMs = 2_000, beat: () => void = () => undefined) {
   const controller = new AbortController();
   const done = worker.run({ signal: controller.signal, graceMs, beat });
-  const handle = { stop: async () => { controller.abort(); await done; } };
+  const handle = {
+    stop: async () => {
+      controller.abort();
+      await done;
+    },
+  };
   started.push(handle);
   return handle;
 }
@@ -34,7 +46,11 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
   let n = 0;
   const newQueue = <P = { i: number }>() => new JobQueue<P>(`q${++n}`);
   const states = async (queue: string) =>
-    Object.fromEntries((await pool.query(`SELECT state, count(*)::int AS n FROM jobs WHERE queue = $1 GROUP BY 1`, [queue])).rows.map((r) => [r.state, r.n]));
+    Object.fromEntries(
+      (await pool.query(`SELECT state, count(*)::int AS n FROM jobs WHERE queue = $1 GROUP BY 1`, [queue])).rows.map(
+        (r) => [r.state, r.n],
+      ),
+    );
 
   /** A real replica in its own process claims job `id`, hangs in it, and is killed with SIGKILL mid-attempt. */
   async function killReplicaMidAttempt(queueName: string, id: string) {
@@ -69,7 +85,9 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const runs = new Map<string, number>();
     let overlaps = 0;
     const options: WorkerOptions<{ i: number }> = {
-      logger, concurrency: 10, pollMs: 10,
+      logger,
+      concurrency: 10,
+      pollMs: 10,
       async handle(job) {
         if (running.has(job.id)) overlaps++;
         running.add(job.id);
@@ -90,7 +108,10 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const queue = newQueue();
     const startedAt: number[] = [];
     const worker = queue.worker(replicaPool(), {
-      logger, pollMs: 5_000, listen: true, maxPerKey: 1,
+      logger,
+      pollMs: 5_000,
+      listen: true,
+      maxPerKey: 1,
       async handle() {
         startedAt.push(performance.now());
         await sleep(20);
@@ -101,8 +122,14 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const enqueued = performance.now();
     for (let i = 0; i < 3; i++) await queue.enqueue(pool, { i }, { key: 'one-endpoint' });
     await eventually('all 3 ran', () => startedAt.length === 3, 4_000);
-    assert.ok(startedAt[0]! - enqueued < 1_000, `the first started ${Math.round(startedAt[0]! - enqueued)} ms after the commit`);
-    assert.ok(startedAt[2]! - enqueued < 2_000, `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`);
+    assert.ok(
+      startedAt[0]! - enqueued < 1_000,
+      `the first started ${Math.round(startedAt[0]! - enqueued)} ms after the commit`,
+    );
+    assert.ok(
+      startedAt[2]! - enqueued < 2_000,
+      `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`,
+    );
   });
 
   it('enqueues many jobs in one statement, each with its key, attempts and due time', async () => {
@@ -114,9 +141,15 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       { payload: { i: 3 }, options: { runAt: later } },
     ]);
     assert.equal(ids.length, 3);
-    const { rows } = await pool.query(`SELECT id, concurrency_key, payload, max_attempts, next_attempt_at FROM jobs WHERE queue = $1`, [queue.name]);
+    const { rows } = await pool.query(
+      `SELECT id, concurrency_key, payload, max_attempts, next_attempt_at FROM jobs WHERE queue = $1`,
+      [queue.name],
+    );
     const byId = new Map(rows.map((r) => [r.id, r]));
-    assert.deepEqual(ids.map((id) => byId.get(id)?.payload), [{ i: 1 }, { i: 2 }, { i: 3 }]);
+    assert.deepEqual(
+      ids.map((id) => byId.get(id)?.payload),
+      [{ i: 1 }, { i: 2 }, { i: 3 }],
+    );
     assert.equal(byId.get(ids[0])!.concurrency_key, 'a');
     assert.equal(byId.get(ids[0])!.max_attempts, 3);
     assert.equal(byId.get(ids[1])!.concurrency_key, null);
@@ -128,15 +161,32 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
   it('listens again after its LISTEN connection is killed', async () => {
     const queue = newQueue();
     const startedAt: number[] = [];
-    run(queue.worker(replicaPool(), { logger, pollMs: 10_000, listen: true, async handle() { startedAt.push(performance.now()); } }));
-    const listeners = async () => (await pool.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).rows;
+    run(
+      queue.worker(replicaPool(), {
+        logger,
+        pollMs: 10_000,
+        listen: true,
+        async handle() {
+          startedAt.push(performance.now());
+        },
+      }),
+    );
+    const listeners = async () =>
+      (
+        await pool.query<{ pid: number }>(
+          `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+        )
+      ).rows;
     await eventually('the worker listens', async () => (await listeners()).length > 0, 5_000);
     for (const { pid } of await listeners()) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
     await sleep(3_000); // it reconnects after 2 s
     const enqueued = performance.now();
     await queue.enqueue(pool, { i: 1 });
     await eventually('the job ran', () => startedAt.length === 1, 5_000);
-    assert.ok(startedAt[0]! - enqueued < 1_000, `woken ${Math.round(startedAt[0]! - enqueued)} ms after the enqueue, not at the 10 s poll`);
+    assert.ok(
+      startedAt[0]! - enqueued < 1_000,
+      `woken ${Math.round(startedAt[0]! - enqueued)} ms after the enqueue, not at the 10 s poll`,
+    );
   });
 
   it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
@@ -146,8 +196,19 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.equal((await queue.status(pool, id))?.state, 'running', 'the dead replica still holds the lease');
 
     const attempts: number[] = [];
-    const survivor = run(queue.worker(replicaPool(), { logger, pollMs: 20, leaseMs: 500, handle: async (job) => void attempts.push(job.attempt) }));
-    await eventually('the job ran again and succeeded', async () => (await queue.status(pool, id))?.state === 'succeeded', 10_000);
+    const survivor = run(
+      queue.worker(replicaPool(), {
+        logger,
+        pollMs: 20,
+        leaseMs: 500,
+        handle: async (job) => void attempts.push(job.attempt),
+      }),
+    );
+    await eventually(
+      'the job ran again and succeeded',
+      async () => (await queue.status(pool, id))?.state === 'succeeded',
+      10_000,
+    );
     await survivor.stop();
     assert.deepEqual(attempts, [2], 'the second attempt, once');
   });
@@ -156,7 +217,15 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const queue = newQueue();
     const id = await queue.enqueue(pool, { i: 1 });
     let runs = 0;
-    const options: WorkerOptions<{ i: number }> = { logger, pollMs: 20, leaseMs: 300, handle: async () => { runs++; await sleep(1_500); } };
+    const options: WorkerOptions<{ i: number }> = {
+      logger,
+      pollMs: 20,
+      leaseMs: 300,
+      handle: async () => {
+        runs++;
+        await sleep(1_500);
+      },
+    };
     const a = run(queue.worker(replicaPool(), options));
     await eventually('claimed', async () => (await queue.status(pool, id))?.state === 'running');
     const b = run(queue.worker(replicaPool(), options)); // would take the job if the lease lapsed
@@ -181,12 +250,16 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
 
   it('runs at most maxPerKey jobs of one key at once across replicas, while other keys proceed', async () => {
     const queue = newQueue<{ endpoint: string }>();
-    for (let i = 0; i < 100; i++) for (const endpoint of ['a', 'b']) await queue.enqueue(pool, { endpoint }, { key: endpoint });
+    for (let i = 0; i < 100; i++)
+      for (const endpoint of ['a', 'b']) await queue.enqueue(pool, { endpoint }, { key: endpoint });
     for (let i = 0; i < 10; i++) await queue.enqueue(pool, { endpoint: 'none' });
     const now = new Map<string, number>();
     const peak = new Map<string, number>();
     const options: WorkerOptions<{ endpoint: string }> = {
-      logger, concurrency: 20, maxPerKey: 4, pollMs: 10,
+      logger,
+      concurrency: 20,
+      maxPerKey: 4,
+      pollMs: 10,
       async handle(job) {
         const k = job.payload.endpoint;
         now.set(k, (now.get(k) ?? 0) + 1);
@@ -208,8 +281,11 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     type Delivery = { tenant: string; endpoint: string };
     const queue = newQueue<Delivery>();
     const jobs: { payload: Delivery; options: { key: string; group: string } }[] = [];
-    for (let e = 0; e < 10; e++) for (let i = 0; i < 6; i++) jobs.push({ payload: { tenant: 'noisy', endpoint: `n${e}` }, options: { key: `n${e}`, group: 'noisy' } });
-    for (let i = 0; i < 30; i++) jobs.push({ payload: { tenant: 'quiet', endpoint: 'q' }, options: { key: 'q', group: 'quiet' } });
+    for (let e = 0; e < 10; e++)
+      for (let i = 0; i < 6; i++)
+        jobs.push({ payload: { tenant: 'noisy', endpoint: `n${e}` }, options: { key: `n${e}`, group: 'noisy' } });
+    for (let i = 0; i < 30; i++)
+      jobs.push({ payload: { tenant: 'quiet', endpoint: 'q' }, options: { key: 'q', group: 'quiet' } });
     await queue.enqueueMany(pool, jobs);
     const now = new Map<string, number>();
     const peak = new Map<string, number>();
@@ -219,7 +295,11 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       peak.set(k, Math.max(peak.get(k) ?? 0, now.get(k)!));
     };
     const options: WorkerOptions<Delivery> = {
-      logger, concurrency: 20, maxPerKey: 4, maxPerGroup: 6, pollMs: 10,
+      logger,
+      concurrency: 20,
+      maxPerKey: 4,
+      maxPerGroup: 6,
+      pollMs: 10,
       async handle(job) {
         count(job.payload.tenant, 1);
         count(`${job.payload.tenant}/${job.payload.endpoint}`, 1);
@@ -233,8 +313,14 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await eventually('all 90 succeeded', async () => (await states(queue.name)).succeeded === 90, 30_000);
     await Promise.all(replicas.map((r) => r.stop()));
     assert.equal(peak.get('noisy'), 6, `the noisy tenant peaked at ${peak.get('noisy')} across its 10 endpoints`);
-    assert.ok([...peak].filter(([k]) => k.startsWith('noisy/')).every(([, n]) => n <= 4), 'each endpoint still capped at 4');
-    assert.ok(finished.get('quiet')! < finished.get('noisy')! - 200, 'the quiet tenant, enqueued last, was done long before the noisy one: it was never left without slots');
+    assert.ok(
+      [...peak].filter(([k]) => k.startsWith('noisy/')).every(([, n]) => n <= 4),
+      'each endpoint still capped at 4',
+    );
+    assert.ok(
+      finished.get('quiet')! < finished.get('noisy')! - 200,
+      'the quiet tenant, enqueued last, was done long before the noisy one: it was never left without slots',
+    );
   });
 
   it('retries at next_attempt_at on the schedule, honours RetryLater, and gives up as dead', async () => {
@@ -245,7 +331,9 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const gone = await queue.enqueue(pool, { kind: 'gone' });
     const times = new Map<string, number[]>();
     const worker = queue.worker(replicaPool(), {
-      logger, pollMs: 10, retryDelayMs: () => 400,
+      logger,
+      pollMs: 10,
+      retryDelayMs: () => 400,
       async handle(job) {
         times.set(job.payload.kind, [...(times.get(job.payload.kind) ?? []), Date.now()]);
         if (job.payload.kind === 'flaky' && job.attempt < 3) throw new Error('endpoint answered 500');
@@ -259,7 +347,11 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await eventually('later succeeded', async () => (await queue.status(pool, later))?.state === 'succeeded', 10_000);
     await eventually('broken dead', async () => (await queue.status(pool, broken))?.state === 'dead', 10_000);
     await r.stop();
-    const gaps = (k: string) => times.get(k)!.slice(1).map((t, i) => t - times.get(k)![i]!);
+    const gaps = (k: string) =>
+      times
+        .get(k)!
+        .slice(1)
+        .map((t, i) => t - times.get(k)![i]!);
     assert.equal(times.get('flaky')!.length, 3);
     for (const gap of gaps('flaky')) assert.ok(gap >= 380, `flaky waited ${gap} ms between attempts`);
     assert.ok(gaps('later')[0]! >= 780, `RetryLater(800) waited ${gaps('later')[0]} ms`);
@@ -278,12 +370,26 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const onDead: WorkerOptions<{ hang: boolean }>['onDead'] = async (tx, job, reason) => {
       await tx.query(`INSERT INTO dead_jobs (job_id, reason) VALUES ($1, $2)`, [job.id, reason]);
     };
-    const deadReason = async (id: string) => (await pool.query(`SELECT reason FROM dead_jobs WHERE job_id = $1`, [id])).rows[0]?.reason as string | undefined;
+    const deadReason = async (id: string) =>
+      (await pool.query(`SELECT reason FROM dead_jobs WHERE job_id = $1`, [id])).rows[0]?.reason as string | undefined;
 
     // The last attempt fails.
     const failing = await queue.enqueue(pool, { hang: false }, { maxAttempts: 1 });
-    const r = run(queue.worker(replicaPool(), { logger, pollMs: 10, onDead, handle: async () => { throw new Error('receiver answered 500'); } }));
-    await eventually('the failing job is dead', async () => (await queue.status(pool, failing))?.state === 'dead', 10_000);
+    const r = run(
+      queue.worker(replicaPool(), {
+        logger,
+        pollMs: 10,
+        onDead,
+        handle: async () => {
+          throw new Error('receiver answered 500');
+        },
+      }),
+    );
+    await eventually(
+      'the failing job is dead',
+      async () => (await queue.status(pool, failing))?.state === 'dead',
+      10_000,
+    );
     await r.stop();
     assert.equal(await deadReason(failing), 'receiver answered 500');
 
@@ -291,7 +397,15 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const lost = await queue.enqueue(pool, { hang: true }, { maxAttempts: 1 });
     await killReplicaMidAttempt(queue.name, lost);
     const handled: string[] = [];
-    const survivor = run(queue.worker(replicaPool(), { logger, pollMs: 20, leaseMs: 500, onDead, handle: async (job) => void handled.push(job.id) }));
+    const survivor = run(
+      queue.worker(replicaPool(), {
+        logger,
+        pollMs: 20,
+        leaseMs: 500,
+        onDead,
+        handle: async (job) => void handled.push(job.id),
+      }),
+    );
     await eventually('the lost job is dead', async () => (await queue.status(pool, lost))?.state === 'dead', 15_000);
     await eventually('the work heard of it', async () => (await deadReason(lost)) !== undefined);
     await survivor.stop();
@@ -320,18 +434,43 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await first.stop(); // releases the hanging one: queued again
     const queued = await queue.enqueue(pool, { kind: 'ok' }, { runAt: new Date(Date.now() + 3_600_000) });
     // Finished two hours ago (a dead job can be requeued until keepDeadMs has passed: this one no longer can).
-    await pool.query(`UPDATE jobs SET finished_at = now() - interval '2 hours' WHERE id = ANY($1)`, [[ids.oldDead, ids.oldSucceeded]]);
+    await pool.query(`UPDATE jobs SET finished_at = now() - interval '2 hours' WHERE id = ANY($1)`, [
+      [ids.oldDead, ids.oldSucceeded],
+    ]);
 
     const hour = 3_600_000;
-    const second = run(queue.worker(replicaPool(), { logger, pollMs: 10, keepDeadMs: hour, keepSucceededMs: hour, sweepEveryMs: 50, handle }), 0);
-    await eventually('the old ones are deleted', async () => (await queue.status(pool, ids.oldDead)) === undefined && (await queue.status(pool, ids.oldSucceeded)) === undefined, 5_000);
-    await eventually('the released one runs again', async () => (await queue.status(pool, ids.running))?.state === 'running');
+    const second = run(
+      queue.worker(replicaPool(), {
+        logger,
+        pollMs: 10,
+        keepDeadMs: hour,
+        keepSucceededMs: hour,
+        sweepEveryMs: 50,
+        handle,
+      }),
+      0,
+    );
+    await eventually(
+      'the old ones are deleted',
+      async () =>
+        (await queue.status(pool, ids.oldDead)) === undefined &&
+        (await queue.status(pool, ids.oldSucceeded)) === undefined,
+      5_000,
+    );
+    await eventually(
+      'the released one runs again',
+      async () => (await queue.status(pool, ids.running))?.state === 'running',
+    );
     await sleep(200); // several more sweeps
     await second.stop();
-    assert.equal((await queue.status(pool, ids.recentDead))?.state, 'dead', 'a recent dead job is kept (it can still be requeued)');
+    assert.equal(
+      (await queue.status(pool, ids.recentDead))?.state,
+      'dead',
+      'a recent dead job is kept (it can still be requeued)',
+    );
     assert.equal((await queue.status(pool, ids.recentSucceeded))?.state, 'succeeded');
     assert.equal((await queue.status(pool, queued))?.state, 'queued');
-    assert.notEqual((await queue.status(pool, ids.running)), undefined, 'a running job is kept');
+    assert.notEqual(await queue.status(pool, ids.running), undefined, 'a running job is kept');
     assert.equal(await queue.requeue(pool, ids.oldDead), false, 'a deleted dead job cannot be requeued');
     assert.equal(await queue.requeue(pool, ids.recentDead), true);
   });
@@ -340,7 +479,11 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const queue = newQueue<{ ms: number }>();
     const short = await queue.enqueue(pool, { ms: 200 });
     const long = await queue.enqueue(pool, { ms: 60_000 });
-    const worker = queue.worker(replicaPool(), { logger, pollMs: 10, handle: (job, signal) => sleep(job.payload.ms, undefined, { signal }) });
+    const worker = queue.worker(replicaPool(), {
+      logger,
+      pollMs: 10,
+      handle: (job, signal) => sleep(job.payload.ms, undefined, { signal }),
+    });
     const r = run(worker, 800);
     await eventually('both running', () => worker.running === 2);
     const started = Date.now();
@@ -368,7 +511,16 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       [queue.name, total],
     );
     let done = 0;
-    const options: WorkerOptions<{ endpoint: number }> = { logger, concurrency: 50, maxPerKey: 4, pollMs: 10, handle: async () => { await sleep(2); done++; } };
+    const options: WorkerOptions<{ endpoint: number }> = {
+      logger,
+      concurrency: 50,
+      maxPerKey: 4,
+      pollMs: 10,
+      handle: async () => {
+        await sleep(2);
+        done++;
+      },
+    };
     const started = Date.now();
     const replicas = [1, 2].map(() => run(queue.worker(replicaPool(), options)));
     await eventually('all done', async () => (await states(queue.name)).succeeded === total, 60_000);

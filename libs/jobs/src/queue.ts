@@ -55,7 +55,10 @@ export interface EnqueueOptions {
 /** Thrown by a handler: try again after delayMs (e.g. a Retry-After), instead of the worker's schedule. */
 export class RetryLater extends Error {
   override name = 'RetryLater';
-  constructor(readonly delayMs: number, message = `retry in ${delayMs} ms`) {
+  constructor(
+    readonly delayMs: number,
+    message = `retry in ${delayMs} ms`,
+  ) {
     super(message);
   }
 }
@@ -124,48 +127,66 @@ interface ClaimedRow {
  * planned once, not per call: docs/benchmarks.md, "Webhook deliveries"). The queue is a parameter,
  * so every queue shares them.
  */
-const SUCCEED = preparedStatement<[string, string, number]>('jobs_succeed',
+const SUCCEED = preparedStatement<[string, string, number]>(
+  'jobs_succeed',
   `UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, finished_at = now(), updated_at = now()
-   WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`);
-const FAIL = preparedStatement<[string, string, number, boolean, number, string]>('jobs_fail',
+   WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`,
+);
+const FAIL = preparedStatement<[string, string, number, boolean, number, string]>(
+  'jobs_fail',
   `UPDATE jobs SET state = CASE WHEN $4 OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
      finished_at = CASE WHEN $4 OR attempts >= max_attempts THEN now() END,
      next_attempt_at = now() + $5 * interval '1 millisecond', last_error = $6,
      lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
    WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3
-   RETURNING state`);
-const CLAIM_UNCAPPED = preparedStatement<[string, number, string, number]>('jobs_claim_uncapped',
+   RETURNING state`,
+);
+const CLAIM_UNCAPPED = preparedStatement<[string, number, string, number]>(
+  'jobs_claim_uncapped',
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
    WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND state = 'queued' AND next_attempt_at <= now()
                 ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
-   RETURNING id, concurrency_key, payload, attempts, max_attempts`);
+   RETURNING id, concurrency_key, payload, attempts, max_attempts`,
+);
 /** Keys (kind 'k') and groups (kind 'g') at their cap. */
-const FULL = preparedStatement<[string, number, number]>('jobs_full_keys_and_groups',
+const FULL = preparedStatement<[string, number, number]>(
+  'jobs_full_keys_and_groups',
   `SELECT 'k' AS kind, concurrency_key AS name FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
    GROUP BY 2 HAVING count(*) >= $2
    UNION ALL
    SELECT 'g', group_key FROM jobs WHERE queue = $1 AND state = 'running' AND group_key IS NOT NULL
-   GROUP BY 2 HAVING count(*) >= $3`);
-const CANDIDATES = preparedStatement<[string, string[], string[], number]>('jobs_candidates',
+   GROUP BY 2 HAVING count(*) >= $3`,
+);
+const CANDIDATES = preparedStatement<[string, string[], string[], number]>(
+  'jobs_candidates',
   `SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
    WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now()
      AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2))) AND (group_key IS NULL OR NOT (group_key = ANY($3)))
-   ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`);
+   ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+);
 /** Takes what it can of the keys' and groups' locks (never waits); returns the ones it holds. */
-const LOCK = preparedStatement<[string, string[], string[]]>('jobs_lock_keys_and_groups',
+const LOCK = preparedStatement<[string, string[], string[]]>(
+  'jobs_lock_keys_and_groups',
   `SELECT 'k' AS kind, k AS name FROM unnest($2::text[]) AS k WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || k, 0))
    UNION ALL
-   SELECT 'g', g FROM unnest($3::text[]) AS g WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(30) || g, 0))`);
-const RUNNING = preparedStatement<[string, string[], string[]]>('jobs_running_per_key_and_group',
+   SELECT 'g', g FROM unnest($3::text[]) AS g WHERE pg_try_advisory_xact_lock(hashtextextended($1 || chr(30) || g, 0))`,
+);
+const RUNNING = preparedStatement<[string, string[], string[]]>(
+  'jobs_running_per_key_and_group',
   `SELECT 'k' AS kind, concurrency_key AS name, count(*)::int AS n FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key = ANY($2) GROUP BY 2
    UNION ALL
-   SELECT 'g', group_key, count(*)::int FROM jobs WHERE queue = $1 AND state = 'running' AND group_key = ANY($3) GROUP BY 2`);
-const START = preparedStatement<[string, number, string[]]>('jobs_start',
+   SELECT 'g', group_key, count(*)::int FROM jobs WHERE queue = $1 AND state = 'running' AND group_key = ANY($3) GROUP BY 2`,
+);
+const START = preparedStatement<[string, number, string[]]>(
+  'jobs_start',
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
-   WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`);
-const RENEW = preparedStatement<[number, string[], string]>('jobs_renew',
+   WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`,
+);
+const RENEW = preparedStatement<[number, string[], string]>(
+  'jobs_renew',
   `UPDATE jobs SET lease_expires_at = now() + $1 * interval '1 millisecond'
-   WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`);
+   WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`,
+);
 
 /**
  * A named queue in the service's own database (table `jobs`): enqueue inside the transaction that
@@ -182,7 +203,15 @@ export class JobQueue<P> {
       `WITH job AS (INSERT INTO jobs (id, queue, concurrency_key, group_key, payload, max_attempts, next_attempt_at)
                     VALUES ($1, $2, $3, $7, $4, $5, coalesce($6, now())) RETURNING queue)
        SELECT pg_notify('${JOBS_CHANNEL}', queue) FROM job`,
-      [id, this.name, options.key ?? null, JSON.stringify(payload), options.maxAttempts ?? 10, options.runAt ?? null, options.group ?? null],
+      [
+        id,
+        this.name,
+        options.key ?? null,
+        JSON.stringify(payload),
+        options.maxAttempts ?? 10,
+        options.runAt ?? null,
+        options.group ?? null,
+      ],
     );
     return id;
   }
@@ -198,7 +227,8 @@ export class JobQueue<P> {
                     RETURNING queue)
        SELECT pg_notify('${JOBS_CHANNEL}', $2) WHERE EXISTS (SELECT 1 FROM job)`,
       [
-        ids, this.name,
+        ids,
+        this.name,
         jobs.map((j) => j.options?.key ?? null),
         jobs.map((j) => JSON.stringify(j.payload)),
         jobs.map((j) => j.options?.maxAttempts ?? 10),
@@ -215,7 +245,17 @@ export class JobQueue<P> {
       [this.name, id],
     );
     const r = rows[0];
-    return r && { id: r.id, state: r.state, attempts: r.attempts, nextAttemptAt: r.next_attempt_at, leaseOwner: r.lease_owner, leaseExpiresAt: r.lease_expires_at, lastError: r.last_error };
+    return (
+      r && {
+        id: r.id,
+        state: r.state,
+        attempts: r.attempts,
+        nextAttemptAt: r.next_attempt_at,
+        leaseOwner: r.lease_owner,
+        leaseExpiresAt: r.lease_expires_at,
+        lastError: r.last_error,
+      }
+    );
   }
 
   /**
@@ -315,7 +355,10 @@ export class JobWorker<P> {
         } catch (err) {
           failures++;
           const delay = Math.min(pollMs * 2 ** failures, 5_000);
-          logger.warn({ err, queue: this.queue, retry_in_ms: delay }, 'could not claim jobs; retrying (is the database reachable?)');
+          logger.warn(
+            { err, queue: this.queue, retry_in_ms: delay },
+            'could not claim jobs; retrying (is the database reachable?)',
+          );
           await sleep(delay, undefined, { signal }).catch(() => undefined);
           continue;
         }
@@ -385,7 +428,10 @@ export class JobWorker<P> {
         c = await this.pool.connect();
         c.on('notification', onNotification);
         c.on('error', (err) => {
-          this.options.logger.warn({ err, queue: this.queue }, 'lost the connection that listens for new jobs; polling until it is back');
+          this.options.logger.warn(
+            { err, queue: this.queue },
+            'lost the connection that listens for new jobs; polling until it is back',
+          );
           drop(err);
           again();
         });
@@ -396,7 +442,10 @@ export class JobWorker<P> {
         this.wake(); // jobs enqueued before it listened
       } catch (err) {
         if (released) return; // the error handler dealt with it
-        this.options.logger.warn({ err, queue: this.queue }, 'could not listen for new jobs; polling, and trying again');
+        this.options.logger.warn(
+          { err, queue: this.queue },
+          'could not listen for new jobs; polling, and trying again',
+        );
         drop(err as Error);
         again();
       }
@@ -410,7 +459,10 @@ export class JobWorker<P> {
       if (!c) return;
       c.removeListener('notification', onNotification);
       // UNLISTEN before the connection goes back to the pool for other work.
-      await c.query(`UNLISTEN ${JOBS_CHANNEL}`).then(() => c.release(), (err: Error) => c.release(err));
+      await c.query(`UNLISTEN ${JOBS_CHANNEL}`).then(
+        () => c.release(),
+        (err: Error) => c.release(err),
+      );
     };
   }
 
@@ -438,7 +490,9 @@ export class JobWorker<P> {
       try {
         await Promise.race([
           this.options.handle(job, abort.signal),
-          new Promise<never>((_, reject) => abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true })),
+          new Promise<never>((_, reject) =>
+            abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true }),
+          ),
         ]);
       } catch (err) {
         outcome = err ?? new Error('the handler failed without an error');
@@ -450,10 +504,11 @@ export class JobWorker<P> {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
       // Attempts ending close together share one claim (a few ms later) instead of one claim each.
-      if (this.options.listen) this.wakeSoon ??= setTimeout(() => {
-        this.wakeSoon = undefined;
-        this.wake();
-      }, 3);
+      if (this.options.listen)
+        this.wakeSoon ??= setTimeout(() => {
+          this.wakeSoon = undefined;
+          this.wake();
+        }, 3);
     });
     this.inFlight.set(job.id, { job, abort, done });
   }
@@ -468,28 +523,49 @@ export class JobWorker<P> {
       statement = SUCCEED([job.id, this.owner, job.attempt]);
     } else {
       const permanent = failure instanceof PermanentFailure;
-      const delay = failure instanceof RetryLater ? failure.delayMs : (this.options.retryDelayMs ?? exponentialBackoff)(job.attempt);
+      const delay =
+        failure instanceof RetryLater
+          ? failure.delayMs
+          : (this.options.retryDelayMs ?? exponentialBackoff)(job.attempt);
       const message = failure instanceof Error ? failure.message : String(failure);
       reason = message.slice(0, 2_000);
       statement = FAIL([job.id, this.owner, job.attempt, permanent, delay, reason]);
       const dead = permanent || job.attempt >= job.maxAttempts;
-      logger[dead ? 'warn' : 'info']({ queue: this.queue, job_id: job.id, attempt: job.attempt, reason: message, ...(dead ? {} : { retry_in_ms: delay }) }, dead ? 'job failed for good (dead)' : 'job attempt failed; will retry');
+      logger[dead ? 'warn' : 'info'](
+        {
+          queue: this.queue,
+          job_id: job.id,
+          attempt: job.attempt,
+          reason: message,
+          ...(dead ? {} : { retry_in_ms: delay }),
+        },
+        dead ? 'job failed for good (dead)' : 'job attempt failed; will retry',
+      );
     }
     const { onDead } = this.options;
     for (let i = 1; ; i++) {
       try {
-        const rowCount = failure !== undefined && onDead
-          ? await withTransaction(this.pool, async (tx) => {
-            const { rows } = await tx.query<{ state: JobState }>(statement);
-            if (rows[0]?.state === 'dead') await onDead(tx, job, reason);
-            return rows.length;
-          })
-          : (await this.pool.query(statement)).rowCount;
-        if (rowCount === 0) logger.warn({ queue: this.queue, job_id: job.id, attempt: job.attempt }, 'lease lost before the attempt ended; its outcome is discarded and the job runs again');
+        const rowCount =
+          failure !== undefined && onDead
+            ? await withTransaction(this.pool, async (tx) => {
+                const { rows } = await tx.query<{ state: JobState }>(statement);
+                if (rows[0]?.state === 'dead') await onDead(tx, job, reason);
+                return rows.length;
+              })
+            : (await this.pool.query(statement)).rowCount;
+        if (rowCount === 0)
+          logger.warn(
+            { queue: this.queue, job_id: job.id, attempt: job.attempt },
+            'lease lost before the attempt ended; its outcome is discarded and the job runs again',
+          );
         return;
       } catch (err) {
         // Unrecorded, the lease expires and the attempt runs again: at least once, never lost.
-        if (i >= 3) return logger.error({ err, queue: this.queue, job_id: job.id }, 'could not record a job outcome; it will run again after its lease expires');
+        if (i >= 3)
+          return logger.error(
+            { err, queue: this.queue, job_id: job.id },
+            'could not record a job outcome; it will run again after its lease expires',
+          );
         await sleep(500 * i);
       }
     }
@@ -507,27 +583,45 @@ export class JobWorker<P> {
       rows = await withTransaction(this.pool, async (tx) => {
         // Keys and groups at their cap are skipped in the scan, so one busy endpoint (or tenant) cannot hide the others' jobs.
         const full = (await tx.query<{ kind: Kind; name: string }>(FULL([this.queue, caps.k, caps.g]))).rows;
-        const candidates = (await tx.query<{ id: string; key: string | null; group: string | null }>(CANDIDATES([
-          this.queue, full.filter((f) => f.kind === 'k').map((f) => f.name), full.filter((f) => f.kind === 'g').map((f) => f.name), limit * 4,
-        ]))).rows;
-        const keys = maxPerKey === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
-        const groups = maxPerGroup === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.group === null ? [] : [c.group])))];
+        const candidates = (
+          await tx.query<{ id: string; key: string | null; group: string | null }>(
+            CANDIDATES([
+              this.queue,
+              full.filter((f) => f.kind === 'k').map((f) => f.name),
+              full.filter((f) => f.kind === 'g').map((f) => f.name),
+              limit * 4,
+            ]),
+          )
+        ).rows;
+        const keys =
+          maxPerKey === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
+        const groups =
+          maxPerGroup === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.group === null ? [] : [c.group])))];
         // Whoever holds a key's (or group's) lock until its commit is the only one starting that
         // key's jobs, and counts the running ones after taking it: the caps hold across replicas.
-        const locked = keys.length || groups.length ? (await tx.query<{ kind: Kind; name: string }>(LOCK([this.queue, keys, groups]))).rows : [];
+        const locked =
+          keys.length || groups.length
+            ? (await tx.query<{ kind: Kind; name: string }>(LOCK([this.queue, keys, groups]))).rows
+            : [];
         const room = new Map(locked.map((l) => [`${l.kind}:${l.name}`, caps[l.kind]]));
         if (locked.length) {
-          const counts = await tx.query<{ kind: Kind; name: string; n: number }>(RUNNING([
-            this.queue, locked.filter((l) => l.kind === 'k').map((l) => l.name), locked.filter((l) => l.kind === 'g').map((l) => l.name),
-          ]));
+          const counts = await tx.query<{ kind: Kind; name: string; n: number }>(
+            RUNNING([
+              this.queue,
+              locked.filter((l) => l.kind === 'k').map((l) => l.name),
+              locked.filter((l) => l.kind === 'g').map((l) => l.name),
+            ]),
+          );
           for (const { kind, name, n } of counts.rows) room.set(`${kind}:${name}`, caps[kind] - n);
         }
         const chosen: string[] = [];
         for (const c of candidates) {
           if (chosen.length >= limit) break;
           // A capped key or group this claim does not hold the lock of (or has no room in) is skipped.
-          const slots = [maxPerKey !== undefined && c.key !== null ? `k:${c.key}` : undefined, maxPerGroup !== undefined && c.group !== null ? `g:${c.group}` : undefined]
-            .filter((x): x is string => x !== undefined);
+          const slots = [
+            maxPerKey !== undefined && c.key !== null ? `k:${c.key}` : undefined,
+            maxPerGroup !== undefined && c.group !== null ? `g:${c.group}` : undefined,
+          ].filter((x): x is string => x !== undefined);
           if (slots.some((slot) => (room.get(slot) ?? 0) <= 0)) continue;
           for (const slot of slots) room.set(slot, room.get(slot)! - 1);
           chosen.push(c.id);
@@ -540,7 +634,14 @@ export class JobWorker<P> {
   }
 
   private jobOf(r: ClaimedRow): Job<P> {
-    return { id: r.id, queue: this.queue, key: r.concurrency_key, payload: r.payload as P, attempt: r.attempts, maxAttempts: r.max_attempts };
+    return {
+      id: r.id,
+      queue: this.queue,
+      key: r.concurrency_key,
+      payload: r.payload as P,
+      attempt: r.attempts,
+      maxAttempts: r.max_attempts,
+    };
   }
 
   /** Attempts whose worker stopped renewing (crashed, stuck, cut off) go back to the queue, due now. */
@@ -560,7 +661,11 @@ export class JobWorker<P> {
       if (onDead) for (const r of rows) if (r.state === 'dead') await onDead(tx, this.jobOf(r), reason);
       return rows;
     });
-    if (rows.length) this.options.logger.warn({ queue: this.queue, jobs: rows.map((r) => r.id) }, 'took back jobs whose lease expired; they run again');
+    if (rows.length)
+      this.options.logger.warn(
+        { queue: this.queue, jobs: rows.map((r) => r.id) },
+        'took back jobs whose lease expired; they run again',
+      );
   }
 
   private async renewLeases(): Promise<void> {
@@ -570,9 +675,13 @@ export class JobWorker<P> {
       const { rows } = await this.pool.query<{ id: string }>(RENEW([this.leaseMs, ids, this.owner]));
       const kept = new Set(rows.map((r) => r.id));
       // A lease taken back (this worker was cut off longer than the lease): the job runs elsewhere, so stop here.
-      for (const id of ids) if (!kept.has(id)) this.inFlight.get(id)?.abort.abort(new Error('lease lost: the job was taken back'));
+      for (const id of ids)
+        if (!kept.has(id)) this.inFlight.get(id)?.abort.abort(new Error('lease lost: the job was taken back'));
     } catch (err) {
-      this.options.logger.warn({ err, queue: this.queue }, 'could not renew job leases; retrying (is the database reachable?)');
+      this.options.logger.warn(
+        { err, queue: this.queue },
+        'could not renew job leases; retrying (is the database reachable?)',
+      );
     }
   }
 
@@ -613,8 +722,16 @@ export class JobWorker<P> {
         [ids, this.owner],
       )
       .then(
-        (r) => this.options.logger.warn({ queue: this.queue, released: r.rowCount }, 'released unfinished jobs on shutdown; another worker runs them'),
-        (err: unknown) => this.options.logger.error({ err, queue: this.queue }, 'could not release unfinished jobs; they run again when their leases expire'),
+        (r) =>
+          this.options.logger.warn(
+            { queue: this.queue, released: r.rowCount },
+            'released unfinished jobs on shutdown; another worker runs them',
+          ),
+        (err: unknown) =>
+          this.options.logger.error(
+            { err, queue: this.queue },
+            'could not release unfinished jobs; they run again when their leases expire',
+          ),
       );
   }
 }

@@ -9,9 +9,22 @@ export type { Logger };
  * up to three levels down), so a secret that reaches a log call is censored, not written.
  */
 const SECRET_KEYS = [
-  'authorization', 'api_key', 'apiKey', 'token', 'access_token', 'refresh_token', 'id_token',
-  'secret', 'client_secret', 'signing_secret', 'password', 'credential', 'code_verifier',
-  'cookie', 'platform_admin_token', 'encryption_keys',
+  'authorization',
+  'api_key',
+  'apiKey',
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'secret',
+  'client_secret',
+  'signing_secret',
+  'password',
+  'credential',
+  'code_verifier',
+  'cookie',
+  'platform_admin_token',
+  'encryption_keys',
 ];
 /**
  * `code` is a secret only where it is an invitation code or an OAuth authorization code: in a
@@ -62,7 +75,9 @@ export function createLogger(name: string, level: string = process.env.LOG_LEVEL
     // Every line written inside a traced call carries its trace and span, so logs and traces join.
     mixin: () => {
       const span = trace.getActiveSpan()?.spanContext();
-      return span && isSpanContextValid(span) ? { trace_id: span.traceId, span_id: span.spanId, trace_flags: `0${span.traceFlags.toString(16)}` } : {};
+      return span && isSpanContextValid(span)
+        ? { trace_id: span.traceId, span_id: span.spanId, trace_flags: `0${span.traceFlags.toString(16)}` }
+        : {};
     },
   };
   return pino(options, sink);

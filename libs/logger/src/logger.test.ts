@@ -9,7 +9,14 @@ describe('logger', () => {
     const lines: string[] = [];
     const stop = tapLogs((l) => lines.push(l));
     const log = createLogger('test', 'info');
-    log.info({ api_key: 'wk_SECRET1', req: { headers: { authorization: 'Bearer wk_SECRET2' } }, body: { credential: 'SECRET3', nested: { token: 'SECRET4' } } }, 'hello');
+    log.info(
+      {
+        api_key: 'wk_SECRET1',
+        req: { headers: { authorization: 'Bearer wk_SECRET2' } },
+        body: { credential: 'SECRET3', nested: { token: 'SECRET4' } },
+      },
+      'hello',
+    );
     stop();
     const text = lines.join('');
     for (const s of ['SECRET1', 'SECRET2', 'SECRET3', 'SECRET4']) assert.equal(text.includes(s), false, `${s} leaked`);
@@ -23,15 +30,26 @@ describe('logger', () => {
     const lines: string[] = [];
     const stop = tapLogs((l) => lines.push(l));
     const log = createLogger('test', 'info');
-    log.error({ err: Object.assign(new Error('deadlock detected'), { code: '40P01' }), grpc: { code: 10 } }, 'rpc failed');
-    log.info({ req: { body: { code: 'INVITE1' }, query: { code: 'OAUTH2' } }, invitation: { code: 'INVITE3' }, request: { code: 'INVITE4' } }, 'claim');
+    log.error(
+      { err: Object.assign(new Error('deadlock detected'), { code: '40P01' }), grpc: { code: 10 } },
+      'rpc failed',
+    );
+    log.info(
+      {
+        req: { body: { code: 'INVITE1' }, query: { code: 'OAUTH2' } },
+        invitation: { code: 'INVITE3' },
+        request: { code: 'INVITE4' },
+      },
+      'claim',
+    );
     // The sink passes a line on once the previous one is written.
     for (let i = 0; i < 100 && lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
     stop();
     const [failed, claim] = lines.map((l) => JSON.parse(l));
     assert.equal(failed.err.code, '40P01');
     assert.equal(failed.grpc.code, 10);
-    for (const s of ['INVITE1', 'OAUTH2', 'INVITE3', 'INVITE4']) assert.equal(lines.join('').includes(s), false, `${s} leaked`);
+    for (const s of ['INVITE1', 'OAUTH2', 'INVITE3', 'INVITE4'])
+      assert.equal(lines.join('').includes(s), false, `${s} leaked`);
     assert.equal(claim.req.query.code, '[redacted]');
   });
 
@@ -40,7 +58,11 @@ describe('logger', () => {
     const lines: string[] = [];
     const untap = tapLogs((line) => lines.push(line));
     const logger = createLogger('trace-test', 'info');
-    const span = trace.wrapSpanContext({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', traceFlags: TraceFlags.SAMPLED });
+    const span = trace.wrapSpanContext({
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      spanId: '00f067aa0ba902b7',
+      traceFlags: TraceFlags.SAMPLED,
+    });
     await context.with(trace.setSpan(context.active(), span), async () => {
       await new Promise((r) => setTimeout(r, 1));
       logger.info('inside');

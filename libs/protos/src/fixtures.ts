@@ -18,7 +18,8 @@ export function rootFromSource(source: string): protobuf.Root {
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => {
     if (target === 'fixture.proto') return join(dir, target);
-    if (target.startsWith('google/protobuf/')) return target === 'google/protobuf/descriptor.proto' ? join(PROTOBUFJS, target) : target;
+    if (target.startsWith('google/protobuf/'))
+      return target === 'google/protobuf/descriptor.proto' ? join(PROTOBUFJS, target) : target;
     return join(PROTO_ROOT, target);
   };
   try {

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadProtoRoot } from './index.js';
 import { Member, UpdateMemberRequest, MemberRole } from './gen/workauto/identity/v1/identity.js';
-import { MappingError, isIsoDate, messageFromJson, messageToJson, parseRfc3339, parseTimestamp, timestampToJson, type Violation } from './json-mapping.js';
+import {
+  MappingError,
+  isIsoDate,
+  messageFromJson,
+  messageToJson,
+  parseRfc3339,
+  parseTimestamp,
+  timestampToJson,
+  type Violation,
+} from './json-mapping.js';
 import { FIXTURE_PROTO, rootFromSource } from './fixtures.js';
 
 const root = loadProtoRoot(['workauto/identity/v1/identity.proto']);
@@ -33,7 +42,12 @@ function roundTrip(type: typeof memberType, json: unknown): Record<string, unkno
 
 describe('JSON → proto', () => {
   it('maps snake_case fields, lowercase enums, Struct and optional fields, and the service reads them', () => {
-    const obj = fromJson(updateType, { id: 'x', name: 'Ann', role: 'viewer', metadata: { a: [1, 'two', { three: null }], ok: true } });
+    const obj = fromJson(updateType, {
+      id: 'x',
+      name: 'Ann',
+      role: 'viewer',
+      metadata: { a: [1, 'two', { three: null }], ok: true },
+    });
     const bytes = updateType.encode(updateType.fromObject(obj)).finish();
     const decoded = UpdateMemberRequest.decode(bytes); // as the service (ts-proto) sees it
     assert.equal(decoded.name, 'Ann');
@@ -43,7 +57,11 @@ describe('JSON → proto', () => {
   });
 
   it('treats null as not set, and keeps an explicit empty optional string', () => {
-    const decoded = UpdateMemberRequest.decode(updateType.encode(updateType.fromObject(fromJson(updateType, { name: null, email: '', role: null, metadata: null }))).finish());
+    const decoded = UpdateMemberRequest.decode(
+      updateType
+        .encode(updateType.fromObject(fromJson(updateType, { name: null, email: '', role: null, metadata: null })))
+        .finish(),
+    );
     assert.equal(decoded.name, undefined);
     assert.equal(decoded.email, '', 'proto3 optional keeps presence: "" is not "unset"');
     assert.equal(decoded.role, MemberRole.MEMBER_ROLE_UNSPECIFIED);
@@ -59,26 +77,47 @@ describe('JSON → proto', () => {
       },
     );
     assert.throws(() => fromJson(updateType, { role: 'VIEWER' }), /role/, 'enum names are lowercase only');
-    assert.throws(() => fromJson(updateType, { role: 'unspecified' }), /role/, 'UNSPECIFIED is not a value a client can send');
+    assert.throws(
+      () => fromJson(updateType, { role: 'unspecified' }),
+      /role/,
+      'UNSPECIFIED is not a value a client can send',
+    );
     assert.throws(() => fromJson(updateType, ['not', 'an', 'object']), /JSON object/);
     assert.throws(() => fromJson(updateType, JSON.parse('{"__proto__": {"name": "x"}}')), /__proto__/);
     assert.throws(() => fromJson(updateType, { constructor: 'x' }), /constructor/);
   });
 
   it('names nested and repeated paths: stages[1].nme, stages[0].display_order', () => {
-    const v = violations(createType, { name: 'x', stages: [{ name: 'a', display_order: 1.5 }, { nme: 'typo' }, 'str'] });
-    assert.deepEqual(v.map((x) => x.field), ['stages[0].display_order', 'stages[1].nme', 'stages[2]']);
+    const v = violations(createType, {
+      name: 'x',
+      stages: [{ name: 'a', display_order: 1.5 }, { nme: 'typo' }, 'str'],
+    });
+    assert.deepEqual(
+      v.map((x) => x.field),
+      ['stages[0].display_order', 'stages[1].nme', 'stages[2]'],
+    );
   });
 
   it('takes int64 as a JSON number and refuses non-integers, strings and unsafe integers', () => {
     assert.equal(roundTrip(createType, { name: 'x', amount: 9_007_199_254_740_991 }).amount, 9_007_199_254_740_991);
     assert.equal(roundTrip(createType, { name: 'x', amount: -42 }).amount, -42);
     for (const amount of ['42', 1.5, 2 ** 60, true]) {
-      assert.deepEqual(violations(createType, { name: 'x', amount }).map((v) => v.field), ['amount'], `amount ${String(amount)}`);
+      assert.deepEqual(
+        violations(createType, { name: 'x', amount }).map((v) => v.field),
+        ['amount'],
+        `amount ${String(amount)}`,
+      );
     }
-    assert.deepEqual(violations(createType, { name: 'x', small: -1 }).map((v) => v.field), ['small'], 'uint32 is not negative');
+    assert.deepEqual(
+      violations(createType, { name: 'x', small: -1 }).map((v) => v.field),
+      ['small'],
+      'uint32 is not negative',
+    );
     assert.deepEqual(violations(createType, { name: 'x', small: 4_000_000_000 }), [], 'uint32 goes past 2^31');
-    assert.deepEqual(violations(createType, { name: 'x', stages: [{ name: 's', display_order: 2 ** 31 }] }).map((v) => v.field), ['stages[0].display_order']);
+    assert.deepEqual(
+      violations(createType, { name: 'x', stages: [{ name: 's', display_order: 2 ** 31 }] }).map((v) => v.field),
+      ['stages[0].display_order'],
+    );
   });
 
   it('maps enums with the prefix of their type: THING_KIND_BIG_BOX ↔ big_box', () => {
@@ -90,68 +129,159 @@ describe('JSON → proto', () => {
 
   it('parses RFC 3339 timestamps with any offset and refuses other strings', () => {
     const out: Violation[] = [];
-    const ts = messageFromJson(memberType, { created_at: '2026-11-22T10:00:00.123456+01:00' }, '', out) as { created_at: { seconds: number; nanos: number } };
+    const ts = messageFromJson(memberType, { created_at: '2026-11-22T10:00:00.123456+01:00' }, '', out) as {
+      created_at: { seconds: number; nanos: number };
+    };
     assert.deepEqual(out, []);
     assert.equal(ts.created_at.seconds, Date.UTC(2026, 10, 22, 9, 0, 0) / 1000);
     assert.equal(ts.created_at.nanos, 123456000);
-    assert.equal(roundTrip(createType, { name: 'x', at: '2026-11-22T10:00:00.5+02:00' }).at, '2026-11-22T08:00:00.500000Z', 'answered in UTC');
-    for (const bad of ['yesterday', '2026-11-22', '2026-02-31T00:00:00Z', '2026-11-22T24:00:00Z', '2026-11-22T10:00:00', '2026-11-22T10:00:00+25:00', 1700000000]) {
+    assert.equal(
+      roundTrip(createType, { name: 'x', at: '2026-11-22T10:00:00.5+02:00' }).at,
+      '2026-11-22T08:00:00.500000Z',
+      'answered in UTC',
+    );
+    for (const bad of [
+      'yesterday',
+      '2026-11-22',
+      '2026-02-31T00:00:00Z',
+      '2026-11-22T24:00:00Z',
+      '2026-11-22T10:00:00',
+      '2026-11-22T10:00:00+25:00',
+      1700000000,
+    ]) {
       assert.equal(violations(memberType, { created_at: bad })[0]?.field, 'created_at', String(bad));
     }
     assert.deepEqual(parseRfc3339('0001-01-01T00:00:00Z'), { seconds: -62135596800, nanos: 0 });
-    assert.deepEqual(parseRfc3339('2026-11-22t10:00:00.5z'), { seconds: Date.UTC(2026, 10, 22, 10) / 1000, nanos: 500_000_000 });
+    assert.deepEqual(parseRfc3339('2026-11-22t10:00:00.5z'), {
+      seconds: Date.UTC(2026, 10, 22, 10) / 1000,
+      nanos: 500_000_000,
+    });
     assert.equal(parseRfc3339('1969-12-31T23:59:59.25Z')?.seconds, -1);
     // The Date form services use reads the same way (V8's own parser takes 2026-02-31 as 3 March).
     assert.equal(parseTimestamp('2026-02-31T10:00:00Z'), undefined);
     assert.equal(parseTimestamp('2026-11-22T10:00:00.123456+01:00')?.toISOString(), '2026-11-22T09:00:00.123Z');
-    assert.deepEqual(['2028-02-29', '2026-02-29', '2026-13-01', '0000-01-01', '31/12/2026'].map(isIsoDate), [true, false, false, false, false]);
+    assert.deepEqual(['2028-02-29', '2026-02-29', '2026-13-01', '0000-01-01', '31/12/2026'].map(isIsoDate), [
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 
   it('refuses two members of one oneof, and maps keys of integer maps', () => {
-    assert.deepEqual(violations(createType, { name: 'x', url: 'u', port: 1 }).map((v) => v.field), ['port']);
-    assert.deepEqual(violations(createType, { name: 'x', by_number: { '1': 'one', two: 'x' } }).map((v) => v.field), ['by_number.two']);
-    assert.deepEqual(violations(createType, { name: 'x', url: null, port: 1 }), [], 'null is not set, so it does not count');
+    assert.deepEqual(
+      violations(createType, { name: 'x', url: 'u', port: 1 }).map((v) => v.field),
+      ['port'],
+    );
+    assert.deepEqual(
+      violations(createType, { name: 'x', by_number: { '1': 'one', two: 'x' } }).map((v) => v.field),
+      ['by_number.two'],
+    );
+    assert.deepEqual(
+      violations(createType, { name: 'x', url: null, port: 1 }),
+      [],
+      'null is not set, so it does not count',
+    );
   });
 
   it('takes wrapper types as bare values', () => {
     assert.deepEqual(violations(createType, { name: 'x', big: 5 }), []);
-    assert.deepEqual(violations(createType, { name: 'x', big: 'five' }).map((v) => v.field), ['big']);
+    assert.deepEqual(
+      violations(createType, { name: 'x', big: 'five' }).map((v) => v.field),
+      ['big'],
+    );
   });
 });
 
 describe('proto → JSON', () => {
   it('writes every field: defaults, nulls for unset optionals, RFC 3339 with microseconds, raw metadata', () => {
     const bytes = Member.encode({
-      id: 'm1', tenant_id: 't1', name: 'Ann', role: MemberRole.MEMBER_ROLE_OWNER, is_active: false,
-      metadata: { k: 'v', n: 2 }, created_at: new Date('2026-11-22T10:00:00.123Z'), updated_at: undefined,
+      id: 'm1',
+      tenant_id: 't1',
+      name: 'Ann',
+      role: MemberRole.MEMBER_ROLE_OWNER,
+      is_active: false,
+      metadata: { k: 'v', n: 2 },
+      created_at: new Date('2026-11-22T10:00:00.123Z'),
+      updated_at: undefined,
     }).finish();
     const json = messageToJson(memberType, memberType.decode(bytes) as unknown as Record<string, unknown>);
     assert.deepEqual(json, {
-      id: 'm1', tenant_id: 't1', name: 'Ann', role: 'owner', is_active: false, metadata: { k: 'v', n: 2 },
-      created_at: '2026-11-22T10:00:00.123000Z', updated_at: null, email: null, contact_id: null,
+      id: 'm1',
+      tenant_id: 't1',
+      name: 'Ann',
+      role: 'owner',
+      is_active: false,
+      metadata: { k: 'v', n: 2 },
+      created_at: '2026-11-22T10:00:00.123000Z',
+      updated_at: null,
+      email: null,
+      contact_id: null,
     });
     assert.equal(timestampToJson(0, 5000), '1970-01-01T00:00:00.000005Z');
   });
 
   it('writes an empty message with every default, and UNSPECIFIED enums as null', () => {
-    const json = messageToJson(thingType, thingType.decode(thingType.encode({}).finish()) as unknown as Record<string, unknown>);
+    const json = messageToJson(
+      thingType,
+      thingType.decode(thingType.encode({}).finish()) as unknown as Record<string, unknown>,
+    );
     assert.deepEqual(json, {
-      id: '', amount: 0, ratio: 0, flag: false, kind: null, stages: [], counts: {}, by_number: {}, metadata: null, anything: null,
-      list: null, at: null, note: null, alias: null, url: null, port: null, tags: [], small: 0, label: null, blob: '',
+      id: '',
+      amount: 0,
+      ratio: 0,
+      flag: false,
+      kind: null,
+      stages: [],
+      counts: {},
+      by_number: {},
+      metadata: null,
+      anything: null,
+      list: null,
+      at: null,
+      note: null,
+      alias: null,
+      url: null,
+      port: null,
+      tags: [],
+      small: 0,
+      label: null,
+      blob: '',
     });
   });
 
   it('round-trips every kind of field', () => {
     const input = {
-      id: 'i', amount: 12_345_678_901, ratio: 0.25, flag: true, kind: 'small',
-      stages: [{ name: 'a', confidence: 0.5, display_order: 1 }, { name: 'b', display_order: 2 }],
-      counts: { a: 1 }, by_number: { '7': 'seven' }, metadata: { nested: { deep: [1, null, 'x'] } }, anything: [1, { a: true }],
-      list: ['x', 2, null], at: '2026-11-22T10:00:00.123456Z', note: '', alias: 'al', port: 8080, tags: ['t'], small: 3,
-      label: { text: 'hello', color: '' }, blob: Buffer.from('hi').toString('base64'),
+      id: 'i',
+      amount: 12_345_678_901,
+      ratio: 0.25,
+      flag: true,
+      kind: 'small',
+      stages: [
+        { name: 'a', confidence: 0.5, display_order: 1 },
+        { name: 'b', display_order: 2 },
+      ],
+      counts: { a: 1 },
+      by_number: { '7': 'seven' },
+      metadata: { nested: { deep: [1, null, 'x'] } },
+      anything: [1, { a: true }],
+      list: ['x', 2, null],
+      at: '2026-11-22T10:00:00.123456Z',
+      note: '',
+      alias: 'al',
+      port: 8080,
+      tags: ['t'],
+      small: 3,
+      label: { text: 'hello', color: '' },
+      blob: Buffer.from('hi').toString('base64'),
     };
     assert.deepEqual(roundTrip(thingType, input), {
       ...input,
-      stages: [{ name: 'a', confidence: 0.5, display_order: 1 }, { name: 'b', confidence: null, display_order: 2 }],
+      stages: [
+        { name: 'a', confidence: 0.5, display_order: 1 },
+        { name: 'b', confidence: null, display_order: 2 },
+      ],
       url: null,
     });
   });

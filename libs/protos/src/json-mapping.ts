@@ -18,15 +18,32 @@ export class MappingError extends Error {
   }
 }
 
-const INT_TYPES = new Set(['int32', 'sint32', 'sfixed32', 'uint32', 'fixed32', 'int64', 'sint64', 'sfixed64', 'uint64', 'fixed64']);
+const INT_TYPES = new Set([
+  'int32',
+  'sint32',
+  'sfixed32',
+  'uint32',
+  'fixed32',
+  'int64',
+  'sint64',
+  'sfixed64',
+  'uint64',
+  'fixed64',
+]);
 const UNSIGNED = new Set(['uint32', 'fixed32', 'uint64', 'fixed64']);
 const RANGE32 = { min: -(2 ** 31), max: 2 ** 31 - 1 };
 const UINT32_MAX = 2 ** 32 - 1;
 /** google.protobuf wrapper types ↔ their bare JSON value (null = not set). */
 export const WRAPPERS: Record<string, string> = {
-  '.google.protobuf.DoubleValue': 'double', '.google.protobuf.FloatValue': 'float', '.google.protobuf.Int64Value': 'int64',
-  '.google.protobuf.UInt64Value': 'uint64', '.google.protobuf.Int32Value': 'int32', '.google.protobuf.UInt32Value': 'uint32',
-  '.google.protobuf.BoolValue': 'bool', '.google.protobuf.StringValue': 'string', '.google.protobuf.BytesValue': 'bytes',
+  '.google.protobuf.DoubleValue': 'double',
+  '.google.protobuf.FloatValue': 'float',
+  '.google.protobuf.Int64Value': 'int64',
+  '.google.protobuf.UInt64Value': 'uint64',
+  '.google.protobuf.Int32Value': 'int32',
+  '.google.protobuf.UInt32Value': 'uint32',
+  '.google.protobuf.BoolValue': 'bool',
+  '.google.protobuf.StringValue': 'string',
+  '.google.protobuf.BytesValue': 'bytes',
 };
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -70,7 +87,12 @@ function typeOf(value: unknown): string {
 // ---------- JSON → protobufjs object ----------
 
 /** Maps a JSON value onto a message type; collects violations under `path`. */
-export function messageFromJson(type: protobuf.Type, json: unknown, path: string, out: Violation[]): Record<string, unknown> | undefined {
+export function messageFromJson(
+  type: protobuf.Type,
+  json: unknown,
+  path: string,
+  out: Violation[],
+): Record<string, unknown> | undefined {
   const wkt = wellKnownFromJson(type, json, path, out);
   if (wkt !== NOT_WKT) return wkt as Record<string, unknown> | undefined;
   if (typeOf(json) !== 'object') {
@@ -92,7 +114,10 @@ export function messageFromJson(type: protobuf.Type, json: unknown, path: string
     if (group) {
       const other = oneofs.get(group);
       if (other) {
-        out.push({ field: at, description: `cannot be set together with ${other}; give one of ${field.partOf!.oneof.join(', ')}` });
+        out.push({
+          field: at,
+          description: `cannot be set together with ${other}; give one of ${field.partOf!.oneof.join(', ')}`,
+        });
         continue;
       }
       oneofs.set(group, key);
@@ -115,7 +140,10 @@ export function fieldFromJson(field: protobuf.Field, value: unknown, path: strin
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       const at = `${path}.${k}`;
       if (keyType === 'bool' ? k !== 'true' && k !== 'false' : keyType !== 'string' && !/^-?\d+$/.test(k)) {
-        out.push({ field: at, description: `is not a valid key: keys here are ${keyType === 'bool' ? 'true or false' : 'integers'}` });
+        out.push({
+          field: at,
+          description: `is not a valid key: keys here are ${keyType === 'bool' ? 'true or false' : 'integers'}`,
+        });
         continue;
       }
       m[k] = singleFromJson(field, v, at, out);
@@ -141,7 +169,11 @@ function singleFromJson(field: protobuf.Field, value: unknown, path: string, out
       return undefined;
     }
     const n = enumFromJson(rt, value);
-    if (n === undefined) out.push({ field: path, description: `must be one of ${enumNames(rt).join(', ')}; got ${JSON.stringify(value)}` });
+    if (n === undefined)
+      out.push({
+        field: path,
+        description: `must be one of ${enumNames(rt).join(', ')}; got ${JSON.stringify(value)}`,
+      });
     return n;
   }
   return scalarFromJson(field.type, value, path, out);
@@ -153,17 +185,22 @@ export function scalarFromJson(type: string, value: unknown, path: string, out: 
     return typeof value === 'string' ? value : undefined;
   }
   if (type === 'bool') {
-    if (typeof value !== 'boolean') out.push({ field: path, description: `must be true or false, got ${typeOf(value)}` });
+    if (typeof value !== 'boolean')
+      out.push({ field: path, description: `must be true or false, got ${typeOf(value)}` });
     return typeof value === 'boolean' ? value : undefined;
   }
   if (type === 'double' || type === 'float') {
-    if (typeof value !== 'number' || !Number.isFinite(value)) out.push({ field: path, description: `must be a number, got ${typeOf(value)}` });
+    if (typeof value !== 'number' || !Number.isFinite(value))
+      out.push({ field: path, description: `must be a number, got ${typeOf(value)}` });
     return typeof value === 'number' ? value : undefined;
   }
   if (INT_TYPES.has(type)) {
     const is32 = type.endsWith('32');
     if (typeof value !== 'number' || !Number.isInteger(value)) {
-      out.push({ field: path, description: `must be an integer, got ${typeof value === 'number' ? value : typeOf(value)}` });
+      out.push({
+        field: path,
+        description: `must be an integer, got ${typeof value === 'number' ? value : typeOf(value)}`,
+      });
       return undefined;
     }
     const outOfRange = UNSIGNED.has(type)
@@ -230,7 +267,14 @@ export function isIsoDate(text: string): boolean {
 export function parseRfc3339(text: string): { seconds: number; nanos: number } | undefined {
   const m = RFC3339.exec(text);
   if (!m || !isIsoDate(`${m[1]}-${m[2]}-${m[3]}`)) return undefined;
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   if (hour > 23 || minute > 59 || second > 60) return undefined;
   let offsetMin = 0;
   const zone = m[9]!;
@@ -297,7 +341,9 @@ export function messageToJson(type: protobuf.Type, msg: Record<string, unknown> 
     const has = Object.prototype.hasOwnProperty.call(msg, field.name);
     const value = msg[field.name];
     if (field.map) {
-      out[field.name] = Object.fromEntries(Object.entries((value as Record<string, unknown>) ?? {}).map(([k, v]) => [k, singleToJson(field, v)]));
+      out[field.name] = Object.fromEntries(
+        Object.entries((value as Record<string, unknown>) ?? {}).map(([k, v]) => [k, singleToJson(field, v)]),
+      );
     } else if (field.repeated) {
       out[field.name] = ((value as unknown[]) ?? []).map((v) => singleToJson(field, v));
     } else if (isOptional(field) && !has) {
@@ -336,10 +382,13 @@ function wellKnownToJson(type: protobuf.Type, msg: Record<string, unknown> | nul
       if (!scalar) return NOT_WKT;
       if (!msg) return null;
       const v = msg.value;
-      return scalar === 'bytes' ? Buffer.from((v as Uint8Array) ?? []).toString('base64')
-        : scalar === 'bool' ? Boolean(v)
-        : scalar === 'string' ? (v ?? '')
-        : num(v);
+      return scalar === 'bytes'
+        ? Buffer.from((v as Uint8Array) ?? []).toString('base64')
+        : scalar === 'bool'
+          ? Boolean(v)
+          : scalar === 'string'
+            ? (v ?? '')
+            : num(v);
     }
   }
 }

@@ -19,13 +19,19 @@ export interface MessageEncoder<T> {
  * encoded to the bytes the service sends, decoded and mapped the way the gateway maps a response.
  * `protoFile` is relative to proto/, `pkg` its package (e.g. workauto.notes_tasks.v1).
  */
-export function resourceJsonOf(protoFile: string, pkg: string): <T>(typeName: string, encoder: MessageEncoder<T>, message: T) => ResourceJson {
+export function resourceJsonOf(
+  protoFile: string,
+  pkg: string,
+): <T>(typeName: string, encoder: MessageEncoder<T>, message: T) => ResourceJson {
   let root: protobuf.Root | undefined; // loaded on first use: parsing .proto files is not free
   const types = new Map<string, protobuf.Type>();
   return (typeName, encoder, message) => {
     root ??= loadProtoRoot([protoFile]);
     let type = types.get(typeName);
     if (!type) types.set(typeName, (type = root.lookupType(`${pkg}.${typeName}`)));
-    return messageToJson(type, type.decode(encoder.encode(message).finish()) as unknown as Record<string, unknown>) as ResourceJson;
+    return messageToJson(
+      type,
+      type.decode(encoder.encode(message).finish()) as unknown as Record<string, unknown>,
+    ) as ResourceJson;
   };
 }

@@ -37,7 +37,11 @@ export async function untilAvailable<T>(
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await step();
-      if (attempt > 1) logger.info({ [what.dependency]: what.where, waited_ms: Date.now() - started }, `${what.dependency} reachable; starting`);
+      if (attempt > 1)
+        logger.info(
+          { [what.dependency]: what.where, waited_ms: Date.now() - started },
+          `${what.dependency} reachable; starting`,
+        );
       return result;
     } catch (err) {
       if (!isTransient(err)) throw err;
@@ -56,8 +60,17 @@ export async function untilAvailable<T>(
  * untilAvailable for the database: retries while it cannot be reached (isDatabaseUnavailable). A
  * service starting before its database (a cluster coming up, an outage) waits instead of exiting.
  */
-export function untilDatabaseAnswers<T>(databaseUrl: string, logger: Logger, step: () => Promise<T>, options: WaitOptions = {}): Promise<T> {
-  const what = { dependency: 'database', where: describeDatabase(databaseUrl), hint: 'check DATABASE_URL and that the server is up' };
+export function untilDatabaseAnswers<T>(
+  databaseUrl: string,
+  logger: Logger,
+  step: () => Promise<T>,
+  options: WaitOptions = {},
+): Promise<T> {
+  const what = {
+    dependency: 'database',
+    where: describeDatabase(databaseUrl),
+    hint: 'check DATABASE_URL and that the server is up',
+  };
   return untilAvailable(what, logger, step, isDatabaseUnavailable, options);
 }
 
@@ -81,7 +94,10 @@ export function watchDatabase(pool: Pool, everyMs: number, onChange: (reachable:
   const timer = setInterval(async () => {
     if (checking) return;
     checking = true;
-    const ok = await pool.query('SELECT 1').then(() => true, () => false);
+    const ok = await pool.query('SELECT 1').then(
+      () => true,
+      () => false,
+    );
     checking = false;
     if (ok === reachable) return;
     reachable = ok;

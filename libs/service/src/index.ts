@@ -1,3 +1,16 @@
-export { startService, HEALTH, type ServiceConfig, type ServiceSpec, type RunningService, type WorkerDeps } from './service.js';
-export { untilAvailable, untilDatabaseAnswers, waitForDatabase, describeDatabase, type WaitOptions } from './database.js';
+export {
+  startService,
+  HEALTH,
+  type ServiceConfig,
+  type ServiceSpec,
+  type RunningService,
+  type WorkerDeps,
+} from './service.js';
+export {
+  untilAvailable,
+  untilDatabaseAnswers,
+  waitForDatabase,
+  describeDatabase,
+  type WaitOptions,
+} from './database.js';
 export { WorkerSupervisor, type Worker, type WorkerContext, type WorkerOptions } from './workers.js';

@@ -27,10 +27,18 @@ describe('installation check (helm test)', () => {
 
   let grpcPort = 0;
   async function check(): Promise<{ code: number; out: string }> {
-    grpcPort ||= await new Promise<number>((resolve, reject) => grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))));
+    grpcPort ||= await new Promise<number>((resolve, reject) =>
+      grpcServer.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
     if (!http.listening) await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     const httpPort = (http.address() as { port: number }).port;
-    const env = { ...process.env, GATEWAY_URL: `http://127.0.0.1:${httpPort}`, GRPC_SERVICES: `identity=127.0.0.1:${grpcPort}` };
+    const env = {
+      ...process.env,
+      GATEWAY_URL: `http://127.0.0.1:${httpPort}`,
+      GRPC_SERVICES: `identity=127.0.0.1:${grpcPort}`,
+    };
     try {
       const { stdout } = await run(process.execPath, [script], { env });
       return { code: 0, out: stdout };

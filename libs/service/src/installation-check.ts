@@ -12,13 +12,24 @@ export interface InstallationCheck {
   detail: string;
 }
 
-export async function checkInstallation(opts: { gatewayUrl: string; services: Record<string, string>; timeoutMs?: number }): Promise<InstallationCheck[]> {
+export async function checkInstallation(opts: {
+  gatewayUrl: string;
+  services: Record<string, string>;
+  timeoutMs?: number;
+}): Promise<InstallationCheck[]> {
   const timeoutMs = opts.timeoutMs ?? 5_000;
   const services = Object.entries(opts.services).map(async ([name, address]): Promise<InstallationCheck> => {
     const client = new Downstream(name, address, { healthTimeoutMs: timeoutMs });
     try {
       const state = await client.checkHealth();
-      return { target: `${name} (${address})`, ok: state === 'serving', detail: state === 'serving' ? 'SERVING' : `health check ${state}: is the service running and ready (kubectl get pods)?` };
+      return {
+        target: `${name} (${address})`,
+        ok: state === 'serving',
+        detail:
+          state === 'serving'
+            ? 'SERVING'
+            : `health check ${state}: is the service running and ready (kubectl get pods)?`,
+      };
     } finally {
       client.close();
     }
@@ -39,11 +50,15 @@ export async function checkInstallation(opts: { gatewayUrl: string; services: Re
 /** GRPC_SERVICES: name=host:port[,…] */
 export function parseServices(text: string): Record<string, string> {
   return Object.fromEntries(
-    text.split(',').map((s) => s.trim()).filter(Boolean).map((entry) => {
-      const at = entry.indexOf('=');
-      if (at < 1) throw new Error(`GRPC_SERVICES entry "${entry}" is not name=host:port`);
-      return [entry.slice(0, at), entry.slice(at + 1)];
-    }),
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((entry) => {
+        const at = entry.indexOf('=');
+        if (at < 1) throw new Error(`GRPC_SERVICES entry "${entry}" is not name=host:port`);
+        return [entry.slice(0, at), entry.slice(at + 1)];
+      }),
   );
 }
 

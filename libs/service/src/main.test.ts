@@ -13,7 +13,10 @@ const fixture = `
 `;
 
 function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', fixture], { env: { PATH: process.env.PATH ?? '', ...env }, cwd: new URL('..', import.meta.url) });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', fixture], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    cwd: new URL('..', import.meta.url),
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

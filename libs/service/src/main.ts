@@ -70,7 +70,10 @@ export function serviceEnv(grpcPort: number) {
     ...kafkaVars,
     ...grpcServiceVars,
     /** Prefix of the topics and consumer groups: several deployments (or test clusters) on one Kafka. */
-    KAFKA_NAMESPACE: z.string().regex(/^[a-z0-9_.-]*$/, 'lowercase letters, digits, "_", "." and "-" only').default(''),
+    KAFKA_NAMESPACE: z
+      .string()
+      .regex(/^[a-z0-9_.-]*$/, 'lowercase letters, digits, "_", "." and "-" only')
+      .default(''),
   };
 }
 
@@ -95,18 +98,32 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
       const all = env as unknown as ServiceEnv & Env<S>;
       const { createTransport } = await import('@workauto/events');
       const transport = createTransport({
-        brokers: all.KAFKA_BROKERS, clientId: opts.name, logger,
-        partitions: all.KAFKA_TOPIC_PARTITIONS, replicationFactor: all.KAFKA_TOPIC_REPLICATION_FACTOR, retentionMs: all.KAFKA_TOPIC_RETENTION_MS,
-        namespace: all.KAFKA_NAMESPACE, createTopics: all.KAFKA_CREATE_TOPICS,
+        brokers: all.KAFKA_BROKERS,
+        clientId: opts.name,
+        logger,
+        partitions: all.KAFKA_TOPIC_PARTITIONS,
+        replicationFactor: all.KAFKA_TOPIC_REPLICATION_FACTOR,
+        retentionMs: all.KAFKA_TOPIC_RETENTION_MS,
+        namespace: all.KAFKA_NAMESPACE,
+        createTopics: all.KAFKA_CREATE_TOPICS,
         security: {
-          tls: all.KAFKA_TLS, tlsCaFile: all.KAFKA_TLS_CA_FILE, saslMechanism: all.KAFKA_SASL_MECHANISM,
-          saslUsername: all.KAFKA_SASL_USERNAME, saslPassword: all.KAFKA_SASL_PASSWORD, oauthBearerTokenFile: all.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE,
+          tls: all.KAFKA_TLS,
+          tlsCaFile: all.KAFKA_TLS_CA_FILE,
+          saslMechanism: all.KAFKA_SASL_MECHANISM,
+          saslUsername: all.KAFKA_SASL_USERNAME,
+          saslPassword: all.KAFKA_SASL_PASSWORD,
+          oauthBearerTokenFile: all.KAFKA_SASL_OAUTHBEARER_TOKEN_FILE,
         },
       });
       try {
         const config: ServiceConfig = {
-          databaseUrl: all.DATABASE_URL, host: all.GRPC_HOST, port: all.GRPC_PORT, transport,
-          callerVerifyKeys: all.CALLER_VERIFY_KEYS, callerSigningKey: all.CALLER_SIGNING_KEY, grpcReflection: all.GRPC_REFLECTION,
+          databaseUrl: all.DATABASE_URL,
+          host: all.GRPC_HOST,
+          port: all.GRPC_PORT,
+          transport,
+          callerVerifyKeys: all.CALLER_VERIFY_KEYS,
+          callerSigningKey: all.CALLER_SIGNING_KEY,
+          grpcReflection: all.GRPC_REFLECTION,
         };
         const service = await opts.start(config, all, logger);
         return {

@@ -37,7 +37,10 @@ describe('metrics on METRICS_PORT', () => {
   it('serves rpc.server.call.duration and workauto.downstream.down in Prometheus format, with no collector configured', async () => {
     const port = await freePort();
     const env = { PATH: process.env.PATH ?? '', METRICS_PORT: String(port) };
-    child = spawn(process.execPath, ['--input-type=module', '-e', script], { env, cwd: new URL('..', import.meta.url) });
+    child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      env,
+      cwd: new URL('..', import.meta.url),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -46,7 +49,10 @@ describe('metrics on METRICS_PORT', () => {
     while (!stdout.includes('ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     assert.match(stdout, /ready/, stderr);
     const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    assert.match(text, /rpc_server_call_duration_count\{[^}]*rpc_method="ListNotes"[^}]*rpc_grpc_status_code="16"[^}]*\} 1/);
+    assert.match(
+      text,
+      /rpc_server_call_duration_count\{[^}]*rpc_method="ListNotes"[^}]*rpc_grpc_status_code="16"[^}]*\} 1/,
+    );
     assert.match(text, /workauto_downstream_down\{[^}]*service="nowhere"[^}]*\} 1/);
     assert.match(text, /workauto_downstream_down\{[^}]*service="notes_tasks"[^}]*\} 0/);
     assert.equal(stderr, '', 'no exporter tried to reach a collector');

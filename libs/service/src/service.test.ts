@@ -13,7 +13,15 @@ import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/
 import { captureLogs, eventually, freePort, healthStatus, testCallerKeys, testDatabase } from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
 import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
-import { HEALTH, startService, type RunningService, type ServiceConfig, type ServiceSpec, type Worker, type WorkerDeps } from './index.js';
+import {
+  HEALTH,
+  startService,
+  type RunningService,
+  type ServiceConfig,
+  type ServiceSpec,
+  type Worker,
+  type WorkerDeps,
+} from './index.js';
 
 if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_c, _e, done) => done() }));
 const logger = createLogger('service-test', 'info');
@@ -23,7 +31,9 @@ const migrations = mkdtempSync(join(tmpdir(), 'service-test-migrations-'));
 writeFileSync(join(migrations, '0001_things.sql'), 'CREATE TABLE things (id int PRIMARY KEY);');
 
 /** A service with the shared start-up and no handlers of its own (none are called here). */
-function spec(extra: Partial<ServiceSpec<typeof NotesTasksServiceService>> = {}): ServiceSpec<typeof NotesTasksServiceService> {
+function spec(
+  extra: Partial<ServiceSpec<typeof NotesTasksServiceService>> = {},
+): ServiceSpec<typeof NotesTasksServiceService> {
   return {
     name: 'kit-test',
     errorDomain: 'test.workauto',
@@ -42,8 +52,15 @@ const health = (port: number, name: string) => healthStatus(`127.0.0.1:${port}`,
 describe('@workauto/service: the start-up every service shares', () => {
   let admin: pg.Client;
   const running: RunningService[] = [];
-  const start = async (s: ServiceSpec<typeof NotesTasksServiceService>, config: Partial<ServiceConfig> & { databaseUrl: string }) => {
-    const svc = await startService(s, { host: '127.0.0.1', port: 0, healthCheckMs: 100, callerVerifyKeys: testCallerKeys.verifyKeys, ...config }, logger);
+  const start = async (
+    s: ServiceSpec<typeof NotesTasksServiceService>,
+    config: Partial<ServiceConfig> & { databaseUrl: string },
+  ) => {
+    const svc = await startService(
+      s,
+      { host: '127.0.0.1', port: 0, healthCheckMs: 100, callerVerifyKeys: testCallerKeys.verifyKeys, ...config },
+      logger,
+    );
     running.push(svc);
     return svc;
   };
@@ -53,7 +70,11 @@ describe('@workauto/service: the start-up every service shares', () => {
     if (!allow) await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
   };
   const connectionsOf = async (applicationName: string) =>
-    (await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [applicationName])).rows[0].n as number;
+    (
+      await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [
+        applicationName,
+      ])
+    ).rows[0].n as number;
 
   before(async () => {
     admin = new pg.Client({ connectionString: databaseUrlFor(process.env.TEST_DATABASE_URL!, 'postgres') });
@@ -74,7 +95,11 @@ describe('@workauto/service: the start-up every service shares', () => {
     try {
       await eventually('readiness NOT_SERVING', async () => (await health(svc.port, '')) === 'NOT_SERVING');
       assert.equal(await health(svc.port, GRPC_SERVICE), 'NOT_SERVING');
-      assert.equal(await health(svc.port, HEALTH.liveness), 'SERVING', 'a database outage must not restart the process');
+      assert.equal(
+        await health(svc.port, HEALTH.liveness),
+        'SERVING',
+        'a database outage must not restart the process',
+      );
     } finally {
       await allowConnections(databaseUrl, true);
     }
@@ -165,7 +190,10 @@ describe('@workauto/service: the start-up every service shares', () => {
     const svc = await start(
       spec({
         migrations: [migrations, JOBS_MIGRATIONS],
-        workers: (d) => ((deps = d), [queue.worker(d.pool, { logger: d.logger, pollMs: 10, handle: (job) => sleep(job.payload.ms) })]),
+        workers: (d) => (
+          (deps = d),
+          [queue.worker(d.pool, { logger: d.logger, pollMs: 10, handle: (job) => sleep(job.payload.ms) })]
+        ),
       }),
       { databaseUrl, workerGraceMs: 2_000 },
     );
@@ -192,7 +220,11 @@ describe('@workauto/service: the start-up every service shares', () => {
       },
     });
     await assert.rejects(start(failing, { databaseUrl, port }), /a worker could not be built/);
-    await eventually('no database connection left open', async () => (await connectionsOf('kit-test-failing')) === 0, 5_000);
+    await eventually(
+      'no database connection left open',
+      async () => (await connectionsOf('kit-test-failing')) === 0,
+      5_000,
+    );
     const refused = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1');
       socket.on('connect', () => (socket.destroy(), resolve(false)));
@@ -230,10 +262,18 @@ describe('@workauto/service: the start-up every service shares', () => {
     await eventually('the crashed loop ran again', () => runs === 2, 5_000);
     assert.equal(await health(svc.port, HEALTH.liveness), 'SERVING');
     stall = true;
-    await eventually('liveness NOT_SERVING while stuck', async () => (await health(svc.port, HEALTH.liveness)) === 'NOT_SERVING', 5_000);
+    await eventually(
+      'liveness NOT_SERVING while stuck',
+      async () => (await health(svc.port, HEALTH.liveness)) === 'NOT_SERVING',
+      5_000,
+    );
     assert.equal(await health(svc.port, ''), 'SERVING', 'readiness is about the database');
     stall = false;
-    await eventually('liveness SERVING once it beats again', async () => (await health(svc.port, HEALTH.liveness)) === 'SERVING', 5_000);
+    await eventually(
+      'liveness SERVING once it beats again',
+      async () => (await health(svc.port, HEALTH.liveness)) === 'SERVING',
+      5_000,
+    );
     await svc.stop();
   });
 });

@@ -6,8 +6,21 @@
  * start that fails half-way closes what it had opened.
  */
 import { createPool, runMigrations, type Pool } from '@workauto/db';
-import { LocalTransport, OUTBOX_MIGRATIONS, OutboxRelay, type EventTransport, type Subscription } from '@workauto/events';
-import { CallerSigner, CallerVerifier, GrpcServer, Resources, type Handlers, type UnaryServiceDefinition } from '@workauto/grpc';
+import {
+  LocalTransport,
+  OUTBOX_MIGRATIONS,
+  OutboxRelay,
+  type EventTransport,
+  type Subscription,
+} from '@workauto/events';
+import {
+  CallerSigner,
+  CallerVerifier,
+  GrpcServer,
+  Resources,
+  type Handlers,
+  type UnaryServiceDefinition,
+} from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { untilAvailable, untilDatabaseAnswers, watchDatabase, type WaitOptions } from './database.js';
 import { WorkerSupervisor, type Worker } from './workers.js';
@@ -72,18 +85,35 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
   workers?(deps: WorkerDeps): Worker[];
 }
 
-export async function startService<S extends UnaryServiceDefinition>(spec: ServiceSpec<S>, config: ServiceConfig, logger: Logger): Promise<RunningService> {
+export async function startService<S extends UnaryServiceDefinition>(
+  spec: ServiceSpec<S>,
+  config: ServiceConfig,
+  logger: Logger,
+): Promise<RunningService> {
   // Key problems stop the start before anything is opened, with a message that says what to set.
   const callerVerifier = new CallerVerifier(config.callerVerifyKeys);
-  const callerSigner = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: spec.name }) : undefined;
+  const callerSigner = config.callerSigningKey
+    ? new CallerSigner(config.callerSigningKey, { issuer: spec.name })
+    : undefined;
   const resources = new Resources();
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
     const migrations = [OUTBOX_MIGRATIONS, ...[spec.migrations].flat()];
-    const applied = await untilDatabaseAnswers(config.databaseUrl, logger, () => runMigrations(pool, migrations), config.databaseWait);
+    const applied = await untilDatabaseAnswers(
+      config.databaseUrl,
+      logger,
+      () => runMigrations(pool, migrations),
+      config.databaseWait,
+    );
     if (applied.length) logger.info({ applied }, 'migrations applied');
     const server = new GrpcServer({
-      name: spec.name, errorDomain: spec.errorDomain, logger, protoFiles: [spec.protoFile], callerVerifier, callerSigner, reflection: config.grpcReflection,
+      name: spec.name,
+      errorDomain: spec.errorDomain,
+      logger,
+      protoFiles: [spec.protoFile],
+      callerVerifier,
+      callerSigner,
+      reflection: config.grpcReflection,
     });
     server.add(spec.grpcService, spec.definition, spec.handlers(pool));
     const transport = config.transport ?? new LocalTransport();
@@ -109,16 +139,23 @@ export async function startService<S extends UnaryServiceDefinition>(spec: Servi
           logger.info('database reachable again; SERVING');
         } else {
           server.markNotServing();
-          logger.warn('database unreachable; readiness NOT_SERVING until it answers again (check DATABASE_URL and the server); liveness stays SERVING');
+          logger.warn(
+            'database unreachable; readiness NOT_SERVING until it answers again (check DATABASE_URL and the server); liveness stays SERVING',
+          );
         }
       }),
       (timer) => clearInterval(timer),
     );
     const workers = spec.workers?.({ pool, transport, logger }) ?? [];
-    const supervisor = new WorkerSupervisor(workers, logger, (stuck) => server.setHealth(HEALTH.liveness, stuck ? 'NOT_SERVING' : 'SERVING'), {
-      ...(config.workerGraceMs !== undefined ? { graceMs: config.workerGraceMs } : {}),
-      ...(config.workerStuckAfterMs !== undefined ? { stuckAfterMs: config.workerStuckAfterMs } : {}),
-    });
+    const supervisor = new WorkerSupervisor(
+      workers,
+      logger,
+      (stuck) => server.setHealth(HEALTH.liveness, stuck ? 'NOT_SERVING' : 'SERVING'),
+      {
+        ...(config.workerGraceMs !== undefined ? { graceMs: config.workerGraceMs } : {}),
+        ...(config.workerStuckAfterMs !== undefined ? { stuckAfterMs: config.workerStuckAfterMs } : {}),
+      },
+    );
     resources.add(supervisor, (s) => s.stop());
     supervisor.start();
     logger.info({ port, workers: workers.map((w) => w.name) }, `${spec.name} serving`);

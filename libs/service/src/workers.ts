@@ -60,7 +60,10 @@ export class WorkerSupervisor {
       this.runs.push(this.supervise(worker));
     }
     if (this.workers.length) {
-      this.timer = setInterval(() => this.checkBeats(), this.options.checkEveryMs ?? Math.max(50, this.stuckAfterMs / 4));
+      this.timer = setInterval(
+        () => this.checkBeats(),
+        this.options.checkEveryMs ?? Math.max(50, this.stuckAfterMs / 4),
+      );
       this.timer.unref();
     }
   }
@@ -79,7 +82,8 @@ export class WorkerSupervisor {
     const late = new Promise<'late'>((resolve) => (timeout = setTimeout(() => resolve('late'), margin)));
     const result = await Promise.race([Promise.all(this.runs).then(() => 'done' as const), late]);
     clearTimeout(timeout);
-    if (result === 'late') this.logger.error({ grace_ms: margin }, 'workers did not stop within their grace period; closing anyway');
+    if (result === 'late')
+      this.logger.error({ grace_ms: margin }, 'workers did not stop within their grace period; closing anyway');
   }
 
   private async supervise(worker: Worker): Promise<void> {
@@ -97,7 +101,10 @@ export class WorkerSupervisor {
           log.error({ err }, 'worker loop failed while stopping');
           return;
         }
-        log.error({ err, restart_in_ms: delay }, 'worker loop crashed; starting it again (see the error for the cause)');
+        log.error(
+          { err, restart_in_ms: delay },
+          'worker loop crashed; starting it again (see the error for the cause)',
+        );
       }
       // A loop that ran a good while before failing starts over with the short delay.
       if (Date.now() - started > 60_000) delay = this.options.restartDelayMs ?? 1_000;
@@ -115,7 +122,10 @@ export class WorkerSupervisor {
       const silentMs = now - at;
       if (silentMs > this.stuckAfterMs && !this.stuck.has(name)) {
         this.stuck.add(name);
-        this.logger.error({ worker: name, silent_ms: silentMs }, 'worker loop is stuck (no progress); liveness NOT_SERVING so the process is restarted');
+        this.logger.error(
+          { worker: name, silent_ms: silentMs },
+          'worker loop is stuck (no progress); liveness NOT_SERVING so the process is restarted',
+        );
       } else if (silentMs <= this.stuckAfterMs && this.stuck.delete(name)) {
         this.logger.info({ worker: name }, 'worker loop makes progress again');
       }

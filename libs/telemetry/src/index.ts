@@ -23,11 +23,15 @@ export function startTelemetry(serviceName: string): () => Promise<void> {
   const sdk = new NodeSDK({
     serviceName,
     instrumentations: [
-      new HttpInstrumentation({ headersToSpanAttributes: { client: { requestHeaders: [] }, server: { requestHeaders: [] } } }),
+      new HttpInstrumentation({
+        headersToSpanAttributes: { client: { requestHeaders: [] }, server: { requestHeaders: [] } },
+      }),
       new GrpcInstrumentation(),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
     ],
-    ...(metricsPort !== undefined ? { metricReaders: [new PrometheusExporter({ host: '0.0.0.0', port: metricsPort })] } : {}),
+    ...(metricsPort !== undefined
+      ? { metricReaders: [new PrometheusExporter({ host: '0.0.0.0', port: metricsPort })] }
+      : {}),
     // Without a collector nothing is exported but metrics: no span or log exporter to a default address.
     ...(tracing ? {} : { spanProcessors: [], logRecordProcessors: [] }),
   });

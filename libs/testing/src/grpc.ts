@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
-import { CallerSigner, Downstream, callerAudience, decodeStatusDetails, generateCallerKeys, type Caller, type ErrorDetails, type UnaryMethod } from '@workauto/grpc';
+import {
+  CallerSigner,
+  Downstream,
+  callerAudience,
+  decodeStatusDetails,
+  generateCallerKeys,
+  type Caller,
+  type ErrorDetails,
+  type UnaryMethod,
+} from '@workauto/grpc';
 
 /**
  * The caller identity keys of this test process: services under test get `verifyKeys`
@@ -37,7 +46,9 @@ export function newTenant(): { id: string; memberId: string; call: { caller: Cal
  */
 export class TestClient extends Downstream {
   override async call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: TestCallOptions = {}): Promise<Res> {
-    const metadata = opts.metadata ?? testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
+    const metadata =
+      opts.metadata ??
+      testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
     return super.call(method, request, { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) });
   }
 }
@@ -55,6 +66,10 @@ export async function failure(p: Promise<unknown>): Promise<ErrorDetails> {
 /** The fields a call's 400 (INVALID_ARGUMENT) names in its violations; fails on any other outcome. */
 export async function badFields(p: Promise<unknown>): Promise<string[]> {
   const err = await failure(p);
-  assert.equal(err.code, grpc.status.INVALID_ARGUMENT, `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`);
+  assert.equal(
+    err.code,
+    grpc.status.INVALID_ARGUMENT,
+    `expected INVALID_ARGUMENT, got ${grpc.status[err.code]}: ${err.message}`,
+  );
   return err.fieldViolations.map((v) => v.field);
 }

@@ -1,8 +1,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 
-const HealthClient = grpc.makeClientConstructor(healthService as unknown as grpc.ServiceDefinition, 'grpc.health.v1.Health');
-type HealthCheck = (req: { service: string }, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void) => void;
+const HealthClient = grpc.makeClientConstructor(
+  healthService as unknown as grpc.ServiceDefinition,
+  'grpc.health.v1.Health',
+);
+type HealthCheck = (
+  req: { service: string },
+  opts: grpc.CallOptions,
+  cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void,
+) => void;
 
 /** The gRPC health status of `service` at host:port, as Kubernetes' grpc probe asks it ('error: …' when unreachable). */
 export function healthStatus(address: string, service: string): Promise<string> {

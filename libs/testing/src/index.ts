@@ -1,6 +1,15 @@
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgresHandle } from './postgres.js';
 export { testDatabase } from './database.js';
 export { captureLogs } from './logs.js';
-export { badFields, callAs, failure, newTenant, testCallerKeys, testSigner, TestClient, type TestCallOptions } from './grpc.js';
+export {
+  badFields,
+  callAs,
+  failure,
+  newTenant,
+  testCallerKeys,
+  testSigner,
+  TestClient,
+  type TestCallOptions,
+} from './grpc.js';
 export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';

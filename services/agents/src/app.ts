@@ -39,7 +39,10 @@ export const DEFAULT_PROVIDER_SETTINGS: ProviderSettings = {
 };
 
 /** agents with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
-export function createAgentsService(config: AgentsConfig, logger: Logger = createLogger('agents')): Promise<RunningService> {
+export function createAgentsService(
+  config: AgentsConfig,
+  logger: Logger = createLogger('agents'),
+): Promise<RunningService> {
   const keyring = Keyring.fromEnv(config.encryptionKeys);
   const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers });
   // Runs call other services as their agent, signed with this service's own key.
@@ -57,8 +60,15 @@ export function createAgentsService(config: AgentsConfig, logger: Logger = creat
       workers: ({ pool }) => {
         const clients = new ToolClients(config.downstreams ?? {});
         const runs = new RunWorker({
-          pool, keyring, providers, clients, signer, settings, logger,
-          platformKeys: config.platformKeys ?? {}, platformFeeBps: config.platformFeeBps ?? 0,
+          pool,
+          keyring,
+          providers,
+          clients,
+          signer,
+          settings,
+          logger,
+          platformKeys: config.platformKeys ?? {},
+          platformFeeBps: config.platformFeeBps ?? 0,
         }).worker();
         return [
           rewrapKeysWorker(pool, keyring, logger),

@@ -25,27 +25,49 @@ describe('agent blueprints and configs', () => {
   it('lists the blueprints with their models and tools; an unknown blueprint is a 404', async () => {
     const t = tenant();
     const list = await agents.client.call(S.listAgentBlueprints, {}, t.call);
-    assert.deepEqual(list.data.map((b) => b.id), ['task-triage', 'pipeline-review', 'daily-briefing']);
+    assert.deepEqual(
+      list.data.map((b) => b.id),
+      ['task-triage', 'pipeline-review', 'daily-briefing'],
+    );
     assert.equal(list.has_more, false);
     assert.ok(list.data.every((b) => b.models?.openai && b.models.anthropic && b.tools.length > 0));
     const one = await agents.client.call(S.listAgentBlueprints, { limit: 1 }, t.call);
     assert.equal(one.has_more, true);
     const rest = await agents.client.call(S.listAgentBlueprints, { limit: 5, cursor: one.next_cursor! }, t.call);
-    assert.deepEqual(rest.data.map((b) => b.id), ['pipeline-review', 'daily-briefing']);
+    assert.deepEqual(
+      rest.data.map((b) => b.id),
+      ['pipeline-review', 'daily-briefing'],
+    );
     const missing = await failure(agents.client.call(S.getAgentConfig, { blueprint: 'no-such' }, t.call));
     assert.equal(missing.code, grpc.status.NOT_FOUND);
     assert.equal(missing.reason, 'AGENT_BLUEPRINT_NOT_FOUND');
-    assert.equal((await failure(agents.client.call(S.putAgentConfig, { blueprint: 'no-such' }, t.call))).code, grpc.status.NOT_FOUND);
+    assert.equal(
+      (await failure(agents.client.call(S.putAgentConfig, { blueprint: 'no-such' }, t.call))).code,
+      grpc.status.NOT_FOUND,
+    );
   });
 
   it('PUT replaces the whole config: omitted fields revert to null and guardrails to []; a PUT without schedule clears it', async () => {
     const t = tenant();
-    assert.equal((await failure(agents.client.call(S.getAgentConfig, { blueprint: 'task-triage' }, t.call))).reason, 'AGENT_CONFIG_NOT_FOUND');
+    assert.equal(
+      (await failure(agents.client.call(S.getAgentConfig, { blueprint: 'task-triage' }, t.call))).reason,
+      'AGENT_CONFIG_NOT_FOUND',
+    );
     assert.deepEqual(await agents.client.call(S.listAgentConfigs, {}, t.call), { data: [] });
-    const guardrails = [{ type: 'deny_tools', tools: ['create_*'] }, { type: 'max_tool_calls', value: 3 }, { type: 'block_pattern', pattern: 'secret\\d+' }];
+    const guardrails = [
+      { type: 'deny_tools', tools: ['create_*'] },
+      { type: 'max_tool_calls', value: 3 },
+      { type: 'block_pattern', pattern: 'secret\\d+' },
+    ];
     const full = await agents.client.call(
       S.putAgentConfig,
-      { blueprint: 'task-triage', budget_default_cents: 250, deadline_default_seconds: 120, guardrails, schedule: '*/2 * * * * *' },
+      {
+        blueprint: 'task-triage',
+        budget_default_cents: 250,
+        deadline_default_seconds: 120,
+        guardrails,
+        schedule: '*/2 * * * * *',
+      },
       t.call,
     );
     assert.equal(full.agent_blueprint, 'task-triage');
@@ -61,20 +83,31 @@ describe('agent blueprints and configs', () => {
     assert.equal(bare.deadline_default_seconds, undefined);
     assert.equal(bare.schedule, undefined);
     assert.deepEqual(bare.guardrails, []);
-    const { rows } = await agents.db.query('SELECT schedule, schedule_next_at FROM agent_configs WHERE id = $1', [full.id]);
+    const { rows } = await agents.db.query('SELECT schedule, schedule_next_at FROM agent_configs WHERE id = $1', [
+      full.id,
+    ]);
     assert.deepEqual(rows[0], { schedule: null, schedule_next_at: null });
     for (const schedule of ['0 9 * * 1-5', '@daily', '@hourly', '30 0 9 * * *']) {
-      assert.equal((await agents.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule }, t.call)).schedule, schedule);
+      assert.equal(
+        (await agents.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule }, t.call)).schedule,
+        schedule,
+      );
     }
     const listed = await agents.client.call(S.listAgentConfigs, {}, t.call);
-    assert.deepEqual(listed.data.map((c) => c.agent_blueprint), ['task-triage']);
+    assert.deepEqual(
+      listed.data.map((c) => c.agent_blueprint),
+      ['task-triage'],
+    );
     const events = await agents.db.query(`SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq`, [t.id]);
     assert.ok(events.rows.every((r) => r.event_type === 'agent_config.updated') && events.rows.length === 6);
   });
 
   it('refuses bad cron, bad guardrails and out-of-range numbers with 400s naming each field', async () => {
     const t = tenant();
-    const fields = async (body: object) => (await failure(agents.client.call(S.putAgentConfig, { blueprint: 'task-triage', ...body }, t.call))).fieldViolations.map((v) => v.field);
+    const fields = async (body: object) =>
+      (
+        await failure(agents.client.call(S.putAgentConfig, { blueprint: 'task-triage', ...body }, t.call))
+      ).fieldViolations.map((v) => v.field);
     for (const schedule of ['* * * *', '* * * * * * *', 'every day', '@every 5m', '61 * * * *', '@reboot']) {
       assert.deepEqual(await fields({ schedule }), ['schedule'], schedule);
     }
@@ -94,18 +127,36 @@ describe('agent blueprints and configs', () => {
           { type: 'deny_tools', tools: ['ok', 'bad name'] },
         ],
       }),
-      ['guardrails[1].pattern', 'guardrails[2].type', 'guardrails[3].value', 'guardrails[4]', 'guardrails[5].tools', 'guardrails[6].extra', 'guardrails[7].tools[1]'],
+      [
+        'guardrails[1].pattern',
+        'guardrails[2].type',
+        'guardrails[3].value',
+        'guardrails[4]',
+        'guardrails[5].tools',
+        'guardrails[6].extra',
+        'guardrails[7].tools[1]',
+      ],
     );
-    assert.equal((await failure(agents.client.call(S.getAgentConfig, { blueprint: 'task-triage' }, t.call))).code, grpc.status.NOT_FOUND, 'nothing was written');
+    assert.equal(
+      (await failure(agents.client.call(S.getAgentConfig, { blueprint: 'task-triage' }, t.call))).code,
+      grpc.status.NOT_FOUND,
+      'nothing was written',
+    );
   });
 
-  it('keeps tenants apart: another tenant\'s config is a 404 and never listed', async () => {
+  it("keeps tenants apart: another tenant's config is a 404 and never listed", async () => {
     const a = tenant();
     const b = tenant();
     await agents.client.call(S.putAgentConfig, { blueprint: 'pipeline-review', schedule: '@daily' }, a.call);
-    assert.equal((await failure(agents.client.call(S.getAgentConfig, { blueprint: 'pipeline-review' }, b.call))).code, grpc.status.NOT_FOUND);
+    assert.equal(
+      (await failure(agents.client.call(S.getAgentConfig, { blueprint: 'pipeline-review' }, b.call))).code,
+      grpc.status.NOT_FOUND,
+    );
     assert.deepEqual((await agents.client.call(S.listAgentConfigs, {}, b.call)).data, []);
-    assert.equal((await failure(agents.client.call(S.deleteByokKey, { blueprint: 'pipeline-review' }, b.call))).code, grpc.status.NOT_FOUND);
+    assert.equal(
+      (await failure(agents.client.call(S.deleteByokKey, { blueprint: 'pipeline-review' }, b.call))).code,
+      grpc.status.NOT_FOUND,
+    );
   });
 });
 
@@ -149,17 +200,25 @@ describe('provider keys: probe, encrypt, store', () => {
         const before = agents.fake.requests.length;
         const started = Date.now();
         const result = await agents.client.call(S.validateKey, { api_key: k, provider: 0 }, t.call);
-        assert.equal(result.status, category === undefined ? ProbeStatus.PROBE_STATUS_VALID : ProbeStatus.PROBE_STATUS_INVALID, `${outcome}`);
+        assert.equal(
+          result.status,
+          category === undefined ? ProbeStatus.PROBE_STATUS_VALID : ProbeStatus.PROBE_STATUS_INVALID,
+          `${outcome}`,
+        );
         assert.equal(result.category, category ?? 0, `${outcome}`);
-        if (category !== undefined) assert.ok(result.message && !result.message.includes(k), 'a message, without the key');
-        if (outcome === 'hang') assert.ok(Date.now() - started < 3_000, 'the probe timeout (1 s here) ends a hanging provider');
+        if (category !== undefined)
+          assert.ok(result.message && !result.message.includes(k), 'a message, without the key');
+        if (outcome === 'hang')
+          assert.ok(Date.now() - started < 3_000, 'the probe timeout (1 s here) ends a hanging provider');
         const sent = agents.fake.requests.slice(before);
         assert.equal(sent.length, 1, `one request, no retries (${outcome})`);
         const r = sent[0]!;
         assert.equal(r.provider, provider, 'the default provider follows the key prefix');
         assert.equal(r.method, 'GET');
         assert.equal(r.path, '/v1/models');
-        const carrying = Object.entries(r.headers).filter(([, v]) => String(v).includes(k)).map(([h]) => h);
+        const carrying = Object.entries(r.headers)
+          .filter(([, v]) => String(v).includes(k))
+          .map(([h]) => h);
         assert.deepEqual(carrying, ['authorization']);
         assert.equal(r.headers.authorization, `Bearer ${k}`);
         assert.ok(!r.path.includes(k) && !r.body.includes(k));
@@ -169,7 +228,12 @@ describe('provider keys: probe, encrypt, store', () => {
 
   it('validate-key reports an unreachable provider as network_error, and honours an explicit provider', async () => {
     const port = await freePort();
-    const offline = await startAgents({ config: { providers: { openaiBaseUrl: `http://127.0.0.1:${port}/v1`, anthropicBaseUrl: `http://127.0.0.1:${port}` } }, fake: agents.fake });
+    const offline = await startAgents({
+      config: {
+        providers: { openaiBaseUrl: `http://127.0.0.1:${port}/v1`, anthropicBaseUrl: `http://127.0.0.1:${port}` },
+      },
+      fake: agents.fake,
+    });
     try {
       const t = tenant();
       const r = await offline.client.call(S.validateKey, { api_key: newKey('openai'), provider: 0 }, t.call);
@@ -189,7 +253,10 @@ describe('provider keys: probe, encrypt, store', () => {
     for (const api_key of ['', 'short', 'sk-has a space in it', 'sk-line\nbreak-0123456789', 'x'.repeat(1025)]) {
       const f = await failure(agents.client.call(S.validateKey, { api_key, provider: 0 }, tenant().call));
       assert.equal(f.code, grpc.status.INVALID_ARGUMENT);
-      assert.deepEqual(f.fieldViolations.map((v) => v.field), ['api_key']);
+      assert.deepEqual(
+        f.fieldViolations.map((v) => v.field),
+        ['api_key'],
+      );
       if (api_key.length > 4) assert.ok(!f.message.includes(api_key));
     }
     assert.equal(agents.fake.requests.length, before);
@@ -198,7 +265,11 @@ describe('provider keys: probe, encrypt, store', () => {
   it('byok-key stores a valid key encrypted (version + 1, status valid); a refusal or an undecided probe changes nothing', async () => {
     const t = tenant();
     const first = key('anthropic', 'ok');
-    const stored = await agents.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: first, provider: 0 }, t.call);
+    const stored = await agents.client.call(
+      S.putByokKey,
+      { blueprint: 'task-triage', api_key: first, provider: 0 },
+      t.call,
+    );
     assert.equal(stored.byok_status, ByokStatus.BYOK_STATUS_VALID);
     assert.ok(stored.byok_last_probed_at);
     assert.equal(stored.byok_status_reason, undefined);
@@ -223,7 +294,9 @@ describe('provider keys: probe, encrypt, store', () => {
     ];
     for (const [outcome, code, reason, category] of refusals) {
       const bad = key('openai', outcome);
-      const f = await failure(agents.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: bad, provider: 0 }, t.call));
+      const f = await failure(
+        agents.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: bad, provider: 0 }, t.call),
+      );
       assert.equal(f.code, code, `${outcome}`);
       assert.equal(f.reason, reason, `${outcome}`);
       assert.equal(f.metadata.category, category, `${outcome}`);
@@ -235,7 +308,11 @@ describe('provider keys: probe, encrypt, store', () => {
       assert.deepEqual(now.byok_last_probed_at, r1.byok_last_probed_at, 'only a stored key moves byok_last_probed_at');
     }
     const second = key('openai', 'ok');
-    const rotated = await agents.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: second, provider: 0 }, t.call);
+    const rotated = await agents.client.call(
+      S.putByokKey,
+      { blueprint: 'task-triage', api_key: second, provider: 0 },
+      t.call,
+    );
     assert.equal(rotated.byok_status, ByokStatus.BYOK_STATUS_VALID);
     const r2 = await row();
     assert.equal(r2.byok_key_version, 2);
@@ -248,8 +325,13 @@ describe('provider keys: probe, encrypt, store', () => {
     assert.equal(r3.byok_ciphertext, null);
     assert.equal(r3.byok_provider, null);
 
-    const { rows } = await agents.db.query('SELECT event_type, payload FROM outbox WHERE tenant_id = $1 ORDER BY seq', [t.id]);
-    assert.deepEqual(rows.map((r) => r.event_type), ['agent_config.byok_key_set', 'agent_config.byok_key_set', 'agent_config.byok_key_removed']);
+    const { rows } = await agents.db.query('SELECT event_type, payload FROM outbox WHERE tenant_id = $1 ORDER BY seq', [
+      t.id,
+    ]);
+    assert.deepEqual(
+      rows.map((r) => r.event_type),
+      ['agent_config.byok_key_set', 'agent_config.byok_key_set', 'agent_config.byok_key_removed'],
+    );
     for (const r of rows) {
       const text = Buffer.from(r.payload).toString('latin1');
       assert.ok(!text.includes(first) && !text.includes(second), 'no event carries a key');
@@ -261,7 +343,9 @@ describe('provider keys: probe, encrypt, store', () => {
 
   it('byok-key on an unknown blueprint is a 404 before any probe', async () => {
     const before = agents.fake.requests.length;
-    const f = await failure(agents.client.call(S.putByokKey, { blueprint: 'nope', api_key: key('openai', 'ok'), provider: 0 }, tenant().call));
+    const f = await failure(
+      agents.client.call(S.putByokKey, { blueprint: 'nope', api_key: key('openai', 'ok'), provider: 0 }, tenant().call),
+    );
     assert.equal(f.code, grpc.status.NOT_FOUND);
     assert.equal(agents.fake.requests.length, before);
   });
@@ -272,7 +356,10 @@ describe('provider keys: probe, encrypt, store', () => {
     await agents.client.call(S.putByokKey, { blueprint: 'daily-briefing', api_key: k, provider: 0 }, t.call);
     const rotated = Keyring.fromEnv(`${Keyring.generateSpec('k2')},${agents.encryptionKeys}`);
     assert.ok((await rewrapKeys(agents.db as never, rotated)) >= 1);
-    const { rows } = await agents.db.query('SELECT byok_ciphertext, byok_key_id FROM agent_configs WHERE tenant_id = $1', [t.id]);
+    const { rows } = await agents.db.query(
+      'SELECT byok_ciphertext, byok_key_id FROM agent_configs WHERE tenant_id = $1',
+      [t.id],
+    );
     assert.equal(rows[0].byok_key_id, 'k2');
     assert.equal(rotated.decrypt(rows[0].byok_ciphertext, keyContext(t.id, 'daily-briefing')), k);
     assert.equal(await rewrapKeys(agents.db as never, rotated), 0, 'idempotent');

@@ -8,7 +8,13 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { decodeEvent } from '@workauto/events';
 import { eventually, freePort } from '@workauto/testing';
-import { AgentRunStatus, ByokStatus, FailureCategory, Provider, type AgentRun } from '@workauto/protos/workauto/agents/v1/agents.js';
+import {
+  AgentRunStatus,
+  ByokStatus,
+  FailureCategory,
+  Provider,
+  type AgentRun,
+} from '@workauto/protos/workauto/agents/v1/agents.js';
 import { NotesTasksServiceService as Notes } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { S, failure, newKey, startRunStack, tenant } from './test-support.js';
 import type { ChatStep } from './testing/fake-provider.js';
@@ -19,7 +25,9 @@ const PLATFORM_ANTHROPIC_KEY = newKey('anthropic');
 describe('agent runs', () => {
   let stack: Awaited<ReturnType<typeof startRunStack>>;
   before(async () => {
-    stack = await startRunStack({ config: { platformKeys: { anthropic: PLATFORM_ANTHROPIC_KEY }, platformFeeBps: 1_000 } });
+    stack = await startRunStack({
+      config: { platformKeys: { anthropic: PLATFORM_ANTHROPIC_KEY }, platformFeeBps: 1_000 },
+    });
   });
   after(() => stack.stop());
 
@@ -33,74 +41,128 @@ describe('agent runs', () => {
     return { ...t, key: k };
   }
 
-  async function runUntilDone(t: ReturnType<typeof tenant>, blueprint: string, body: Partial<{ input: unknown; budget_usd_cents: number; deadline_seconds: number }> = {}): Promise<AgentRun> {
+  async function runUntilDone(
+    t: ReturnType<typeof tenant>,
+    blueprint: string,
+    body: Partial<{ input: unknown; budget_usd_cents: number; deadline_seconds: number }> = {},
+  ): Promise<AgentRun> {
     const run = await stack.client.call(S.createAgentRun, { blueprint, input: 'go', ...body }, t.call);
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_QUEUED);
     let last = run;
-    await eventually(`run ${run.id} ends`, async () => {
-      last = await stack.client.call(S.getAgentRun, { blueprint, id: run.id }, t.call);
-      return last.status !== AgentRunStatus.AGENT_RUN_STATUS_QUEUED && last.status !== AgentRunStatus.AGENT_RUN_STATUS_RUNNING;
-    }, 20_000, 50);
+    await eventually(
+      `run ${run.id} ends`,
+      async () => {
+        last = await stack.client.call(S.getAgentRun, { blueprint, id: run.id }, t.call);
+        return (
+          last.status !== AgentRunStatus.AGENT_RUN_STATUS_QUEUED &&
+          last.status !== AgentRunStatus.AGENT_RUN_STATUS_RUNNING
+        );
+      },
+      20_000,
+      50,
+    );
     return last;
   }
 
   it('calls a built-in tool as its agent (a task is really created), then answers: succeeded, output, cost from usage', async () => {
     const t = await tenantWithKey('task-triage', [
-      { tools: [{ name: 'create_task', arguments: { title: 'Follow up with ACME', priority: 'high' } }], usage: { input: 100_000, output: 10_000 } },
+      {
+        tools: [{ name: 'create_task', arguments: { title: 'Follow up with ACME', priority: 'high' } }],
+        usage: { input: 100_000, output: 10_000 },
+      },
       { text: 'Created one follow-up task.', usage: { input: 120_000, output: 5_000 } },
     ]);
     const run = await runUntilDone(t, 'task-triage', { input: { focus: 'overdue' } });
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, run.failure_detail);
-    assert.deepEqual(run.output, { text: 'Created one follow-up task.', steps: 2, tool_calls: [{ name: 'create_task', is_error: false }] });
+    assert.deepEqual(run.output, {
+      text: 'Created one follow-up task.',
+      steps: 2,
+      tool_calls: [{ name: 'create_task', is_error: false }],
+    });
     // gpt-4.1-mini: 40 ¢/Mtok in, 160 ¢/Mtok out → 5.6 ¢ + 5.6 ¢ = 11.2 ¢, shown rounded up.
     assert.equal(run.cost_usd_cents, 12);
-    assert.equal(run.platform_fee_cents, 0, 'the tenant\'s own key: no platform fee');
+    assert.equal(run.platform_fee_cents, 0, "the tenant's own key: no platform fee");
     assert.equal(run.consecutive_failures, 0);
     assert.deepEqual(run.input, { focus: 'overdue' });
     assert.ok(run.deadline_at === undefined);
     const tasks = await stack.notesClient.call(Notes.listTasks, {}, t.call);
-    assert.deepEqual(tasks.data.map((x) => x.title), ['Follow up with ACME']);
-    const { rows } = await stack.notesDb.query(`SELECT payload FROM outbox WHERE tenant_id = $1 AND event_type = 'task.created'`, [t.id]);
-    assert.deepEqual(decodeEvent(rows[0].payload).actor, { type: 'agent', id: run.id }, 'audited as the run\'s agent');
+    assert.deepEqual(
+      tasks.data.map((x) => x.title),
+      ['Follow up with ACME'],
+    );
+    const { rows } = await stack.notesDb.query(
+      `SELECT payload FROM outbox WHERE tenant_id = $1 AND event_type = 'task.created'`,
+      [t.id],
+    );
+    assert.deepEqual(decodeEvent(rows[0].payload).actor, { type: 'agent', id: run.id }, "audited as the run's agent");
     const chats = stack.fake.chats(t.key);
     assert.equal(chats.length, 2);
     const first = JSON.parse(chats[0]!.body);
-    assert.deepEqual(first.tools.map((x: { function: { name: string } }) => x.function.name), ['list_tasks', 'create_task', 'search_notes']);
+    assert.deepEqual(
+      first.tools.map((x: { function: { name: string } }) => x.function.name),
+      ['list_tasks', 'create_task', 'search_notes'],
+    );
     assert.equal(first.model, 'gpt-4.1-mini');
     const second = JSON.parse(chats[1]!.body);
     const toolMessage = second.messages.find((m: { role: string }) => m.role === 'tool');
     assert.equal(JSON.parse(toolMessage.content).id, tasks.data[0]!.id, 'the tool result went back to the model');
-    const events = await stack.db.query(`SELECT event_type FROM outbox WHERE tenant_id = $1 AND resource_type = 'agent_run' ORDER BY seq`, [t.id]);
-    assert.deepEqual(events.rows.map((r) => r.event_type), ['agent_run.created', 'agent_run.started', 'agent_run.succeeded']);
+    const events = await stack.db.query(
+      `SELECT event_type FROM outbox WHERE tenant_id = $1 AND resource_type = 'agent_run' ORDER BY seq`,
+      [t.id],
+    );
+    assert.deepEqual(
+      events.rows.map((r) => r.event_type),
+      ['agent_run.created', 'agent_run.started', 'agent_run.succeeded'],
+    );
   });
 
-  it('speaks Anthropic\'s tool use: tool_use in, tool_result back with its id, usage priced for claude', async () => {
+  it("speaks Anthropic's tool use: tool_use in, tool_result back with its id, usage priced for claude", async () => {
     const t = tenant();
     const k = newKey('anthropic');
     stack.fake.script(k, [
-      { text: 'Let me look.', tools: [{ name: 'search_notes', arguments: { query: 'renewal' } }, { name: 'create_task', arguments: { title: 'Renewal call', priority: 'urgent' } }], usage: { input: 10_000, output: 2_000 } },
+      {
+        text: 'Let me look.',
+        tools: [
+          { name: 'search_notes', arguments: { query: 'renewal' } },
+          { name: 'create_task', arguments: { title: 'Renewal call', priority: 'urgent' } },
+        ],
+        usage: { input: 10_000, output: 2_000 },
+      },
       { text: 'Done.', usage: { input: 12_000, output: 1_000 } },
     ]);
     await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
     const run = await runUntilDone(t, 'task-triage');
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, run.failure_detail);
-    assert.deepEqual(run.output, { text: 'Done.', steps: 2, tool_calls: [{ name: 'search_notes', is_error: false }, { name: 'create_task', is_error: false }] });
+    assert.deepEqual(run.output, {
+      text: 'Done.',
+      steps: 2,
+      tool_calls: [
+        { name: 'search_notes', is_error: false },
+        { name: 'create_task', is_error: false },
+      ],
+    });
     // claude-haiku-4-5: 22,000 × 100 + 3,000 × 500 millionths of a cent = 3.7 ¢ → 4.
     assert.equal(run.cost_usd_cents, 4);
     const [first, second] = stack.fake.chats(k).map((r) => JSON.parse(r.body));
     assert.equal(first.system.length > 0, true);
-    assert.deepEqual(first.tools.map((x: { name: string }) => x.name), ['list_tasks', 'create_task', 'search_notes']);
+    assert.deepEqual(
+      first.tools.map((x: { name: string }) => x.name),
+      ['list_tasks', 'create_task', 'search_notes'],
+    );
     assert.ok(first.tools.every((x: { input_schema: { type: string } }) => x.input_schema.type === 'object'));
     const assistant = second.messages[1];
     assert.equal(assistant.role, 'assistant');
     const uses = assistant.content.filter((c: { type: string }) => c.type === 'tool_use');
     const results = second.messages[2].content;
-    assert.deepEqual(results.map((c: { type: string; tool_use_id: string }) => [c.type, c.tool_use_id]), uses.map((u: { id: string }) => ['tool_result', u.id]));
+    assert.deepEqual(
+      results.map((c: { type: string; tool_use_id: string }) => [c.type, c.tool_use_id]),
+      uses.map((u: { id: string }) => ['tool_result', u.id]),
+    );
     assert.equal(JSON.parse(results[1].content).title, 'Renewal call');
     assert.equal((await stack.notesClient.call(Notes.listTasks, {}, t.call)).data[0]!.priority, 5, 'urgent');
   });
 
-  it('gives a tool\'s refusal back to the model (is_error) and goes on', async () => {
+  it("gives a tool's refusal back to the model (is_error) and goes on", async () => {
     const t = await tenantWithKey('task-triage', [
       { tools: [{ name: 'create_task', arguments: { title: '' } }] },
       { tools: [{ name: 'no_such_tool', arguments: {} }] },
@@ -108,12 +170,17 @@ describe('agent runs', () => {
     ]);
     const run = await runUntilDone(t, 'task-triage');
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, run.failure_detail);
-    assert.deepEqual(run.output?.tool_calls, [{ name: 'create_task', is_error: true }, { name: 'no_such_tool', is_error: true }]);
+    assert.deepEqual(run.output?.tool_calls, [
+      { name: 'create_task', is_error: true },
+      { name: 'no_such_tool', is_error: true },
+    ]);
   });
 
-  it('runs on the platform\'s key for the blueprint\'s default provider, with the platform fee', async () => {
+  it("runs on the platform's key for the blueprint's default provider, with the platform fee", async () => {
     const t = tenant();
-    stack.fake.script(PLATFORM_ANTHROPIC_KEY, [{ text: 'Pipeline looks fine.', usage: { input: 200_000, output: 20_000 } }]);
+    stack.fake.script(PLATFORM_ANTHROPIC_KEY, [
+      { text: 'Pipeline looks fine.', usage: { input: 200_000, output: 20_000 } },
+    ]);
     const run = await runUntilDone(t, 'pipeline-review');
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, run.failure_detail);
     // claude-haiku-4-5: 100 ¢/Mtok in, 500 ¢/Mtok out → 20 ¢ + 10 ¢ = 30 ¢; fee 10 % → 3 ¢.
@@ -159,7 +226,8 @@ describe('agent runs', () => {
       assert.ok(run.failure_detail && !run.failure_detail.includes(t.key), 'a readable detail without the key');
       const config = await stack.client.call(S.getAgentConfig, { blueprint: 'task-triage' }, t.call);
       assert.equal(config.byok_status, byok);
-      if (byok !== ByokStatus.BYOK_STATUS_VALID) assert.ok(config.byok_status_reason && !config.byok_status_reason.includes(t.key));
+      if (byok !== ByokStatus.BYOK_STATUS_VALID)
+        assert.ok(config.byok_status_reason && !config.byok_status_reason.includes(t.key));
     });
   }
 
@@ -188,13 +256,36 @@ describe('agent runs', () => {
     assert.equal(run.failure_category, FailureCategory.FAILURE_CATEGORY_DEADLINE_EXCEEDED);
     assert.ok(run.deadline_at);
     assert.ok(Date.now() - started < 2_900, 'the call in flight was cut at the deadline');
-    assert.deepEqual(run.output, { text: 'Looking at tasks.', steps: 1, tool_calls: [{ name: 'list_tasks', is_error: false }] });
+    assert.deepEqual(run.output, {
+      text: 'Looking at tasks.',
+      steps: 1,
+      tool_calls: [{ name: 'list_tasks', is_error: false }],
+    });
   });
 
   const guardrailCases: [string, unknown[], ChatStep[]][] = [
-    ['deny_tools', [{ type: 'deny_tools', tools: ['create_*'] }], [{ tools: [{ name: 'create_task', arguments: { title: 'x' } }] }]],
-    ['allow_tools', [{ type: 'allow_tools', tools: ['list_tasks'] }], [{ tools: [{ name: 'search_notes', arguments: { query: 'x' } }] }]],
-    ['max_tool_calls', [{ type: 'max_tool_calls', value: 1 }], [{ tools: [{ name: 'list_tasks', arguments: {} }, { name: 'list_tasks', arguments: {} }] }]],
+    [
+      'deny_tools',
+      [{ type: 'deny_tools', tools: ['create_*'] }],
+      [{ tools: [{ name: 'create_task', arguments: { title: 'x' } }] }],
+    ],
+    [
+      'allow_tools',
+      [{ type: 'allow_tools', tools: ['list_tasks'] }],
+      [{ tools: [{ name: 'search_notes', arguments: { query: 'x' } }] }],
+    ],
+    [
+      'max_tool_calls',
+      [{ type: 'max_tool_calls', value: 1 }],
+      [
+        {
+          tools: [
+            { name: 'list_tasks', arguments: {} },
+            { name: 'list_tasks', arguments: {} },
+          ],
+        },
+      ],
+    ],
     ['block_pattern', [{ type: 'block_pattern', pattern: 'SECRET-\\d+' }], [{ text: 'the code is SECRET-42' }]],
   ];
   for (const [name, guardrails, steps] of guardrailCases) {
@@ -205,14 +296,20 @@ describe('agent runs', () => {
       assert.equal(run.failure_category, FailureCategory.FAILURE_CATEGORY_GUARDRAIL_BLOCKED, run.failure_detail);
       assert.ok(!JSON.stringify(run.output).includes('SECRET-42'));
       if (name === 'deny_tools') {
-        const offered = JSON.parse(stack.fake.chats(t.key)[0]!.body).tools.map((x: { function: { name: string } }) => x.function.name);
+        const offered = JSON.parse(stack.fake.chats(t.key)[0]!.body).tools.map(
+          (x: { function: { name: string } }) => x.function.name,
+        );
         assert.deepEqual(offered, ['list_tasks', 'search_notes'], 'a denied tool is not even offered');
       }
     });
   }
 
   it('cuts the answer at max_output_chars', async () => {
-    const t = await tenantWithKey('task-triage', [{ text: 'x'.repeat(100) }], [{ type: 'max_output_chars', value: 10 }]);
+    const t = await tenantWithKey(
+      'task-triage',
+      [{ text: 'x'.repeat(100) }],
+      [{ type: 'max_output_chars', value: 10 }],
+    );
     const run = await runUntilDone(t, 'task-triage');
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED);
     assert.equal(run.output?.text, 'x'.repeat(10));
@@ -221,7 +318,11 @@ describe('agent runs', () => {
   it('cancels a queued run (and again: 200 unchanged); a finished run is a 409', async () => {
     const t = await tenantWithKey('task-triage', [{ text: 'ok' }]);
     const later = new Date(Date.now() + 3_600_000);
-    const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'later', run_at: later }, t.call);
+    const run = await stack.client.call(
+      S.createAgentRun,
+      { blueprint: 'task-triage', input: 'later', run_at: later },
+      t.call,
+    );
     const cancelled = await stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
     assert.equal(cancelled.status, AgentRunStatus.AGENT_RUN_STATUS_CANCELLED);
     const again = await stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
@@ -231,22 +332,49 @@ describe('agent runs', () => {
     const f = await failure(stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: done.id }, t.call));
     assert.equal(f.code, grpc.status.FAILED_PRECONDITION);
     assert.equal(f.reason, 'AGENT_RUN_FINISHED');
-    assert.equal((await failure(stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: done.id }, tenant().call))).code, grpc.status.NOT_FOUND);
+    assert.equal(
+      (await failure(stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: done.id }, tenant().call)))
+        .code,
+      grpc.status.NOT_FOUND,
+    );
     const events = await stack.db.query(`SELECT event_type FROM outbox WHERE resource_id = $1 ORDER BY seq`, [run.id]);
-    assert.deepEqual(events.rows.map((r) => r.event_type), ['agent_run.created', 'agent_run.cancelled']);
+    assert.deepEqual(
+      events.rows.map((r) => r.event_type),
+      ['agent_run.created', 'agent_run.cancelled'],
+    );
   });
 
   it('cancels once under 20 parallel cancels: all answer the cancelled run, one event', async () => {
     const t = tenant();
-    const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'x', run_at: new Date(Date.now() + 3_600_000) }, t.call);
-    const all = await Promise.all(Array.from({ length: 20 }, () => stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: run.id }, t.call)));
-    assert.ok(all.every((r) => r.status === AgentRunStatus.AGENT_RUN_STATUS_CANCELLED && r.updated_at!.getTime() === all[0]!.updated_at!.getTime()));
-    const events = await stack.db.query(`SELECT count(*)::int AS n FROM outbox WHERE resource_id = $1 AND event_type = 'agent_run.cancelled'`, [run.id]);
+    const run = await stack.client.call(
+      S.createAgentRun,
+      { blueprint: 'task-triage', input: 'x', run_at: new Date(Date.now() + 3_600_000) },
+      t.call,
+    );
+    const all = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: run.id }, t.call),
+      ),
+    );
+    assert.ok(
+      all.every(
+        (r) =>
+          r.status === AgentRunStatus.AGENT_RUN_STATUS_CANCELLED &&
+          r.updated_at!.getTime() === all[0]!.updated_at!.getTime(),
+      ),
+    );
+    const events = await stack.db.query(
+      `SELECT count(*)::int AS n FROM outbox WHERE resource_id = $1 AND event_type = 'agent_run.cancelled'`,
+      [run.id],
+    );
     assert.equal(events.rows[0].n, 1);
   });
 
   it('cancels a running run within 5 s: the provider call in flight is aborted, the cost so far kept', async () => {
-    const t = await tenantWithKey('task-triage', [{ tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 100_000, output: 0 } }, { hang: true }]);
+    const t = await tenantWithKey('task-triage', [
+      { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 100_000, output: 0 } },
+      { hang: true },
+    ]);
     const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'hang' }, t.call);
     await eventually('the second provider call hangs', () => stack.fake.chats(t.key).length === 2, 10_000);
     const running = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
@@ -258,7 +386,7 @@ describe('agent runs', () => {
     assert.ok(Date.now() - started < 5_000);
     const after = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
     assert.equal(after.status, AgentRunStatus.AGENT_RUN_STATUS_CANCELLED);
-    assert.equal(after.cost_usd_cents, 4, 'the first call\'s cost is kept');
+    assert.equal(after.cost_usd_cents, 4, "the first call's cost is kept");
   });
 
   it('lists runs newest first by an RFC 3339 cursor over 250 runs created at once, with a status filter; tenants apart', async () => {
@@ -266,13 +394,21 @@ describe('agent runs', () => {
     const later = new Date(Date.now() + 3_600_000);
     const ids: string[] = [];
     for (let i = 0; i < 250; i += 25) {
-      const batch = await Promise.all(Array.from({ length: 25 }, () => stack.client.call(S.createAgentRun, { blueprint: 'pipeline-review', input: i, run_at: later }, t.call)));
+      const batch = await Promise.all(
+        Array.from({ length: 25 }, () =>
+          stack.client.call(S.createAgentRun, { blueprint: 'pipeline-review', input: i, run_at: later }, t.call),
+        ),
+      );
       ids.push(...batch.map((r) => r.id));
     }
     const seen: AgentRun[] = [];
     let cursor: string | undefined;
     for (;;) {
-      const page = await stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', limit: 60, ...(cursor ? { cursor } : {}), status: 0 }, t.call);
+      const page = await stack.client.call(
+        S.listAgentRuns,
+        { blueprint: 'pipeline-review', limit: 60, ...(cursor ? { cursor } : {}), status: 0 },
+        t.call,
+      );
       seen.push(...page.data);
       if (!page.has_more) break;
       assert.match(page.next_cursor!, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
@@ -283,22 +419,60 @@ describe('agent runs', () => {
     assert.equal(seen.length, 250);
     assert.equal(new Set(seen.map((r) => r.id)).size, 250);
     assert.deepEqual(new Set(seen.map((r) => r.id)), new Set(ids));
-    const { rows } = await stack.db.query(`SELECT count(DISTINCT created_at)::int AS n FROM agent_runs WHERE tenant_id = $1`, [t.id]);
+    const { rows } = await stack.db.query(
+      `SELECT count(DISTINCT created_at)::int AS n FROM agent_runs WHERE tenant_id = $1`,
+      [t.id],
+    );
     assert.equal(rows[0].n, 250, 'no two runs of a tenant share a created_at');
-    for (const id of ids.slice(0, 3)) await stack.client.call(S.cancelAgentRun, { blueprint: 'pipeline-review', id }, t.call);
-    const cancelled = await stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', status: AgentRunStatus.AGENT_RUN_STATUS_CANCELLED }, t.call);
+    for (const id of ids.slice(0, 3))
+      await stack.client.call(S.cancelAgentRun, { blueprint: 'pipeline-review', id }, t.call);
+    const cancelled = await stack.client.call(
+      S.listAgentRuns,
+      { blueprint: 'pipeline-review', status: AgentRunStatus.AGENT_RUN_STATUS_CANCELLED },
+      t.call,
+    );
     assert.deepEqual(new Set(cancelled.data.map((r) => r.id)), new Set(ids.slice(0, 3)));
-    assert.equal((await stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', limit: 500, status: 0 }, t.call)).data.length, 200, 'limit clamps to 200');
-    assert.deepEqual((await failure(stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', cursor: 'yesterday', status: 0 }, t.call))).fieldViolations.map((v) => v.field), ['cursor']);
-    assert.deepEqual((await failure(stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', limit: 0, status: 0 }, t.call))).fieldViolations.map((v) => v.field), ['limit']);
+    assert.equal(
+      (await stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', limit: 500, status: 0 }, t.call)).data
+        .length,
+      200,
+      'limit clamps to 200',
+    );
+    assert.deepEqual(
+      (
+        await failure(
+          stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', cursor: 'yesterday', status: 0 }, t.call),
+        )
+      ).fieldViolations.map((v) => v.field),
+      ['cursor'],
+    );
+    assert.deepEqual(
+      (
+        await failure(stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', limit: 0, status: 0 }, t.call))
+      ).fieldViolations.map((v) => v.field),
+      ['limit'],
+    );
     const other = tenant();
-    assert.deepEqual((await stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', status: 0 }, other.call)).data, []);
-    assert.equal((await failure(stack.client.call(S.getAgentRun, { blueprint: 'pipeline-review', id: ids[0]! }, other.call))).code, grpc.status.NOT_FOUND);
-    assert.equal((await failure(stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: ids[0]! }, t.call))).code, grpc.status.NOT_FOUND, 'a run is found under its own blueprint only');
+    assert.deepEqual(
+      (await stack.client.call(S.listAgentRuns, { blueprint: 'pipeline-review', status: 0 }, other.call)).data,
+      [],
+    );
+    assert.equal(
+      (await failure(stack.client.call(S.getAgentRun, { blueprint: 'pipeline-review', id: ids[0]! }, other.call))).code,
+      grpc.status.NOT_FOUND,
+    );
+    assert.equal(
+      (await failure(stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: ids[0]! }, t.call))).code,
+      grpc.status.NOT_FOUND,
+      'a run is found under its own blueprint only',
+    );
   });
 
-  it('fails tool_error when a tool\'s service is down', async () => {
-    const t = await tenantWithKey('task-triage', [{ tools: [{ name: 'list_tasks', arguments: {} }] }, { text: 'never' }]);
+  it("fails tool_error when a tool's service is down", async () => {
+    const t = await tenantWithKey('task-triage', [
+      { tools: [{ name: 'list_tasks', arguments: {} }] },
+      { text: 'never' },
+    ]);
     await stack.stopNotes();
     const run = await runUntilDone(t, 'task-triage');
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_FAILED);
@@ -322,14 +496,20 @@ describe('the scheduler with two replicas', () => {
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule: '*/2 * * * * *' }, t.call);
     await new Promise((r) => setTimeout(r, 7_000));
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage' }, t.call); // stop the schedule
-    const { rows } = await stack.db.query(`SELECT scheduled_for FROM agent_runs WHERE tenant_id = $1 ORDER BY scheduled_for`, [t.id]);
+    const { rows } = await stack.db.query(
+      `SELECT scheduled_for FROM agent_runs WHERE tenant_id = $1 ORDER BY scheduled_for`,
+      [t.id],
+    );
     assert.ok(rows.length >= 3 && rows.length <= 4, `${rows.length} runs in 7 s`);
     const ticks = rows.map((r) => (r.scheduled_for as Date).getTime());
     assert.equal(new Set(ticks).size, ticks.length, 'one run per tick');
     for (let i = 1; i < ticks.length; i++) assert.equal(ticks[i]! - ticks[i - 1]!, 2_000, 'every tick, none skipped');
     assert.ok(ticks.every((x) => x % 2_000 === 0));
     await eventually('the scheduled runs succeed', async () => {
-      const r = await stack.db.query(`SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1 AND status = 'succeeded'`, [t.id]);
+      const r = await stack.db.query(
+        `SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1 AND status = 'succeeded'`,
+        [t.id],
+      );
       return r.rows[0].n === rows.length;
     });
   });
@@ -340,7 +520,9 @@ describe('the scheduler with two replicas', () => {
     // The scheduler wakes up in mid-2031 (the configs' next tick was 1 January 2027): four ticks missed.
     assert.equal(await scheduleDueRuns(stack.db as never, new Date('2031-06-01T00:00:00Z')), 1);
     const { rows } = await stack.db.query(`SELECT scheduled_for, run_at FROM agent_runs WHERE tenant_id = $1`, [t.id]);
-    assert.deepEqual(rows, [{ scheduled_for: new Date('2031-01-01T00:00:00Z'), run_at: new Date('2031-01-01T00:00:00Z') }]);
+    assert.deepEqual(rows, [
+      { scheduled_for: new Date('2031-01-01T00:00:00Z'), run_at: new Date('2031-01-01T00:00:00Z') },
+    ]);
     const next = await stack.db.query(`SELECT schedule_next_at FROM agent_configs WHERE tenant_id = $1`, [t.id]);
     assert.deepEqual(next.rows[0].schedule_next_at, new Date('2032-01-01T00:00:00Z'));
     assert.equal(await scheduleDueRuns(stack.db as never, new Date('2031-06-01T00:00:00Z')), 0, 'the tick runs once');
@@ -349,21 +531,41 @@ describe('the scheduler with two replicas', () => {
   it('pauses the schedule after 5 failed runs in a row; the next PUT resumes it', async () => {
     const t = tenant();
     const k = newKey('openai');
-    stack.fake.script(k, Array.from({ length: 50 }, () => ({ error: 500 as const })));
+    stack.fake.script(
+      k,
+      Array.from({ length: 50 }, () => ({ error: 500 as const })),
+    );
     await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule: '* * * * * *' }, t.call);
-    await eventually('the schedule pauses', async () => {
-      const r = await stack.db.query(`SELECT disable_reason FROM agent_configs WHERE tenant_id = $1`, [t.id]);
-      return r.rows[0].disable_reason !== null;
-    }, 20_000, 100);
+    await eventually(
+      'the schedule pauses',
+      async () => {
+        const r = await stack.db.query(`SELECT disable_reason FROM agent_configs WHERE tenant_id = $1`, [t.id]);
+        return r.rows[0].disable_reason !== null;
+      },
+      20_000,
+      100,
+    );
     await new Promise((r) => setTimeout(r, 2_500));
-    const count = async () => (await stack.db.query(`SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1`, [t.id])).rows[0].n as number;
+    const count = async () =>
+      (await stack.db.query(`SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1`, [t.id])).rows[0]
+        .n as number;
     const paused = await count();
-    const failed = await stack.db.query(`SELECT consecutive_failures FROM agent_runs WHERE tenant_id = $1 AND status = 'failed' ORDER BY finished_at`, [t.id]);
-    assert.deepEqual(failed.rows.slice(0, 5).map((r) => r.consecutive_failures), [1, 2, 3, 4, 5]);
+    const failed = await stack.db.query(
+      `SELECT consecutive_failures FROM agent_runs WHERE tenant_id = $1 AND status = 'failed' ORDER BY finished_at`,
+      [t.id],
+    );
+    assert.deepEqual(
+      failed.rows.slice(0, 5).map((r) => r.consecutive_failures),
+      [1, 2, 3, 4, 5],
+    );
     await new Promise((r) => setTimeout(r, 2_000));
     assert.equal(await count(), paused, 'no run while paused');
-    const resumed = await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule: '* * * * * *' }, t.call);
+    const resumed = await stack.client.call(
+      S.putAgentConfig,
+      { blueprint: 'task-triage', schedule: '* * * * * *' },
+      t.call,
+    );
     assert.equal(resumed.schedule, '* * * * * *');
     await eventually('runs again after the PUT', async () => (await count()) > paused, 5_000, 100);
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage' }, t.call);
@@ -385,13 +587,23 @@ describe('runs while the apps service is away', () => {
     await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
     const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'go' }, t.call);
     let last = run;
-    await eventually('the run ends', async () => {
-      last = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
-      return last.status === AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED || last.status === AgentRunStatus.AGENT_RUN_STATUS_FAILED;
-    }, 20_000, 50);
+    await eventually(
+      'the run ends',
+      async () => {
+        last = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
+        return (
+          last.status === AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED ||
+          last.status === AgentRunStatus.AGENT_RUN_STATUS_FAILED
+        );
+      },
+      20_000,
+      50,
+    );
     assert.equal(last.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, last.failure_detail);
     assert.deepEqual(last.output?.tool_calls, [{ name: 'crm__lookup', is_error: true }]);
-    const offered = JSON.parse(stack.fake.chats(k)[0]!.body).tools.map((x: { function: { name: string } }) => x.function.name);
+    const offered = JSON.parse(stack.fake.chats(k)[0]!.body).tools.map(
+      (x: { function: { name: string } }) => x.function.name,
+    );
     assert.deepEqual(offered, ['list_tasks', 'create_task', 'search_notes']);
   });
 });

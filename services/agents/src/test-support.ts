@@ -13,22 +13,43 @@ import { FakeProvider } from './testing/fake-provider.js';
 export { S, failure };
 
 /** agents on a fresh database with a fake provider on loopback, called over real gRPC, with a SQL client for checks. */
-export async function startAgents(opts: { config?: Partial<AgentsConfig>; logger?: Logger; databaseUrl?: string; fake?: FakeProvider } = {}) {
+export async function startAgents(
+  opts: { config?: Partial<AgentsConfig>; logger?: Logger; databaseUrl?: string; fake?: FakeProvider } = {},
+) {
   const databaseUrl = opts.databaseUrl ?? (await testDatabase('agents'));
   const fake = opts.fake ?? (await FakeProvider.start());
   const encryptionKeys = opts.config?.encryptionKeys ?? Keyring.generateSpec('k1');
   const service: RunningService = await createAgentsService(
     {
-      databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, encryptionKeys,
+      databaseUrl,
+      host: '127.0.0.1',
+      port: 0,
+      callerVerifyKeys: testCallerKeys.verifyKeys,
+      encryptionKeys,
       ...opts.config,
-      providers: { openaiBaseUrl: fake.openaiBaseUrl, anthropicBaseUrl: fake.anthropicBaseUrl, probeTimeoutMs: 1_000, chatTimeoutMs: 5_000, chatMaxRetries: 0, ...opts.config?.providers },
+      providers: {
+        openaiBaseUrl: fake.openaiBaseUrl,
+        anthropicBaseUrl: fake.anthropicBaseUrl,
+        probeTimeoutMs: 1_000,
+        chatTimeoutMs: 5_000,
+        chatMaxRetries: 0,
+        ...opts.config?.providers,
+      },
     },
     opts.logger ?? createLogger('agents', 'silent'),
   );
-  const client = new TestClient('agents', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const client = new TestClient('agents', `127.0.0.1:${service.port}`, {
+    volumeThreshold: 100_000,
+    deadlineMs: 30_000,
+  });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
-    databaseUrl, encryptionKeys, client, db, fake, service,
+    databaseUrl,
+    encryptionKeys,
+    client,
+    db,
+    fake,
+    service,
     async stop() {
       client.close();
       await db.end();
@@ -37,7 +58,6 @@ export async function startAgents(opts: { config?: Partial<AgentsConfig>; logger
     },
   };
 }
-
 
 /** A key no test shares: `sk-ant-…` for Anthropic, `sk-…` for OpenAI. */
 export function newKey(provider: 'openai' | 'anthropic'): string {
@@ -54,25 +74,50 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
   const silent = createLogger('test', 'silent');
   const notesUrl = await testDatabase('notes');
   const crmUrl = await testDatabase('crm');
-  const notes = await createNotesTasksService({ databaseUrl: notesUrl, host: '127.0.0.1', port: 0, callerVerifyKeys }, silent);
-  const crm = await createCrmPipelinesService({ databaseUrl: crmUrl, host: '127.0.0.1', port: 0, callerVerifyKeys }, silent);
+  const notes = await createNotesTasksService(
+    { databaseUrl: notesUrl, host: '127.0.0.1', port: 0, callerVerifyKeys },
+    silent,
+  );
+  const crm = await createCrmPipelinesService(
+    { databaseUrl: crmUrl, host: '127.0.0.1', port: 0, callerVerifyKeys },
+    silent,
+  );
   const fake = await FakeProvider.start();
   const databaseUrl = await testDatabase('agents');
   const encryptionKeys = Keyring.generateSpec('k1');
   const config: Partial<AgentsConfig> = {
-    encryptionKeys, callerSigningKey: agentsKeys.signingKey,
+    encryptionKeys,
+    callerSigningKey: agentsKeys.signingKey,
     ...opts.config,
-    downstreams: { notes_tasks: `127.0.0.1:${notes.port}`, crm_pipelines: `127.0.0.1:${crm.port}`, ...opts.config?.downstreams },
+    downstreams: {
+      notes_tasks: `127.0.0.1:${notes.port}`,
+      crm_pipelines: `127.0.0.1:${crm.port}`,
+      ...opts.config?.downstreams,
+    },
     runs: { heartbeatMs: 200, pollMs: 50, leaseMs: 2_000, schedulerPollMs: 100, ...opts.config?.runs },
   };
   const replicas: Awaited<ReturnType<typeof startAgents>>[] = [];
   for (let i = 0; i < (opts.replicas ?? 1); i++) replicas.push(await startAgents({ databaseUrl, fake, config }));
-  const notesClient = new TestClient('notes_tasks', `127.0.0.1:${notes.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
-  const crmClient = new TestClient('crm_pipelines', `127.0.0.1:${crm.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const notesClient = new TestClient('notes_tasks', `127.0.0.1:${notes.port}`, {
+    volumeThreshold: 100_000,
+    deadlineMs: 30_000,
+  });
+  const crmClient = new TestClient('crm_pipelines', `127.0.0.1:${crm.port}`, {
+    volumeThreshold: 100_000,
+    deadlineMs: 30_000,
+  });
   const notesDb = new pg.Pool({ connectionString: notesUrl, max: 2 });
   const stopped = new Set<string>();
   return {
-    ...replicas[0]!, replicas, fake, notes, crm, notesClient, crmClient, notesDb, config,
+    ...replicas[0]!,
+    replicas,
+    fake,
+    notes,
+    crm,
+    notesClient,
+    crmClient,
+    notesDb,
+    config,
     async stopNotes() {
       stopped.add('notes');
       await notes.stop();

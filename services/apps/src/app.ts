@@ -33,7 +33,10 @@ export function createAppsService(config: AppsConfig, logger: Logger = createLog
   let prober: Prober | undefined;
   const proberOf = (pool: ConstructorParameters<typeof Prober>[0]['pool']) =>
     (prober ??= new Prober({
-      pool, keyring, egress: config.egress, logger,
+      pool,
+      keyring,
+      egress: config.egress,
+      logger,
       intervalMs: config.probeIntervalMs ?? PROBE_INTERVAL_MS,
       timeoutMs: config.probeTimeoutMs ?? PROBE_TIMEOUT_MS,
       ...(config.probeConcurrency ? { concurrency: config.probeConcurrency } : {}),
@@ -47,7 +50,14 @@ export function createAppsService(config: AppsConfig, logger: Logger = createLog
       definition: AppsServiceService,
       migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
       handlers: (pool) =>
-        appsHandlers({ pool, keyring, egress: config.egress, prober: proberOf(pool), logger, toolCallTimeoutMs: config.toolCallTimeoutMs ?? TOOL_CALL_TIMEOUT_MS }),
+        appsHandlers({
+          pool,
+          keyring,
+          egress: config.egress,
+          prober: proberOf(pool),
+          logger,
+          toolCallTimeoutMs: config.toolCallTimeoutMs ?? TOOL_CALL_TIMEOUT_MS,
+        }),
       workers: ({ pool }) => [proberOf(pool).worker()],
     },
     config,

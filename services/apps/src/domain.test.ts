@@ -5,9 +5,17 @@ import { authHeaders, checkAuth } from './domain/auth.js';
 import { classifyFailure, redact, type Observed } from './domain/failures.js';
 import { collectListing, TOOL_LIMITS } from './domain/tools.js';
 
-const observed = (o: Partial<Observed> = {}): Observed => ({ statuses: [], fetchErrors: [], timedOut: false, timeoutMs: 10_000, host: 'internal.example', ...o });
+const observed = (o: Partial<Observed> = {}): Observed => ({
+  statuses: [],
+  fetchErrors: [],
+  timedOut: false,
+  timeoutMs: 10_000,
+  host: 'internal.example',
+  ...o,
+});
 const named = (name: string, message: string) => Object.assign(new Error(message), { name });
-const httpError = (code: number) => Object.assign(new Error(`Error POSTing to endpoint: ${code}`), { name: 'StreamableHTTPError', code });
+const httpError = (code: number) =>
+  Object.assign(new Error(`Error POSTing to endpoint: ${code}`), { name: 'StreamableHTTPError', code });
 
 describe('probe failures', () => {
   it('map HTTP answers: 401/403 auth_failed, 5xx unreachable, 3xx and other 4xx protocol_error', () => {
@@ -17,24 +25,54 @@ describe('probe failures', () => {
     assert.match(classifyFailure(httpError(302), observed(), []).reason, /redirect .* never followed/);
     assert.equal(classifyFailure(httpError(400), observed(), []).status, 'protocol_error');
     // The SSE transport's POST errors carry the status only in their text: the wire decides.
-    assert.equal(classifyFailure(new Error('Error POSTing to endpoint (HTTP 401)'), observed({ statuses: [{ method: 'GET', status: 200 }, { method: 'POST', status: 401 }] }), []).status, 'auth_failed');
-    assert.equal(classifyFailure(new Error('x'), observed({ statuses: [{ method: 'GET', status: 405 }] }), []).status, 'protocol_error', 'a GET 405 is no error');
+    assert.equal(
+      classifyFailure(
+        new Error('Error POSTing to endpoint (HTTP 401)'),
+        observed({
+          statuses: [
+            { method: 'GET', status: 200 },
+            { method: 'POST', status: 401 },
+          ],
+        }),
+        [],
+      ).status,
+      'auth_failed',
+    );
+    assert.equal(
+      classifyFailure(new Error('x'), observed({ statuses: [{ method: 'GET', status: 405 }] }), []).status,
+      'protocol_error',
+      'a GET 405 is no error',
+    );
   });
 
   it('map transport failures to unreachable, with the egress refusal named', () => {
-    assert.deepEqual(classifyFailure(new Error('x'), observed({ timedOut: true }), []), { status: 'unreachable', reason: 'the server did not answer within 10 s' });
+    assert.deepEqual(classifyFailure(new Error('x'), observed({ timedOut: true }), []), {
+      status: 'unreachable',
+      reason: 'the server did not answer within 10 s',
+    });
     const refused = named('EgressRefusedError', 'internal.example resolves to 10.0.0.1, a private address');
     const reason = classifyFailure(new TypeError('fetch failed'), observed({ fetchErrors: [refused] }), []).reason;
     assert.match(reason, /^refused by the egress policy: internal\.example resolves to an address that is not allowed/);
     assert.equal(reason.includes('10.0.0.1'), false, 'the tenant does not learn the internal address');
-    assert.equal(classifyFailure(named('EgressConnectionError', 'could not reach http://x: ECONNREFUSED'), observed(), []).status, 'unreachable');
-    assert.equal(classifyFailure(Object.assign(named('McpError', 'Request timed out'), { code: -32001 }), observed(), []).status, 'unreachable');
-    assert.equal(classifyFailure(Object.assign(named('McpError', 'Method not found'), { code: -32601 }), observed(), []).status, 'protocol_error');
+    assert.equal(
+      classifyFailure(named('EgressConnectionError', 'could not reach http://x: ECONNREFUSED'), observed(), []).status,
+      'unreachable',
+    );
+    assert.equal(
+      classifyFailure(Object.assign(named('McpError', 'Request timed out'), { code: -32001 }), observed(), []).status,
+      'unreachable',
+    );
+    assert.equal(
+      classifyFailure(Object.assign(named('McpError', 'Method not found'), { code: -32601 }), observed(), []).status,
+      'protocol_error',
+    );
     assert.equal(classifyFailure(new SyntaxError('Unexpected token <'), observed(), []).status, 'protocol_error');
   });
 
   it('never keep a secret in a reason, and bound its length', () => {
-    const reason = classifyFailure(new Error('server said: token sekrit-123456 is bad'), observed(), ['sekrit-123456']).reason;
+    const reason = classifyFailure(new Error('server said: token sekrit-123456 is bad'), observed(), [
+      'sekrit-123456',
+    ]).reason;
     assert.equal(reason.includes('sekrit-123456'), false);
     assert.match(reason, /\[redacted\]/);
     assert.equal(redact('x'.repeat(2_000), []).length, 500);
@@ -47,7 +85,10 @@ describe('tool listings', () => {
     const page = async (cursor: string | undefined) => {
       seen.push(cursor);
       const p = list[cursor === undefined ? 0 : Number(cursor)]!;
-      return { tools: p.tools.map((name) => ({ name, inputSchema: { type: 'object' } })), ...(p.next ? { nextCursor: p.next } : {}) };
+      return {
+        tools: p.tools.map((name) => ({ name, inputSchema: { type: 'object' } })),
+        ...(p.next ? { nextCursor: p.next } : {}),
+      };
     };
     return { page, seen };
   };
@@ -55,28 +96,43 @@ describe('tool listings', () => {
   it('follows nextCursor to the end: complete', async () => {
     const { page, seen } = pages([{ tools: ['a'], next: '1' }, { tools: ['b'], next: '2' }, { tools: ['c'] }]);
     const listing = await collectListing(page);
-    assert.deepEqual([listing.tools.map((t) => t.name), listing.complete, seen], [['a', 'b', 'c'], true, [undefined, '1', '2']]);
+    assert.deepEqual(
+      [listing.tools.map((t) => t.name), listing.complete, seen],
+      [['a', 'b', 'c'], true, [undefined, '1', '2']],
+    );
   });
 
   it('stops at a repeated cursor or after 64 pages: incomplete', async () => {
-    const looping = pages([{ tools: ['a'], next: '1' }, { tools: ['b'], next: '1' }]);
+    const looping = pages([
+      { tools: ['a'], next: '1' },
+      { tools: ['b'], next: '1' },
+    ]);
     const listing = await collectListing(looping.page);
     assert.deepEqual([listing.tools.map((t) => t.name), listing.complete, looping.seen.length], [['a', 'b'], false, 2]);
     let calls = 0;
-    const endless = await collectListing(async () => ({ tools: [{ name: `t${calls}`, inputSchema: {} }], nextCursor: `c${++calls}` }));
+    const endless = await collectListing(async () => ({
+      tools: [{ name: `t${calls}`, inputSchema: {} }],
+      nextCursor: `c${++calls}`,
+    }));
     assert.deepEqual([calls, endless.complete], [TOOL_LIMITS.pages, false]);
   });
 
   it('drops tools it cannot keep (long names, huge schemas) and says the listing is incomplete', async () => {
     const listing = await collectListing(async () => ({
-      tools: [{ name: 'ok', inputSchema: { type: 'object' } }, { name: 'x'.repeat(129), inputSchema: {} }, { name: 'big', inputSchema: { d: 'x'.repeat(70_000) } }],
+      tools: [
+        { name: 'ok', inputSchema: { type: 'object' } },
+        { name: 'x'.repeat(129), inputSchema: {} },
+        { name: 'big', inputSchema: { d: 'x'.repeat(70_000) } },
+      ],
     }));
     assert.deepEqual([listing.tools.map((t) => t.name), listing.complete], [['ok'], false]);
   });
 
   it('keeps a listing within its byte budget', async () => {
     const schema = { d: 'x'.repeat(15_000) };
-    const listing = await collectListing(async () => ({ tools: Array.from({ length: 40 }, (_, i) => ({ name: `t${i}`, inputSchema: schema })) }));
+    const listing = await collectListing(async () => ({
+      tools: Array.from({ length: 40 }, (_, i) => ({ name: `t${i}`, inputSchema: schema })),
+    }));
     assert.equal(listing.complete, false);
     assert.ok(listing.tools.length < 40 && listing.tools.length >= 30, `${listing.tools.length} tools kept`);
   });
@@ -100,8 +156,12 @@ describe('app auth', () => {
         return (err as { extra: { fieldViolations: { field: string }[] } }).extra.fieldViolations.map((f) => f.field);
       }
     };
-    assert.deepEqual(fields({ type: 'header', secret: 'long-enough', header_name: 'Mcp-Session-Id' }), ['auth.header_name']);
-    assert.deepEqual(fields({ type: 'header', secret: 'long-enough', header_name: 'Authorization' }), ['auth.header_name']);
+    assert.deepEqual(fields({ type: 'header', secret: 'long-enough', header_name: 'Mcp-Session-Id' }), [
+      'auth.header_name',
+    ]);
+    assert.deepEqual(fields({ type: 'header', secret: 'long-enough', header_name: 'Authorization' }), [
+      'auth.header_name',
+    ]);
     assert.deepEqual(fields({ type: 'bearer', secret: 'long\nenough' }), ['auth.secret']);
     assert.deepEqual(fields({ type: 'bearer', secret: 'short' }), ['auth.secret']);
     assert.deepEqual(fields({ type: 'none' }, false), ['auth.type']);

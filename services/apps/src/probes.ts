@@ -33,9 +33,18 @@ export interface ProberOptions {
 }
 
 /** The session options of an app: its URL and its decrypted credential. */
-export function sessionTarget(keyring: Keyring, app: AppRow): { url: string; headers: Record<string, string>; secrets: string[] } {
-  const secret = app.auth_ciphertext ? keyring.decrypt(app.auth_ciphertext, secretContext(app.tenant_id, app.id)) : null;
-  return { url: app.mcp_server_url, headers: authHeaders(app.auth_type, secret, app.auth_header_name), secrets: secret ? [secret] : [] };
+export function sessionTarget(
+  keyring: Keyring,
+  app: AppRow,
+): { url: string; headers: Record<string, string>; secrets: string[] } {
+  const secret = app.auth_ciphertext
+    ? keyring.decrypt(app.auth_ciphertext, secretContext(app.tenant_id, app.id))
+    : null;
+  return {
+    url: app.mcp_server_url,
+    headers: authHeaders(app.auth_type, secret, app.auth_header_name),
+    secrets: secret ? [secret] : [],
+  };
 }
 
 export class Prober {
@@ -55,44 +64,69 @@ export class Prober {
    * Probes one app now and writes the result. Returns the app after it, or undefined when the app
    * is gone. A result is dropped when the app's URL or credential changed while the probe ran.
    */
-  async probe(tenantId: string, appId: string, ctx: EventContext, opts: { scheduled: boolean; signal?: AbortSignal }): Promise<{ row: AppRow; tools: ToolRow[] } | undefined> {
+  async probe(
+    tenantId: string,
+    appId: string,
+    ctx: EventContext,
+    opts: { scheduled: boolean; signal?: AbortSignal },
+  ): Promise<{ row: AppRow; tools: ToolRow[] } | undefined> {
     const { pool, keyring, egress, timeoutMs } = this.options;
     const app = await apps.findAppById(pool, tenantId, appId);
     if (!app) return undefined;
     const outcome = await probeServer({ ...sessionTarget(keyring, app), egress, timeoutMs, signal: opts.signal });
-    return withTransaction(pool, async (tx) => {
-      const current = await apps.findAppById(tx, tenantId, appId, 'update');
-      if (!current) return undefined;
-      if (current.target_version !== app.target_version) {
-        // Probed the old URL or secret: say nothing about the new one (a new probe is due for a URL change).
-        if (opts.scheduled) await apps.releaseProbeLease(tx, appId);
-        return { row: current, tools: (await apps.toolsOf(tx, tenantId, [appId])).get(appId)! };
-      }
-      const row = await this.writeOutcome(tx, current, outcome, opts.scheduled);
-      const tools = (await apps.toolsOf(tx, tenantId, [appId])).get(appId)!;
-      if (row.status !== current.status) {
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'app.status_changed', resourceType: 'app', resourceId: row.id, data: appData(row, tools),
-          metadata: { status: row.status, previous_status: current.status, status_reason: row.status_reason },
-        });
-      }
-      return { row, tools };
-    }, opts.signal ? { signal: opts.signal } : {});
+    return withTransaction(
+      pool,
+      async (tx) => {
+        const current = await apps.findAppById(tx, tenantId, appId, 'update');
+        if (!current) return undefined;
+        if (current.target_version !== app.target_version) {
+          // Probed the old URL or secret: say nothing about the new one (a new probe is due for a URL change).
+          if (opts.scheduled) await apps.releaseProbeLease(tx, appId);
+          return { row: current, tools: (await apps.toolsOf(tx, tenantId, [appId])).get(appId)! };
+        }
+        const row = await this.writeOutcome(tx, current, outcome, opts.scheduled);
+        const tools = (await apps.toolsOf(tx, tenantId, [appId])).get(appId)!;
+        if (row.status !== current.status) {
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'app.status_changed',
+            resourceType: 'app',
+            resourceId: row.id,
+            data: appData(row, tools),
+            metadata: { status: row.status, previous_status: current.status, status_reason: row.status_reason },
+          });
+        }
+        return { row, tools };
+      },
+      opts.signal ? { signal: opts.signal } : {},
+    );
   }
 
-  private async writeOutcome(tx: Parameters<typeof apps.updateApp>[0], current: AppRow, outcome: ProbeOutcome, scheduled: boolean): Promise<AppRow> {
+  private async writeOutcome(
+    tx: Parameters<typeof apps.updateApp>[0],
+    current: AppRow,
+    outcome: ProbeOutcome,
+    scheduled: boolean,
+  ): Promise<AppRow> {
     const now = new Date();
     const lease = scheduled ? { probe_lease_until: null } : {};
     if (outcome.ok) {
       await apps.applyListing(tx, current.tenant_id, current.id, outcome.listing.tools, outcome.listing.complete);
       await apps.pruneTools(tx, current.tenant_id, current.id, TOOL_LIMITS.tools, TOOL_LIMITS.storedBytes);
       return apps.updateApp(tx, current.tenant_id, current.id, {
-        status: 'healthy', status_reason: null, consecutive_probe_failures: 0, last_probed_at: now, last_healthy_at: now, ...lease,
+        status: 'healthy',
+        status_reason: null,
+        consecutive_probe_failures: 0,
+        last_probed_at: now,
+        last_healthy_at: now,
+        ...lease,
       });
     }
     return apps.updateApp(tx, current.tenant_id, current.id, {
-      status: outcome.failure.status, status_reason: outcome.failure.reason,
-      consecutive_probe_failures: current.consecutive_probe_failures + 1, last_probed_at: now, ...lease,
+      status: outcome.failure.status,
+      status_reason: outcome.failure.reason,
+      consecutive_probe_failures: current.consecutive_probe_failures + 1,
+      last_probed_at: now,
+      ...lease,
     });
   }
 
@@ -123,14 +157,22 @@ export class Prober {
         if (due.length === free) continue; // more may be due
       }
       const woken = new Promise<void>((resolve) => (this.wakeUp = resolve));
-      await Promise.race([sleep(pollMs, undefined, { signal: ctx.signal }).catch(() => undefined), woken, ...(running.size >= this.concurrency ? [Promise.race(running)] : [])]);
+      await Promise.race([
+        sleep(pollMs, undefined, { signal: ctx.signal }).catch(() => undefined),
+        woken,
+        ...(running.size >= this.concurrency ? [Promise.race(running)] : []),
+      ]);
     }
     // Shutdown: in-flight probes end with the signal (their requests abort); their leases expire.
     await Promise.allSettled([...running]);
   }
 
   private async scheduledProbe(app: apps.DueProbe, signal: AbortSignal): Promise<void> {
-    const ctx: EventContext = { tenantId: app.tenant_id, requestId: `probe-${randomUUID()}`, actor: { type: 'system', id: 'system' } };
+    const ctx: EventContext = {
+      tenantId: app.tenant_id,
+      requestId: `probe-${randomUUID()}`,
+      actor: { type: 'system', id: 'system' },
+    };
     try {
       await this.probe(app.tenant_id, app.id, ctx, { scheduled: true, signal });
     } catch (err) {

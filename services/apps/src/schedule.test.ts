@@ -16,7 +16,11 @@ describe('scheduled probes across two replicas', () => {
     server = await startMcpServer({ transport: 'streamable', tools: [{ name: 'a' }] });
     first = await startApps({ probeIntervalMs: INTERVAL_MS });
     // The deployment shape: a second replica on the same database.
-    second = await startApps({ probeIntervalMs: INTERVAL_MS, databaseUrl: first.databaseUrl, encryptionKeys: first.encryptionKeys });
+    second = await startApps({
+      probeIntervalMs: INTERVAL_MS,
+      databaseUrl: first.databaseUrl,
+      encryptionKeys: first.encryptionKeys,
+    });
   });
   after(async () => {
     await second.stop();
@@ -28,7 +32,11 @@ describe('scheduled probes across two replicas', () => {
     const t = tenant();
     for (let i = 0; i < APPS; i++) {
       const via = i % 2 ? first : second;
-      await via.client.call(S.createApp, { slug: `app-${i}`, display_name: `App ${i}`, mcp_server_url: `${server.url}?app=${i}` }, t.call);
+      await via.client.call(
+        S.createApp,
+        { slug: `app-${i}`, display_name: `App ${i}`, mcp_server_url: `${server.url}?app=${i}` },
+        t.call,
+      );
     }
     await eventually('every app probed once', async () => {
       const { data } = await first.client.call(S.listApps, { limit: 50 }, t.call);
@@ -49,11 +57,17 @@ describe('scheduled probes across two replicas', () => {
       // so a window edge can cut one off or let one in — but never two probes within one interval.
       assert.ok(times.length >= 2 && times.length <= 4, `app ${app} probed ${times.length} times in 3 intervals`);
       for (let i = 1; i < times.length; i++) {
-        assert.ok(times[i]! - times[i - 1]! > INTERVAL_MS - 1_500, `app ${app} probed twice within ${times[i]! - times[i - 1]!} ms`);
+        assert.ok(
+          times[i]! - times[i - 1]! > INTERVAL_MS - 1_500,
+          `app ${app} probed twice within ${times[i]! - times[i - 1]!} ms`,
+        );
       }
     }
     // Spread: the first scheduled probes of the 20 apps do not all fall in one instant.
     const firsts = [...probes.values()].map((times) => times[0]! % INTERVAL_MS).sort((a, b) => a - b);
-    assert.ok(firsts.at(-1)! - firsts[0]! > INTERVAL_MS / 3, `probes spread over the interval (offsets ${firsts.join(', ')})`);
+    assert.ok(
+      firsts.at(-1)! - firsts[0]! > INTERVAL_MS / 3,
+      `probes spread over the interval (offsets ${firsts.join(', ')})`,
+    );
   });
 });

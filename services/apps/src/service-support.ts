@@ -24,7 +24,12 @@ export async function startApps(options: StartOptions = {}) {
   const encryptionKeys = options.encryptionKeys ?? Keyring.generateSpec();
   const egress = new EgressPolicy(options.egress ?? { allowPrivate: true });
   const config: AppsConfig = {
-    databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, encryptionKeys, egress,
+    databaseUrl,
+    host: '127.0.0.1',
+    port: 0,
+    callerVerifyKeys: testCallerKeys.verifyKeys,
+    encryptionKeys,
+    egress,
     // Hour-long by default: the tests see only the probe a create or a URL change starts.
     probeIntervalMs: options.probeIntervalMs ?? 3_600_000,
     probeTimeoutMs: options.probeTimeoutMs ?? 1_500,
@@ -40,12 +45,18 @@ export async function startApps(options: StartOptions = {}) {
     db,
     /** Event types of the tenant's outbox, in order. */
     async events(tenantId: string): Promise<string[]> {
-      const { rows } = await db.query<{ event_type: string }>('SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq', [tenantId]);
+      const { rows } = await db.query<{ event_type: string }>(
+        'SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq',
+        [tenantId],
+      );
       return rows.map((r) => r.event_type);
     },
     /** Every outbox payload of the tenant, as text (to look for secrets in). */
     async outboxText(tenantId: string): Promise<string> {
-      const { rows } = await db.query<{ payload: Buffer }>('SELECT payload FROM outbox WHERE tenant_id = $1 ORDER BY seq', [tenantId]);
+      const { rows } = await db.query<{ payload: Buffer }>(
+        'SELECT payload FROM outbox WHERE tenant_id = $1 ORDER BY seq',
+        [tenantId],
+      );
       return rows.map((r) => r.payload.toString('latin1')).join('\n');
     },
     async stop() {

@@ -78,7 +78,15 @@ async function closeServer(server: http.Server): Promise<void> {
 
 /** A real MCP server (the SDK's low-level Server: pagination under the test's control). */
 export async function startMcpServer(options: McpTestServerOptions): Promise<McpTestServer> {
-  const state: McpTestServer = { url: '', tools: options.tools ?? [], calls: [], requests: [], initializes: 0, initializeLog: [], close: async () => undefined };
+  const state: McpTestServer = {
+    url: '',
+    tools: options.tools ?? [],
+    calls: [],
+    requests: [],
+    initializes: 0,
+    initializeLog: [],
+    close: async () => undefined,
+  };
   let currentHeaders: IncomingMessage['headers'] = {};
 
   const build = () => {
@@ -87,7 +95,9 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
       const size = options.pageSize ?? Math.max(1, state.tools.length);
       const page = request.params?.cursor ? Number(request.params.cursor.replace(/^c/, '')) : 0;
       const tools = state.tools.slice(page * size, (page + 1) * size).map((t) => ({
-        name: t.name, ...(t.description ? { description: t.description } : {}), inputSchema: { type: 'object' as const, ...(t.inputSchema ?? {}) },
+        name: t.name,
+        ...(t.description ? { description: t.description } : {}),
+        inputSchema: { type: 'object' as const, ...(t.inputSchema ?? {}) },
       }));
       let nextCursor: string | undefined;
       if (options.cursors === 'repeat') nextCursor = 'c1';
@@ -113,7 +123,9 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
     const path = (req.url ?? '/').split('?')[0]!;
     state.requests.push({ method: req.method ?? '', path, headers: req.headers });
     if (options.auth && req.headers[options.auth.header.toLowerCase()] !== options.auth.value) {
-      res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"unauthorized"}');
+      res
+        .writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' })
+        .end('{"error":"unauthorized"}');
       return;
     }
     currentHeaders = req.headers;
@@ -158,14 +170,29 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
 
 /** A server built with the SDK's high-level McpServer (tools registered with zod schemas), Streamable HTTP. */
 export async function startHighLevelMcpServer(auth?: { header: string; value: string }): Promise<McpTestServer> {
-  const state: McpTestServer = { url: '', tools: [], calls: [], requests: [], initializes: 0, initializeLog: [], close: async () => undefined };
+  const state: McpTestServer = {
+    url: '',
+    tools: [],
+    calls: [],
+    requests: [],
+    initializes: 0,
+    initializeLog: [],
+    close: async () => undefined,
+  };
   const build = (headers: IncomingMessage['headers']) => {
     const server = new McpServer({ name: 'high-level', version: '1.0.0' });
-    server.registerTool('add', { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } }, ({ a, b }) => {
-      state.calls.push({ name: 'add', arguments: { a, b }, headers });
-      return { content: [{ type: 'text', text: String(a + b) }] };
-    });
-    server.registerTool('fail', { description: 'Always fails' }, () => ({ content: [{ type: 'text', text: 'it broke' }], isError: true }));
+    server.registerTool(
+      'add',
+      { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
+      ({ a, b }) => {
+        state.calls.push({ name: 'add', arguments: { a, b }, headers });
+        return { content: [{ type: 'text', text: String(a + b) }] };
+      },
+    );
+    server.registerTool('fail', { description: 'Always fails' }, () => ({
+      content: [{ type: 'text', text: 'it broke' }],
+      isError: true,
+    }));
     return server;
   };
   const httpServer = http.createServer((req, res) => {
@@ -196,7 +223,9 @@ export async function startPlainServer(
     state.hits++;
     state.paths.push(req.url ?? '');
     if (answer === 'hang') return; // never answers
-    res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'text/html', ...answer.headers }).end(answer.body ?? '<html><body>Hello</body></html>');
+    res
+      .writeHead(answer.status, { 'content-type': answer.contentType ?? 'text/html', ...answer.headers })
+      .end(answer.body ?? '<html><body>Hello</body></html>');
   });
   state.url = `${await listen(server)}/mcp`;
   state.close = () => closeServer(server);

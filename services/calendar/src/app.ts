@@ -14,7 +14,10 @@ export interface CalendarConfig extends ServiceConfig {
 export type { RunningService };
 
 /** calendar with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
-export function createCalendarService(config: CalendarConfig, logger: Logger = createLogger('calendar')): Promise<RunningService> {
+export function createCalendarService(
+  config: CalendarConfig,
+  logger: Logger = createLogger('calendar'),
+): Promise<RunningService> {
   const now = config.now ?? (() => new Date());
   return startService(
     {
@@ -25,7 +28,9 @@ export function createCalendarService(config: CalendarConfig, logger: Logger = c
       definition: CalendarServiceService,
       migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
       handlers: (pool) => calendarServiceHandlers({ pool, now }),
-      workers: ({ pool, logger: workerLogger }) => [indexExtender(pool, workerLogger, now, config.indexRefreshMs ?? 3_600_000)],
+      workers: ({ pool, logger: workerLogger }) => [
+        indexExtender(pool, workerLogger, now, config.indexRefreshMs ?? 3_600_000),
+      ],
     },
     config,
     logger,

@@ -26,20 +26,28 @@ export function indexExtender(pool: Pool, logger: Logger, now: () => Date, every
         ctx.beat();
         try {
           for (;;) {
-            const done = await withTransaction(pool, async (tx) => {
-              const at = now();
-              const due = await events.mastersToReindex(
-                tx, new Date(at.getTime() + (INDEX_HORIZON_DAYS - INDEX_REFRESH_DAYS) * DAY_MS), new Date(at.getTime() + INDEX_REFRESH_DAYS * DAY_MS), BATCH,
-              );
-              for (const m of due) await reindex(tx, m.tenant_id, [m.id], at);
-              return due.length;
-            }, { signal: ctx.signal });
+            const done = await withTransaction(
+              pool,
+              async (tx) => {
+                const at = now();
+                const due = await events.mastersToReindex(
+                  tx,
+                  new Date(at.getTime() + (INDEX_HORIZON_DAYS - INDEX_REFRESH_DAYS) * DAY_MS),
+                  new Date(at.getTime() + INDEX_REFRESH_DAYS * DAY_MS),
+                  BATCH,
+                );
+                for (const m of due) await reindex(tx, m.tenant_id, [m.id], at);
+                return due.length;
+              },
+              { signal: ctx.signal },
+            );
             ctx.beat();
             if (done) logger.info({ series: done }, 'occurrence index moved forward');
             if (done < BATCH || ctx.signal.aborted) break;
           }
         } catch (err) {
-          if (!ctx.signal.aborted) logger.warn({ err }, 'moving the occurrence index forward failed; retrying at the next turn');
+          if (!ctx.signal.aborted)
+            logger.warn({ err }, 'moving the occurrence index forward failed; retrying at the next turn');
         }
         for (let waited = 0; waited < everyMs && !ctx.signal.aborted; waited += BEAT_MS) {
           await sleep(Math.min(BEAT_MS, everyMs - waited), undefined, { signal: ctx.signal }).catch(() => undefined);

@@ -8,7 +8,10 @@ export type CrmPipelinesConfig = ServiceConfig;
 export type { RunningService };
 
 /** crm-pipelines with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
-export function createCrmPipelinesService(config: CrmPipelinesConfig, logger: Logger = createLogger('crm-pipelines')): Promise<RunningService> {
+export function createCrmPipelinesService(
+  config: CrmPipelinesConfig,
+  logger: Logger = createLogger('crm-pipelines'),
+): Promise<RunningService> {
   return startService(
     {
       name: 'crm-pipelines',

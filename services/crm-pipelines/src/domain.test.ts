@@ -24,7 +24,11 @@ describe('channel canonicalisation', () => {
     assert.equal(canon('phone', '(213) 373-4253', 'US'), '+12133734253');
     assert.equal(canon('phone', '(213) 373-4253', 'us'), '+12133734253');
     assert.equal(canon('phone', '020 7946 0958', 'GB'), '+442079460958');
-    assert.equal(canon('phone', '+44 20 7946 0958', 'US'), '+442079460958', 'an international number ignores the region');
+    assert.equal(
+      canon('phone', '+44 20 7946 0958', 'US'),
+      '+442079460958',
+      'an international number ignores the region',
+    );
     assert.equal(canon('phone', '(213) 373-4253'), '!value', 'national without a region');
     assert.equal(canon('phone', '+1 555'), '!value', 'too short');
     assert.equal(canon('phone', '+1 213 373 42531234'), '!value', 'too long');

@@ -40,7 +40,12 @@ describe('pipeline summary over gRPC', () => {
     const p = await crm.client.call(S.createPipeline, { name: 'Forecast', stages: STAGES }, t.call);
     const noise = await crm.client.call(S.createPipeline, { name: 'Other', stages: STAGES }, t.call);
     const rnd = random(20261122);
-    interface Model { stage: number; cents: bigint; conf: bigint | null; deleted: boolean }
+    interface Model {
+      stage: number;
+      cents: bigint;
+      conf: bigint | null;
+      deleted: boolean;
+    }
     const model: Model[] = [];
     const ids: string[] = [];
     const dealStages = [0, 1, 2, 3, 5, 6]; // never the Empty stage
@@ -54,7 +59,13 @@ describe('pipeline summary over gRPC', () => {
           model.push({ stage, cents, conf, deleted: false });
           return crm.client.call(
             S.createDeal,
-            { title: 'd', pipeline_id: p.id, stage_id: p.stages[stage]!.id, amount: money(cents), ...(conf === null ? {} : { confidence: Number(conf) / 10_000 }) },
+            {
+              title: 'd',
+              pipeline_id: p.id,
+              stage_id: p.stages[stage]!.id,
+              amount: money(cents),
+              ...(conf === null ? {} : { confidence: Number(conf) / 10_000 }),
+            },
             t.call,
           );
         }),
@@ -114,9 +125,18 @@ describe('pipeline summary over gRPC', () => {
     assert.equal(s.pipeline_id, p.id);
     assert.equal(s.pipeline_name, 'Forecast');
     assert.equal(s.currency, 'USD');
-    assert.deepEqual(s.stages.map((x) => x.stage_name), STAGES.map((x) => x.name));
-    assert.deepEqual(s.stages.map((x) => x.stage_type), STAGES.map((x) => x.stage_type));
-    assert.deepEqual(s.stages.map((x) => x.stage_id), p.stages.map((x) => x.id));
+    assert.deepEqual(
+      s.stages.map((x) => x.stage_name),
+      STAGES.map((x) => x.name),
+    );
+    assert.deepEqual(
+      s.stages.map((x) => x.stage_type),
+      STAGES.map((x) => x.stage_type),
+    );
+    assert.deepEqual(
+      s.stages.map((x) => x.stage_id),
+      p.stages.map((x) => x.id),
+    );
     s.stages.forEach((got, i) => {
       const e = expected[i]!;
       assert.equal(got.deal_count, e.n, `${got.stage_name} count`);
@@ -126,7 +146,10 @@ describe('pipeline summary over gRPC', () => {
     assert.equal(s.stages[4]!.deal_count, 0);
     assert.equal(s.stages[4]!.total_value, 0);
     assert.equal(s.stages[6]!.weighted_value, 0, 'lost weighs 0');
-    assert.equal(s.total_deals, expected.reduce((a, e) => a + e.n, 0));
+    assert.equal(
+      s.total_deals,
+      expected.reduce((a, e) => a + e.n, 0),
+    );
     assert.equal(s.total_value, money(expected.reduce((a, e) => a + e.cents, 0n)));
     assert.equal(s.weighted_value, money(toCents(expected.reduce((a, e) => a + e.weighted, 0n))));
   });
@@ -137,19 +160,33 @@ describe('pipeline summary over gRPC', () => {
     const s = await crm.client.call(S.getPipelineSummary, { id: empty.id }, t.call);
     assert.deepEqual(
       s.stages.map((x) => [x.stage_name, x.deal_count, x.total_value, x.weighted_value]),
-      [['Lead', 0, 0, 0], ['Qualified', 0, 0, 0], ['Proposal', 0, 0, 0]],
+      [
+        ['Lead', 0, 0, 0],
+        ['Qualified', 0, 0, 0],
+        ['Proposal', 0, 0, 0],
+      ],
     );
     assert.deepEqual([s.total_deals, s.total_value, s.weighted_value], [0, 0, 0]);
     const none = await crm.client.call(S.createPipeline, { name: 'No stages', stages: [] }, t.call);
     const n = await crm.client.call(S.getPipelineSummary, { id: none.id }, t.call);
     assert.deepEqual([n.stages, n.total_deals, n.total_value, n.weighted_value], [[], 0, 0, 0]);
 
-    const yen = await crm.client.call(S.createPipeline, { name: 'Yen', currency: 'JPY', stages: [{ name: 'Open', stage_type: OPEN, default_confidence: 0.3333 }] }, t.call);
+    const yen = await crm.client.call(
+      S.createPipeline,
+      { name: 'Yen', currency: 'JPY', stages: [{ name: 'Open', stage_type: OPEN, default_confidence: 0.3333 }] },
+      t.call,
+    );
     await crm.client.call(S.createDeal, { title: 'a', pipeline_id: yen.id, amount: 1001 }, t.call);
     await crm.client.call(S.createDeal, { title: 'b', pipeline_id: yen.id, amount: 1001 }, t.call);
     const y = await crm.client.call(S.getPipelineSummary, { id: yen.id }, t.call);
     // 2 × 1001 × 0.3333 = 667.2666 → 667 yen (no decimals in JPY).
-    assert.deepEqual([y.stages[0]!.weighted_value, y.weighted_value, y.total_value, y.currency], [667, 667, 2002, 'JPY']);
-    assert.equal((await failure(crm.client.call(S.getPipelineSummary, { id: yen.id }, tenant().call))).code, grpc.status.NOT_FOUND);
+    assert.deepEqual(
+      [y.stages[0]!.weighted_value, y.weighted_value, y.total_value, y.currency],
+      [667, 667, 2002, 'JPY'],
+    );
+    assert.equal(
+      (await failure(crm.client.call(S.getPipelineSummary, { id: yen.id }, tenant().call))).code,
+      grpc.status.NOT_FOUND,
+    );
   });
 });

@@ -1,7 +1,10 @@
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
 import { testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
-import { CrmPipelinesServiceService as S, StageType } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
+import {
+  CrmPipelinesServiceService as S,
+  StageType,
+} from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { createCrmPipelinesService, type RunningService } from './app.js';
 
 export { S };
@@ -9,8 +12,14 @@ export { S };
 /** crm-pipelines on a fresh database, called over real gRPC, with a direct SQL client for checks. */
 export async function startCrm() {
   const databaseUrl = await testDatabase('crm');
-  const service: RunningService = await createCrmPipelinesService({ databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys }, createLogger('crm-pipelines', 'silent'));
-  const client = new TestClient('crm_pipelines', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const service: RunningService = await createCrmPipelinesService(
+    { databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys },
+    createLogger('crm-pipelines', 'silent'),
+  );
+  const client = new TestClient('crm_pipelines', `127.0.0.1:${service.port}`, {
+    volumeThreshold: 100_000,
+    deadlineMs: 30_000,
+  });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     databaseUrl,
@@ -23,7 +32,6 @@ export async function startCrm() {
     },
   };
 }
-
 
 export { failure };
 

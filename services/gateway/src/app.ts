@@ -67,7 +67,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
   const routes = loadRoutes();
   const downstreams = new Map(
-    Object.entries(options.downstreams).map(([name, addr]) => [name, new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 })]),
+    Object.entries(options.downstreams).map(([name, addr]) => [
+      name,
+      new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 }),
+    ]),
   );
   const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
@@ -104,7 +107,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const started = performance.now();
     res.on('finish', () => {
       const route = (res.locals.route as string | undefined) ?? (req.originalUrl.split('?')[0] ?? '').slice(0, 200);
-      logger.info({ request_id: id, method: req.method, route, status: res.statusCode, ms: Math.round(performance.now() - started) }, 'request');
+      logger.info(
+        {
+          request_id: id,
+          method: req.method,
+          route,
+          status: res.statusCode,
+          ms: Math.round(performance.now() - started),
+        },
+        'request',
+      );
     });
     next();
   });
@@ -117,14 +129,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const limitPerMinute = options.rateLimitPerMinute ?? 600;
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
-  app.use('/api',
+  app.use(
+    '/api',
     failedAuthLimiter(limitPerMinute, send),
     rateLimiter(limitPerMinute, send),
     // JSON bodies only (415 otherwise), at most 1 MiB (413).
     (req, _res, next) => {
       const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
       if (hasBody && !req.is(JSON_TYPES)) {
-        return next(new GatewayError(grpc.status.INVALID_ARGUMENT, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as JSON with Content-Type: application/json', 415));
+        return next(
+          new GatewayError(
+            grpc.status.INVALID_ARGUMENT,
+            'UNSUPPORTED_MEDIA_TYPE',
+            'send the body as JSON with Content-Type: application/json',
+            415,
+          ),
+        );
       }
       next();
     },
@@ -133,12 +153,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     transcodingHandler(routes, downstreams, auth, idempotency, callerSigner),
   );
 
-  app.use((req: Request, _res: Response, next: NextFunction) => next(gatewayErrors.routeNotFound(req.method, (req.originalUrl.split('?')[0] ?? '').slice(0, 200))));
+  app.use((req: Request, _res: Response, next: NextFunction) =>
+    next(gatewayErrors.routeNotFound(req.method, (req.originalUrl.split('?')[0] ?? '').slice(0, 200))),
+  );
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => send(res, fromBodyParser(err)));
 
   function send(res: Response, err: unknown): void {
     const http = toHttpError(err, res.locals.requestId as string);
-    if (http.status >= 500) logger[http.status === 500 ? 'error' : 'warn']({ request_id: res.locals.requestId, status: http.status, cause: describe(err) }, 'request failed');
+    if (http.status >= 500)
+      logger[http.status === 500 ? 'error' : 'warn'](
+        { request_id: res.locals.requestId, status: http.status, cause: describe(err) },
+        'request failed',
+      );
     for (const [k, v] of Object.entries(http.headers)) res.setHeader(k, v);
     res.status(http.status).json(http.body);
   }
@@ -149,7 +175,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     routes,
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        const s = app.listen(port, host, (err?: Error) => (err ? reject(err) : resolve((s.address() as { port: number }).port)));
+        const s = app.listen(port, host, (err?: Error) =>
+          err ? reject(err) : resolve((s.address() as { port: number }).port),
+        );
         server = s;
       });
     },
@@ -180,16 +208,35 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 /** body-parser's failures as the contract's errors. */
 function fromBodyParser(err: unknown): unknown {
   const type = (err as { type?: string } | null)?.type;
-  if (type === 'entity.too.large') return new GatewayError(grpc.status.INVALID_ARGUMENT, 'BODY_TOO_LARGE', 'the request body is over 1 MiB; send less data per request', 413);
-  if (type === 'entity.parse.failed') return gatewayErrors.badRequest([{ field: '(body)', description: 'is not valid JSON' }], 'the request body is not valid JSON');
+  if (type === 'entity.too.large')
+    return new GatewayError(
+      grpc.status.INVALID_ARGUMENT,
+      'BODY_TOO_LARGE',
+      'the request body is over 1 MiB; send less data per request',
+      413,
+    );
+  if (type === 'entity.parse.failed')
+    return gatewayErrors.badRequest(
+      [{ field: '(body)', description: 'is not valid JSON' }],
+      'the request body is not valid JSON',
+    );
   if (type === 'charset.unsupported' || type === 'encoding.unsupported') {
-    return new GatewayError(grpc.status.INVALID_ARGUMENT, 'UNSUPPORTED_MEDIA_TYPE', 'send the body as UTF-8 JSON without Content-Encoding', 415);
+    return new GatewayError(
+      grpc.status.INVALID_ARGUMENT,
+      'UNSUPPORTED_MEDIA_TYPE',
+      'send the body as UTF-8 JSON without Content-Encoding',
+      415,
+    );
   }
   if (isDecompressionError(err)) {
     // Content-Encoding says gzip/deflate/br but the bytes are not (contract §1: a 400).
-    return gatewayErrors.badRequest([{ field: '(body)', description: 'does not match its Content-Encoding' }], 'the request body is not encoded as its Content-Encoding says; send it compressed that way, or drop the header');
+    return gatewayErrors.badRequest(
+      [{ field: '(body)', description: 'does not match its Content-Encoding' }],
+      'the request body is not encoded as its Content-Encoding says; send it compressed that way, or drop the header',
+    );
   }
-  if (type === 'request.aborted' || type === 'request.size.invalid') return gatewayErrors.badRequest([{ field: '(body)', description: 'was not received completely' }]);
+  if (type === 'request.aborted' || type === 'request.size.invalid')
+    return gatewayErrors.badRequest([{ field: '(body)', description: 'was not received completely' }]);
   return err;
 }
 
@@ -205,9 +252,12 @@ function describe(err: unknown): Record<string, unknown> {
   const e = err as Error & { code?: unknown; reason?: unknown };
   if (typeof e.code === 'number') {
     // A gRPC status (from a downstream or raised here): its code says what happened.
-    return { grpc_status: grpc.status[e.code] ?? e.code, ...(typeof e.reason === 'string' ? { reason: e.reason } : {}), message: e.message.slice(0, 500) };
+    return {
+      grpc_status: grpc.status[e.code] ?? e.code,
+      ...(typeof e.reason === 'string' ? { reason: e.reason } : {}),
+      message: e.message.slice(0, 500),
+    };
   }
   // Anything else is a bug in the gateway: the stack is for the logs only, never the response.
   return { name: e.name, message: e.message.slice(0, 500), stack: e.stack?.split('\n').slice(0, 8).join('\n') };
 }
-

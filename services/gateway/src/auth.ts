@@ -15,7 +15,10 @@ import type { Level, Route } from './routes.js';
 
 const RANK: Record<Level, number> = { none: 0, read: 1, write: 2, admin: 3 };
 const LEVEL_OF: Record<number, Level> = {
-  [AccessLevel.ACCESS_LEVEL_NONE]: 'none', [AccessLevel.ACCESS_LEVEL_READ]: 'read', [AccessLevel.ACCESS_LEVEL_WRITE]: 'write', [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
+  [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
+  [AccessLevel.ACCESS_LEVEL_READ]: 'read',
+  [AccessLevel.ACCESS_LEVEL_WRITE]: 'write',
+  [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
 };
 const MAX_ENTRIES = 10_000;
 
@@ -62,21 +65,32 @@ export class Authenticator {
   }
 
   /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
-  async authorize(route: Route, req: { get(name: string): string | undefined }, metadata: () => grpc.Metadata): Promise<Principal | undefined> {
+  async authorize(
+    route: Route,
+    req: { get(name: string): string | undefined },
+    metadata: () => grpc.Metadata,
+  ): Promise<Principal | undefined> {
     if (route.auth === 'none') return undefined;
     const credential = requestCredential(req);
     if (!credential) {
       throw gatewayErrors.unauthenticated(
-        req.get('authorization') ? 'the Authorization header must be "Bearer <key>"' : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
+        req.get('authorization')
+          ? 'the Authorization header must be "Bearer <key>"'
+          : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
       );
     }
     const principal = await this.resolve(credential, metadata, route.method !== 'GET');
     const isAdmin = principal.actor_type === ActorType.ACTOR_TYPE_PLATFORM_ADMIN;
     if (route.auth === 'platform_admin') {
-      if (!isAdmin) throw gatewayErrors.forbidden('this endpoint needs the platform admin token', 'PLATFORM_ADMIN_REQUIRED');
+      if (!isAdmin)
+        throw gatewayErrors.forbidden('this endpoint needs the platform admin token', 'PLATFORM_ADMIN_REQUIRED');
       return principal;
     }
-    if (isAdmin || !principal.tenant_id) throw gatewayErrors.forbidden('this endpoint needs a tenant API key, not the platform admin token', 'TENANT_CREDENTIAL_REQUIRED');
+    if (isAdmin || !principal.tenant_id)
+      throw gatewayErrors.forbidden(
+        'this endpoint needs a tenant API key, not the platform admin token',
+        'TENANT_CREDENTIAL_REQUIRED',
+      );
     if (route.domain) {
       const have = LEVEL_OF[principal.access[route.domain] ?? AccessLevel.ACCESS_LEVEL_NONE] ?? 'none';
       if (RANK[have] < RANK[route.level]) {
@@ -91,13 +105,22 @@ export class Authenticator {
   }
 
   /** fresh: ask identity even on a cache hit (a mutation), and let its answer replace the cached one. */
-  private resolve({ token, key }: RequestCredential, metadata: () => grpc.Metadata, fresh: boolean): Promise<Principal> {
+  private resolve(
+    { token, key }: RequestCredential,
+    metadata: () => grpc.Metadata,
+    fresh: boolean,
+  ): Promise<Principal> {
     const now = Date.now();
     const hit = this.cache.get(key);
     if (hit && hit.expires > now && !fresh) return hit.lookup;
     const identity = this.identity();
-    if (!identity) return Promise.reject(gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR'));
-    const lookup = identity.call(IdentityServiceService.authenticateToken, { token }, { metadata: metadata(), deadlineMs: 3_000 });
+    if (!identity)
+      return Promise.reject(gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR'));
+    const lookup = identity.call(
+      IdentityServiceService.authenticateToken,
+      { token },
+      { metadata: metadata(), deadlineMs: 3_000 },
+    );
     if (this.ttlMs > 0) {
       if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
       // The TTL runs from the lookup's start: no answer is used longer than ttlMs after identity gave it.

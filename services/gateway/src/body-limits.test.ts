@@ -29,6 +29,9 @@ describe('body limits', () => {
     assert.equal(checkBodyLimits({ tags: Array(BODY_LIMITS.maxArrayLength + 1).fill('t') })?.field, 'tags');
     const wide = Object.fromEntries(Array.from({ length: BODY_LIMITS.maxObjectKeys + 1 }, (_, i) => [`k${i}`, i]));
     assert.equal(checkBodyLimits({ metadata: wide })?.field, 'metadata');
-    assert.equal(checkBodyLimits({ metadata: { list: [{ ok: 1 }, { bad: 'y'.repeat(BODY_LIMITS.maxStringLength + 1) }] } })?.field, 'metadata.list[1].bad');
+    assert.equal(
+      checkBodyLimits({ metadata: { list: [{ ok: 1 }, { bad: 'y'.repeat(BODY_LIMITS.maxStringLength + 1) }] } })?.field,
+      'metadata.list[1].bad',
+    );
   });
 });

@@ -33,23 +33,28 @@ export function checkBodyLimits(body: unknown, limits = BODY_LIMITS): BodyLimitV
     const { value, depth, path } = stack.pop()!;
     const at = path || '(body)';
     if (typeof value === 'string') {
-      if (value.length > limits.maxStringLength) return { field: at, description: `is longer than ${limits.maxStringLength} characters` };
+      if (value.length > limits.maxStringLength)
+        return { field: at, description: `is longer than ${limits.maxStringLength} characters` };
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     const level = depth + 1;
-    if (level > limits.maxDepth) return { field: at, description: `nests JSON deeper than ${limits.maxDepth} levels; flatten the value` };
+    if (level > limits.maxDepth)
+      return { field: at, description: `nests JSON deeper than ${limits.maxDepth} levels; flatten the value` };
     if (Array.isArray(value)) {
-      if (value.length > limits.maxArrayLength) return { field: at, description: `has more than ${limits.maxArrayLength} items; send fewer per request` };
+      if (value.length > limits.maxArrayLength)
+        return { field: at, description: `has more than ${limits.maxArrayLength} items; send fewer per request` };
       for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], depth: level, path: `${path}[${i}]` });
       continue;
     }
     const keys = Object.keys(value);
-    if (keys.length > limits.maxObjectKeys) return { field: at, description: `has more than ${limits.maxObjectKeys} keys` };
+    if (keys.length > limits.maxObjectKeys)
+      return { field: at, description: `has more than ${limits.maxObjectKeys} keys` };
     for (let i = keys.length - 1; i >= 0; i--) {
       const key = keys[i]!;
       const child = path ? `${path}.${key.slice(0, 64)}` : key.slice(0, 64);
-      if (key.length > limits.maxStringLength) return { field: child, description: `is a key longer than ${limits.maxStringLength} characters` };
+      if (key.length > limits.maxStringLength)
+        return { field: child, description: `is a key longer than ${limits.maxStringLength} characters` };
       stack.push({ value: (value as Record<string, unknown>)[key], depth: level, path: child });
     }
   }
@@ -60,7 +65,13 @@ export function checkBodyLimits(body: unknown, limits = BODY_LIMITS): BodyLimitV
 export function bodyLimits() {
   return (req: Request, _res: Response, next: NextFunction): void => {
     const violation = req.body === undefined ? undefined : checkBodyLimits(req.body);
-    if (violation) return next(gatewayErrors.badRequest([violation], `the request body is too large in shape: ${violation.field} ${violation.description}`));
+    if (violation)
+      return next(
+        gatewayErrors.badRequest(
+          [violation],
+          `the request body is too large in shape: ${violation.field} ${violation.description}`,
+        ),
+      );
     next();
   };
 }

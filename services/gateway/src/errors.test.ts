@@ -12,10 +12,16 @@ function fromService(err: DomainError): grpc.ServiceError {
 
 /** A status grpc-js raises itself: no details, only code and text. */
 function bare(code: grpc.status, details: string): grpc.ServiceError {
-  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), { code, details, metadata: new grpc.Metadata() }) as grpc.ServiceError;
+  return Object.assign(new Error(`${code} ${grpc.status[code]}: ${details}`), {
+    code,
+    details,
+    metadata: new grpc.Metadata(),
+  }) as grpc.ServiceError;
 }
 
-type Body = { error: { code: number; status: string; message: string; details: Record<string, unknown>[]; request_id: string } };
+type Body = {
+  error: { code: number; status: string; message: string; details: Record<string, unknown>[]; request_id: string };
+};
 
 describe('error responses', () => {
   it('have the contract shape: code, status, message, ErrorInfo, BadRequest, request_id', () => {
@@ -23,40 +29,74 @@ describe('error responses', () => {
     assert.equal(http.status, 400);
     assert.deepEqual(http.body, {
       error: {
-        code: 400, status: 'INVALID_ARGUMENT', message: 'stages[1].name: is required',
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        message: 'stages[1].name: is required',
         details: [
-          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INVALID_ARGUMENT', domain: 'identity.workauto', metadata: {} },
-          { '@type': 'type.googleapis.com/google.rpc.BadRequest', field_violations: [{ field: 'stages[1].name', description: 'is required' }] },
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'INVALID_ARGUMENT',
+            domain: 'identity.workauto',
+            metadata: {},
+          },
+          {
+            '@type': 'type.googleapis.com/google.rpc.BadRequest',
+            field_violations: [{ field: 'stages[1].name', description: 'is required' }],
+          },
         ],
         request_id: 'req-1',
       },
     });
   });
 
-  it('map gRPC codes as grpc-gateway does, FAILED_PRECONDITION as 409 and the service\'s hint first', () => {
+  it("map gRPC codes as grpc-gateway does, FAILED_PRECONDITION as 409 and the service's hint first", () => {
     const cases: [grpc.status, number][] = [
-      [grpc.status.INVALID_ARGUMENT, 400], [grpc.status.UNAUTHENTICATED, 401], [grpc.status.PERMISSION_DENIED, 403],
-      [grpc.status.NOT_FOUND, 404], [grpc.status.ALREADY_EXISTS, 409], [grpc.status.ABORTED, 409], [grpc.status.FAILED_PRECONDITION, 409],
-      [grpc.status.OUT_OF_RANGE, 400], [grpc.status.RESOURCE_EXHAUSTED, 429], [grpc.status.CANCELLED, 499], [grpc.status.UNIMPLEMENTED, 501],
-      [grpc.status.INTERNAL, 500], [grpc.status.UNKNOWN, 500], [grpc.status.DATA_LOSS, 500], [grpc.status.UNAVAILABLE, 503], [grpc.status.DEADLINE_EXCEEDED, 504],
+      [grpc.status.INVALID_ARGUMENT, 400],
+      [grpc.status.UNAUTHENTICATED, 401],
+      [grpc.status.PERMISSION_DENIED, 403],
+      [grpc.status.NOT_FOUND, 404],
+      [grpc.status.ALREADY_EXISTS, 409],
+      [grpc.status.ABORTED, 409],
+      [grpc.status.FAILED_PRECONDITION, 409],
+      [grpc.status.OUT_OF_RANGE, 400],
+      [grpc.status.RESOURCE_EXHAUSTED, 429],
+      [grpc.status.CANCELLED, 499],
+      [grpc.status.UNIMPLEMENTED, 501],
+      [grpc.status.INTERNAL, 500],
+      [grpc.status.UNKNOWN, 500],
+      [grpc.status.DATA_LOSS, 500],
+      [grpc.status.UNAVAILABLE, 503],
+      [grpc.status.DEADLINE_EXCEEDED, 504],
     ];
-    for (const [code, status] of cases) assert.equal(toHttpError(fromService(new DomainError(code, 'R', 'm')), 'r').status, status, grpc.status[code]);
+    for (const [code, status] of cases)
+      assert.equal(toHttpError(fromService(new DomainError(code, 'R', 'm')), 'r').status, status, grpc.status[code]);
     const gone = toHttpError(fromService(errors.failedPrecondition('INVITATION_EXPIRED', 'expired', 410)), 'r');
     assert.equal(gone.status, 410);
     assert.equal((gone.body as Body).error.status, 'FAILED_PRECONDITION');
   });
 
   it('set WWW-Authenticate on every 401', () => {
-    assert.equal(toHttpError(fromService(errors.unauthenticated('INVALID_CREDENTIAL', 'bad key')), 'r').headers['WWW-Authenticate'], 'Bearer');
+    assert.equal(
+      toHttpError(fromService(errors.unauthenticated('INVALID_CREDENTIAL', 'bad key')), 'r').headers[
+        'WWW-Authenticate'
+      ],
+      'Bearer',
+    );
     assert.equal(toHttpError(gatewayErrors.unauthenticated('no key'), 'r').headers['WWW-Authenticate'], 'Bearer');
   });
 
   it('never pass on what grpc-js or a bug says on a 5xx', () => {
-    const down = toHttpError(bare(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 10.0.0.7:50051'), 'r');
+    const down = toHttpError(
+      bare(grpc.status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 10.0.0.7:50051'),
+      'r',
+    );
     assert.equal(down.status, 503);
     assert.doesNotMatch(JSON.stringify(down.body), /10\.0\.0\.7|ECONNREFUSED/);
     assert.equal((down.body as Body).error.details[0]!.domain, GATEWAY_DOMAIN);
-    const late = toHttpError(bare(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded after 5.001s,LB pick: 0.001s'), 'r');
+    const late = toHttpError(
+      bare(grpc.status.DEADLINE_EXCEEDED, 'Deadline exceeded after 5.001s,LB pick: 0.001s'),
+      'r',
+    );
     assert.equal(late.status, 504);
     assert.equal((late.body as Body).error.status, 'DEADLINE_EXCEEDED');
     const broken = toHttpError(bare(grpc.status.INTERNAL, 'Failed to parse server response'), 'r');

@@ -32,7 +32,8 @@ const GENERIC_MESSAGES: Partial<Record<number, string>> = {
   [grpc.status.DATA_LOSS]: 'internal error; retry later, and report the request id if it persists',
   [grpc.status.UNIMPLEMENTED]: 'this operation is not implemented by the service behind the gateway',
   [grpc.status.CANCELLED]: 'the call was cancelled',
-  [grpc.status.RESOURCE_EXHAUSTED]: 'a service behind the gateway is overloaded or the message is too large; retry later',
+  [grpc.status.RESOURCE_EXHAUSTED]:
+    'a service behind the gateway is overloaded or the message is too large; retry later',
 };
 
 /** An error the gateway itself raises, in the same terms a service would. */
@@ -42,7 +43,11 @@ export class GatewayError extends DomainError {
     reason: string,
     message: string,
     readonly httpStatus?: number,
-    extra: { fieldViolations?: { field: string; description: string }[]; headers?: Record<string, string>; metadata?: Record<string, string> } = {},
+    extra: {
+      fieldViolations?: { field: string; description: string }[];
+      headers?: Record<string, string>;
+      metadata?: Record<string, string>;
+    } = {},
   ) {
     super(code, reason, message, {
       domain: GATEWAY_DOMAIN,
@@ -62,7 +67,9 @@ export interface HttpError {
 }
 
 function isServiceError(err: unknown): err is grpc.ServiceError {
-  return typeof err === 'object' && err !== null && typeof (err as grpc.ServiceError).code === 'number' && 'metadata' in err;
+  return (
+    typeof err === 'object' && err !== null && typeof (err as grpc.ServiceError).code === 'number' && 'metadata' in err
+  );
 }
 
 /** Any failure (a downstream status, a gateway error, a bug) as the contract's error response. */
@@ -71,8 +78,13 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
   let headers: Record<string, string> = {};
   if (err instanceof DomainError) {
     d = {
-      code: err.code, message: err.message, reason: err.reason, domain: err.extra.domain ?? GATEWAY_DOMAIN,
-      metadata: err.extra.metadata ?? {}, fieldViolations: err.extra.fieldViolations ?? [], ...(err.extra.httpStatus ? { httpStatus: err.extra.httpStatus } : {}),
+      code: err.code,
+      message: err.message,
+      reason: err.reason,
+      domain: err.extra.domain ?? GATEWAY_DOMAIN,
+      metadata: err.extra.metadata ?? {},
+      fieldViolations: err.extra.fieldViolations ?? [],
+      ...(err.extra.httpStatus ? { httpStatus: err.extra.httpStatus } : {}),
     };
     if (err instanceof GatewayError) headers = err.headers;
   } else if (isServiceError(err)) {
@@ -85,33 +97,74 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
       d.message = GENERIC_MESSAGES[d.code] ?? d.message;
     } else if (d.reason === 'CALLER_IDENTITY_INVALID') {
       // A service refused the gateway's own signature: a key misconfiguration, not the client's credential.
-      d = { ...d, code: grpc.status.INTERNAL, domain: GATEWAY_DOMAIN, metadata: {}, message: 'a service refused the gateway\'s caller identity; an operator must check CALLER_SIGNING_KEY and the services\' CALLER_VERIFY_KEYS (report the request id)' };
+      d = {
+        ...d,
+        code: grpc.status.INTERNAL,
+        domain: GATEWAY_DOMAIN,
+        metadata: {},
+        message:
+          "a service refused the gateway's caller identity; an operator must check CALLER_SIGNING_KEY and the services' CALLER_VERIFY_KEYS (report the request id)",
+      };
     }
   } else {
-    d = { code: grpc.status.INTERNAL, message: 'internal error; retry later, and report the request id if it persists', reason: 'INTERNAL', domain: GATEWAY_DOMAIN, metadata: {}, fieldViolations: [] };
+    d = {
+      code: grpc.status.INTERNAL,
+      message: 'internal error; retry later, and report the request id if it persists',
+      reason: 'INTERNAL',
+      domain: GATEWAY_DOMAIN,
+      metadata: {},
+      fieldViolations: [],
+    };
   }
   const status = d.httpStatus ?? HTTP_BY_CODE[d.code] ?? 500;
   if (status === 401) headers['WWW-Authenticate'] = 'Bearer';
-  const details: unknown[] = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: d.reason, domain: d.domain, metadata: d.metadata }];
-  if (d.fieldViolations.length) details.push({ '@type': 'type.googleapis.com/google.rpc.BadRequest', field_violations: d.fieldViolations });
+  const details: unknown[] = [
+    { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: d.reason, domain: d.domain, metadata: d.metadata },
+  ];
+  if (d.fieldViolations.length)
+    details.push({ '@type': 'type.googleapis.com/google.rpc.BadRequest', field_violations: d.fieldViolations });
   return {
     status,
     headers,
-    body: { error: { code: status, status: grpc.status[d.code] ?? 'UNKNOWN', message: d.message, details, request_id: requestId } },
+    body: {
+      error: {
+        code: status,
+        status: grpc.status[d.code] ?? 'UNKNOWN',
+        message: d.message,
+        details,
+        request_id: requestId,
+      },
+    },
   };
 }
 
 export const gatewayErrors = {
   badRequest: (violations: { field: string; description: string }[], message?: string) => {
     const listed = capViolations(violations);
-    return new GatewayError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', message ?? listed.map((v) => `${v.field}: ${v.description}`).join('; '), undefined, { fieldViolations: listed });
+    return new GatewayError(
+      grpc.status.INVALID_ARGUMENT,
+      'INVALID_ARGUMENT',
+      message ?? listed.map((v) => `${v.field}: ${v.description}`).join('; '),
+      undefined,
+      { fieldViolations: listed },
+    );
   },
   unauthenticated: (message: string) => new GatewayError(grpc.status.UNAUTHENTICATED, 'UNAUTHENTICATED', message),
   forbidden: (message: string, reason = 'ACCESS_DENIED', metadata?: Record<string, string>) =>
     new GatewayError(grpc.status.PERMISSION_DENIED, reason, message, undefined, metadata ? { metadata } : {}),
   routeNotFound: (method: string, path: string) =>
-    new GatewayError(grpc.status.NOT_FOUND, 'ROUTE_NOT_FOUND', `no route ${method} ${path}; see /api/v1/openapi.json for the API's routes`),
+    new GatewayError(
+      grpc.status.NOT_FOUND,
+      'ROUTE_NOT_FOUND',
+      `no route ${method} ${path}; see /api/v1/openapi.json for the API's routes`,
+    ),
   methodNotAllowed: (method: string, allowed: string[]) =>
-    new GatewayError(grpc.status.UNIMPLEMENTED, 'METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${allowed.join(' or ')}`, 405, { headers: { Allow: allowed.join(', ') } }),
+    new GatewayError(
+      grpc.status.UNIMPLEMENTED,
+      'METHOD_NOT_ALLOWED',
+      `${method} is not allowed here; use ${allowed.join(' or ')}`,
+      405,
+      { headers: { Allow: allowed.join(', ') } },
+    ),
   unavailable: (message: string) => new GatewayError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', message),
 };

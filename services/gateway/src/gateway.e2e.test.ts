@@ -40,17 +40,26 @@ interface Call {
 }
 
 /** node:http, for what fetch refuses to send (a GET with a body). */
-function rawRequest(url: string, method: string, headers: Record<string, string>, body: string): Promise<{ status: number; headers: Headers; text: string }> {
+function rawRequest(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<{ status: number; headers: Headers; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
-        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
+    const req = httpRequest(
+      url,
+      { method, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const h = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (typeof v === 'string') h.set(k, v);
+          resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -65,10 +74,17 @@ function client(base: string) {
       body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
       headers['content-type'] ??= 'application/json';
     }
-    const { status, headers: resHeaders, text } =
-      body !== undefined && method === 'GET'
-        ? await rawRequest(`${base}${path}`, method, headers, body)
-        : await fetch(`${base}${path}`, { method, headers, body, redirect: 'manual' }).then(async (r) => ({ status: r.status, headers: r.headers, text: await r.text() }));
+    const {
+      status,
+      headers: resHeaders,
+      text,
+    } = body !== undefined && method === 'GET'
+      ? await rawRequest(`${base}${path}`, method, headers, body)
+      : await fetch(`${base}${path}`, { method, headers, body, redirect: 'manual' }).then(async (r) => ({
+          status: r.status,
+          headers: r.headers,
+          text: await r.text(),
+        }));
     let parsed: unknown;
     try {
       parsed = text ? JSON.parse(text) : undefined;
@@ -112,12 +128,17 @@ const isIdParam = (p: string) => p === 'id' || p.endsWith('_id');
 
 /** A route's path with placeholder values (fresh UUIDs for ids), optionally one variable replaced. */
 function pathOf(route: Route, replace: Record<string, string> = {}): string {
-  return route.template.replace(/\{([a-z0-9_]+)\}/g, (_m, p: string) => encodeURIComponent(replace[p] ?? (isIdParam(p) ? randomUUID() : 'x')));
+  return route.template.replace(/\{([a-z0-9_]+)\}/g, (_m, p: string) =>
+    encodeURIComponent(replace[p] ?? (isIdParam(p) ? randomUUID() : 'x')),
+  );
 }
 
 /** A body field of the route and a JSON value of the wrong type for it. */
 function wrongTypedField(route: Route): { field: string; value: unknown } | undefined {
-  const type = route.body === '*' ? route.requestType : (route.requestType.fields[route.body]?.resolvedType as protobuf.Type | null);
+  const type =
+    route.body === '*'
+      ? route.requestType
+      : (route.requestType.fields[route.body]?.resolvedType as protobuf.Type | null);
   if (!(type instanceof protobuf.Type)) return undefined;
   for (const f of type.fieldsArray) {
     if (route.body === '*' && route.params.includes(f.name)) continue;
@@ -142,8 +163,12 @@ describe('gateway in front of identity', () => {
 
   async function startGateway(overrides: Partial<GatewayOptions> = {}) {
     const g = await createGateway({
-      logger: createLogger('gateway'), downstreams: { identity: `127.0.0.1:${identity.port}` },
-      databaseUrl: await testDatabase('gateway'), encryptionKeys: `k1:${randomBytes(32).toString('base64')}`, callerSigningKey: testCallerKeys.signingKey, ...overrides,
+      logger: createLogger('gateway'),
+      downstreams: { identity: `127.0.0.1:${identity.port}` },
+      databaseUrl: await testDatabase('gateway'),
+      encryptionKeys: `k1:${randomBytes(32).toString('base64')}`,
+      callerSigningKey: testCallerKeys.signingKey,
+      ...overrides,
     });
     const port = await g.listen('127.0.0.1', 0);
     gateways.push(g);
@@ -157,12 +182,19 @@ describe('gateway in front of identity', () => {
     });
     assert.equal(res.status, 201, res.text);
     secrets.push(res.body.api_key);
-    return { tenantId: res.body.tenant.id as string, ownerId: res.body.member.id as string, key: res.body.api_key as string };
+    return {
+      tenantId: res.body.tenant.id as string,
+      ownerId: res.body.member.id as string,
+      key: res.body.api_key as string,
+    };
   }
 
   /** A second member of tenant A through the invitation flow, with its API key. */
   async function invite(role: string) {
-    const inv = await api('POST', '/api/v1/invitations', { key: a.key, body: { email: `m-${randomBytes(3).toString('hex')}@example.com`, role } });
+    const inv = await api('POST', '/api/v1/invitations', {
+      key: a.key,
+      body: { email: `m-${randomBytes(3).toString('hex')}@example.com`, role },
+    });
     assert.equal(inv.status, 201, inv.text);
     secrets.push(inv.body.code);
     const claimed = await api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
@@ -174,7 +206,14 @@ describe('gateway in front of identity', () => {
   before(async () => {
     identityDatabaseUrl = await testDatabase('gw');
     identity = await createIdentityService(
-      { databaseUrl: identityDatabaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: `k1:${randomBytes(32).toString('base64')}` },
+      {
+        databaseUrl: identityDatabaseUrl,
+        host: '127.0.0.1',
+        port: 0,
+        callerVerifyKeys: testCallerKeys.verifyKeys,
+        platformAdminToken: ADMIN_TOKEN,
+        encryptionKeys: `k1:${randomBytes(32).toString('base64')}`,
+      },
       createLogger('identity'),
     );
     ({ gateway: gw, api } = await startGateway());
@@ -189,7 +228,10 @@ describe('gateway in front of identity', () => {
   });
 
   it('bootstraps a tenant with the platform admin token: 201 {tenant, member, api_key}', async () => {
-    const res = await api('POST', '/api/v1/admin/tenants', { key: ADMIN_TOKEN, body: { name: 'Gamma', owner: { name: 'G Owner', email: 'g@example.com' } } });
+    const res = await api('POST', '/api/v1/admin/tenants', {
+      key: ADMIN_TOKEN,
+      body: { name: 'Gamma', owner: { name: 'G Owner', email: 'g@example.com' } },
+    });
     assert.equal(res.status, 201, res.text);
     secrets.push(res.body.api_key);
     assert.deepEqual(Object.keys(res.body).sort(), ['api_key', 'member', 'tenant']);
@@ -198,8 +240,22 @@ describe('gateway in front of identity', () => {
     assert.match(res.body.api_key, /^wk_[A-Za-z0-9]{32,}$/);
     const m = res.body.member;
     assert.deepEqual(
-      { role: m.role, is_active: m.is_active, email: m.email, contact_id: m.contact_id, metadata: m.metadata, tenant_id: m.tenant_id },
-      { role: 'owner', is_active: true, email: 'g@example.com', contact_id: null, metadata: {}, tenant_id: res.body.tenant.id },
+      {
+        role: m.role,
+        is_active: m.is_active,
+        email: m.email,
+        contact_id: m.contact_id,
+        metadata: m.metadata,
+        tenant_id: m.tenant_id,
+      },
+      {
+        role: 'owner',
+        is_active: true,
+        email: 'g@example.com',
+        contact_id: null,
+        metadata: {},
+        tenant_id: res.body.tenant.id,
+      },
     );
   });
 
@@ -207,14 +263,20 @@ describe('gateway in front of identity', () => {
     const list = await api('GET', '/api/v1/members', { key: a.key });
     assert.equal(list.status, 200, list.text);
     assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
-    assert.deepEqual(list.body.data.map((m: { id: string }) => m.id), [a.ownerId]);
+    assert.deepEqual(
+      list.body.data.map((m: { id: string }) => m.id),
+      [a.ownerId],
+    );
     assert.equal(list.body.has_more, false);
     assert.equal(list.body.next_cursor, null);
 
     const foreign = await api('GET', `/api/v1/members/${a.ownerId}`, { key: b.key });
     assertError(foreign, 404, 'MEMBER_NOT_FOUND');
     const bList = await api('GET', '/api/v1/members', { key: b.key });
-    assert.deepEqual(bList.body.data.map((m: { id: string }) => m.id), [b.ownerId]);
+    assert.deepEqual(
+      bList.body.data.map((m: { id: string }) => m.id),
+      [b.ownerId],
+    );
     assertError(await api('PATCH', `/api/v1/members/${a.ownerId}`, { key: b.key, body: { name: 'x' } }), 404);
     assertError(await api('DELETE', `/api/v1/members/${a.ownerId}`, { key: b.key }), 404);
     assertError(await api('GET', `/api/v1/members/${a.ownerId}/access-policies`, { key: b.key }), 404);
@@ -224,29 +286,51 @@ describe('gateway in front of identity', () => {
     assert.equal(page1.body.data.length, 1);
     assert.equal(page1.body.has_more, true);
     assert.equal(typeof page1.body.next_cursor, 'string');
-    const page2 = await api('GET', `/api/v1/members?limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`, { key: a.key });
+    const page2 = await api('GET', `/api/v1/members?limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`, {
+      key: a.key,
+    });
     assert.equal(page2.body.has_more, false);
-    assert.deepEqual([...page1.body.data, ...page2.body.data].map((m: { id: string }) => m.id).sort(), [a.ownerId, second.memberId].sort());
+    assert.deepEqual(
+      [...page1.body.data, ...page2.body.data].map((m: { id: string }) => m.id).sort(),
+      [a.ownerId, second.memberId].sort(),
+    );
   });
 
-  it('enforces each route\'s policy: domain levels, platform admin, tenant credentials', async () => {
+  it("enforces each route's policy: domain levels, platform admin, tenant credentials", async () => {
     const member = await invite('member');
     assert.equal((await api('GET', '/api/v1/members', { key: member.key })).status, 200, 'member role reads members');
-    const denied = await api('POST', '/api/v1/invitations', { key: member.key, body: { email: 'x@example.com', role: 'viewer' } });
+    const denied = await api('POST', '/api/v1/invitations', {
+      key: member.key,
+      body: { email: 'x@example.com', role: 'viewer' },
+    });
     assertError(denied, 403, 'ACCESS_DENIED');
     assert.match(denied.body.error.message, /admin access to members/);
-    assert.deepEqual(denied.body.error.details[0].metadata, { domain: 'members', required_level: 'admin', actual_level: 'read' });
+    assert.deepEqual(denied.body.error.details[0].metadata, {
+      domain: 'members',
+      required_level: 'admin',
+      actual_level: 'read',
+    });
     assertError(await api('GET', '/api/v1/audit-log', { key: member.key }), 403, 'ACCESS_DENIED');
     assertError(await api('GET', '/api/v1/members', { key: ADMIN_TOKEN }), 403, 'TENANT_CREDENTIAL_REQUIRED');
-    assertError(await api('POST', '/api/v1/admin/tenants', { key: a.key, body: { name: 'x', owner: { name: 'o', email: 'o@example.com' } } }), 403, 'PLATFORM_ADMIN_REQUIRED');
+    assertError(
+      await api('POST', '/api/v1/admin/tenants', {
+        key: a.key,
+        body: { name: 'x', owner: { name: 'o', email: 'o@example.com' } },
+      }),
+      403,
+      'PLATFORM_ADMIN_REQUIRED',
+    );
     // Routes with an empty domain need only a tenant credential: every member manages its own keys.
     assert.equal((await api('GET', '/api/v1/api-keys', { key: member.key })).status, 200);
   });
 
-  it('changes a member\'s role, deactivates it, and its key stops working at once on this replica', async () => {
+  it("changes a member's role, deactivates it, and its key stops working at once on this replica", async () => {
     const m = await invite('member');
     const other = await startGateway({ authCacheTtlMs: 2_000 }); // another replica with its own cache
-    const patched = await api('PATCH', `/api/v1/members/${m.memberId}`, { key: a.key, body: { role: 'viewer', metadata: { team: 'sales', level: 2 } } });
+    const patched = await api('PATCH', `/api/v1/members/${m.memberId}`, {
+      key: a.key,
+      body: { role: 'viewer', metadata: { team: 'sales', level: 2 } },
+    });
     assert.equal(patched.status, 200, patched.text);
     assert.equal(patched.body.role, 'viewer');
     assert.deepEqual(patched.body.metadata, { team: 'sales', level: 2 });
@@ -254,7 +338,10 @@ describe('gateway in front of identity', () => {
 
     const warmed = Date.now();
     assert.equal((await other.api('GET', '/api/v1/members', { key: m.key })).status, 200);
-    const del = await api('DELETE', `/api/v1/members/${m.memberId}`, { key: a.key, headers: { 'user-agent': 'gateway-e2e/1.0' } });
+    const del = await api('DELETE', `/api/v1/members/${m.memberId}`, {
+      key: a.key,
+      headers: { 'user-agent': 'gateway-e2e/1.0' },
+    });
     assert.equal(del.status, 200, del.text);
     assert.equal(del.body.is_active, false);
     assert.equal(del.body.role, 'viewer');
@@ -264,7 +351,7 @@ describe('gateway in front of identity', () => {
 
     // The documented bound: another replica may trust its cached answer for authCacheTtlMs, no longer.
     const stale = await other.api('GET', '/api/v1/members', { key: m.key });
-    if (Date.now() - warmed < 1_500) assert.equal(stale.status, 200, 'served from the other replica\'s cache');
+    if (Date.now() - warmed < 1_500) assert.equal(stale.status, 200, "served from the other replica's cache");
     await sleep(Math.max(0, warmed + 2_100 - Date.now()));
     assertError(await other.api('GET', '/api/v1/members', { key: m.key }), 401);
 
@@ -288,8 +375,11 @@ describe('gateway in front of identity', () => {
     assert.equal(res.body.error.status, 'FAILED_PRECONDITION');
   });
 
-  it('passes on the service\'s HTTP hint: a revoked invitation is 410', async () => {
-    const inv = await api('POST', '/api/v1/invitations', { key: a.key, body: { email: 'revoked@example.com', role: 'member' } });
+  it("passes on the service's HTTP hint: a revoked invitation is 410", async () => {
+    const inv = await api('POST', '/api/v1/invitations', {
+      key: a.key,
+      body: { email: 'revoked@example.com', role: 'member' },
+    });
     secrets.push(inv.body.code);
     assert.equal((await api('DELETE', `/api/v1/invitations/${inv.body.id}`, { key: a.key })).status, 200);
     const claim = await api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
@@ -307,7 +397,10 @@ describe('gateway in front of identity', () => {
 
     const credential = `sk-${randomBytes(12).toString('hex')}`;
     secrets.push(credential);
-    const put = await api('PUT', '/api/v1/integration-keys/openai', { key: a.key, body: { credential, label: 'prod' } });
+    const put = await api('PUT', '/api/v1/integration-keys/openai', {
+      key: a.key,
+      body: { credential, label: 'prod' },
+    });
     assert.equal(put.status, 200, put.text);
     assert.equal(put.body.key_hint, credential.slice(-4));
     assert.equal(put.body.last_verified_at, null);
@@ -327,7 +420,11 @@ describe('gateway in front of identity', () => {
       const r = await res;
       try {
         assertError(r, status === '4xx' ? (r.status >= 400 && r.status < 500 ? r.status : 400) : status);
-        if (field) assert.ok(violatedFields(r).includes(field), `violations ${JSON.stringify(violatedFields(r))} do not name ${field}`);
+        if (field)
+          assert.ok(
+            violatedFields(r).includes(field),
+            `violations ${JSON.stringify(violatedFields(r))} do not name ${field}`,
+          );
       } catch (err) {
         wrong.push(`${label}: ${(err as Error).message.split('\n')[0]}`);
       }
@@ -338,33 +435,78 @@ describe('gateway in front of identity', () => {
       const path = pathOf(route);
       if (route.auth !== 'none') {
         await check(label('without credential'), api(route.method, path), 401);
-        await check(label('with Basic'), api(route.method, path, { headers: { authorization: 'Basic dXNlcjpwYXNz' } }), 401);
-        await check(label('with an unknown key'), api(route.method, path, { key: `wk_${randomBytes(20).toString('hex')}` }), 401);
-        await check(label('with the wrong kind of credential'), api(route.method, path, { key: route.auth === 'api_key' ? ADMIN_TOKEN : b.key }), 403);
+        await check(
+          label('with Basic'),
+          api(route.method, path, { headers: { authorization: 'Basic dXNlcjpwYXNz' } }),
+          401,
+        );
+        await check(
+          label('with an unknown key'),
+          api(route.method, path, { key: `wk_${randomBytes(20).toString('hex')}` }),
+          401,
+        );
+        await check(
+          label('with the wrong kind of credential'),
+          api(route.method, path, { key: route.auth === 'api_key' ? ADMIN_TOKEN : b.key }),
+          403,
+        );
       }
       if (route.successStatus === 302) {
         // A browser round trip: parameters an OAuth provider adds are dropped, so the service answers.
         await check(label('with an extra query parameter'), api(route.method, `${path}?colour=red`, { key }), '4xx');
       } else {
-        await check(label('with an unknown query parameter'), api(route.method, `${path}?colour=red`, { key }), 400, 'colour');
+        await check(
+          label('with an unknown query parameter'),
+          api(route.method, `${path}?colour=red`, { key }),
+          400,
+          'colour',
+        );
       }
       for (const p of route.params.filter(isIdParam)) {
-        await check(label(`with a non-UUID ${p}`), api(route.method, pathOf(route, { [p]: 'not-a-uuid' }), { key }), 400, p);
+        await check(
+          label(`with a non-UUID ${p}`),
+          api(route.method, pathOf(route, { [p]: 'not-a-uuid' }), { key }),
+          400,
+          p,
+        );
       }
       if (route.body) {
         await check(label('with malformed JSON'), api(route.method, path, { key, body: '{"name": ' }), 400);
         await check(label('with a JSON array'), api(route.method, path, { key, body: [1, 2] }), 400);
-        await check(label('with text/plain'), api(route.method, path, { key, body: 'name=x', headers: { 'content-type': 'text/plain' } }), 415);
-        await check(label('with 2 MiB'), api(route.method, path, { key, body: JSON.stringify({ name: 'x'.repeat(TWO_MIB) }) }), 413);
+        await check(
+          label('with text/plain'),
+          api(route.method, path, { key, body: 'name=x', headers: { 'content-type': 'text/plain' } }),
+          415,
+        );
+        await check(
+          label('with 2 MiB'),
+          api(route.method, path, { key, body: JSON.stringify({ name: 'x'.repeat(TWO_MIB) }) }),
+          413,
+        );
         const unknown = route.body === '*' ? 'nmae_typo' : `${route.body}.nmae_typo`;
-        await check(label('with an unknown field'), api(route.method, path, { key, body: { nmae_typo: 'x' } }), 400, unknown);
+        await check(
+          label('with an unknown field'),
+          api(route.method, path, { key, body: { nmae_typo: 'x' } }),
+          400,
+          unknown,
+        );
         const typed = wrongTypedField(route);
         if (typed) {
           const body = { [typed.field.split('.').pop()!]: typed.value };
-          await check(label(`with a wrong-typed ${typed.field}`), api(route.method, path, { key, body }), 400, typed.field);
+          await check(
+            label(`with a wrong-typed ${typed.field}`),
+            api(route.method, path, { key, body }),
+            400,
+            typed.field,
+          );
         }
       } else {
-        await check(label('with a body it does not take'), api(route.method, path, { key, body: { x: 1 } }), 400, '(body)');
+        await check(
+          label('with a body it does not take'),
+          api(route.method, path, { key, body: { x: 1 } }),
+          400,
+          '(body)',
+        );
       }
     }
     assert.deepEqual(wrong, []);
@@ -376,8 +518,12 @@ describe('gateway in front of identity', () => {
       api('GET', '/api/v1/members?limit=1&limit=2', { key: a.key }).then((r) => assertError(r, 400)),
       api('GET', '/api/v1/members?limit=0', { key: a.key }).then((r) => assertError(r, 400)),
       api('GET', '/api/v1/members?cursor=bogus', { key: a.key }).then((r) => assertError(r, 400)),
-      api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: { role: 'emperor' } }).then((r) => assertError(r, 400)),
-      api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: { id: b.ownerId, name: 'x' } }).then((r) => assertError(r, 400)),
+      api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: { role: 'emperor' } }).then((r) =>
+        assertError(r, 400),
+      ),
+      api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: { id: b.ownerId, name: 'x' } }).then((r) =>
+        assertError(r, 400),
+      ),
       api('GET', '/api/v1/members/%E0%A4%A', { key: a.key }).then((r) => assertError(r, 400)),
     ]);
     assertError(await api('GET', '/api/v1/no-such-thing', { key: a.key }), 404, 'ROUTE_NOT_FOUND');
@@ -399,7 +545,11 @@ describe('gateway in front of identity', () => {
     assertError(res, 429, 'RATE_LIMITED');
     assert.equal(res.body.error.status, 'RESOURCE_EXHAUSTED');
     assert.ok(Number(res.headers.get('retry-after')) >= 1);
-    assert.equal((await limited.api('GET', '/api/v1/members', { key: b.key })).status, 200, 'another credential has its own budget');
+    assert.equal(
+      (await limited.api('GET', '/api/v1/members', { key: b.key })).status,
+      200,
+      'another credential has its own budget',
+    );
     // Without a credential, the client address is the key.
     const anon = await Promise.all([1, 2, 3, 4].map(() => limited.api('GET', '/api/v1/members')));
     assert.deepEqual(anon.map((r) => r.status).sort(), [401, 401, 401, 429]);
@@ -419,14 +569,22 @@ describe('gateway in front of identity', () => {
     assert.equal(res.status, 200);
     const doc = res.body;
     assert.equal(doc.openapi, '3.1.0');
-    for (const route of gw.routes) assert.ok(doc.paths[route.template]?.[route.method.toLowerCase()], `${route.method} ${route.template} is missing`);
+    for (const route of gw.routes)
+      assert.ok(
+        doc.paths[route.template]?.[route.method.toLowerCase()],
+        `${route.method} ${route.template} is missing`,
+      );
     const result = await new Validator().validate(doc);
     assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 1000));
     assert.deepEqual(doc.paths['/api/v1/invitations/claim'].post.security, []);
-    assert.deepEqual(doc.components.securitySchemes.bearer, { ...doc.components.securitySchemes.bearer, type: 'http', scheme: 'bearer' });
+    assert.deepEqual(doc.components.securitySchemes.bearer, {
+      ...doc.components.securitySchemes.bearer,
+      type: 'http',
+      scheme: 'bearer',
+    });
   });
 
-  it('answers 500 (not the client\'s 401) when a service refuses the gateway\'s caller signing key', async () => {
+  it("answers 500 (not the client's 401) when a service refuses the gateway's caller signing key", async () => {
     const untrusted = generateCallerKeys('not-in-the-services-set');
     secrets.push(JSON.parse(untrusted.signingKey).d, JSON.parse(testCallerKeys.signingKey).d);
     const misconfigured = await startGateway({ callerSigningKey: untrusted.signingKey });
@@ -443,7 +601,9 @@ describe('gateway in front of identity', () => {
     await lock.connect();
     await lock.query('BEGIN');
     await lock.query('LOCK TABLE invitations IN ACCESS EXCLUSIVE MODE');
-    const inFlight = stopping('POST', '/api/v1/invitations/claim', { body: { code: 'wkinv_unknown' } }).catch((err: unknown) => err as Error);
+    const inFlight = stopping('POST', '/api/v1/invitations/claim', { body: { code: 'wkinv_unknown' } }).catch(
+      (err: unknown) => err as Error,
+    );
     await sleep(300);
     gateways.splice(gateways.indexOf(gateway), 1);
     const closed = gateway.close();
@@ -453,8 +613,14 @@ describe('gateway in front of identity', () => {
     const res = await inFlight;
     const answeredAt = Date.now();
     await closed;
-    assert.ok(!(res instanceof Error), `the call in flight got its answer instead of a closed connection (${String(res)})`);
-    assert.ok(Date.now() - answeredAt < 1_000, 'and the gateway closed soon after the last answer, not at its deadline');
+    assert.ok(
+      !(res instanceof Error),
+      `the call in flight got its answer instead of a closed connection (${String(res)})`,
+    );
+    assert.ok(
+      Date.now() - answeredAt < 1_000,
+      'and the gateway closed soon after the last answer, not at its deadline',
+    );
     assert.ok(res.status >= 400 && res.status < 600 && res.body?.error, `an answer in the contract shape: ${res.text}`);
   });
 
@@ -486,25 +652,36 @@ describe('gateway in front of identity', () => {
     assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
     const statuses: number[] = [];
     for (let i = 0; i < 1_000; i++) {
-      const res = await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}`, headers: { 'x-forwarded-for': `198.51.100.${i % 250}, 203.0.113.${i % 200}` } });
+      const res = await limited.api('GET', '/api/v1/members', {
+        key: `wk_${randomBytes(20).toString('hex')}`,
+        headers: { 'x-forwarded-for': `198.51.100.${i % 250}, 203.0.113.${i % 200}` },
+      });
       statuses.push(res.status);
     }
     assert.equal(statuses.filter((s) => s === 401).length, 20);
     assert.equal(statuses.filter((s) => s === 429).length, 980);
     // The address is over its limit, but a key known to be valid is never refused for it.
     assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
-    assertError(await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }), 429, 'RATE_LIMITED');
+    assertError(
+      await limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` }),
+      429,
+      'RATE_LIMITED',
+    );
   });
 
   it('believes X-Forwarded-For only from a trusted proxy (TRUSTED_PROXIES)', async () => {
     const behindProxy = await startGateway({ rateLimitPerMinute: 3, trustedProxies: ['127.0.0.1/32', '::1/128'] });
-    const from = (client: string) => behindProxy.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}`, headers: { 'x-forwarded-for': client } });
+    const from = (client: string) =>
+      behindProxy.api('GET', '/api/v1/members', {
+        key: `wk_${randomBytes(20).toString('hex')}`,
+        headers: { 'x-forwarded-for': client },
+      });
     for (let i = 0; i < 3; i++) assertError(await from('198.51.100.7'), 401);
     assertError(await from('198.51.100.7'), 429, 'RATE_LIMITED');
     assertError(await from('198.51.100.8'), 401); // another client behind the proxy has its own budget
   });
 
-  it('answers 503 naming identity once it stops, and stays live and ready (readiness is the gateway\'s own)', async () => {
+  it("answers 503 naming identity once it stops, and stays live and ready (readiness is the gateway's own)", async () => {
     assert.deepEqual((await api('GET', '/healthz')).body, { status: 'ok' });
     const ready = await api('GET', '/readyz');
     assert.equal(ready.status, 200, ready.text);
@@ -528,7 +705,8 @@ describe('gateway in front of identity', () => {
   it('never writes a token, API key, invitation code or credential to the logs', () => {
     const text = logs.text();
     assert.ok(text.includes('"msg":"request"'), 'the access log was captured');
-    assert.ok(text.includes('"service":"identity"'), 'identity\'s logs were captured');
-    for (const secret of secrets) assert.equal(text.includes(secret), false, `${secret.slice(0, 6)}… appears in the logs`);
+    assert.ok(text.includes('"service":"identity"'), "identity's logs were captured");
+    for (const secret of secrets)
+      assert.equal(text.includes(secret), false, `${secret.slice(0, 6)}… appears in the logs`);
   });
 });

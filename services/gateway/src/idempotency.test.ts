@@ -25,7 +25,9 @@ describe('idempotency store while its database is away', () => {
     url = await testDatabase('idem');
     pool = createPool(url, { applicationName: 'idempotency-test' });
     await runMigrations(pool, [MIGRATIONS]);
-    admin = createPool(databaseUrlFor(process.env.TEST_DATABASE_URL!, 'postgres'), { applicationName: 'idempotency-test-admin' });
+    admin = createPool(databaseUrlFor(process.env.TEST_DATABASE_URL!, 'postgres'), {
+      applicationName: 'idempotency-test-admin',
+    });
     store = new IdempotencyStore(pool, Keyring.fromEnv(Keyring.generateSpec()), 30_000, createLogger('gateway'));
   });
   after(async () => {
@@ -46,7 +48,10 @@ describe('idempotency store while its database is away', () => {
     const created = { status: 201, body: { id: 'n1' }, headers: {} };
     await store.record('scope', 'key-1', created); // resolves: the write happened, the client gets its 201
     // Meanwhile a request with a key is a 503 with a retry hint, not a 500.
-    await assert.rejects(store.begin('scope', 'key-2', fingerprint), (err: { code?: number; reason?: string }) => err.reason === 'IDEMPOTENCY_STORE_UNAVAILABLE');
+    await assert.rejects(
+      store.begin('scope', 'key-2', fingerprint),
+      (err: { code?: number; reason?: string }) => err.reason === 'IDEMPOTENCY_STORE_UNAVAILABLE',
+    );
     await admin.query(`ALTER DATABASE ${name()} ALLOW_CONNECTIONS true`);
     let replay = undefined as Awaited<ReturnType<IdempotencyStore['begin']>> | undefined;
     for (let i = 0; i < 50; i++) {

@@ -48,7 +48,9 @@ export class IdempotencyStore {
   static parseKey(value: string | undefined): string | undefined {
     if (value === undefined) return undefined;
     if (!KEY_PATTERN.test(value)) {
-      throw gatewayErrors.badRequest([{ field: 'Idempotency-Key', description: 'must be 1–255 printable ASCII characters (a UUID is a good choice)' }]);
+      throw gatewayErrors.badRequest([
+        { field: 'Idempotency-Key', description: 'must be 1–255 printable ASCII characters (a UUID is a good choice)' },
+      ]);
     }
     return value;
   }
@@ -64,8 +66,10 @@ export class IdempotencyStore {
     } catch (err) {
       if (!isDatabaseUnavailable(err)) throw err;
       throw new GatewayError(
-        grpc.status.UNAVAILABLE, 'IDEMPOTENCY_STORE_UNAVAILABLE',
-        'requests with an Idempotency-Key cannot be accepted right now (the gateway cannot reach its database); retry in a few seconds', undefined,
+        grpc.status.UNAVAILABLE,
+        'IDEMPOTENCY_STORE_UNAVAILABLE',
+        'requests with an Idempotency-Key cannot be accepted right now (the gateway cannot reach its database); retry in a few seconds',
+        undefined,
         { headers: { 'Retry-After': '2' } },
       );
     }
@@ -93,25 +97,35 @@ export class IdempotencyStore {
       if (!row) continue; // swept between the two statements: claim again
       if (row.fingerprint !== fingerprint) {
         throw new GatewayError(
-          grpc.status.ABORTED, 'IDEMPOTENCY_KEY_REUSED',
+          grpc.status.ABORTED,
+          'IDEMPOTENCY_KEY_REUSED',
           'this Idempotency-Key was already used with a different request; use a new key for a new request',
         );
       }
       if (row.response === null) {
         throw new GatewayError(
-          grpc.status.ABORTED, 'IDEMPOTENCY_KEY_IN_USE',
-          'a request with this Idempotency-Key is still running; retry after it has finished', undefined,
+          grpc.status.ABORTED,
+          'IDEMPOTENCY_KEY_IN_USE',
+          'a request with this Idempotency-Key is still running; retry after it has finished',
+          undefined,
           { headers: { 'Retry-After': '1' } },
         );
       }
-      return { kind: 'replay', response: JSON.parse(this.keyring.decrypt(row.response, context(scope, key))) as StoredResponse };
+      return {
+        kind: 'replay',
+        response: JSON.parse(this.keyring.decrypt(row.response, context(scope, key))) as StoredResponse,
+      };
     }
     throw gatewayErrors.unavailable('the idempotency store is busy; retry the request');
   }
 
   async complete(scope: string, key: string, response: StoredResponse): Promise<void> {
     const sealed = this.keyring.encrypt(JSON.stringify(response), context(scope, key));
-    await this.pool.query('UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [scope, key, sealed]);
+    await this.pool.query('UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2', [
+      scope,
+      key,
+      sealed,
+    ]);
   }
 
   /**
@@ -131,7 +145,10 @@ export class IdempotencyStore {
       const timer = setTimeout(() => {
         this.complete(scope, key, response).catch((err: unknown) => {
           if (Date.now() < giveUpAt) return retry();
-          this.logger.error({ err: String(err).slice(0, 200) }, 'idempotency record given up: a retry with this key after its lock may run the request again');
+          this.logger.error(
+            { err: String(err).slice(0, 200) },
+            'idempotency record given up: a retry with this key after its lock may run the request again',
+          );
         });
       }, 1_000);
       timer.unref();
@@ -145,9 +162,15 @@ export class IdempotencyStore {
    */
   async release(scope: string, key: string): Promise<void> {
     try {
-      await this.pool.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND response IS NULL', [scope, key]);
+      await this.pool.query('DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND response IS NULL', [
+        scope,
+        key,
+      ]);
     } catch (err) {
-      this.logger.warn({ err: String(err).slice(0, 200) }, 'idempotency key release failed; a retry may take it over after its lock');
+      this.logger.warn(
+        { err: String(err).slice(0, 200) },
+        'idempotency key release failed; a retry may take it over after its lock',
+      );
     }
   }
 
@@ -156,7 +179,8 @@ export class IdempotencyStore {
     const sweep = () =>
       this.pool.query(`DELETE FROM idempotency_keys WHERE created_at < now() - interval '${RETENTION}'`).then(
         (r) => r.rowCount && this.logger.info({ deleted: r.rowCount }, 'expired idempotency keys deleted'),
-        (err: unknown) => this.logger.warn({ err: String(err) }, 'idempotency key sweep failed; next try in 10 minutes'),
+        (err: unknown) =>
+          this.logger.warn({ err: String(err) }, 'idempotency key sweep failed; next try in 10 minutes'),
       );
     void sweep();
     this.sweeper = setInterval(sweep, intervalMs);

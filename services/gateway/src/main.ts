@@ -24,11 +24,19 @@ await runProcess({
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
     CALLER_SIGNING_KEY: vars.callerSigningKey(),
-    TRUSTED_PROXIES: z.string().default('').transform((text, ctx) => {
-      const list = text.split(',').map((s) => s.trim()).filter(Boolean);
-      for (const entry of list) if (!isCidr(entry)) ctx.addIssue({ code: 'custom', message: `${entry} is not an IP address or CIDR (like 10.0.0.0/8)` });
-      return list;
-    }),
+    TRUSTED_PROXIES: z
+      .string()
+      .default('')
+      .transform((text, ctx) => {
+        const list = text
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        for (const entry of list)
+          if (!isCidr(entry))
+            ctx.addIssue({ code: 'custom', message: `${entry} is not an IP address or CIDR (like 10.0.0.0/8)` });
+        return list;
+      }),
     ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
   },
   async start(config, logger) {

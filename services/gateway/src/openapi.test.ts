@@ -5,7 +5,11 @@ import { buildOpenApi } from './openapi.js';
 import { buildRoutes, loadRoutes } from './routes.js';
 import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, any>>;
+  components: { schemas: Record<string, any> };
+};
 
 describe('OpenAPI document', () => {
   it('lists every route of the real protos and validates as OpenAPI 3.1', async () => {
@@ -24,7 +28,9 @@ describe('OpenAPI document', () => {
     assert.deepEqual(out.required.length, Object.keys(out.properties).length, 'a response carries every field');
     assert.deepEqual(out.properties.amount, { type: 'integer', format: 'int64' });
     assert.deepEqual(out.properties.note, { anyOf: [{ type: 'string' }, { type: 'null' }] });
-    assert.deepEqual(out.properties.kind, { anyOf: [{ type: 'string', enum: ['big_box', 'small'] }, { type: 'null' }] });
+    assert.deepEqual(out.properties.kind, {
+      anyOf: [{ type: 'string', enum: ['big_box', 'small'] }, { type: 'null' }],
+    });
     assert.deepEqual(out.properties.at, { anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] });
     assert.deepEqual(out.properties.id, { type: 'string', format: 'uuid' });
     assert.deepEqual(out.properties.tags, { type: 'array', items: { type: 'string' } });
@@ -35,10 +41,19 @@ describe('OpenAPI document', () => {
     assert.ok(create.responses['201']);
     assert.equal(doc.paths['/api/v1/things/{id}']!.delete.responses['204'].content, undefined);
     const list = doc.paths['/api/v1/things']!.get;
-    assert.deepEqual(list.responses['200'].content['application/json'].schema, { type: 'array', items: { $ref: '#/components/schemas/fixture.v1.Thing' } });
-    assert.deepEqual(list.parameters.map((p: { name: string }) => p.name), ['limit', 'cursor', 'kinds', 'archived', 'since', 'min_amount', 'min_ratio', 'alias']);
+    assert.deepEqual(list.responses['200'].content['application/json'].schema, {
+      type: 'array',
+      items: { $ref: '#/components/schemas/fixture.v1.Thing' },
+    });
+    assert.deepEqual(
+      list.parameters.map((p: { name: string }) => p.name),
+      ['limit', 'cursor', 'kinds', 'archived', 'since', 'min_amount', 'min_ratio', 'alias'],
+    );
     const label = doc.paths['/api/v1/things/{thing_id}/labels/{key}']!.put;
-    assert.deepEqual(label.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`), ['path:thing_id', 'path:key']);
+    assert.deepEqual(
+      label.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`),
+      ['path:thing_id', 'path:key'],
+    );
     assert.deepEqual(doc.paths['/api/v1/public/things/{id}']!.get.security, [], 'AUTH_NONE routes need no credential');
     assert.equal(doc.paths['/api/v1/things/{id}']!.get.security, undefined, 'others inherit bearer');
   });
@@ -47,9 +62,17 @@ describe('OpenAPI document', () => {
     const s = (buildOpenApi(loadRoutes()) as Doc).components.schemas;
     const task = s['notes_tasks.v1.Task'];
     assert.deepEqual(task.properties.id, { type: 'string', format: 'uuid' });
-    assert.equal(JSON.stringify(task.properties.external_id).includes('uuid'), false, JSON.stringify(task.properties.external_id));
+    assert.equal(
+      JSON.stringify(task.properties.external_id).includes('uuid'),
+      false,
+      JSON.stringify(task.properties.external_id),
+    );
     const entry = s['identity.v1.AuditLogEntry'];
-    assert.equal(JSON.stringify(entry.properties.actor_id).includes('uuid'), false, JSON.stringify(entry.properties.actor_id));
+    assert.equal(
+      JSON.stringify(entry.properties.actor_id).includes('uuid'),
+      false,
+      JSON.stringify(entry.properties.actor_id),
+    );
     assert.match(JSON.stringify(entry.properties.tenant_id), /uuid/);
   });
 });

@@ -13,11 +13,21 @@ type Schema = Record<string, unknown>;
 type Direction = 'input' | 'output';
 
 const SCALARS: Record<string, Schema> = {
-  string: { type: 'string' }, bool: { type: 'boolean' }, double: { type: 'number' }, float: { type: 'number' },
-  int32: { type: 'integer', format: 'int32' }, sint32: { type: 'integer', format: 'int32' }, sfixed32: { type: 'integer', format: 'int32' },
-  uint32: { type: 'integer', minimum: 0, maximum: 4294967295 }, fixed32: { type: 'integer', minimum: 0, maximum: 4294967295 },
-  int64: { type: 'integer', format: 'int64' }, sint64: { type: 'integer', format: 'int64' }, sfixed64: { type: 'integer', format: 'int64' },
-  uint64: { type: 'integer', minimum: 0 }, fixed64: { type: 'integer', minimum: 0 }, bytes: { type: 'string', contentEncoding: 'base64' },
+  string: { type: 'string' },
+  bool: { type: 'boolean' },
+  double: { type: 'number' },
+  float: { type: 'number' },
+  int32: { type: 'integer', format: 'int32' },
+  sint32: { type: 'integer', format: 'int32' },
+  sfixed32: { type: 'integer', format: 'int32' },
+  uint32: { type: 'integer', minimum: 0, maximum: 4294967295 },
+  fixed32: { type: 'integer', minimum: 0, maximum: 4294967295 },
+  int64: { type: 'integer', format: 'int64' },
+  sint64: { type: 'integer', format: 'int64' },
+  sfixed64: { type: 'integer', format: 'int64' },
+  uint64: { type: 'integer', minimum: 0 },
+  fixed64: { type: 'integer', minimum: 0 },
+  bytes: { type: 'string', contentEncoding: 'base64' },
 };
 
 const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
@@ -30,7 +40,10 @@ const JSON_VALUE_REF: Schema = { $ref: '#/components/schemas/JsonValue' };
 const JSON_VALUE_SCHEMA: Schema = {
   description: 'any JSON value; a request body nests at most 32 levels',
   anyOf: [
-    { type: 'null' }, { type: 'boolean' }, { type: 'number' }, { type: 'string' },
+    { type: 'null' },
+    { type: 'boolean' },
+    { type: 'number' },
+    { type: 'string' },
     { type: 'array', items: JSON_VALUE_REF },
     { type: 'object', additionalProperties: JSON_VALUE_REF },
   ],
@@ -79,7 +92,11 @@ const ERROR_SCHEMA: Schema = {
                   '@type': { const: 'type.googleapis.com/google.rpc.BadRequest' },
                   field_violations: {
                     type: 'array',
-                    items: { type: 'object', required: ['field', 'description'], properties: { field: { type: 'string' }, description: { type: 'string' } } },
+                    items: {
+                      type: 'object',
+                      required: ['field', 'description'],
+                      properties: { field: { type: 'string' }, description: { type: 'string' } },
+                    },
                   },
                 },
               },
@@ -102,10 +119,14 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   /** A message as a schema: a $ref to a named component, or inline for the well-known types. */
   const messageRef = (type: protobuf.Type, dir: Direction, exclude: string[] = []): Schema => {
     switch (type.fullName) {
-      case '.google.protobuf.Timestamp': return { type: 'string', format: 'date-time' };
-      case '.google.protobuf.Struct': return { type: 'object', additionalProperties: JSON_VALUE_REF };
-      case '.google.protobuf.Value': return { ...JSON_VALUE_REF };
-      case '.google.protobuf.ListValue': return { type: 'array', items: JSON_VALUE_REF };
+      case '.google.protobuf.Timestamp':
+        return { type: 'string', format: 'date-time' };
+      case '.google.protobuf.Struct':
+        return { type: 'object', additionalProperties: JSON_VALUE_REF };
+      case '.google.protobuf.Value':
+        return { ...JSON_VALUE_REF };
+      case '.google.protobuf.ListValue':
+        return { type: 'array', items: JSON_VALUE_REF };
     }
     const wrapped = WRAPPERS[type.fullName];
     if (wrapped) return { ...SCALARS[wrapped] };
@@ -126,10 +147,13 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     field.resolve();
     const rt = field.resolvedType;
     let s: Schema =
-      rt instanceof protobuf.Type ? messageRef(rt, dir)
-      : rt instanceof protobuf.Enum ? { type: 'string', enum: enumNames(rt) }
-      : field.type === 'string' && isUuidField(field.name) ? { ...UUID_SCHEMA }
-      : { ...SCALARS[field.type] };
+      rt instanceof protobuf.Type
+        ? messageRef(rt, dir)
+        : rt instanceof protobuf.Enum
+          ? { type: 'string', enum: enumNames(rt) }
+          : field.type === 'string' && isUuidField(field.name)
+            ? { ...UUID_SCHEMA }
+            : { ...SCALARS[field.type] };
     if (field.map) return { type: 'object', additionalProperties: s };
     if (field.repeated) return { type: 'array', items: s };
     // Null means "not set": for optional fields, messages and enums (whose UNSPECIFIED value is null).
@@ -173,7 +197,12 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
       for (const f of r.requestType.fieldsArray) {
         if (r.params.includes(f.name) || f.name === r.body || f.map) continue;
         f.resolve();
-        if (f.resolvedType instanceof protobuf.Type && f.resolvedType.fullName !== '.google.protobuf.Timestamp' && !WRAPPERS[f.resolvedType.fullName]) continue;
+        if (
+          f.resolvedType instanceof protobuf.Type &&
+          f.resolvedType.fullName !== '.google.protobuf.Timestamp' &&
+          !WRAPPERS[f.resolvedType.fullName]
+        )
+          continue;
         parameters.push({
           name: f.name,
           in: 'query',
@@ -181,33 +210,65 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
           ...(f.repeated ? { style: 'form', explode: true } : {}),
           ...(f.comment ? { description: f.comment.trim() } : {}),
           // Contract §3: limit 1…, a value over 200 is clamped to 200 (so no maximum).
-          schema: f.name === 'limit' && f.type === 'int32' ? { type: 'integer', minimum: 1, default: 50 } : queryParamSchema(f, fieldSchema),
+          schema:
+            f.name === 'limit' && f.type === 'int32'
+              ? { type: 'integer', minimum: 1, default: 50 }
+              : queryParamSchema(f, fieldSchema),
         });
       }
     }
     let responseSchema: Schema | undefined;
     if (r.successStatus !== 204 && r.successStatus !== 302) {
-      responseSchema = r.responseBody ? fieldSchema(r.responseType.fields[r.responseBody]!, 'output') : messageRef(r.responseType, 'output');
+      responseSchema = r.responseBody
+        ? fieldSchema(r.responseType.fields[r.responseBody]!, 'output')
+        : messageRef(r.responseType, 'output');
     }
-    const requestSchema = r.body === '*' ? messageRef(r.requestType, 'input', r.params) : r.body ? fieldSchema(r.requestType.fields[r.body]!, 'input') : undefined;
+    const requestSchema =
+      r.body === '*'
+        ? messageRef(r.requestType, 'input', r.params)
+        : r.body
+          ? fieldSchema(r.requestType.fields[r.body]!, 'input')
+          : undefined;
     const operationId = operationIds.has(r.rpc) ? `${r.downstream}_${r.rpc}` : r.rpc;
     operationIds.add(operationId);
     const success =
-      r.successStatus === 302 ? { description: 'Redirect to Location', headers: { Location: { schema: { type: 'string', format: 'uri-reference' } } } }
-      : r.successStatus === 204 ? { description: 'Done; no content' }
-      // google.api.HttpBody: the bytes themselves, with the content type the service chose (the rpc's description says which).
-      : r.responseType.fullName === '.google.api.HttpBody' ? { description: 'OK: the body as its Content-Type says', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } }
-      : { description: r.successStatus === 201 ? 'Created' : 'OK', content: { 'application/json': { schema: responseSchema } } };
+      r.successStatus === 302
+        ? {
+            description: 'Redirect to Location',
+            headers: { Location: { schema: { type: 'string', format: 'uri-reference' } } },
+          }
+        : r.successStatus === 204
+          ? { description: 'Done; no content' }
+          : // google.api.HttpBody: the bytes themselves, with the content type the service chose (the rpc's description says which).
+            r.responseType.fullName === '.google.api.HttpBody'
+            ? {
+                description: 'OK: the body as its Content-Type says',
+                content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+              }
+            : {
+                description: r.successStatus === 201 ? 'Created' : 'OK',
+                content: { 'application/json': { schema: responseSchema } },
+              };
     const op: Record<string, unknown> = {
       operationId,
       tags: [r.downstream],
       summary: r.rpc,
       ...(r.description ? { description: r.description } : {}),
       ...(parameters.length ? { parameters } : {}),
-      ...(requestSchema ? { requestBody: { required: r.body !== '*' || hasRequired(r.requestType, r.params), content: { 'application/json': { schema: requestSchema } } } } : {}),
+      ...(requestSchema
+        ? {
+            requestBody: {
+              required: r.body !== '*' || hasRequired(r.requestType, r.params),
+              content: { 'application/json': { schema: requestSchema } },
+            },
+          }
+        : {}),
       responses: {
         [String(r.successStatus)]: success,
-        default: { description: 'Error (the contract\'s §2 shape)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+        default: {
+          description: "Error (the contract's §2 shape)",
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
       },
       ...(r.auth === 'none' ? { security: [] } : {}),
       'x-workauto-policy': { auth: r.auth, ...(r.domain ? { domain: r.domain, level: r.level } : {}) },
@@ -224,12 +285,23 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     servers: [{ url: '/' }],
     security: [{ bearer: [] }],
     paths,
-    components: { schemas, securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key (wk_…), or the platform admin token for /admin routes.' } } },
+    components: {
+      schemas,
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key (wk_…), or the platform admin token for /admin routes.',
+        },
+      },
+    },
   };
 }
 
 function hasRequired(type: protobuf.Type, exclude: string[]): boolean {
-  return type.fieldsArray.some((f) => !exclude.includes(f.name) && f.options?.['(google.api.field_behavior)'] === 'REQUIRED');
+  return type.fieldsArray.some(
+    (f) => !exclude.includes(f.name) && f.options?.['(google.api.field_behavior)'] === 'REQUIRED',
+  );
 }
 
 /** Path variables are never null. */

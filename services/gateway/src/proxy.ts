@@ -40,7 +40,11 @@ function addPrincipal(caller: Caller, principal: Principal): Caller {
   return {
     ...caller,
     ...(principal.tenant_id ? { tenantId: principal.tenant_id } : {}),
-    actor: { type: ACTOR_TYPES[principal.actor_type] ?? 'system', id: principal.actor_id, ...(principal.member_id ? { memberId: principal.member_id } : {}) },
+    actor: {
+      type: ACTOR_TYPES[principal.actor_type] ?? 'system',
+      id: principal.actor_id,
+      ...(principal.member_id ? { memberId: principal.member_id } : {}),
+    },
   };
 }
 
@@ -63,13 +67,24 @@ function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
     return Buffer.from(route.requestType.encode(route.requestType.fromObject(request)).finish());
   } catch (err) {
     throw gatewayErrors.badRequest(
-      [{ field: '(body)', description: `cannot be encoded as ${route.requestType.name}: ${String((err as Error).message).slice(0, 200)}` }],
+      [
+        {
+          field: '(body)',
+          description: `cannot be encoded as ${route.requestType.name}: ${String((err as Error).message).slice(0, 200)}`,
+        },
+      ],
       'the request cannot be encoded for its service; check the body against /api/v1/openapi.json',
     );
   }
 }
 
-export function transcodingHandler(routes: Route[], downstreams: Map<string, Downstream>, auth: Authenticator, idempotency: IdempotencyStore, signer: CallerSigner) {
+export function transcodingHandler(
+  routes: Route[],
+  downstreams: Map<string, Downstream>,
+  auth: Authenticator,
+  idempotency: IdempotencyStore,
+  signer: CallerSigner,
+) {
   const methods = new Map(routes.map((r) => [r, unaryMethod(r)]));
   return async (req: Request, res: Response): Promise<void> => {
     // originalUrl keeps the percent-encoding, so an encoded '/' inside a variable stays inside it.
@@ -77,7 +92,8 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     const match = matchRoute(routes, req.method, path);
     if (!match) throw gatewayErrors.routeNotFound(req.method, path.slice(0, 200));
     if ('methodNotAllowed' in match) throw gatewayErrors.methodNotAllowed(req.method, match.methodNotAllowed);
-    if ('badPath' in match) throw gatewayErrors.badRequest([{ field: match.badPath, description: 'is not valid percent-encoding' }]);
+    if ('badPath' in match)
+      throw gatewayErrors.badRequest([{ field: match.badPath, description: 'is not valid percent-encoding' }]);
     const { route, params } = match;
     res.locals.route = route.template;
     const anonymous = requestCaller(req, res.locals.requestId as string);
@@ -91,12 +107,17 @@ export function transcodingHandler(routes: Route[], downstreams: Map<string, Dow
     const encoded = encodeRequest(route, request);
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);
-    if (!downstream) throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
+    if (!downstream)
+      throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
 
     const idempotencyKey = req.method === 'POST' ? IdempotencyStore.parseKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     const scope = (principal ? requestCredential(req)?.key : undefined) ?? 'anonymous';
     if (idempotencyKey) {
-      const begun = await idempotency.begin(scope, idempotencyKey, IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request));
+      const begun = await idempotency.begin(
+        scope,
+        idempotencyKey,
+        IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request),
+      );
       if (begun.kind === 'replay') return send(res, begun.response, { 'Idempotent-Replayed': 'true' });
       caller = { ...caller, idempotencyKey };
     }
@@ -132,11 +153,23 @@ export const HTTP_BODY = '.google.api.HttpBody';
 
 function sendHttpBody(res: Response, route: Route, response: Record<string, unknown>): void {
   const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };
-  res.status(route.successStatus).type(type || 'application/octet-stream').send(Buffer.from(data ?? new Uint8Array()));
+  res
+    .status(route.successStatus)
+    .type(type || 'application/octet-stream')
+    .send(Buffer.from(data ?? new Uint8Array()));
 }
 
 /** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */
-const RETRYABLE = new Set(['UNAVAILABLE', 'DEADLINE_EXCEEDED', 'CANCELLED', 'ABORTED', 'RESOURCE_EXHAUSTED', 'INTERNAL', 'UNKNOWN', 'DATA_LOSS']);
+const RETRYABLE = new Set([
+  'UNAVAILABLE',
+  'DEADLINE_EXCEEDED',
+  'CANCELLED',
+  'ABORTED',
+  'RESOURCE_EXHAUSTED',
+  'INTERNAL',
+  'UNKNOWN',
+  'DATA_LOSS',
+]);
 
 /** A failure a retry must get again rather than redo: a client error the service answered. */
 function isDefinite(failure: HttpError): boolean {

@@ -20,7 +20,11 @@ type Send = (res: Response, err: unknown) => void;
 const clientKey = (req: Request) => `ip:${ipKeyGenerator(req.ip ?? '')}`;
 
 /** Looked up at each use: the meter provider is registered when telemetry starts. */
-const rejections = () => metrics.getMeter('@workauto/gateway').createCounter('workauto.gateway.rate_limited', { description: 'Requests answered 429 by a rate limit', unit: '{request}' });
+const rejections = () =>
+  metrics.getMeter('@workauto/gateway').createCounter('workauto.gateway.rate_limited', {
+    description: 'Requests answered 429 by a rate limit',
+    unit: '{request}',
+  });
 
 function limited(send: Send, what: string, limitPerMinute: number) {
   return (req: Request, res: Response) => {
@@ -29,10 +33,16 @@ function limited(send: Send, what: string, limitPerMinute: number) {
     const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
     send(
       res,
-      new GatewayError(grpc.status.RESOURCE_EXHAUSTED, 'RATE_LIMITED', `too many ${what} (limit ${limitPerMinute} per minute); retry after ${retryAfter} s`, undefined, {
-        headers: { 'Retry-After': String(retryAfter) },
-        metadata: { limit_per_minute: String(limitPerMinute), retry_after_seconds: String(retryAfter) },
-      }),
+      new GatewayError(
+        grpc.status.RESOURCE_EXHAUSTED,
+        'RATE_LIMITED',
+        `too many ${what} (limit ${limitPerMinute} per minute); retry after ${retryAfter} s`,
+        undefined,
+        {
+          headers: { 'Retry-After': String(retryAfter) },
+          metadata: { limit_per_minute: String(limitPerMinute), retry_after_seconds: String(retryAfter) },
+        },
+      ),
     );
   };
 }

@@ -18,13 +18,24 @@ describe('route table', () => {
     const claim = matchRoute(identityRoutes, 'POST', '/api/v1/invitations/claim');
     assert.ok(claim && 'route' in claim && claim.route.rpc === 'ClaimInvitation' && claim.route.auth === 'none');
     const get = matchRoute(identityRoutes, 'GET', '/api/v1/members/abc');
-    assert.ok(get && 'route' in get && get.params.id === 'abc' && get.route.domain === 'members' && get.route.level === 'read');
+    assert.ok(
+      get && 'route' in get && get.params.id === 'abc' && get.route.domain === 'members' && get.route.level === 'read',
+    );
     assert.equal(get.route.downstream, 'identity');
     assert.equal(get.route.grpcPath, '/workauto.identity.v1.IdentityService/GetMember');
     const wrong = matchRoute(identityRoutes, 'PUT', '/api/v1/members/abc');
-    assert.ok(wrong && 'methodNotAllowed' in wrong && wrong.methodNotAllowed.includes('GET') && wrong.methodNotAllowed.includes('PATCH'));
+    assert.ok(
+      wrong &&
+        'methodNotAllowed' in wrong &&
+        wrong.methodNotAllowed.includes('GET') &&
+        wrong.methodNotAllowed.includes('PATCH'),
+    );
     assert.equal(matchRoute(identityRoutes, 'GET', '/api/v1/nothing'), undefined);
-    assert.equal(identityRoutes.some((r) => r.rpc === 'AuthenticateToken'), false, 'rpcs without an annotation are not routable');
+    assert.equal(
+      identityRoutes.some((r) => r.rpc === 'AuthenticateToken'),
+      false,
+      'rpcs without an annotation are not routable',
+    );
   });
 
   it('matches every path as a scan of all routes in order would (the index only narrows the candidates)', () => {
@@ -36,11 +47,22 @@ describe('route table', () => {
     };
     const viaIndex = (method: string, path: string) => {
       const m = matchRoute(routes, method, path);
-      return m && 'route' in m ? m.route.rpc : m && 'methodNotAllowed' in m ? [...m.methodNotAllowed].sort().join(',') : undefined;
+      return m && 'route' in m
+        ? m.route.rpc
+        : m && 'methodNotAllowed' in m
+          ? [...m.methodNotAllowed].sort().join(',')
+          : undefined;
     };
     const paths = routes.flatMap((r) => {
       const concrete = r.template.replace(/\{[a-z_0-9]+\}/g, 'x%2Fy');
-      return [concrete, `${concrete}/`, `${concrete}//`, `${concrete}/extra`, concrete.replace(/\/[^/]+$/, '/claim'), concrete.toUpperCase()];
+      return [
+        concrete,
+        `${concrete}/`,
+        `${concrete}//`,
+        `${concrete}/extra`,
+        concrete.replace(/\/[^/]+$/, '/claim'),
+        concrete.toUpperCase(),
+      ];
     });
     paths.push('/', '', '/api', '/api/v1', '/api/v1/', '/healthz');
     let matched = 0;
@@ -72,7 +94,10 @@ describe('route table', () => {
     assert.equal(by('ListThings').responseBody, 'data');
     assert.equal(by('SetLabel').body, 'label');
     assert.equal(by('SetLabel').downstream, 'fixture');
-    assert.equal(fixtureRoutes.some((r) => r.rpc === 'Internal'), false);
+    assert.equal(
+      fixtureRoutes.some((r) => r.rpc === 'Internal'),
+      false,
+    );
   });
 
   it('loads every service proto of the repository', () => {
@@ -103,7 +128,7 @@ describe('path templates', () => {
     assert.equal(compileTemplate('/api/v1/a.b').pattern.test('/api/v1/aXb'), false, 'literal dots are literal');
   });
 
-  it('give rpcs that wait on a tenant\'s server their declared deadline; internal apps rpcs get no route', () => {
+  it("give rpcs that wait on a tenant's server their declared deadline; internal apps rpcs get no route", () => {
     const apps = buildRoutes(loadProtoRoot(['workauto/apps/v1/apps.proto']));
     const by = (rpc: string) => apps.find((r) => r.rpc === rpc);
     assert.equal(by('ProbeApp')!.deadlineMs, 20_000);
@@ -122,8 +147,14 @@ describe('path templates', () => {
   it('must bind real fields, and two rpcs cannot claim one route', () => {
     assert.throws(() => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x/{nope}"'))), /\{nope\} is not a field/);
     assert.throws(() => buildRoutes(rootFromSource(withHttp('post: "/api/v1/x" body: "nope"'))), /body "nope"/);
-    assert.throws(() => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x" response_body: "nope"'))), /response_body "nope"/);
-    assert.throws(() => buildRoutes(rootFromSource(withHttp('custom: {kind: "HEAD" path: "/api/v1/x"}'))), /exactly one of/);
+    assert.throws(
+      () => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x" response_body: "nope"'))),
+      /response_body "nope"/,
+    );
+    assert.throws(
+      () => buildRoutes(rootFromSource(withHttp('custom: {kind: "HEAD" path: "/api/v1/x"}'))),
+      /exactly one of/,
+    );
     const twice = `syntax = "proto3"; package workauto.bad.v1; import "google/api/annotations.proto";
       service BadService {
         rpc A(Req) returns (Req) { option (google.api.http) = {get: "/api/v1/x/{id}"}; }
@@ -133,7 +164,9 @@ describe('path templates', () => {
   });
 
   it('serves google.api.HttpBody responses on GET routes only (a raw body is not a replayable JSON response)', () => {
-    const raw = (verb: string) => `syntax = "proto3"; package workauto.raw.v1; import "google/api/annotations.proto"; import "google/api/httpbody.proto";
+    const raw = (
+      verb: string,
+    ) => `syntax = "proto3"; package workauto.raw.v1; import "google/api/annotations.proto"; import "google/api/httpbody.proto";
       service RawService { rpc Feed(Req) returns (google.api.HttpBody) { option (google.api.http) = {${verb}: "/api/v1/feed/{id}"}; } } message Req { string id = 1; }`;
     assert.equal(buildRoutes(rootFromSource(raw('get')))[0]!.responseType.fullName, '.google.api.HttpBody');
     assert.throws(() => buildRoutes(rootFromSource(raw('post'))), /HttpBody responses are for GET routes only/);

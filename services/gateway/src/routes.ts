@@ -46,8 +46,19 @@ export interface Route {
 export type RouteInfo = Route;
 
 const VERBS = ['get', 'post', 'put', 'patch', 'delete'] as const;
-const AUTH: Record<string, AuthKind> = { AUTH_UNSPECIFIED: 'api_key', AUTH_API_KEY: 'api_key', AUTH_PLATFORM_ADMIN: 'platform_admin', AUTH_NONE: 'none' };
-const LEVEL: Record<string, Level> = { ACCESS_LEVEL_UNSPECIFIED: 'none', ACCESS_LEVEL_NONE: 'none', ACCESS_LEVEL_READ: 'read', ACCESS_LEVEL_WRITE: 'write', ACCESS_LEVEL_ADMIN: 'admin' };
+const AUTH: Record<string, AuthKind> = {
+  AUTH_UNSPECIFIED: 'api_key',
+  AUTH_API_KEY: 'api_key',
+  AUTH_PLATFORM_ADMIN: 'platform_admin',
+  AUTH_NONE: 'none',
+};
+const LEVEL: Record<string, Level> = {
+  ACCESS_LEVEL_UNSPECIFIED: 'none',
+  ACCESS_LEVEL_NONE: 'none',
+  ACCESS_LEVEL_READ: 'read',
+  ACCESS_LEVEL_WRITE: 'write',
+  ACCESS_LEVEL_ADMIN: 'admin',
+};
 /** Packages that hold shared messages, not services. */
 const SKIPPED_PACKAGES = new Set(['api', 'events']);
 const PARAM = /^\{([a-z_][a-z0-9_]*)\}$/;
@@ -61,7 +72,10 @@ export function serviceProtoFiles(): string[] {
     if (SKIPPED_PACKAGES.has(pkg)) continue;
     const dir = join(base, pkg, 'v1');
     if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir).filter((n) => n.endsWith('.proto')).sort()) files.push(`workauto/${pkg}/v1/${f}`);
+    for (const f of readdirSync(dir)
+      .filter((n) => n.endsWith('.proto'))
+      .sort())
+      files.push(`workauto/${pkg}/v1/${f}`);
   }
   return files;
 }
@@ -90,7 +104,8 @@ export function compileTemplate(template: string): { pattern: RegExp; params: st
         params.push(m[1]!);
         return '([^/]+)';
       }
-      if (!LITERAL.test(seg)) throw new Error(`path template ${template}: segment "${seg}" is neither a literal nor a {field} variable`);
+      if (!LITERAL.test(seg))
+        throw new Error(`path template ${template}: segment "${seg}" is neither a literal nor a {field} variable`);
       literals++;
       return seg.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
     })
@@ -99,18 +114,27 @@ export function compileTemplate(template: string): { pattern: RegExp; params: st
 }
 
 /** Checks an annotation against its messages: every name it uses must be a field that can carry it. */
-function checkBindings(where: string, request: protobuf.Type, response: protobuf.Type, params: string[], body: string, responseBody: string): void {
+function checkBindings(
+  where: string,
+  request: protobuf.Type,
+  response: protobuf.Type,
+  params: string[],
+  body: string,
+  responseBody: string,
+): void {
   for (const p of params) {
     const f = request.fields[p];
     if (!f) throw new Error(`${where}: path variable {${p}} is not a field of ${request.name}`);
     f.resolve();
-    if (f.repeated || f.map || f.resolvedType instanceof protobuf.Type) throw new Error(`${where}: path variable {${p}} must be a scalar or enum field`);
+    if (f.repeated || f.map || f.resolvedType instanceof protobuf.Type)
+      throw new Error(`${where}: path variable {${p}} must be a scalar or enum field`);
   }
   if (body && body !== '*') {
     if (!request.fields[body]) throw new Error(`${where}: body "${body}" is not a field of ${request.name}`);
     if (params.includes(body)) throw new Error(`${where}: body "${body}" is also a path variable`);
   }
-  if (responseBody && !response.fields[responseBody]) throw new Error(`${where}: response_body "${responseBody}" is not a field of ${response.name}`);
+  if (responseBody && !response.fields[responseBody])
+    throw new Error(`${where}: response_body "${responseBody}" is not a field of ${response.name}`);
 }
 
 export function buildRoutes(root: protobuf.Root): Route[] {
@@ -124,8 +148,12 @@ export function buildRoutes(root: protobuf.Root): Route[] {
           if (!http) continue; // internal rpcs (AuthenticateToken) are not routable
           const where = `${obj.fullName.slice(1)}.${method.name}`;
           const verbs = VERBS.filter((v) => typeof http[v] === 'string');
-          if (verbs.length !== 1) throw new Error(`${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`);
-          if (method.requestStream || method.responseStream) throw new Error(`${where}: streaming rpcs cannot be routed`);
+          if (verbs.length !== 1)
+            throw new Error(
+              `${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`,
+            );
+          if (method.requestStream || method.responseStream)
+            throw new Error(`${where}: streaming rpcs cannot be routed`);
           const verb = verbs[0]!;
           const template = http[verb]!;
           const policy = option<Record<string, string>>(method, '(workauto.api.v1.policy)') ?? {};
@@ -137,11 +165,13 @@ export function buildRoutes(root: protobuf.Root): Route[] {
           const responseBody = http.response_body ?? '';
           checkBindings(where, requestType, responseType, compiled.params, body, responseBody);
           // A raw body is not replayable JSON (Idempotency-Key records): only reads may return one.
-          if (responseType.fullName === '.google.api.HttpBody' && verb !== 'get') throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
+          if (responseType.fullName === '.google.api.HttpBody' && verb !== 'get')
+            throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
           const auth = AUTH[policy.auth ?? 'AUTH_UNSPECIFIED'];
           const level = LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'];
           if (!auth || !level) throw new Error(`${where}: unknown policy ${JSON.stringify(policy)}`);
-          if (policy.domain && level === 'none') throw new Error(`${where}: policy names domain ${policy.domain} without a level`);
+          if (policy.domain && level === 'none')
+            throw new Error(`${where}: policy names domain ${policy.domain} without a level`);
           routes.push({
             method: verb.toUpperCase() as HttpMethod,
             template,
@@ -157,10 +187,13 @@ export function buildRoutes(root: protobuf.Root): Route[] {
             domain: policy.domain ?? '',
             level,
             successStatus:
-              responseType.fullName === '.workauto.api.v1.Redirect' ? 302
-              : responseType.fullName === '.google.protobuf.Empty' ? 204
-              : method.name.startsWith('Create') ? 201
-              : 200,
+              responseType.fullName === '.workauto.api.v1.Redirect'
+                ? 302
+                : responseType.fullName === '.google.protobuf.Empty'
+                  ? 204
+                  : method.name.startsWith('Create')
+                    ? 201
+                    : 200,
             description: (method.comment ?? '').trim(),
             ...(Number(policy.deadline_ms) > 0 ? { deadlineMs: Number(policy.deadline_ms) } : {}),
           });
@@ -179,14 +212,20 @@ export function buildRoutes(root: protobuf.Root): Route[] {
     seen.set(key, r.rpc);
   }
   // Literal segments win over parameters: POST /invitations/claim before /invitations/{id}.
-  return routes.sort((a, b) => b.literals - a.literals || a.template.localeCompare(b.template) || a.method.localeCompare(b.method));
+  return routes.sort(
+    (a, b) => b.literals - a.literals || a.template.localeCompare(b.template) || a.method.localeCompare(b.method),
+  );
 }
 
 export function loadRoutes(): Route[] {
   return buildRoutes(loadProtoRoot(serviceProtoFiles()));
 }
 
-export type Match = { route: Route; params: Record<string, string> } | { methodNotAllowed: HttpMethod[] } | { badPath: string } | undefined;
+export type Match =
+  | { route: Route; params: Record<string, string> }
+  | { methodNotAllowed: HttpMethod[] }
+  | { badPath: string }
+  | undefined;
 
 /**
  * The routes a path can match, by its segment count and third segment (`/api/v1/<resource>/…`),

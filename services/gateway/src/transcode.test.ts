@@ -34,66 +34,167 @@ describe('query parameters', () => {
   const list = route('ListThings');
 
   it('are parsed by the field type: strict integers, true|false, enums, repeated keys, timestamps', () => {
-    const req = buildRequest(list, {}, { limit: '20', archived: 'false', kinds: ['big_box', 'small'], since: '2026-01-01T00:00:00Z', min_amount: '-5', min_ratio: '0.5', alias: 'a' }, undefined);
+    const req = buildRequest(
+      list,
+      {},
+      {
+        limit: '20',
+        archived: 'false',
+        kinds: ['big_box', 'small'],
+        since: '2026-01-01T00:00:00Z',
+        min_amount: '-5',
+        min_ratio: '0.5',
+        alias: 'a',
+      },
+      undefined,
+    );
     assert.deepEqual(req, {
-      limit: 20, archived: false, kinds: [1, 2], since: { seconds: Date.UTC(2026, 0, 1) / 1000, nanos: 0 }, min_amount: -5, min_ratio: 0.5, alias: { value: 'a' },
+      limit: 20,
+      archived: false,
+      kinds: [1, 2],
+      since: { seconds: Date.UTC(2026, 0, 1) / 1000, nanos: 0 },
+      min_amount: -5,
+      min_ratio: 0.5,
+      alias: { value: 'a' },
     });
-    assert.deepEqual(buildRequest(list, {}, { kinds: 'small' }, undefined), { kinds: [2] }, 'one value of a repeated field');
+    assert.deepEqual(
+      buildRequest(list, {}, { kinds: 'small' }, undefined),
+      { kinds: [2] },
+      'one value of a repeated field',
+    );
   });
 
   it('refuse bad values, unknown names, repeats of single fields, and message fields', () => {
-    assert.deepEqual(refused(() => buildRequest(list, {}, { limit: '1.5' }, undefined)), ['limit']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { limit: '' }, undefined)), ['limit']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { limit: '0x10' }, undefined)), ['limit']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { limit: '99999999999' }, undefined)), ['limit']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { min_ratio: '0x10' }, undefined)), ['min_ratio']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { archived: 'yes' }, undefined)), ['archived']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { archived: 'TRUE' }, undefined)), ['archived']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { kinds: ['small', 'huge'] }, undefined)), ['kinds[1]']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { colour: 'red' }, undefined)), ['colour']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { limit: ['1', '2'] }, undefined)), ['limit']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { stage: 'x' }, undefined)), ['stage']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { since: 'yesterday' }, undefined)), ['since']);
-    assert.deepEqual(refused(() => buildRequest(list, {}, { hasOwnProperty: 'x' }, undefined)), ['hasOwnProperty']);
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { limit: '1.5' }, undefined)),
+      ['limit'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { limit: '' }, undefined)),
+      ['limit'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { limit: '0x10' }, undefined)),
+      ['limit'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { limit: '99999999999' }, undefined)),
+      ['limit'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { min_ratio: '0x10' }, undefined)),
+      ['min_ratio'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { archived: 'yes' }, undefined)),
+      ['archived'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { archived: 'TRUE' }, undefined)),
+      ['archived'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { kinds: ['small', 'huge'] }, undefined)),
+      ['kinds[1]'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { colour: 'red' }, undefined)),
+      ['colour'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { limit: ['1', '2'] }, undefined)),
+      ['limit'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { stage: 'x' }, undefined)),
+      ['stage'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { since: 'yesterday' }, undefined)),
+      ['since'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(list, {}, { hasOwnProperty: 'x' }, undefined)),
+      ['hasOwnProperty'],
+    );
   });
 
   it('are dropped, not refused, when unknown on a redirect route (a third party writes that URL)', () => {
-    const req = buildRequest(route('FinishLogin'), { provider: 'p' }, { code: 'c', state: 's', scope: 'openid', iss: 'https://idp' }, undefined);
+    const req = buildRequest(
+      route('FinishLogin'),
+      { provider: 'p' },
+      { code: 'c', state: 's', scope: 'openid', iss: 'https://idp' },
+      undefined,
+    );
     assert.deepEqual(req, { provider: 'p', code: 'c', state: 's' });
   });
 
   it('are refused on body "*" routes, where every field is in the body', () => {
-    assert.deepEqual(refused(() => buildRequest(route('CreateThing'), {}, { name: 'x' }, { name: 'x' })), ['name']);
+    assert.deepEqual(
+      refused(() => buildRequest(route('CreateThing'), {}, { name: 'x' }, { name: 'x' })),
+      ['name'],
+    );
   });
 });
 
 describe('path variables and bodies', () => {
   it('must be UUIDs when named id or *_id', () => {
     assert.deepEqual(buildRequest(route('GetThing'), { id: ID }, {}, undefined), { id: ID });
-    assert.deepEqual(refused(() => buildRequest(route('GetThing'), { id: 'not-a-uuid' }, {}, undefined)), ['id']);
-    assert.deepEqual(refused(() => buildRequest(route('SetLabel'), { thing_id: '123', key: 'k' }, {}, {})), ['thing_id']);
-    assert.deepEqual(buildRequest(route('SetLabel'), { thing_id: ID, key: 'any text' }, {}, { text: 'hi' }), { thing_id: ID, key: 'any text', label: { text: 'hi' } });
+    assert.deepEqual(
+      refused(() => buildRequest(route('GetThing'), { id: 'not-a-uuid' }, {}, undefined)),
+      ['id'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(route('SetLabel'), { thing_id: '123', key: 'k' }, {}, {})),
+      ['thing_id'],
+    );
+    assert.deepEqual(buildRequest(route('SetLabel'), { thing_id: ID, key: 'any text' }, {}, { text: 'hi' }), {
+      thing_id: ID,
+      key: 'any text',
+      label: { text: 'hi' },
+    });
   });
 
   it('map body "*" onto the request, and refuse a path variable repeated in the body', () => {
     assert.deepEqual(buildRequest(route('CreateThing'), {}, {}, { name: 'n', kind: 'small' }), { name: 'n', kind: 2 });
-    assert.deepEqual(buildRequest(route('CreateThing'), {}, {}, undefined), {}, 'no body is an empty message; required fields are the service\'s to check');
-    assert.deepEqual(refused(() => buildRequest(route('CreateThing'), {}, {}, [1])), ['(body)']);
-    assert.deepEqual(refused(() => buildRequest(route('CreateThing'), {}, {}, 'text')), ['(body)']);
+    assert.deepEqual(
+      buildRequest(route('CreateThing'), {}, {}, undefined),
+      {},
+      "no body is an empty message; required fields are the service's to check",
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(route('CreateThing'), {}, {}, [1])),
+      ['(body)'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(route('CreateThing'), {}, {}, 'text')),
+      ['(body)'],
+    );
   });
 
   it('map body "field" onto that field, with paths under its name', () => {
-    assert.deepEqual(refused(() => buildRequest(route('SetLabel'), { thing_id: ID, key: 'k' }, {}, { txt: 'typo' })), ['label.txt']);
-    assert.deepEqual(refused(() => buildRequest(route('SetLabel'), { thing_id: ID, key: 'k' }, {}, 'x')), ['label']);
+    assert.deepEqual(
+      refused(() => buildRequest(route('SetLabel'), { thing_id: ID, key: 'k' }, {}, { txt: 'typo' })),
+      ['label.txt'],
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(route('SetLabel'), { thing_id: ID, key: 'k' }, {}, 'x')),
+      ['label'],
+    );
   });
 
   it('refuse a body where the route takes none', () => {
     assert.deepEqual(buildRequest(route('MarkThing'), { id: ID }, {}, {}), { id: ID }, 'an empty object is no body');
-    assert.deepEqual(refused(() => buildRequest(route('MarkThing'), { id: ID }, {}, { x: 1 })), ['(body)']);
+    assert.deepEqual(
+      refused(() => buildRequest(route('MarkThing'), { id: ID }, {}, { x: 1 })),
+      ['(body)'],
+    );
   });
 
   it('report every violation of the path, query and body at once', () => {
-    const fields = refused(() => buildRequest(route('SetLabel'), { thing_id: 'x', key: 'k' }, { extra: '1' }, { colour: 'red' }));
+    const fields = refused(() =>
+      buildRequest(route('SetLabel'), { thing_id: 'x', key: 'k' }, { extra: '1' }, { colour: 'red' }),
+    );
     assert.deepEqual(fields.sort(), ['extra', 'label.colour', 'thing_id']);
   });
 });
@@ -102,10 +203,13 @@ describe('PUT with an update_mask', () => {
   const put = buildRoutes(rootFromSource(PUT_PROTO));
   const by = (rpc: string) => put.find((r) => r.rpc === rpc)!;
 
-  it('gets the body\'s keys as the mask, nulls included (they clear), as PATCH does', () => {
+  it("gets the body's keys as the mask, nulls included (they clear), as PATCH does", () => {
     const req = buildRequest(by('Carried'), { id: ID }, {}, { title: 'x', note: null });
     assert.deepEqual(req, { id: ID, title: 'x', update_mask: { paths: ['title', 'note'] } });
-    assert.ok(refused(() => buildRequest(by('Carried'), { id: ID }, {}, { update_mask: 'title' })).includes('update_mask'), 'the mask is not the client\'s to send');
+    assert.ok(
+      refused(() => buildRequest(by('Carried'), { id: ID }, {}, { update_mask: 'title' })).includes('update_mask'),
+      "the mask is not the client's to send",
+    );
   });
 
   it('leaves a full-replace PUT (no update_mask field) as it was', () => {

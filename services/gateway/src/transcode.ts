@@ -1,6 +1,14 @@
 /** HTTP request → gRPC request object for a route: path parameters, query parameters and the JSON body. */
 import protobuf from 'protobufjs';
-import { fieldFromJson, messageFromJson, scalarFromJson, enumNames, enumPrefix, WRAPPERS, type Violation } from '@workauto/protos';
+import {
+  fieldFromJson,
+  messageFromJson,
+  scalarFromJson,
+  enumNames,
+  enumPrefix,
+  WRAPPERS,
+  type Violation,
+} from '@workauto/protos';
 import { gatewayErrors } from './errors.js';
 import type { Route } from './routes.js';
 
@@ -67,18 +75,29 @@ function scalarText(type: string, text: string, path: string, out: Violation[]):
  * The request message (as a protobufjs plain object) of one HTTP call. Throws one
  * INVALID_ARGUMENT listing every violation of the path, the query and the body.
  */
-export function buildRequest(route: Route, params: Record<string, string>, query: Record<string, unknown>, body: unknown): Record<string, unknown> {
+export function buildRequest(
+  route: Route,
+  params: Record<string, string>,
+  query: Record<string, unknown>,
+  body: unknown,
+): Record<string, unknown> {
   const out: Violation[] = [];
   const type = route.requestType;
   let request: Record<string, unknown> = {};
-  const hasBody = body !== undefined && !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
+  const hasBody =
+    body !== undefined &&
+    !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
 
   if (route.body === '*') {
     // PATCH, and a PUT that updates only the fields it carries (PUT /events/{id}) when its request has an update_mask.
     const maskField = route.method === 'PATCH' || route.method === 'PUT' ? updateMaskField(type) : undefined;
-    const given = body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    const given =
+      body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
     if (maskField && given && Object.prototype.hasOwnProperty.call(given, maskField.name)) {
-      out.push({ field: maskField.name, description: "is made from the body's keys; leave it out (send null to clear a field)" });
+      out.push({
+        field: maskField.name,
+        description: "is made from the body's keys; leave it out (send null to clear a field)",
+      });
     }
     request = messageFromJson(type, body ?? {}, '', out) ?? {};
     // AIP-134 with JSON merge-patch semantics: the body's keys are the fields to change, and a key

@@ -19,9 +19,14 @@ export interface IdentityConfig extends ServiceConfig {
 export type { RunningService };
 
 /** identity with the shared start-up (@workauto/service), and the audit log's consumer of the audit stream. */
-export function createIdentityService(config: IdentityConfig, logger: Logger = createLogger('identity')): Promise<RunningService> {
+export function createIdentityService(
+  config: IdentityConfig,
+  logger: Logger = createLogger('identity'),
+): Promise<RunningService> {
   const keyring = Keyring.fromEnv(config.encryptionKeys);
-  const oauth = new OAuthProviders(config.oauth ?? { providers: {}, redirectBaseUrl: 'http://127.0.0.1:8080', allowedReturnOrigins: [] });
+  const oauth = new OAuthProviders(
+    config.oauth ?? { providers: {}, redirectBaseUrl: 'http://127.0.0.1:8080', allowedReturnOrigins: [] },
+  );
   return startService(
     {
       name: 'identity',
@@ -34,14 +39,24 @@ export function createIdentityService(config: IdentityConfig, logger: Logger = c
       // The audit log is the audit stream of every service, applied once per event.
       consumers: async (pool, transport) => [
         await startConsumer({
-          transport, pool, logger, groupId: 'identity.audit-log', topics: [TOPICS.audit],
+          transport,
+          pool,
+          logger,
+          groupId: 'identity.audit-log',
+          topics: [TOPICS.audit],
           handle: (tx, event) =>
             insertAuditEntry(tx, {
-              id: event.id, tenant_id: event.tenant_id, action: event.type,
-              actor_id: event.actor?.id || 'system', actor_type: event.actor?.type || 'system',
-              resource_type: event.resource?.type || null, resource_id: event.resource?.id || null,
-              ip_address: event.request?.ip_address || null, user_agent: event.request?.user_agent || null,
-              metadata: event.metadata ?? {}, created_at: event.occurred_at ?? new Date(),
+              id: event.id,
+              tenant_id: event.tenant_id,
+              action: event.type,
+              actor_id: event.actor?.id || 'system',
+              actor_type: event.actor?.type || 'system',
+              resource_type: event.resource?.type || null,
+              resource_id: event.resource?.id || null,
+              ip_address: event.request?.ip_address || null,
+              user_agent: event.request?.user_agent || null,
+              metadata: event.metadata ?? {},
+              created_at: event.occurred_at ?? new Date(),
             }),
         }),
       ],

@@ -34,7 +34,9 @@ describe('identity over gRPC', () => {
     const created = await bootstrap('Hashy');
     const db = new pg.Client(dbUrl);
     await db.connect();
-    const { rows } = await db.query('SELECT key_hash, key_hint FROM api_keys WHERE member_id = $1', [created.member?.id]);
+    const { rows } = await db.query('SELECT key_hash, key_hint FROM api_keys WHERE member_id = $1', [
+      created.member?.id,
+    ]);
     await db.end();
     assert.equal(rows.length, 1);
     assert.notEqual(rows[0].key_hash, created.api_key);
@@ -43,7 +45,10 @@ describe('identity over gRPC', () => {
   });
 
   it('rejects unknown tokens, and recognises the platform admin token', async () => {
-    assert.equal((await failure(client.call(S.authenticateToken, { token: 'wk_nope' }))).code, grpc.status.UNAUTHENTICATED);
+    assert.equal(
+      (await failure(client.call(S.authenticateToken, { token: 'wk_nope' }))).code,
+      grpc.status.UNAUTHENTICATED,
+    );
     assert.equal((await failure(client.call(S.authenticateToken, { token: '' }))).code, grpc.status.UNAUTHENTICATED);
     const admin = await client.call(S.authenticateToken, { token: ADMIN });
     assert.equal(admin.actor_type, ActorType.ACTOR_TYPE_PLATFORM_ADMIN);
@@ -57,7 +62,10 @@ describe('identity over gRPC', () => {
     assert.equal(err.code, grpc.status.NOT_FOUND);
     assert.equal(err.reason, 'MEMBER_NOT_FOUND');
     const list = await client.call(S.listMembers, {}, as(b.tenant!.id, b.member!.id));
-    assert.deepEqual(list.data.map((m) => m.id), [b.member!.id]);
+    assert.deepEqual(
+      list.data.map((m) => m.id),
+      [b.member!.id],
+    );
   });
 
   it('refuses to deactivate or demote the last active owner, and deactivation disables the key', async () => {
@@ -68,7 +76,9 @@ describe('identity over gRPC', () => {
     assert.equal(deact.reason, 'LAST_OWNER');
     assert.equal(deact.httpStatus, 409);
     // Nobody changes their own role (contract §4), so the last owner cannot demote itself either.
-    const demote = await failure(client.call(S.updateMember, { id: t.member!.id, role: MemberRole.MEMBER_ROLE_ADMIN }, ctx));
+    const demote = await failure(
+      client.call(S.updateMember, { id: t.member!.id, role: MemberRole.MEMBER_ROLE_ADMIN }, ctx),
+    );
     assert.deepEqual([demote.code, demote.reason], [grpc.status.PERMISSION_DENIED, 'OWN_ACCESS_CHANGE']);
     // Still an active owner with a working key.
     assert.equal((await client.call(S.authenticateToken, { token: t.api_key })).member_id, t.member!.id);
@@ -77,7 +87,11 @@ describe('identity over gRPC', () => {
   it('validates updates field by field', async () => {
     const t = await bootstrap('Valid');
     const err = await failure(
-      client.call(S.updateMember, { id: t.member!.id, name: '', email: 'not-an-email', contact_id: 'x', role: 0 }, as(t.tenant!.id, t.member!.id)),
+      client.call(
+        S.updateMember,
+        { id: t.member!.id, name: '', email: 'not-an-email', contact_id: 'x', role: 0 },
+        as(t.tenant!.id, t.member!.id),
+      ),
     );
     assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
     assert.deepEqual(err.fieldViolations.map((v) => v.field).sort(), ['contact_id', 'email', 'name']);
@@ -101,6 +115,9 @@ describe('identity over gRPC', () => {
     await db.connect();
     const { rows } = await db.query('SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq', [t.tenant!.id]);
     await db.end();
-    assert.deepEqual(rows.map((r) => r.event_type), ['tenant.created', 'member.created', 'api_key.created']);
+    assert.deepEqual(
+      rows.map((r) => r.event_type),
+      ['tenant.created', 'member.created', 'api_key.created'],
+    );
   });
 });

@@ -17,12 +17,23 @@ await runService({
         try {
           return z.record(z.string(), providerSchema).parse(JSON.parse(s));
         } catch (err) {
-          ctx.addIssue({ code: 'custom', message: `must be a JSON object of providers: ${(err as Error).message.slice(0, 200)}` });
+          ctx.addIssue({
+            code: 'custom',
+            message: `must be a JSON object of providers: ${(err as Error).message.slice(0, 200)}`,
+          });
           return z.NEVER;
         }
       }),
     OAUTH_REDIRECT_BASE_URL: vars.url().default('http://127.0.0.1:8080'),
-    OAUTH_ALLOWED_RETURN_ORIGINS: z.string().default('').transform((s) => s.split(',').map((o) => o.trim()).filter(Boolean)),
+    OAUTH_ALLOWED_RETURN_ORIGINS: z
+      .string()
+      .default('')
+      .transform((s) =>
+        s
+          .split(',')
+          .map((o) => o.trim())
+          .filter(Boolean),
+      ),
   },
   start: async (config, env, logger) =>
     // Imported here, after telemetry started, so its instrumentations see grpc and pg.
@@ -31,7 +42,11 @@ await runService({
         ...config,
         platformAdminToken: env.PLATFORM_ADMIN_TOKEN,
         encryptionKeys: env.ENCRYPTION_KEYS,
-        oauth: { providers: env.OAUTH_PROVIDERS, redirectBaseUrl: env.OAUTH_REDIRECT_BASE_URL, allowedReturnOrigins: env.OAUTH_ALLOWED_RETURN_ORIGINS },
+        oauth: {
+          providers: env.OAUTH_PROVIDERS,
+          redirectBaseUrl: env.OAUTH_REDIRECT_BASE_URL,
+          allowedReturnOrigins: env.OAUTH_ALLOWED_RETURN_ORIGINS,
+        },
       },
       logger,
     ),

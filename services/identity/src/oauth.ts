@@ -11,7 +11,10 @@ export const providerSchema = z
     client_secret: z.string().min(1),
     scopes: z.array(z.string()).default(['openid', 'email', 'profile']),
   })
-  .refine((p) => p.issuer || (p.authorization_endpoint && p.token_endpoint), 'give issuer, or authorization_endpoint and token_endpoint');
+  .refine(
+    (p) => p.issuer || (p.authorization_endpoint && p.token_endpoint),
+    'give issuer, or authorization_endpoint and token_endpoint',
+  );
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
 export interface OAuthSettings {
@@ -82,10 +85,20 @@ export class OAuthProviders {
     const auth = client.ClientSecretPost(p.client_secret);
     if (p.issuer) {
       const issuer = new URL(p.issuer);
-      return client.discovery(issuer, p.client_id, undefined, auth, isLoopback(issuer) ? { execute: [client.allowInsecureRequests] } : undefined);
+      return client.discovery(
+        issuer,
+        p.client_id,
+        undefined,
+        auth,
+        isLoopback(issuer) ? { execute: [client.allowInsecureRequests] } : undefined,
+      );
     }
     const config = new client.Configuration(
-      { issuer: new URL(p.authorization_endpoint!).origin, authorization_endpoint: p.authorization_endpoint!, token_endpoint: p.token_endpoint! },
+      {
+        issuer: new URL(p.authorization_endpoint!).origin,
+        authorization_endpoint: p.authorization_endpoint!,
+        token_endpoint: p.token_endpoint!,
+      },
       p.client_id,
       undefined,
       auth,

@@ -10,7 +10,15 @@ export const ADMIN_TOKEN = 'platform-admin-token-for-identity-tests-0123456789';
 export async function startIdentity(overrides: Partial<IdentityConfig> = {}) {
   const databaseUrl = await testDatabase('identity');
   const service: RunningService = await createIdentityService(
-    { databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, platformAdminToken: ADMIN_TOKEN, encryptionKeys: Keyring.generateSpec(), ...overrides },
+    {
+      databaseUrl,
+      host: '127.0.0.1',
+      port: 0,
+      callerVerifyKeys: testCallerKeys.verifyKeys,
+      platformAdminToken: ADMIN_TOKEN,
+      encryptionKeys: Keyring.generateSpec(),
+      ...overrides,
+    },
     createLogger('identity', 'silent'),
   );
   const client = new TestClient('identity', `127.0.0.1:${service.port}`, { volumeThreshold: 1_000 });
@@ -22,7 +30,11 @@ export async function startIdentity(overrides: Partial<IdentityConfig> = {}) {
       const principal = await client.call(S.authenticateToken, { token });
       return callAs(principal.tenant_id, principal.member_id, principal.actor_id);
     },
-    bootstrap: (name: string) => client.call(S.createTenant, { name, owner: { name: `${name} owner`, email: `owner@${name.toLowerCase()}.test` } }),
+    bootstrap: (name: string) =>
+      client.call(S.createTenant, {
+        name,
+        owner: { name: `${name} owner`, email: `owner@${name.toLowerCase()}.test` },
+      }),
     async stop() {
       client.close();
       await service.stop();

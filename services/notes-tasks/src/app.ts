@@ -8,7 +8,10 @@ export type NotesTasksConfig = ServiceConfig;
 export type { RunningService };
 
 /** notes-tasks with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
-export function createNotesTasksService(config: NotesTasksConfig, logger: Logger = createLogger('notes-tasks')): Promise<RunningService> {
+export function createNotesTasksService(
+  config: NotesTasksConfig,
+  logger: Logger = createLogger('notes-tasks'),
+): Promise<RunningService> {
   return startService(
     {
       name: 'notes-tasks',

@@ -12,7 +12,13 @@ const B = '0193a1b2-0000-7000-8000-00000000000b';
 describe('mentions', () => {
   it('finds [[type:uuid]] and [[type:uuid|label]], lowercasing ids and skipping unknown types', () => {
     const body = `See [[contact:${A.toUpperCase()}]] and [[deal:${B}|the Acme deal]]; not [[widget:${A}]] nor [[contact:not-a-uuid]] nor [contact:${A}].`;
-    assert.deepEqual(findMentions(body).map((m) => [m.type, m.id, m.label]), [['contact', A, undefined], ['deal', B, 'the Acme deal']]);
+    assert.deepEqual(
+      findMentions(body).map((m) => [m.type, m.id, m.label]),
+      [
+        ['contact', A, undefined],
+        ['deal', B, 'the Acme deal'],
+      ],
+    );
   });
 
   it('ignores mentions inside code spans and fenced code blocks', () => {
@@ -28,7 +34,10 @@ describe('mentions', () => {
       '~~~~',
       `after the fence [[member:${A}]]`,
     ].join('\n');
-    assert.deepEqual(mentionTargets(body), [{ type: 'note', id: B }, { type: 'member', id: A }]);
+    assert.deepEqual(mentionTargets(body), [
+      { type: 'note', id: B },
+      { type: 'member', id: A },
+    ]);
   });
 
   it('treats an unclosed backtick as text and an unclosed fence as code to the end', () => {
@@ -41,7 +50,10 @@ describe('mentions', () => {
   });
 
   it('lists each target once', () => {
-    assert.deepEqual(mentionTargets(`[[task:${A}]] [[task:${A.toUpperCase()}|again]] [[contact:${A}]]`), [{ type: 'task', id: A }, { type: 'contact', id: A }]);
+    assert.deepEqual(mentionTargets(`[[task:${A}]] [[task:${A.toUpperCase()}|again]] [[contact:${A}]]`), [
+      { type: 'task', id: A },
+      { type: 'contact', id: A },
+    ]);
   });
 });
 
@@ -70,10 +82,22 @@ describe('ordering', () => {
 describe('priority_key', () => {
   it('sorts most urgent first, then by position, in byte order', () => {
     const keys = [
-      ['low', 1], ['urgent', 12], ['none', 2], ['urgent', 3], ['high', 100], ['medium', 1],
+      ['low', 1],
+      ['urgent', 12],
+      ['none', 2],
+      ['urgent', 3],
+      ['high', 100],
+      ['medium', 1],
     ].map(([p, pos]) => ({ p, key: priorityKey(p as (typeof PRIORITIES)[number], pos as number) }));
     const sorted = [...keys].sort((x, y) => (Buffer.from(x.key) < Buffer.from(y.key) ? -1 : 1)).map((k) => k.key);
-    assert.deepEqual(sorted, ['0-0000000003', '0-0000000012', '1-0000000100', '2-0000000001', '3-0000000001', '4-0000000002']);
+    assert.deepEqual(sorted, [
+      '0-0000000003',
+      '0-0000000012',
+      '1-0000000100',
+      '2-0000000001',
+      '3-0000000001',
+      '4-0000000002',
+    ]);
   });
 });
 
@@ -82,7 +106,19 @@ describe('recurrence', () => {
     assert.equal(normalizeRrule(' rrule:freq=weekly;byday=mo '), 'FREQ=WEEKLY;BYDAY=MO');
     assert.equal(rruleProblem('FREQ=WEEKLY;BYDAY=MO,WE', 'at'), undefined);
     assert.equal(rruleProblem('FREQ=MONTHLY;BYMONTHDAY=-1;COUNT=12', 'date'), undefined);
-    for (const bad of ['', 'FREQ=SECONDLY', 'FREQ=MINUTELY', 'INTERVAL=2', 'FREQ=DAILY;FOO=1', 'FREQ=DAILY;BYDAY=XX', 'FREQ=DAILY;COUNT=2;UNTIL=20270101T000000Z', 'FREQ=DAILY;INTERVAL=0', `DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY`, 'FREQ=DAILY;;', 'FREQ=DAILY;FREQ=WEEKLY']) {
+    for (const bad of [
+      '',
+      'FREQ=SECONDLY',
+      'FREQ=MINUTELY',
+      'INTERVAL=2',
+      'FREQ=DAILY;FOO=1',
+      'FREQ=DAILY;BYDAY=XX',
+      'FREQ=DAILY;COUNT=2;UNTIL=20270101T000000Z',
+      'FREQ=DAILY;INTERVAL=0',
+      `DTSTART:20260101T000000Z\nRRULE:FREQ=DAILY`,
+      'FREQ=DAILY;;',
+      'FREQ=DAILY;FREQ=WEEKLY',
+    ]) {
       assert.ok(rruleProblem(bad, 'at'), `${JSON.stringify(bad)} should be refused`);
     }
     assert.ok(rruleProblem('FREQ=HOURLY', 'date'), 'a date-only task cannot repeat hourly');
@@ -93,10 +129,16 @@ describe('recurrence', () => {
     const anchor = new Date('2026-01-05T09:00:00Z');
     const next = (rule: string, at: string) => nextOccurrence(rule, anchor, { kind: 'at', at: new Date(at) });
     assert.deepEqual(next('FREQ=WEEKLY', '2026-01-05T09:00:00Z'), { kind: 'at', at: new Date('2026-01-12T09:00:00Z') });
-    assert.deepEqual(next('FREQ=WEEKLY;BYDAY=MO,TH', '2026-01-05T09:00:00Z'), { kind: 'at', at: new Date('2026-01-08T09:00:00Z') });
+    assert.deepEqual(next('FREQ=WEEKLY;BYDAY=MO,TH', '2026-01-05T09:00:00Z'), {
+      kind: 'at',
+      at: new Date('2026-01-08T09:00:00Z'),
+    });
     assert.equal(next('FREQ=WEEKLY;COUNT=2', '2026-01-12T09:00:00Z'), undefined);
     assert.equal(next('FREQ=DAILY;UNTIL=20260107T090000Z', '2026-01-07T09:00:00Z'), undefined);
-    const monthEnd = nextOccurrence('FREQ=MONTHLY;BYMONTHDAY=-1', new Date('2026-01-31T00:00:00Z'), { kind: 'date', date: '2026-01-31' });
+    const monthEnd = nextOccurrence('FREQ=MONTHLY;BYMONTHDAY=-1', new Date('2026-01-31T00:00:00Z'), {
+      kind: 'date',
+      date: '2026-01-31',
+    });
     assert.deepEqual(monthEnd, { kind: 'date', date: '2026-02-28' });
   });
 });

@@ -17,30 +17,77 @@ describe('notes over gRPC', () => {
     const notebook = randomUUID();
     const n = await nt.client.call(
       S.createNote,
-      { title: '  Kickoff  ', body: 'Agenda: budget, timeline and **risks**.', is_pinned: true, notebook_id: notebook, source_url: 'https://example.com/doc', metadata: { k: 1 } },
+      {
+        title: '  Kickoff  ',
+        body: 'Agenda: budget, timeline and **risks**.',
+        is_pinned: true,
+        notebook_id: notebook,
+        source_url: 'https://example.com/doc',
+        metadata: { k: 1 },
+      },
       t.call,
     );
     assert.deepEqual(
-      [n.title, n.body, n.is_pinned, n.is_archived, n.notebook_id, n.source_url, n.word_count, n.metadata, n.tenant_id, n.deleted_at],
-      ['Kickoff', 'Agenda: budget, timeline and **risks**.', true, false, notebook, 'https://example.com/doc', 5, { k: 1 }, t.id, undefined],
+      [
+        n.title,
+        n.body,
+        n.is_pinned,
+        n.is_archived,
+        n.notebook_id,
+        n.source_url,
+        n.word_count,
+        n.metadata,
+        n.tenant_id,
+        n.deleted_at,
+      ],
+      [
+        'Kickoff',
+        'Agenda: budget, timeline and **risks**.',
+        true,
+        false,
+        notebook,
+        'https://example.com/doc',
+        5,
+        { k: 1 },
+        t.id,
+        undefined,
+      ],
     );
     assert.ok(n.created_at instanceof Date && n.updated_at instanceof Date);
     const got = await nt.client.call(S.getNote, { id: n.id }, t.call);
     assert.deepEqual(got, n);
     const untitled = await nt.client.call(S.createNote, { title: '', body: '', notebook_id: '' }, t.call);
-    assert.deepEqual([untitled.title, untitled.body, untitled.word_count, untitled.metadata, untitled.notebook_id], ['', '', 0, {}, undefined]);
+    assert.deepEqual(
+      [untitled.title, untitled.body, untitled.word_count, untitled.metadata, untitled.notebook_id],
+      ['', '', 0, {}, undefined],
+    );
     assert.deepEqual(await nt.events(t.id), ['note.created', 'note.created']);
   });
 
   it('patches fields, recomputes word_count on a new body, clears with empty strings', async () => {
     const t = tenant();
-    const n = await nt.client.call(S.createNote, { title: 'Draft', body: 'one two', notebook_id: randomUUID(), source_url: 'http://a.example' }, t.call);
-    const p = await nt.client.call(S.updateNote, { id: n.id, body: 'one two three four', is_archived: true, notebook_id: '', source_url: '' }, t.call);
-    assert.deepEqual([p.word_count, p.is_archived, p.notebook_id, p.source_url, p.title], [4, true, undefined, undefined, 'Draft']);
+    const n = await nt.client.call(
+      S.createNote,
+      { title: 'Draft', body: 'one two', notebook_id: randomUUID(), source_url: 'http://a.example' },
+      t.call,
+    );
+    const p = await nt.client.call(
+      S.updateNote,
+      { id: n.id, body: 'one two three four', is_archived: true, notebook_id: '', source_url: '' },
+      t.call,
+    );
+    assert.deepEqual(
+      [p.word_count, p.is_archived, p.notebook_id, p.source_url, p.title],
+      [4, true, undefined, undefined, 'Draft'],
+    );
     assert.ok(p.updated_at! > n.updated_at!);
     const renamed = await nt.client.call(S.updateNote, { id: n.id, title: 'Final', metadata: { v: 2 } }, t.call);
     assert.deepEqual([renamed.title, renamed.word_count, renamed.metadata], ['Final', 4, { v: 2 }]);
-    assert.deepEqual(await nt.client.call(S.updateNote, { id: n.id }, t.call), renamed, 'an empty patch changes nothing');
+    assert.deepEqual(
+      await nt.client.call(S.updateNote, { id: n.id }, t.call),
+      renamed,
+      'an empty patch changes nothing',
+    );
     assert.deepEqual(await nt.events(t.id), ['note.created', 'note.updated', 'note.updated']);
   });
 
@@ -66,7 +113,11 @@ describe('notes over gRPC', () => {
   it('lists newest first with a cursor and filters by archived, pinned, q and tag', async () => {
     const t = tenant();
     const a = await nt.client.call(S.createNote, { title: 'Alpha plan', body: 'budget 100%' }, t.call);
-    const b = await nt.client.call(S.createNote, { title: 'Beta', body: 'Mentions the ALPHA launch', is_pinned: true }, t.call);
+    const b = await nt.client.call(
+      S.createNote,
+      { title: 'Beta', body: 'Mentions the ALPHA launch', is_pinned: true },
+      t.call,
+    );
     const c = await nt.client.call(S.createNote, { title: 'Gamma', body: 'nothing', is_archived: true }, t.call);
     const page1 = await nt.client.call(S.listNotes, { limit: 2 }, t.call);
     assert.deepEqual([page1.data.map((n) => n.id), page1.has_more], [[c.id, b.id], true]);
@@ -89,11 +140,27 @@ describe('notes over gRPC', () => {
   it('refuses bad input with field violations', async () => {
     const t = tenant();
     const n = await nt.client.call(S.createNote, { title: 'x', body: '' }, t.call);
-    assert.deepEqual(await badFields(nt.client.call(S.createNote, { title: 'x'.repeat(501), body: '' }, t.call)), ['title']);
-    assert.deepEqual(await badFields(nt.client.call(S.createNote, { title: 'x', body: 'y'.repeat(100_001) }, t.call)), ['body']);
-    assert.deepEqual(await badFields(nt.client.call(S.createNote, { title: 'x', body: '', source_url: 'ftp://x', notebook_id: 'nb-1' }, t.call)), ['notebook_id', 'source_url']);
-    assert.deepEqual(await badFields(nt.client.call(S.createNote, { title: 'x', body: '', metadata: { big: 'z'.repeat(20_000) } }, t.call)), ['metadata']);
-    assert.deepEqual(await badFields(nt.client.call(S.updateNote, { id: n.id, title: 'x'.repeat(501) }, t.call)), ['title']);
+    assert.deepEqual(await badFields(nt.client.call(S.createNote, { title: 'x'.repeat(501), body: '' }, t.call)), [
+      'title',
+    ]);
+    assert.deepEqual(await badFields(nt.client.call(S.createNote, { title: 'x', body: 'y'.repeat(100_001) }, t.call)), [
+      'body',
+    ]);
+    assert.deepEqual(
+      await badFields(
+        nt.client.call(S.createNote, { title: 'x', body: '', source_url: 'ftp://x', notebook_id: 'nb-1' }, t.call),
+      ),
+      ['notebook_id', 'source_url'],
+    );
+    assert.deepEqual(
+      await badFields(
+        nt.client.call(S.createNote, { title: 'x', body: '', metadata: { big: 'z'.repeat(20_000) } }, t.call),
+      ),
+      ['metadata'],
+    );
+    assert.deepEqual(await badFields(nt.client.call(S.updateNote, { id: n.id, title: 'x'.repeat(501) }, t.call)), [
+      'title',
+    ]);
     assert.deepEqual(await badFields(nt.client.call(S.getNote, { id: 'nope' }, t.call)), ['id']);
     assert.deepEqual(await badFields(nt.client.call(S.listNotes, { limit: 0 }, t.call)), ['limit']);
     assert.deepEqual(await badFields(nt.client.call(S.listNotes, { q: 'q'.repeat(201) }, t.call)), ['q']);
@@ -114,18 +181,35 @@ describe('tags over gRPC', () => {
     const n1 = await nt.client.call(S.createNote, { title: 'one', body: '' }, t.call);
     const n2 = await nt.client.call(S.createNote, { title: 'two', body: '' }, t.call);
     const tag = await nt.client.call(S.addNoteTag, { id: n1.id, name: '  Ünïcode Tag ' }, t.call);
-    assert.deepEqual([tag.name, tag.tenant_id, tag.metadata, tag.color, tag.description], ['Ünïcode Tag', t.id, {}, undefined, undefined]);
+    assert.deepEqual(
+      [tag.name, tag.tenant_id, tag.metadata, tag.color, tag.description],
+      ['Ünïcode Tag', t.id, {}, undefined, undefined],
+    );
     const again = await nt.client.call(S.addNoteTag, { id: n1.id, name: 'üNÏCODE tag' }, t.call);
     assert.deepEqual(again, tag, 'the same tag back, name as first written');
     const other = await nt.client.call(S.addNoteTag, { id: n2.id, name: 'ÜNÏCODE TAG' }, t.call);
     assert.equal(other.id, tag.id);
     await nt.client.call(S.addNoteTag, { id: n1.id, name: 'b-second' }, t.call);
-    assert.deepEqual((await nt.client.call(S.listNoteTags, { id: n1.id }, t.call)).data.map((x) => x.name), ['b-second', 'Ünïcode Tag']);
+    assert.deepEqual(
+      (await nt.client.call(S.listNoteTags, { id: n1.id }, t.call)).data.map((x) => x.name),
+      ['b-second', 'Ünïcode Tag'],
+    );
     const all = await nt.client.call(S.listTags, {}, t.call);
-    assert.deepEqual(all.data.map((x) => x.name), ['b-second', 'Ünïcode Tag']);
+    assert.deepEqual(
+      all.data.map((x) => x.name),
+      ['b-second', 'Ünïcode Tag'],
+    );
     const attachments = await nt.db.query('SELECT count(*)::int AS n FROM note_tags WHERE note_id = $1', [n1.id]);
     assert.equal(attachments.rows[0].n, 2);
-    assert.deepEqual(await nt.events(t.id), ['note.created', 'note.created', 'tag.created', 'note.tagged', 'note.tagged', 'tag.created', 'note.tagged']);
+    assert.deepEqual(await nt.events(t.id), [
+      'note.created',
+      'note.created',
+      'tag.created',
+      'note.tagged',
+      'note.tagged',
+      'tag.created',
+      'note.tagged',
+    ]);
   });
 
   it('detaches (404 when not attached) and keeps the tag', async () => {
@@ -136,7 +220,10 @@ describe('tags over gRPC', () => {
     assert.deepEqual((await nt.client.call(S.listNoteTags, { id: n.id }, t.call)).data, []);
     const err = await failure(nt.client.call(S.removeNoteTag, { id: n.id, tag_id: tag.id }, t.call));
     assert.deepEqual([err.code, err.reason], [grpc.status.NOT_FOUND, 'NOTE_TAG_NOT_FOUND']);
-    assert.deepEqual((await nt.client.call(S.listTags, {}, t.call)).data.map((x) => x.id), [tag.id]);
+    assert.deepEqual(
+      (await nt.client.call(S.listTags, {}, t.call)).data.map((x) => x.id),
+      [tag.id],
+    );
     assert.equal((await nt.events(t.id)).at(-1), 'note.untagged');
   });
 
@@ -144,22 +231,39 @@ describe('tags over gRPC', () => {
     const t = tenant();
     const n = await nt.client.call(S.createNote, { title: 'n', body: '' }, t.call);
     for (const name of ['', '   ', 'x'.repeat(65), 'two\nlines']) {
-      assert.deepEqual(await badFields(nt.client.call(S.addNoteTag, { id: n.id, name }, t.call)), ['name'], JSON.stringify(name));
+      assert.deepEqual(
+        await badFields(nt.client.call(S.addNoteTag, { id: n.id, name }, t.call)),
+        ['name'],
+        JSON.stringify(name),
+      );
     }
-    assert.equal((await nt.client.call(S.addNoteTag, { id: n.id, name: ` ${'x'.repeat(64)} ` }, t.call)).name.length, 64);
+    assert.equal(
+      (await nt.client.call(S.addNoteTag, { id: n.id, name: ` ${'x'.repeat(64)} ` }, t.call)).name.length,
+      64,
+    );
   });
 
   it('20 parallel attaches of one new name end with one tag and one attachment', async () => {
     const t = tenant();
     const n = await nt.client.call(S.createNote, { title: 'race', body: '' }, t.call);
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => nt.client.call(S.addNoteTag, { id: n.id, name: i % 2 ? 'Urgent' : 'URGENT' }, t.call)));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        nt.client.call(S.addNoteTag, { id: n.id, name: i % 2 ? 'Urgent' : 'URGENT' }, t.call),
+      ),
+    );
     assert.equal(new Set(results.map((r) => r.id)).size, 1);
     const tags = await nt.db.query('SELECT id FROM tags WHERE tenant_id = $1', [t.id]);
     assert.equal(tags.rows.length, 1);
     const links = await nt.db.query('SELECT tag_id FROM note_tags WHERE note_id = $1', [n.id]);
-    assert.deepEqual(links.rows.map((r) => r.tag_id), [results[0]!.id]);
+    assert.deepEqual(
+      links.rows.map((r) => r.tag_id),
+      [results[0]!.id],
+    );
     const events = await nt.events(t.id);
-    assert.deepEqual([events.filter((e) => e === 'tag.created').length, events.filter((e) => e === 'note.tagged').length], [1, 1]);
+    assert.deepEqual(
+      [events.filter((e) => e === 'tag.created').length, events.filter((e) => e === 'note.tagged').length],
+      [1, 1],
+    );
   });
 
   it('keeps tenants apart: same names are different tags, and another tenant’s note is a 404', async () => {
@@ -170,9 +274,18 @@ describe('tags over gRPC', () => {
     const ta = await nt.client.call(S.addNoteTag, { id: na.id, name: 'shared' }, a.call);
     const tb = await nt.client.call(S.addNoteTag, { id: nb.id, name: 'shared' }, b.call);
     assert.notEqual(ta.id, tb.id);
-    assert.equal((await failure(nt.client.call(S.addNoteTag, { id: na.id, name: 'x' }, b.call))).code, grpc.status.NOT_FOUND);
-    assert.equal((await failure(nt.client.call(S.removeNoteTag, { id: nb.id, tag_id: ta.id }, b.call))).code, grpc.status.NOT_FOUND);
-    assert.deepEqual((await nt.client.call(S.listTags, {}, b.call)).data.map((x) => x.id), [tb.id]);
+    assert.equal(
+      (await failure(nt.client.call(S.addNoteTag, { id: na.id, name: 'x' }, b.call))).code,
+      grpc.status.NOT_FOUND,
+    );
+    assert.equal(
+      (await failure(nt.client.call(S.removeNoteTag, { id: nb.id, tag_id: ta.id }, b.call))).code,
+      grpc.status.NOT_FOUND,
+    );
+    assert.deepEqual(
+      (await nt.client.call(S.listTags, {}, b.call)).data.map((x) => x.id),
+      [tb.id],
+    );
   });
 });
 
@@ -190,9 +303,21 @@ describe('backlinks over gRPC', () => {
     const t = tenant();
     const contact = randomUUID();
     const deal = randomUUID();
-    const n1 = await nt.client.call(S.createNote, { title: 'n1', body: `Met [[contact:${contact}|Dana]] about [[deal:${deal}]].` }, t.call);
-    const n2 = await nt.client.call(S.createNote, { title: 'n2', body: `Follow up with [[contact:${contact.toUpperCase()}]]` }, t.call);
-    await nt.client.call(S.createNote, { title: 'n3', body: `code only: \`[[contact:${contact}]]\`\n\`\`\`\n[[contact:${contact}]]\n\`\`\`` }, t.call);
+    const n1 = await nt.client.call(
+      S.createNote,
+      { title: 'n1', body: `Met [[contact:${contact}|Dana]] about [[deal:${deal}]].` },
+      t.call,
+    );
+    const n2 = await nt.client.call(
+      S.createNote,
+      { title: 'n2', body: `Follow up with [[contact:${contact.toUpperCase()}]]` },
+      t.call,
+    );
+    await nt.client.call(
+      S.createNote,
+      { title: 'n3', body: `code only: \`[[contact:${contact}]]\`\n\`\`\`\n[[contact:${contact}]]\n\`\`\`` },
+      t.call,
+    );
     assert.deepEqual(await links(t, EntityType.ENTITY_TYPE_CONTACT, contact), ['n2', 'n1']);
     assert.deepEqual(await links(t, EntityType.ENTITY_TYPE_DEAL, deal), ['n1']);
     assert.deepEqual(await links(t, EntityType.ENTITY_TYPE_TASK, contact), [], 'the type is part of the key');
@@ -217,7 +342,15 @@ describe('backlinks over gRPC', () => {
     await nt.client.call(S.createNote, { title: 'alpha only', body: `[[task:${task}]]` }, a.call);
     assert.deepEqual(await links(a, EntityType.ENTITY_TYPE_TASK, task), ['alpha only']);
     assert.deepEqual(await links(b, EntityType.ENTITY_TYPE_TASK, task), []);
-    assert.deepEqual(await badFields(nt.client.call(S.listBacklinks, { entity_type: EntityType.ENTITY_TYPE_UNSPECIFIED, entity_id: task }, a.call)), ['entity_type']);
-    assert.deepEqual(await badFields(nt.client.call(S.listBacklinks, { entity_type: 99 as EntityType, entity_id: 'x' }, a.call)), ['entity_type', 'entity_id']);
+    assert.deepEqual(
+      await badFields(
+        nt.client.call(S.listBacklinks, { entity_type: EntityType.ENTITY_TYPE_UNSPECIFIED, entity_id: task }, a.call),
+      ),
+      ['entity_type'],
+    );
+    assert.deepEqual(
+      await badFields(nt.client.call(S.listBacklinks, { entity_type: 99 as EntityType, entity_id: 'x' }, a.call)),
+      ['entity_type', 'entity_id'],
+    );
   });
 });

@@ -12,7 +12,11 @@ describe('list pagination over gRPC', () => {
   it('returns each of 400 notes created 16 at a time exactly once, in order, 7 per page', async () => {
     const t = tenant();
     for (let batch = 0; batch < 25; batch++) {
-      await Promise.all(Array.from({ length: 16 }, (_, i) => nt.client.call(S.createNote, { title: `n${batch * 16 + i}`, body: '' }, t.call)));
+      await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          nt.client.call(S.createNote, { title: `n${batch * 16 + i}`, body: '' }, t.call),
+        ),
+      );
     }
     const seen: string[] = [];
     let cursor: string | undefined;
@@ -25,15 +29,25 @@ describe('list pagination over gRPC', () => {
       assert.ok(cursor, 'has_more comes with a next_cursor');
     }
     // The contract's order: newest first by the full-precision created_at, ties by id.
-    const { rows } = await nt.db.query<{ id: string }>('SELECT id FROM notes WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC', [t.id]);
+    const { rows } = await nt.db.query<{ id: string }>(
+      'SELECT id FROM notes WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC',
+      [t.id],
+    );
     assert.equal(new Set(seen).size, seen.length, 'no note appears twice');
     assert.equal(seen.length, 400);
-    assert.deepEqual(seen, rows.map((r) => r.id));
+    assert.deepEqual(
+      seen,
+      rows.map((r) => r.id),
+    );
   });
 
   it('refuses a cursor it did not issue with a 400 on the cursor field', async () => {
     const t = tenant();
-    for (const cursor of ['nope', Buffer.from('["yesterday","x"]').toString('base64url'), Buffer.from('{}').toString('base64url')]) {
+    for (const cursor of [
+      'nope',
+      Buffer.from('["yesterday","x"]').toString('base64url'),
+      Buffer.from('{}').toString('base64url'),
+    ]) {
       assert.deepEqual(await badFields(nt.client.call(S.listNotes, { cursor }, t.call)), ['cursor']);
       assert.deepEqual(await badFields(nt.client.call(S.listTasks, { cursor }, t.call)), ['cursor']);
     }

@@ -2,7 +2,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { TaskPriority, type CreateTaskRequest, type Task } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import {
+  TaskPriority,
+  type CreateTaskRequest,
+  type Task,
+} from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { S, badFields, failure, startNotesTasks, tenant, type NotesTasks } from './test-support.js';
 
 type T = ReturnType<typeof tenant>;
@@ -14,12 +18,18 @@ describe('tasks over gRPC', () => {
   });
   after(() => nt.stop());
 
-  const create = (t: T, body: Partial<CreateTaskRequest> = {}) => nt.client.call(S.createTask, { title: 'Task', ...body }, t.call);
+  const create = (t: T, body: Partial<CreateTaskRequest> = {}) =>
+    nt.client.call(S.createTask, { title: 'Task', ...body }, t.call);
   const subtasks = async (t: T, id: string) => (await nt.client.call(S.listSubtasks, { id }, t.call)).data;
   const order = async (t: T, id: string) => (await subtasks(t, id)).map((x) => [x.title, x.position]);
   /** Positions of the live siblings under a parent, straight from the table. */
   const positions = async (t: T, parentId: string | null) =>
-    (await nt.db.query(`SELECT position FROM tasks WHERE tenant_id = $1 AND parent_id IS NOT DISTINCT FROM $2 AND deleted_at IS NULL ORDER BY position`, [t.id, parentId])).rows.map((r) => r.position);
+    (
+      await nt.db.query(
+        `SELECT position FROM tasks WHERE tenant_id = $1 AND parent_id IS NOT DISTINCT FROM $2 AND deleted_at IS NULL ORDER BY position`,
+        [t.id, parentId],
+      )
+    ).rows.map((r) => r.position);
 
   it('creates a task with every field and reads it back', async () => {
     const t = tenant();
@@ -42,27 +52,105 @@ describe('tasks over gRPC', () => {
     };
     const task = await create(t, fields);
     assert.deepEqual(
-      [task.title, task.description, task.assignee_id, task.project_id, task.section_id, task.status_id, task.priority, task.due_at, task.deadline, task.start_date],
-      ['Ship it', 'All of it', fields.assignee_id, fields.project_id, fields.section_id, fields.status_id, TaskPriority.TASK_PRIORITY_HIGH, fields.due_at, '2026-03-05', '2026-02-25'],
+      [
+        task.title,
+        task.description,
+        task.assignee_id,
+        task.project_id,
+        task.section_id,
+        task.status_id,
+        task.priority,
+        task.due_at,
+        task.deadline,
+        task.start_date,
+      ],
+      [
+        'Ship it',
+        'All of it',
+        fields.assignee_id,
+        fields.project_id,
+        fields.section_id,
+        fields.status_id,
+        TaskPriority.TASK_PRIORITY_HIGH,
+        fields.due_at,
+        '2026-03-05',
+        '2026-02-25',
+      ],
     );
     assert.deepEqual(
-      [task.estimation_minutes, task.time_spent_minutes, task.external_id, task.identifier, task.metadata, task.position, task.priority_key, task.creator_id, task.tenant_id],
+      [
+        task.estimation_minutes,
+        task.time_spent_minutes,
+        task.external_id,
+        task.identifier,
+        task.metadata,
+        task.position,
+        task.priority_key,
+        task.creator_id,
+        task.tenant_id,
+      ],
       [90, 0, 'JIRA-1', 'T-1', { source: 'test' }, 1, '1-0000000001', t.memberId, t.id],
     );
-    assert.deepEqual([task.parent_id, task.completed_at, task.deleted_at, task.rrule, task.next_occurrence, task.due_date, task.canceled_at], [undefined, undefined, undefined, undefined, undefined, undefined, undefined]);
+    assert.deepEqual(
+      [
+        task.parent_id,
+        task.completed_at,
+        task.deleted_at,
+        task.rrule,
+        task.next_occurrence,
+        task.due_date,
+        task.canceled_at,
+      ],
+      [undefined, undefined, undefined, undefined, undefined, undefined, undefined],
+    );
     assert.deepEqual(await nt.client.call(S.getTask, { id: task.id }, t.call), task);
     const plain = await create(t, { assignee_id: '', parent_id: '', project_id: '' });
-    assert.deepEqual([plain.priority, plain.priority_key, plain.position, plain.metadata], [TaskPriority.TASK_PRIORITY_NONE, '4-0000000002', 2, {}]);
-    assert.deepEqual([plain.assignee_id, plain.parent_id, plain.project_id], [undefined, undefined, undefined], 'empty ids are unset');
+    assert.deepEqual(
+      [plain.priority, plain.priority_key, plain.position, plain.metadata],
+      [TaskPriority.TASK_PRIORITY_NONE, '4-0000000002', 2, {}],
+    );
+    assert.deepEqual(
+      [plain.assignee_id, plain.parent_id, plain.project_id],
+      [undefined, undefined, undefined],
+      'empty ids are unset',
+    );
     assert.deepEqual(await nt.events(t.id), ['task.created', 'task.created']);
   });
 
   it('patches fields and clears them with empty strings or null (update_mask)', async () => {
     const t = tenant();
-    const task = await create(t, { assignee_id: randomUUID(), due_at: new Date('2026-05-01T00:00:00Z'), estimation_minutes: 5, description: 'd' });
-    const p = await nt.client.call(S.updateTask, { id: task.id, title: 'Renamed', priority: TaskPriority.TASK_PRIORITY_URGENT, assignee_id: '', description: '', update_mask: ['due_at', 'estimation_minutes'] }, t.call);
-    assert.deepEqual([p.title, p.priority, p.priority_key, p.assignee_id, p.description, p.due_at, p.estimation_minutes], ['Renamed', TaskPriority.TASK_PRIORITY_URGENT, '0-0000000001', undefined, undefined, undefined, undefined]);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: task.id, due_date: '2026-01-01', update_mask: ['due_date', 'title'] }, t.call)), ['title']);
+    const task = await create(t, {
+      assignee_id: randomUUID(),
+      due_at: new Date('2026-05-01T00:00:00Z'),
+      estimation_minutes: 5,
+      description: 'd',
+    });
+    const p = await nt.client.call(
+      S.updateTask,
+      {
+        id: task.id,
+        title: 'Renamed',
+        priority: TaskPriority.TASK_PRIORITY_URGENT,
+        assignee_id: '',
+        description: '',
+        update_mask: ['due_at', 'estimation_minutes'],
+      },
+      t.call,
+    );
+    assert.deepEqual(
+      [p.title, p.priority, p.priority_key, p.assignee_id, p.description, p.due_at, p.estimation_minutes],
+      ['Renamed', TaskPriority.TASK_PRIORITY_URGENT, '0-0000000001', undefined, undefined, undefined, undefined],
+    );
+    assert.deepEqual(
+      await badFields(
+        nt.client.call(
+          S.updateTask,
+          { id: task.id, due_date: '2026-01-01', update_mask: ['due_date', 'title'] },
+          t.call,
+        ),
+      ),
+      ['title'],
+    );
     assert.deepEqual(await nt.client.call(S.updateTask, { id: task.id }, t.call), p, 'an empty patch changes nothing');
     assert.deepEqual(await nt.events(t.id), ['task.created', 'task.updated']);
   });
@@ -88,10 +176,17 @@ describe('tasks over gRPC', () => {
     assert.deepEqual(await titles({ completed: false }), ['e', 'c', 'a']);
     assert.deepEqual(await titles({ due_before: new Date('2026-01-20T00:00:00Z') }), ['a']);
     assert.deepEqual(await titles({ due_after: new Date('2026-01-20T00:00:00Z') }), ['b']);
-    assert.deepEqual(await titles({ due_after: new Date('2026-01-01T00:00:00Z'), due_before: new Date('2026-02-01T00:00:00Z') }), ['b', 'a']);
+    assert.deepEqual(
+      await titles({ due_after: new Date('2026-01-01T00:00:00Z'), due_before: new Date('2026-02-01T00:00:00Z') }),
+      ['b', 'a'],
+    );
     const page = await nt.client.call(S.listTasks, { limit: 3, include_snoozed: true }, t.call);
     assert.deepEqual([page.data.map((x) => x.title), page.has_more], [['e', 'd', 'c'], true]);
-    const rest = await nt.client.call(S.listTasks, { limit: 3, include_snoozed: true, cursor: page.next_cursor! }, t.call);
+    const rest = await nt.client.call(
+      S.listTasks,
+      { limit: 3, include_snoozed: true, cursor: page.next_cursor! },
+      t.call,
+    );
     assert.deepEqual([rest.data.map((x) => x.title), rest.has_more], [['b', 'a'], false]);
     assert.ok(d && e);
   });
@@ -100,34 +195,71 @@ describe('tasks over gRPC', () => {
     const t = tenant();
     const p = await create(t, { title: 'P' });
     for (const title of ['a', 'b', 'c', 'd']) await create(t, { title, parent_id: p.id });
-    assert.deepEqual(await order(t, p.id), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    assert.deepEqual(await order(t, p.id), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+    ]);
     const ids = Object.fromEntries((await subtasks(t, p.id)).map((x) => [x.title, x.id]));
     const moved = await nt.client.call(S.updateTask, { id: ids.d!, before_id: ids.a! }, t.call);
     assert.deepEqual([moved.position, moved.priority_key], [1, '4-0000000001']);
-    assert.deepEqual(await order(t, p.id), [['d', 1], ['a', 2], ['b', 3], ['c', 4]]);
+    assert.deepEqual(await order(t, p.id), [
+      ['d', 1],
+      ['a', 2],
+      ['b', 3],
+      ['c', 4],
+    ]);
     await nt.client.call(S.updateTask, { id: ids.d!, after_id: ids.c! }, t.call);
-    assert.deepEqual(await order(t, p.id), [['a', 1], ['b', 2], ['c', 3], ['d', 4]]);
+    assert.deepEqual(await order(t, p.id), [
+      ['a', 1],
+      ['b', 2],
+      ['c', 3],
+      ['d', 4],
+    ]);
     await nt.client.call(S.updateTask, { id: ids.a!, after_id: ids.b!, title: 'a2' }, t.call);
-    assert.deepEqual(await order(t, p.id), [['b', 1], ['a2', 2], ['c', 3], ['d', 4]]);
+    assert.deepEqual(await order(t, p.id), [
+      ['b', 1],
+      ['a2', 2],
+      ['c', 3],
+      ['d', 4],
+    ]);
     const events = await nt.events(t.id);
     assert.deepEqual(events.slice(5), ['task.moved', 'task.moved', 'task.updated', 'task.moved']);
     // An anchor under another parent, the task itself, or both anchors: 400.
     const other = await create(t, { title: 'elsewhere' });
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, before_id: other.id }, t.call)), ['before_id']);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, after_id: ids.b! }, t.call)), ['after_id']);
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, before_id: ids.c!, after_id: ids.d! }, t.call)), ['after_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, before_id: other.id }, t.call)), [
+      'before_id',
+    ]);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: ids.b!, after_id: ids.b! }, t.call)), [
+      'after_id',
+    ]);
+    assert.deepEqual(
+      await badFields(nt.client.call(S.updateTask, { id: ids.b!, before_id: ids.c!, after_id: ids.d! }, t.call)),
+      ['after_id'],
+    );
   });
 
   it('moves a task to another parent or the top level, renumbering both sides', async () => {
     const t = tenant();
     const p1 = await create(t, { title: 'P1' });
     const p2 = await create(t, { title: 'P2' });
-    const [a, b, c] = [await create(t, { title: 'a', parent_id: p1.id }), await create(t, { title: 'b', parent_id: p1.id }), await create(t, { title: 'c', parent_id: p1.id })];
+    const [a, b, c] = [
+      await create(t, { title: 'a', parent_id: p1.id }),
+      await create(t, { title: 'b', parent_id: p1.id }),
+      await create(t, { title: 'c', parent_id: p1.id }),
+    ];
     const x = await create(t, { title: 'x', parent_id: p2.id });
     const moved = await nt.client.call(S.updateTask, { id: a.id, parent_id: p2.id, before_id: x.id }, t.call);
     assert.deepEqual([moved.parent_id, moved.position], [p2.id, 1]);
-    assert.deepEqual(await order(t, p1.id), [['b', 1], ['c', 2]]);
-    assert.deepEqual(await order(t, p2.id), [['a', 1], ['x', 2]]);
+    assert.deepEqual(await order(t, p1.id), [
+      ['b', 1],
+      ['c', 2],
+    ]);
+    assert.deepEqual(await order(t, p2.id), [
+      ['a', 1],
+      ['x', 2],
+    ]);
     const top = await nt.client.call(S.updateTask, { id: b.id, parent_id: '' }, t.call);
     assert.deepEqual([top.parent_id, top.position], [undefined, 3]);
     assert.deepEqual(await positions(t, null), [1, 2, 3]);
@@ -142,12 +274,24 @@ describe('tasks over gRPC', () => {
     const c = await create(t, { title: 'c', parent_id: b.id });
     const d = await create(t, { title: 'd', parent_id: c.id });
     assert.equal(d.parent_id, c.id);
-    for (const [id, parent] of [[a.id, d.id], [a.id, b.id], [b.id, c.id]] as const) {
+    for (const [id, parent] of [
+      [a.id, d.id],
+      [a.id, b.id],
+      [b.id, c.id],
+    ] as const) {
       const err = await failure(nt.client.call(S.updateTask, { id, parent_id: parent }, t.call));
-      assert.deepEqual([err.code, err.fieldViolations.map((v) => v.field)], [grpc.status.INVALID_ARGUMENT, ['parent_id']]);
+      assert.deepEqual(
+        [err.code, err.fieldViolations.map((v) => v.field)],
+        [grpc.status.INVALID_ARGUMENT, ['parent_id']],
+      );
     }
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: a.id, parent_id: a.id }, t.call)), ['parent_id']);
-    assert.deepEqual(await badFields(nt.client.call(S.createTask, { title: 'orphan', parent_id: randomUUID() }, t.call)), ['parent_id']);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: a.id, parent_id: a.id }, t.call)), [
+      'parent_id',
+    ]);
+    assert.deepEqual(
+      await badFields(nt.client.call(S.createTask, { title: 'orphan', parent_id: randomUUID() }, t.call)),
+      ['parent_id'],
+    );
     // Moving a whole branch elsewhere is fine.
     const moved = await nt.client.call(S.updateTask, { id: c.id, parent_id: a.id }, t.call);
     assert.deepEqual([moved.parent_id, (await subtasks(t, c.id)).map((x) => x.id)], [a.id, [d.id]]);
@@ -162,8 +306,12 @@ describe('tasks over gRPC', () => {
     const b1 = await create(t, { title: 'b1', parent_id: b.id });
     const b11 = await create(t, { title: 'b11', parent_id: b1.id });
     await nt.client.call(S.deleteTask, { id: b.id }, t.call);
-    assert.deepEqual(await order(t, p.id), [['a', 1], ['c', 2]]);
-    for (const id of [b.id, b1.id, b11.id]) assert.equal((await failure(nt.client.call(S.getTask, { id }, t.call))).code, grpc.status.NOT_FOUND);
+    assert.deepEqual(await order(t, p.id), [
+      ['a', 1],
+      ['c', 2],
+    ]);
+    for (const id of [b.id, b1.id, b11.id])
+      assert.equal((await failure(nt.client.call(S.getTask, { id }, t.call))).code, grpc.status.NOT_FOUND);
     assert.equal((await failure(nt.client.call(S.listSubtasks, { id: b.id }, t.call))).code, grpc.status.NOT_FOUND);
     assert.equal((await nt.events(t.id)).filter((e) => e === 'task.deleted').length, 3);
     await nt.client.call(S.deleteTask, { id: p.id }, t.call);
@@ -182,7 +330,11 @@ describe('tasks over gRPC', () => {
     assert.ok(done.completed_at instanceof Date);
     for (const x of await subtasks(t, p.id)) assert.ok(x.completed_at, `${x.title} completed`);
     assert.ok((await subtasks(t, a.id))[0]!.completed_at, 'grandchildren too');
-    assert.deepEqual((await nt.client.call(S.getTask, { id: b.id }, t.call)).completed_at, doneB.completed_at, 'an already completed subtask keeps its time');
+    assert.deepEqual(
+      (await nt.client.call(S.getTask, { id: b.id }, t.call)).completed_at,
+      doneB.completed_at,
+      'an already completed subtask keeps its time',
+    );
     const again = await nt.client.call(S.completeTask, { id: p.id }, t.call);
     assert.deepEqual(again, done);
     const reopened = await nt.client.call(S.reopenTask, { id: p.id }, t.call);
@@ -190,7 +342,13 @@ describe('tasks over gRPC', () => {
     assert.ok((await nt.client.call(S.getTask, { id: a1.id }, t.call)).completed_at);
     assert.deepEqual(await nt.client.call(S.reopenTask, { id: p.id }, t.call), reopened);
     const events = await nt.events(t.id);
-    assert.deepEqual(events.slice(4), ['task.completed', 'task.completed', 'task.completed', 'task.completed', 'task.reopened']);
+    assert.deepEqual(events.slice(4), [
+      'task.completed',
+      'task.completed',
+      'task.completed',
+      'task.completed',
+      'task.reopened',
+    ]);
   });
 
   it('20 parallel moves within one parent end with positions 1..n, no gaps or duplicates', async () => {
@@ -201,14 +359,25 @@ describe('tasks over gRPC', () => {
     const results = await Promise.all(
       kids.map((k, i) => {
         const anchor = kids[(i * 7 + 3) % 20]!;
-        const body = anchor.id === k.id ? { id: k.id, before_id: kids[(i + 1) % 20]!.id } : i % 2 ? { id: k.id, before_id: anchor.id } : { id: k.id, after_id: anchor.id };
+        const body =
+          anchor.id === k.id
+            ? { id: k.id, before_id: kids[(i + 1) % 20]!.id }
+            : i % 2
+              ? { id: k.id, before_id: anchor.id }
+              : { id: k.id, after_id: anchor.id };
         return nt.client.call(S.updateTask, body, t.call);
       }),
     );
     assert.equal(results.length, 20);
-    assert.deepEqual(await positions(t, p.id), Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      await positions(t, p.id),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     const listed = await subtasks(t, p.id);
-    assert.deepEqual(listed.map((x) => x.position), Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      listed.map((x) => x.position),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     assert.equal(new Set(listed.map((x) => x.id)).size, 20);
   });
 
@@ -222,7 +391,11 @@ describe('tasks over gRPC', () => {
       ...kids.slice(0, 4).map((k) => nt.client.call(S.updateTask, { id: k.id, parent_id: p2.id }, t.call)),
       ...kids.slice(4, 7).map((k) => nt.client.call(S.deleteTask, { id: k.id }, t.call)),
       ...Array.from({ length: 5 }, (_, i) => create(t, { title: `n${i}`, parent_id: i % 2 ? p1.id : p2.id })),
-      ...kids.slice(7).map((k) => nt.client.call(S.updateTask, { id: k.id, before_id: kids[0]!.id }, t.call).catch(() => 'anchor moved away')),
+      ...kids
+        .slice(7)
+        .map((k) =>
+          nt.client.call(S.updateTask, { id: k.id, before_id: kids[0]!.id }, t.call).catch(() => 'anchor moved away'),
+        ),
     ]);
     assert.deepEqual(await positions(t, p1.id), [1, 2, 3, 4, 5]);
     assert.deepEqual(await positions(t, p2.id), [1, 2, 3, 4, 5, 6, 7]);
@@ -246,8 +419,13 @@ describe('tasks over gRPC', () => {
     }
     assert.deepEqual(await badFields(create(b, { title: 'x', parent_id: task.id })), ['parent_id']);
     const mine = await create(b, { title: 'mine' });
-    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: mine.id, parent_id: task.id }, b.call)), ['parent_id']);
-    assert.deepEqual((await nt.client.call(S.listTasks, {}, b.call)).data.map((x) => x.id), [mine.id]);
+    assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: mine.id, parent_id: task.id }, b.call)), [
+      'parent_id',
+    ]);
+    assert.deepEqual(
+      (await nt.client.call(S.listTasks, {}, b.call)).data.map((x) => x.id),
+      [mine.id],
+    );
     assert.equal(mine.position, 1, 'positions are per tenant');
   });
 
@@ -267,11 +445,17 @@ describe('tasks over gRPC', () => {
       [{ rrule: 'FREQ=HOURLY', due_date: '2026-01-01' }, ['rrule']],
       [{ metadata: { x: 'y'.repeat(17_000) } }, ['metadata']],
     ];
-    for (const [body, fields] of cases) assert.deepEqual(await badFields(create(t, body)), fields, JSON.stringify(body).slice(0, 80));
+    for (const [body, fields] of cases)
+      assert.deepEqual(await badFields(create(t, body)), fields, JSON.stringify(body).slice(0, 80));
     const task = await create(t);
     assert.deepEqual(await badFields(nt.client.call(S.updateTask, { id: task.id, title: '  ' }, t.call)), ['title']);
-    assert.deepEqual(await badFields(nt.client.call(S.listTasks, { parent_id: 'x', due_before: undefined }, t.call)), ['parent_id']);
-    assert.deepEqual(await badFields(nt.client.call(S.completeTask, { id: task.id, occurrence: 'yesterday' }, t.call)), ['occurrence']);
+    assert.deepEqual(await badFields(nt.client.call(S.listTasks, { parent_id: 'x', due_before: undefined }, t.call)), [
+      'parent_id',
+    ]);
+    assert.deepEqual(
+      await badFields(nt.client.call(S.completeTask, { id: task.id, occurrence: 'yesterday' }, t.call)),
+      ['occurrence'],
+    );
     assert.deepEqual(await nt.events(t.id), ['task.created']);
   });
 });

@@ -9,8 +9,14 @@ export { S };
 /** notes-tasks on a fresh database, called over real gRPC, with a direct SQL client for checks. */
 export async function startNotesTasks() {
   const databaseUrl = await testDatabase('notes');
-  const service: RunningService = await createNotesTasksService({ databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys }, createLogger('notes-tasks', 'silent'));
-  const client = new TestClient('notes_tasks', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const service: RunningService = await createNotesTasksService(
+    { databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys },
+    createLogger('notes-tasks', 'silent'),
+  );
+  const client = new TestClient('notes_tasks', `127.0.0.1:${service.port}`, {
+    volumeThreshold: 100_000,
+    deadlineMs: 30_000,
+  });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     databaseUrl,
@@ -19,7 +25,10 @@ export async function startNotesTasks() {
     db,
     /** Event types of the tenant's outbox, in order. */
     async events(tenantId: string): Promise<string[]> {
-      const { rows } = await db.query<{ event_type: string }>('SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq', [tenantId]);
+      const { rows } = await db.query<{ event_type: string }>(
+        'SELECT event_type FROM outbox WHERE tenant_id = $1 ORDER BY seq',
+        [tenantId],
+      );
       return rows.map((r) => r.event_type);
     },
     async stop() {
@@ -31,7 +40,6 @@ export async function startNotesTasks() {
 }
 
 export type NotesTasks = Awaited<ReturnType<typeof startNotesTasks>>;
-
 
 export { failure };
 

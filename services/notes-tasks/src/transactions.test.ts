@@ -19,7 +19,9 @@ describe('transactions and the call deadline', () => {
     try {
       await blocker.query('BEGIN');
       await blocker.query('SELECT 1 FROM notes WHERE id = $1 FOR UPDATE', [note.id]);
-      const err = await failure(nt.client.call(S.updateNote, { id: note.id, title: 'after' }, { ...t.call, deadlineMs: 300 }));
+      const err = await failure(
+        nt.client.call(S.updateNote, { id: note.id, title: 'after' }, { ...t.call, deadlineMs: 300 }),
+      );
       assert.equal(err.code, grpc.status.DEADLINE_EXCEEDED);
       await blocker.query('COMMIT');
     } finally {

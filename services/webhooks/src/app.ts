@@ -60,7 +60,10 @@ function retentionWorker(pool: Pool, days: number, logger: Logger): Worker {
  * webhooks with the shared start-up (@workauto/service): the API, the intake consumer of the
  * domain-events topic, the delivery workers and the retention sweep.
  */
-export async function createWebhooksService(config: WebhooksConfig, logger: Logger = createLogger('webhooks')): Promise<RunningService> {
+export async function createWebhooksService(
+  config: WebhooksConfig,
+  logger: Logger = createLogger('webhooks'),
+): Promise<RunningService> {
   const keyring = Keyring.fromEnv(config.encryptionKeys);
   const settings: WebhookSettings = { ...defaultSettings(), ...config.settings };
   const egress = config.egress ?? new EgressPolicy();
@@ -78,7 +81,14 @@ export async function createWebhooksService(config: WebhooksConfig, logger: Logg
         migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
         handlers: (pool) => webhooksHandlers(depsOf(pool)),
         consumers: async (pool, transport) => [
-          await startConsumer({ transport, pool, logger, groupId: INTAKE_GROUP, topics: [TOPICS.domain], handle: (tx, event) => takeIn(depsOf(pool), tx, event) }),
+          await startConsumer({
+            transport,
+            pool,
+            logger,
+            groupId: INTAKE_GROUP,
+            topics: [TOPICS.domain],
+            handle: (tx, event) => takeIn(depsOf(pool), tx, event),
+          }),
         ],
         workers: ({ pool }) => [
           ...(settings.workerConcurrency > 0 ? [deliveryWorker(depsOf(pool), logger)] : []),

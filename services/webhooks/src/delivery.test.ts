@@ -9,38 +9,61 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeEvent } from '@workauto/events';
 import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually } from '@workauto/testing';
-import { WebhookAttemptTrigger, WebhookDeliveryStatus, WebhookEventStatus } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
+import {
+  WebhookAttemptTrigger,
+  WebhookDeliveryStatus,
+  WebhookEventStatus,
+} from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import { failure, S, startWebhooks, tenant } from './test-support.js';
 import { signaturesOf, signedBy, startReceiver, type Receiver } from './testing/receiver.js';
 
 type Webhooks = Awaited<ReturnType<typeof startWebhooks>>;
 type Tenant = ReturnType<typeof tenant>;
 
-const { FAILED, SUCCEEDED } = { FAILED: WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_FAILED, SUCCEEDED: WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_SUCCEEDED };
+const { FAILED, SUCCEEDED } = {
+  FAILED: WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_FAILED,
+  SUCCEEDED: WebhookDeliveryStatus.WEBHOOK_DELIVERY_STATUS_SUCCEEDED,
+};
 
 /** The service's own events (webhook_endpoint.*) are domain events too: left out unless a test asks for them. */
 const TEST_TYPES = ['note.*', 'task.*', 'deal.*'];
 
 const createdSecrets: string[] = [];
 
-async function endpoint(w: Webhooks, t: Tenant, url: string, extra: { event_types?: string[]; channels?: string[] } = {}) {
-  const ep = await w.client.call(S.createWebhookEndpoint, { url, event_types: extra.event_types ?? TEST_TYPES, channels: extra.channels ?? [] }, t.call);
+async function endpoint(
+  w: Webhooks,
+  t: Tenant,
+  url: string,
+  extra: { event_types?: string[]; channels?: string[] } = {},
+) {
+  const ep = await w.client.call(
+    S.createWebhookEndpoint,
+    { url, event_types: extra.event_types ?? TEST_TYPES, channels: extra.channels ?? [] },
+    t.call,
+  );
   createdSecrets.push(ep.signing_secret!);
   return ep;
 }
 
 async function settled(w: Webhooks, t: Tenant, eventId: string, ms = 15_000) {
   let detail = await w.client.call(S.getWebhookEvent, { id: eventId }, t.call);
-  await eventually(`event ${eventId} settles`, async () => {
-    detail = await w.client.call(S.getWebhookEvent, { id: eventId }, t.call);
-    return detail.status !== WebhookEventStatus.WEBHOOK_EVENT_STATUS_PENDING;
-  }, ms);
+  await eventually(
+    `event ${eventId} settles`,
+    async () => {
+      detail = await w.client.call(S.getWebhookEvent, { id: eventId }, t.call);
+      return detail.status !== WebhookEventStatus.WEBHOOK_EVENT_STATUS_PENDING;
+    },
+    ms,
+  );
   return detail;
 }
 
 /** The webhooks service's own events (its outbox), newest last. */
 async function ownEvents(w: Webhooks, type: string) {
-  const { rows } = await w.db.query<{ payload: Buffer }>('SELECT payload FROM outbox WHERE event_type = $1 ORDER BY seq', [type]);
+  const { rows } = await w.db.query<{ payload: Buffer }>(
+    'SELECT payload FROM outbox WHERE event_type = $1 ORDER BY seq',
+    [type],
+  );
   return rows.map((r) => decodeEvent(r.payload));
 }
 
@@ -63,7 +86,8 @@ describe('webhook deliveries', () => {
     logs.stop();
     for (const r of receivers) await r.close();
     await w.stop();
-    for (const secret of createdSecrets) assert.ok(!logs.text().includes(secret.slice(6)), 'no signing secret in any log line');
+    for (const secret of createdSecrets)
+      assert.ok(!logs.text().includes(secret.slice(6)), 'no signing secret in any log line');
   });
 
   it('delivers a matching event once, signed (checked with node:crypto), with the event id as webhook-id', async () => {
@@ -92,14 +116,21 @@ describe('webhook deliveries', () => {
     assert.ok(logs.lines.length > 0, 'the service logged (the capture works)');
     assert.ok(!logs.text().includes(ep.signing_secret!.slice(6)), 'the secret is never logged');
     const { rows } = await w.db.query<{ secret: string }>('SELECT secret FROM webhook_endpoint_secrets');
-    assert.ok(rows.every((row) => row.secret.startsWith('wk1.') && !row.secret.includes(ep.signing_secret!.slice(6))), 'stored encrypted');
+    assert.ok(
+      rows.every((row) => row.secret.startsWith('wk1.') && !row.secret.includes(ep.signing_secret!.slice(6))),
+      'stored encrypted',
+    );
   });
 
   it('records nothing for an event no enabled endpoint matches, and sends nothing to a disabled or deleted endpoint', async () => {
     const t = tenant();
     const r = await receiver();
     const disabled = await endpoint(w, t, r.url);
-    await w.client.call(S.updateWebhookEndpoint, { id: disabled.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] }, t.call);
+    await w.client.call(
+      S.updateWebhookEndpoint,
+      { id: disabled.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] },
+      t.call,
+    );
     const deleted = await endpoint(w, t, r.url);
     await w.client.call(S.deleteWebhookEndpoint, { id: deleted.id }, t.call);
     await endpoint(w, t, r.url, { event_types: ['deal.*'] });
@@ -120,8 +151,15 @@ describe('webhook deliveries', () => {
     assert.equal(d.status, FAILED);
     assert.equal(d.attempt_count, 3);
     assert.equal(d.next_attempt_at, undefined);
-    assert.deepEqual(d.attempts.map((a) => a.http_status), [500, 500, 500]);
-    assert.ok(d.attempts.every((a) => a.trigger === WebhookAttemptTrigger.WEBHOOK_ATTEMPT_TRIGGER_SCHEDULED && /500/.test(a.error_message!)));
+    assert.deepEqual(
+      d.attempts.map((a) => a.http_status),
+      [500, 500, 500],
+    );
+    assert.ok(
+      d.attempts.every(
+        (a) => a.trigger === WebhookAttemptTrigger.WEBHOOK_ATTEMPT_TRIGGER_SCHEDULED && /500/.test(a.error_message!),
+      ),
+    );
     assert.deepEqual(new Set(r.received.map((x) => x.headers['webhook-id'])), new Set([id]));
     const gaps = [r.received[1]!.at - r.received[0]!.at, r.received[2]!.at - r.received[1]!.at];
     assert.ok(gaps[0]! >= 350 && gaps[1]! >= 750, `the schedule 0, 500 ms, 1 s (±20 %) was kept: ${gaps}`);
@@ -147,7 +185,11 @@ describe('webhook deliveries', () => {
     const off = await endpoint(w, t, bad2.url);
     const id = await w.publish({ tenantId: t.id, type: 'task.created' });
     await settled(w, t, id);
-    await w.client.call(S.updateWebhookEndpoint, { id: off.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] }, t.call);
+    await w.client.call(
+      S.updateWebhookEndpoint,
+      { id: off.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] },
+      t.call,
+    );
     bad.answer = () => ({ status: 200 });
     assert.equal((await w.client.call(S.retryWebhookEvent, { id }, t.call)).requeued, 1);
     await settled(w, t, id);
@@ -169,12 +211,17 @@ describe('webhook deliveries', () => {
 
   it('waits at least a Retry-After (429), longer than the schedule says', async () => {
     const t = tenant();
-    const r = await receiver((_req, n) => (n === 0 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 }));
+    const r = await receiver((_req, n) =>
+      n === 0 ? { status: 429, headers: { 'retry-after': '2' } } : { status: 200 },
+    );
     await endpoint(w, t, r.url);
     const id = await w.publish({ tenantId: t.id, type: 'note.updated' });
     await settled(w, t, id);
     const gap = r.received[1]!.at - r.received[0]!.at;
-    assert.ok(gap >= 1_900, `second attempt ${Math.round(gap)} ms after the first (Retry-After 2 s; schedule said 500 ms)`);
+    assert.ok(
+      gap >= 1_900,
+      `second attempt ${Math.round(gap)} ms after the first (Retry-After 2 s; schedule said 500 ms)`,
+    );
   });
 
   it('treats a redirect as a failure and never follows it', async () => {
@@ -212,9 +259,17 @@ describe('webhook deliveries', () => {
     const count = r.received.length;
     await sleep(1_500);
     assert.equal(r.received.length, count, 'no attempt after the 410');
-    assert.equal((await w.client.call(S.retryWebhookEvent, { id: first }, t.call)).requeued, 0, 'a disabled endpoint is not retried');
+    assert.equal(
+      (await w.client.call(S.retryWebhookEvent, { id: first }, t.call)).requeued,
+      0,
+      'a disabled endpoint is not retried',
+    );
     // Enabled again: a fresh start.
-    const enabled = await w.client.call(S.updateWebhookEndpoint, { id: ep.id, is_enabled: true, event_types: [], channels: [], update_mask: ['is_enabled'] }, t.call);
+    const enabled = await w.client.call(
+      S.updateWebhookEndpoint,
+      { id: ep.id, is_enabled: true, event_types: [], channels: [], update_mask: ['is_enabled'] },
+      t.call,
+    );
     assert.equal(enabled.disabled_at, undefined);
     assert.equal(enabled.disabled_reason, undefined);
   });
@@ -229,11 +284,17 @@ describe('webhook deliveries', () => {
     for (let i = 0; i < 12; i++) await w.publish({ tenantId: t.id, type: 'note.updated' });
     await fast.waitFor(12, 5_000);
     const last = Math.max(...fast.received.map((x) => x.at)) - started;
-    assert.ok(last < 1_200, `the fast receiver had all 12 after ${Math.round(last)} ms (the slow one holds its attempts for 1.5 s)`);
-    assert.ok(slow.received.length <= 4, `at most 4 attempts in flight to the slow endpoint (got ${slow.received.length})`);
+    assert.ok(
+      last < 1_200,
+      `the fast receiver had all 12 after ${Math.round(last)} ms (the slow one holds its attempts for 1.5 s)`,
+    );
+    assert.ok(
+      slow.received.length <= 4,
+      `at most 4 attempts in flight to the slow endpoint (got ${slow.received.length})`,
+    );
   });
 
-  it('keeps one tenant\'s many hanging receivers from taking every slot (per-tenant cap)', async () => {
+  it("keeps one tenant's many hanging receivers from taking every slot (per-tenant cap)", async () => {
     // 20 endpoints × 4 attempts in flight each would take more than the replica's 64 slots, each
     // held for the 1.5 s timeout; WEBHOOK_TENANT_CONCURRENCY (32) leaves the other tenants room.
     const noisy = tenant();
@@ -243,13 +304,19 @@ describe('webhook deliveries', () => {
     const fast = await receiver();
     await endpoint(w, quiet, fast.url);
     for (let i = 0; i < 4; i++) await w.publish({ tenantId: noisy.id, type: 'note.updated' });
-    await eventually('the noisy tenant\'s attempts hold their slots', async () => hanging.received.length >= 32, 5_000);
+    await eventually("the noisy tenant's attempts hold their slots", async () => hanging.received.length >= 32, 5_000);
     const started = performance.now();
     for (let i = 0; i < 5; i++) await w.publish({ tenantId: quiet.id, type: 'note.updated' });
     await fast.waitFor(5, 5_000);
     const last = Math.max(...fast.received.map((x) => x.at)) - started;
-    assert.ok(last < 1_000, `the quiet tenant's receiver had all 5 after ${Math.round(last)} ms (the noisy tenant's attempts hang for 1.5 s)`);
-    assert.ok(hanging.received.length <= 32 + 4, `at most 32 attempts of the noisy tenant in flight at first (got ${hanging.received.length})`);
+    assert.ok(
+      last < 1_000,
+      `the quiet tenant's receiver had all 5 after ${Math.round(last)} ms (the noisy tenant's attempts hang for 1.5 s)`,
+    );
+    assert.ok(
+      hanging.received.length <= 32 + 4,
+      `at most 32 attempts of the noisy tenant in flight at first (got ${hanging.received.length})`,
+    );
   });
 
   it('answers a test delivery: success, the status of a failing receiver, and an unreachable one', async () => {
@@ -267,7 +334,11 @@ describe('webhook deliveries', () => {
     assert.deepEqual(body.data, { endpoint_id: ep.id });
 
     r.answer = () => ({ status: 500 });
-    await w.client.call(S.updateWebhookEndpoint, { id: ep.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] }, t.call);
+    await w.client.call(
+      S.updateWebhookEndpoint,
+      { id: ep.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] },
+      t.call,
+    );
     const bad = await w.client.call(S.testWebhookEndpoint, { id: ep.id }, t.call);
     assert.equal(bad.success, false, 'allowed on a disabled endpoint');
     assert.equal(bad.http_status, 500);
@@ -298,7 +369,8 @@ describe('webhook deliveries', () => {
       () => w.client.call(S.testWebhookEndpoint, { id: ep.id }, b.call),
       () => w.client.call(S.getWebhookEvent, { id }, b.call),
       () => w.client.call(S.retryWebhookEvent, { id }, b.call),
-    ]) await assert.rejects(call(), /NOT_FOUND|not found/);
+    ])
+      await assert.rejects(call(), /NOT_FOUND|not found/);
     assert.equal((await w.client.call(S.listWebhookEndpoints, {}, b.call)).data.length, 0);
     assert.equal((await w.client.call(S.listWebhookEvents, {}, b.call)).data.length, 0);
     // b's events never reach a's endpoint.
@@ -324,7 +396,11 @@ describe('webhook endpoints over time', () => {
       assert.equal(disabled.length, 1);
       assert.equal(disabled[0]!.data?.id, ep.id);
       assert.equal(disabled[0]!.data?.is_enabled, false);
-      assert.equal('signing_secret' in (disabled[0]!.data ?? {}) && disabled[0]!.data?.signing_secret !== null, false, 'never the secret');
+      assert.equal(
+        'signing_secret' in (disabled[0]!.data ?? {}) && disabled[0]!.data?.signing_secret !== null,
+        false,
+        'never the secret',
+      );
     } finally {
       await r.close();
       await w.stop();
@@ -339,13 +415,29 @@ describe('webhook endpoints over time', () => {
       const ep = await endpoint(w, t, r.url);
       const rotated = await w.client.call(S.rotateWebhookEndpointSecret, { id: ep.id }, t.call);
       assert.notEqual(rotated.signing_secret, ep.signing_secret);
-      assert.equal((await w.client.call(S.getWebhookEndpoint, { id: ep.id }, t.call)).signing_secret, undefined, 'shown only by create and rotate');
+      assert.equal(
+        (await w.client.call(S.getWebhookEndpoint, { id: ep.id }, t.call)).signing_secret,
+        undefined,
+        'shown only by create and rotate',
+      );
       await w.publish({ tenantId: t.id, type: 'note.updated' });
       const [inGrace] = await r.waitFor(1);
       const sigs = signaturesOf(inGrace!);
       assert.equal(sigs.length, 2);
-      assert.ok(signedBy({ ...inGrace!, headers: { ...inGrace!.headers, 'webhook-signature': `v1,${sigs[0]}` } }, rotated.signing_secret!), 'the new secret signs first');
-      assert.ok(signedBy({ ...inGrace!, headers: { ...inGrace!.headers, 'webhook-signature': `v1,${sigs[1]}` } }, ep.signing_secret!), 'the old one second');
+      assert.ok(
+        signedBy(
+          { ...inGrace!, headers: { ...inGrace!.headers, 'webhook-signature': `v1,${sigs[0]}` } },
+          rotated.signing_secret!,
+        ),
+        'the new secret signs first',
+      );
+      assert.ok(
+        signedBy(
+          { ...inGrace!, headers: { ...inGrace!.headers, 'webhook-signature': `v1,${sigs[1]}` } },
+          ep.signing_secret!,
+        ),
+        'the old one second',
+      );
       await sleep(1_600);
       await w.publish({ tenantId: t.id, type: 'note.updated' });
       const [, afterGrace] = await r.waitFor(2);
@@ -372,13 +464,25 @@ describe('webhook endpoints over time', () => {
       const recent = await w.publish({ tenantId: t.id, type: 'note.updated' });
       await settled(w, t, oldDelivered);
       await settled(w, t, recent);
-      await eventually('the pending delivery made its first attempt', async () => (await w.client.call(S.getWebhookEvent, { id: oldPending }, t.call)).deliveries[0]!.attempt_count === 1);
-      const old = (await w.db.query<{ id: string; job_id: string; event_id: string }>('SELECT id, job_id, event_id FROM webhook_deliveries WHERE event_id = ANY($1)', [[oldDelivered, oldPending]])).rows;
+      await eventually(
+        'the pending delivery made its first attempt',
+        async () =>
+          (await w.client.call(S.getWebhookEvent, { id: oldPending }, t.call)).deliveries[0]!.attempt_count === 1,
+      );
+      const old = (
+        await w.db.query<{ id: string; job_id: string; event_id: string }>(
+          'SELECT id, job_id, event_id FROM webhook_deliveries WHERE event_id = ANY($1)',
+          [[oldDelivered, oldPending]],
+        )
+      ).rows;
       assert.equal(old.length, 2);
       const pendingJob = old.find((d) => d.event_id === oldPending)!.job_id;
-      const jobOf = async (id: string) => (await w.db.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [id])).rows[0]?.state;
+      const jobOf = async (id: string) =>
+        (await w.db.query<{ state: string }>('SELECT state FROM jobs WHERE id = $1', [id])).rows[0]?.state;
       assert.equal(await jobOf(pendingJob), 'queued', 'its job waits for the next attempt');
-      await w.db.query(`UPDATE webhook_events SET created_at = now() - interval '31 days' WHERE id = ANY($1)`, [[oldDelivered, oldPending]]);
+      await w.db.query(`UPDATE webhook_events SET created_at = now() - interval '31 days' WHERE id = ANY($1)`, [
+        [oldDelivered, oldPending],
+      ]);
       // More old events than one delete takes (10,000): a busy tenant's backlog goes in one sweep, not 10,000 an hour.
       await w.db.query(
         `INSERT INTO webhook_events (id, tenant_id, event_type, channels, payload, created_at)
@@ -388,12 +492,35 @@ describe('webhook endpoints over time', () => {
 
       // Another replica starting runs the retention sweep at once.
       sweeper = await startWebhooks({ databaseUrl: w.databaseUrl, settings: { workerConcurrency: 0 } });
-      await eventually('the old events are gone', async () => (await w.db.query('SELECT 1 FROM webhook_events WHERE id = ANY($1)', [[oldDelivered, oldPending]])).rowCount === 0);
-      await eventually('every old event is gone', async () => (await w.db.query(`SELECT 1 FROM webhook_events WHERE created_at < now() - interval '30 days' LIMIT 1`)).rowCount === 0, 10_000);
+      await eventually(
+        'the old events are gone',
+        async () =>
+          (await w.db.query('SELECT 1 FROM webhook_events WHERE id = ANY($1)', [[oldDelivered, oldPending]]))
+            .rowCount === 0,
+      );
+      await eventually(
+        'every old event is gone',
+        async () =>
+          (await w.db.query(`SELECT 1 FROM webhook_events WHERE created_at < now() - interval '30 days' LIMIT 1`))
+            .rowCount === 0,
+        10_000,
+      );
       const ids = old.map((d) => d.id);
-      assert.equal((await w.db.query('SELECT 1 FROM webhook_deliveries WHERE id = ANY($1)', [ids])).rowCount, 0, 'their deliveries went with them');
-      assert.equal((await w.db.query('SELECT 1 FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids])).rowCount, 0, 'and their attempts');
-      for (const id of [oldDelivered, oldPending]) assert.equal((await failure(w.client.call(S.getWebhookEvent, { id }, t.call))).reason, 'WEBHOOK_EVENT_NOT_FOUND');
+      assert.equal(
+        (await w.db.query('SELECT 1 FROM webhook_deliveries WHERE id = ANY($1)', [ids])).rowCount,
+        0,
+        'their deliveries went with them',
+      );
+      assert.equal(
+        (await w.db.query('SELECT 1 FROM webhook_attempts WHERE delivery_id = ANY($1)', [ids])).rowCount,
+        0,
+        'and their attempts',
+      );
+      for (const id of [oldDelivered, oldPending])
+        assert.equal(
+          (await failure(w.client.call(S.getWebhookEvent, { id }, t.call))).reason,
+          'WEBHOOK_EVENT_NOT_FOUND',
+        );
       const kept = await w.client.call(S.getWebhookEvent, { id: recent }, t.call);
       assert.equal(kept.deliveries[0]!.attempts.length, 1, 'a recent event is kept with its delivery and attempts');
 
@@ -416,11 +543,15 @@ describe('webhook endpoints over time', () => {
       const t = tenant();
       const ep = await endpoint(w, t, r.url);
       let latest = ep.signing_secret!;
-      for (let i = 0; i < 12; i++) latest = (await w.client.call(S.rotateWebhookEndpointSecret, { id: ep.id }, t.call)).signing_secret!;
+      for (let i = 0; i < 12; i++)
+        latest = (await w.client.call(S.rotateWebhookEndpointSecret, { id: ep.id }, t.call)).signing_secret!;
       await w.publish({ tenantId: t.id, type: 'note.updated' });
       const [got] = await r.waitFor(1);
       assert.equal(signaturesOf(got!).length, 10);
-      assert.ok(signedBy({ ...got!, headers: { ...got!.headers, 'webhook-signature': `v1,${signaturesOf(got!)[0]}` } }, latest), 'the newest first');
+      assert.ok(
+        signedBy({ ...got!, headers: { ...got!.headers, 'webhook-signature': `v1,${signaturesOf(got!)[0]}` } }, latest),
+        'the newest first',
+      );
       assert.ok(!signedBy(got!, ep.signing_secret!), 'the oldest no longer signs');
     } finally {
       await r.close();

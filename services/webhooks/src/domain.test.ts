@@ -13,7 +13,10 @@ describe('signing', () => {
     const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
     const id = 'msg_p5jXN8AQM9LWM0D4loKWxJek';
     const body = '{"test": 2432232314}';
-    assert.equal(signatureHeader([secret], id, new Date(1614265330_000), body), 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
+    assert.equal(
+      signatureHeader([secret], id, new Date(1614265330_000), body),
+      'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    );
     assert.equal(expectedSignature(secret, id, '1614265330', body), 'g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
   });
 
@@ -21,7 +24,10 @@ describe('signing', () => {
     const a = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
     const b = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
     const header = signatureHeader([b, a], 'id', new Date(1_000_000), '{}');
-    assert.deepEqual(header.split(' ').map((s) => s.slice(3)), [expectedSignature(b, 'id', '1000', '{}'), expectedSignature(a, 'id', '1000', '{}')]);
+    assert.deepEqual(
+      header.split(' ').map((s) => s.slice(3)),
+      [expectedSignature(b, 'id', '1000', '{}'), expectedSignature(a, 'id', '1000', '{}')],
+    );
   });
 });
 
@@ -34,10 +40,19 @@ describe('schedule', () => {
 
   it('jitters ±20 %, ends after the last attempt, and waits at least a Retry-After', () => {
     const s = [0, 5_000, 300_000];
-    assert.equal(nextDelay(s, 1, undefined, () => 0), 4_000);
-    assert.equal(nextDelay(s, 1, undefined, () => 1), 6_000);
+    assert.equal(
+      nextDelay(s, 1, undefined, () => 0),
+      4_000,
+    );
+    assert.equal(
+      nextDelay(s, 1, undefined, () => 1),
+      6_000,
+    );
     assert.equal(nextDelay(s, 3), undefined);
-    assert.equal(nextDelay(s, 1, 60_000, () => 0.5), 60_000);
+    assert.equal(
+      nextDelay(s, 1, 60_000, () => 0.5),
+      60_000,
+    );
   });
 
   it('reads Retry-After as seconds or a date, capped at an hour', () => {
@@ -73,9 +88,12 @@ describe('filters', () => {
 });
 
 describe('settings', () => {
-  it('reads the WEBHOOK_* variables, with the contract\'s defaults, and names a bad one', () => {
+  it("reads the WEBHOOK_* variables, with the contract's defaults, and names a bad one", () => {
     const defaults = settingsFromEnv(loadConfig(webhookEnv, {}));
-    assert.deepEqual(defaults.retrySchedule, [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    assert.deepEqual(
+      defaults.retrySchedule,
+      [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+    );
     assert.equal(defaults.timeoutMs, 15_000);
     assert.equal(defaults.secretGraceMs, 86_400_000);
     assert.equal(defaults.disableAfterMs, 5 * 86_400_000);
@@ -83,13 +101,22 @@ describe('settings', () => {
     assert.equal(defaults.tenantConcurrency, 32);
     assert.equal(defaults.retentionDays, 30);
     assert.equal(defaults.maxEndpoints, 100);
-    const short = settingsFromEnv(loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,2s', WEBHOOK_SECRET_GRACE: '1s' }));
+    const short = settingsFromEnv(
+      loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,1s,2s', WEBHOOK_SECRET_GRACE: '1s' }),
+    );
     assert.deepEqual(short.retrySchedule, [0, 1_000, 2_000]);
     assert.equal(short.secretGraceMs, 1_000);
-    assert.throws(() => loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,later' }), /WEBHOOK_RETRY_SCHEDULE: expected 1 to 20/);
+    assert.throws(
+      () => loadConfig(webhookEnv, { WEBHOOK_RETRY_SCHEDULE: '0s,later' }),
+      /WEBHOOK_RETRY_SCHEDULE: expected 1 to 20/,
+    );
     assert.equal(settingsFromEnv(loadConfig(webhookEnv, { WEBHOOK_MAX_ENDPOINTS: '5' })).maxEndpoints, 5);
     for (const bad of ['0', '-1', '2.5', 'many', '10001']) {
-      assert.throws(() => loadConfig(webhookEnv, { WEBHOOK_MAX_ENDPOINTS: bad }), /WEBHOOK_MAX_ENDPOINTS: expected a whole number from 1 to 10000/, bad);
+      assert.throws(
+        () => loadConfig(webhookEnv, { WEBHOOK_MAX_ENDPOINTS: bad }),
+        /WEBHOOK_MAX_ENDPOINTS: expected a whole number from 1 to 10000/,
+        bad,
+      );
     }
   });
 });

@@ -17,13 +17,33 @@ const REFUSED = [
   'ftp://hooks.example.com/x',
   'https://user:pw@hooks.example.com/x',
   `https://hooks.example.com/${'a'.repeat(2_100)}`,
-  'https://localhost/x', 'https://api.localhost/x', 'https://LOCALHOST./x',
-  'https://127.0.0.1/x', 'https://10.1.2.3/x', 'https://172.16.0.1/x', 'https://192.168.1.1/x',
-  'https://169.254.169.254/latest/meta-data', 'https://100.64.0.1/x', 'https://0.0.0.0/x', 'https://192.0.0.1/x',
-  'https://198.18.0.1/x', 'https://224.0.0.1/x', 'https://240.0.0.1/x',
-  'https://[::]/x', 'https://[::1]/x', 'https://[fe80::1]/x', 'https://[fc00::1]/x', 'https://[fd12::1]/x',
-  'https://[::ffff:127.0.0.1]/x', 'https://[::ffff:a9fe:a9fe]/x', 'https://[2002:7f00:1::]/x', 'https://[64:ff9b::a00:1]/x',
-  'https://2130706433/x', 'https://0x7f.1/x', 'https://017700000001/x', 'https://0x7f000001/x',
+  'https://localhost/x',
+  'https://api.localhost/x',
+  'https://LOCALHOST./x',
+  'https://127.0.0.1/x',
+  'https://10.1.2.3/x',
+  'https://172.16.0.1/x',
+  'https://192.168.1.1/x',
+  'https://169.254.169.254/latest/meta-data',
+  'https://100.64.0.1/x',
+  'https://0.0.0.0/x',
+  'https://192.0.0.1/x',
+  'https://198.18.0.1/x',
+  'https://224.0.0.1/x',
+  'https://240.0.0.1/x',
+  'https://[::]/x',
+  'https://[::1]/x',
+  'https://[fe80::1]/x',
+  'https://[fc00::1]/x',
+  'https://[fd12::1]/x',
+  'https://[::ffff:127.0.0.1]/x',
+  'https://[::ffff:a9fe:a9fe]/x',
+  'https://[2002:7f00:1::]/x',
+  'https://[64:ff9b::a00:1]/x',
+  'https://2130706433/x',
+  'https://0x7f.1/x',
+  'https://017700000001/x',
+  'https://0x7f000001/x',
 ];
 
 describe('egress policy of webhook endpoints (EGRESS_ALLOW_PRIVATE=false)', () => {
@@ -34,7 +54,8 @@ describe('egress policy of webhook endpoints (EGRESS_ALLOW_PRIVATE=false)', () =
     receiver = await startReceiver();
     const egress = new EgressPolicy({
       allowPrivate: false,
-      resolve: async (host) => (host === 'rebind.test' ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '93.184.215.14', family: 4 }]),
+      resolve: async (host) =>
+        host === 'rebind.test' ? [{ address: '127.0.0.1', family: 4 }] : [{ address: '93.184.215.14', family: 4 }],
     });
     w = await startWebhooks({ egress });
   });
@@ -47,16 +68,37 @@ describe('egress policy of webhook endpoints (EGRESS_ALLOW_PRIVATE=false)', () =
     for (const url of REFUSED) {
       const err = await failure(w.client.call(S.createWebhookEndpoint, { url, event_types: [], channels: [] }, t.call));
       assert.equal(err.reason, 'INVALID_ARGUMENT', url);
-      assert.deepEqual(err.fieldViolations.map((v) => v.field), ['url'], url);
+      assert.deepEqual(
+        err.fieldViolations.map((v) => v.field),
+        ['url'],
+        url,
+      );
     }
-    const ok = await w.client.call(S.createWebhookEndpoint, { url: 'https://hooks.example.com/x', event_types: [], channels: [] }, t.call);
-    const patched = await failure(w.client.call(S.updateWebhookEndpoint, { id: ok.id, url: 'https://10.0.0.1/x', event_types: [], channels: [], update_mask: ['url'] }, t.call));
-    assert.deepEqual(patched.fieldViolations.map((v) => v.field), ['url']);
+    const ok = await w.client.call(
+      S.createWebhookEndpoint,
+      { url: 'https://hooks.example.com/x', event_types: [], channels: [] },
+      t.call,
+    );
+    const patched = await failure(
+      w.client.call(
+        S.updateWebhookEndpoint,
+        { id: ok.id, url: 'https://10.0.0.1/x', event_types: [], channels: [], update_mask: ['url'] },
+        t.call,
+      ),
+    );
+    assert.deepEqual(
+      patched.fieldViolations.map((v) => v.field),
+      ['url'],
+    );
   });
 
   it('refuses at connect time a name that resolves to a private address; the receiver sees nothing', async () => {
     const port = new URL(receiver.url).port;
-    const ep = await w.client.call(S.createWebhookEndpoint, { url: `https://rebind.test:${port}/hook`, event_types: ['note.*'], channels: [] }, t.call);
+    const ep = await w.client.call(
+      S.createWebhookEndpoint,
+      { url: `https://rebind.test:${port}/hook`, event_types: ['note.*'], channels: [] },
+      t.call,
+    );
     const test = await w.client.call(S.testWebhookEndpoint, { id: ep.id }, t.call);
     assert.equal(test.success, false);
     assert.match(test.error_message!, /destination not allowed: rebind.test resolves to 127.0.0.1/);

@@ -22,10 +22,13 @@ describe('the cap on webhook endpoints per tenant', () => {
     await w.stop();
   });
 
-  const create = (t: Tenant, description = 'an endpoint') => w.client.call(S.createWebhookEndpoint, { url: URL, description, event_types: [], channels: [] }, t.call);
+  const create = (t: Tenant, description = 'an endpoint') =>
+    w.client.call(S.createWebhookEndpoint, { url: URL, description, event_types: [], channels: [] }, t.call);
   /** What the tenant has stored: live endpoints, their secrets, and the webhook_endpoint.created events in the outbox. */
   async function stored(t: Tenant) {
-    const { rows: [row] } = await w.db.query<{ endpoints: number; secrets: number; created: number }>(
+    const {
+      rows: [row],
+    } = await w.db.query<{ endpoints: number; secrets: number; created: number }>(
       `SELECT (SELECT count(*)::int FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL) AS endpoints,
               (SELECT count(*)::int FROM webhook_endpoint_secrets WHERE tenant_id = $1) AS secrets,
               (SELECT count(*)::int FROM outbox WHERE tenant_id = $1 AND event_type = 'webhook_endpoint.created') AS created`,
@@ -34,7 +37,11 @@ describe('the cap on webhook endpoints per tenant', () => {
     return row!;
   }
   const assertLimitReached = (err: Awaited<ReturnType<typeof failure>>) => {
-    assert.equal(err.code, grpc.status.FAILED_PRECONDITION, `expected FAILED_PRECONDITION, got ${grpc.status[err.code]}: ${err.message}`);
+    assert.equal(
+      err.code,
+      grpc.status.FAILED_PRECONDITION,
+      `expected FAILED_PRECONDITION, got ${grpc.status[err.code]}: ${err.message}`,
+    );
     assert.equal(err.httpStatus, 409);
     assert.equal(err.reason, 'WEBHOOK_ENDPOINT_LIMIT_REACHED');
     assert.match(err.message, new RegExp(`\\b${CAP}\\b`), 'the message says the cap');
@@ -46,7 +53,11 @@ describe('the cap on webhook endpoints per tenant', () => {
     const t = tenant();
     const made = [];
     for (let i = 0; i < CAP; i++) made.push(await create(t));
-    await w.client.call(S.updateWebhookEndpoint, { id: made[0]!.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] }, t.call);
+    await w.client.call(
+      S.updateWebhookEndpoint,
+      { id: made[0]!.id, is_enabled: false, event_types: [], channels: [], update_mask: ['is_enabled'] },
+      t.call,
+    );
     const before = await stored(t);
     assert.deepEqual(before, { endpoints: CAP, secrets: CAP, created: CAP });
 
@@ -75,11 +86,14 @@ describe('the cap on webhook endpoints per tenant', () => {
   it('holds under concurrency: of parallel creates at cap − 1, exactly one succeeds (for each of several tenants at once)', async () => {
     const tenants = Array.from({ length: 4 }, () => tenant());
     for (const t of tenants) for (let i = 0; i < CAP - 1; i++) await create(t);
-    const outcomes = await Promise.all(tenants.map((t) => Promise.allSettled(Array.from({ length: 8 }, (_, i) => create(t, `racer ${i}`)))));
+    const outcomes = await Promise.all(
+      tenants.map((t) => Promise.allSettled(Array.from({ length: 8 }, (_, i) => create(t, `racer ${i}`)))),
+    );
     for (const [n, t] of tenants.entries()) {
       const won = outcomes[n]!.filter((o) => o.status === 'fulfilled');
       assert.equal(won.length, 1, `exactly one of 8 racing creates succeeded (${won.length} did)`);
-      for (const o of outcomes[n]!) if (o.status === 'rejected') assertLimitReached(await failure(Promise.reject(o.reason)));
+      for (const o of outcomes[n]!)
+        if (o.status === 'rejected') assertLimitReached(await failure(Promise.reject(o.reason)));
       assert.deepEqual(await stored(t), { endpoints: CAP, secrets: CAP, created: CAP });
     }
   });

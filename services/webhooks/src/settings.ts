@@ -29,14 +29,21 @@ export interface WebhookSettings {
 const MAX_ENDPOINTS_RANGE = 'expected a whole number from 1 to 10000: the webhook endpoints one tenant may have';
 
 export const webhookEnv = {
-  WEBHOOK_RETRY_SCHEDULE: z.string().default(DEFAULT_SCHEDULE).transform((text, ctx) => {
-    const schedule = parseSchedule(text);
-    if (!schedule || schedule.length > 20) {
-      ctx.addIssue({ code: 'custom', message: 'expected 1 to 20 comma-separated durations, the delay before each attempt, e.g. 0s,5s,5m,30m,2h,5h,10h,10h' });
-      return z.NEVER;
-    }
-    return schedule;
-  }),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default(DEFAULT_SCHEDULE)
+    .transform((text, ctx) => {
+      const schedule = parseSchedule(text);
+      if (!schedule || schedule.length > 20) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'expected 1 to 20 comma-separated durations, the delay before each attempt, e.g. 0s,5s,5m,30m,2h,5h,10h,10h',
+        });
+        return z.NEVER;
+      }
+      return schedule;
+    }),
   WEBHOOK_TIMEOUT_MS: vars.milliseconds(15_000),
   WEBHOOK_SECRET_GRACE: vars.duration('24h'),
   WEBHOOK_DISABLE_AFTER: vars.duration('5d'),
@@ -45,7 +52,12 @@ export const webhookEnv = {
   WEBHOOK_WORKER_CONCURRENCY: z.coerce.number().int().min(0).max(1000).default(64),
   WEBHOOK_LEASE_MS: vars.milliseconds(30_000),
   WEBHOOK_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
-  WEBHOOK_MAX_ENDPOINTS: z.coerce.number({ error: MAX_ENDPOINTS_RANGE }).int(MAX_ENDPOINTS_RANGE).min(1, MAX_ENDPOINTS_RANGE).max(10_000, MAX_ENDPOINTS_RANGE).default(100),
+  WEBHOOK_MAX_ENDPOINTS: z.coerce
+    .number({ error: MAX_ENDPOINTS_RANGE })
+    .int(MAX_ENDPOINTS_RANGE)
+    .min(1, MAX_ENDPOINTS_RANGE)
+    .max(10_000, MAX_ENDPOINTS_RANGE)
+    .default(100),
 };
 
 export function settingsFromEnv(env: z.infer<z.ZodObject<typeof webhookEnv>>): WebhookSettings {

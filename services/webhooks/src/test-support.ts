@@ -32,13 +32,21 @@ export async function startWebhooks(opts: StartOptions = {}) {
   const transport = opts.transport ?? new LocalTransport();
   const service: RunningService = await createWebhooksService(
     {
-      databaseUrl, host: '127.0.0.1', port: 0, callerVerifyKeys: testCallerKeys.verifyKeys, transport, encryptionKeys: opts.encryptionKeys ?? Keyring.generateSpec(),
+      databaseUrl,
+      host: '127.0.0.1',
+      port: 0,
+      callerVerifyKeys: testCallerKeys.verifyKeys,
+      transport,
+      encryptionKeys: opts.encryptionKeys ?? Keyring.generateSpec(),
       settings: { retrySchedule: [0, 500, 1000], timeoutMs: 2_000, ...opts.settings },
       egress: opts.egress ?? new EgressPolicy({ allowPrivate: true }),
     },
     createLogger('webhooks', opts.logLevel ?? 'silent'),
   );
-  const client = new TestClient('webhooks', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });
+  const client = new TestClient('webhooks', `127.0.0.1:${service.port}`, {
+    volumeThreshold: 100_000,
+    deadlineMs: 30_000,
+  });
   const db = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   return {
     databaseUrl,
@@ -46,16 +54,41 @@ export async function startWebhooks(opts: StartOptions = {}) {
     db,
     transport,
     /** A domain event as a service's outbox relay publishes it; returns its id. */
-    async publish(e: { tenantId: string; type: string; resourceId?: string; data?: Record<string, unknown>; parent?: { type: string; id: string } }): Promise<string> {
+    async publish(e: {
+      tenantId: string;
+      type: string;
+      resourceId?: string;
+      data?: Record<string, unknown>;
+      parent?: { type: string; id: string };
+    }): Promise<string> {
       const id = newId();
       const resourceType = e.type.split('.')[0]!;
       const resourceId = e.resourceId ?? newId();
-      const value = Buffer.from(Event.encode(Event.fromPartial({
-        id, type: e.type, tenant_id: e.tenantId, occurred_at: new Date(), actor: { type: 'member', id: 'm' }, resource: { type: resourceType, id: resourceId },
-        data_json: JSON.stringify(e.data ?? { id: resourceId }), metadata_json: '{}', data_schema: 'v1', source: 'test',
-        channels: eventChannels({ resourceType, parent: e.parent }),
-      })).finish());
-      await transport.publish([{ topic: TOPICS.domain, key: `${resourceType}:${resourceId}`, value, headers: { 'event-id': id, 'event-type': e.type, 'tenant-id': e.tenantId } }]);
+      const value = Buffer.from(
+        Event.encode(
+          Event.fromPartial({
+            id,
+            type: e.type,
+            tenant_id: e.tenantId,
+            occurred_at: new Date(),
+            actor: { type: 'member', id: 'm' },
+            resource: { type: resourceType, id: resourceId },
+            data_json: JSON.stringify(e.data ?? { id: resourceId }),
+            metadata_json: '{}',
+            data_schema: 'v1',
+            source: 'test',
+            channels: eventChannels({ resourceType, parent: e.parent }),
+          }),
+        ).finish(),
+      );
+      await transport.publish([
+        {
+          topic: TOPICS.domain,
+          key: `${resourceType}:${resourceId}`,
+          value,
+          headers: { 'event-id': id, 'event-type': e.type, 'tenant-id': e.tenantId },
+        },
+      ]);
       return id;
     },
     async stop() {

@@ -9,7 +9,14 @@ import { FakeProvider } from '@workauto/agents/testing';
 import { startMcpServer } from '@workauto/apps/test-support';
 import { captureLogs, eventually } from '@workauto/testing';
 import { createLogger } from '@workauto/logger';
-import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
+import {
+  assertError,
+  assertRecord,
+  startTestStack,
+  violations,
+  type TenantFixture,
+  type TestStack,
+} from './harness.js';
 
 /** Every provider key the tests send: none may reach a log line. */
 const sentKeys: string[] = [];
@@ -27,7 +34,8 @@ describe('agents through the gateway', () => {
   let member: string;
   let viewer: string;
   let logs: ReturnType<typeof captureLogs>;
-  const call = (method: string, path: string, k: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key: k, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, k: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key: k, ...(body === undefined ? {} : { body }) });
 
   before(async () => {
     fake = await FakeProvider.start();
@@ -36,7 +44,13 @@ describe('agents through the gateway', () => {
     stack = await startTestStack({
       logger: createLogger('e2e', 'debug'),
       agents: {
-        providers: { openaiBaseUrl: fake.openaiBaseUrl, anthropicBaseUrl: fake.anthropicBaseUrl, probeTimeoutMs: 1_000, chatTimeoutMs: 5_000, chatMaxRetries: 0 },
+        providers: {
+          openaiBaseUrl: fake.openaiBaseUrl,
+          anthropicBaseUrl: fake.anthropicBaseUrl,
+          probeTimeoutMs: 1_000,
+          chatTimeoutMs: 5_000,
+          chatMaxRetries: 0,
+        },
         runs: { heartbeatMs: 200, pollMs: 50, schedulerPollMs: 200 },
       },
     });
@@ -44,7 +58,8 @@ describe('agents through the gateway', () => {
     b = await stack.createTenant('Beta');
     const invite = async (role: string) => {
       const inv = await call('POST', '/invitations', a.key, { email: `${role}-${randomUUID()}@alpha.test`, role });
-      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body.api_key as string;
+      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body
+        .api_key as string;
     };
     member = await invite('member');
     viewer = await invite('viewer');
@@ -61,7 +76,11 @@ describe('agents through the gateway', () => {
     assert.equal(res.body.has_more, false);
     assert.equal(res.body.next_cursor ?? null, null);
     for (const bp of res.body.data) {
-      assertRecord(bp, { id: 'string', name: 'string', description: 'string', models: 'object', tools: 'array' }, 'blueprint');
+      assertRecord(
+        bp,
+        { id: 'string', name: 'string', description: 'string', models: 'object', tools: 'array' },
+        'blueprint',
+      );
       assert.equal(typeof bp.models.openai, 'string');
       assert.equal(typeof bp.models.anthropic, 'string');
     }
@@ -75,29 +94,57 @@ describe('agents through the gateway', () => {
     assertError(await call('GET', '/agent-configs/task-triage', a.key), 404, 'AGENT_CONFIG_NOT_FOUND');
     assertError(await call('GET', '/agent-configs/nope', a.key), 404, 'AGENT_BLUEPRINT_NOT_FOUND');
     const put = await call('PUT', '/agent-configs/task-triage', a.key, {
-      budget_default_cents: 500, deadline_default_seconds: 60, schedule: '0 9 * * 1-5', guardrails: [{ type: 'max_tool_calls', value: 5 }],
+      budget_default_cents: 500,
+      deadline_default_seconds: 60,
+      schedule: '0 9 * * 1-5',
+      guardrails: [{ type: 'max_tool_calls', value: 5 }],
     });
     assert.equal(put.status, 200, JSON.stringify(put.body));
-    assertRecord(put.body, { id: 'uuid', tenant_id: 'uuid', agent_blueprint: 'string', byok_status: 'string', guardrails: 'array', created_at: 'date-time', updated_at: 'date-time' }, 'config');
+    assertRecord(
+      put.body,
+      {
+        id: 'uuid',
+        tenant_id: 'uuid',
+        agent_blueprint: 'string',
+        byok_status: 'string',
+        guardrails: 'array',
+        created_at: 'date-time',
+        updated_at: 'date-time',
+      },
+      'config',
+    );
     assert.equal(put.body.tenant_id, a.id);
     assert.equal(put.body.byok_status, 'unset');
     assert.equal(put.body.budget_default_cents, 500);
     assert.equal(put.body.schedule, '0 9 * * 1-5');
-    for (const internal of ['byok_ciphertext', 'byok_key_version', 'key_version', 'disable_reason', 'schedule_next_at']) assert.ok(!(internal in put.body), internal);
+    for (const internal of ['byok_ciphertext', 'byok_key_version', 'key_version', 'disable_reason', 'schedule_next_at'])
+      assert.ok(!(internal in put.body), internal);
     const replaced = await call('PUT', '/agent-configs/task-triage', a.key, {});
     assert.equal(replaced.status, 200);
     assert.deepEqual(replaced.body.guardrails, []);
     assert.equal(replaced.body.schedule ?? null, null);
     assert.equal(replaced.body.budget_default_cents ?? null, null);
     const listed = await call('GET', '/agent-configs', a.key);
-    assert.deepEqual(listed.body.map((c: { agent_blueprint: string }) => c.agent_blueprint), ['task-triage']);
+    assert.deepEqual(
+      listed.body.map((c: { agent_blueprint: string }) => c.agent_blueprint),
+      ['task-triage'],
+    );
     assert.equal((await call('GET', '/agent-configs/task-triage', a.key)).body.id, put.body.id);
 
-    const bad = await call('PUT', '/agent-configs/task-triage', a.key, { schedule: '* * * *', guardrails: [{ type: 'block_pattern', pattern: '(' }] });
+    const bad = await call('PUT', '/agent-configs/task-triage', a.key, {
+      schedule: '* * * *',
+      guardrails: [{ type: 'block_pattern', pattern: '(' }],
+    });
     assertError(bad, 400);
     assert.deepEqual(violations(bad), ['schedule', 'guardrails[0].pattern']);
-    assert.deepEqual(violations(await call('PUT', '/agent-configs/task-triage', a.key, { guardrails: { type: 'deny_tools' } })), ['guardrails']);
-    assertError(await call('PUT', '/agent-configs/task-triage', a.key, { schedule: '@daily', api_key: 'sk-nope' }), 400);
+    assert.deepEqual(
+      violations(await call('PUT', '/agent-configs/task-triage', a.key, { guardrails: { type: 'deny_tools' } })),
+      ['guardrails'],
+    );
+    assertError(
+      await call('PUT', '/agent-configs/task-triage', a.key, { schedule: '@daily', api_key: 'sk-nope' }),
+      400,
+    );
     assertError(await call('PUT', '/agent-configs/task-triage', a.key, { deadline_default_seconds: 'soon' }), 400);
     // Tenant B sees none of A's.
     assert.deepEqual((await call('GET', '/agent-configs', b.key)).body, []);
@@ -111,7 +158,13 @@ describe('agents through the gateway', () => {
     assert.equal(valid.status, 200);
     assert.deepEqual(valid.body.status, 'valid');
     assert.equal(valid.body.category ?? null, null);
-    for (const [outcome, category] of [[401, 'invalid_key'], [403, 'permission_denied'], [402, 'insufficient_quota'], [429, 'rate_limited'], [529, 'provider_unavailable']] as const) {
+    for (const [outcome, category] of [
+      [401, 'invalid_key'],
+      [403, 'permission_denied'],
+      [402, 'insufficient_quota'],
+      [429, 'rate_limited'],
+      [529, 'provider_unavailable'],
+    ] as const) {
       const k = key('sk-');
       fake.probes.set(k, outcome);
       const res = await call('POST', '/agent-configs/validate-key', a.key, { api_key: k, provider: 'openai' });
@@ -121,7 +174,10 @@ describe('agents through the gateway', () => {
       assert.equal(typeof res.body.message, 'string');
       assert.ok(!JSON.stringify(res.body).includes(k));
     }
-    assert.deepEqual(violations(await call('POST', '/agent-configs/validate-key', a.key, { api_key: good, provider: 'mistral' })), ['provider']);
+    assert.deepEqual(
+      violations(await call('POST', '/agent-configs/validate-key', a.key, { api_key: good, provider: 'mistral' })),
+      ['provider'],
+    );
     assert.deepEqual(violations(await call('POST', '/agent-configs/validate-key', a.key, {})), ['api_key']);
   });
 
@@ -142,7 +198,8 @@ describe('agents through the gateway', () => {
     const unavailable = await call('PUT', '/agent-configs/pipeline-review/byok-key', a.key, { api_key: down });
     assertError(unavailable, 503, 'BYOK_PROBE_UNAVAILABLE');
     assert.equal(unavailable.body.error.details[0].metadata.category, 'provider_unavailable');
-    for (const res of [invalid, unavailable]) assert.ok(!JSON.stringify(res.body).includes(refused) && !JSON.stringify(res.body).includes(down));
+    for (const res of [invalid, unavailable])
+      assert.ok(!JSON.stringify(res.body).includes(refused) && !JSON.stringify(res.body).includes(down));
     const still = await call('GET', '/agent-configs/pipeline-review', a.key);
     assert.equal(still.body.byok_status, 'valid');
     assert.equal(still.body.byok_last_probed_at, stored.body.byok_last_probed_at);
@@ -172,32 +229,72 @@ describe('agents through the gateway', () => {
   it('POST|GET /agents/{blueprint}/runs and cancel: a run creates a task as its agent (audited so), pages by RFC 3339 cursor', async () => {
     const k = key('sk-');
     fake.script(k, [
-      { tools: [{ name: 'create_task', arguments: { title: 'Call ACME back' } }], usage: { input: 10_000, output: 1_000 } },
+      {
+        tools: [{ name: 'create_task', arguments: { title: 'Call ACME back' } }],
+        usage: { input: 10_000, output: 1_000 },
+      },
       { text: 'One task created.', usage: { input: 10_000, output: 1_000 } },
     ]);
-    assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status, 200);
-    const created = await stack.api('POST', '/api/v1/agents/task-triage/runs', { key: a.key, body: { input: { note: 'triage' } }, headers: { 'idempotency-key': 'run-1' } });
+    assert.equal(
+      (await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status,
+      200,
+    );
+    const created = await stack.api('POST', '/api/v1/agents/task-triage/runs', {
+      key: a.key,
+      body: { input: { note: 'triage' } },
+      headers: { 'idempotency-key': 'run-1' },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assertRecord(created.body, {
-      id: 'uuid', tenant_id: 'uuid', agent_blueprint: 'string', status: 'string', consecutive_failures: 'integer', cost_usd_cents: 'integer',
-      platform_fee_cents: 'integer', input: 'object', run_at: 'date-time', created_at: 'date-time', updated_at: 'date-time',
-    }, 'run');
+    assertRecord(
+      created.body,
+      {
+        id: 'uuid',
+        tenant_id: 'uuid',
+        agent_blueprint: 'string',
+        status: 'string',
+        consecutive_failures: 'integer',
+        cost_usd_cents: 'integer',
+        platform_fee_cents: 'integer',
+        input: 'object',
+        run_at: 'date-time',
+        created_at: 'date-time',
+        updated_at: 'date-time',
+      },
+      'run',
+    );
     assert.equal(created.body.status, 'queued');
-    for (const internal of ['worker_id', 'lease_expires_at', 'last_heartbeat_at', 'claims', 'disable_reason']) assert.ok(!(internal in created.body), internal);
-    const replay = await stack.api('POST', '/api/v1/agents/task-triage/runs', { key: a.key, body: { input: { note: 'triage' } }, headers: { 'idempotency-key': 'run-1' } });
+    for (const internal of ['worker_id', 'lease_expires_at', 'last_heartbeat_at', 'claims', 'disable_reason'])
+      assert.ok(!(internal in created.body), internal);
+    const replay = await stack.api('POST', '/api/v1/agents/task-triage/runs', {
+      key: a.key,
+      body: { input: { note: 'triage' } },
+      headers: { 'idempotency-key': 'run-1' },
+    });
     assert.equal(replay.body.id, created.body.id, 'an Idempotency-Key replays the first run, no second one');
     let run: any;
-    await eventually('the run succeeds', async () => {
-      run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
-      return run.status === 'succeeded' || run.status === 'failed';
-    }, 20_000, 50);
+    await eventually(
+      'the run succeeds',
+      async () => {
+        run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
+        return run.status === 'succeeded' || run.status === 'failed';
+      },
+      20_000,
+      50,
+    );
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
-    assert.deepEqual(run.output, { text: 'One task created.', steps: 2, tool_calls: [{ name: 'create_task', is_error: false }] });
+    assert.deepEqual(run.output, {
+      text: 'One task created.',
+      steps: 2,
+      tool_calls: [{ name: 'create_task', is_error: false }],
+    });
     assert.equal(run.cost_usd_cents, 2);
     assert.equal(run.failure_category ?? null, null);
     const tasks = await call('GET', '/tasks', a.key);
-    assert.deepEqual(tasks.body.data.map((x: { title: string }) => x.title), ['Call ACME back']);
-    await eventually('the audit entry of the agent\'s task', async () => {
+    assert.deepEqual(
+      tasks.body.data.map((x: { title: string }) => x.title),
+      ['Call ACME back'],
+    );
+    await eventually("the audit entry of the agent's task", async () => {
       const log = await call('GET', '/audit-log?action=task.created', a.key);
       return log.body.data?.length === 1;
     });
@@ -207,7 +304,14 @@ describe('agents through the gateway', () => {
     assert.equal(entry.resource_id, tasks.body.data[0].id);
 
     const later = new Date(Date.now() + 3_600_000).toISOString();
-    const queued = (await call('POST', '/agents/task-triage/runs', a.key, { input: 'later', run_at: later, budget_usd_cents: 50, deadline_seconds: 30 })).body;
+    const queued = (
+      await call('POST', '/agents/task-triage/runs', a.key, {
+        input: 'later',
+        run_at: later,
+        budget_usd_cents: 50,
+        deadline_seconds: 30,
+      })
+    ).body;
     assert.equal(queued.budget_usd_cents, 50);
     const cancelled = await call('POST', `/agents/task-triage/runs/${queued.id}/cancel`, a.key);
     assert.equal(cancelled.status, 200);
@@ -219,15 +323,28 @@ describe('agents through the gateway', () => {
 
     const page1 = await call('GET', '/agents/task-triage/runs?limit=1', a.key);
     assert.equal(page1.status, 200);
-    assert.deepEqual(page1.body.data.map((r: { id: string }) => r.id), [queued.id]);
+    assert.deepEqual(
+      page1.body.data.map((r: { id: string }) => r.id),
+      [queued.id],
+    );
     assert.equal(page1.body.has_more, true);
     assert.equal(page1.body.next_cursor, page1.body.data[0].created_at);
-    const page2 = await call('GET', `/agents/task-triage/runs?limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`, a.key);
-    assert.deepEqual(page2.body.data.map((r: { id: string }) => r.id), [run.id]);
+    const page2 = await call(
+      'GET',
+      `/agents/task-triage/runs?limit=1&cursor=${encodeURIComponent(page1.body.next_cursor)}`,
+      a.key,
+    );
+    assert.deepEqual(
+      page2.body.data.map((r: { id: string }) => r.id),
+      [run.id],
+    );
     assert.equal(page2.body.has_more, false);
     assert.equal(page2.body.next_cursor ?? null, null);
     const succeeded = await call('GET', '/agents/task-triage/runs?status=succeeded', a.key);
-    assert.deepEqual(succeeded.body.data.map((r: { id: string }) => r.id), [run.id]);
+    assert.deepEqual(
+      succeeded.body.data.map((r: { id: string }) => r.id),
+      [run.id],
+    );
     assert.deepEqual(violations(await call('GET', '/agents/task-triage/runs?status=done', a.key)), ['status']);
     assert.deepEqual(violations(await call('GET', '/agents/task-triage/runs?cursor=abc', a.key)), ['cursor']);
     assertError(await call('GET', '/agents/nope/runs', a.key), 404, 'AGENT_BLUEPRINT_NOT_FOUND');
@@ -237,46 +354,97 @@ describe('agents through the gateway', () => {
     assertError(await call('POST', '/agents/task-triage/runs', a.key, { deadline_seconds: 0 }), 400);
   });
 
-  it('calls an app\'s tool through the apps service (the MCP server receives it) beside a built-in tool; a dead app fails the run app_unavailable', async () => {
+  it("calls an app's tool through the apps service (the MCP server receives it) beside a built-in tool; a dead app fails the run app_unavailable", async () => {
     const secret = `mcp-secret-${randomUUID()}`;
-    const mcp = await startMcpServer({ transport: 'streamable', auth: { header: 'authorization', value: `Bearer ${secret}` }, tools: [{ name: 'lookup', description: 'Finds a customer' }] });
+    const mcp = await startMcpServer({
+      transport: 'streamable',
+      auth: { header: 'authorization', value: `Bearer ${secret}` },
+      tools: [{ name: 'lookup', description: 'Finds a customer' }],
+    });
     try {
-      assert.equal((await call('POST', '/apps', a.key, { slug: 'crm-app', display_name: 'CRM app', mcp_server_url: mcp.url, auth: { type: 'bearer', secret } })).status, 201);
+      assert.equal(
+        (
+          await call('POST', '/apps', a.key, {
+            slug: 'crm-app',
+            display_name: 'CRM app',
+            mcp_server_url: mcp.url,
+            auth: { type: 'bearer', secret },
+          })
+        ).status,
+        201,
+      );
       assert.equal((await call('POST', '/apps/crm-app/probe', a.key, {})).body.status, 'healthy');
       assert.equal((await call('PATCH', '/apps/crm-app', a.key, { enabled_tools: ['lookup'] })).status, 200);
       const k = key('sk-');
       fake.script(k, [
-        { tools: [{ name: 'crm-app__lookup', arguments: { q: 'acme' } }, { name: 'create_task', arguments: { title: 'Call the customer found' } }] },
+        {
+          tools: [
+            { name: 'crm-app__lookup', arguments: { q: 'acme' } },
+            { name: 'create_task', arguments: { title: 'Call the customer found' } },
+          ],
+        },
         { text: 'Found and filed.' },
       ]);
-      assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status, 200);
+      assert.equal(
+        (await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status,
+        200,
+      );
       const created = await call('POST', '/agents/task-triage/runs', a.key, { input: 'find acme' });
       let run: any;
-      await eventually('the run ends', async () => {
-        run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
-        return run.status === 'succeeded' || run.status === 'failed';
-      }, 20_000, 50);
+      await eventually(
+        'the run ends',
+        async () => {
+          run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
+          return run.status === 'succeeded' || run.status === 'failed';
+        },
+        20_000,
+        50,
+      );
       assert.equal(run.status, 'succeeded', JSON.stringify(run));
-      assert.deepEqual(run.output.tool_calls, [{ name: 'crm-app__lookup', is_error: false }, { name: 'create_task', is_error: false }]);
-      assert.deepEqual(mcp.calls.map((c) => [c.name, c.arguments]), [['lookup', { q: 'acme' }]], 'the MCP server received the call');
+      assert.deepEqual(run.output.tool_calls, [
+        { name: 'crm-app__lookup', is_error: false },
+        { name: 'create_task', is_error: false },
+      ]);
+      assert.deepEqual(
+        mcp.calls.map((c) => [c.name, c.arguments]),
+        [['lookup', { q: 'acme' }]],
+        'the MCP server received the call',
+      );
       const [first, second] = fake.chats(k).map((r) => JSON.parse(r.body));
-      assert.ok(first.tools.some((x: { function: { name: string; description: string } }) => x.function.name === 'crm-app__lookup' && x.function.description === 'Finds a customer'));
-      const toolResults = second.messages.filter((m: { role: string }) => m.role === 'tool').map((m: { content: string }) => m.content);
+      assert.ok(
+        first.tools.some(
+          (x: { function: { name: string; description: string } }) =>
+            x.function.name === 'crm-app__lookup' && x.function.description === 'Finds a customer',
+        ),
+      );
+      const toolResults = second.messages
+        .filter((m: { role: string }) => m.role === 'tool')
+        .map((m: { content: string }) => m.content);
       assert.ok(toolResults[0].includes('acme'), `the app's result went back to the model: ${toolResults[0]}`);
-      await eventually('the audit log has the agent\'s app tool call', async () => {
+      await eventually("the audit log has the agent's app tool call", async () => {
         const log = await call('GET', '/audit-log?resource_type=task', a.key);
-        return log.body.data?.some((e: { actor_type: string; actor_id: string }) => e.actor_type === 'agent' && e.actor_id === run.id);
+        return log.body.data?.some(
+          (e: { actor_type: string; actor_id: string }) => e.actor_type === 'agent' && e.actor_id === run.id,
+        );
       });
 
       await mcp.close();
       const k2 = key('sk-');
       fake.script(k2, [{ tools: [{ name: 'crm-app__lookup', arguments: {} }] }, { text: 'never' }]);
-      assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k2, provider: 'openai' })).status, 200);
+      assert.equal(
+        (await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k2, provider: 'openai' })).status,
+        200,
+      );
       const second2 = await call('POST', '/agents/task-triage/runs', a.key, { input: 'again' });
-      await eventually('the run ends', async () => {
-        run = (await call('GET', `/agents/task-triage/runs/${second2.body.id}`, a.key)).body;
-        return run.status === 'succeeded' || run.status === 'failed';
-      }, 30_000, 50);
+      await eventually(
+        'the run ends',
+        async () => {
+          run = (await call('GET', `/agents/task-triage/runs/${second2.body.id}`, a.key)).body;
+          return run.status === 'succeeded' || run.status === 'failed';
+        },
+        30_000,
+        50,
+      );
       assert.equal(run.status, 'failed', JSON.stringify(run));
       assert.equal(run.failure_category, 'app_unavailable', run.failure_detail);
       assert.match(run.failure_detail, /crm-app__lookup/);
@@ -290,7 +458,12 @@ describe('agents through the gateway', () => {
     const cal = await call('POST', '/calendars', a.key, { name: 'Team' });
     assert.equal(cal.status, 201, JSON.stringify(cal.body));
     const start = new Date(Date.now() + 3_600_000);
-    const event = await call('POST', '/events', a.key, { calendar_id: cal.body.id, title: 'Board meeting', start_at: start.toISOString(), end_at: new Date(start.getTime() + 3_600_000).toISOString() });
+    const event = await call('POST', '/events', a.key, {
+      calendar_id: cal.body.id,
+      title: 'Board meeting',
+      start_at: start.toISOString(),
+      end_at: new Date(start.getTime() + 3_600_000).toISOString(),
+    });
     assert.equal(event.status, 201, JSON.stringify(event.body));
     const k = key('sk-');
     fake.script(k, [
@@ -298,20 +471,38 @@ describe('agents through the gateway', () => {
       { tools: [{ name: 'create_note', arguments: { title: 'Briefing', body: 'Board meeting in an hour.' } }] },
       { text: 'Briefing written.' },
     ]);
-    assert.equal((await call('PUT', '/agent-configs/daily-briefing/byok-key', a.key, { api_key: k, provider: 'openai' })).status, 200);
+    assert.equal(
+      (await call('PUT', '/agent-configs/daily-briefing/byok-key', a.key, { api_key: k, provider: 'openai' })).status,
+      200,
+    );
     const created = await call('POST', '/agents/daily-briefing/runs', a.key, {});
     let run: any;
-    await eventually('the run ends', async () => {
-      run = (await call('GET', `/agents/daily-briefing/runs/${created.body.id}`, a.key)).body;
-      return run.status === 'succeeded' || run.status === 'failed';
-    }, 20_000, 50);
+    await eventually(
+      'the run ends',
+      async () => {
+        run = (await call('GET', `/agents/daily-briefing/runs/${created.body.id}`, a.key)).body;
+        return run.status === 'succeeded' || run.status === 'failed';
+      },
+      20_000,
+      50,
+    );
     assert.equal(run.status, 'succeeded', JSON.stringify(run));
-    assert.deepEqual(run.output.tool_calls, [{ name: 'list_calendar_events', is_error: false }, { name: 'create_note', is_error: false }]);
+    assert.deepEqual(run.output.tool_calls, [
+      { name: 'list_calendar_events', is_error: false },
+      { name: 'create_note', is_error: false },
+    ]);
     const second = JSON.parse(fake.chats(k)[1]!.body);
     const listed = JSON.parse(second.messages.find((m: { role: string }) => m.role === 'tool').content);
-    assert.deepEqual(listed.data.map((e: { title: string }) => e.title), ['Board meeting'], 'the calendar\'s events, as the API lists them');
+    assert.deepEqual(
+      listed.data.map((e: { title: string }) => e.title),
+      ['Board meeting'],
+      "the calendar's events, as the API lists them",
+    );
     const notes = await call('GET', '/notes?q=Board', a.key);
-    assert.deepEqual(notes.body.data.map((n: { title: string }) => n.title), ['Briefing']);
+    assert.deepEqual(
+      notes.body.data.map((n: { title: string }) => n.title),
+      ['Briefing'],
+    );
   });
 
   it('applies the role matrix: reads need read, runs write, configs and keys admin; viewers have none', async () => {

@@ -28,7 +28,10 @@ const run = promisify(execFile);
  */
 async function kafka(command: 'start' | 'stop' | 'halt' | 'resume'): Promise<string> {
   try {
-    const { stdout } = await run('bash', [KAFKA_SH, command], { encoding: 'utf8', env: { ...process.env, KAFKA_RUN_DIR: runDir } });
+    const { stdout } = await run('bash', [KAFKA_SH, command], {
+      encoding: 'utf8',
+      env: { ...process.env, KAFKA_RUN_DIR: runDir },
+    });
     return stdout.trim().split('\n').pop() ?? '';
   } catch (err) {
     const e = err as { code?: unknown; stderr?: string };
@@ -36,75 +39,92 @@ async function kafka(command: 'start' | 'stop' | 'halt' | 'resume'): Promise<str
   }
 }
 
-describe('audit log across a Kafka outage', { skip: process.env.WORKAUTO_KAFKA === 'off' ? 'WORKAUTO_KAFKA=off' : false }, () => {
-  let stack: TestStack;
-  let acme: TenantFixture;
-  let receiver: Receiver;
-  let halted = false;
+describe(
+  'audit log across a Kafka outage',
+  { skip: process.env.WORKAUTO_KAFKA === 'off' ? 'WORKAUTO_KAFKA=off' : false },
+  () => {
+    let stack: TestStack;
+    let acme: TenantFixture;
+    let receiver: Receiver;
+    let halted = false;
 
-  before(async () => {
-    const line = await kafka('start');
-    assert.match(line, /^KAFKA_BROKERS=/);
-    stack = await startTestStack({ kafkaBrokers: line.slice('KAFKA_BROKERS='.length), gatewayOptions: { rateLimitPerMinute: 100_000 } });
-    acme = await stack.createTenant('Acme');
-    receiver = await startReceiver();
-    const ep = await stack.api('POST', '/api/v1/webhook-endpoints', { key: acme.key, body: { url: receiver.url, event_types: ['note.created'] } });
-    assert.equal(ep.status, 201, JSON.stringify(ep.body));
-  });
-  after(async () => {
-    // A test that failed mid-outage leaves the broker halted: bring it back, so the stack's
-    // producers and consumers can close instead of waiting on a broker that is gone.
-    if (halted) await kafka('resume').catch(() => undefined);
-    await stack?.stop();
-    await receiver?.close();
-    await kafka('stop');
-  });
+    before(async () => {
+      const line = await kafka('start');
+      assert.match(line, /^KAFKA_BROKERS=/);
+      stack = await startTestStack({
+        kafkaBrokers: line.slice('KAFKA_BROKERS='.length),
+        gatewayOptions: { rateLimitPerMinute: 100_000 },
+      });
+      acme = await stack.createTenant('Acme');
+      receiver = await startReceiver();
+      const ep = await stack.api('POST', '/api/v1/webhook-endpoints', {
+        key: acme.key,
+        body: { url: receiver.url, event_types: ['note.created'] },
+      });
+      assert.equal(ep.status, 201, JSON.stringify(ep.body));
+    });
+    after(async () => {
+      // A test that failed mid-outage leaves the broker halted: bring it back, so the stack's
+      // producers and consumers can close instead of waiting on a broker that is gone.
+      if (halted) await kafka('resume').catch(() => undefined);
+      await stack?.stop();
+      await receiver?.close();
+      await kafka('stop');
+    });
 
-  const noteEntries = async () => {
-    const entries: { resource_id: string }[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await stack.api('GET', `/api/v1/audit-log?action=note.created&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { key: acme.key });
-      assert.equal(page.status, 200);
-      entries.push(...page.body.data);
-      cursor = page.body.has_more ? page.body.next_cursor : undefined;
-    } while (cursor);
-    return entries;
-  };
+    const noteEntries = async () => {
+      const entries: { resource_id: string }[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await stack.api(
+          'GET',
+          `/api/v1/audit-log?action=note.created&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          { key: acme.key },
+        );
+        assert.equal(page.status, 200);
+        entries.push(...page.body.data);
+        cursor = page.body.has_more ? page.body.next_cursor : undefined;
+      } while (cursor);
+      return entries;
+    };
 
-  it('keeps 100 changes made while the broker is down and applies each once when it is back', async () => {
-    // The pipeline works before the outage.
-    for (let i = 0; ; i++) {
-      const page = await stack.api('GET', '/api/v1/audit-log?action=tenant.created', { key: acme.key });
-      if (page.body.data.length === 1) break;
-      assert.ok(i < 200, 'tenant.created reached the audit log before the outage');
-      await sleep(50);
-    }
-    halted = true;
-    await kafka('halt');
-    const ids: string[] = [];
-    for (let i = 0; i < 100; i++) {
-      const res = await stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: `during the outage ${i}` } });
-      assert.equal(res.status, 201, 'a change succeeds while the broker is down');
-      ids.push(res.body.id);
-    }
-    await sleep(1_000);
-    assert.equal((await noteEntries()).length, 0, 'nothing can arrive while the broker is down');
-    await kafka('resume');
-    halted = false;
-    const deadline = Date.now() + 90_000;
-    let entries = await noteEntries();
-    while (entries.length < 100 && Date.now() < deadline) {
-      await sleep(250);
+    it('keeps 100 changes made while the broker is down and applies each once when it is back', async () => {
+      // The pipeline works before the outage.
+      for (let i = 0; ; i++) {
+        const page = await stack.api('GET', '/api/v1/audit-log?action=tenant.created', { key: acme.key });
+        if (page.body.data.length === 1) break;
+        assert.ok(i < 200, 'tenant.created reached the audit log before the outage');
+        await sleep(50);
+      }
+      halted = true;
+      await kafka('halt');
+      const ids: string[] = [];
+      for (let i = 0; i < 100; i++) {
+        const res = await stack.api('POST', '/api/v1/notes', {
+          key: acme.key,
+          body: { title: `during the outage ${i}` },
+        });
+        assert.equal(res.status, 201, 'a change succeeds while the broker is down');
+        ids.push(res.body.id);
+      }
+      await sleep(1_000);
+      assert.equal((await noteEntries()).length, 0, 'nothing can arrive while the broker is down');
+      await kafka('resume');
+      halted = false;
+      const deadline = Date.now() + 90_000;
+      let entries = await noteEntries();
+      while (entries.length < 100 && Date.now() < deadline) {
+        await sleep(250);
+        entries = await noteEntries();
+      }
+      await sleep(2_000); // anything extra (a duplicate) would arrive by now
       entries = await noteEntries();
-    }
-    await sleep(2_000); // anything extra (a duplicate) would arrive by now
-    entries = await noteEntries();
-    assert.equal(entries.length, 100, 'every change has its entry, none twice');
-    assert.deepEqual(entries.map((e) => e.resource_id).sort(), [...ids].sort());
-    // The webhooks intake consumed the same changes from the domain-events topic.
-    const delivered = () => new Set(receiver.received.map((r) => JSON.parse(r.body).data.id as string));
-    for (const end = Date.now() + 60_000; delivered().size < 100 && Date.now() < end;) await sleep(100);
-    assert.deepEqual([...delivered()].sort(), [...ids].sort(), 'every change reached the webhook receiver');
-  });
-});
+      assert.equal(entries.length, 100, 'every change has its entry, none twice');
+      assert.deepEqual(entries.map((e) => e.resource_id).sort(), [...ids].sort());
+      // The webhooks intake consumed the same changes from the domain-events topic.
+      const delivered = () => new Set(receiver.received.map((r) => JSON.parse(r.body).data.id as string));
+      for (const end = Date.now() + 60_000; delivered().size < 100 && Date.now() < end;) await sleep(100);
+      assert.deepEqual([...delivered()].sort(), [...ids].sort(), 'every change reached the webhook receiver');
+    });
+  },
+);

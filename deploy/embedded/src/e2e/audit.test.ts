@@ -9,8 +9,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 interface Entry {
-  id: string; tenant_id: string; action: string; actor_id: string; actor_type: string; resource_type?: string; resource_id?: string;
-  ip_address?: string; user_agent?: string; metadata: Record<string, unknown>; created_at: string;
+  id: string;
+  tenant_id: string;
+  action: string;
+  actor_id: string;
+  actor_type: string;
+  resource_type?: string;
+  resource_id?: string;
+  ip_address?: string;
+  user_agent?: string;
+  metadata: Record<string, unknown>;
+  created_at: string;
 }
 
 async function eventually<T>(what: string, probe: () => Promise<T | undefined>, ms = 5_000): Promise<T> {
@@ -24,111 +33,159 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
 }
 
 function auditSuite(name: string, kafka: boolean) {
-  describe(name, { skip: kafka && !process.env.KAFKA_BROKERS ? 'KAFKA_BROKERS is not set (make test starts a broker)' : false }, () => {
-    let stack: TestStack;
-    let acme: TenantFixture;
-    let other: TenantFixture;
-    const log = (key: string, query = '') => stack.api('GET', `/api/v1/audit-log${query}`, { key });
+  describe(
+    name,
+    { skip: kafka && !process.env.KAFKA_BROKERS ? 'KAFKA_BROKERS is not set (make test starts a broker)' : false },
+    () => {
+      let stack: TestStack;
+      let acme: TenantFixture;
+      let other: TenantFixture;
+      const log = (key: string, query = '') => stack.api('GET', `/api/v1/audit-log${query}`, { key });
 
-    before(async () => {
-      // The test client is the ingress here: X-Forwarded-For is believed only from a trusted proxy.
-      stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000, trustedProxies: ['127.0.0.1/32', '::1/128'] }, ...(kafka ? {} : { kafkaBrokers: undefined }) });
-      acme = await stack.createTenant('Acme');
-      other = await stack.createTenant('Other');
-    });
-    after(() => stack?.stop());
-
-    it('shows a deactivation within 5 s with actor, resource, client address and user agent', async () => {
-      const inv = await stack.api('POST', '/api/v1/invitations', { key: acme.key, body: { email: `m-${randomBytes(3).toString('hex')}@acme.test`, name: 'Mia', role: 'member' } });
-      const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
-      const memberId = claimed.body.member.id as string;
-      const started = Date.now();
-      const res = await stack.api('DELETE', `/api/v1/members/${memberId}`, {
-        key: acme.key, headers: { 'user-agent': 'audit-e2e/1.0', 'x-forwarded-for': '203.0.113.7' },
-      });
-      assert.equal(res.status, 200);
-      const entry = await eventually('member.deactivated is in the audit log', async () => {
-        const page = await log(acme.key, '?action=member.deactivated');
-        return (page.body.data as Entry[]).find((e) => e.resource_id === memberId);
-      });
-      assert.ok(Date.now() - started < 5_000);
-      assert.equal(entry.actor_type, 'api_key');
-      assert.ok(entry.actor_id);
-      assert.equal(entry.resource_type, 'member');
-      assert.equal(entry.ip_address, '203.0.113.7');
-      assert.equal(entry.user_agent, 'audit-e2e/1.0');
-      assert.deepEqual(entry.metadata, { is_active: false });
-      // The invitation and the claim were audited too, as the actions the contract names.
-      const actions = new Set(((await log(acme.key, '?limit=200')).body.data as Entry[]).map((e) => e.action));
-      for (const a of ['tenant.created', 'invitation.created', 'invitation.claimed', 'member.deactivated']) assert.ok(actions.has(a), `${a} in ${[...actions].join(', ')}`);
-    });
-
-    it('records mutations of every service, never with a secret', async () => {
-      const note = await stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: 'Audit me', body: 'hello' } });
-      assert.equal(note.status, 201);
-      const pipeline = await stack.api('POST', '/api/v1/pipelines', { key: acme.key, body: { name: 'Sales', stages: [{ name: 'Lead', stage_type: 'open' }] } });
-      assert.equal(pipeline.status, 201, JSON.stringify(pipeline.body));
-      const apiKey = await stack.api('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'robot' } });
-      assert.equal(apiKey.status, 201);
-      for (const [action, id] of [['note.created', note.body.id], ['pipeline.created', pipeline.body.id], ['api_key.created', apiKey.body.id]] as const) {
-        await eventually(`${action} is in the audit log`, async () => {
-          const page = await log(acme.key, `?action=${action}`);
-          return (page.body.data as Entry[]).find((e) => e.resource_id === id);
+      before(async () => {
+        // The test client is the ingress here: X-Forwarded-For is believed only from a trusted proxy.
+        stack = await startTestStack({
+          gatewayOptions: { rateLimitPerMinute: 100_000, trustedProxies: ['127.0.0.1/32', '::1/128'] },
+          ...(kafka ? {} : { kafkaBrokers: undefined }),
         });
-      }
-      const all = JSON.stringify((await log(acme.key, '?limit=200')).body);
-      assert.ok(!all.includes(apiKey.body.api_key), 'the new API key is not in its audit entry');
-      assert.ok(!all.includes(acme.key), 'the caller key is not in the audit log');
-    });
+        acme = await stack.createTenant('Acme');
+        other = await stack.createTenant('Other');
+      });
+      after(() => stack?.stop());
 
-    it('filters by action and resource type and pages newest first over 250 events', async () => {
-      const created: string[] = [];
-      for (let batch = 0; batch < 25; batch++) {
-        const notes = await Promise.all(Array.from({ length: 10 }, (_, i) => stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: `n${batch}-${i}` } })));
-        for (const n of notes) {
-          assert.equal(n.status, 201);
-          created.push(n.body.id);
+      it('shows a deactivation within 5 s with actor, resource, client address and user agent', async () => {
+        const inv = await stack.api('POST', '/api/v1/invitations', {
+          key: acme.key,
+          body: { email: `m-${randomBytes(3).toString('hex')}@acme.test`, name: 'Mia', role: 'member' },
+        });
+        const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+        const memberId = claimed.body.member.id as string;
+        const started = Date.now();
+        const res = await stack.api('DELETE', `/api/v1/members/${memberId}`, {
+          key: acme.key,
+          headers: { 'user-agent': 'audit-e2e/1.0', 'x-forwarded-for': '203.0.113.7' },
+        });
+        assert.equal(res.status, 200);
+        const entry = await eventually('member.deactivated is in the audit log', async () => {
+          const page = await log(acme.key, '?action=member.deactivated');
+          return (page.body.data as Entry[]).find((e) => e.resource_id === memberId);
+        });
+        assert.ok(Date.now() - started < 5_000);
+        assert.equal(entry.actor_type, 'api_key');
+        assert.ok(entry.actor_id);
+        assert.equal(entry.resource_type, 'member');
+        assert.equal(entry.ip_address, '203.0.113.7');
+        assert.equal(entry.user_agent, 'audit-e2e/1.0');
+        assert.deepEqual(entry.metadata, { is_active: false });
+        // The invitation and the claim were audited too, as the actions the contract names.
+        const actions = new Set(((await log(acme.key, '?limit=200')).body.data as Entry[]).map((e) => e.action));
+        for (const a of ['tenant.created', 'invitation.created', 'invitation.claimed', 'member.deactivated'])
+          assert.ok(actions.has(a), `${a} in ${[...actions].join(', ')}`);
+      });
+
+      it('records mutations of every service, never with a secret', async () => {
+        const note = await stack.api('POST', '/api/v1/notes', {
+          key: acme.key,
+          body: { title: 'Audit me', body: 'hello' },
+        });
+        assert.equal(note.status, 201);
+        const pipeline = await stack.api('POST', '/api/v1/pipelines', {
+          key: acme.key,
+          body: { name: 'Sales', stages: [{ name: 'Lead', stage_type: 'open' }] },
+        });
+        assert.equal(pipeline.status, 201, JSON.stringify(pipeline.body));
+        const apiKey = await stack.api('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'robot' } });
+        assert.equal(apiKey.status, 201);
+        for (const [action, id] of [
+          ['note.created', note.body.id],
+          ['pipeline.created', pipeline.body.id],
+          ['api_key.created', apiKey.body.id],
+        ] as const) {
+          await eventually(`${action} is in the audit log`, async () => {
+            const page = await log(acme.key, `?action=${action}`);
+            return (page.body.data as Entry[]).find((e) => e.resource_id === id);
+          });
         }
-      }
-      await eventually('all 250 note.created entries arrived', async () => {
-        const page = await log(acme.key, '?action=note.created&resource_type=note&limit=200');
-        const cursor = page.body.next_cursor as string | undefined;
-        const rest = cursor ? (await log(acme.key, `?action=note.created&resource_type=note&limit=200&cursor=${encodeURIComponent(cursor)}`)).body.data.length : 0;
-        return page.body.data.length + rest >= 251 ? true : undefined; // 250 here + 1 from the test before
-      }, 15_000);
-      const seen: Entry[] = [];
-      let cursor: string | undefined;
-      let pages = 0;
-      do {
-        const page = await log(acme.key, `?action=note.created&resource_type=note&limit=60${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
-        assert.equal(page.status, 200);
-        assert.ok(page.body.data.length <= 60);
-        seen.push(...page.body.data);
-        cursor = page.body.has_more ? page.body.next_cursor : undefined;
-        pages++;
-      } while (cursor);
-      assert.equal(pages, 5);
-      assert.equal(new Set(seen.map((e) => e.id)).size, seen.length, 'no entry twice across pages');
-      for (const id of created) assert.ok(seen.some((e) => e.resource_id === id), `note ${id} has its entry`);
-      assert.ok(seen.every((e) => e.action === 'note.created' && e.resource_type === 'note'));
-      for (let i = 1; i < seen.length; i++) assert.ok(seen[i - 1]!.created_at >= seen[i]!.created_at, 'newest first');
-      // A filter that matches nothing, and a limit over the maximum.
-      assert.deepEqual((await log(acme.key, '?action=note.created&resource_type=member')).body.data, []);
-      const clamped = await log(acme.key, '?limit=500');
-      assert.equal(clamped.status, 200);
-      assert.equal(clamped.body.data.length, 200, 'a limit over 200 is clamped to 200');
-      assert.equal((await log(acme.key, '?limit=0')).status, 400);
-      assert.equal((await log(acme.key)).body.data.length, 50, 'limit defaults to 50');
-    });
+        const all = JSON.stringify((await log(acme.key, '?limit=200')).body);
+        assert.ok(!all.includes(apiKey.body.api_key), 'the new API key is not in its audit entry');
+        assert.ok(!all.includes(acme.key), 'the caller key is not in the audit log');
+      });
 
-    it("never shows another tenant's entries", async () => {
-      const page = await log(other.key, '?limit=200');
-      assert.equal(page.status, 200);
-      const entries = page.body.data as Entry[];
-      assert.deepEqual([...new Set(entries.map((e) => e.action))].sort(), ['api_key.created', 'member.created', 'tenant.created'], 'only its own bootstrap');
-      assert.ok(entries.every((e) => e.tenant_id === other.id));
-    });
-  });
+      it('filters by action and resource type and pages newest first over 250 events', async () => {
+        const created: string[] = [];
+        for (let batch = 0; batch < 25; batch++) {
+          const notes = await Promise.all(
+            Array.from({ length: 10 }, (_, i) =>
+              stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: `n${batch}-${i}` } }),
+            ),
+          );
+          for (const n of notes) {
+            assert.equal(n.status, 201);
+            created.push(n.body.id);
+          }
+        }
+        await eventually(
+          'all 250 note.created entries arrived',
+          async () => {
+            const page = await log(acme.key, '?action=note.created&resource_type=note&limit=200');
+            const cursor = page.body.next_cursor as string | undefined;
+            const rest = cursor
+              ? (
+                  await log(
+                    acme.key,
+                    `?action=note.created&resource_type=note&limit=200&cursor=${encodeURIComponent(cursor)}`,
+                  )
+                ).body.data.length
+              : 0;
+            return page.body.data.length + rest >= 251 ? true : undefined; // 250 here + 1 from the test before
+          },
+          15_000,
+        );
+        const seen: Entry[] = [];
+        let cursor: string | undefined;
+        let pages = 0;
+        do {
+          const page = await log(
+            acme.key,
+            `?action=note.created&resource_type=note&limit=60${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+          );
+          assert.equal(page.status, 200);
+          assert.ok(page.body.data.length <= 60);
+          seen.push(...page.body.data);
+          cursor = page.body.has_more ? page.body.next_cursor : undefined;
+          pages++;
+        } while (cursor);
+        assert.equal(pages, 5);
+        assert.equal(new Set(seen.map((e) => e.id)).size, seen.length, 'no entry twice across pages');
+        for (const id of created)
+          assert.ok(
+            seen.some((e) => e.resource_id === id),
+            `note ${id} has its entry`,
+          );
+        assert.ok(seen.every((e) => e.action === 'note.created' && e.resource_type === 'note'));
+        for (let i = 1; i < seen.length; i++) assert.ok(seen[i - 1]!.created_at >= seen[i]!.created_at, 'newest first');
+        // A filter that matches nothing, and a limit over the maximum.
+        assert.deepEqual((await log(acme.key, '?action=note.created&resource_type=member')).body.data, []);
+        const clamped = await log(acme.key, '?limit=500');
+        assert.equal(clamped.status, 200);
+        assert.equal(clamped.body.data.length, 200, 'a limit over 200 is clamped to 200');
+        assert.equal((await log(acme.key, '?limit=0')).status, 400);
+        assert.equal((await log(acme.key)).body.data.length, 50, 'limit defaults to 50');
+      });
+
+      it("never shows another tenant's entries", async () => {
+        const page = await log(other.key, '?limit=200');
+        assert.equal(page.status, 200);
+        const entries = page.body.data as Entry[];
+        assert.deepEqual(
+          [...new Set(entries.map((e) => e.action))].sort(),
+          ['api_key.created', 'member.created', 'tenant.created'],
+          'only its own bootstrap',
+        );
+        assert.ok(entries.every((e) => e.tenant_id === other.id));
+      });
+    },
+  );
 }
 
 auditSuite('audit log through Kafka', true);

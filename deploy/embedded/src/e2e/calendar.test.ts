@@ -2,11 +2,30 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import ICAL from 'ical.js';
-import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
+import {
+  assertError,
+  assertRecord,
+  startTestStack,
+  violations,
+  type TenantFixture,
+  type TestStack,
+} from './harness.js';
 
 const EVENT_FIELDS = {
-  id: 'uuid', tenant_id: 'uuid', calendar_id: 'uuid', title: 'string', event_type: 'string', status: 'string', availability: 'string',
-  visibility: 'string', is_all_day: 'boolean', sequence: 'integer', metadata: 'object', reminders: 'array', created_at: 'date-time', updated_at: 'date-time',
+  id: 'uuid',
+  tenant_id: 'uuid',
+  calendar_id: 'uuid',
+  title: 'string',
+  event_type: 'string',
+  status: 'string',
+  availability: 'string',
+  visibility: 'string',
+  is_all_day: 'boolean',
+  sequence: 'integer',
+  metadata: 'object',
+  reminders: 'array',
+  created_at: 'date-time',
+  updated_at: 'date-time',
 } as const;
 
 /** Occurrences of an iCalendar text in [from, to), expanded by ical.js (an independent RFC 5545 implementation). */
@@ -17,7 +36,9 @@ function icsOccurrences(text: string, from: Date, to: Date): string[] {
   const exceptions = vevents.filter((e) => e.isRecurrenceException());
   const out: string[] = [];
   const line = (title: string, start: ICAL.Time, end: ICAL.Time) =>
-    start.isDate ? `${title} ${start.toString()}..${end.toString()}` : `${title} ${start.toJSDate().toISOString()}..${end.toJSDate().toISOString()}`;
+    start.isDate
+      ? `${title} ${start.toString()}..${end.toString()}`
+      : `${title} ${start.toJSDate().toISOString()}..${end.toJSDate().toISOString()}`;
   const overlaps = (start: ICAL.Time, end: ICAL.Time) => start.toJSDate() < to && end.toJSDate() > from;
   for (const ev of vevents) {
     if (ev.isRecurrenceException()) continue;
@@ -50,19 +71,46 @@ describe('calendar through the gateway', () => {
     b = await stack.createTenant('Beta');
   });
   after(() => stack.stop());
-  const call = (method: string, path: string, key: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, key: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
   it('serves calendars: create, list, get, patch, delete (which takes the events)', async () => {
-    const created = await call('POST', '/calendars', a.key, { name: 'Team', description: 'Our team', timezone: 'America/New_York', color: '#336699', metadata: { k: 1 } });
+    const created = await call('POST', '/calendars', a.key, {
+      name: 'Team',
+      description: 'Our team',
+      timezone: 'America/New_York',
+      color: '#336699',
+      metadata: { k: 1 },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    assertRecord(created.body, { id: 'uuid', tenant_id: 'uuid', name: 'string', timezone: 'string', metadata: 'object', created_at: 'date-time', updated_at: 'date-time' }, 'Calendar');
+    assertRecord(
+      created.body,
+      {
+        id: 'uuid',
+        tenant_id: 'uuid',
+        name: 'string',
+        timezone: 'string',
+        metadata: 'object',
+        created_at: 'date-time',
+        updated_at: 'date-time',
+      },
+      'Calendar',
+    );
     const id = created.body.id as string;
     assert.equal((await call('GET', `/calendars/${id}`, a.key)).body.name, 'Team');
     const list = await call('GET', '/calendars?limit=1', a.key);
     assert.deepEqual([list.body.data.length, list.body.has_more, list.body.next_cursor], [1, false, null]);
     const patched = await call('PATCH', `/calendars/${id}`, a.key, { description: null, timezone: 'Europe/Berlin' });
-    assert.deepEqual([patched.status, patched.body.description ?? null, patched.body.timezone], [200, null, 'Europe/Berlin']);
-    const ev = await call('POST', '/events', a.key, { calendar_id: id, title: 'E', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' });
+    assert.deepEqual(
+      [patched.status, patched.body.description ?? null, patched.body.timezone],
+      [200, null, 'Europe/Berlin'],
+    );
+    const ev = await call('POST', '/events', a.key, {
+      calendar_id: id,
+      title: 'E',
+      start_at: '2026-06-01T09:00:00Z',
+      end_at: '2026-06-01T10:00:00Z',
+    });
     assert.equal(ev.body.timezone, 'Europe/Berlin');
     assert.equal((await call('DELETE', `/calendars/${id}`, a.key)).status, 204);
     assertError(await call('GET', `/calendars/${id}`, a.key), 404);
@@ -72,48 +120,137 @@ describe('calendar through the gateway', () => {
   it('serves events: create, list occurrences, get, PUT with scopes and nulls, DELETE with scopes', async () => {
     const cal = (await call('POST', '/calendars', a.key, { name: 'Work', timezone: 'America/New_York' })).body;
     const created = await call('POST', '/events', a.key, {
-      calendar_id: cal.id, title: 'Weekly', start_at: '2026-10-26T13:00:00Z', end_at: '2026-10-26T14:00:00Z', rrule: 'FREQ=WEEKLY;COUNT=4',
-      description: 'Sync', location: 'Room 1', location_lat: 40.7, location_lng: -74, conference_url: 'https://meet.example/x', color: 'blue',
-      event_type: 'focus_time', status: 'tentative', availability: 'free', visibility: 'private', reminders: [{ method: 'email', minutes: 30 }], metadata: { a: 1 },
+      calendar_id: cal.id,
+      title: 'Weekly',
+      start_at: '2026-10-26T13:00:00Z',
+      end_at: '2026-10-26T14:00:00Z',
+      rrule: 'FREQ=WEEKLY;COUNT=4',
+      description: 'Sync',
+      location: 'Room 1',
+      location_lat: 40.7,
+      location_lng: -74,
+      conference_url: 'https://meet.example/x',
+      color: 'blue',
+      event_type: 'focus_time',
+      status: 'tentative',
+      availability: 'free',
+      visibility: 'private',
+      reminders: [{ method: 'email', minutes: 30 }],
+      metadata: { a: 1 },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assertRecord(created.body, EVENT_FIELDS, 'CalendarEvent');
     const m = created.body;
-    assert.deepEqual([m.event_type, m.status, m.availability, m.visibility, m.sequence, m.reminders, m.rrule, m.exdates], ['focus_time', 'tentative', 'free', 'private', 0, [{ method: 'email', minutes: 30 }], 'FREQ=WEEKLY;COUNT=4', []]);
+    assert.deepEqual(
+      [m.event_type, m.status, m.availability, m.visibility, m.sequence, m.reminders, m.rrule, m.exdates],
+      ['focus_time', 'tentative', 'free', 'private', 0, [{ method: 'email', minutes: 30 }], 'FREQ=WEEKLY;COUNT=4', []],
+    );
     assert.match(m.ical_uid, /@workauto$/);
 
     const window = `from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z&calendar_id=${cal.id}`;
     const listed = await call('GET', `/events?${window}`, a.key);
     assert.equal(listed.status, 200);
     // 09:00 New York each week, across the fall-back on Nov 1: the UTC hour moves from 13 to 14.
-    assert.deepEqual(listed.body.data.map((e: any) => e.start_at), ['2026-10-26T13:00:00.000000Z', '2026-11-02T14:00:00.000000Z', '2026-11-09T14:00:00.000000Z', '2026-11-16T14:00:00.000000Z']);
-    assert.ok(listed.body.data.every((e: any) => e.id === m.id && e.series_id === m.id && e.recurrence_id === e.start_at));
+    assert.deepEqual(
+      listed.body.data.map((e: any) => e.start_at),
+      [
+        '2026-10-26T13:00:00.000000Z',
+        '2026-11-02T14:00:00.000000Z',
+        '2026-11-09T14:00:00.000000Z',
+        '2026-11-16T14:00:00.000000Z',
+      ],
+    );
+    assert.ok(
+      listed.body.data.every((e: any) => e.id === m.id && e.series_id === m.id && e.recurrence_id === e.start_at),
+    );
     assert.deepEqual([listed.body.has_more, listed.body.next_cursor], [false, null]);
     const page = await call('GET', `/events?${window}&limit=3`, a.key);
     const rest = await call('GET', `/events?${window}&limit=3&cursor=${page.body.next_cursor}`, a.key);
-    assert.deepEqual([...page.body.data, ...rest.body.data].map((e: any) => e.start_at), listed.body.data.map((e: any) => e.start_at));
+    assert.deepEqual(
+      [...page.body.data, ...rest.body.data].map((e: any) => e.start_at),
+      listed.body.data.map((e: any) => e.start_at),
+    );
 
     const second = listed.body.data[1];
-    const ex = await call('PUT', `/events/${m.id}`, a.key, { update_scope: 'this', recurrence_id: second.recurrence_id, title: 'Moved', start_at: '2026-11-02T15:00:00Z', end_at: '2026-11-02T16:00:00Z', description: null });
+    const ex = await call('PUT', `/events/${m.id}`, a.key, {
+      update_scope: 'this',
+      recurrence_id: second.recurrence_id,
+      title: 'Moved',
+      start_at: '2026-11-02T15:00:00Z',
+      end_at: '2026-11-02T16:00:00Z',
+      description: null,
+    });
     assert.equal(ex.status, 200, JSON.stringify(ex.body));
-    assert.deepEqual([ex.body.series_id, ex.body.recurrence_id, ex.body.title, ex.body.description ?? null, ex.body.location, ex.body.sequence], [m.id, second.recurrence_id, 'Moved', null, 'Room 1', 1]);
+    assert.deepEqual(
+      [
+        ex.body.series_id,
+        ex.body.recurrence_id,
+        ex.body.title,
+        ex.body.description ?? null,
+        ex.body.location,
+        ex.body.sequence,
+      ],
+      [m.id, second.recurrence_id, 'Moved', null, 'Room 1', 1],
+    );
     const all = await call('PUT', `/events/${m.id}`, a.key, { location: null, reminders: [] });
-    assert.deepEqual([all.body.location ?? null, all.body.reminders, all.body.sequence, all.body.title], [null, [], 1, 'Weekly'], 'default scope all; null and [] clear');
-    assert.equal((await call('GET', `/events/${ex.body.id}`, a.key)).body.location ?? null, null, 'the exception got the change too');
-    const following = await call('PUT', `/events/${m.id}`, a.key, { update_scope: 'this_and_following', recurrence_id: listed.body.data[2].recurrence_id, title: 'Later' });
-    assert.deepEqual([following.status, following.body.rrule, following.body.sequence], [200, 'FREQ=WEEKLY;COUNT=2', 2]);
+    assert.deepEqual(
+      [all.body.location ?? null, all.body.reminders, all.body.sequence, all.body.title],
+      [null, [], 1, 'Weekly'],
+      'default scope all; null and [] clear',
+    );
+    assert.equal(
+      (await call('GET', `/events/${ex.body.id}`, a.key)).body.location ?? null,
+      null,
+      'the exception got the change too',
+    );
+    const following = await call('PUT', `/events/${m.id}`, a.key, {
+      update_scope: 'this_and_following',
+      recurrence_id: listed.body.data[2].recurrence_id,
+      title: 'Later',
+    });
+    assert.deepEqual(
+      [following.status, following.body.rrule, following.body.sequence],
+      [200, 'FREQ=WEEKLY;COUNT=2', 2],
+    );
     const after = (await call('GET', `/events?${window}`, a.key)).body.data;
-    assert.deepEqual(after.map((e: any) => `${e.title} ${e.recurrence_id}`), [
-      `Weekly ${listed.body.data[0].recurrence_id}`, `Moved ${listed.body.data[1].recurrence_id}`, `Later ${listed.body.data[2].recurrence_id}`, `Later ${listed.body.data[3].recurrence_id}`,
-    ]);
+    assert.deepEqual(
+      after.map((e: any) => `${e.title} ${e.recurrence_id}`),
+      [
+        `Weekly ${listed.body.data[0].recurrence_id}`,
+        `Moved ${listed.body.data[1].recurrence_id}`,
+        `Later ${listed.body.data[2].recurrence_id}`,
+        `Later ${listed.body.data[3].recurrence_id}`,
+      ],
+    );
 
-    assert.equal((await call('DELETE', `/events/${following.body.id}?update_scope=this&recurrence_id=${listed.body.data[3].recurrence_id}`, a.key)).status, 204);
+    assert.equal(
+      (
+        await call(
+          'DELETE',
+          `/events/${following.body.id}?update_scope=this&recurrence_id=${listed.body.data[3].recurrence_id}`,
+          a.key,
+        )
+      ).status,
+      204,
+    );
     assert.equal((await call('GET', `/events/${following.body.id}`, a.key)).body.exdates.length, 1);
-    assert.equal((await call('DELETE', `/events/${m.id}?update_scope=this_and_following&recurrence_id=${listed.body.data[1].recurrence_id}`, a.key)).status, 204);
+    assert.equal(
+      (
+        await call(
+          'DELETE',
+          `/events/${m.id}?update_scope=this_and_following&recurrence_id=${listed.body.data[1].recurrence_id}`,
+          a.key,
+        )
+      ).status,
+      204,
+    );
     assertError(await call('GET', `/events/${ex.body.id}`, a.key), 404);
     assert.equal((await call('DELETE', `/events/${m.id}`, a.key)).status, 204);
     assertError(await call('GET', `/events/${m.id}`, a.key), 404);
-    assert.deepEqual((await call('GET', `/events?${window}`, a.key)).body.data.map((e: any) => e.title), ['Later']);
+    assert.deepEqual(
+      (await call('GET', `/events?${window}`, a.key)).body.data.map((e: any) => e.title),
+      ['Later'],
+    );
   });
 
   it('serves the calendar as iCalendar text that an independent parser expands to the same occurrences as GET /events', async () => {
@@ -123,20 +260,58 @@ describe('calendar through the gateway', () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       return res.body;
     };
-    const weekly = await post({ title: 'Weekly NY', start_at: '2026-10-19T13:00:00Z', end_at: '2026-10-19T13:30:00Z', rrule: 'FREQ=WEEKLY;BYDAY=MO', exdates: ['2026-11-09T14:00:00Z'] });
-    await post({ title: 'Berlin daily', start_at: '2026-10-23T07:00:00Z', end_at: '2026-10-23T08:00:00Z', timezone: 'Europe/Berlin', rrule: 'FREQ=DAILY;COUNT=6' });
-    const allDay = await post({ title: 'Offsite', start_date: '2026-10-28', end_date: '2026-10-30', rrule: 'FREQ=WEEKLY;UNTIL=20261125T000000Z' });
+    const weekly = await post({
+      title: 'Weekly NY',
+      start_at: '2026-10-19T13:00:00Z',
+      end_at: '2026-10-19T13:30:00Z',
+      rrule: 'FREQ=WEEKLY;BYDAY=MO',
+      exdates: ['2026-11-09T14:00:00Z'],
+    });
+    await post({
+      title: 'Berlin daily',
+      start_at: '2026-10-23T07:00:00Z',
+      end_at: '2026-10-23T08:00:00Z',
+      timezone: 'Europe/Berlin',
+      rrule: 'FREQ=DAILY;COUNT=6',
+    });
+    const allDay = await post({
+      title: 'Offsite',
+      start_date: '2026-10-28',
+      end_date: '2026-10-30',
+      rrule: 'FREQ=WEEKLY;UNTIL=20261125T000000Z',
+    });
     await post({ title: 'One-off', start_at: '2026-11-03T17:00:00Z', end_at: '2026-11-03T18:00:00Z' });
     await post({ title: 'Holiday', start_date: '2026-11-26', end_date: '2026-11-27' });
-    const utc = await post({ title: 'UTC series', start_at: '2026-11-01T12:00:00Z', end_at: '2026-11-01T12:15:00Z', timezone: 'UTC', rrule: 'FREQ=WEEKLY;COUNT=3', exdates: ['2026-11-08T12:00:00Z'] });
+    const utc = await post({
+      title: 'UTC series',
+      start_at: '2026-11-01T12:00:00Z',
+      end_at: '2026-11-01T12:15:00Z',
+      timezone: 'UTC',
+      rrule: 'FREQ=WEEKLY;COUNT=3',
+      exdates: ['2026-11-08T12:00:00Z'],
+    });
     assert.equal(utc.timezone, 'UTC');
     // Exceptions: a moved timed occurrence, a renamed all-day one.
-    await call('PUT', `/events/${weekly.id}`, a.key, { update_scope: 'this', recurrence_id: '2026-11-02T14:00:00Z', title: 'Weekly moved', start_at: '2026-11-02T16:00:00Z', end_at: '2026-11-02T17:00:00Z' });
-    const offsiteRid = (await call('GET', `/events?from=2026-11-04T00:00:00Z&to=2026-11-06T00:00:00Z&calendar_id=${cal.id}`, a.key)).body.data.find((e: any) => e.id === allDay.id).recurrence_id;
-    const renamed = await call('PUT', `/events/${allDay.id}`, a.key, { update_scope: 'this', recurrence_id: offsiteRid, title: 'Offsite (remote)' });
+    await call('PUT', `/events/${weekly.id}`, a.key, {
+      update_scope: 'this',
+      recurrence_id: '2026-11-02T14:00:00Z',
+      title: 'Weekly moved',
+      start_at: '2026-11-02T16:00:00Z',
+      end_at: '2026-11-02T17:00:00Z',
+    });
+    const offsiteRid = (
+      await call('GET', `/events?from=2026-11-04T00:00:00Z&to=2026-11-06T00:00:00Z&calendar_id=${cal.id}`, a.key)
+    ).body.data.find((e: any) => e.id === allDay.id).recurrence_id;
+    const renamed = await call('PUT', `/events/${allDay.id}`, a.key, {
+      update_scope: 'this',
+      recurrence_id: offsiteRid,
+      title: 'Offsite (remote)',
+    });
     assert.equal(renamed.status, 200, JSON.stringify(renamed.body));
 
-    const res = await fetch(`${stack.url}/api/v1/calendars/${cal.id}/events.ics`, { headers: { authorization: `Bearer ${a.key}` } });
+    const res = await fetch(`${stack.url}/api/v1/calendars/${cal.id}/events.ics`, {
+      headers: { authorization: `Bearer ${a.key}` },
+    });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type') ?? '', /^text\/calendar/);
     const text = await res.text();
@@ -151,8 +326,17 @@ describe('calendar through the gateway', () => {
     const api: string[] = [];
     let cursor: string | undefined;
     do {
-      const page = await call('GET', `/events?from=${from.toISOString()}&to=${to.toISOString()}&calendar_id=${cal.id}&limit=7${cursor ? `&cursor=${cursor}` : ''}`, a.key);
-      for (const e of page.body.data) api.push(e.is_all_day ? `${e.title} ${e.start_date}..${e.end_date}` : `${e.title} ${new Date(e.start_at).toISOString()}..${new Date(e.end_at).toISOString()}`);
+      const page = await call(
+        'GET',
+        `/events?from=${from.toISOString()}&to=${to.toISOString()}&calendar_id=${cal.id}&limit=7${cursor ? `&cursor=${cursor}` : ''}`,
+        a.key,
+      );
+      for (const e of page.body.data)
+        api.push(
+          e.is_all_day
+            ? `${e.title} ${e.start_date}..${e.end_date}`
+            : `${e.title} ${new Date(e.start_at).toISOString()}..${new Date(e.end_at).toISOString()}`,
+        );
       cursor = page.body.next_cursor ?? undefined;
     } while (cursor);
     assert.deepEqual(icsOccurrences(text, from, to), api.sort());
@@ -170,7 +354,10 @@ describe('calendar through the gateway', () => {
     const bad = async (method: string, path: string, body: unknown, field: string) => {
       const res = await call(method, path, a.key, body);
       assertError(res, 400);
-      assert.ok(violations(res).includes(field), `${method} ${path} ${JSON.stringify(body)} → ${JSON.stringify(violations(res))}, expected ${field}`);
+      assert.ok(
+        violations(res).includes(field),
+        `${method} ${path} ${JSON.stringify(body)} → ${JSON.stringify(violations(res))}, expected ${field}`,
+      );
     };
     await bad('POST', '/events', { ...base, status: 'maybe' }, 'status');
     await bad('POST', '/events', { ...base, event_type: 'party' }, 'event_type');
@@ -194,8 +381,23 @@ describe('calendar through the gateway', () => {
 
   it('keeps tenants apart and lets a viewer read but not write', async () => {
     const cal = (await call('POST', '/calendars', a.key, { name: 'Private' })).body;
-    const ev = (await call('POST', '/events', a.key, { calendar_id: cal.id, title: 'Secret', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' })).body;
-    assertError(await call('POST', '/events', b.key, { calendar_id: cal.id, title: 'x', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' }), 404);
+    const ev = (
+      await call('POST', '/events', a.key, {
+        calendar_id: cal.id,
+        title: 'Secret',
+        start_at: '2026-06-01T09:00:00Z',
+        end_at: '2026-06-01T10:00:00Z',
+      })
+    ).body;
+    assertError(
+      await call('POST', '/events', b.key, {
+        calendar_id: cal.id,
+        title: 'x',
+        start_at: '2026-06-01T09:00:00Z',
+        end_at: '2026-06-01T10:00:00Z',
+      }),
+      404,
+    );
     assertError(await call('GET', `/events/${ev.id}`, b.key), 404);
     assertError(await call('PUT', `/events/${ev.id}`, b.key, { title: 'x' }), 404);
     assertError(await call('DELETE', `/events/${ev.id}`, b.key), 404);
@@ -205,14 +407,30 @@ describe('calendar through the gateway', () => {
     const listed = await call('GET', '/events?from=2026-05-01T00:00:00Z&to=2026-07-01T00:00:00Z', b.key);
     assert.equal(JSON.stringify(listed.body).includes('Secret'), false);
 
-    const inv = await call('POST', '/invitations', a.key, { email: `viewer-${randomUUID()}@alpha.test`, role: 'viewer' });
-    const viewer = (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body.api_key as string;
+    const inv = await call('POST', '/invitations', a.key, {
+      email: `viewer-${randomUUID()}@alpha.test`,
+      role: 'viewer',
+    });
+    const viewer = (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body
+      .api_key as string;
     assert.equal((await call('GET', '/calendars', viewer)).status, 200);
-    assert.ok((await call('GET', `/events?from=2026-05-01T00:00:00Z&to=2026-07-01T00:00:00Z&calendar_id=${cal.id}`, viewer)).body.data.some((e: any) => e.title === 'Secret'));
+    assert.ok(
+      (
+        await call('GET', `/events?from=2026-05-01T00:00:00Z&to=2026-07-01T00:00:00Z&calendar_id=${cal.id}`, viewer)
+      ).body.data.some((e: any) => e.title === 'Secret'),
+    );
     assert.equal((await call('GET', `/events/${ev.id}`, viewer)).status, 200);
     assert.equal((await stack.api('GET', `/api/v1/calendars/${cal.id}/events.ics`, { key: viewer })).status, 200);
     assertError(await call('POST', '/calendars', viewer, { name: 'nope' }), 403);
-    assertError(await call('POST', '/events', viewer, { calendar_id: cal.id, title: 'x', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' }), 403);
+    assertError(
+      await call('POST', '/events', viewer, {
+        calendar_id: cal.id,
+        title: 'x',
+        start_at: '2026-06-01T09:00:00Z',
+        end_at: '2026-06-01T10:00:00Z',
+      }),
+      403,
+    );
     assertError(await call('PUT', `/events/${ev.id}`, viewer, { title: 'x' }), 403);
     assertError(await call('DELETE', `/events/${ev.id}`, viewer), 403);
     assertError(await call('PATCH', `/calendars/${cal.id}`, viewer, { name: 'x' }), 403);
@@ -221,11 +439,26 @@ describe('calendar through the gateway', () => {
 
     // A member writes (calendar: write by default); an access policy of none on calendar shuts them out.
     const join = async (access_policies: unknown[]) => {
-      const invitation = await call('POST', '/invitations', a.key, { email: `member-${randomUUID()}@alpha.test`, role: 'member', access_policies });
-      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: invitation.body.code } })).body.api_key as string;
+      const invitation = await call('POST', '/invitations', a.key, {
+        email: `member-${randomUUID()}@alpha.test`,
+        role: 'member',
+        access_policies,
+      });
+      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: invitation.body.code } })).body
+        .api_key as string;
     };
     const member = await join([]);
-    assert.equal((await call('POST', '/events', member, { calendar_id: cal.id, title: 'By a member', start_at: '2026-06-02T09:00:00Z', end_at: '2026-06-02T10:00:00Z' })).status, 201);
+    assert.equal(
+      (
+        await call('POST', '/events', member, {
+          calendar_id: cal.id,
+          title: 'By a member',
+          start_at: '2026-06-02T09:00:00Z',
+          end_at: '2026-06-02T10:00:00Z',
+        })
+      ).status,
+      201,
+    );
     const none = await join([{ domain: 'calendar', access_level: 'none' }]);
     assertError(await call('GET', '/calendars', none), 403);
     assertError(await call('GET', `/events/${ev.id}`, none), 403);
@@ -234,7 +467,14 @@ describe('calendar through the gateway', () => {
 
   it('finds the notes that mention a real event (GET /backlinks/event/{id})', async () => {
     const cal = (await call('POST', '/calendars', a.key, { name: 'Linked' })).body;
-    const ev = (await call('POST', '/events', a.key, { calendar_id: cal.id, title: 'Kickoff', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' })).body;
+    const ev = (
+      await call('POST', '/events', a.key, {
+        calendar_id: cal.id,
+        title: 'Kickoff',
+        start_at: '2026-06-01T09:00:00Z',
+        end_at: '2026-06-01T10:00:00Z',
+      })
+    ).body;
     const note = await call('POST', '/notes', a.key, { title: 'Agenda', body: `For [[event:${ev.id}|the kickoff]]` });
     assert.equal(note.status, 201, JSON.stringify(note.body));
     const links = await call('GET', `/backlinks/event/${ev.id}`, a.key);

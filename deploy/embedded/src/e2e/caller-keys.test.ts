@@ -14,7 +14,11 @@ const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 
 /** Runs a service's main.js with only `env`; resolves to its exit code and what it printed. */
 async function start(service: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const proc = spawn(process.execPath, [`services/${service}/dist/main.js`], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [`services/${service}/dist/main.js`], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -35,14 +39,21 @@ describe('caller identity keys at start-up', () => {
   });
 
   it('a service given a private key as a verify key refuses to start', async () => {
-    const { code, output } = await start('crm-pipelines', { ...base, CALLER_VERIFY_KEYS: JSON.stringify({ keys: [JSON.parse(generateCallerKeys('k1').signingKey)] }) });
+    const { code, output } = await start('crm-pipelines', {
+      ...base,
+      CALLER_VERIFY_KEYS: JSON.stringify({ keys: [JSON.parse(generateCallerKeys('k1').signingKey)] }),
+    });
     assert.notEqual(code, 0);
     assert.match(output, /caller verify key k1 is a private key/);
     assert.doesNotMatch(output, /"d":/, 'the private key is not echoed');
   });
 
   it('the gateway without CALLER_SIGNING_KEY refuses to start and says what to set', async () => {
-    const { code, output } = await start('gateway', { DATABASE_URL: base.DATABASE_URL, ENCRYPTION_KEYS: 'k1:' + Buffer.alloc(32).toString('base64'), LOG_LEVEL: 'fatal' });
+    const { code, output } = await start('gateway', {
+      DATABASE_URL: base.DATABASE_URL,
+      ENCRYPTION_KEYS: 'k1:' + Buffer.alloc(32).toString('base64'),
+      LOG_LEVEL: 'fatal',
+    });
     assert.notEqual(code, 0);
     assert.match(output, /CALLER_SIGNING_KEY: is required/);
   });

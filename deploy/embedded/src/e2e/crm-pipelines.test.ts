@@ -1,17 +1,80 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { assertError, assertRecord, startTestStack, violations, type ApiResponse, type TenantFixture, type TestStack } from './harness.js';
+import {
+  assertError,
+  assertRecord,
+  startTestStack,
+  violations,
+  type ApiResponse,
+  type TenantFixture,
+  type TestStack,
+} from './harness.js';
 
-const RECORD = { id: 'uuid', tenant_id: 'uuid', metadata: 'object', created_at: 'date-time', updated_at: 'date-time' } as const;
-const PIPELINE = { ...RECORD, name: 'string', display_order: 'integer', is_default: 'boolean', currency: 'string', stages: 'array' } as const;
-const STAGE = { ...RECORD, pipeline_id: 'uuid', name: 'string', stage_type: 'string', display_order: 'integer' } as const;
-const DEAL = { ...RECORD, pipeline_id: 'uuid', stage_id: 'uuid', title: 'string', amount: 'number', currency: 'string', status: 'string' } as const;
-const HISTORY = { id: 'uuid', tenant_id: 'uuid', deal_id: 'uuid', changed_at: 'date-time', to_stage_id: 'uuid', to_stage_name: 'string' } as const;
-const SUMMARY = { pipeline_id: 'uuid', pipeline_name: 'string', stages: 'array', total_deals: 'integer', total_value: 'number', weighted_value: 'number' } as const;
-const STAGE_SUMMARY = { stage_id: 'uuid', stage_name: 'string', stage_type: 'string', deal_count: 'integer', total_value: 'number', weighted_value: 'number' } as const;
+const RECORD = {
+  id: 'uuid',
+  tenant_id: 'uuid',
+  metadata: 'object',
+  created_at: 'date-time',
+  updated_at: 'date-time',
+} as const;
+const PIPELINE = {
+  ...RECORD,
+  name: 'string',
+  display_order: 'integer',
+  is_default: 'boolean',
+  currency: 'string',
+  stages: 'array',
+} as const;
+const STAGE = {
+  ...RECORD,
+  pipeline_id: 'uuid',
+  name: 'string',
+  stage_type: 'string',
+  display_order: 'integer',
+} as const;
+const DEAL = {
+  ...RECORD,
+  pipeline_id: 'uuid',
+  stage_id: 'uuid',
+  title: 'string',
+  amount: 'number',
+  currency: 'string',
+  status: 'string',
+} as const;
+const HISTORY = {
+  id: 'uuid',
+  tenant_id: 'uuid',
+  deal_id: 'uuid',
+  changed_at: 'date-time',
+  to_stage_id: 'uuid',
+  to_stage_name: 'string',
+} as const;
+const SUMMARY = {
+  pipeline_id: 'uuid',
+  pipeline_name: 'string',
+  stages: 'array',
+  total_deals: 'integer',
+  total_value: 'number',
+  weighted_value: 'number',
+} as const;
+const STAGE_SUMMARY = {
+  stage_id: 'uuid',
+  stage_name: 'string',
+  stage_type: 'string',
+  deal_count: 'integer',
+  total_value: 'number',
+  weighted_value: 'number',
+} as const;
 const CONTACT = { ...RECORD, name: 'string' } as const;
-const CHANNEL = { ...RECORD, contact_id: 'uuid', type: 'string', is_primary: 'boolean', is_verified: 'boolean', preference_order: 'integer' } as const;
+const CHANNEL = {
+  ...RECORD,
+  contact_id: 'uuid',
+  type: 'string',
+  is_primary: 'boolean',
+  is_verified: 'boolean',
+  preference_order: 'integer',
+} as const;
 
 const SALES = [
   { name: 'Lead', stage_type: 'open', default_confidence: 0.1, display_order: 1 },
@@ -27,21 +90,41 @@ describe('crm-pipelines end to end', () => {
 
   before(async () => {
     stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 10_000 } });
-    assert.ok(stack.services.crm_pipelines, 'deploy/embedded/src/stack.ts must start crm-pipelines under the key crm_pipelines');
+    assert.ok(
+      stack.services.crm_pipelines,
+      'deploy/embedded/src/stack.ts must start crm-pipelines under the key crm_pipelines',
+    );
     a = await stack.createTenant('Alpha');
     b = await stack.createTenant('Beta');
   });
   after(() => stack?.stop());
 
-  const call = (method: string, path: string, key: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, key: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
   it('serves every pipeline and stage endpoint with the spec’s records', async () => {
-    const created = await call('POST', '/pipelines', a.key, { name: 'Sales', description: 'New business', is_default: true, stages: SALES });
+    const created = await call('POST', '/pipelines', a.key, {
+      name: 'Sales',
+      description: 'New business',
+      is_default: true,
+      stages: SALES,
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const p = created.body;
     assertRecord(p, PIPELINE, 'Pipeline');
-    assert.deepEqual([p.currency, p.is_default, p.description, p.deleted_at, p.tenant_id], ['USD', true, 'New business', null, a.id]);
-    assert.deepEqual(p.stages.map((s: any) => [s.name, s.stage_type, s.display_order]), [['Lead', 'open', 1], ['Proposal', 'open', 2], ['Won', 'won', 3], ['Lost', 'lost', 4]]);
+    assert.deepEqual(
+      [p.currency, p.is_default, p.description, p.deleted_at, p.tenant_id],
+      ['USD', true, 'New business', null, a.id],
+    );
+    assert.deepEqual(
+      p.stages.map((s: any) => [s.name, s.stage_type, s.display_order]),
+      [
+        ['Lead', 'open', 1],
+        ['Proposal', 'open', 2],
+        ['Won', 'won', 3],
+        ['Lost', 'lost', 4],
+      ],
+    );
     for (const s of p.stages) assertRecord(s, STAGE, 'PipelineStage');
     assert.equal(p.stages[0].default_confidence, 0.1);
     assert.equal(p.stages[1].default_confidence, null);
@@ -52,26 +135,56 @@ describe('crm-pipelines end to end', () => {
     const list = await call('GET', '/pipelines?limit=10', a.key);
     assert.equal(list.status, 200);
     assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
-    assert.deepEqual([list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor], [[p.id], false, null]);
+    assert.deepEqual(
+      [list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor],
+      [[p.id], false, null],
+    );
 
-    const patched = await call('PATCH', `/pipelines/${p.id}`, a.key, { name: 'Sales EU', currency: 'EUR', metadata: { region: 'eu' } });
+    const patched = await call('PATCH', `/pipelines/${p.id}`, a.key, {
+      name: 'Sales EU',
+      currency: 'EUR',
+      metadata: { region: 'eu' },
+    });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    assert.deepEqual([patched.body.name, patched.body.currency, patched.body.metadata], ['Sales EU', 'EUR', { region: 'eu' }]);
+    assert.deepEqual(
+      [patched.body.name, patched.body.currency, patched.body.metadata],
+      ['Sales EU', 'EUR', { region: 'eu' }],
+    );
 
-    const stage = await call('POST', `/pipelines/${p.id}/stages`, a.key, { name: 'Demo', stage_type: 'open', default_confidence: 0.4, display_order: 2 });
+    const stage = await call('POST', `/pipelines/${p.id}/stages`, a.key, {
+      name: 'Demo',
+      stage_type: 'open',
+      default_confidence: 0.4,
+      display_order: 2,
+    });
     assert.equal(stage.status, 201, JSON.stringify(stage.body));
     assertRecord(stage.body, STAGE, 'PipelineStage');
     assert.deepEqual([stage.body.display_order, stage.body.default_confidence, stage.body.pipeline_id], [2, 0.4, p.id]);
-    const moved = await call('PATCH', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key, { name: 'Live demo', display_order: 1 });
+    const moved = await call('PATCH', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key, {
+      name: 'Live demo',
+      display_order: 1,
+    });
     assert.equal(moved.status, 200, JSON.stringify(moved.body));
     assert.deepEqual([moved.body.name, moved.body.display_order], ['Live demo', 1]);
     const reordered = await call('GET', `/pipelines/${p.id}`, a.key);
-    assert.deepEqual(reordered.body.stages.map((s: any) => [s.name, s.display_order]), [['Live demo', 1], ['Lead', 2], ['Proposal', 3], ['Won', 4], ['Lost', 5]]);
+    assert.deepEqual(
+      reordered.body.stages.map((s: any) => [s.name, s.display_order]),
+      [
+        ['Live demo', 1],
+        ['Lead', 2],
+        ['Proposal', 3],
+        ['Won', 4],
+        ['Lost', 5],
+      ],
+    );
     const delStage = await call('DELETE', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key);
     assert.equal(delStage.status, 204);
     assert.equal(delStage.body, undefined);
 
-    const second = await call('POST', '/pipelines', a.key, { name: 'Partners', stages: [{ name: 'Open', stage_type: 'open' }] });
+    const second = await call('POST', '/pipelines', a.key, {
+      name: 'Partners',
+      stages: [{ name: 'Open', stage_type: 'open' }],
+    });
     assert.deepEqual([second.status, second.body.is_default, second.body.currency], [201, false, 'USD']);
     const del = await call('DELETE', `/pipelines/${second.body.id}`, a.key);
     assert.equal(del.status, 204);
@@ -83,13 +196,30 @@ describe('crm-pipelines end to end', () => {
     const [lead, proposal, won, lost] = p.stages;
     const contact = (await call('POST', '/contacts', a.key, { name: 'Dana' })).body;
     const created = await call('POST', '/deals', a.key, {
-      title: 'Acme renewal', amount: 1200.5, confidence: 0.5, contact_id: contact.id, owner_id: a.ownerId, expected_close_date: '2026-12-31', metadata: { src: 'e2e' },
+      title: 'Acme renewal',
+      amount: 1200.5,
+      confidence: 0.5,
+      contact_id: contact.id,
+      owner_id: a.ownerId,
+      expected_close_date: '2026-12-31',
+      metadata: { src: 'e2e' },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const d = created.body;
     assertRecord(d, DEAL, 'Deal');
     assert.deepEqual(
-      [d.pipeline_id, d.stage_id, d.status, d.amount, d.currency, d.confidence, d.contact_id, d.owner_id, d.expected_close_date, d.deleted_at],
+      [
+        d.pipeline_id,
+        d.stage_id,
+        d.status,
+        d.amount,
+        d.currency,
+        d.confidence,
+        d.contact_id,
+        d.owner_id,
+        d.expected_close_date,
+        d.deleted_at,
+      ],
       [p.id, lead.id, 'open', 1200.5, 'USD', 0.5, contact.id, a.ownerId, '2026-12-31', null],
     );
     const d2 = (await call('POST', '/deals', a.key, { title: 'Small', amount: 99.99, stage_id: proposal.id })).body;
@@ -108,15 +238,30 @@ describe('crm-pipelines end to end', () => {
     for (const h of history.body) assertRecord(h, HISTORY, 'DealStageHistoryEntry');
     assert.deepEqual(
       history.body.map((h: any) => [h.from_stage_name, h.to_stage_name, h.amount_at_change, h.confidence_at_change]),
-      [[null, 'Lead', 1200.5, 0.5], ['Lead', 'Proposal', 1300, 0.5], ['Proposal', 'Won', 1300, 0.5]],
+      [
+        [null, 'Lead', 1200.5, 0.5],
+        ['Lead', 'Proposal', 1300, 0.5],
+        ['Proposal', 'Won', 1300, 0.5],
+      ],
     );
     assert.equal(history.body[1].from_stage_id, lead.id);
 
     const list = await call('GET', `/deals?pipeline_id=${p.id}&status=open`, a.key);
     assert.equal(list.status, 200);
-    assert.deepEqual(list.body.data.map((x: any) => x.id), [d2.id]);
-    assert.deepEqual((await call('GET', `/deals?contact_id=${contact.id}&owner_id=${a.ownerId}`, a.key)).body.data.map((x: any) => x.id), [d.id]);
-    assert.deepEqual((await call('GET', `/deals?stage_id=${lost.id}`, a.key)).body.data.map((x: any) => x.id), [d3.id]);
+    assert.deepEqual(
+      list.body.data.map((x: any) => x.id),
+      [d2.id],
+    );
+    assert.deepEqual(
+      (await call('GET', `/deals?contact_id=${contact.id}&owner_id=${a.ownerId}`, a.key)).body.data.map(
+        (x: any) => x.id,
+      ),
+      [d.id],
+    );
+    assert.deepEqual(
+      (await call('GET', `/deals?stage_id=${lost.id}`, a.key)).body.data.map((x: any) => x.id),
+      [d3.id],
+    );
 
     const summary = await call('GET', `/pipelines/${p.id}/summary`, a.key);
     assert.equal(summary.status, 200);
@@ -124,9 +269,17 @@ describe('crm-pipelines end to end', () => {
     for (const s of summary.body.stages) assertRecord(s, STAGE_SUMMARY, 'StageSummary');
     assert.deepEqual(
       summary.body.stages.map((s: any) => [s.stage_name, s.stage_type, s.deal_count, s.total_value, s.weighted_value]),
-      [['Lead', 'open', 0, 0, 0], ['Proposal', 'open', 1, 99.99, 0], ['Won', 'won', 1, 1300, 1300], ['Lost', 'lost', 1, 500, 0]],
+      [
+        ['Lead', 'open', 0, 0, 0],
+        ['Proposal', 'open', 1, 99.99, 0],
+        ['Won', 'won', 1, 1300, 1300],
+        ['Lost', 'lost', 1, 500, 0],
+      ],
     );
-    assert.deepEqual([summary.body.total_deals, summary.body.total_value, summary.body.weighted_value], [3, 1899.99, 1300]);
+    assert.deepEqual(
+      [summary.body.total_deals, summary.body.total_value, summary.body.weighted_value],
+      [3, 1899.99, 1300],
+    );
 
     assert.equal((await call('DELETE', `/deals/${d3.id}`, a.key)).status, 204);
     assertError(await call('GET', `/deals/${d3.id}`, a.key), 404, 'DEAL_NOT_FOUND');
@@ -136,13 +289,21 @@ describe('crm-pipelines end to end', () => {
 
     // A stage holding deals: 409, unless the body names where they go.
     assertError(await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key), 409, 'STAGE_HAS_DEALS');
-    assert.equal((await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key, { move_deals_to_stage_id: lead.id })).status, 204);
+    assert.equal(
+      (await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key, { move_deals_to_stage_id: lead.id }))
+        .status,
+      204,
+    );
     assert.equal((await call('GET', `/deals/${d2.id}`, a.key)).body.stage_id, lead.id);
     assertError(await call('DELETE', `/pipelines/${p.id}`, a.key), 409, 'PIPELINE_HAS_DEALS');
   });
 
   it('serves contacts and their channels', async () => {
-    const created = await call('POST', '/contacts', a.key, { name: 'Erin Example', company: 'Globex', job_title: 'CFO' });
+    const created = await call('POST', '/contacts', a.key, {
+      name: 'Erin Example',
+      company: 'Globex',
+      job_title: 'CFO',
+    });
     assert.equal(created.status, 201);
     const c = created.body;
     assertRecord(c, CONTACT, 'Contact');
@@ -151,17 +312,38 @@ describe('crm-pipelines end to end', () => {
     const patched = await call('PATCH', `/contacts/${c.id}`, a.key, { job_title: 'CEO' });
     assert.equal(patched.body.job_title, 'CEO');
 
-    const email = await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: ' Erin@Globex.Example ', label: 'work' });
+    const email = await call('POST', `/contacts/${c.id}/channels`, a.key, {
+      type: 'email',
+      value: ' Erin@Globex.Example ',
+      label: 'work',
+    });
     assert.equal(email.status, 201, JSON.stringify(email.body));
     assertRecord(email.body, CHANNEL, 'ContactChannel');
     assert.deepEqual(
-      [email.body.type, email.body.value, email.body.canonical_value, email.body.key_version, email.body.is_primary, email.body.is_verified, email.body.preference_order, email.body.label],
+      [
+        email.body.type,
+        email.body.value,
+        email.body.canonical_value,
+        email.body.key_version,
+        email.body.is_primary,
+        email.body.is_verified,
+        email.body.preference_order,
+        email.body.label,
+      ],
       ['email', 'Erin@Globex.Example', 'erin@globex.example', 1, true, false, 1, 'work'],
     );
-    const phone = await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'phone', value: '(415) 555-2671', region: 'US', is_primary: true });
+    const phone = await call('POST', `/contacts/${c.id}/channels`, a.key, {
+      type: 'phone',
+      value: '(415) 555-2671',
+      region: 'US',
+      is_primary: true,
+    });
     assert.equal(phone.status, 201, JSON.stringify(phone.body));
     assert.equal(phone.body.canonical_value, '+14155552671');
-    const second = await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: 'erin.private@example.com' });
+    const second = await call('POST', `/contacts/${c.id}/channels`, a.key, {
+      type: 'email',
+      value: 'erin.private@example.com',
+    });
     assert.equal(second.body.is_primary, false);
 
     const listed = await call('GET', `/contacts/${c.id}/channels`, a.key);
@@ -171,15 +353,34 @@ describe('crm-pipelines end to end', () => {
     const promoted = await call('PATCH', `/contacts/${c.id}/channels/${second.body.id}`, a.key, { is_primary: true });
     assert.equal(promoted.status, 200);
     const after = (await call('GET', `/contacts/${c.id}/channels`, a.key)).body.filter((x: any) => x.type === 'email');
-    assert.deepEqual(after.map((x: any) => [x.value, x.is_primary]), [['Erin@Globex.Example', false], ['erin.private@example.com', true]]);
+    assert.deepEqual(
+      after.map((x: any) => [x.value, x.is_primary]),
+      [
+        ['Erin@Globex.Example', false],
+        ['erin.private@example.com', true],
+      ],
+    );
     assert.equal((await call('DELETE', `/contacts/${c.id}/channels/${second.body.id}`, a.key)).status, 204);
     const left = (await call('GET', `/contacts/${c.id}/channels`, a.key)).body.filter((x: any) => x.type === 'email');
-    assert.deepEqual(left.map((x: any) => [x.value, x.is_primary]), [['Erin@Globex.Example', true]]);
+    assert.deepEqual(
+      left.map((x: any) => [x.value, x.is_primary]),
+      [['Erin@Globex.Example', true]],
+    );
 
-    assertError(await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: 'ERIN@globex.example' }), 409, 'CHANNEL_VALUE_TAKEN');
+    assertError(
+      await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: 'ERIN@globex.example' }),
+      409,
+      'CHANNEL_VALUE_TAKEN',
+    );
     const search = await call('GET', '/contacts?q=globex', a.key);
-    assert.deepEqual(search.body.data.map((x: any) => x.id), [c.id]);
-    assert.deepEqual((await call('GET', '/contacts?q=4155552671', a.key)).body.data.map((x: any) => x.id), [c.id]);
+    assert.deepEqual(
+      search.body.data.map((x: any) => x.id),
+      [c.id],
+    );
+    assert.deepEqual(
+      (await call('GET', '/contacts?q=4155552671', a.key)).body.data.map((x: any) => x.id),
+      [c.id],
+    );
     assert.equal((await call('DELETE', `/contacts/${c.id}`, a.key)).status, 204);
     assertError(await call('GET', `/contacts/${c.id}`, a.key), 404, 'CONTACT_NOT_FOUND');
     assert.deepEqual((await call('GET', '/contacts?q=globex', a.key)).body.data, []);
@@ -191,8 +392,18 @@ describe('crm-pipelines end to end', () => {
     const c = (await call('POST', '/contacts', a.key, { name: 'Val' })).body;
     const cases: [string, string, unknown, string][] = [
       ['POST', '/pipelines', { name: 'x', stages: [{ name: 'a', stage_type: 'maybe' }] }, 'stages[0].stage_type'],
-      ['POST', '/pipelines', { name: 'x', stages: [{ name: 'a', stage_type: 'open', default_confidence: 1.5 }] }, 'stages[0].default_confidence'],
-      ['POST', '/pipelines', { name: 'x', stages: [{ name: 'a', stage_type: 'open', default_confidence: -0.1 }] }, 'stages[0].default_confidence'],
+      [
+        'POST',
+        '/pipelines',
+        { name: 'x', stages: [{ name: 'a', stage_type: 'open', default_confidence: 1.5 }] },
+        'stages[0].default_confidence',
+      ],
+      [
+        'POST',
+        '/pipelines',
+        { name: 'x', stages: [{ name: 'a', stage_type: 'open', default_confidence: -0.1 }] },
+        'stages[0].default_confidence',
+      ],
       ['POST', '/pipelines', { name: 'x', currency: 'DOLLARS' }, 'currency'],
       ['POST', '/pipelines', { name: '' }, 'name'],
       ['POST', '/pipelines', { name: 'x', stagez: [] }, 'stagez'],
@@ -217,7 +428,10 @@ describe('crm-pipelines end to end', () => {
     const wrong: string[] = [];
     for (const [method, path, body, field] of cases) {
       const res = await call(method, path, a.key, body);
-      if (res.status !== 400 || !violations(res).includes(field)) wrong.push(`${method} ${path} ${JSON.stringify(body)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      if (res.status !== 400 || !violations(res).includes(field))
+        wrong.push(
+          `${method} ${path} ${JSON.stringify(body)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`,
+        );
       else assertError(res, 400);
     }
     assert.deepEqual(wrong, []);
@@ -239,7 +453,12 @@ describe('crm-pipelines end to end', () => {
     const s = p.stages[0];
     const d = (await call('POST', '/deals', a.key, { title: 'Private deal', pipeline_id: p.id })).body;
     const c = (await call('POST', '/contacts', a.key, { name: 'Private contact' })).body;
-    const ch = (await call('POST', `/contacts/${c.id}/channels`, a.key, { type: 'email', value: `${randomUUID()}@private.example` })).body;
+    const ch = (
+      await call('POST', `/contacts/${c.id}/channels`, a.key, {
+        type: 'email',
+        value: `${randomUUID()}@private.example`,
+      })
+    ).body;
     const cases: [string, string, unknown?][] = [
       ['GET', `/pipelines/${p.id}`],
       ['PATCH', `/pipelines/${p.id}`, { name: 'taken' }],
@@ -278,7 +497,10 @@ describe('crm-pipelines end to end', () => {
   });
 
   it('lets a viewer read but not write, as the crm policy says', async () => {
-    const inv = await call('POST', '/invitations', a.key, { email: `viewer-${randomUUID()}@alpha.test`, role: 'viewer' });
+    const inv = await call('POST', '/invitations', a.key, {
+      email: `viewer-${randomUUID()}@alpha.test`,
+      role: 'viewer',
+    });
     assert.equal(inv.status, 201, JSON.stringify(inv.body));
     const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
     const viewer = claimed.body.api_key as string;

@@ -25,14 +25,18 @@ const DEEPEST_METADATA = nested(31);
 describe('events through the gateway', () => {
   let stack: TestStack;
   let acme: TenantFixture;
-  const call = (method: string, path: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body === undefined ? {} : { body }) });
 
   /** The latest event recorded for a resource, read from its service's outbox (checking, never setting up). */
   async function lastEvent(service: string, resourceId: string): Promise<ConsumedEvent> {
     const db = new pg.Client({ connectionString: stack.databaseUrl(service) });
     await db.connect();
     try {
-      const { rows } = await db.query<{ payload: Buffer }>('SELECT payload FROM outbox WHERE resource_id = $1 ORDER BY seq DESC LIMIT 1', [resourceId]);
+      const { rows } = await db.query<{ payload: Buffer }>(
+        'SELECT payload FROM outbox WHERE resource_id = $1 ORDER BY seq DESC LIMIT 1',
+        [resourceId],
+      );
       assert.ok(rows[0], `${service} recorded an event for ${resourceId}`);
       return decodeEvent(rows[0].payload);
     } finally {
@@ -40,11 +44,17 @@ describe('events through the gateway', () => {
     }
   }
 
-  async function auditEntry(action: string, resourceId: string, ms = 15_000): Promise<{ metadata: Record<string, unknown> }> {
+  async function auditEntry(
+    action: string,
+    resourceId: string,
+    ms = 15_000,
+  ): Promise<{ metadata: Record<string, unknown> }> {
     const end = Date.now() + ms;
     for (;;) {
       const page = await call('GET', `/audit-log?action=${action}&limit=100`);
-      const entry = (page.body.data as { resource_id: string; metadata: Record<string, unknown> }[]).find((e) => e.resource_id === resourceId);
+      const entry = (page.body.data as { resource_id: string; metadata: Record<string, unknown> }[]).find(
+        (e) => e.resource_id === resourceId,
+      );
       if (entry) return entry;
       if (Date.now() > end) throw new Error(`${action} of ${resourceId} is not in the audit log after ${ms} ms`);
       await sleep(100);
@@ -52,7 +62,11 @@ describe('events through the gateway', () => {
   }
 
   async function newMember(): Promise<string> {
-    const inv = await call('POST', '/invitations', { email: `m-${randomBytes(3).toString('hex')}@acme.test`, name: 'Mia', role: 'member' });
+    const inv = await call('POST', '/invitations', {
+      email: `m-${randomBytes(3).toString('hex')}@acme.test`,
+      name: 'Mia',
+      role: 'member',
+    });
     assert.equal(inv.status, 201, JSON.stringify(inv.body));
     const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
     assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
@@ -70,9 +84,24 @@ describe('events through the gateway', () => {
     const note = await call('POST', '/notes', { title: 'Deep' });
     const contact = await call('POST', '/contacts', { name: 'Dana' });
     const changes = [
-      { action: 'member.updated', path: `/members/${memberId}`, body: { role: 'admin', metadata: DEEPEST_METADATA }, id: memberId },
-      { action: 'note.updated', path: `/notes/${note.body.id}`, body: { title: 'Deeper', metadata: DEEPEST_METADATA }, id: note.body.id as string },
-      { action: 'contact.updated', path: `/contacts/${contact.body.id}`, body: { company: 'Globex', metadata: DEEPEST_METADATA }, id: contact.body.id as string },
+      {
+        action: 'member.updated',
+        path: `/members/${memberId}`,
+        body: { role: 'admin', metadata: DEEPEST_METADATA },
+        id: memberId,
+      },
+      {
+        action: 'note.updated',
+        path: `/notes/${note.body.id}`,
+        body: { title: 'Deeper', metadata: DEEPEST_METADATA },
+        id: note.body.id as string,
+      },
+      {
+        action: 'contact.updated',
+        path: `/contacts/${contact.body.id}`,
+        body: { company: 'Globex', metadata: DEEPEST_METADATA },
+        id: contact.body.id as string,
+      },
     ];
     for (const change of changes) {
       const res = await call('PATCH', change.path, change.body);
@@ -95,28 +124,79 @@ describe('events through the gateway', () => {
     const note = await call('POST', '/notes', { title: 'Too deep' });
     const contact = await call('POST', '/contacts', { name: 'Deep Dana' });
     const changes = [
-      { action: 'member.updated', path: `/members/${memberId}`, body: { role: 'admin', metadata: tooDeep }, id: memberId },
-      { action: 'note.updated', path: `/notes/${note.body.id}`, body: { metadata: tooDeep }, id: note.body.id as string },
-      { action: 'contact.updated', path: `/contacts/${contact.body.id}`, body: { metadata: tooDeep }, id: contact.body.id as string },
+      {
+        action: 'member.updated',
+        path: `/members/${memberId}`,
+        body: { role: 'admin', metadata: tooDeep },
+        id: memberId,
+      },
+      {
+        action: 'note.updated',
+        path: `/notes/${note.body.id}`,
+        body: { metadata: tooDeep },
+        id: note.body.id as string,
+      },
+      {
+        action: 'contact.updated',
+        path: `/contacts/${contact.body.id}`,
+        body: { metadata: tooDeep },
+        id: contact.body.id as string,
+      },
     ];
     for (const change of changes) {
       const res = await call('PATCH', change.path, change.body);
       assert.ok(res.status === 400 || res.status === 200, `${change.path}: ${res.status} ${JSON.stringify(res.body)}`);
-      if (res.status === 200) assert.deepEqual((await auditEntry(change.action, change.id)).metadata.metadata, tooDeep, `${change.action} was accepted, so it is audited`);
+      if (res.status === 200)
+        assert.deepEqual(
+          (await auditEntry(change.action, change.id)).metadata.metadata,
+          tooDeep,
+          `${change.action} was accepted, so it is audited`,
+        );
     }
   });
 
   it("carries in each event's data the resource exactly as GET returns it", async () => {
     const memberId = await newMember();
-    assert.equal((await call('PATCH', `/members/${memberId}`, { name: 'Mia Renamed', metadata: { team: 'blue' } })).status, 200);
+    assert.equal(
+      (await call('PATCH', `/members/${memberId}`, { name: 'Mia Renamed', metadata: { team: 'blue' } })).status,
+      200,
+    );
     const note = (await call('POST', '/notes', { title: 'Plan', body: 'see [[later]]', metadata: { n: 1 } })).body;
     assert.equal((await call('PATCH', `/notes/${note.id}`, { is_pinned: true })).status, 200);
-    const task = (await call('POST', '/tasks', { title: 'Ship', due_at: '2026-12-01T09:30:00.123456Z', priority: 'high', rrule: 'FREQ=WEEKLY' })).body;
-    const pipeline = (await call('POST', '/pipelines', { name: 'Sales', stages: [{ name: 'Lead', stage_type: 'open', default_confidence: 0.25 }, { name: 'Won', stage_type: 'won' }] })).body;
-    const deal = (await call('POST', '/deals', { title: 'Big', amount: 1234.5, stage_id: pipeline.stages[0].id, expected_close_date: '2026-12-31' })).body;
+    const task = (
+      await call('POST', '/tasks', {
+        title: 'Ship',
+        due_at: '2026-12-01T09:30:00.123456Z',
+        priority: 'high',
+        rrule: 'FREQ=WEEKLY',
+      })
+    ).body;
+    const pipeline = (
+      await call('POST', '/pipelines', {
+        name: 'Sales',
+        stages: [
+          { name: 'Lead', stage_type: 'open', default_confidence: 0.25 },
+          { name: 'Won', stage_type: 'won' },
+        ],
+      })
+    ).body;
+    const deal = (
+      await call('POST', '/deals', {
+        title: 'Big',
+        amount: 1234.5,
+        stage_id: pipeline.stages[0].id,
+        expected_close_date: '2026-12-31',
+      })
+    ).body;
     const contact = (await call('POST', '/contacts', { name: 'Erin' })).body;
     assert.equal((await call('PATCH', `/contacts/${contact.id}`, { job_title: 'CFO' })).status, 200);
-    const channel = (await call('POST', `/contacts/${contact.id}/channels`, { type: 'email', value: 'Erin@Example.com', is_primary: true })).body;
+    const channel = (
+      await call('POST', `/contacts/${contact.id}/channels`, {
+        type: 'email',
+        value: 'Erin@Example.com',
+        is_primary: true,
+      })
+    ).body;
     const resources = [
       { service: 'identity', id: memberId, get: `/members/${memberId}`, type: 'member.updated' },
       { service: 'notes_tasks', id: note.id, get: `/notes/${note.id}`, type: 'note.updated' },
@@ -135,15 +215,21 @@ describe('events through the gateway', () => {
     }
     const channelEvent = await lastEvent('crm_pipelines', channel.id);
     const channels = (await call('GET', `/contacts/${contact.id}/channels`)).body as { id: string }[]; // response_body: the list itself
-    assert.deepEqual(channelEvent.data, channels.find((c) => c.id === channel.id));
+    assert.deepEqual(
+      channelEvent.data,
+      channels.find((c) => c.id === channel.id),
+    );
   });
 
   it('puts each event on its channels: the resource type, and its parent where it has one', async () => {
-    const pipeline = (await call('POST', '/pipelines', { name: 'Channels', stages: [{ name: 'Lead', stage_type: 'open' }] })).body;
+    const pipeline = (
+      await call('POST', '/pipelines', { name: 'Channels', stages: [{ name: 'Lead', stage_type: 'open' }] })
+    ).body;
     const stage = (await call('POST', `/pipelines/${pipeline.id}/stages`, { name: 'Won', stage_type: 'won' })).body;
     const deal = (await call('POST', '/deals', { title: 'D', amount: 1, stage_id: pipeline.stages[0].id })).body;
     const contact = (await call('POST', '/contacts', { name: 'Cy' })).body;
-    const channel = (await call('POST', `/contacts/${contact.id}/channels`, { type: 'email', value: 'cy@example.com' })).body;
+    const channel = (await call('POST', `/contacts/${contact.id}/channels`, { type: 'email', value: 'cy@example.com' }))
+      .body;
     const task = (await call('POST', '/tasks', { title: 'Parent' })).body;
     const subtask = (await call('POST', '/tasks', { title: 'Child', parent_id: task.id })).body;
     const expected: [string, string, string[]][] = [
@@ -156,9 +242,20 @@ describe('events through the gateway', () => {
       ['notes_tasks', subtask.id, ['task', `task:${task.id}`]],
     ];
     const calendar = (await call('POST', '/calendars', { name: 'Team' })).body;
-    const meeting = (await call('POST', '/events', { calendar_id: calendar.id, title: 'Sync', start_at: '2026-12-01T09:00:00Z', end_at: '2026-12-01T09:30:00Z' })).body;
+    const meeting = (
+      await call('POST', '/events', {
+        calendar_id: calendar.id,
+        title: 'Sync',
+        start_at: '2026-12-01T09:00:00Z',
+        end_at: '2026-12-01T09:30:00Z',
+      })
+    ).body;
     assert.ok(meeting.id, JSON.stringify(meeting));
-    expected.push(['calendar', calendar.id, ['calendar']], ['calendar', meeting.id, ['calendar_event', `calendar:${calendar.id}`]]);
-    for (const [service, id, channels] of expected) assert.deepEqual((await lastEvent(service, id)).channels, channels, `${id}`);
+    expected.push(
+      ['calendar', calendar.id, ['calendar']],
+      ['calendar', meeting.id, ['calendar_event', `calendar:${calendar.id}`]],
+    );
+    for (const [service, id, channels] of expected)
+      assert.deepEqual((await lastEvent(service, id)).channels, channels, `${id}`);
   });
 });

@@ -43,11 +43,19 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
     if (url.pathname === '/jwks') return json(200, { keys: [jwk] });
     if (url.pathname === '/authorize') {
       const q = url.searchParams;
-      if (q.get('client_id') !== opts.clientId || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')) {
+      if (
+        q.get('client_id') !== opts.clientId ||
+        q.get('code_challenge_method') !== 'S256' ||
+        !q.get('code_challenge')
+      ) {
         return json(400, { error: 'invalid_request' });
       }
       const code = randomBytes(16).toString('hex');
-      codes.set(code, { challenge: q.get('code_challenge')!, nonce: q.get('nonce') ?? undefined, redirectUri: q.get('redirect_uri')! });
+      codes.set(code, {
+        challenge: q.get('code_challenge')!,
+        nonce: q.get('nonce') ?? undefined,
+        redirectUri: q.get('redirect_uri')!,
+      });
       const back = new URL(q.get('redirect_uri')!);
       back.searchParams.set('code', code);
       back.searchParams.set('state', q.get('state')!);
@@ -60,9 +68,13 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
       const form = new URLSearchParams(body);
       const grant = codes.get(form.get('code') ?? '');
       codes.delete(form.get('code') ?? ''); // codes are single-use
-      if (form.get('client_id') !== opts.clientId || form.get('client_secret') !== opts.clientSecret) return json(401, { error: 'invalid_client' });
+      if (form.get('client_id') !== opts.clientId || form.get('client_secret') !== opts.clientSecret)
+        return json(401, { error: 'invalid_client' });
       if (!grant || form.get('redirect_uri') !== grant.redirectUri) return json(400, { error: 'invalid_grant' });
-      const verifierOk = createHash('sha256').update(form.get('code_verifier') ?? '').digest('base64url') === grant.challenge;
+      const verifierOk =
+        createHash('sha256')
+          .update(form.get('code_verifier') ?? '')
+          .digest('base64url') === grant.challenge;
       tokenRequests.push({ verifierOk });
       if (!verifierOk) return json(400, { error: 'invalid_grant', error_description: 'PKCE verification failed' });
       const idToken = await new jose.SignJWT({ nonce: grant.nonce, email: 'user@idp.test' })
@@ -92,5 +104,11 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
   const setDown = (value: boolean) => {
     down = value;
   };
-  return { issuer, tokenRequests, issued, setDown, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    issuer,
+    tokenRequests,
+    issued,
+    setDown,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

@@ -5,7 +5,14 @@ import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { captureLogs } from '@workauto/testing';
-import { assertError, startTestStack, violations, type ApiResponse, type TestStack, type TenantFixture } from './harness.js';
+import {
+  assertError,
+  startTestStack,
+  violations,
+  type ApiResponse,
+  type TestStack,
+  type TenantFixture,
+} from './harness.js';
 
 const logs = captureLogs();
 
@@ -36,7 +43,10 @@ describe('gateway end to end (platform foundation)', () => {
     ];
     for (const [method, path, body] of probes) {
       const res = await stack.api(method, path, { key: a.key, ...(body ? { body } : {}) });
-      assert.ok(res.status < 500, `${method} ${path} ${JSON.stringify(body ?? '')}: ${res.status} ${JSON.stringify(res.body)}`);
+      assert.ok(
+        res.status < 500,
+        `${method} ${path} ${JSON.stringify(body ?? '')}: ${res.status} ${JSON.stringify(res.body)}`,
+      );
     }
   });
 
@@ -57,7 +67,10 @@ describe('gateway end to end (platform foundation)', () => {
     assertError(foreign, 404);
     assert.equal(foreign.body.error.details[0].reason, 'MEMBER_NOT_FOUND');
     const bList = await stack.api('GET', '/api/v1/members', { key: b.key });
-    assert.deepEqual(bList.body.data.map((m: { id: string }) => m.id), [b.ownerId]);
+    assert.deepEqual(
+      bList.body.data.map((m: { id: string }) => m.id),
+      [b.ownerId],
+    );
     const patchForeign = await stack.api('PATCH', `/api/v1/members/${a.ownerId}`, { key: b.key, body: { name: 'x' } });
     assertError(patchForeign, 404);
     const deleteForeign = await stack.api('DELETE', `/api/v1/members/${a.ownerId}`, { key: b.key });
@@ -65,7 +78,10 @@ describe('gateway end to end (platform foundation)', () => {
   });
 
   it('deactivates a non-owner (whose key then gets 401) and refuses the last owner with 409', async () => {
-    const inv = await stack.api('POST', '/api/v1/invitations', { key: a.key, body: { email: 'temp@alpha.test', role: 'member' } });
+    const inv = await stack.api('POST', '/api/v1/invitations', {
+      key: a.key,
+      body: { email: 'temp@alpha.test', role: 'member' },
+    });
     const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
     const del = await stack.api('DELETE', `/api/v1/members/${claimed.body.member.id}`, { key: a.key });
     assert.equal(del.status, 200);
@@ -87,7 +103,12 @@ describe('gateway end to end (platform foundation)', () => {
       ['GET', '/api/v1/members', { key: 'wk_not_a_real_key' }, 401],
       ['GET', '/api/v1/members', { headers: { authorization: 'Basic abc' } }, 401],
       ['GET', '/api/v1/members', { key: stack.adminToken }, 403],
-      ['POST', '/api/v1/admin/tenants', { key: a.key, body: { name: 'x', owner: { name: 'o', email: 'o@x.test' } } }, 403],
+      [
+        'POST',
+        '/api/v1/admin/tenants',
+        { key: a.key, body: { name: 'x', owner: { name: 'o', email: 'o@x.test' } } },
+        403,
+      ],
       ['GET', '/api/v1/members/not-a-uuid', { key: a.key }, 400],
       ['GET', '/api/v1/members/00000000-0000-7000-8000-000000000000', { key: a.key }, 404],
       ['GET', '/api/v1/members?limit=0', { key: a.key }, 400],
@@ -100,11 +121,21 @@ describe('gateway end to end (platform foundation)', () => {
       ['PATCH', `/api/v1/members/${id}`, { key: a.key, body: { role: 'emperor' } }, 400],
       ['PATCH', `/api/v1/members/${id}`, { key: a.key, body: { email: 'not-an-email' } }, 400],
       ['PATCH', `/api/v1/members/${id}`, { key: a.key, body: [1, 2] }, 400],
-      ['PATCH', `/api/v1/members/${id}`, { key: a.key, body: 'name=x', headers: { 'content-type': 'text/plain' } }, 415],
+      [
+        'PATCH',
+        `/api/v1/members/${id}`,
+        { key: a.key, body: 'name=x', headers: { 'content-type': 'text/plain' } },
+        415,
+      ],
       ['PATCH', `/api/v1/members/${id}`, { key: a.key, body: twoMiB }, 413],
       ['DELETE', '/api/v1/members/123', { key: a.key }, 400],
       ['POST', '/api/v1/admin/tenants', { key: stack.adminToken, body: { name: '' } }, 400],
-      ['POST', '/api/v1/admin/tenants', { key: stack.adminToken, body: { name: 'x', owner: { name: 'o', email: 5 } } }, 400],
+      [
+        'POST',
+        '/api/v1/admin/tenants',
+        { key: stack.adminToken, body: { name: 'x', owner: { name: 'o', email: 5 } } },
+        400,
+      ],
       ['POST', '/api/v1/admin/tenants', { body: { name: 'x' } }, 401],
       ['PUT', `/api/v1/members/${id}`, { key: a.key, body: {} }, 405],
       ['GET', '/api/v1/no-such-thing', { key: a.key }, 404],
@@ -112,12 +143,17 @@ describe('gateway end to end (platform foundation)', () => {
     const wrong: string[] = [];
     for (const [method, path, opts, status] of cases) {
       const res = await stack.api(method, path, opts);
-      if (res.status !== status || !res.body?.error) wrong.push(`${method} ${path.slice(0, 60)} → ${res.status} (want ${status}) ${JSON.stringify(res.body).slice(0, 160)}`);
+      if (res.status !== status || !res.body?.error)
+        wrong.push(
+          `${method} ${path.slice(0, 60)} → ${res.status} (want ${status}) ${JSON.stringify(res.body).slice(0, 160)}`,
+        );
       else assertError(res, status);
     }
     assert.deepEqual(wrong, []);
     const typo = await stack.api('PATCH', `/api/v1/members/${id}`, { key: a.key, body: { nmae: 'typo' } });
-    const violations = typo.body.error.details.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest')).field_violations;
+    const violations = typo.body.error.details.find((d: { '@type': string }) =>
+      d['@type'].endsWith('BadRequest'),
+    ).field_violations;
     assert.equal(violations[0].field, 'nmae');
   });
 
@@ -134,7 +170,10 @@ describe('gateway end to end (platform foundation)', () => {
     const doc = res.body;
     assert.equal(doc.openapi, '3.1.0');
     for (const route of stack.gateway.routes) {
-      assert.ok(doc.paths[route.template]?.[route.method.toLowerCase()], `${route.method} ${route.template} is missing`);
+      assert.ok(
+        doc.paths[route.template]?.[route.method.toLowerCase()],
+        `${route.method} ${route.template} is missing`,
+      );
     }
     const result = await new Validator().validate(doc);
     assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 1000));
@@ -163,7 +202,7 @@ describe('gateway end to end (platform foundation)', () => {
     assert.equal((await stack.api('GET', '/api/v1/members', { key: b.key })).status, 200);
   });
 
-  it('answers 503 naming the service when a downstream is down, and stays ready (only that service\'s routes fail)', async () => {
+  it("answers 503 naming the service when a downstream is down, and stays ready (only that service's routes fail)", async () => {
     // An API key known to this replica keeps working on the other services while identity is down (auth cache).
     await stack.stopService('crm_pipelines');
     const res = await stack.api('GET', '/api/v1/deals', { key: a.key });
@@ -179,7 +218,11 @@ describe('gateway end to end (platform foundation)', () => {
     }
     assert.equal(ready.status, 200, 'one service down does not take the gateway out of rotation');
     assert.deepEqual(ready.body.services_down, ['crm_pipelines']);
-    assert.equal((await stack.api('GET', '/api/v1/notes', { key: a.key })).status, 200, 'the other services keep answering');
+    assert.equal(
+      (await stack.api('GET', '/api/v1/notes', { key: a.key })).status,
+      200,
+      'the other services keep answering',
+    );
   });
 
   it('never writes an API key or the admin token to the logs', () => {
@@ -196,7 +239,7 @@ function nestedObject(levels: number): Record<string, unknown> {
   return value;
 }
 
-describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for other tenants', () => {
+describe("gateway edge: one tenant's bodies never become 5xx, nor 503s for other tenants", () => {
   let stack: TestStack;
   let a: TenantFixture;
   let b: TenantFixture;
@@ -210,24 +253,39 @@ describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for othe
 
   it('accepts JSON nested 32 levels and refuses 33 (and 100,000) with a 400 naming the place', async () => {
     // The body is level 1, metadata level 2: metadata nested 31 deep makes a body 32 deep.
-    const ok = await stack.api('POST', '/api/v1/notes', { key: a.key, body: { title: 'deep', metadata: nestedObject(31) } });
+    const ok = await stack.api('POST', '/api/v1/notes', {
+      key: a.key,
+      body: { title: 'deep', metadata: nestedObject(31) },
+    });
     assert.equal(ok.status, 201, JSON.stringify(ok.body).slice(0, 300));
-    const over = await stack.api('POST', '/api/v1/notes', { key: a.key, body: { title: 'deep', metadata: nestedObject(32) } });
+    const over = await stack.api('POST', '/api/v1/notes', {
+      key: a.key,
+      body: { title: 'deep', metadata: nestedObject(32) },
+    });
     assertError(over, 400, 'INVALID_ARGUMENT');
     assert.match(violations(over)[0] ?? '', /^metadata(\.a)+$/);
     assert.match(over.body.error.message, /deeper than 32/);
-    const abyss = await stack.api('POST', '/api/v1/notes', { key: a.key, body: `{"title":"x","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}` });
+    const abyss = await stack.api('POST', '/api/v1/notes', {
+      key: a.key,
+      body: `{"title":"x","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+    });
     assertError(abyss, 400, 'INVALID_ARGUMENT');
   });
 
   it('answers a body whose Content-Encoding does not match its bytes with a 400, and takes a real gzip body', async () => {
     for (const encoding of ['gzip', 'deflate', 'br']) {
-      const res = await stack.api('POST', '/api/v1/notes', { key: a.key, body: { title: 'plain' }, headers: { 'content-encoding': encoding } });
+      const res = await stack.api('POST', '/api/v1/notes', {
+        key: a.key,
+        body: { title: 'plain' },
+        headers: { 'content-encoding': encoding },
+      });
       assertError(res, 400, 'INVALID_ARGUMENT');
       assert.match(res.body.error.message, /Content-Encoding/);
     }
     const zipped = await fetch(`${stack.url}/api/v1/notes`, {
-      method: 'POST', headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: gzipSync(JSON.stringify({ title: 'zipped' })),
+      method: 'POST',
+      headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: gzipSync(JSON.stringify({ title: 'zipped' })),
     });
     assert.equal(zipped.status, 201);
   });
@@ -240,24 +298,38 @@ describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for othe
     assert.equal(listed.length, 51);
     assert.equal(listed.at(-1), '(more)');
     // The gateway's own lists too (600 unknown fields).
-    const typos = await stack.api('POST', '/api/v1/notes', { key: a.key, body: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`typo_${i}`, 1])) });
+    const typos = await stack.api('POST', '/api/v1/notes', {
+      key: a.key,
+      body: Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`typo_${i}`, 1])),
+    });
     assertError(typos, 400, 'INVALID_ARGUMENT');
     assert.equal(violations(typos).length, 51);
     assert.match(typos.body.error.details[1].field_violations[50].description, /and 550 more/);
   });
 
   it('refuses an rrule the library cannot expand within its limits with a 400, quickly', async () => {
-    const body = { title: 'leap mondays', due_at: '2044-02-29T09:00:00Z', rrule: 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO' };
+    const body = {
+      title: 'leap mondays',
+      due_at: '2044-02-29T09:00:00Z',
+      rrule: 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO',
+    };
     const res = await stack.api('POST', '/api/v1/tasks', { key: a.key, body });
     assertError(res, 400, 'INVALID_ARGUMENT');
     assert.deepEqual(violations(res), ['rrule']);
     const started = Date.now();
-    const refused = await Promise.all(Array.from({ length: 40 }, () => stack.api('POST', '/api/v1/tasks', { key: a.key, body: { ...body, rrule: 'FREQ=WEEKLY;BYMONTH=2;BYMONTHDAY=30' } })));
+    const refused = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        stack.api('POST', '/api/v1/tasks', {
+          key: a.key,
+          body: { ...body, rrule: 'FREQ=WEEKLY;BYMONTH=2;BYMONTHDAY=30' },
+        }),
+      ),
+    );
     assert.deepEqual([...new Set(refused.map((r) => r.status))], [400]);
     assert.ok(Date.now() - started < 6_000, `40 refused rules took ${Date.now() - started} ms`);
   });
 
-  it('keeps every other tenant\'s requests 2xx while one tenant sends bodies that used to be 500s', async () => {
+  it("keeps every other tenant's requests 2xx while one tenant sends bodies that used to be 500s", async () => {
     const hostile: Parameters<TestStack['api']>[2][] = [
       { body: { title: 'x', metadata: nestedObject(39) } },
       { body: `{"title":"x","metadata":${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}}` },
@@ -265,17 +337,27 @@ describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for othe
     ];
     const paths = ['/api/v1/notes', '/api/v1/notes', '/api/v1/notes'];
     const extra: [string, unknown][] = [
-      ['/api/v1/tasks', { title: 'x', due_at: '2044-02-29T09:00:00Z', rrule: 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO' }],
-      ['/api/v1/pipelines', { name: 'x', stages: Array.from({ length: 300 }, () => ({ name: '', stage_type: 'open' })) }],
+      [
+        '/api/v1/tasks',
+        { title: 'x', due_at: '2044-02-29T09:00:00Z', rrule: 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO' },
+      ],
+      [
+        '/api/v1/pipelines',
+        { name: 'x', stages: Array.from({ length: 300 }, () => ({ name: '', stage_type: 'open' })) },
+      ],
     ];
     let attacking = true;
     const attackerStatuses: number[] = [];
     const attack = async (worker: number) => {
       for (let i = 0; i < 30; i++) {
         const n = (worker + i) % (hostile.length + extra.length);
-        const res = n < hostile.length
-          ? await stack.api('POST', paths[n]!, { key: a.key, ...hostile[n] })
-          : await stack.api('POST', extra[n - hostile.length]![0], { key: a.key, body: extra[n - hostile.length]![1] });
+        const res =
+          n < hostile.length
+            ? await stack.api('POST', paths[n]!, { key: a.key, ...hostile[n] })
+            : await stack.api('POST', extra[n - hostile.length]![0], {
+                key: a.key,
+                body: extra[n - hostile.length]![1],
+              });
         attackerStatuses.push(res.status);
       }
     };
@@ -291,10 +373,16 @@ describe('gateway edge: one tenant\'s bodies never become 5xx, nor 503s for othe
     attacking = false;
     await polling;
     assert.ok(bystander.length >= 10, `only ${bystander.length} polls`);
-    const failed = bystander.filter((r) => r.status !== 200).map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+    const failed = bystander
+      .filter((r) => r.status !== 200)
+      .map((r) => `${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
     assert.deepEqual(failed, [], 'every request of the other tenant succeeds');
     assert.equal(attackerStatuses.length, 150);
-    assert.deepEqual(attackerStatuses.filter((s) => s >= 500), [], 'the attacker gets 4xx only');
+    assert.deepEqual(
+      attackerStatuses.filter((s) => s >= 500),
+      [],
+      'the attacker gets 4xx only',
+    );
   });
 });
 
@@ -310,7 +398,12 @@ describe('gateway edge: a hung service', () => {
     await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
     const { port } = hung.address() as { port: number };
     stack = await startTestStack({
-      gatewayOptions: { rateLimitPerMinute: 100_000, deadlineMs: 1_000, downstreams: { notes_tasks: `127.0.0.1:${port}` }, downstreamOptions: { healthTimeoutMs: 500, resetTimeoutMs: 60_000 } },
+      gatewayOptions: {
+        rateLimitPerMinute: 100_000,
+        deadlineMs: 1_000,
+        downstreams: { notes_tasks: `127.0.0.1:${port}` },
+        downstreamOptions: { healthTimeoutMs: 500, resetTimeoutMs: 60_000 },
+      },
       kafkaBrokers: undefined,
     });
     a = await stack.createTenant('Acme');
@@ -329,7 +422,10 @@ describe('gateway edge: a hung service', () => {
     let fast: ApiResponse | undefined;
     while (calls < 5 && !fast) {
       const started = Date.now();
-      const res = await stack.api(calls % 2 ? 'GET' : 'POST', calls % 2 ? '/api/v1/tasks' : '/api/v1/notes', { key: a.key, ...(calls % 2 ? {} : { body: { title: 'x' } }) });
+      const res = await stack.api(calls % 2 ? 'GET' : 'POST', calls % 2 ? '/api/v1/tasks' : '/api/v1/notes', {
+        key: a.key,
+        ...(calls % 2 ? {} : { body: { title: 'x' } }),
+      });
       calls++;
       if (res.status === 503 && Date.now() - started < 200) fast = res;
     }

@@ -23,7 +23,11 @@ export interface TenantFixture {
 export interface TestStack extends Stack {
   adminToken: string;
   /** One HTTP call to the gateway; body objects are sent as JSON, strings as they are. */
-  api<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; headers?: Record<string, string> }): Promise<ApiResponse<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<ApiResponse<T>>;
   /** A new tenant through the platform bootstrap endpoint. */
   createTenant(name?: string): Promise<TenantFixture>;
   /** postgres://… of one service's database (to check what is stored, never to set up state). */
@@ -94,13 +98,19 @@ export function assertRecord(value: any, fields: Record<string, Kind>, what: str
   for (const [field, kind] of Object.entries(fields)) {
     const v = value[field];
     const ok =
-      kind === 'uuid' ? typeof v === 'string' && UUID.test(v)
-      : kind === 'date-time' ? typeof v === 'string' && TIMESTAMP.test(v)
-      : kind === 'integer' ? Number.isInteger(v)
-      : kind === 'number' ? typeof v === 'number' && Number.isFinite(v)
-      : kind === 'array' ? Array.isArray(v)
-      : kind === 'object' ? typeof v === 'object' && v !== null && !Array.isArray(v)
-      : typeof v === kind;
+      kind === 'uuid'
+        ? typeof v === 'string' && UUID.test(v)
+        : kind === 'date-time'
+          ? typeof v === 'string' && TIMESTAMP.test(v)
+          : kind === 'integer'
+            ? Number.isInteger(v)
+            : kind === 'number'
+              ? typeof v === 'number' && Number.isFinite(v)
+              : kind === 'array'
+                ? Array.isArray(v)
+                : kind === 'object'
+                  ? typeof v === 'object' && v !== null && !Array.isArray(v)
+                  : typeof v === kind;
     assert.ok(ok, `${what}.${field} should be ${kind}, got ${JSON.stringify(v)}`);
   }
 }
@@ -124,4 +134,3 @@ export function violations(res: ApiResponse): string[] {
   const bad = res.body?.error?.details?.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest'));
   return (bad?.field_violations ?? []).map((v: { field: string }) => v.field);
 }
-

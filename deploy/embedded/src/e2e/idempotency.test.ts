@@ -16,7 +16,11 @@ describe('Idempotency-Key', () => {
   after(() => stack?.stop());
 
   const createKey = (name: string, idempotencyKey?: string, key = acme.key) =>
-    stack.api('POST', '/api/v1/api-keys', { key, body: { name }, headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {} });
+    stack.api('POST', '/api/v1/api-keys', {
+      key,
+      body: { name },
+      headers: idempotencyKey ? { 'idempotency-key': idempotencyKey } : {},
+    });
   const keysNamed = async (name: string) => {
     const res = await stack.api('GET', '/api/v1/api-keys?limit=200', { key: acme.key });
     return (res.body.data as { name: string }[]).filter((k) => k.name === name);
@@ -64,9 +68,17 @@ describe('Idempotency-Key', () => {
   it('replays an error response too', async () => {
     const key = randomUUID();
     const missing = randomUUID();
-    const first = await stack.api('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'x', member_id: missing }, headers: { 'idempotency-key': key } });
+    const first = await stack.api('POST', '/api/v1/api-keys', {
+      key: acme.key,
+      body: { name: 'x', member_id: missing },
+      headers: { 'idempotency-key': key },
+    });
     assert.ok(first.status >= 400 && first.status < 500, `status ${first.status}`);
-    const again = await stack.api('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'x', member_id: missing }, headers: { 'idempotency-key': key } });
+    const again = await stack.api('POST', '/api/v1/api-keys', {
+      key: acme.key,
+      body: { name: 'x', member_id: missing },
+      headers: { 'idempotency-key': key },
+    });
     assert.equal(again.status, first.status);
     assert.deepEqual(again.body, first.body);
     assert.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -97,7 +109,9 @@ describe('Idempotency-Key', () => {
     const db = new pg.Client({ connectionString: stack.databaseUrl('gateway') });
     await db.connect();
     try {
-      const { rows } = await db.query<{ response: string }>('SELECT response FROM idempotency_keys WHERE key = $1', [key]);
+      const { rows } = await db.query<{ response: string }>('SELECT response FROM idempotency_keys WHERE key = $1', [
+        key,
+      ]);
       assert.equal(rows.length, 1);
       assert.match(rows[0]!.response, /^wk1\./);
       assert.ok(!rows[0]!.response.includes(res.body.api_key));

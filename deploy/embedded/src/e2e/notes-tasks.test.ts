@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { assertError, assertRecord, startTestStack, violations, type ApiResponse, type Kind, type TenantFixture, type TestStack } from './harness.js';
+import {
+  assertError,
+  assertRecord,
+  startTestStack,
+  violations,
+  type ApiResponse,
+  type Kind,
+  type TenantFixture,
+  type TestStack,
+} from './harness.js';
 
 /** Optional fields: absent, null, or of their type (never a wrong type). */
 function assertOptional(value: any, fields: Record<string, Kind>, what: string): void {
@@ -11,18 +20,46 @@ function assertOptional(value: any, fields: Record<string, Kind>, what: string):
   }
 }
 
-const RECORD = { id: 'uuid', tenant_id: 'uuid', metadata: 'object', created_at: 'date-time', updated_at: 'date-time' } as const;
+const RECORD = {
+  id: 'uuid',
+  tenant_id: 'uuid',
+  metadata: 'object',
+  created_at: 'date-time',
+  updated_at: 'date-time',
+} as const;
 // The spec's Note, Tag and Task records: always-present fields, then the optional ones.
 const NOTE = { ...RECORD, title: 'string', body: 'string', is_archived: 'boolean', is_pinned: 'boolean' } as const;
-const NOTE_OPTIONAL = { deleted_at: 'date-time', notebook_id: 'uuid', source_url: 'string', word_count: 'integer' } as const;
+const NOTE_OPTIONAL = {
+  deleted_at: 'date-time',
+  notebook_id: 'uuid',
+  source_url: 'string',
+  word_count: 'integer',
+} as const;
 const TAG = { ...RECORD, name: 'string' } as const;
 const TAG_OPTIONAL = { color: 'string', description: 'string' } as const;
 const TASK = { ...RECORD, title: 'string', position: 'integer', priority: 'string', priority_key: 'string' } as const;
 const TASK_OPTIONAL = {
-  assignee_id: 'uuid', creator_id: 'uuid', parent_id: 'uuid', project_id: 'uuid', section_id: 'uuid', status_id: 'uuid',
-  canceled_at: 'date-time', completed_at: 'date-time', deleted_at: 'date-time', due_at: 'date-time', next_occurrence: 'date-time', snoozed_until: 'date-time',
-  deadline: 'string', due_date: 'string', start_date: 'string', description: 'string', external_id: 'string', identifier: 'string', rrule: 'string',
-  estimation_minutes: 'integer', time_spent_minutes: 'integer',
+  assignee_id: 'uuid',
+  creator_id: 'uuid',
+  parent_id: 'uuid',
+  project_id: 'uuid',
+  section_id: 'uuid',
+  status_id: 'uuid',
+  canceled_at: 'date-time',
+  completed_at: 'date-time',
+  deleted_at: 'date-time',
+  due_at: 'date-time',
+  next_occurrence: 'date-time',
+  snoozed_until: 'date-time',
+  deadline: 'string',
+  due_date: 'string',
+  start_date: 'string',
+  description: 'string',
+  external_id: 'string',
+  identifier: 'string',
+  rrule: 'string',
+  estimation_minutes: 'integer',
+  time_spent_minutes: 'integer',
 } as const;
 
 const assertNote = (n: any) => (assertRecord(n, NOTE, 'Note'), assertOptional(n, NOTE_OPTIONAL, 'Note'));
@@ -36,22 +73,43 @@ describe('notes-tasks end to end', () => {
 
   before(async () => {
     stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000 } });
-    assert.ok(stack.services.notes_tasks, 'deploy/embedded/src/stack.ts must start notes-tasks under the key notes_tasks');
+    assert.ok(
+      stack.services.notes_tasks,
+      'deploy/embedded/src/stack.ts must start notes-tasks under the key notes_tasks',
+    );
     a = await stack.createTenant('Alpha');
     b = await stack.createTenant('Beta');
   });
   after(() => stack?.stop());
 
-  const call = (method: string, path: string, key: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, key: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
   it('serves every note endpoint with the spec’s Note record', async () => {
     const notebook = randomUUID();
-    const created = await call('POST', '/notes', a.key, { title: 'Kickoff', body: 'Budget and **timeline**', is_pinned: true, notebook_id: notebook, source_url: 'https://example.com/a', metadata: { src: 'e2e' } });
+    const created = await call('POST', '/notes', a.key, {
+      title: 'Kickoff',
+      body: 'Budget and **timeline**',
+      is_pinned: true,
+      notebook_id: notebook,
+      source_url: 'https://example.com/a',
+      metadata: { src: 'e2e' },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const n = created.body;
     assertNote(n);
     assert.deepEqual(
-      [n.tenant_id, n.title, n.is_pinned, n.is_archived, n.word_count, n.notebook_id, n.source_url, n.deleted_at, n.metadata],
+      [
+        n.tenant_id,
+        n.title,
+        n.is_pinned,
+        n.is_archived,
+        n.word_count,
+        n.notebook_id,
+        n.source_url,
+        n.deleted_at,
+        n.metadata,
+      ],
       [a.id, 'Kickoff', true, false, 3, notebook, 'https://example.com/a', null, { src: 'e2e' }],
     );
     const got = await call('GET', `/notes/${n.id}`, a.key);
@@ -61,14 +119,24 @@ describe('notes-tasks end to end', () => {
     const list = await call('GET', '/notes?limit=10&pinned=true&q=TIMELINE', a.key);
     assert.equal(list.status, 200, JSON.stringify(list.body));
     assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
-    assert.deepEqual([list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor], [[n.id], false, null]);
+    assert.deepEqual(
+      [list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor],
+      [[n.id], false, null],
+    );
     for (const x of list.body.data) assertNote(x);
 
-    const patched = await call('PATCH', `/notes/${n.id}`, a.key, { body: 'one two three four five', is_archived: true, source_url: '' });
+    const patched = await call('PATCH', `/notes/${n.id}`, a.key, {
+      body: 'one two three four five',
+      is_archived: true,
+      source_url: '',
+    });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     assertNote(patched.body);
     assert.deepEqual([patched.body.word_count, patched.body.is_archived, patched.body.source_url], [5, true, null]);
-    assert.deepEqual((await call('GET', '/notes?archived=true', a.key)).body.data.map((x: any) => x.id), [n.id]);
+    assert.deepEqual(
+      (await call('GET', '/notes?archived=true', a.key)).body.data.map((x: any) => x.id),
+      [n.id],
+    );
     assert.deepEqual((await call('GET', '/notes?archived=false', a.key)).body.data, []);
 
     const del = await call('DELETE', `/notes/${n.id}`, a.key);
@@ -93,39 +161,73 @@ describe('notes-tasks end to end', () => {
     const mine = await call('GET', `/notes/${n.id}/tags`, a.key);
     assert.equal(mine.status, 200);
     assert.ok(Array.isArray(mine.body), 'a bare array');
-    assert.deepEqual(mine.body.map((x: any) => x.name), ['billing', 'Customer']);
+    assert.deepEqual(
+      mine.body.map((x: any) => x.name),
+      ['billing', 'Customer'],
+    );
     for (const x of mine.body) assertTag(x);
     const all = await call('GET', '/tags?limit=1', a.key);
     assert.equal(all.status, 200);
     assert.deepEqual([all.body.data.length, all.body.has_more, typeof all.body.next_cursor], [1, true, 'string']);
     assertTag(all.body.data[0]);
     const rest = await call('GET', `/tags?limit=1&cursor=${all.body.next_cursor}`, a.key);
-    assert.deepEqual(rest.body.data.map((x: any) => x.name).concat(all.body.data.map((x: any) => x.name)).sort(), ['Customer', 'billing']);
-    assert.deepEqual((await call('GET', '/notes?tag=customer', a.key)).body.data.map((x: any) => x.id), [n.id]);
+    assert.deepEqual(
+      rest.body.data
+        .map((x: any) => x.name)
+        .concat(all.body.data.map((x: any) => x.name))
+        .sort(),
+      ['Customer', 'billing'],
+    );
+    assert.deepEqual(
+      (await call('GET', '/notes?tag=customer', a.key)).body.data.map((x: any) => x.id),
+      [n.id],
+    );
 
     const detached = await call('DELETE', `/notes/${n.id}/tags/${first.body.id}`, a.key);
     assert.equal(detached.status, 204);
-    assert.deepEqual((await call('GET', `/notes/${n.id}/tags`, a.key)).body.map((x: any) => x.name), ['billing']);
+    assert.deepEqual(
+      (await call('GET', `/notes/${n.id}/tags`, a.key)).body.map((x: any) => x.name),
+      ['billing'],
+    );
     assertError(await call('DELETE', `/notes/${n.id}/tags/${first.body.id}`, a.key), 404, 'NOTE_TAG_NOT_FOUND');
   });
 
   it('serves backlinks: live notes of the tenant that mention the entity, most recently updated first', async () => {
     const contact = randomUUID();
-    const n1 = (await call('POST', '/notes', a.key, { title: 'first', body: `Call [[contact:${contact}|Dana]] today` })).body;
-    const n2 = (await call('POST', '/notes', a.key, { title: 'second', body: `[[contact:${contact}]] again, and \`[[task:${contact}]]\` is code` })).body;
+    const n1 = (await call('POST', '/notes', a.key, { title: 'first', body: `Call [[contact:${contact}|Dana]] today` }))
+      .body;
+    const n2 = (
+      await call('POST', '/notes', a.key, {
+        title: 'second',
+        body: `[[contact:${contact}]] again, and \`[[task:${contact}]]\` is code`,
+      })
+    ).body;
     await call('POST', '/notes', b.key, { title: 'beta note', body: `[[contact:${contact}]]` });
     const res = await call('GET', `/backlinks/contact/${contact}`, a.key);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.ok(Array.isArray(res.body), 'a bare array');
     for (const x of res.body) assertNote(x);
-    assert.deepEqual(res.body.map((x: any) => x.title), ['second', 'first']);
-    assert.deepEqual((await call('GET', `/backlinks/task/${contact}`, a.key)).body, [], 'a mention in a code span is not indexed');
+    assert.deepEqual(
+      res.body.map((x: any) => x.title),
+      ['second', 'first'],
+    );
+    assert.deepEqual(
+      (await call('GET', `/backlinks/task/${contact}`, a.key)).body,
+      [],
+      'a mention in a code span is not indexed',
+    );
     await call('PATCH', `/notes/${n1.id}`, a.key, { title: 'first, edited' });
-    assert.deepEqual((await call('GET', `/backlinks/contact/${contact}`, a.key)).body.map((x: any) => x.title), ['first, edited', 'second']);
+    assert.deepEqual(
+      (await call('GET', `/backlinks/contact/${contact}`, a.key)).body.map((x: any) => x.title),
+      ['first, edited', 'second'],
+    );
     await call('PATCH', `/notes/${n1.id}`, a.key, { body: 'no mention any more' });
     await call('DELETE', `/notes/${n2.id}`, a.key);
     assert.deepEqual((await call('GET', `/backlinks/contact/${contact}`, a.key)).body, []);
-    assert.deepEqual((await call('GET', `/backlinks/contact/${contact}`, b.key)).body.map((x: any) => x.title), ['beta note']);
+    assert.deepEqual(
+      (await call('GET', `/backlinks/contact/${contact}`, b.key)).body.map((x: any) => x.title),
+      ['beta note'],
+    );
 
     const unknown = await call('GET', `/backlinks/widget/${contact}`, a.key);
     assertError(unknown, 400);
@@ -135,15 +237,48 @@ describe('notes-tasks end to end', () => {
 
   it('serves every task endpoint with the spec’s Task record', async () => {
     const created = await call('POST', '/tasks', a.key, {
-      title: 'Launch', description: 'v1', priority: 'high', due_at: '2026-06-01T09:00:00Z', deadline: '2026-06-05', start_date: '2026-05-20',
-      assignee_id: a.ownerId, estimation_minutes: 120, external_id: 'EXT-1', identifier: 'L-1', metadata: { team: 'core' },
+      title: 'Launch',
+      description: 'v1',
+      priority: 'high',
+      due_at: '2026-06-01T09:00:00Z',
+      deadline: '2026-06-05',
+      start_date: '2026-05-20',
+      assignee_id: a.ownerId,
+      estimation_minutes: 120,
+      external_id: 'EXT-1',
+      identifier: 'L-1',
+      metadata: { team: 'core' },
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const t = created.body;
     assertTask(t);
     assert.deepEqual(
-      [t.tenant_id, t.title, t.priority, t.priority_key, t.position, t.due_at, t.deadline, t.creator_id, t.parent_id, t.completed_at, t.rrule],
-      [a.id, 'Launch', 'high', '1-0000000001', 1, '2026-06-01T09:00:00.000000Z', '2026-06-05', a.ownerId, null, null, null],
+      [
+        t.tenant_id,
+        t.title,
+        t.priority,
+        t.priority_key,
+        t.position,
+        t.due_at,
+        t.deadline,
+        t.creator_id,
+        t.parent_id,
+        t.completed_at,
+        t.rrule,
+      ],
+      [
+        a.id,
+        'Launch',
+        'high',
+        '1-0000000001',
+        1,
+        '2026-06-01T09:00:00.000000Z',
+        '2026-06-05',
+        a.ownerId,
+        null,
+        null,
+        null,
+      ],
     );
     assert.deepEqual((await call('GET', `/tasks/${t.id}`, a.key)).body, t);
 
@@ -157,31 +292,63 @@ describe('notes-tasks end to end', () => {
     assert.equal(listed.status, 200);
     assert.ok(Array.isArray(listed.body), 'a bare array');
     for (const x of listed.body) assertTask(x);
-    assert.deepEqual(listed.body.map((x: any) => [x.title, x.position]), [['design', 1], ['build', 2], ['test', 3]]);
+    assert.deepEqual(
+      listed.body.map((x: any) => [x.title, x.position]),
+      [
+        ['design', 1],
+        ['build', 2],
+        ['test', 3],
+      ],
+    );
 
     const moved = await call('PATCH', `/tasks/${subs[2].id}`, a.key, { before_id: subs[0].id, priority: 'urgent' });
     assert.equal(moved.status, 200, JSON.stringify(moved.body));
     assertTask(moved.body);
-    assert.deepEqual([moved.body.position, moved.body.priority, moved.body.priority_key], [1, 'urgent', '0-0000000001']);
-    assert.deepEqual((await call('GET', `/tasks/${t.id}/subtasks`, a.key)).body.map((x: any) => x.title), ['test', 'design', 'build']);
+    assert.deepEqual(
+      [moved.body.position, moved.body.priority, moved.body.priority_key],
+      [1, 'urgent', '0-0000000001'],
+    );
+    assert.deepEqual(
+      (await call('GET', `/tasks/${t.id}/subtasks`, a.key)).body.map((x: any) => x.title),
+      ['test', 'design', 'build'],
+    );
 
     const page = await call('GET', `/tasks?parent_id=${t.id}&limit=2`, a.key);
     assert.equal(page.status, 200);
     assert.deepEqual(Object.keys(page.body).sort(), ['data', 'has_more', 'next_cursor']);
     assert.deepEqual([page.body.data.map((x: any) => x.title), page.body.has_more], [['test', 'build'], true]);
-    assert.deepEqual((await call('GET', `/tasks?due_before=2026-06-02T00:00:00Z&due_after=2026-06-01T00:00:00Z`, a.key)).body.data.map((x: any) => x.id), [t.id]);
-    assert.deepEqual((await call('GET', `/tasks?assignee_id=${a.ownerId}&completed=false&top_level=true`, a.key)).body.data.map((x: any) => x.id), [t.id]);
+    assert.deepEqual(
+      (await call('GET', `/tasks?due_before=2026-06-02T00:00:00Z&due_after=2026-06-01T00:00:00Z`, a.key)).body.data.map(
+        (x: any) => x.id,
+      ),
+      [t.id],
+    );
+    assert.deepEqual(
+      (await call('GET', `/tasks?assignee_id=${a.ownerId}&completed=false&top_level=true`, a.key)).body.data.map(
+        (x: any) => x.id,
+      ),
+      [t.id],
+    );
 
     const done = await call('POST', `/tasks/${t.id}/complete`, a.key);
     assert.equal(done.status, 200, JSON.stringify(done.body));
     assertTask(done.body);
     assert.match(done.body.completed_at, /Z$/);
-    for (const x of (await call('GET', `/tasks/${t.id}/subtasks`, a.key)).body) assert.ok(x.completed_at, 'subtasks complete with their parent');
-    assert.deepEqual((await call('POST', `/tasks/${t.id}/complete`, a.key)).body, done.body, 'a second completion changes nothing');
+    for (const x of (await call('GET', `/tasks/${t.id}/subtasks`, a.key)).body)
+      assert.ok(x.completed_at, 'subtasks complete with their parent');
+    assert.deepEqual(
+      (await call('POST', `/tasks/${t.id}/complete`, a.key)).body,
+      done.body,
+      'a second completion changes nothing',
+    );
     const reopened = await call('POST', `/tasks/${t.id}/reopen`, a.key, {});
     assert.equal(reopened.status, 200);
     assert.equal(reopened.body.completed_at, null);
-    assert.deepEqual((await call('GET', '/tasks?completed=true', a.key)).body.data.map((x: any) => x.title).sort(), ['build', 'design', 'test']);
+    assert.deepEqual((await call('GET', '/tasks?completed=true', a.key)).body.data.map((x: any) => x.title).sort(), [
+      'build',
+      'design',
+      'test',
+    ]);
 
     const del = await call('DELETE', `/tasks/${t.id}`, a.key);
     assert.equal(del.status, 204);
@@ -190,15 +357,28 @@ describe('notes-tasks end to end', () => {
   });
 
   it('advances a recurring task once per occurrence', async () => {
-    const t = (await call('POST', '/tasks', a.key, { title: 'Weekly sync', due_at: '2026-01-05T10:00:00Z', rrule: 'FREQ=WEEKLY;BYDAY=MO' })).body;
+    const t = (
+      await call('POST', '/tasks', a.key, {
+        title: 'Weekly sync',
+        due_at: '2026-01-05T10:00:00Z',
+        rrule: 'FREQ=WEEKLY;BYDAY=MO',
+      })
+    ).body;
     assert.deepEqual([t.rrule, t.next_occurrence], ['FREQ=WEEKLY;BYDAY=MO', '2026-01-12T10:00:00.000000Z']);
     const body = { occurrence: t.due_at };
     const first = await call('POST', `/tasks/${t.id}/complete`, a.key, body);
     assert.equal(first.status, 200, JSON.stringify(first.body));
-    assert.deepEqual([first.body.due_at, first.body.next_occurrence, first.body.completed_at], ['2026-01-12T10:00:00.000000Z', '2026-01-19T10:00:00.000000Z', null]);
+    assert.deepEqual(
+      [first.body.due_at, first.body.next_occurrence, first.body.completed_at],
+      ['2026-01-12T10:00:00.000000Z', '2026-01-19T10:00:00.000000Z', null],
+    );
     const retry = await call('POST', `/tasks/${t.id}/complete`, a.key, body);
     assert.deepEqual(retry.body, first.body, 'the same occurrence again: nothing skipped');
-    assertError(await call('POST', `/tasks/${t.id}/complete`, a.key, { occurrence: '2026-01-26T10:00:00Z' }), 409, 'OCCURRENCE_NOT_CURRENT');
+    assertError(
+      await call('POST', `/tasks/${t.id}/complete`, a.key, { occurrence: '2026-01-26T10:00:00Z' }),
+      409,
+      'OCCURRENCE_NOT_CURRENT',
+    );
 
     // Without occurrence, a retry with the same Idempotency-Key (the gateway replays) advances once too.
     const headers = { 'idempotency-key': randomUUID() };
@@ -213,19 +393,47 @@ describe('notes-tasks end to end', () => {
   it('keeps positions dense under 20 parallel moves, and tags single under 20 parallel attaches', async () => {
     const parent = (await call('POST', '/tasks', a.key, { title: 'Backlog' })).body;
     const kids: any[] = [];
-    for (let i = 0; i < 20; i++) kids.push((await call('POST', '/tasks', a.key, { title: `item ${i}`, parent_id: parent.id })).body);
-    const moves = await Promise.all(kids.map((k, i) => call('PATCH', `/tasks/${k.id}`, a.key, i % 2 ? { before_id: kids[(i + 5) % 20].id } : { after_id: kids[(i + 3) % 20].id })));
-    assert.deepEqual(moves.map((r) => r.status), Array(20).fill(200));
+    for (let i = 0; i < 20; i++)
+      kids.push((await call('POST', '/tasks', a.key, { title: `item ${i}`, parent_id: parent.id })).body);
+    const moves = await Promise.all(
+      kids.map((k, i) =>
+        call(
+          'PATCH',
+          `/tasks/${k.id}`,
+          a.key,
+          i % 2 ? { before_id: kids[(i + 5) % 20].id } : { after_id: kids[(i + 3) % 20].id },
+        ),
+      ),
+    );
+    assert.deepEqual(
+      moves.map((r) => r.status),
+      Array(20).fill(200),
+    );
     const after = (await call('GET', `/tasks/${parent.id}/subtasks`, a.key)).body;
-    assert.deepEqual(after.map((x: any) => x.position), Array.from({ length: 20 }, (_, i) => i + 1));
+    assert.deepEqual(
+      after.map((x: any) => x.position),
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     assert.equal(new Set(after.map((x: any) => x.id)).size, 20);
 
     const note = (await call('POST', '/notes', a.key, { title: 'race', body: '' })).body;
-    const attaches = await Promise.all(Array.from({ length: 20 }, (_, i) => call('POST', `/notes/${note.id}/tags`, a.key, { name: i % 2 ? 'Hot' : 'hot' })));
-    assert.deepEqual(attaches.map((r) => r.status), Array(20).fill(200));
+    const attaches = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        call('POST', `/notes/${note.id}/tags`, a.key, { name: i % 2 ? 'Hot' : 'hot' }),
+      ),
+    );
+    assert.deepEqual(
+      attaches.map((r) => r.status),
+      Array(20).fill(200),
+    );
     assert.equal(new Set(attaches.map((r) => r.body.id)).size, 1);
-    assert.deepEqual((await call('GET', `/notes/${note.id}/tags`, a.key)).body.map((x: any) => x.id), [attaches[0]!.body.id]);
-    const hot = (await call('GET', '/tags?limit=200', a.key)).body.data.filter((x: any) => x.name.toLowerCase() === 'hot');
+    assert.deepEqual(
+      (await call('GET', `/notes/${note.id}/tags`, a.key)).body.map((x: any) => x.id),
+      [attaches[0]!.body.id],
+    );
+    const hot = (await call('GET', '/tags?limit=200', a.key)).body.data.filter(
+      (x: any) => x.name.toLowerCase() === 'hot',
+    );
     assert.equal(hot.length, 1);
   });
 
@@ -272,11 +480,18 @@ describe('notes-tasks end to end', () => {
     const wrong: string[] = [];
     for (const [method, path, body, field] of cases) {
       const res = await call(method, path, a.key, body);
-      if (res.status !== 400 || !violations(res).includes(field)) wrong.push(`${method} ${path} ${JSON.stringify(body)?.slice(0, 60)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+      if (res.status !== 400 || !violations(res).includes(field))
+        wrong.push(
+          `${method} ${path} ${JSON.stringify(body)?.slice(0, 60)} → ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`,
+        );
       else assertError(res, 400);
     }
     assert.deepEqual(wrong, []);
-    assert.equal((await call('GET', `/tasks/${top.id}`, a.key)).body.parent_id, null, 'the refused cycle changed nothing');
+    assert.equal(
+      (await call('GET', `/tasks/${top.id}`, a.key)).body.parent_id,
+      null,
+      'the refused cycle changed nothing',
+    );
   });
 
   it('keeps tenants apart: 404 on every by-id endpoint, nothing in lists or backlinks', async () => {
@@ -307,7 +522,11 @@ describe('notes-tasks end to end', () => {
     assert.deepEqual(leaks, []);
     for (const path of ['/notes', '/tags', '/tasks', `/backlinks/contact/${contact}`]) {
       const body = (await call('GET', path, b.key)).body;
-      assert.equal(JSON.stringify(body).includes('Private') || JSON.stringify(body).includes('private-tag'), false, `${path} of another tenant shows nothing of Alpha`);
+      assert.equal(
+        JSON.stringify(body).includes('Private') || JSON.stringify(body).includes('private-tag'),
+        false,
+        `${path} of another tenant shows nothing of Alpha`,
+      );
     }
     assert.deepEqual((await call('GET', `/backlinks/contact/${contact}`, b.key)).body, []);
     assert.equal((await call('GET', `/notes/${note.id}`, a.key)).body.title, 'Private note');
@@ -315,11 +534,15 @@ describe('notes-tasks end to end', () => {
   });
 
   it('lets a viewer read notes and tasks but not write them', async () => {
-    const inv = await call('POST', '/invitations', a.key, { email: `viewer-${randomUUID()}@alpha.test`, role: 'viewer' });
+    const inv = await call('POST', '/invitations', a.key, {
+      email: `viewer-${randomUUID()}@alpha.test`,
+      role: 'viewer',
+    });
     assert.equal(inv.status, 201, JSON.stringify(inv.body));
     const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
     const viewer = claimed.body.api_key as string;
-    for (const path of ['/notes', '/tags', '/tasks', `/backlinks/task/${randomUUID()}`]) assert.equal((await call('GET', path, viewer)).status, 200, path);
+    for (const path of ['/notes', '/tags', '/tasks', `/backlinks/task/${randomUUID()}`])
+      assert.equal((await call('GET', path, viewer)).status, 200, path);
     assertError(await call('POST', '/notes', viewer, { title: 'nope' }), 403);
     assertError(await call('POST', '/tasks', viewer, { title: 'nope' }), 403);
     assertError(await stack.api('GET', '/api/v1/notes'), 401);

@@ -10,7 +10,8 @@ import { startTestStack, type TenantFixture, type TestStack } from './harness.js
 describe('PATCH with null', () => {
   let stack: TestStack;
   let acme: TenantFixture;
-  const api = (method: string, path: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body !== undefined ? { body } : {}) });
+  const api = (method: string, path: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body !== undefined ? { body } : {}) });
 
   before(async () => {
     stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000 } });
@@ -19,9 +20,18 @@ describe('PATCH with null', () => {
   after(() => stack?.stop());
 
   it('clears a task’s timestamp, number and text fields, and keeps what the body leaves out', async () => {
-    const task = await api('POST', '/tasks', { title: 'Ship', description: 'soon', due_at: '2026-12-01T09:00:00Z', estimation_minutes: 30 });
+    const task = await api('POST', '/tasks', {
+      title: 'Ship',
+      description: 'soon',
+      due_at: '2026-12-01T09:00:00Z',
+      estimation_minutes: 30,
+    });
     assert.equal(task.status, 201);
-    const patched = await api('PATCH', `/tasks/${task.body.id}`, { due_at: null, estimation_minutes: null, description: null });
+    const patched = await api('PATCH', `/tasks/${task.body.id}`, {
+      due_at: null,
+      estimation_minutes: null,
+      description: null,
+    });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     assert.equal(patched.body.due_at, null);
     assert.equal(patched.body.estimation_minutes, null);
@@ -30,8 +40,16 @@ describe('PATCH with null', () => {
   });
 
   it('clears a deal’s confidence so the stage default applies again', async () => {
-    const pipeline = await api('POST', '/pipelines', { name: 'Sales', stages: [{ name: 'Lead', stage_type: 'open', default_confidence: 0.25 }] });
-    const deal = await api('POST', '/deals', { title: 'Big', pipeline_id: pipeline.body.id, amount: 1000, confidence: 0.9 });
+    const pipeline = await api('POST', '/pipelines', {
+      name: 'Sales',
+      stages: [{ name: 'Lead', stage_type: 'open', default_confidence: 0.25 }],
+    });
+    const deal = await api('POST', '/deals', {
+      title: 'Big',
+      pipeline_id: pipeline.body.id,
+      amount: 1000,
+      confidence: 0.9,
+    });
     assert.equal(deal.body.confidence, 0.9);
     const patched = await api('PATCH', `/deals/${deal.body.id}`, { confidence: null });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));

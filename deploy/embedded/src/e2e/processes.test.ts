@@ -15,69 +15,95 @@ import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
 // A service on its own needs Kafka (KAFKA_BROKERS is required by every main), as in a cluster.
-describe('services as separate processes (the deployment shape)', { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
-  let cluster: ServiceProcesses;
-  const adminToken = generateToken('wkadmin_', 40);
+describe(
+  'services as separate processes (the deployment shape)',
+  { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' },
+  () => {
+    let cluster: ServiceProcesses;
+    const adminToken = generateToken('wkadmin_', 40);
 
-  before(async () => {
-    const server = process.env.TEST_DATABASE_URL;
-    assert.ok(server, 'TEST_DATABASE_URL is set by the test wrapper');
-    cluster = await startServiceProcesses({
-      databaseServerUrl: server, databasePrefix: `proc_${randomBytes(4).toString('hex')}`,
-      platformAdminToken: adminToken, encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS,
+    before(async () => {
+      const server = process.env.TEST_DATABASE_URL;
+      assert.ok(server, 'TEST_DATABASE_URL is set by the test wrapper');
+      cluster = await startServiceProcesses({
+        databaseServerUrl: server,
+        databasePrefix: `proc_${randomBytes(4).toString('hex')}`,
+        platformAdminToken: adminToken,
+        encryptionKeys: Keyring.generateSpec(),
+        kafkaBrokers: process.env.KAFKA_BROKERS,
+      });
     });
-  });
 
-  after(async () => {
-    for (const { proc } of cluster?.children.values() ?? []) if (proc.exitCode === null) proc.kill('SIGKILL');
-  });
+    after(async () => {
+      for (const { proc } of cluster?.children.values() ?? []) if (proc.exitCode === null) proc.kill('SIGKILL');
+    });
 
-  it('serves the API through the gateway, with the audit log fed across processes', async () => {
-    const call = async (method: string, path: string, key: string, body?: unknown) => {
-      const res = await fetch(`${cluster.url}/api/v1${path}`, {
-        method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
+    it('serves the API through the gateway, with the audit log fed across processes', async () => {
+      const call = async (method: string, path: string, key: string, body?: unknown) => {
+        const res = await fetch(`${cluster.url}/api/v1${path}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+          body: body ? JSON.stringify(body) : undefined,
+        });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      const tenant = await call('POST', '/admin/tenants', adminToken, {
+        name: 'Procs',
+        owner: { name: 'Owner', email: 'owner@procs.test' },
       });
-      return { status: res.status, body: (await res.json()) as any };
-    };
-    const tenant = await call('POST', '/admin/tenants', adminToken, { name: 'Procs', owner: { name: 'Owner', email: 'owner@procs.test' } });
-    assert.equal(tenant.status, 201);
-    const key = tenant.body.api_key as string;
-    assert.equal((await call('POST', '/notes', key, { title: 'from another process' })).status, 201);
-    assert.equal((await call('POST', '/pipelines', key, { name: 'Sales' })).status, 201);
-    for (let i = 0; ; i++) {
-      const log = await call('GET', '/audit-log?limit=200', key);
-      const actions = new Set((log.body.data as { action: string }[]).map((e) => e.action));
-      if (actions.has('note.created') && actions.has('pipeline.created')) break;
-      assert.ok(i < 200, `note.created and pipeline.created reached the audit log; have ${[...actions].join(', ')}`);
-      await sleep(50);
-    }
-  });
+      assert.equal(tenant.status, 201);
+      const key = tenant.body.api_key as string;
+      assert.equal((await call('POST', '/notes', key, { title: 'from another process' })).status, 201);
+      assert.equal((await call('POST', '/pipelines', key, { name: 'Sales' })).status, 201);
+      for (let i = 0; ; i++) {
+        const log = await call('GET', '/audit-log?limit=200', key);
+        const actions = new Set((log.body.data as { action: string }[]).map((e) => e.action));
+        if (actions.has('note.created') && actions.has('pipeline.created')) break;
+        assert.ok(i < 200, `note.created and pipeline.created reached the audit log; have ${[...actions].join(', ')}`);
+        await sleep(50);
+      }
+    });
 
-  it('refuses a direct gRPC call that is not signed by the gateway, and serves no reflection', async () => {
-    const notes = new Downstream('notes_tasks', `127.0.0.1:${cluster.ports['notes-tasks']}`);
-    try {
-      const loose = new grpc.Metadata();
-      loose.set('x-tenant-id', randomUUID());
-      const err = await notes.call(NotesTasksServiceService.listNotes, { limit: 10 }, { metadata: loose }).then(() => undefined, (e: grpc.ServiceError) => decodeStatusDetails(e));
-      assert.equal(err?.code, grpc.status.UNAUTHENTICATED, 'a pod that reaches the port cannot act for a tenant');
-      assert.equal(err?.reason, 'CALLER_IDENTITY_INVALID');
-      const reflection = new grpc.Client(`127.0.0.1:${cluster.ports['notes-tasks']}`, grpc.credentials.createInsecure());
-      const code = await new Promise<grpc.status>((resolve) => {
-        const call = reflection.makeBidiStreamRequest('/grpc.reflection.v1.ServerReflection/ServerReflectionInfo', (b: Buffer) => b, (b: Buffer) => b);
-        call.on('status', (s: grpc.StatusObject) => resolve(s.code));
-        call.on('error', () => undefined);
-        call.end(Buffer.from([0x3a, 0x00]));
-      });
-      reflection.close();
-      assert.equal(code, grpc.status.UNIMPLEMENTED, 'reflection is off unless GRPC_REFLECTION=true');
-    } finally {
-      notes.close();
-    }
-  });
+    it('refuses a direct gRPC call that is not signed by the gateway, and serves no reflection', async () => {
+      const notes = new Downstream('notes_tasks', `127.0.0.1:${cluster.ports['notes-tasks']}`);
+      try {
+        const loose = new grpc.Metadata();
+        loose.set('x-tenant-id', randomUUID());
+        const err = await notes.call(NotesTasksServiceService.listNotes, { limit: 10 }, { metadata: loose }).then(
+          () => undefined,
+          (e: grpc.ServiceError) => decodeStatusDetails(e),
+        );
+        assert.equal(err?.code, grpc.status.UNAUTHENTICATED, 'a pod that reaches the port cannot act for a tenant');
+        assert.equal(err?.reason, 'CALLER_IDENTITY_INVALID');
+        const reflection = new grpc.Client(
+          `127.0.0.1:${cluster.ports['notes-tasks']}`,
+          grpc.credentials.createInsecure(),
+        );
+        const code = await new Promise<grpc.status>((resolve) => {
+          const call = reflection.makeBidiStreamRequest(
+            '/grpc.reflection.v1.ServerReflection/ServerReflectionInfo',
+            (b: Buffer) => b,
+            (b: Buffer) => b,
+          );
+          call.on('status', (s: grpc.StatusObject) => resolve(s.code));
+          call.on('error', () => undefined);
+          call.end(Buffer.from([0x3a, 0x00]));
+        });
+        reflection.close();
+        assert.equal(code, grpc.status.UNIMPLEMENTED, 'reflection is off unless GRPC_REFLECTION=true');
+      } finally {
+        notes.close();
+      }
+    });
 
-  it('drains and exits 0 on SIGTERM, the gateway first', async () => {
-    const codes = await cluster.stop();
-    const output = [...cluster.children].map(([n, c]) => `${n}:\n${c.output.join('')}`).join('\n');
-    assert.deepEqual(codes, { gateway: 0, webhooks: 0, apps: 0, calendar: 0, agents: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 }, output);
-  });
-});
+    it('drains and exits 0 on SIGTERM, the gateway first', async () => {
+      const codes = await cluster.stop();
+      const output = [...cluster.children].map(([n, c]) => `${n}:\n${c.output.join('')}`).join('\n');
+      assert.deepEqual(
+        codes,
+        { gateway: 0, webhooks: 0, apps: 0, calendar: 0, agents: 0, 'crm-pipelines': 0, 'notes-tasks': 0, identity: 0 },
+        output,
+      );
+    });
+  },
+);

@@ -19,13 +19,16 @@ async function eventually(what: string, check: () => Promise<boolean>, ms = 15_0
   }
 }
 
-describe('readiness is the gateway\'s own; a service without its database answers 503', () => {
+describe("readiness is the gateway's own; a service without its database answers 503", () => {
   let stack: TestStack;
   let acme: TenantFixture;
   let admin: pg.Client;
 
   before(async () => {
-    stack = await startTestStack({ healthCheckMs: 100, gatewayOptions: { rateLimitPerMinute: 100_000, authCacheTtlMs: 0 } });
+    stack = await startTestStack({
+      healthCheckMs: 100,
+      gatewayOptions: { rateLimitPerMinute: 100_000, authCacheTtlMs: 0 },
+    });
     acme = await stack.createTenant('Acme');
     admin = new pg.Client({ connectionString: databaseUrlFor(process.env.TEST_DATABASE_URL!, 'postgres') });
     await admin.connect();
@@ -59,11 +62,18 @@ describe('readiness is the gateway\'s own; a service without its database answer
       assert.equal(res.status, 503, JSON.stringify(res.body));
       assert.equal(res.body.error.details[0].reason, 'SERVICE_UNAVAILABLE');
       assert.equal(res.body.error.details[0].metadata.service, 'notes_tasks');
-      assert.equal((await stack.api('GET', '/api/v1/members', { key: acme.key })).status, 200, 'other services keep working');
+      assert.equal(
+        (await stack.api('GET', '/api/v1/members', { key: acme.key })).status,
+        200,
+        'other services keep working',
+      );
     } finally {
       await admin.query(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`);
     }
-    await eventually('notes answer again', async () => (await stack.api('GET', '/api/v1/notes', { key: acme.key })).status === 200);
+    await eventually(
+      'notes answer again',
+      async () => (await stack.api('GET', '/api/v1/notes', { key: acme.key })).status === 200,
+    );
     await eventually('no service listed as down', async () => (await ready()).body.services_down.length === 0);
   });
 });

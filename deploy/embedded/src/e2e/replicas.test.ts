@@ -28,11 +28,24 @@ describe('replicas: revocation and OAuth across instances', () => {
     idp = await startFakeIdp({ clientId: 'workauto-test', clientSecret: 'idp-client-secret-value' });
     const port = await freePort();
     oauth = {
-      providers: { fake: { issuer: idp.issuer, client_id: 'workauto-test', client_secret: 'idp-client-secret-value', scopes: ['openid', 'email'] } },
+      providers: {
+        fake: {
+          issuer: idp.issuer,
+          client_id: 'workauto-test',
+          client_secret: 'idp-client-secret-value',
+          scopes: ['openid', 'email'],
+        },
+      },
       redirectBaseUrl: `http://127.0.0.1:${port}`,
       allowedReturnOrigins: ['https://app.example.com'],
     };
-    stack = await startTestStack({ gatewayPort: port, encryptionKeys, callerKeys, oauth, gatewayOptions: { authCacheTtlMs: AUTH_CACHE_TTL_MS } });
+    stack = await startTestStack({
+      gatewayPort: port,
+      encryptionKeys,
+      callerKeys,
+      oauth,
+      gatewayOptions: { authCacheTtlMs: AUTH_CACHE_TTL_MS },
+    });
     tenant = await stack.createTenant('Replicas');
   });
   after(async () => {
@@ -43,16 +56,25 @@ describe('replicas: revocation and OAuth across instances', () => {
 
   /** Another gateway replica: same downstreams (or another identity), same database, same long cache. */
   async function gatewayReplica(identityAddr?: string) {
-    const downstreams = Object.fromEntries(Object.entries(stack.services).map(([name, s]) => [name, `127.0.0.1:${s.port}`]));
+    const downstreams = Object.fromEntries(
+      Object.entries(stack.services).map(([name, s]) => [name, `127.0.0.1:${s.port}`]),
+    );
     if (identityAddr) downstreams.identity = identityAddr;
     const gateway: Gateway = await createGateway({
-      logger: createLogger('gateway-b', 'silent'), downstreams, databaseUrl: stack.databaseUrl('gateway'), encryptionKeys, callerSigningKey: callerKeys.signingKey, authCacheTtlMs: AUTH_CACHE_TTL_MS,
+      logger: createLogger('gateway-b', 'silent'),
+      downstreams,
+      databaseUrl: stack.databaseUrl('gateway'),
+      encryptionKeys,
+      callerSigningKey: callerKeys.signingKey,
+      authCacheTtlMs: AUTH_CACHE_TTL_MS,
     });
     const port = await gateway.listen('127.0.0.1', 0);
     extra.push(gateway);
     const api = async (method: string, path: string, key: string, body?: unknown) => {
       const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-        method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
       });
       const text = await res.text();
       return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
@@ -61,7 +83,10 @@ describe('replicas: revocation and OAuth across instances', () => {
   }
 
   async function newAdmin() {
-    const inv = await stack.api('POST', '/api/v1/invitations', { key: tenant.key, body: { email: `a-${randomUUID()}@replicas.test`, role: 'admin' } });
+    const inv = await stack.api('POST', '/api/v1/invitations', {
+      key: tenant.key,
+      body: { email: `a-${randomUUID()}@replicas.test`, role: 'admin' },
+    });
     assert.equal(inv.status, 201, JSON.stringify(inv.body));
     const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
     assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
@@ -80,14 +105,19 @@ describe('replicas: revocation and OAuth across instances', () => {
     const victim = await stack.api('GET', `/api/v1/members/${victimId}`, { key: tenant.key });
     assert.notEqual(victim.body.name, 'renamed by a dead key');
     const notes = await stack.api('GET', '/api/v1/notes?limit=100', { key: tenant.key });
-    assert.equal(notes.body.data.some((n: { title: string }) => n.title === 'written by a dead key'), false);
+    assert.equal(
+      notes.body.data.some((n: { title: string }) => n.title === 'written by a dead key'),
+      false,
+    );
   }
 
   it('a key revoked through replica A creates and changes nothing through replica B that has it cached', async () => {
     const b = await gatewayReplica();
     const admin = await newAdmin();
     const victim = await newAdmin();
-    const keyCount = async () => (await stack.api('GET', `/api/v1/api-keys?member_id=${admin.id}&limit=100`, { key: tenant.key })).body.data.length;
+    const keyCount = async () =>
+      (await stack.api('GET', `/api/v1/api-keys?member_id=${admin.id}&limit=100`, { key: tenant.key })).body.data
+        .length;
     assert.equal((await b.api('GET', '/api/v1/members', admin.key)).status, 200); // B caches the key
     const own = await stack.api('GET', '/api/v1/api-keys', { key: admin.key });
     const revoked = await stack.api('DELETE', `/api/v1/api-keys/${own.body.data[0].id}`, { key: tenant.key });
@@ -109,13 +139,25 @@ describe('replicas: revocation and OAuth across instances', () => {
   it('an OAuth callback that meets a down IdP answers 503 in the contract shape and keeps the state for a retry', async () => {
     // Replica B's identity has never talked to the IdP (fresh process: discovery not cached).
     const identityB: RunningService = await createIdentityService(
-      { host: '127.0.0.1', port: 0, databaseUrl: stack.databaseUrl('identity'), transport: stack.transport, platformAdminToken: stack.adminToken, encryptionKeys, callerVerifyKeys: callerKeys.verifyKeys, oauth },
+      {
+        host: '127.0.0.1',
+        port: 0,
+        databaseUrl: stack.databaseUrl('identity'),
+        transport: stack.transport,
+        platformAdminToken: stack.adminToken,
+        encryptionKeys,
+        callerVerifyKeys: callerKeys.verifyKeys,
+        oauth,
+      },
       createLogger('identity-b', 'silent'),
     );
     extra.push({ close: () => identityB.stop() });
     const b = await gatewayReplica(`127.0.0.1:${identityB.port}`);
     const connection = randomUUID();
-    const start = await stack.api('POST', '/api/v1/oauth/fake/authorize', { key: tenant.key, body: { connection_id: connection, return_to: 'https://app.example.com/settings' } });
+    const start = await stack.api('POST', '/api/v1/oauth/fake/authorize', {
+      key: tenant.key,
+      body: { connection_id: connection, return_to: 'https://app.example.com/settings' },
+    });
     assert.equal(start.status, 200, JSON.stringify(start.body));
     const consent = await fetch(start.body.authorize_url, { redirect: 'manual' });
     const callback = new URL(consent.headers.get('location')!);

@@ -16,129 +16,211 @@ import { startMcpServer } from '@workauto/apps/test-support';
 import { FakeProvider } from '@workauto/agents/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
-interface Span { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; service: string }
+interface Span {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  service: string;
+}
 
-describe('tracing across processes', { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' }, () => {
-  let cluster: ServiceProcesses;
-  let collector: Server;
-  let fake: FakeProvider;
-  const exported: string[] = [];
-  const spans: Span[] = [];
-  const adminToken = generateToken('wkadmin_', 40);
-  const prefix = `otel_${randomBytes(4).toString('hex')}`;
+describe(
+  'tracing across processes',
+  { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' },
+  () => {
+    let cluster: ServiceProcesses;
+    let collector: Server;
+    let fake: FakeProvider;
+    const exported: string[] = [];
+    const spans: Span[] = [];
+    const adminToken = generateToken('wkadmin_', 40);
+    const prefix = `otel_${randomBytes(4).toString('hex')}`;
 
-  before(async () => {
-    // The collector: OTLP/HTTP JSON on /v1/traces.
-    collector = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        exported.push(body);
-        try {
-          for (const rs of JSON.parse(body).resourceSpans ?? []) {
-            const service = rs.resource?.attributes?.find((a: { key: string }) => a.key === 'service.name')?.value?.stringValue ?? '';
-            for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push({ traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId, name: s.name, kind: s.kind, service });
+    before(async () => {
+      // The collector: OTLP/HTTP JSON on /v1/traces.
+      collector = createServer((req, res) => {
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          exported.push(body);
+          try {
+            for (const rs of JSON.parse(body).resourceSpans ?? []) {
+              const service =
+                rs.resource?.attributes?.find((a: { key: string }) => a.key === 'service.name')?.value?.stringValue ??
+                '';
+              for (const ss of rs.scopeSpans ?? [])
+                for (const s of ss.spans ?? [])
+                  spans.push({
+                    traceId: s.traceId,
+                    spanId: s.spanId,
+                    parentSpanId: s.parentSpanId,
+                    name: s.name,
+                    kind: s.kind,
+                    service,
+                  });
+            }
+          } catch {
+            // not JSON: kept in `exported` for the secrecy check
           }
-        } catch {
-          // not JSON: kept in `exported` for the secrecy check
-        }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+          res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        });
+      });
+      await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+      fake = await FakeProvider.start();
+      const { port } = collector.address() as { port: number };
+      cluster = await startServiceProcesses({
+        databaseServerUrl: process.env.TEST_DATABASE_URL!,
+        databasePrefix: prefix,
+        platformAdminToken: adminToken,
+        encryptionKeys: Keyring.generateSpec(),
+        kafkaBrokers: process.env.KAFKA_BROKERS,
+        env: {
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+          OTEL_BSP_SCHEDULE_DELAY: '100',
+          OPENAI_BASE_URL: fake.openaiBaseUrl,
+          ANTHROPIC_BASE_URL: fake.anthropicBaseUrl,
+        },
       });
     });
-    await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
-    fake = await FakeProvider.start();
-    const { port } = collector.address() as { port: number };
-    cluster = await startServiceProcesses({
-      databaseServerUrl: process.env.TEST_DATABASE_URL!, databasePrefix: prefix, platformAdminToken: adminToken,
-      encryptionKeys: Keyring.generateSpec(), kafkaBrokers: process.env.KAFKA_BROKERS,
-      env: {
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '100',
-        OPENAI_BASE_URL: fake.openaiBaseUrl, ANTHROPIC_BASE_URL: fake.anthropicBaseUrl,
-      },
+    after(async () => {
+      await cluster?.stop();
+      collector?.close();
+      await fake?.stop();
     });
-  });
-  after(async () => {
-    await cluster?.stop();
-    collector?.close();
-    await fake?.stop();
-  });
 
-  it('follows one request from the gateway into the service and its event, with no credential exported', async () => {
-    const call = async (method: string, path: string, key: string, body?: unknown) => {
-      const res = await fetch(`${cluster.url}/api/v1${path}`, {
-        method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined,
+    it('follows one request from the gateway into the service and its event, with no credential exported', async () => {
+      const call = async (method: string, path: string, key: string, body?: unknown) => {
+        const res = await fetch(`${cluster.url}/api/v1${path}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: body ? JSON.stringify(body) : undefined,
+        });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      const tenant = await call('POST', '/admin/tenants', adminToken, {
+        name: 'Traced',
+        owner: { name: 'Owner', email: 'owner@traced.test' },
       });
-      return { status: res.status, body: (await res.json()) as any };
-    };
-    const tenant = await call('POST', '/admin/tenants', adminToken, { name: 'Traced', owner: { name: 'Owner', email: 'owner@traced.test' } });
-    assert.equal(tenant.status, 201);
-    const key = tenant.body.api_key as string;
-    const note = await call('POST', '/notes', key, { title: 'traced' });
-    assert.equal(note.status, 201);
+      assert.equal(tenant.status, 201);
+      const key = tenant.body.api_key as string;
+      const note = await call('POST', '/notes', key, { title: 'traced' });
+      assert.equal(note.status, 201);
 
-    // The note's event row carries the W3C trace context of the request that wrote it.
-    const db = new pg.Client({ connectionString: databaseUrlFor(process.env.TEST_DATABASE_URL!, `${prefix}_notes_tasks`) });
-    await db.connect();
-    const { rows } = await db.query<{ headers: Record<string, string> }>('SELECT headers FROM outbox WHERE resource_id = $1', [note.body.id]);
-    await db.end();
-    const traceparent = rows[0]?.headers.traceparent;
-    assert.match(traceparent ?? '', /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/, `outbox headers: ${JSON.stringify(rows[0]?.headers)}`);
-    const traceId = traceparent!.split('-')[1]!;
+      // The note's event row carries the W3C trace context of the request that wrote it.
+      const db = new pg.Client({
+        connectionString: databaseUrlFor(process.env.TEST_DATABASE_URL!, `${prefix}_notes_tasks`),
+      });
+      await db.connect();
+      const { rows } = await db.query<{ headers: Record<string, string> }>(
+        'SELECT headers FROM outbox WHERE resource_id = $1',
+        [note.body.id],
+      );
+      await db.end();
+      const traceparent = rows[0]?.headers.traceparent;
+      assert.match(
+        traceparent ?? '',
+        /^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/,
+        `outbox headers: ${JSON.stringify(rows[0]?.headers)}`,
+      );
+      const traceId = traceparent!.split('-')[1]!;
 
-    let trace: Span[] = [];
-    for (let i = 0; i < 100; i++) {
-      trace = spans.filter((s) => s.traceId === traceId);
-      if (trace.some((s) => s.service === 'gateway') && trace.some((s) => s.service === 'notes-tasks' && s.kind === 2)) break;
-      await sleep(100);
-    }
-    const services = new Set(trace.map((s) => s.service));
-    assert.ok(services.has('gateway') && services.has('notes-tasks'), `one trace spans gateway and notes-tasks: ${JSON.stringify(trace.map((s) => [s.service, s.name]))}`);
-    assert.ok(trace.some((s) => s.service === 'notes-tasks' && /CreateNote/.test(s.name)), 'the gRPC server span of CreateNote is in it');
+      let trace: Span[] = [];
+      for (let i = 0; i < 100; i++) {
+        trace = spans.filter((s) => s.traceId === traceId);
+        if (
+          trace.some((s) => s.service === 'gateway') &&
+          trace.some((s) => s.service === 'notes-tasks' && s.kind === 2)
+        )
+          break;
+        await sleep(100);
+      }
+      const services = new Set(trace.map((s) => s.service));
+      assert.ok(
+        services.has('gateway') && services.has('notes-tasks'),
+        `one trace spans gateway and notes-tasks: ${JSON.stringify(trace.map((s) => [s.service, s.name]))}`,
+      );
+      assert.ok(
+        trace.some((s) => s.service === 'notes-tasks' && /CreateNote/.test(s.name)),
+        'the gRPC server span of CreateNote is in it',
+      );
 
-    // identity's audit consumer continues that trace from the Kafka headers: its span is a child
-    // of the span that recorded the event.
-    const recordedBy = traceparent!.split('-')[2]!;
-    let consumed: Span | undefined;
-    for (let i = 0; i < 100 && !consumed; i++) {
-      consumed = spans.find((s) => s.traceId === traceId && s.service === 'identity' && s.kind === 5);
-      if (!consumed) await sleep(100);
-    }
-    assert.ok(consumed, `identity's consumer span is in the trace: ${JSON.stringify(spans.filter((s) => s.traceId === traceId).map((s) => [s.service, s.name, s.kind]))}`);
-    assert.equal(consumed.parentSpanId, recordedBy, 'the consumer span is a child of the span in the traceparent header');
-    assert.match(consumed.name, /^process .*audit/);
+      // identity's audit consumer continues that trace from the Kafka headers: its span is a child
+      // of the span that recorded the event.
+      const recordedBy = traceparent!.split('-')[2]!;
+      let consumed: Span | undefined;
+      for (let i = 0; i < 100 && !consumed; i++) {
+        consumed = spans.find((s) => s.traceId === traceId && s.service === 'identity' && s.kind === 5);
+        if (!consumed) await sleep(100);
+      }
+      assert.ok(
+        consumed,
+        `identity's consumer span is in the trace: ${JSON.stringify(spans.filter((s) => s.traceId === traceId).map((s) => [s.service, s.name, s.kind]))}`,
+      );
+      assert.equal(
+        consumed.parentSpanId,
+        recordedBy,
+        'the consumer span is a child of the span in the traceparent header',
+      );
+      assert.match(consumed.name, /^process .*audit/);
 
-    // Provider keys (BYOK) probed and stored: traced like any call, and in no span.
-    const providerKey = `sk-${randomBytes(24).toString('hex')}`;
-    const refusedKey = `sk-ant-${randomBytes(24).toString('hex')}`;
-    fake.probes.set(providerKey, 'ok');
-    fake.probes.set(refusedKey, 401);
-    assert.equal((await call('POST', '/agent-configs/validate-key', key, { api_key: refusedKey })).body.category, 'invalid_key');
-    assert.equal((await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey })).status, 200);
-    for (let i = 0; i < 100 && !spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)); i++) await sleep(100);
-    assert.ok(spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)), 'the agents service exported its spans');
-    await sleep(500);
+      // Provider keys (BYOK) probed and stored: traced like any call, and in no span.
+      const providerKey = `sk-${randomBytes(24).toString('hex')}`;
+      const refusedKey = `sk-ant-${randomBytes(24).toString('hex')}`;
+      fake.probes.set(providerKey, 'ok');
+      fake.probes.set(refusedKey, 401);
+      assert.equal(
+        (await call('POST', '/agent-configs/validate-key', key, { api_key: refusedKey })).body.category,
+        'invalid_key',
+      );
+      assert.equal(
+        (await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey })).status,
+        200,
+      );
+      for (let i = 0; i < 100 && !spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)); i++)
+        await sleep(100);
+      assert.ok(
+        spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)),
+        'the agents service exported its spans',
+      );
+      await sleep(500);
 
-    // An app's secret travels to its MCP server on a probe and a tool call, and into no span.
-    const appSecret = `app-secret-${randomBytes(8).toString('hex')}`;
-    const mcp = await startMcpServer({ transport: 'streamable', auth: { header: 'authorization', value: `Bearer ${appSecret}` }, tools: [{ name: 'echo' }] });
-    try {
-      const created = await call('POST', '/apps', key, { slug: 'traced', display_name: 'Traced', mcp_server_url: mcp.url, auth: { type: 'bearer', secret: appSecret } });
-      assert.equal(created.status, 201, JSON.stringify(created.body) + cluster.output());
-      assert.equal((await call('POST', '/apps/traced/probe', key, {})).body.status, 'healthy');
-      await call('PATCH', '/apps/traced', key, { enabled_tools: ['echo'] });
-      assert.equal((await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } })).status, 200);
-      assert.equal(mcp.calls.at(-1)?.headers.authorization, `Bearer ${appSecret}`);
-      for (let i = 0; i < 100 && !spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)); i++) await sleep(100);
-      assert.ok(spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)), `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`);
-    } finally {
-      await mcp.close();
-    }
+      // An app's secret travels to its MCP server on a probe and a tool call, and into no span.
+      const appSecret = `app-secret-${randomBytes(8).toString('hex')}`;
+      const mcp = await startMcpServer({
+        transport: 'streamable',
+        auth: { header: 'authorization', value: `Bearer ${appSecret}` },
+        tools: [{ name: 'echo' }],
+      });
+      try {
+        const created = await call('POST', '/apps', key, {
+          slug: 'traced',
+          display_name: 'Traced',
+          mcp_server_url: mcp.url,
+          auth: { type: 'bearer', secret: appSecret },
+        });
+        assert.equal(created.status, 201, JSON.stringify(created.body) + cluster.output());
+        assert.equal((await call('POST', '/apps/traced/probe', key, {})).body.status, 'healthy');
+        await call('PATCH', '/apps/traced', key, { enabled_tools: ['echo'] });
+        assert.equal((await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } })).status, 200);
+        assert.equal(mcp.calls.at(-1)?.headers.authorization, `Bearer ${appSecret}`);
+        for (let i = 0; i < 100 && !spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)); i++)
+          await sleep(100);
+        assert.ok(
+          spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)),
+          `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`,
+        );
+      } finally {
+        await mcp.close();
+      }
 
-    const all = exported.join('\n');
-    assert.ok(all.length > 1000, 'spans were exported');
-    assert.ok(!all.includes(appSecret), 'the app secret is in no span');
-    assert.ok(!all.includes(providerKey) && !all.includes(refusedKey), 'no provider key is in any span');
-    assert.ok(!all.includes(key), 'the API key is in no span');
-    assert.ok(!all.includes(adminToken), 'the admin token is in no span');
-  });
-});
+      const all = exported.join('\n');
+      assert.ok(all.length > 1000, 'spans were exported');
+      assert.ok(!all.includes(appSecret), 'the app secret is in no span');
+      assert.ok(!all.includes(providerKey) && !all.includes(refusedKey), 'no provider key is in any span');
+      assert.ok(!all.includes(key), 'the API key is in no span');
+      assert.ok(!all.includes(adminToken), 'the admin token is in no span');
+    });
+  },
+);

@@ -10,7 +10,8 @@ import { assertError, startTestStack, violations, type TenantFixture, type TestS
 describe('timestamps', () => {
   let stack: TestStack;
   let acme: TenantFixture;
-  const call = (method: string, path: string, body?: unknown) => stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body === undefined ? {} : { body }) });
 
   before(async () => {
     stack = await startTestStack({ kafkaBrokers: undefined });
@@ -29,7 +30,11 @@ describe('timestamps', () => {
     const viaService = await call('POST', `/tasks/${task.body.id}/complete`, { occurrence: '2026-02-31T10:00:00Z' });
     assertError(viaService, 400);
     assert.deepEqual(violations(viaService), ['occurrence']);
-    assert.equal((await call('GET', `/tasks/${task.body.id}`)).body.due_at, '2026-03-03T10:00:00.000000Z', 'the occurrence was not completed');
+    assert.equal(
+      (await call('GET', `/tasks/${task.body.id}`)).body.due_at,
+      '2026-03-03T10:00:00.000000Z',
+      'the occurrence was not completed',
+    );
 
     // The same instant written properly still completes it.
     const ok = await call('POST', `/tasks/${task.body.id}/complete`, { occurrence: '2026-03-03T10:00:00Z' });

@@ -8,7 +8,14 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signedBy, startReceiver, type Received, type Receiver } from '@workauto/webhooks/testing';
-import { assertError, assertRecord, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
+import {
+  assertError,
+  assertRecord,
+  startTestStack,
+  violations,
+  type TenantFixture,
+  type TestStack,
+} from './harness.js';
 
 /** WEBHOOK_MAX_ENDPOINTS of this stack: above what Acme's tests create, small enough to reach. */
 const MAX_ENDPOINTS = 25;
@@ -23,14 +30,21 @@ describe('webhooks through the gateway', () => {
     receivers.push(r);
     return r;
   };
-  const call = (method: string, path: string, body?: unknown, key = acme.key) => stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+  const call = (method: string, path: string, body?: unknown, key = acme.key) =>
+    stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
   /** The requests whose body has this type (the receiver also gets the tenant's other events). */
-  const ofType = (r: Receiver, type: string | RegExp) => r.received.filter((x) => (typeof type === 'string' ? JSON.parse(x.body).type === type : type.test(JSON.parse(x.body).type)));
+  const ofType = (r: Receiver, type: string | RegExp) =>
+    r.received.filter((x) =>
+      typeof type === 'string' ? JSON.parse(x.body).type === type : type.test(JSON.parse(x.body).type),
+    );
   async function arrival(r: Receiver, match: (x: Received) => boolean, ms = 15_000): Promise<Received> {
     for (const end = Date.now() + ms; ;) {
       const found = r.received.find(match);
       if (found) return found;
-      if (Date.now() > end) throw new Error(`no matching delivery within ${ms} ms; got ${r.received.map((x) => JSON.parse(x.body).type).join(', ')}`);
+      if (Date.now() > end)
+        throw new Error(
+          `no matching delivery within ${ms} ms; got ${r.received.map((x) => JSON.parse(x.body).type).join(', ')}`,
+        );
       await sleep(20);
     }
   }
@@ -40,7 +54,9 @@ describe('webhooks through the gateway', () => {
   };
 
   before(async () => {
-    stack = await startTestStack({ webhooks: { settings: { retrySchedule: [0, 500, 1_000], timeoutMs: 8_000, maxEndpoints: MAX_ENDPOINTS } } });
+    stack = await startTestStack({
+      webhooks: { settings: { retrySchedule: [0, 500, 1_000], timeoutMs: 8_000, maxEndpoints: MAX_ENDPOINTS } },
+    });
     acme = await stack.createTenant('Acme');
     other = await stack.createTenant('Other');
   });
@@ -51,10 +67,31 @@ describe('webhooks through the gateway', () => {
 
   it('serves every endpoint: create (secret once), list, get, patch, rotate, test, event types, events, retry, delete', async () => {
     const r = await receiver();
-    const created = await call('POST', '/webhook-endpoints', { url: r.url, description: 'CRM sync', event_types: ['note.created', 'deal.*'], channels: ['deal'], metadata: { team: 'x' } });
+    const created = await call('POST', '/webhook-endpoints', {
+      url: r.url,
+      description: 'CRM sync',
+      event_types: ['note.created', 'deal.*'],
+      channels: ['deal'],
+      metadata: { team: 'x' },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const ep = created.body;
-    assertRecord(ep, { id: 'uuid', tenant_id: 'uuid', url: 'string', is_enabled: 'boolean', event_types: 'array', channels: 'array', metadata: 'object', created_at: 'date-time', updated_at: 'date-time', signing_secret: 'string' }, 'endpoint');
+    assertRecord(
+      ep,
+      {
+        id: 'uuid',
+        tenant_id: 'uuid',
+        url: 'string',
+        is_enabled: 'boolean',
+        event_types: 'array',
+        channels: 'array',
+        metadata: 'object',
+        created_at: 'date-time',
+        updated_at: 'date-time',
+        signing_secret: 'string',
+      },
+      'endpoint',
+    );
     assert.match(ep.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     assert.equal(ep.tenant_id, acme.id);
     assert.equal(ep.is_enabled, true);
@@ -62,14 +99,22 @@ describe('webhooks through the gateway', () => {
     const got = await call('GET', `/webhook-endpoints/${ep.id}`);
     assert.equal(got.status, 200);
     assert.equal(got.body.signing_secret ?? null, null, 'the secret is shown only on create and rotate');
-    assert.deepEqual({ ...got.body, signing_secret: undefined }, { ...ep, signing_secret: undefined, ...(got.body.signing_secret === null ? {} : {}) });
+    assert.deepEqual(
+      { ...got.body, signing_secret: undefined },
+      { ...ep, signing_secret: undefined, ...(got.body.signing_secret === null ? {} : {}) },
+    );
     const list = await call('GET', '/webhook-endpoints?limit=1');
     assert.equal(list.status, 200);
     assert.equal(list.body.data.length, 1);
     assert.equal(typeof list.body.has_more, 'boolean');
     assert.ok(list.body.data.every((e: { signing_secret?: string | null }) => !e.signing_secret));
 
-    const patched = await call('PATCH', `/webhook-endpoints/${ep.id}`, { description: null, event_types: ['note.*'], channels: null, is_enabled: false });
+    const patched = await call('PATCH', `/webhook-endpoints/${ep.id}`, {
+      description: null,
+      event_types: ['note.*'],
+      channels: null,
+      is_enabled: false,
+    });
     assert.equal(patched.status, 200, JSON.stringify(patched.body));
     assert.equal(patched.body.description ?? null, null);
     assert.deepEqual(patched.body.event_types, ['note.*']);
@@ -91,19 +136,39 @@ describe('webhooks through the gateway', () => {
     assert.equal(tested.body.success, true);
     assert.equal(tested.body.http_status, 200);
     const testDelivery = await arrival(r, (x) => JSON.parse(x.body).type === 'webhook.test');
-    assert.ok(signedBy(testDelivery, rotated.body.signing_secret) && signedBy(testDelivery, ep.signing_secret), 'both secrets during the grace');
+    assert.ok(
+      signedBy(testDelivery, rotated.body.signing_secret) && signedBy(testDelivery, ep.signing_secret),
+      'both secrets during the grace',
+    );
 
     const types = await call('GET', '/webhook-event-types');
     assert.equal(types.status, 200);
     assert.ok(Array.isArray(types.body), 'a bare array');
-    for (const name of ['note.created', 'deal.stage_changed', 'member.updated', 'webhook_endpoint.disabled']) assert.ok(types.body.some((t: { name: string }) => t.name === name), name);
+    for (const name of ['note.created', 'deal.stage_changed', 'member.updated', 'webhook_endpoint.disabled'])
+      assert.ok(
+        types.body.some((t: { name: string }) => t.name === name),
+        name,
+      );
 
     const note = (await call('POST', '/notes', { title: 'Hello', body: 'world' })).body;
     const delivered = await arrival(r, about('note.created', note.id));
     const events = await call('GET', `/webhook-events?event_type=note.created&endpoint_id=${ep.id}`);
     assert.equal(events.status, 200);
     const event = events.body.data.find((e: { id: string }) => e.id === delivered.headers['webhook-id']);
-    assertRecord(event, { id: 'uuid', tenant_id: 'uuid', event_type: 'string', channels: 'array', payload: 'object', status: 'string', created_at: 'date-time', updated_at: 'date-time' }, 'webhook event');
+    assertRecord(
+      event,
+      {
+        id: 'uuid',
+        tenant_id: 'uuid',
+        event_type: 'string',
+        channels: 'array',
+        payload: 'object',
+        status: 'string',
+        created_at: 'date-time',
+        updated_at: 'date-time',
+      },
+      'webhook event',
+    );
     assert.deepEqual(event.payload, JSON.parse(delivered.body));
     assert.deepEqual(event.channels, ['note']);
     // The receiver has the request a moment before the attempt is recorded.
@@ -131,19 +196,41 @@ describe('webhooks through the gateway', () => {
     const noUrl = await call('POST', '/webhook-endpoints', {});
     assertError(noUrl, 400);
     assert.deepEqual(violations(noUrl), ['url']);
-    const badType = await call('POST', '/webhook-endpoints', { url: 'https://hooks.example.com/x', event_types: ['note.created', 'note.exploded'] });
+    const badType = await call('POST', '/webhook-endpoints', {
+      url: 'https://hooks.example.com/x',
+      event_types: ['note.created', 'note.exploded'],
+    });
     assertError(badType, 400);
     assert.deepEqual(violations(badType), ['event_types[1]']);
-    const badChannel = await call('POST', '/webhook-endpoints', { url: 'https://hooks.example.com/x', channels: ['Pipeline x'] });
+    const badChannel = await call('POST', '/webhook-endpoints', {
+      url: 'https://hooks.example.com/x',
+      channels: ['Pipeline x'],
+    });
     assert.deepEqual(violations(badChannel), ['channels[0]']);
     const userinfo = await call('POST', '/webhook-endpoints', { url: 'https://u:p@hooks.example.com/x' });
     assert.deepEqual(violations(userinfo), ['url']);
   });
 
-  it("delivers a change made through the API, signed, with data equal to the GET body, to the matching endpoints only", async () => {
-    const [all, notes, deals, pipelineCh, both] = await Promise.all([receiver(), receiver(), receiver(), receiver(), receiver()]);
-    const pipeline = (await call('POST', '/pipelines', { name: 'Sales', stages: [{ name: 'Lead', stage_type: 'open' }, { name: 'Won', stage_type: 'won' }] })).body;
-    const otherPipeline = (await call('POST', '/pipelines', { name: 'Other', stages: [{ name: 'Lead', stage_type: 'open' }] })).body;
+  it('delivers a change made through the API, signed, with data equal to the GET body, to the matching endpoints only', async () => {
+    const [all, notes, deals, pipelineCh, both] = await Promise.all([
+      receiver(),
+      receiver(),
+      receiver(),
+      receiver(),
+      receiver(),
+    ]);
+    const pipeline = (
+      await call('POST', '/pipelines', {
+        name: 'Sales',
+        stages: [
+          { name: 'Lead', stage_type: 'open' },
+          { name: 'Won', stage_type: 'won' },
+        ],
+      })
+    ).body;
+    const otherPipeline = (
+      await call('POST', '/pipelines', { name: 'Other', stages: [{ name: 'Lead', stage_type: 'open' }] })
+    ).body;
     const mk = async (r: Receiver, body: Record<string, unknown>) => {
       const res = await call('POST', '/webhook-endpoints', { url: r.url, ...body });
       assert.equal(res.status, 201, JSON.stringify(res.body));
@@ -158,17 +245,31 @@ describe('webhooks through the gateway', () => {
     const note = (await call('POST', '/notes', { title: 'Plan', body: 'ship it', metadata: { n: 1 } })).body;
     const deal = (await call('POST', '/deals', { title: 'Big', amount: 1234.5, stage_id: pipeline.stages[0].id })).body;
     assert.equal((await call('PATCH', `/deals/${deal.id}`, { title: 'Bigger' })).status, 200);
-    const otherDeal = (await call('POST', '/deals', { title: 'Elsewhere', amount: 1, stage_id: otherPipeline.stages[0].id })).body;
+    const otherDeal = (
+      await call('POST', '/deals', { title: 'Elsewhere', amount: 1, stage_id: otherPipeline.stages[0].id })
+    ).body;
     assert.equal((await call('PATCH', `/deals/${otherDeal.id}`, { title: 'Elsewhere 2' })).status, 200);
     const member = (await call('PATCH', `/members/${acme.ownerId}`, { metadata: { k: 'v' } })).body;
 
     const noteDelivery = await arrival(all, about('note.created', note.id));
     assert.ok(signedBy(noteDelivery, epAll.signing_secret), 'signature verifies with node:crypto');
-    assert.deepEqual(JSON.parse(noteDelivery.body).data, (await call('GET', `/notes/${note.id}`)).body, 'note data is the GET body');
+    assert.deepEqual(
+      JSON.parse(noteDelivery.body).data,
+      (await call('GET', `/notes/${note.id}`)).body,
+      'note data is the GET body',
+    );
     const dealDelivery = await arrival(all, about('deal.updated', deal.id));
-    assert.deepEqual(JSON.parse(dealDelivery.body).data, (await call('GET', `/deals/${deal.id}`)).body, 'deal data is the GET body');
+    assert.deepEqual(
+      JSON.parse(dealDelivery.body).data,
+      (await call('GET', `/deals/${deal.id}`)).body,
+      'deal data is the GET body',
+    );
     const memberDelivery = await arrival(all, about('member.updated', member.id));
-    assert.deepEqual(JSON.parse(memberDelivery.body).data, (await call('GET', `/members/${member.id}`)).body, 'member data is the GET body');
+    assert.deepEqual(
+      JSON.parse(memberDelivery.body).data,
+      (await call('GET', `/members/${member.id}`)).body,
+      'member data is the GET body',
+    );
 
     await arrival(notes, about('note.created', note.id));
     await arrival(deals, about('deal.updated', otherDeal.id));
@@ -176,10 +277,23 @@ describe('webhooks through the gateway', () => {
     await arrival(both, about('deal.updated', deal.id));
     await sleep(500);
     assert.deepEqual(new Set(notes.received.map((x) => JSON.parse(x.body).type)), new Set(['note.created']));
-    assert.deepEqual(new Set(ofType(deals, /./).map((x) => JSON.parse(x.body).type)), new Set(['deal.created', 'deal.updated']));
-    assert.ok(pipelineCh.received.every((x) => { const b = JSON.parse(x.body); return b.data.pipeline_id === pipeline.id || b.data.id === pipeline.id; }), 'channel pipeline:<id> only');
+    assert.deepEqual(
+      new Set(ofType(deals, /./).map((x) => JSON.parse(x.body).type)),
+      new Set(['deal.created', 'deal.updated']),
+    );
+    assert.ok(
+      pipelineCh.received.every((x) => {
+        const b = JSON.parse(x.body);
+        return b.data.pipeline_id === pipeline.id || b.data.id === pipeline.id;
+      }),
+      'channel pipeline:<id> only',
+    );
     assert.ok(ofType(pipelineCh, 'deal.created').length === 1, 'the deal of the pipeline');
-    assert.deepEqual(both.received.map((x) => `${JSON.parse(x.body).type}:${JSON.parse(x.body).data.id}`), [`deal.updated:${deal.id}`], 'both filters must match');
+    assert.deepEqual(
+      both.received.map((x) => `${JSON.parse(x.body).type}:${JSON.parse(x.body).data.id}`),
+      [`deal.updated:${deal.id}`],
+      'both filters must match',
+    );
     const ids = all.received.map((x) => x.headers['webhook-id']);
     assert.equal(new Set(ids).size, ids.length, 'each event once');
   });
@@ -207,7 +321,11 @@ describe('webhooks through the gateway', () => {
     assert.equal(got.is_enabled, false);
     assert.match(got.disabled_reason, /410 Gone/);
     for (let i = 0; ; i++) {
-      const entries = (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as { resource_id: string; actor_id: string; actor_type: string }[];
+      const entries = (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as {
+        resource_id: string;
+        actor_id: string;
+        actor_type: string;
+      }[];
       const entry = entries.find((e) => e.resource_id === ep.id);
       if (entry) {
         assert.equal(entry.actor_id, 'system');
@@ -238,17 +356,36 @@ describe('webhooks through the gateway', () => {
     const capped = await stack.createTenant('Capped');
     // Filtered to a type this tenant never makes: its own webhook_endpoint.* events would otherwise
     // fan out to every one of them, and the attempts to an unreachable host would hold up the workers.
-    const create = (i: number) => call('POST', '/webhook-endpoints', { url: `https://hooks.example.com/${i}`, event_types: ['note.created'] }, capped.key);
+    const create = (i: number) =>
+      call(
+        'POST',
+        '/webhook-endpoints',
+        { url: `https://hooks.example.com/${i}`, event_types: ['note.created'] },
+        capped.key,
+      );
     const ids: string[] = [];
     for (let i = 0; i < MAX_ENDPOINTS; i++) ids.push((await create(i)).body.id);
     const refused = await create(MAX_ENDPOINTS);
     assertError(refused, 409, 'WEBHOOK_ENDPOINT_LIMIT_REACHED');
     assert.equal(refused.body.error.status, 'FAILED_PRECONDITION');
-    assert.match(refused.body.error.message, new RegExp(`limit of ${MAX_ENDPOINTS} webhook endpoints.*DELETE /api/v1/webhook-endpoints/\\{id\\}.*WEBHOOK_MAX_ENDPOINTS`));
-    assert.equal((await call('GET', '/webhook-endpoints?limit=100', undefined, capped.key)).body.data.length, MAX_ENDPOINTS, 'nothing was created');
+    assert.match(
+      refused.body.error.message,
+      new RegExp(
+        `limit of ${MAX_ENDPOINTS} webhook endpoints.*DELETE /api/v1/webhook-endpoints/\\{id\\}.*WEBHOOK_MAX_ENDPOINTS`,
+      ),
+    );
+    assert.equal(
+      (await call('GET', '/webhook-endpoints?limit=100', undefined, capped.key)).body.data.length,
+      MAX_ENDPOINTS,
+      'nothing was created',
+    );
     assert.equal((await call('DELETE', `/webhook-endpoints/${ids[0]}`, undefined, capped.key)).status, 204);
     assert.equal((await create(MAX_ENDPOINTS + 1)).status, 201);
-    assert.equal((await call('POST', '/webhook-endpoints', { url: 'https://hooks.example.com/x' })).status, 201, 'another tenant is unaffected');
+    assert.equal(
+      (await call('POST', '/webhook-endpoints', { url: 'https://hooks.example.com/x' })).status,
+      201,
+      'another tenant is unaffected',
+    );
   });
 
   it('applies the roles: reads need read on webhooks, everything else admin', async () => {
@@ -260,13 +397,27 @@ describe('webhooks through the gateway', () => {
     const member = await invite('member');
     const viewer = await invite('viewer');
     const ep = (await call('POST', '/webhook-endpoints', { url: 'https://hooks.example.com/x' })).body;
-    for (const path of ['/webhook-endpoints', `/webhook-endpoints/${ep.id}`, '/webhook-event-types', '/webhook-events']) {
+    for (const path of [
+      '/webhook-endpoints',
+      `/webhook-endpoints/${ep.id}`,
+      '/webhook-event-types',
+      '/webhook-events',
+    ]) {
       assert.equal((await call('GET', path, undefined, member)).status, 200, `member GET ${path}`);
       assertError(await call('GET', path, undefined, viewer), 403);
     }
-    for (const [method, path] of [['POST', '/webhook-endpoints'], ['PATCH', `/webhook-endpoints/${ep.id}`], ['DELETE', `/webhook-endpoints/${ep.id}`],
-      ['POST', `/webhook-endpoints/${ep.id}/rotate-secret`], ['POST', `/webhook-endpoints/${ep.id}/test`], ['POST', `/webhook-events/${randomUUID()}/retry`]] as const) {
-      assertError(await call(method, path, method === 'DELETE' ? undefined : { url: 'https://hooks.example.com/y' }, member), 403);
+    for (const [method, path] of [
+      ['POST', '/webhook-endpoints'],
+      ['PATCH', `/webhook-endpoints/${ep.id}`],
+      ['DELETE', `/webhook-endpoints/${ep.id}`],
+      ['POST', `/webhook-endpoints/${ep.id}/rotate-secret`],
+      ['POST', `/webhook-endpoints/${ep.id}/test`],
+      ['POST', `/webhook-events/${randomUUID()}/retry`],
+    ] as const) {
+      assertError(
+        await call(method, path, method === 'DELETE' ? undefined : { url: 'https://hooks.example.com/y' }, member),
+        403,
+      );
     }
   });
 
@@ -276,14 +427,32 @@ describe('webhooks through the gateway', () => {
     const note = (await call('POST', '/notes', { title: 'Secret plan' })).body;
     const delivered = await arrival(r, about('note.created', note.id));
     const eventId = delivered.headers['webhook-id'];
-    for (const [method, path] of [['GET', `/webhook-endpoints/${ep.id}`], ['PATCH', `/webhook-endpoints/${ep.id}`], ['DELETE', `/webhook-endpoints/${ep.id}`],
-      ['POST', `/webhook-endpoints/${ep.id}/rotate-secret`], ['POST', `/webhook-endpoints/${ep.id}/test`], ['GET', `/webhook-events/${eventId}`], ['POST', `/webhook-events/${eventId}/retry`]] as const) {
+    for (const [method, path] of [
+      ['GET', `/webhook-endpoints/${ep.id}`],
+      ['PATCH', `/webhook-endpoints/${ep.id}`],
+      ['DELETE', `/webhook-endpoints/${ep.id}`],
+      ['POST', `/webhook-endpoints/${ep.id}/rotate-secret`],
+      ['POST', `/webhook-endpoints/${ep.id}/test`],
+      ['GET', `/webhook-events/${eventId}`],
+      ['POST', `/webhook-events/${eventId}/retry`],
+    ] as const) {
       assertError(await call(method, path, method === 'GET' || method === 'DELETE' ? undefined : {}, other.key), 404);
     }
-    assert.ok(!(await call('GET', '/webhook-endpoints', undefined, other.key)).body.data.some((e: { id: string }) => e.id === ep.id));
-    assert.ok(!(await call('GET', '/webhook-events?limit=200', undefined, other.key)).body.data.some((e: { id: string }) => e.id === eventId));
+    assert.ok(
+      !(await call('GET', '/webhook-endpoints', undefined, other.key)).body.data.some(
+        (e: { id: string }) => e.id === ep.id,
+      ),
+    );
+    assert.ok(
+      !(await call('GET', '/webhook-events?limit=200', undefined, other.key)).body.data.some(
+        (e: { id: string }) => e.id === eventId,
+      ),
+    );
     const theirs = (await call('POST', '/notes', { title: 'Other' }, other.key)).body;
     await sleep(800);
-    assert.ok(!r.received.some((x) => JSON.parse(x.body).data?.id === theirs.id), "the other tenant's change never reaches this endpoint");
+    assert.ok(
+      !r.received.some((x) => JSON.parse(x.body).data?.id === theirs.id),
+      "the other tenant's change never reaches this endpoint",
+    );
   });
 });

@@ -3,8 +3,17 @@ import type { EventType } from './types.js';
 /** Events of the apps service (docs/events.md § apps). */
 export const APPS_EVENT_TYPES: readonly EventType[] = [
   { name: 'app.created', description: 'An app (MCP server) was created: POST /apps' },
-  { name: 'app.updated', description: 'An app was updated: PATCH /apps/{slug} (display name, description, URL, enabled tools, metadata)' },
-  { name: 'app.auth_rotated', description: 'An app\'s stored credential was replaced: POST /apps/{slug}/auth/rotate (never the secret)' },
-  { name: 'app.status_changed', description: 'A probe changed an app\'s status (pending, healthy, auth_failed, unreachable, protocol_error)' },
+  {
+    name: 'app.updated',
+    description: 'An app was updated: PATCH /apps/{slug} (display name, description, URL, enabled tools, metadata)',
+  },
+  {
+    name: 'app.auth_rotated',
+    description: "An app's stored credential was replaced: POST /apps/{slug}/auth/rotate (never the secret)",
+  },
+  {
+    name: 'app.status_changed',
+    description: "A probe changed an app's status (pending, healthy, auth_failed, unreachable, protocol_error)",
+  },
   { name: 'app.deleted', description: 'An app was deleted: DELETE /apps/{slug}' },
 ];

@@ -29,7 +29,7 @@ export const BLUEPRINTS: readonly Blueprint[] = [
     defaultProvider: 'anthropic',
     tools: ['list_tasks', 'create_task', 'search_notes'],
     prompt:
-      'You triage the team\'s tasks. List the open tasks, look up related notes when useful, and create a ' +
+      "You triage the team's tasks. List the open tasks, look up related notes when useful, and create a " +
       'follow-up task for anything that is overdue or blocked. Finish with a short summary of what you did.',
   },
   {
@@ -46,7 +46,7 @@ export const BLUEPRINTS: readonly Blueprint[] = [
   {
     id: 'daily-briefing',
     name: 'Daily briefing',
-    description: 'Writes a briefing of today\'s calendar, the open tasks and the open deals as a note.',
+    description: "Writes a briefing of today's calendar, the open tasks and the open deals as a note.",
     models: MODELS,
     defaultProvider: 'openai',
     tools: ['list_calendar_events', 'list_tasks', 'list_deals', 'create_note'],

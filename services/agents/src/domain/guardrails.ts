@@ -15,18 +15,30 @@ export interface Violation {
   description: string;
 }
 
-export const GUARDRAIL_LIMITS = { rules: 50, tools: 100, toolName: 128, pattern: 1_000, maxToolCalls: 1_000, maxOutputChars: 1_000_000 };
+export const GUARDRAIL_LIMITS = {
+  rules: 50,
+  tools: 100,
+  toolName: 128,
+  pattern: 1_000,
+  maxToolCalls: 1_000,
+  maxOutputChars: 1_000_000,
+};
 
 const TYPES = ['allow_tools', 'deny_tools', 'max_tool_calls', 'max_output_chars', 'block_pattern'] as const;
 const FIELDS: Record<(typeof TYPES)[number], string> = {
-  allow_tools: 'tools', deny_tools: 'tools', max_tool_calls: 'value', max_output_chars: 'value', block_pattern: 'pattern',
+  allow_tools: 'tools',
+  deny_tools: 'tools',
+  max_tool_calls: 'value',
+  max_output_chars: 'value',
+  block_pattern: 'pattern',
 };
 const TOOL_NAME = /^[A-Za-z0-9_*?-]+$/;
 
 /** The violations of a guardrails array as sent; empty when every rule is well formed. */
 export function guardrailViolations(rules: unknown[]): Violation[] {
   const out: Violation[] = [];
-  if (rules.length > GUARDRAIL_LIMITS.rules) out.push({ field: 'guardrails', description: `must have at most ${GUARDRAIL_LIMITS.rules} rules` });
+  if (rules.length > GUARDRAIL_LIMITS.rules)
+    out.push({ field: 'guardrails', description: `must have at most ${GUARDRAIL_LIMITS.rules} rules` });
   rules.forEach((rule, i) => {
     const at = `guardrails[${i}]`;
     if (typeof rule !== 'object' || rule === null || Array.isArray(rule)) {
@@ -41,7 +53,11 @@ export function guardrailViolations(rules: unknown[]): Violation[] {
     }
     const field = FIELDS[type as (typeof TYPES)[number]];
     for (const key of Object.keys(r)) {
-      if (key !== 'type' && key !== field) out.push({ field: `${at}.${key}`, description: `is not a field of a ${type} rule (it takes type and ${field})` });
+      if (key !== 'type' && key !== field)
+        out.push({
+          field: `${at}.${key}`,
+          description: `is not a field of a ${type} rule (it takes type and ${field})`,
+        });
     }
     const value = r[field];
     const path = `${at}.${field}`;
@@ -49,11 +65,22 @@ export function guardrailViolations(rules: unknown[]): Violation[] {
       case 'allow_tools':
       case 'deny_tools':
         if (!Array.isArray(value) || value.length === 0 || value.length > GUARDRAIL_LIMITS.tools) {
-          out.push({ field: path, description: `must be an array of 1 to ${GUARDRAIL_LIMITS.tools} tool names or globs (e.g. "create_*", "crm-app__*")` });
+          out.push({
+            field: path,
+            description: `must be an array of 1 to ${GUARDRAIL_LIMITS.tools} tool names or globs (e.g. "create_*", "crm-app__*")`,
+          });
         } else {
           value.forEach((name, j) => {
-            if (typeof name !== 'string' || name.length === 0 || name.length > GUARDRAIL_LIMITS.toolName || !TOOL_NAME.test(name)) {
-              out.push({ field: `${path}[${j}]`, description: `must be a tool name or glob of 1 to ${GUARDRAIL_LIMITS.toolName} letters, digits, _, -, * or ?` });
+            if (
+              typeof name !== 'string' ||
+              name.length === 0 ||
+              name.length > GUARDRAIL_LIMITS.toolName ||
+              !TOOL_NAME.test(name)
+            ) {
+              out.push({
+                field: `${path}[${j}]`,
+                description: `must be a tool name or glob of 1 to ${GUARDRAIL_LIMITS.toolName} letters, digits, _, -, * or ?`,
+              });
             }
           });
         }
@@ -69,12 +96,18 @@ export function guardrailViolations(rules: unknown[]): Violation[] {
       }
       case 'block_pattern':
         if (typeof value !== 'string' || value.length === 0 || value.length > GUARDRAIL_LIMITS.pattern) {
-          out.push({ field: path, description: `must be a regular expression of 1 to ${GUARDRAIL_LIMITS.pattern} characters` });
+          out.push({
+            field: path,
+            description: `must be a regular expression of 1 to ${GUARDRAIL_LIMITS.pattern} characters`,
+          });
         } else {
           try {
             new RegExp(value);
           } catch (err) {
-            out.push({ field: path, description: `is not a valid regular expression (${(err as Error).message}); write it as JavaScript's RegExp reads it` });
+            out.push({
+              field: path,
+              description: `is not a valid regular expression (${(err as Error).message}); write it as JavaScript's RegExp reads it`,
+            });
           }
         }
         break;
@@ -84,7 +117,10 @@ export function guardrailViolations(rules: unknown[]): Violation[] {
 }
 
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${body}$`);
 }
 

@@ -10,7 +10,8 @@ function cron(schedule: string): Cron {
 /** Why a schedule is refused, or undefined for a valid one (croner parses it; evaluated in UTC). */
 export function scheduleProblem(schedule: string): string | undefined {
   const s = schedule.trim();
-  if (s.startsWith('@') && !SHORTHANDS.includes(s.toLowerCase())) return `must be a cron expression of 5 fields, or 6 with seconds, or one of ${SHORTHANDS.join(', ')}`;
+  if (s.startsWith('@') && !SHORTHANDS.includes(s.toLowerCase()))
+    return `must be a cron expression of 5 fields, or 6 with seconds, or one of ${SHORTHANDS.join(', ')}`;
   try {
     if (!cron(s).nextRun()) return 'never fires after now; give a schedule with future ticks';
     return undefined;

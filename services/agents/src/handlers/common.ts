@@ -3,7 +3,15 @@ import type { Keyring } from '@workauto/crypto';
 import { enumMapping, errors } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
-  AgentBlueprint, AgentConfig, AgentRun, AgentRunStatus, ByokStatus, FailureCategory, ProbeCategory, ProbeStatus, Provider,
+  AgentBlueprint,
+  AgentConfig,
+  AgentRun,
+  AgentRunStatus,
+  ByokStatus,
+  FailureCategory,
+  ProbeCategory,
+  ProbeStatus,
+  Provider,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { findBlueprint, type Blueprint, type ProviderName } from '../domain/blueprints.js';
 import { toCents } from '../domain/costs.js';
@@ -71,7 +79,9 @@ export function toRun(row: RunRow): AgentRun {
     updated_at: row.updated_at,
     budget_usd_cents: row.budget_usd_cents ?? undefined,
     deadline_at: row.deadline_at ?? undefined,
-    failure_category: row.failure_category ? failureCategories.fromDomain(row.failure_category) : FailureCategory.FAILURE_CATEGORY_UNSPECIFIED,
+    failure_category: row.failure_category
+      ? failureCategories.fromDomain(row.failure_category)
+      : FailureCategory.FAILURE_CATEGORY_UNSPECIFIED,
     failure_detail: row.failure_detail ?? undefined,
     output: row.output ?? undefined,
   };

@@ -11,8 +11,16 @@ import { nextTick, scheduleProblem } from '../domain/schedule.js';
 import { INDETERMINATE, ProviderError, providerOfKey, type ProviderErrorCategory } from '../providers/index.js';
 import * as configs from '../repo/configs.js';
 import {
-  SOURCE, blueprintOf, configData, keyContext, probeCategories, providers as providerNames, toBlueprint, toConfig,
-  type AgentsDeps, type ProviderName,
+  SOURCE,
+  blueprintOf,
+  configData,
+  keyContext,
+  probeCategories,
+  providers as providerNames,
+  toBlueprint,
+  toConfig,
+  type AgentsDeps,
+  type ProviderName,
 } from './common.js';
 
 type H = Handlers<typeof AgentsServiceService>;
@@ -26,7 +34,12 @@ const API_KEY_RULE = 'must be the provider key: 8 to 1024 printable ASCII charac
 const probeCategory = (c: ProviderErrorCategory) => (c === 'bad_request' ? 'provider_unavailable' : c);
 
 /** Probes a key; returns the provider's refusal as a ProviderError, or undefined when the key is valid. */
-async function probe(deps: AgentsDeps, provider: ProviderName, apiKey: string, signal: AbortSignal): Promise<ProviderError | undefined> {
+async function probe(
+  deps: AgentsDeps,
+  provider: ProviderName,
+  apiKey: string,
+  signal: AbortSignal,
+): Promise<ProviderError | undefined> {
   try {
     await deps.providers[provider].probe(apiKey, signal);
     return undefined;
@@ -38,26 +51,47 @@ async function probe(deps: AgentsDeps, provider: ProviderName, apiKey: string, s
 
 function checkKeyRequest(req: { api_key: string; provider: number }): ProviderName {
   const v = validate().check(API_KEY.test(req.api_key), 'api_key', API_KEY_RULE);
-  if (req.provider !== 0 && providerNames.toDomain(req.provider) === undefined) v.add('provider', `must be one of ${providerNames.names.join(', ')}`);
+  if (req.provider !== 0 && providerNames.toDomain(req.provider) === undefined)
+    v.add('provider', `must be one of ${providerNames.names.join(', ')}`);
   v.done();
   return (providerNames.toDomain(req.provider) as ProviderName | undefined) ?? providerOfKey(req.api_key);
 }
 
-export function configHandlers(deps: AgentsDeps): Pick<H, 'listAgentBlueprints' | 'listAgentConfigs' | 'getAgentConfig' | 'putAgentConfig' | 'validateKey' | 'putByokKey' | 'deleteByokKey'> {
+export function configHandlers(
+  deps: AgentsDeps,
+): Pick<
+  H,
+  | 'listAgentBlueprints'
+  | 'listAgentConfigs'
+  | 'getAgentConfig'
+  | 'putAgentConfig'
+  | 'validateKey'
+  | 'putByokKey'
+  | 'deleteByokKey'
+> {
   const { pool } = deps;
   return {
     async listAgentBlueprints(req) {
       // A short registry in code: one page; limit and cursor are checked as on every list.
-      if (req.limit !== undefined && (!Number.isInteger(req.limit) || req.limit < 1)) throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
+      if (req.limit !== undefined && (!Number.isInteger(req.limit) || req.limit < 1))
+        throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
       const size = Math.min(req.limit ?? 50, 200);
       let start = 0;
       if (req.cursor) {
         start = BLUEPRINTS.findIndex((b) => Buffer.from(b.id).toString('base64url') === req.cursor) + 1;
-        if (start === 0) throw errors.invalidField('cursor', 'is not a cursor this API returned; pass next_cursor of the previous page unchanged');
+        if (start === 0)
+          throw errors.invalidField(
+            'cursor',
+            'is not a cursor this API returned; pass next_cursor of the previous page unchanged',
+          );
       }
       const page = BLUEPRINTS.slice(start, start + size);
       const more = start + size < BLUEPRINTS.length;
-      return { data: page.map(toBlueprint), has_more: more, ...(more ? { next_cursor: Buffer.from(page[page.length - 1]!.id).toString('base64url') } : {}) };
+      return {
+        data: page.map(toBlueprint),
+        has_more: more,
+        ...(more ? { next_cursor: Buffer.from(page[page.length - 1]!.id).toString('base64url') } : {}),
+      };
     },
 
     async listAgentConfigs(_req, ctx) {
@@ -76,10 +110,16 @@ export function configHandlers(deps: AgentsDeps): Pick<H, 'listAgentBlueprints' 
       const schedule = req.schedule?.trim() ? req.schedule.trim() : null;
       const guardrails = req.guardrails ?? [];
       const v = validate();
-      if (req.budget_default_cents !== undefined && (req.budget_default_cents < 0 || req.budget_default_cents > MAX_BUDGET_CENTS)) {
+      if (
+        req.budget_default_cents !== undefined &&
+        (req.budget_default_cents < 0 || req.budget_default_cents > MAX_BUDGET_CENTS)
+      ) {
         v.add('budget_default_cents', `must be from 0 to ${MAX_BUDGET_CENTS} (US cents)`);
       }
-      if (req.deadline_default_seconds !== undefined && (req.deadline_default_seconds < 1 || req.deadline_default_seconds > 86_400)) {
+      if (
+        req.deadline_default_seconds !== undefined &&
+        (req.deadline_default_seconds < 1 || req.deadline_default_seconds > 86_400)
+      ) {
         v.add('deadline_default_seconds', 'must be from 1 to 86400 (seconds)');
       }
       if (schedule !== null) {
@@ -95,21 +135,37 @@ export function configHandlers(deps: AgentsDeps): Pick<H, 'listAgentBlueprints' 
         schedule,
         schedule_next_at: schedule ? nextTick(schedule, new Date()) : null,
       };
-      return withTransaction(pool, async (tx) => {
-        const row = await configs.replaceConfig(tx, ctx.tenant, b.id, fields);
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'agent_config.updated', resourceType: 'agent_config', resourceId: row.id, data: configData(row),
-          metadata: { budget_default_cents: fields.budget_default_cents, deadline_default_seconds: fields.deadline_default_seconds, guardrails, schedule },
-        });
-        return toConfig(row);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const row = await configs.replaceConfig(tx, ctx.tenant, b.id, fields);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'agent_config.updated',
+            resourceType: 'agent_config',
+            resourceId: row.id,
+            data: configData(row),
+            metadata: {
+              budget_default_cents: fields.budget_default_cents,
+              deadline_default_seconds: fields.deadline_default_seconds,
+              guardrails,
+              schedule,
+            },
+          });
+          return toConfig(row);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async validateKey(req, ctx) {
       const provider = checkKeyRequest(req);
       const refusal = await probe(deps, provider, req.api_key, ctx.signal);
       if (!refusal) return { status: ProbeStatus.PROBE_STATUS_VALID, category: 0 } satisfies ProbeResult;
-      return { status: ProbeStatus.PROBE_STATUS_INVALID, category: probeCategories.fromDomain(probeCategory(refusal.category)), message: refusal.message };
+      return {
+        status: ProbeStatus.PROBE_STATUS_INVALID,
+        category: probeCategories.fromDomain(probeCategory(refusal.category)),
+        message: refusal.message,
+      };
     },
 
     async putByokKey(req, ctx) {
@@ -119,32 +175,61 @@ export function configHandlers(deps: AgentsDeps): Pick<H, 'listAgentBlueprints' 
       if (refusal) {
         const category = probeCategory(refusal.category);
         if (INDETERMINATE.has(category)) {
-          throw errors.unavailable('BYOK_PROBE_UNAVAILABLE', `the key could not be checked: ${refusal.message}; nothing was stored and the previous key stays`, { category });
+          throw errors.unavailable(
+            'BYOK_PROBE_UNAVAILABLE',
+            `the key could not be checked: ${refusal.message}; nothing was stored and the previous key stays`,
+            { category },
+          );
         }
-        throw new DomainError(grpc.status.INVALID_ARGUMENT, 'BYOK_KEY_INVALID', `the key was refused: ${refusal.message}; nothing was stored and the previous key stays`, {
-          metadata: { category },
-          fieldViolations: [{ field: 'api_key', description: refusal.message }],
-        });
+        throw new DomainError(
+          grpc.status.INVALID_ARGUMENT,
+          'BYOK_KEY_INVALID',
+          `the key was refused: ${refusal.message}; nothing was stored and the previous key stays`,
+          {
+            metadata: { category },
+            fieldViolations: [{ field: 'api_key', description: refusal.message }],
+          },
+        );
       }
       const ciphertext = deps.keyring.encrypt(req.api_key, keyContext(ctx.tenant, b.id));
-      return withTransaction(pool, async (tx) => {
-        const row = await configs.storeKey(tx, ctx.tenant, b.id, { provider, ciphertext, keyId: Keyring.keyIdOf(ciphertext) });
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'agent_config.byok_key_set', resourceType: 'agent_config', resourceId: row.id, data: configData(row),
-          metadata: { provider, key_version: row.byok_key_version },
-        });
-        return toConfig(row);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const row = await configs.storeKey(tx, ctx.tenant, b.id, {
+            provider,
+            ciphertext,
+            keyId: Keyring.keyIdOf(ciphertext),
+          });
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'agent_config.byok_key_set',
+            resourceType: 'agent_config',
+            resourceId: row.id,
+            data: configData(row),
+            metadata: { provider, key_version: row.byok_key_version },
+          });
+          return toConfig(row);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async deleteByokKey(req, ctx) {
       const b = blueprintOf(req.blueprint);
-      return withTransaction(pool, async (tx) => {
-        const row = await configs.clearKey(tx, ctx.tenant, b.id);
-        if (!row) throw errors.notFound('agent_config', b.id);
-        await recordEvent(tx, SOURCE, ctx, { type: 'agent_config.byok_key_removed', resourceType: 'agent_config', resourceId: row.id, data: configData(row) });
-        return toConfig(row);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const row = await configs.clearKey(tx, ctx.tenant, b.id);
+          if (!row) throw errors.notFound('agent_config', b.id);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'agent_config.byok_key_removed',
+            resourceType: 'agent_config',
+            resourceId: row.id,
+            data: configData(row),
+          });
+          return toConfig(row);
+        },
+        { signal: ctx.signal },
+      );
     },
   };
 }

@@ -12,40 +12,69 @@ type H = Handlers<typeof AgentsServiceService>;
 const INPUT_MAX_BYTES = 65_536;
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
 
-export function runHandlers(deps: AgentsDeps): Pick<H, 'createAgentRun' | 'listAgentRuns' | 'getAgentRun' | 'cancelAgentRun'> {
+export function runHandlers(
+  deps: AgentsDeps,
+): Pick<H, 'createAgentRun' | 'listAgentRuns' | 'getAgentRun' | 'cancelAgentRun'> {
   const { pool } = deps;
   return {
     async createAgentRun(req, ctx) {
       const b = blueprintOf(req.blueprint);
       const v = validate();
-      if (req.input !== undefined && Buffer.byteLength(JSON.stringify(req.input)) > INPUT_MAX_BYTES) v.add('input', `must be at most ${INPUT_MAX_BYTES} bytes of JSON`);
-      if (req.budget_usd_cents !== undefined && req.budget_usd_cents < 0) v.add('budget_usd_cents', 'must be 0 or more (US cents)');
-      if (req.deadline_seconds !== undefined && (req.deadline_seconds < 1 || req.deadline_seconds > 86_400)) v.add('deadline_seconds', 'must be from 1 to 86400 (seconds)');
+      if (req.input !== undefined && Buffer.byteLength(JSON.stringify(req.input)) > INPUT_MAX_BYTES)
+        v.add('input', `must be at most ${INPUT_MAX_BYTES} bytes of JSON`);
+      if (req.budget_usd_cents !== undefined && req.budget_usd_cents < 0)
+        v.add('budget_usd_cents', 'must be 0 or more (US cents)');
+      if (req.deadline_seconds !== undefined && (req.deadline_seconds < 1 || req.deadline_seconds > 86_400))
+        v.add('deadline_seconds', 'must be from 1 to 86400 (seconds)');
       v.done();
-      return withTransaction(pool, async (tx) => {
-        const config = await configs.findConfig(tx, ctx.tenant, b.id);
-        const row = (await runs.insertRun(tx, {
-          tenant_id: ctx.tenant, agent_blueprint: b.id, input: req.input ?? null, run_at: req.run_at ?? null,
-          budget_usd_cents: req.budget_usd_cents ?? (config?.budget_default_cents ?? null),
-          deadline_seconds: req.deadline_seconds ?? config?.deadline_default_seconds ?? null,
-        }))!;
-        await runQueue.enqueue(tx, { run_id: row.id, tenant_id: row.tenant_id }, { runAt: row.run_at, maxAttempts: 10 });
-        await recordEvent(tx, SOURCE, ctx, { type: 'agent_run.created', resourceType: 'agent_run', resourceId: row.id, data: runData(row) });
-        return toRun(row);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const config = await configs.findConfig(tx, ctx.tenant, b.id);
+          const row = (await runs.insertRun(tx, {
+            tenant_id: ctx.tenant,
+            agent_blueprint: b.id,
+            input: req.input ?? null,
+            run_at: req.run_at ?? null,
+            budget_usd_cents: req.budget_usd_cents ?? config?.budget_default_cents ?? null,
+            deadline_seconds: req.deadline_seconds ?? config?.deadline_default_seconds ?? null,
+          }))!;
+          await runQueue.enqueue(
+            tx,
+            { run_id: row.id, tenant_id: row.tenant_id },
+            { runAt: row.run_at, maxAttempts: 10 },
+          );
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'agent_run.created',
+            resourceType: 'agent_run',
+            resourceId: row.id,
+            data: runData(row),
+          });
+          return toRun(row);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async listAgentRuns(req, ctx) {
       const b = blueprintOf(req.blueprint);
       const { size } = parsePage({ limit: req.limit });
       const status = runStatuses.toDomain(req.status) as runs.RunStatus | undefined;
-      if (req.status !== 0 && status === undefined) throw errors.invalidField('status', `must be one of ${runStatuses.names.join(', ')}`);
+      if (req.status !== 0 && status === undefined)
+        throw errors.invalidField('status', `must be one of ${runStatuses.names.join(', ')}`);
       const cursor = req.cursor || undefined;
       if (cursor !== undefined && (!RFC3339.test(cursor) || Number.isNaN(Date.parse(cursor)))) {
-        throw errors.invalidField('cursor', 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)');
+        throw errors.invalidField(
+          'cursor',
+          'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',
+        );
       }
       const page = await runs.listRuns(pool, ctx.tenant, b.id, status, size, cursor);
-      return { data: page.rows.map(toRun), has_more: page.next !== undefined, ...(page.next ? { next_cursor: page.next.at } : {}) };
+      return {
+        data: page.rows.map(toRun),
+        has_more: page.next !== undefined,
+        ...(page.next ? { next_cursor: page.next.at } : {}),
+      };
     },
 
     async getAgentRun(req, ctx) {
@@ -59,17 +88,30 @@ export function runHandlers(deps: AgentsDeps): Pick<H, 'createAgentRun' | 'listA
     async cancelAgentRun(req, ctx) {
       const b = blueprintOf(req.blueprint);
       validate().uuid('id', req.id, { required: true }).done();
-      return withTransaction(pool, async (tx) => {
-        const row = await runs.findRun(tx, ctx.tenant, b.id, req.id, { lock: true });
-        if (!row) throw errors.notFound('agent_run', req.id);
-        if (row.status === 'cancelled') return toRun(row);
-        if (row.status === 'succeeded' || row.status === 'failed') {
-          throw errors.failedPrecondition('AGENT_RUN_FINISHED', `run ${row.id} already ${row.status}; only queued or running runs can be cancelled`);
-        }
-        const cancelled = await runs.cancelRun(tx, ctx.tenant, row.id);
-        await recordEvent(tx, SOURCE, ctx, { type: 'agent_run.cancelled', resourceType: 'agent_run', resourceId: row.id, data: runData(cancelled), metadata: { from_status: row.status } });
-        return toRun(cancelled);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const row = await runs.findRun(tx, ctx.tenant, b.id, req.id, { lock: true });
+          if (!row) throw errors.notFound('agent_run', req.id);
+          if (row.status === 'cancelled') return toRun(row);
+          if (row.status === 'succeeded' || row.status === 'failed') {
+            throw errors.failedPrecondition(
+              'AGENT_RUN_FINISHED',
+              `run ${row.id} already ${row.status}; only queued or running runs can be cancelled`,
+            );
+          }
+          const cancelled = await runs.cancelRun(tx, ctx.tenant, row.id);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'agent_run.cancelled',
+            resourceType: 'agent_run',
+            resourceId: row.id,
+            data: runData(cancelled),
+            metadata: { from_status: row.status },
+          });
+          return toRun(cancelled);
+        },
+        { signal: ctx.signal },
+      );
     },
   };
 }

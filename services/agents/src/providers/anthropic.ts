@@ -33,17 +33,41 @@ export class AnthropicAdapter implements ProviderAdapter {
           ],
         };
       }
-      return { role: 'user', content: m.results.map((r) => ({ type: 'tool_result' as const, tool_use_id: r.callId, content: r.content, is_error: r.isError })) };
+      return {
+        role: 'user',
+        content: m.results.map((r) => ({
+          type: 'tool_result' as const,
+          tool_use_id: r.callId,
+          content: r.content,
+          is_error: r.isError,
+        })),
+      };
     });
-    const tools: Anthropic.Tool[] = req.tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Anthropic.Tool.InputSchema }));
+    const tools: Anthropic.Tool[] = req.tools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.inputSchema as Anthropic.Tool.InputSchema,
+    }));
     try {
-      const res = await this.client(req.apiKey, this.options.chatTimeoutMs, this.options.chatMaxRetries).messages.create(
-        { model: req.model, system: req.system, messages, max_tokens: req.maxOutputTokens, ...(tools.length ? { tools } : {}) },
+      const res = await this.client(
+        req.apiKey,
+        this.options.chatTimeoutMs,
+        this.options.chatMaxRetries,
+      ).messages.create(
+        {
+          model: req.model,
+          system: req.system,
+          messages,
+          max_tokens: req.maxOutputTokens,
+          ...(tools.length ? { tools } : {}),
+        },
         { signal },
       );
       const text = res.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('');
       const toolCalls: ToolCall[] = res.content.flatMap((b) =>
-        b.type === 'tool_use' ? [{ id: b.id, name: b.name, arguments: (b.input ?? {}) as Record<string, unknown> }] : [],
+        b.type === 'tool_use'
+          ? [{ id: b.id, name: b.name, arguments: (b.input ?? {}) as Record<string, unknown> }]
+          : [],
       );
       return { text, toolCalls, usage: { inputTokens: res.usage.input_tokens, outputTokens: res.usage.output_tokens } };
     } catch (err) {

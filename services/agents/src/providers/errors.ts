@@ -26,7 +26,9 @@ export class ProviderError extends Error {
 }
 
 /** The run's failure_category for a provider failure. */
-export function runFailureCategory(category: ProviderErrorCategory): 'provider_auth' | 'provider_quota' | 'provider_rate_limited' | 'provider_unavailable' | 'internal' {
+export function runFailureCategory(
+  category: ProviderErrorCategory,
+): 'provider_auth' | 'provider_quota' | 'provider_rate_limited' | 'provider_unavailable' | 'internal' {
   switch (category) {
     case 'invalid_key':
     case 'permission_denied':
@@ -44,15 +46,24 @@ export function runFailureCategory(category: ProviderErrorCategory): 'provider_a
 }
 
 /** Categories that say nothing about the key (the probe could not decide): byok-key answers 503. */
-export const INDETERMINATE: ReadonlySet<ProviderErrorCategory> = new Set(['provider_unavailable', 'network_error', 'rate_limited']);
+export const INDETERMINATE: ReadonlySet<ProviderErrorCategory> = new Set([
+  'provider_unavailable',
+  'network_error',
+  'rate_limited',
+]);
 
 const MESSAGES: Record<ProviderErrorCategory, (provider: string, status?: number) => string> = {
-  invalid_key: (p, s) => `${p} refused the key as invalid (HTTP ${s}); check that it was copied whole and has not been revoked`,
-  permission_denied: (p, s) => `${p} accepted the key but denied it access (HTTP ${s}); check the key's project, organisation or permissions`,
-  insufficient_quota: (p, s) => `${p} reports no remaining quota or credit for the key (HTTP ${s}); add credit or raise the limit with ${p}`,
+  invalid_key: (p, s) =>
+    `${p} refused the key as invalid (HTTP ${s}); check that it was copied whole and has not been revoked`,
+  permission_denied: (p, s) =>
+    `${p} accepted the key but denied it access (HTTP ${s}); check the key's project, organisation or permissions`,
+  insufficient_quota: (p, s) =>
+    `${p} reports no remaining quota or credit for the key (HTTP ${s}); add credit or raise the limit with ${p}`,
   rate_limited: (p, s) => `${p} rate-limited the request (HTTP ${s}); try again shortly`,
-  provider_unavailable: (p, s) => (s ? `${p} is unavailable (HTTP ${s}); try again later` : `${p} did not answer in time; try again later`),
-  network_error: (p) => `${p} could not be reached (connection failed); check the provider's base URL and the network, then try again`,
+  provider_unavailable: (p, s) =>
+    s ? `${p} is unavailable (HTTP ${s}); try again later` : `${p} did not answer in time; try again later`,
+  network_error: (p) =>
+    `${p} could not be reached (connection failed); check the provider's base URL and the network, then try again`,
   bad_request: (p, s) => `${p} could not serve the request (HTTP ${s}); this is a fault on our side, report it`,
 };
 
@@ -83,8 +94,10 @@ export function toProviderError(provider: string, sdk: SdkErrorClasses, err: unk
   if (err instanceof ProviderError) return err;
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof sdk.APIUserAbortError) return err;
-  if (err instanceof sdk.APIConnectionTimeoutError) return new ProviderError('provider_unavailable', MESSAGES.provider_unavailable(provider));
-  if (err instanceof sdk.APIConnectionError) return new ProviderError('network_error', MESSAGES.network_error(provider));
+  if (err instanceof sdk.APIConnectionTimeoutError)
+    return new ProviderError('provider_unavailable', MESSAGES.provider_unavailable(provider));
+  if (err instanceof sdk.APIConnectionError)
+    return new ProviderError('network_error', MESSAGES.network_error(provider));
   if (err instanceof sdk.APIError && typeof err.status === 'number') {
     const e = err as Error & { status: number; code?: unknown; type?: unknown };
     const code = typeof e.code === 'string' ? e.code : typeof e.type === 'string' ? e.type : null;

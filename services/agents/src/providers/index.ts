@@ -17,8 +17,15 @@ export interface ProviderSettings {
 export type Providers = Record<ProviderName, ProviderAdapter>;
 
 export function createProviders(s: ProviderSettings): Providers {
-  const common: Omit<AdapterOptions, 'baseURL'> = { probeTimeoutMs: s.probeTimeoutMs, chatTimeoutMs: s.chatTimeoutMs, chatMaxRetries: s.chatMaxRetries };
-  return { openai: new OpenAiAdapter({ ...common, baseURL: s.openaiBaseUrl }), anthropic: new AnthropicAdapter({ ...common, baseURL: s.anthropicBaseUrl }) };
+  const common: Omit<AdapterOptions, 'baseURL'> = {
+    probeTimeoutMs: s.probeTimeoutMs,
+    chatTimeoutMs: s.chatTimeoutMs,
+    chatMaxRetries: s.chatMaxRetries,
+  };
+  return {
+    openai: new OpenAiAdapter({ ...common, baseURL: s.openaiBaseUrl }),
+    anthropic: new AnthropicAdapter({ ...common, baseURL: s.anthropicBaseUrl }),
+  };
 }
 
 /** The contract's default provider of a key: anthropic for keys starting sk-ant-, else openai. */

@@ -20,7 +20,15 @@ export class OpenAiAdapter implements ProviderAdapter {
 
   private client(apiKey: string, timeout: number, maxRetries: number): OpenAI {
     // Every setting given here, so the SDK reads none of OPENAI_* from the environment.
-    return new OpenAI({ apiKey, baseURL: this.options.baseURL, organization: null, project: null, timeout, maxRetries, logLevel: 'off' });
+    return new OpenAI({
+      apiKey,
+      baseURL: this.options.baseURL,
+      organization: null,
+      project: null,
+      timeout,
+      maxRetries,
+      logLevel: 'off',
+    });
   }
 
   async probe(apiKey: string, signal?: AbortSignal): Promise<void> {
@@ -40,20 +48,35 @@ export class OpenAiAdapter implements ProviderAdapter {
           role: 'assistant',
           content: m.text || null,
           ...(m.toolCalls.length
-            ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) }
+            ? {
+                tool_calls: m.toolCalls.map((c) => ({
+                  id: c.id,
+                  type: 'function' as const,
+                  function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                })),
+              }
             : {}),
         });
       } else for (const r of m.results) messages.push({ role: 'tool', tool_call_id: r.callId, content: r.content });
     }
-    const tools: ChatCompletionTool[] = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.inputSchema } }));
+    const tools: ChatCompletionTool[] = req.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: t.inputSchema },
+    }));
     try {
-      const res = await this.client(req.apiKey, this.options.chatTimeoutMs, this.options.chatMaxRetries).chat.completions.create(
+      const res = await this.client(
+        req.apiKey,
+        this.options.chatTimeoutMs,
+        this.options.chatMaxRetries,
+      ).chat.completions.create(
         { model: req.model, messages, max_completion_tokens: req.maxOutputTokens, ...(tools.length ? { tools } : {}) },
         { signal },
       );
       const message = res.choices[0]?.message;
       const toolCalls: ToolCall[] = (message?.tool_calls ?? []).flatMap((c) =>
-        c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: parseArguments(c.function.arguments) }] : [],
+        c.type === 'function'
+          ? [{ id: c.id, name: c.function.name, arguments: parseArguments(c.function.arguments) }]
+          : [],
       );
       return {
         text: message?.content ?? '',

@@ -38,11 +38,19 @@ const COLUMNS = `id, tenant_id, agent_blueprint, budget_default_cents, deadline_
   schedule_failure_streak, disable_reason, created_at, updated_at`;
 
 export async function listConfigs(db: Queryable, tenantId: string): Promise<ConfigRow[]> {
-  const { rows } = await db.query<ConfigRow>(`SELECT ${COLUMNS} FROM agent_configs WHERE tenant_id = $1 ORDER BY agent_blueprint`, [tenantId]);
+  const { rows } = await db.query<ConfigRow>(
+    `SELECT ${COLUMNS} FROM agent_configs WHERE tenant_id = $1 ORDER BY agent_blueprint`,
+    [tenantId],
+  );
   return rows;
 }
 
-export async function findConfig(db: Queryable, tenantId: string, blueprint: string, opts: { lock?: boolean } = {}): Promise<ConfigRow | undefined> {
+export async function findConfig(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  opts: { lock?: boolean } = {},
+): Promise<ConfigRow | undefined> {
   const { rows } = await db.query<ConfigRow>(
     `SELECT ${COLUMNS} FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2${opts.lock ? ' FOR UPDATE' : ''}`,
     [tenantId, blueprint],
@@ -60,7 +68,12 @@ export interface ConfigFields {
 }
 
 /** PUT: the config's fields replaced as a whole; a paused schedule resumes (streak and reason cleared). */
-export async function replaceConfig(db: Queryable, tenantId: string, blueprint: string, f: ConfigFields): Promise<ConfigRow> {
+export async function replaceConfig(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  f: ConfigFields,
+): Promise<ConfigRow> {
   const { rows } = await db.query<ConfigRow>(
     `INSERT INTO agent_configs (id, tenant_id, agent_blueprint, budget_default_cents, deadline_default_seconds, guardrails, schedule, schedule_next_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -69,13 +82,27 @@ export async function replaceConfig(db: Queryable, tenantId: string, blueprint: 
        guardrails = EXCLUDED.guardrails, schedule = EXCLUDED.schedule, schedule_next_at = EXCLUDED.schedule_next_at,
        schedule_failure_streak = 0, disable_reason = NULL, updated_at = now()
      RETURNING ${COLUMNS}`,
-    [newId(), tenantId, blueprint, f.budget_default_cents, f.deadline_default_seconds, JSON.stringify(f.guardrails), f.schedule, f.schedule_next_at],
+    [
+      newId(),
+      tenantId,
+      blueprint,
+      f.budget_default_cents,
+      f.deadline_default_seconds,
+      JSON.stringify(f.guardrails),
+      f.schedule,
+      f.schedule_next_at,
+    ],
   );
   return rows[0]!;
 }
 
 /** A key that passed its probe: stored encrypted (version + 1), status valid, probed now. Creates the config if needed. */
-export async function storeKey(db: Queryable, tenantId: string, blueprint: string, key: { provider: ProviderName; ciphertext: string; keyId: string }): Promise<ConfigRow> {
+export async function storeKey(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  key: { provider: ProviderName; ciphertext: string; keyId: string },
+): Promise<ConfigRow> {
   const { rows } = await db.query<ConfigRow>(
     `INSERT INTO agent_configs (id, tenant_id, agent_blueprint, byok_provider, byok_ciphertext, byok_key_id, byok_key_version, byok_status, byok_last_probed_at)
      VALUES ($1, $2, $3, $4, $5, $6, 1, 'valid', now())
@@ -102,16 +129,26 @@ export async function clearKey(db: Queryable, tenantId: string, blueprint: strin
 
 /** The config's stored key, if any (for a run). */
 export async function storedKey(db: Queryable, tenantId: string, blueprint: string): Promise<StoredKey | undefined> {
-  const { rows } = await db.query<{ byok_provider: ProviderName | null; byok_ciphertext: string | null; byok_key_version: number }>(
+  const { rows } = await db.query<{
+    byok_provider: ProviderName | null;
+    byok_ciphertext: string | null;
+    byok_key_version: number;
+  }>(
     `SELECT byok_provider, byok_ciphertext, byok_key_version FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
     [tenantId, blueprint],
   );
   const r = rows[0];
-  return r?.byok_provider && r.byok_ciphertext ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext, version: r.byok_key_version } : undefined;
+  return r?.byok_provider && r.byok_ciphertext
+    ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext, version: r.byok_key_version }
+    : undefined;
 }
 
 /** Ciphertexts written with a keyring key other than the active one (for `re-encrypt` after a rotation). */
-export async function keysNotUnder(db: Queryable, activeKeyId: string, limit: number): Promise<{ id: string; tenant_id: string; agent_blueprint: string; byok_ciphertext: string }[]> {
+export async function keysNotUnder(
+  db: Queryable,
+  activeKeyId: string,
+  limit: number,
+): Promise<{ id: string; tenant_id: string; agent_blueprint: string; byok_ciphertext: string }[]> {
   const { rows } = await db.query(
     `SELECT id, tenant_id, agent_blueprint, byok_ciphertext FROM agent_configs
      WHERE byok_ciphertext IS NOT NULL AND byok_key_id <> $1 ORDER BY id LIMIT $2`,
@@ -121,7 +158,12 @@ export async function keysNotUnder(db: Queryable, activeKeyId: string, limit: nu
 }
 
 /** Rewraps one key under the active keyring key, if it is still the ciphertext that was read. */
-export async function rewrapKey(db: Queryable, id: string, from: string, to: { ciphertext: string; keyId: string }): Promise<boolean> {
+export async function rewrapKey(
+  db: Queryable,
+  id: string,
+  from: string,
+  to: { ciphertext: string; keyId: string },
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `UPDATE agent_configs SET byok_ciphertext = $3, byok_key_id = $4 WHERE id = $1 AND byok_ciphertext = $2`,
     [id, from, to.ciphertext, to.keyId],
@@ -133,7 +175,12 @@ export async function rewrapKey(db: Queryable, id: string, from: string, to: { c
  * After a run's end: the schedule's failure streak (reset by a success); 5 in a row pause the
  * schedule. A success with no streak writes nothing (no lock on the config row for the common case).
  */
-export async function recordRunResult(db: Queryable, tenantId: string, blueprint: string, failed: boolean): Promise<{ paused: boolean }> {
+export async function recordRunResult(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  failed: boolean,
+): Promise<{ paused: boolean }> {
   const { rows } = await db.query<{ paused: boolean }>(
     `UPDATE agent_configs SET
        schedule_failure_streak = CASE WHEN $3 THEN schedule_failure_streak + 1 ELSE 0 END,
@@ -147,7 +194,14 @@ export async function recordRunResult(db: Queryable, tenantId: string, blueprint
 }
 
 /** A run met the key's refusal: byok_status invalid or quota_exhausted, with why. Only if the key is still the one the run used. */
-export async function setByokStatus(db: Queryable, tenantId: string, blueprint: string, keyVersion: number, status: ByokStatus, reason: string): Promise<ConfigRow | undefined> {
+export async function setByokStatus(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  keyVersion: number,
+  status: ByokStatus,
+  reason: string,
+): Promise<ConfigRow | undefined> {
   const { rows } = await db.query<ConfigRow>(
     `UPDATE agent_configs SET byok_status = $4, byok_status_reason = $5, updated_at = now()
      WHERE tenant_id = $1 AND agent_blueprint = $2 AND byok_key_version = $3 AND byok_ciphertext IS NOT NULL

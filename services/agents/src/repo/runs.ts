@@ -55,12 +55,27 @@ export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | un
             greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
      ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
-    [newId(), run.tenant_id, run.agent_blueprint, JSON.stringify(run.input ?? null), run.run_at, run.budget_usd_cents, run.deadline_seconds, run.scheduled_for ?? null],
+    [
+      newId(),
+      run.tenant_id,
+      run.agent_blueprint,
+      JSON.stringify(run.input ?? null),
+      run.run_at,
+      run.budget_usd_cents,
+      run.deadline_seconds,
+      run.scheduled_for ?? null,
+    ],
   );
   return rows[0];
 }
 
-export async function findRun(db: Queryable, tenantId: string, blueprint: string, id: string, opts: { lock?: boolean } = {}): Promise<RunRow | undefined> {
+export async function findRun(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  id: string,
+  opts: { lock?: boolean } = {},
+): Promise<RunRow | undefined> {
   const { rows } = await db.query<RunRow>(
     `SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND id = $3${opts.lock ? ' FOR UPDATE' : ''}`,
     [tenantId, blueprint, id],
@@ -69,8 +84,16 @@ export async function findRun(db: Queryable, tenantId: string, blueprint: string
 }
 
 /** A run by id alone, for its worker (the job names the tenant too). */
-export async function runForWorker(db: Queryable, tenantId: string, id: string, opts: { lock?: boolean } = {}): Promise<RunRow | undefined> {
-  const { rows } = await db.query<RunRow>(`SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND id = $2${opts.lock ? ' FOR UPDATE' : ''}`, [tenantId, id]);
+export async function runForWorker(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  opts: { lock?: boolean } = {},
+): Promise<RunRow | undefined> {
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND id = $2${opts.lock ? ' FOR UPDATE' : ''}`,
+    [tenantId, id],
+  );
   return rows[0];
 }
 
@@ -79,8 +102,18 @@ export async function runForWorker(db: Queryable, tenantId: string, id: string, 
  * returned (RFC 3339); created_at is unique per tenant, so "strictly older" is exact — expressed to
  * listPage as a keyset boundary with the smallest id.
  */
-export async function listRuns(db: Queryable, tenantId: string, blueprint: string, status: RunStatus | undefined, size: number, before: string | undefined): Promise<KeysetPage<RunRow>> {
-  const page: PageQuery = { size, ...(before ? { after: { at: before, id: '00000000-0000-0000-0000-000000000000' } } : {}) };
+export async function listRuns(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+  status: RunStatus | undefined,
+  size: number,
+  before: string | undefined,
+): Promise<KeysetPage<RunRow>> {
+  const page: PageQuery = {
+    size,
+    ...(before ? { after: { at: before, id: '00000000-0000-0000-0000-000000000000' } } : {}),
+  };
   return listPage<RunRow>(
     db,
     {
@@ -131,7 +164,12 @@ export async function heartbeat(db: Queryable, id: string, workerId: string): Pr
 }
 
 /** Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. */
-export async function recordProgress(db: Queryable, id: string, workerId: string, p: { costMicroCents: number; feeCents: number; output: unknown }): Promise<void> {
+export async function recordProgress(
+  db: Queryable,
+  id: string,
+  workerId: string,
+  p: { costMicroCents: number; feeCents: number; output: unknown },
+): Promise<void> {
   await db.query(
     `UPDATE agent_runs SET cost_micro_cents = $3, platform_fee_cents = $4, output = $5, updated_at = now()
      WHERE id = $1 AND worker_id = $2 AND status IN ('running', 'cancelled')`,
@@ -149,7 +187,10 @@ export async function markKeyUse(db: Queryable, id: string, usedPlatformKey: boo
  * finished run. Serialised per (tenant, blueprint) so two runs finishing at once count in turn.
  */
 export async function streakBefore(tx: Queryable, tenantId: string, blueprint: string, id: string): Promise<number> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_run_streak:' || $1 || ':' || $2, 0))`, [tenantId, blueprint]);
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_run_streak:' || $1 || ':' || $2, 0))`, [
+    tenantId,
+    blueprint,
+  ]);
   const { rows } = await tx.query<{ consecutive_failures: number }>(
     `SELECT consecutive_failures FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND id <> $3 AND status IN ('succeeded', 'failed')
      ORDER BY finished_at DESC, id DESC LIMIT 1`,
@@ -174,7 +215,16 @@ export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<R
     `UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
        failure_detail = $7, consecutive_failures = $8, finished_at = now(), worker_id = NULL, updated_at = now()
      WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`,
-    [id, f.status, JSON.stringify(f.output), f.costMicroCents, f.feeCents, f.failureCategory, f.failureDetail, f.consecutiveFailures],
+    [
+      id,
+      f.status,
+      JSON.stringify(f.output),
+      f.costMicroCents,
+      f.feeCents,
+      f.failureCategory,
+      f.failureDetail,
+      f.consecutiveFailures,
+    ],
   );
   return rows[0];
 }

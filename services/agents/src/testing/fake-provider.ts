@@ -14,7 +14,12 @@ export type ProbeOutcome = 'ok' | 401 | 402 | 403 | 'quota' | 429 | 500 | 529 | 
 /** One chat answer of a script. */
 export type ChatStep =
   | { text: string; usage?: { input: number; output: number }; delayMs?: number }
-  | { tools: { name: string; arguments: Record<string, unknown> }[]; text?: string; usage?: { input: number; output: number }; delayMs?: number }
+  | {
+      tools: { name: string; arguments: Record<string, unknown> }[];
+      text?: string;
+      usage?: { input: number; output: number };
+      delayMs?: number;
+    }
   | { error: Exclude<ProbeOutcome, 'ok' | 'hang'> }
   | { hang: true };
 
@@ -26,7 +31,11 @@ export interface ChatBody {
 
 /** Whether a chat request already carries a tool's result (OpenAI: a tool message; Anthropic: a tool_result block). */
 export function hasToolResult(body: ChatBody): boolean {
-  return body.messages.some((m) => m.role === 'tool' || (Array.isArray(m.content) && m.content.some((c: { type?: string }) => c.type === 'tool_result')));
+  return body.messages.some(
+    (m) =>
+      m.role === 'tool' ||
+      (Array.isArray(m.content) && m.content.some((c: { type?: string }) => c.type === 'tool_result')),
+  );
 }
 
 export interface RecordedRequest {
@@ -91,7 +100,14 @@ export class FakeProvider {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const provider = req.headers['anthropic-version'] ? 'anthropic' : 'openai';
-    const record: RecordedRequest = { provider, method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), aborted: false };
+    const record: RecordedRequest = {
+      provider,
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+      aborted: false,
+    };
     this.requests.push(record);
     const auth = req.headers.authorization ?? '';
     const key = auth.startsWith('Bearer ') ? auth.slice(7) : String(req.headers['x-api-key'] ?? '');
@@ -100,21 +116,46 @@ export class FakeProvider {
       const outcome = this.probes.get(key) ?? 401;
       if (outcome === 'hang') return this.hang(req, res, record);
       if (outcome !== 'ok') return this.error(res, provider, outcome, key);
-      return this.json(res, 200, provider === 'openai'
-        ? { object: 'list', data: [{ id: 'gpt-4.1-mini', object: 'model', created: 1_700_000_000, owned_by: 'openai' }] }
-        : { data: [{ type: 'model', id: 'claude-haiku-4-5', display_name: 'Claude Haiku 4.5', created_at: '2025-10-01T00:00:00Z' }], has_more: false, first_id: 'claude-haiku-4-5', last_id: 'claude-haiku-4-5' });
+      return this.json(
+        res,
+        200,
+        provider === 'openai'
+          ? {
+              object: 'list',
+              data: [{ id: 'gpt-4.1-mini', object: 'model', created: 1_700_000_000, owned_by: 'openai' }],
+            }
+          : {
+              data: [
+                {
+                  type: 'model',
+                  id: 'claude-haiku-4-5',
+                  display_name: 'Claude Haiku 4.5',
+                  created_at: '2025-10-01T00:00:00Z',
+                },
+              ],
+              has_more: false,
+              first_id: 'claude-haiku-4-5',
+              last_id: 'claude-haiku-4-5',
+            },
+      );
     }
     const chatPath = provider === 'openai' ? '/v1/chat/completions' : '/v1/messages';
     if (req.method === 'POST' && path === chatPath) {
       const probe = this.probes.get(key);
       if (probe === undefined) return this.error(res, provider, 401, key);
       const script = this.scripts.get(key);
-      const step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? { text: 'done' };
+      const step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? {
+        text: 'done',
+      };
       if ('hang' in step) return this.hang(req, res, record);
       if ('error' in step) return this.error(res, provider, step.error, key);
       if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
       const body = JSON.parse(record.body) as { model: string };
-      return this.json(res, 200, provider === 'openai' ? openaiAnswer(body.model, step) : anthropicAnswer(body.model, step));
+      return this.json(
+        res,
+        200,
+        provider === 'openai' ? openaiAnswer(body.model, step) : anthropicAnswer(body.model, step),
+      );
     }
     this.json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' } });
   }
@@ -125,20 +166,40 @@ export class FakeProvider {
   }
 
   /** Each provider's error body; the message quotes the key, as OpenAI's 401 does in part — it must never reach our answers. */
-  private error(res: ServerResponse, provider: 'openai' | 'anthropic', outcome: Exclude<ProbeOutcome, 'ok' | 'hang'>, key: string): void {
+  private error(
+    res: ServerResponse,
+    provider: 'openai' | 'anthropic',
+    outcome: Exclude<ProbeOutcome, 'ok' | 'hang'>,
+    key: string,
+  ): void {
     const status = outcome === 'quota' ? 429 : outcome;
     const openai: Record<number | string, [string, string | null]> = {
-      401: ['invalid_request_error', 'invalid_api_key'], 402: ['billing_error', null], 403: ['permission_error', null],
-      quota: ['insufficient_quota', 'insufficient_quota'], 429: ['requests', 'rate_limit_exceeded'], 500: ['server_error', null], 529: ['overloaded', null],
+      401: ['invalid_request_error', 'invalid_api_key'],
+      402: ['billing_error', null],
+      403: ['permission_error', null],
+      quota: ['insufficient_quota', 'insufficient_quota'],
+      429: ['requests', 'rate_limit_exceeded'],
+      500: ['server_error', null],
+      529: ['overloaded', null],
     };
     const anthropic: Record<number | string, string> = {
-      401: 'authentication_error', 402: 'billing_error', 403: 'permission_error', quota: 'rate_limit_error', 429: 'rate_limit_error', 500: 'api_error', 529: 'overloaded_error',
+      401: 'authentication_error',
+      402: 'billing_error',
+      403: 'permission_error',
+      quota: 'rate_limit_error',
+      429: 'rate_limit_error',
+      500: 'api_error',
+      529: 'overloaded_error',
     };
     const message = `Incorrect API key provided: ${key}. (fake provider answer ${status})`;
     res.setHeader('x-should-retry', 'false');
-    this.json(res, status, provider === 'openai'
-      ? { error: { message, type: openai[outcome]![0], param: null, code: openai[outcome]![1] } }
-      : { type: 'error', error: { type: anthropic[outcome], message } });
+    this.json(
+      res,
+      status,
+      provider === 'openai'
+        ? { error: { message, type: openai[outcome]![0], param: null, code: openai[outcome]![1] } }
+        : { type: 'error', error: { type: anthropic[outcome], message } },
+    );
   }
 
   private json(res: ServerResponse, status: number, body: unknown): void {
@@ -153,14 +214,31 @@ function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } 
   const usage = step.usage ?? DEFAULT_USAGE;
   const tools = 'tools' in step ? step.tools : [];
   return {
-    id: `chatcmpl-${++callIds}`, object: 'chat.completion', created: Math.floor(Date.now() / 1000), model,
-    choices: [{
-      index: 0, finish_reason: tools.length ? 'tool_calls' : 'stop', logprobs: null,
-      message: {
-        role: 'assistant', content: step.text ?? null, refusal: null,
-        ...(tools.length ? { tool_calls: tools.map((t) => ({ id: `call_${++callIds}`, type: 'function', function: { name: t.name, arguments: JSON.stringify(t.arguments) } })) } : {}),
+    id: `chatcmpl-${++callIds}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [
+      {
+        index: 0,
+        finish_reason: tools.length ? 'tool_calls' : 'stop',
+        logprobs: null,
+        message: {
+          role: 'assistant',
+          content: step.text ?? null,
+          refusal: null,
+          ...(tools.length
+            ? {
+                tool_calls: tools.map((t) => ({
+                  id: `call_${++callIds}`,
+                  type: 'function',
+                  function: { name: t.name, arguments: JSON.stringify(t.arguments) },
+                })),
+              }
+            : {}),
+        },
       },
-    }],
+    ],
     usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output },
   };
 }
@@ -169,7 +247,11 @@ function anthropicAnswer(model: string, step: Exclude<ChatStep, { error: unknown
   const usage = step.usage ?? DEFAULT_USAGE;
   const tools = 'tools' in step ? step.tools : [];
   return {
-    id: `msg_${++callIds}`, type: 'message', role: 'assistant', model, stop_sequence: null,
+    id: `msg_${++callIds}`,
+    type: 'message',
+    role: 'assistant',
+    model,
+    stop_sequence: null,
     stop_reason: tools.length ? 'tool_use' : 'end_turn',
     content: [
       ...(step.text ? [{ type: 'text', text: step.text }] : []),

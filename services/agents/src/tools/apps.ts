@@ -26,13 +26,30 @@ export async function listAppTools(clients: ToolClients, ctx: CallContext): Prom
   return res.tools.flatMap((t) => {
     const name = appToolName(t.app_slug, t.name);
     if (!PROVIDER_TOOL_NAME.test(name)) return [];
-    return [{ slug: t.app_slug, tool: t.name, spec: { name, description: t.description || `${t.name} of the app ${t.app_slug}`, inputSchema: t.input_schema ?? { type: 'object' } } }];
+    return [
+      {
+        slug: t.app_slug,
+        tool: t.name,
+        spec: {
+          name,
+          description: t.description || `${t.name} of the app ${t.app_slug}`,
+          inputSchema: t.input_schema ?? { type: 'object' },
+        },
+      },
+    ];
   });
 }
 
 /** Calls an app's tool; the result as text for the model (structured content when the tool gave it). */
-export async function callAppTool(clients: ToolClients, tool: AppTool, args: Record<string, unknown>, ctx: CallContext): Promise<{ content: string; isError: boolean }> {
+export async function callAppTool(
+  clients: ToolClients,
+  tool: AppTool,
+  args: Record<string, unknown>,
+  ctx: CallContext,
+): Promise<{ content: string; isError: boolean }> {
   const res = await clients.call('apps', Apps.callTool, { slug: tool.slug, name: tool.tool, arguments: args }, ctx);
-  const content = res.structured_content ?? res.content.map((c) => (c.type === 'text' && typeof c.text === 'string' ? { type: 'text', text: c.text } : c));
+  const content =
+    res.structured_content ??
+    res.content.map((c) => (c.type === 'text' && typeof c.text === 'string' ? { type: 'text', text: c.text } : c));
   return { content: JSON.stringify(content), isError: res.is_error };
 }

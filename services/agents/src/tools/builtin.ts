@@ -7,12 +7,24 @@ import type { CallContext } from '@workauto/grpc';
 import { enumMapping } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
-  CrmPipelinesServiceService as Crm, DealStatus, ListDealsResponse, ListPipelinesResponse, PipelineSummary,
+  CrmPipelinesServiceService as Crm,
+  DealStatus,
+  ListDealsResponse,
+  ListPipelinesResponse,
+  PipelineSummary,
 } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import {
-  NotesTasksServiceService as Notes, ListNotesResponse, ListTasksResponse, Note, Task, TaskPriority,
+  NotesTasksServiceService as Notes,
+  ListNotesResponse,
+  ListTasksResponse,
+  Note,
+  Task,
+  TaskPriority,
 } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { CalendarServiceService as Calendar, ListEventsResponse } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import {
+  CalendarServiceService as Calendar,
+  ListEventsResponse,
+} from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import type { ToolSpec } from '../providers/index.js';
 import type { ToolClients, ToolService } from './clients.js';
 
@@ -32,41 +44,61 @@ const crmJson = resourceJsonOf('workauto/crm_pipelines/v1/crm_pipelines.proto', 
 const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
 const dealStatuses = enumMapping(DealStatus, 'DEAL_STATUS_');
 
-function text(args: Record<string, unknown>, name: string, opts: { required?: boolean; max: number }): string | undefined {
+function text(
+  args: Record<string, unknown>,
+  name: string,
+  opts: { required?: boolean; max: number },
+): string | undefined {
   const v = args[name];
   if (v === undefined || v === null || v === '') {
     if (opts.required) throw new ToolInputError(`${name} is required`);
     return undefined;
   }
-  if (typeof v !== 'string' || v.length > opts.max) throw new ToolInputError(`${name} must be text of at most ${opts.max} characters`);
+  if (typeof v !== 'string' || v.length > opts.max)
+    throw new ToolInputError(`${name} must be text of at most ${opts.max} characters`);
   return v;
 }
 
 function limit(args: Record<string, unknown>): number {
   const v = args.limit;
   if (v === undefined || v === null) return 20;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new ToolInputError('limit must be a positive integer');
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1)
+    throw new ToolInputError('limit must be a positive integer');
   return Math.min(v, 50);
 }
 
 function oneOf<T extends string>(args: Record<string, unknown>, name: string, values: readonly T[]): T | undefined {
   const v = args[name];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'string' || !values.includes(v as T)) throw new ToolInputError(`${name} must be one of ${values.join(', ')}`);
+  if (typeof v !== 'string' || !values.includes(v as T))
+    throw new ToolInputError(`${name} must be one of ${values.join(', ')}`);
   return v as T;
 }
 
-const schema = (properties: Record<string, unknown>, required: string[] = []) => ({ type: 'object', properties, required, additionalProperties: false });
+const schema = (properties: Record<string, unknown>, required: string[] = []) => ({
+  type: 'object',
+  properties,
+  required,
+  additionalProperties: false,
+});
 
 export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   {
     name: 'list_tasks',
     description: 'Lists the tenant\'s tasks, most recent first. status "open" (default) or "completed".',
-    inputSchema: schema({ status: { type: 'string', enum: ['open', 'completed'] }, limit: { type: 'integer', minimum: 1, maximum: 50 } }),
+    inputSchema: schema({
+      status: { type: 'string', enum: ['open', 'completed'] },
+      limit: { type: 'integer', minimum: 1, maximum: 50 },
+    }),
     service: 'notes_tasks',
     async call(args, ctx, clients) {
       const status = oneOf(args, 'status', ['open', 'completed'] as const) ?? 'open';
-      const res = await clients.call('notes_tasks', Notes.listTasks, { limit: limit(args), completed: status === 'completed' }, ctx);
+      const res = await clients.call(
+        'notes_tasks',
+        Notes.listTasks,
+        { limit: limit(args), completed: status === 'completed' },
+        ctx,
+      );
       return notesJson('ListTasksResponse', ListTasksResponse, res);
     },
   },
@@ -75,8 +107,10 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
     description: 'Creates a task. priority: none, low, medium, high or urgent; due_date as YYYY-MM-DD.',
     inputSchema: schema(
       {
-        title: { type: 'string', maxLength: 500 }, description: { type: 'string' },
-        priority: { type: 'string', enum: ['none', 'low', 'medium', 'high', 'urgent'] }, due_date: { type: 'string', format: 'date' },
+        title: { type: 'string', maxLength: 500 },
+        description: { type: 'string' },
+        priority: { type: 'string', enum: ['none', 'low', 'medium', 'high', 'urgent'] },
+        due_date: { type: 'string', format: 'date' },
       },
       ['title'],
     ),
@@ -100,10 +134,18 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   {
     name: 'search_notes',
     description: 'Finds notes whose title or body contains the query (case-insensitive), newest first.',
-    inputSchema: schema({ query: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 50 } }, ['query']),
+    inputSchema: schema(
+      { query: { type: 'string', maxLength: 200 }, limit: { type: 'integer', minimum: 1, maximum: 50 } },
+      ['query'],
+    ),
     service: 'notes_tasks',
     async call(args, ctx, clients) {
-      const res = await clients.call('notes_tasks', Notes.listNotes, { q: text(args, 'query', { required: true, max: 200 }), limit: limit(args) }, ctx);
+      const res = await clients.call(
+        'notes_tasks',
+        Notes.listNotes,
+        { q: text(args, 'query', { required: true, max: 200 }), limit: limit(args) },
+        ctx,
+      );
       return notesJson('ListNotesResponse', ListNotesResponse, res);
     },
   },
@@ -113,21 +155,37 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
     inputSchema: schema({ title: { type: 'string', maxLength: 500 }, body: { type: 'string' } }, ['title', 'body']),
     service: 'notes_tasks',
     async call(args, ctx, clients) {
-      const note = await clients.call('notes_tasks', Notes.createNote, { title: text(args, 'title', { required: true, max: 500 })!, body: text(args, 'body', { required: true, max: 100_000 })! }, ctx);
+      const note = await clients.call(
+        'notes_tasks',
+        Notes.createNote,
+        {
+          title: text(args, 'title', { required: true, max: 500 })!,
+          body: text(args, 'body', { required: true, max: 100_000 })!,
+        },
+        ctx,
+      );
       return notesJson('Note', Note, note);
     },
   },
   {
     name: 'list_deals',
     description: 'Lists deals, newest first. status: open, won or lost; pipeline_id narrows to one pipeline.',
-    inputSchema: schema({ status: { type: 'string', enum: ['open', 'won', 'lost'] }, pipeline_id: { type: 'string', format: 'uuid' }, limit: { type: 'integer', minimum: 1, maximum: 50 } }),
+    inputSchema: schema({
+      status: { type: 'string', enum: ['open', 'won', 'lost'] },
+      pipeline_id: { type: 'string', format: 'uuid' },
+      limit: { type: 'integer', minimum: 1, maximum: 50 },
+    }),
     service: 'crm_pipelines',
     async call(args, ctx, clients) {
       const status = oneOf(args, 'status', ['open', 'won', 'lost'] as const);
       const res = await clients.call(
         'crm_pipelines',
         Crm.listDeals,
-        { limit: limit(args), pipeline_id: text(args, 'pipeline_id', { max: 36 }), status: status ? dealStatuses.fromDomain(status) : undefined },
+        {
+          limit: limit(args),
+          pipeline_id: text(args, 'pipeline_id', { max: 36 }),
+          status: status ? dealStatuses.fromDomain(status) : undefined,
+        },
         ctx,
       );
       return crmJson('ListDealsResponse', ListDealsResponse, res);
@@ -135,7 +193,8 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   },
   {
     name: 'pipeline_summary',
-    description: 'The summary of a pipeline (deals and value per stage); the default pipeline when pipeline_id is left out.',
+    description:
+      'The summary of a pipeline (deals and value per stage); the default pipeline when pipeline_id is left out.',
     inputSchema: schema({ pipeline_id: { type: 'string', format: 'uuid' } }),
     service: 'crm_pipelines',
     async call(args, ctx, clients) {
@@ -143,7 +202,11 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       if (!id) {
         const pipelines = await clients.call('crm_pipelines', Crm.listPipelines, { limit: 200 }, ctx);
         const chosen = pipelines.data.find((p) => p.is_default) ?? pipelines.data[0];
-        if (!chosen) return { message: 'the tenant has no pipeline yet', pipelines: crmJson('ListPipelinesResponse', ListPipelinesResponse, pipelines) };
+        if (!chosen)
+          return {
+            message: 'the tenant has no pipeline yet',
+            pipelines: crmJson('ListPipelinesResponse', ListPipelinesResponse, pipelines),
+          };
         id = chosen.id;
       }
       const summary = await clients.call('crm_pipelines', Crm.getPipelineSummary, { id }, ctx);
@@ -152,15 +215,21 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
   },
   {
     name: 'list_calendar_events',
-    description: 'Lists calendar event occurrences in a window, in start order (default: the next 24 hours; at most 366 days). from and to are RFC 3339 times.',
-    inputSchema: schema({ from: { type: 'string', format: 'date-time' }, to: { type: 'string', format: 'date-time' }, limit: { type: 'integer', minimum: 1, maximum: 50 } }),
+    description:
+      'Lists calendar event occurrences in a window, in start order (default: the next 24 hours; at most 366 days). from and to are RFC 3339 times.',
+    inputSchema: schema({
+      from: { type: 'string', format: 'date-time' },
+      to: { type: 'string', format: 'date-time' },
+      limit: { type: 'integer', minimum: 1, maximum: 50 },
+    }),
     service: 'calendar',
     async call(args, ctx, clients) {
       const instant = (name: string, fallback: Date) => {
         const v = text(args, name, { max: 64 });
         if (v === undefined) return fallback;
         const d = new Date(v);
-        if (Number.isNaN(d.getTime())) throw new ToolInputError(`${name} must be an RFC 3339 time like 2026-11-23T09:00:00Z`);
+        if (Number.isNaN(d.getTime()))
+          throw new ToolInputError(`${name} must be an RFC 3339 time like 2026-11-23T09:00:00Z`);
         return d;
       };
       const from = instant('from', new Date());

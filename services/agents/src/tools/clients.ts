@@ -20,7 +20,10 @@ export function agentContext(tenantId: string, runId: string, signal: AbortSigna
 export class ToolClients {
   private readonly downstreams = new Map<ToolService, Downstream>();
 
-  constructor(addresses: Partial<Record<ToolService, string>>, private readonly deadlineMs = 30_000) {
+  constructor(
+    addresses: Partial<Record<ToolService, string>>,
+    private readonly deadlineMs = 30_000,
+  ) {
     for (const [service, address] of Object.entries(addresses) as [ToolService, string | undefined][]) {
       if (address) this.downstreams.set(service, new Downstream(service, address, { deadlineMs }));
     }
@@ -33,8 +36,15 @@ export class ToolClients {
   /** One call as the run's agent; aborts in flight with the run's signal. */
   call<Req, Res>(service: ToolService, method: UnaryMethod<Req, Res>, request: Req, ctx: CallContext): Promise<Res> {
     const downstream = this.downstreams.get(service);
-    if (!downstream) throw new ToolUnavailable(`${service.replace('_', '-')} is not configured for agent runs (set its address, e.g. ${service.toUpperCase()}_ADDR)`);
-    return downstream.call(method, request, { metadata: ctx.toMetadata(GRPC_SERVICE[service]), signal: ctx.signal, deadlineMs: this.deadlineMs });
+    if (!downstream)
+      throw new ToolUnavailable(
+        `${service.replace('_', '-')} is not configured for agent runs (set its address, e.g. ${service.toUpperCase()}_ADDR)`,
+      );
+    return downstream.call(method, request, {
+      metadata: ctx.toMetadata(GRPC_SERVICE[service]),
+      signal: ctx.signal,
+      deadlineMs: this.deadlineMs,
+    });
   }
 
   close(): void {

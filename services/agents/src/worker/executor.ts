@@ -10,7 +10,15 @@ import { decodeStatusDetails } from '@workauto/grpc';
 import type { Blueprint, ProviderName } from '../domain/blueprints.js';
 import { costMicroCents, toCents } from '../domain/costs.js';
 import { blockedBy, maxOutputChars, maxToolCalls, toolAllowed, type Guardrail } from '../domain/guardrails.js';
-import { ProviderError, runFailureCategory, type ChatMessage, type ProviderErrorCategory, type Providers, type ToolResult, type ToolSpec } from '../providers/index.js';
+import {
+  ProviderError,
+  runFailureCategory,
+  type ChatMessage,
+  type ProviderErrorCategory,
+  type Providers,
+  type ToolResult,
+  type ToolSpec,
+} from '../providers/index.js';
 import { builtinTool, ToolInputError, type BuiltinTool } from '../tools/builtin.js';
 import { ToolUnavailable, type ToolClients } from '../tools/clients.js';
 import { callAppTool, listAppTools, type AppTool } from '../tools/apps.js';
@@ -20,8 +28,17 @@ const MAX_OUTPUT_TOKENS = 1_024;
 const TOOL_RESULT_MAX_CHARS = 20_000;
 
 export type FailureCategory =
-  | 'provider_auth' | 'provider_quota' | 'provider_rate_limited' | 'provider_unavailable' | 'budget_exceeded'
-  | 'deadline_exceeded' | 'tool_error' | 'app_unavailable' | 'guardrail_blocked' | 'worker_lost' | 'internal';
+  | 'provider_auth'
+  | 'provider_quota'
+  | 'provider_rate_limited'
+  | 'provider_unavailable'
+  | 'budget_exceeded'
+  | 'deadline_exceeded'
+  | 'tool_error'
+  | 'app_unavailable'
+  | 'guardrail_blocked'
+  | 'worker_lost'
+  | 'internal';
 
 export interface RunOutput {
   text: string;
@@ -33,7 +50,11 @@ export interface RunOutput {
 export type Outcome =
   | { status: 'succeeded'; output: RunOutput; costMicroCents: number }
   | {
-      status: 'failed'; category: FailureCategory; detail: string; output: RunOutput; costMicroCents: number;
+      status: 'failed';
+      category: FailureCategory;
+      detail: string;
+      output: RunOutput;
+      costMicroCents: number;
       /** When the provider refused the key: what byok_status becomes. */
       providerCategory?: ProviderErrorCategory;
     }
@@ -44,12 +65,19 @@ export type Outcome =
 export class RunStop extends Error {
   override name = 'RunStop';
   constructor(readonly kind: 'cancelled' | 'released' | 'deadline') {
-    super(kind === 'cancelled' ? 'the run was cancelled' : kind === 'released' ? 'the worker released the run' : 'the run passed its deadline');
+    super(
+      kind === 'cancelled'
+        ? 'the run was cancelled'
+        : kind === 'released'
+          ? 'the worker released the run'
+          : 'the run passed its deadline',
+    );
   }
 }
 
 /** A tool the run may offer the model: a built-in one or an app's. */
-type OfferedTool = { spec: ToolSpec; builtin: BuiltinTool; app?: undefined } | { spec: ToolSpec; app: AppTool; builtin?: undefined };
+type OfferedTool =
+  { spec: ToolSpec; builtin: BuiltinTool; app?: undefined } | { spec: ToolSpec; app: AppTool; builtin?: undefined };
 
 export interface Execution {
   blueprint: Blueprint;
@@ -83,11 +111,17 @@ function inputText(input: unknown): string {
 }
 
 /** The tools the run offers (built-in and apps', filtered by the guardrails), and every tool name it knows. */
-async function toolsFor(deps: ExecutorDeps, run: Execution, ctx: CallContext): Promise<{ offered: OfferedTool[]; known: Set<string> }> {
+async function toolsFor(
+  deps: ExecutorDeps,
+  run: Execution,
+  ctx: CallContext,
+): Promise<{ offered: OfferedTool[]; known: Set<string> }> {
   // A built-in tool whose service this deployment does not reach is not offered.
   const builtins: OfferedTool[] = run.blueprint.tools.flatMap((name) => {
     const builtin = builtinTool(name);
-    return builtin && deps.clients.has(builtin.service) ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }] : [];
+    return builtin && deps.clients.has(builtin.service)
+      ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }]
+      : [];
   });
   let apps: OfferedTool[] = [];
   try {
@@ -95,21 +129,31 @@ async function toolsFor(deps: ExecutorDeps, run: Execution, ctx: CallContext): P
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     // The apps service being away does not stop a run that may not need an app: it runs without them.
-    deps.warn?.({ err }, 'could not list the tenant\'s app tools; the run goes on with the built-in tools only');
+    deps.warn?.({ err }, "could not list the tenant's app tools; the run goes on with the built-in tools only");
   }
   const all = [...builtins, ...apps];
-  return { offered: all.filter((t) => toolAllowed(run.guardrails, t.spec.name)), known: new Set(all.map((t) => t.spec.name)) };
+  return {
+    offered: all.filter((t) => toolAllowed(run.guardrails, t.spec.name)),
+    known: new Set(all.map((t) => t.spec.name)),
+  };
 }
 
 export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outcome> {
   const output: RunOutput = { text: '', steps: 0, tool_calls: [] };
   let cost = run.spentMicroCents;
   const deadline = new AbortController();
-  const timer = run.deadlineAt ? setTimeout(() => deadline.abort(new RunStop('deadline')), Math.max(0, run.deadlineAt.getTime() - Date.now())) : undefined;
+  const timer = run.deadlineAt
+    ? setTimeout(() => deadline.abort(new RunStop('deadline')), Math.max(0, run.deadlineAt.getTime() - Date.now()))
+    : undefined;
   const signal = AbortSignal.any([run.signal, deadline.signal]);
   const ctx = run.actAs(signal);
   const fail = (category: FailureCategory, detail: string, providerCategory?: ProviderErrorCategory): Outcome => ({
-    status: 'failed', category, detail, output, costMicroCents: cost, ...(providerCategory ? { providerCategory } : {}),
+    status: 'failed',
+    category,
+    detail,
+    output,
+    costMicroCents: cost,
+    ...(providerCategory ? { providerCategory } : {}),
   });
   const toolCallCap = maxToolCalls(run.guardrails);
   const messages: ChatMessage[] = [{ role: 'user', text: inputText(run.input) }];
@@ -119,7 +163,14 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
     const byName = new Map(offered.map((t) => [t.spec.name, t]));
     for (let step = 1; step <= MAX_STEPS; step++) {
       const answer = await deps.providers[run.provider].chat(
-        { apiKey: run.apiKey, model, system: run.blueprint.prompt, messages, tools: offered.map((t) => t.spec), maxOutputTokens: MAX_OUTPUT_TOKENS },
+        {
+          apiKey: run.apiKey,
+          model,
+          system: run.blueprint.prompt,
+          messages,
+          tools: offered.map((t) => t.spec),
+          maxOutputTokens: MAX_OUTPUT_TOKENS,
+        },
         signal,
       );
       output.steps = step;
@@ -127,14 +178,20 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
       if (answer.text) output.text = answer.text;
       await run.progress(cost, output);
       if (run.budgetCents !== null && toCents(cost) > run.budgetCents) {
-        return fail('budget_exceeded', `the run cost ${toCents(cost)} cents after ${step} provider calls, more than its budget of ${run.budgetCents} cents; raise budget_usd_cents to let it finish`);
+        return fail(
+          'budget_exceeded',
+          `the run cost ${toCents(cost)} cents after ${step} provider calls, more than its budget of ${run.budgetCents} cents; raise budget_usd_cents to let it finish`,
+        );
       }
       if (run.deadlineAt && Date.now() > run.deadlineAt.getTime()) throw new RunStop('deadline');
       if (answer.toolCalls.length === 0) {
         const blocked = blockedBy(run.guardrails, answer.text);
         if (blocked !== undefined) {
           output.text = ''; // what the pattern blocks is not shown either
-          return fail('guardrail_blocked', `the answer matches the block_pattern of guardrails[${blocked}] and was withheld`);
+          return fail(
+            'guardrail_blocked',
+            `the answer matches the block_pattern of guardrails[${blocked}] and was withheld`,
+          );
         }
         const cap = maxOutputChars(run.guardrails);
         if (cap !== undefined && output.text.length > cap) output.text = output.text.slice(0, cap);
@@ -148,10 +205,18 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
         const tool = byName.get(call.name);
         if (!tool) {
           if (known.has(call.name)) {
-            return fail('guardrail_blocked', `the model called ${call.name}, which the guardrails do not allow (allow_tools / deny_tools)`);
+            return fail(
+              'guardrail_blocked',
+              `the model called ${call.name}, which the guardrails do not allow (allow_tools / deny_tools)`,
+            );
           }
           output.tool_calls.push({ name: call.name, is_error: true });
-          results.push({ callId: call.id, name: call.name, content: `unknown tool ${call.name}; use one of: ${[...byName.keys()].join(', ')}`, isError: true });
+          results.push({
+            callId: call.id,
+            name: call.name,
+            content: `unknown tool ${call.name}; use one of: ${[...byName.keys()].join(', ')}`,
+            isError: true,
+          });
           continue;
         }
         const result = await callTool(deps, tool, call.arguments, ctx);
@@ -165,7 +230,11 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
   } catch (err) {
     const reason = signal.aborted && signal.reason instanceof RunStop ? signal.reason : err;
     if (reason instanceof RunStop) {
-      if (reason.kind === 'deadline') return fail('deadline_exceeded', `the run passed its deadline (${run.deadlineAt?.toISOString()}) after ${output.steps} provider calls; raise deadline_seconds to give it longer`);
+      if (reason.kind === 'deadline')
+        return fail(
+          'deadline_exceeded',
+          `the run passed its deadline (${run.deadlineAt?.toISOString()}) after ${output.steps} provider calls; raise deadline_seconds to give it longer`,
+        );
       return { status: 'stopped', reason, output, costMicroCents: cost };
     }
     if (err instanceof ProviderError) return fail(runFailureCategory(err.category), err.message, err.category);
@@ -196,8 +265,12 @@ async function callTool(
     if (err instanceof ToolInputError) return { content: err.message, isError: true };
     if (err instanceof ToolUnavailable) return { failure, detail: `tool ${tool.spec.name} failed: ${err.message}` };
     const code = (err as { code?: unknown }).code;
-    const message = typeof code === 'number' && 'metadata' in (err as object) ? decodeStatusDetails(err as never).message : (err as Error).message;
-    if (tool.app && typeof code === 'number' && APP_DOWN_CODES.has(code)) return { failure, detail: `app tool ${tool.spec.name} is unavailable: ${message}` };
+    const message =
+      typeof code === 'number' && 'metadata' in (err as object)
+        ? decodeStatusDetails(err as never).message
+        : (err as Error).message;
+    if (tool.app && typeof code === 'number' && APP_DOWN_CODES.has(code))
+      return { failure, detail: `app tool ${tool.spec.name} is unavailable: ${message}` };
     // The model's input was refused: it reads why and may try again.
     if (typeof code === 'number' && INPUT_CODES.has(code)) return { content: message, isError: true };
     return { failure, detail: `tool ${tool.spec.name} failed: ${message}` };

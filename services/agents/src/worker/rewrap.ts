@@ -21,7 +21,8 @@ export async function rewrapKeys(pool: Pool, keyring: Keyring, signal?: AbortSig
     for (const row of batch) {
       const context = keyContext(row.tenant_id, row.agent_blueprint);
       const ciphertext = keyring.encrypt(keyring.decrypt(row.byok_ciphertext, context), context);
-      if (await configs.rewrapKey(pool, row.id, row.byok_ciphertext, { ciphertext, keyId: K.keyIdOf(ciphertext) })) rewrapped++;
+      if (await configs.rewrapKey(pool, row.id, row.byok_ciphertext, { ciphertext, keyId: K.keyIdOf(ciphertext) }))
+        rewrapped++;
     }
   }
 }
@@ -32,7 +33,11 @@ export function rewrapKeysWorker(pool: Pool, keyring: Keyring, logger: Logger): 
     async run(ctx) {
       ctx.beat();
       const n = await rewrapKeys(pool, keyring, ctx.signal);
-      if (n) logger.info({ rewrapped: n, key_id: keyring.activeKeyId }, 'provider keys re-encrypted under the active keyring key');
+      if (n)
+        logger.info(
+          { rewrapped: n, key_id: keyring.activeKeyId },
+          'provider keys re-encrypted under the active keyring key',
+        );
       // Done; idle (beating) until shutdown.
       while (!ctx.signal.aborted) {
         ctx.beat();

@@ -38,7 +38,13 @@ export interface RunSettings {
   schedulerPollMs: number;
 }
 
-export const DEFAULT_RUN_SETTINGS: RunSettings = { concurrency: 8, leaseMs: 30_000, heartbeatMs: 2_000, pollMs: 250, schedulerPollMs: 1_000 };
+export const DEFAULT_RUN_SETTINGS: RunSettings = {
+  concurrency: 8,
+  leaseMs: 30_000,
+  heartbeatMs: 2_000,
+  pollMs: 250,
+  schedulerPollMs: 1_000,
+};
 
 /** A run is re-run once after its worker vanished; a third claim fails it worker_lost. */
 const MAX_CLAIMS = 2;
@@ -100,13 +106,29 @@ export class RunWorker {
       const row = await runs.runForWorker(tx, tenantId, runId, { lock: true });
       if (!row || row.status === 'succeeded' || row.status === 'failed' || row.status === 'cancelled') return undefined;
       if (row.status === 'running' && row.claims >= MAX_CLAIMS) {
-        await this.finish(tx, row, { status: 'failed', category: 'worker_lost', detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`, output: (row.output as RunOutput | null) ?? emptyOutput(), costMicroCents: row.cost_micro_cents });
+        await this.finish(tx, row, {
+          status: 'failed',
+          category: 'worker_lost',
+          detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`,
+          output: (row.output as RunOutput | null) ?? emptyOutput(),
+          costMicroCents: row.cost_micro_cents,
+        });
         return undefined;
       }
       const wasQueued = row.status === 'queued';
       const running = await runs.startRun(tx, tenantId, runId, this.workerId);
-      if (wasQueued) await recordEvent(tx, SOURCE, events, { type: 'agent_run.started', resourceType: 'agent_run', resourceId: runId, data: runData(running) });
-      else this.deps.logger.warn({ run_id: runId, claims: running.claims }, 'agent run re-queued: the worker running it vanished; running it again');
+      if (wasQueued)
+        await recordEvent(tx, SOURCE, events, {
+          type: 'agent_run.started',
+          resourceType: 'agent_run',
+          resourceId: runId,
+          data: runData(running),
+        });
+      else
+        this.deps.logger.warn(
+          { run_id: runId, claims: running.claims },
+          'agent run re-queued: the worker running it vanished; running it again',
+        );
       return running;
     });
     if (!started) return;
@@ -120,7 +142,11 @@ export class RunWorker {
         (status) => {
           if (status !== 'running') stop.abort(new RunStop(status === 'cancelled' ? 'cancelled' : 'released'));
         },
-        (err: unknown) => this.deps.logger.warn({ err, run_id: runId }, 'agent run heartbeat failed; retrying (is the database reachable?)'),
+        (err: unknown) =>
+          this.deps.logger.warn(
+            { err, run_id: runId },
+            'agent run heartbeat failed; retrying (is the database reachable?)',
+          ),
       );
     }, this.deps.settings.heartbeatMs);
     try {
@@ -138,7 +164,9 @@ export class RunWorker {
     const blueprint = findBlueprint(row.agent_blueprint);
     // A run re-run after a lost worker keeps what its first attempt already cost.
     const spent = row.cost_micro_cents;
-    const fail = (category: FailureCategory, detail: string) => ({ outcome: { status: 'failed', category, detail, output: emptyOutput(), costMicroCents: spent } as Outcome });
+    const fail = (category: FailureCategory, detail: string) => ({
+      outcome: { status: 'failed', category, detail, output: emptyOutput(), costMicroCents: spent } as Outcome,
+    });
     if (!blueprint) return fail('internal', `blueprint ${row.agent_blueprint} is no longer offered by this deployment`);
     const config = await configs.findConfig(pool, row.tenant_id, blueprint.id);
     const stored = await configs.storedKey(pool, row.tenant_id, blueprint.id);
@@ -149,12 +177,19 @@ export class RunWorker {
       try {
         apiKey = keyring.decrypt(stored.ciphertext, keyContext(row.tenant_id, blueprint.id));
       } catch {
-        return fail('internal', 'the stored provider key cannot be decrypted with ENCRYPTION_KEYS (was its keyring key removed?); set the key again with PUT byok-key');
+        return fail(
+          'internal',
+          'the stored provider key cannot be decrypted with ENCRYPTION_KEYS (was its keyring key removed?); set the key again with PUT byok-key',
+        );
       }
     } else {
       provider = blueprint.defaultProvider;
       const platformKey = this.deps.platformKeys[provider];
-      if (!platformKey) return fail('provider_auth', `no provider key: set the tenant's key with PUT /agent-configs/${blueprint.id}/byok-key (this deployment has no platform key for ${provider})`);
+      if (!platformKey)
+        return fail(
+          'provider_auth',
+          `no provider key: set the tenant's key with PUT /agent-configs/${blueprint.id}/byok-key (this deployment has no platform key for ${provider})`,
+        );
       apiKey = platformKey;
     }
     const usedPlatformKey = !stored;
@@ -162,30 +197,50 @@ export class RunWorker {
     const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
     try {
       const outcome = await execute(
-        { providers: this.deps.providers, clients: this.deps.clients, warn: (fields, message) => this.deps.logger.warn({ ...fields, run_id: row.id }, message) },
         {
-          blueprint, input: row.input, guardrails: (config?.guardrails ?? []) as Guardrail[], provider, apiKey,
+          providers: this.deps.providers,
+          clients: this.deps.clients,
+          warn: (fields, message) => this.deps.logger.warn({ ...fields, run_id: row.id }, message),
+        },
+        {
+          blueprint,
+          input: row.input,
+          guardrails: (config?.guardrails ?? []) as Guardrail[],
+          provider,
+          apiKey,
           budgetCents: row.budget_usd_cents,
-          deadlineAt: row.deadline_at, signal, spentMicroCents: spent,
+          deadlineAt: row.deadline_at,
+          signal,
+          spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
-          progress: (cost, output) => runs.recordProgress(pool, row.id, this.workerId, { costMicroCents: cost, feeCents: fee(cost), output }),
+          progress: (cost, output) =>
+            runs.recordProgress(pool, row.id, this.workerId, { costMicroCents: cost, feeCents: fee(cost), output }),
         },
       );
       if (outcome.status === 'failed' && outcome.providerCategory && stored) {
-        const status = outcome.providerCategory === 'insufficient_quota' ? 'quota_exhausted' : outcome.category === 'provider_auth' ? 'invalid' : undefined;
+        const status =
+          outcome.providerCategory === 'insufficient_quota'
+            ? 'quota_exhausted'
+            : outcome.category === 'provider_auth'
+              ? 'invalid'
+              : undefined;
         if (status) return { outcome, refused: { version: stored.version, status, reason: outcome.detail } };
       }
       return { outcome };
     } catch (err) {
       this.deps.logger.error({ err, run_id: row.id }, 'agent run failed with an unexpected error');
-      return fail('internal', 'the run failed with an unexpected error on our side; the service log has the details (search for the run id)');
+      return fail(
+        'internal',
+        'the run failed with an unexpected error on our side; the service log has the details (search for the run id)',
+      );
     }
   }
 
   private async record(row: runs.RunRow, outcome: Outcome, refused: KeyRefusal | undefined): Promise<void> {
     if (outcome.status === 'stopped') {
       // Cancelled: the cancel wrote the run; the cost so far was recorded step by step.
-      if (outcome.reason.kind === 'released' && this.stopping?.aborted) await runs.releaseRun(this.deps.pool, row.id, this.workerId);
+      if (outcome.reason.kind === 'released' && this.stopping?.aborted)
+        await runs.releaseRun(this.deps.pool, row.id, this.workerId);
       return;
     }
     await withTransaction(this.deps.pool, async (tx) => {
@@ -193,10 +248,21 @@ export class RunWorker {
       if (!locked || locked.status !== 'running') return; // cancelled meanwhile: the cancel wins
       await this.finish(tx, locked, outcome);
       if (refused) {
-        const config = await configs.setByokStatus(tx, row.tenant_id, row.agent_blueprint, refused.version, refused.status, refused.reason);
+        const config = await configs.setByokStatus(
+          tx,
+          row.tenant_id,
+          row.agent_blueprint,
+          refused.version,
+          refused.status,
+          refused.reason,
+        );
         if (config) {
           await recordEvent(tx, SOURCE, agentContext(row.tenant_id, row.id, new AbortController().signal), {
-            type: 'agent_config.updated', resourceType: 'agent_config', resourceId: config.id, data: configData(config), metadata: { byok_status: refused.status },
+            type: 'agent_config.updated',
+            resourceType: 'agent_config',
+            resourceId: config.id,
+            data: configData(config),
+            metadata: { byok_status: refused.status },
           });
         }
       }
@@ -208,25 +274,57 @@ export class RunWorker {
     const row = await runs.runForWorker(tx, job.tenant_id, job.run_id, { lock: true });
     if (!row || (row.status !== 'queued' && row.status !== 'running')) return;
     this.deps.logger.warn({ run_id: row.id, reason }, 'agent run abandoned: its job ran out of attempts');
-    await this.finish(tx, row, row.status === 'running'
-      ? { status: 'failed', category: 'worker_lost', detail: 'the worker running it vanished (crashed or cut off) and the run could not be taken up again; create a new run', output: (row.output as RunOutput | null) ?? emptyOutput(), costMicroCents: row.cost_micro_cents }
-      : { status: 'failed', category: 'internal', detail: 'the run could not be started after repeated attempts (was the database or the service unavailable?); create a new run', output: emptyOutput(), costMicroCents: row.cost_micro_cents });
+    await this.finish(
+      tx,
+      row,
+      row.status === 'running'
+        ? {
+            status: 'failed',
+            category: 'worker_lost',
+            detail:
+              'the worker running it vanished (crashed or cut off) and the run could not be taken up again; create a new run',
+            output: (row.output as RunOutput | null) ?? emptyOutput(),
+            costMicroCents: row.cost_micro_cents,
+          }
+        : {
+            status: 'failed',
+            category: 'internal',
+            detail:
+              'the run could not be started after repeated attempts (was the database or the service unavailable?); create a new run',
+            output: emptyOutput(),
+            costMicroCents: row.cost_micro_cents,
+          },
+    );
   }
 
-  private async finish(tx: PoolClient, row: runs.RunRow, outcome: Exclude<Outcome, { status: 'stopped' }>): Promise<void> {
+  private async finish(
+    tx: PoolClient,
+    row: runs.RunRow,
+    outcome: Exclude<Outcome, { status: 'stopped' }>,
+  ): Promise<void> {
     const failed = outcome.status === 'failed';
     const before = await runs.streakBefore(tx, row.tenant_id, row.agent_blueprint, row.id);
     const ended = await runs.finishRun(tx, row.id, {
-      status: outcome.status, output: outcome.output, costMicroCents: outcome.costMicroCents,
-      feeCents: row.used_platform_key ? platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps) : row.platform_fee_cents,
-      failureCategory: failed ? outcome.category : null, failureDetail: failed ? outcome.detail : null,
+      status: outcome.status,
+      output: outcome.output,
+      costMicroCents: outcome.costMicroCents,
+      feeCents: row.used_platform_key
+        ? platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps)
+        : row.platform_fee_cents,
+      failureCategory: failed ? outcome.category : null,
+      failureDetail: failed ? outcome.detail : null,
       consecutiveFailures: failed ? before + 1 : 0,
     });
     if (!ended) return;
     const { paused } = await configs.recordRunResult(tx, row.tenant_id, row.agent_blueprint, failed);
     await recordEvent(tx, SOURCE, agentContext(row.tenant_id, row.id, new AbortController().signal), {
-      type: failed ? 'agent_run.failed' : 'agent_run.succeeded', resourceType: 'agent_run', resourceId: row.id, data: runData(ended),
-      ...(failed ? { metadata: { failure_category: outcome.category, ...(paused ? { schedule_paused: true } : {}) } } : {}),
+      type: failed ? 'agent_run.failed' : 'agent_run.succeeded',
+      resourceType: 'agent_run',
+      resourceId: row.id,
+      data: runData(ended),
+      ...(failed
+        ? { metadata: { failure_category: outcome.category, ...(paused ? { schedule_paused: true } : {}) } }
+        : {}),
     });
   }
 }

@@ -24,16 +24,33 @@ export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<num
       const tick = latestTick(schedule, now);
       if (tick) {
         const run = await runs.insertRun(tx, {
-          tenant_id: config.tenant_id, agent_blueprint: config.agent_blueprint, input: null, run_at: tick,
+          tenant_id: config.tenant_id,
+          agent_blueprint: config.agent_blueprint,
+          input: null,
+          run_at: tick,
           budget_usd_cents: config.budget_default_cents,
-          deadline_seconds: config.deadline_default_seconds, scheduled_for: tick,
+          deadline_seconds: config.deadline_default_seconds,
+          scheduled_for: tick,
         });
         if (run) {
           created++;
-          await runQueue.enqueue(tx, { run_id: run.id, tenant_id: run.tenant_id }, { runAt: run.run_at, maxAttempts: 10 });
-          await recordEvent(tx, SOURCE, { tenantId: run.tenant_id, requestId: run.id, actor: { type: 'system', id: 'scheduler' } }, {
-            type: 'agent_run.created', resourceType: 'agent_run', resourceId: run.id, data: runData(run), metadata: { scheduled_for: tick.toISOString() },
-          });
+          await runQueue.enqueue(
+            tx,
+            { run_id: run.id, tenant_id: run.tenant_id },
+            { runAt: run.run_at, maxAttempts: 10 },
+          );
+          await recordEvent(
+            tx,
+            SOURCE,
+            { tenantId: run.tenant_id, requestId: run.id, actor: { type: 'system', id: 'scheduler' } },
+            {
+              type: 'agent_run.created',
+              resourceType: 'agent_run',
+              resourceId: run.id,
+              data: runData(run),
+              metadata: { scheduled_for: tick.toISOString() },
+            },
+          );
         }
       }
       await configs.setNextTick(tx, config.id, nextTick(schedule, now));

@@ -36,8 +36,12 @@ export function classifyFailure(err: unknown, observed: Observed, secrets: strin
 }
 
 function classify(err: unknown, observed: Observed): Failure {
-  const timedOut = observed.timedOut || (err as Error | null)?.name === 'EgressTimeoutError' || observed.fetchErrors.some((e) => e.name === 'EgressTimeoutError');
-  if (timedOut) return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
+  const timedOut =
+    observed.timedOut ||
+    (err as Error | null)?.name === 'EgressTimeoutError' ||
+    observed.fetchErrors.some((e) => e.name === 'EgressTimeoutError');
+  if (timedOut)
+    return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
   const refused = observed.fetchErrors.find((e) => e.name === 'EgressRefusedError');
   // Not the address it resolved to: a tenant must not learn the internal addresses of names.
   if (refused) {
@@ -49,24 +53,36 @@ function classify(err: unknown, observed: Observed): Failure {
   const code = (err as { code?: unknown } | null)?.code;
   const name = (err as Error | null)?.name ?? '';
   if (name.startsWith('Egress')) return { status: 'unreachable', reason: (err as Error).message };
-  if (observed.fetchErrors.length && !observed.statuses.length) return { status: 'unreachable', reason: observed.fetchErrors[0]!.message };
+  if (observed.fetchErrors.length && !observed.statuses.length)
+    return { status: 'unreachable', reason: observed.fetchErrors[0]!.message };
   // An HTTP status: the SDK's StreamableHTTPError/SseError carry it as `code`; its SSE POST errors
   // only in the text, so the last error status seen on the wire decides then.
   const status = typeof code === 'number' && code >= 100 && code < 600 ? code : lastErrorStatus(observed);
   if (status !== undefined) {
     if (status === 401 || status === 403) {
-      return { status: 'auth_failed', reason: `the server refused the credential (HTTP ${status}); rotate the app's auth with a valid secret` };
+      return {
+        status: 'auth_failed',
+        reason: `the server refused the credential (HTTP ${status}); rotate the app's auth with a valid secret`,
+      };
     }
     if (status >= 500) return { status: 'unreachable', reason: `the server answered HTTP ${status}` };
     if (status >= 300 && status < 400) {
-      return { status: 'protocol_error', reason: `the server answered with a redirect (HTTP ${status}), which is never followed; set mcp_server_url to the final URL` };
+      return {
+        status: 'protocol_error',
+        reason: `the server answered with a redirect (HTTP ${status}), which is never followed; set mcp_server_url to the final URL`,
+      };
     }
-    return { status: 'protocol_error', reason: `the server answered HTTP ${status}, not as an MCP server; check mcp_server_url` };
+    return {
+      status: 'protocol_error',
+      reason: `the server answered HTTP ${status}, not as an MCP server; check mcp_server_url`,
+    };
   }
-  if (code === MCP_REQUEST_TIMEOUT) return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
+  if (code === MCP_REQUEST_TIMEOUT)
+    return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
   if (code === MCP_CONNECTION_CLOSED) return { status: 'unreachable', reason: 'the server closed the connection' };
   const message = err instanceof Error ? err.message : String(err);
-  if (name === 'McpError') return { status: 'protocol_error', reason: `the server answered with an MCP error: ${message}` };
+  if (name === 'McpError')
+    return { status: 'protocol_error', reason: `the server answered with an MCP error: ${message}` };
   return { status: 'protocol_error', reason: `the server did not answer as an MCP server: ${message}` };
 }
 

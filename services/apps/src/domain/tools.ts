@@ -29,7 +29,11 @@ export const TOOL_LIMITS = {
 
 /** What a tool weighs against the byte limits (the same measure as repo/apps.ts pruneTools). */
 export function toolBytes(tool: ListedTool): number {
-  return Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description ?? '') + Buffer.byteLength(JSON.stringify(tool.input_schema));
+  return (
+    Buffer.byteLength(tool.name) +
+    Buffer.byteLength(tool.description ?? '') +
+    Buffer.byteLength(JSON.stringify(tool.input_schema))
+  );
 }
 
 export interface Listing {
@@ -44,7 +48,10 @@ export interface Listing {
 
 /** Collects the pages of one listing; `page` returns one page's raw tools and its nextCursor. */
 export async function collectListing(
-  page: (cursor: string | undefined) => Promise<{ tools: { name: string; description?: string | undefined; inputSchema: unknown }[]; nextCursor?: string | undefined }>,
+  page: (cursor: string | undefined) => Promise<{
+    tools: { name: string; description?: string | undefined; inputSchema: unknown }[];
+    nextCursor?: string | undefined;
+  }>,
 ): Promise<Listing> {
   const byName = new Map<string, ListedTool>();
   let complete = true;
@@ -56,7 +63,12 @@ export async function collectListing(
     for (const raw of result.tools) {
       const tool = keepable(raw);
       const size = tool ? toolBytes(tool) : 0;
-      if (!tool || byName.has(tool.name) || byName.size >= TOOL_LIMITS.tools || bytes + size > TOOL_LIMITS.listingBytes) {
+      if (
+        !tool ||
+        byName.has(tool.name) ||
+        byName.size >= TOOL_LIMITS.tools ||
+        bytes + size > TOOL_LIMITS.listingBytes
+      ) {
         if (!tool || !byName.has(tool.name)) complete = false; // a name listed twice keeps its first entry
         continue;
       }
@@ -75,9 +87,16 @@ export async function collectListing(
   return { tools: [...byName.values()], complete };
 }
 
-function keepable(raw: { name: string; description?: string | undefined; inputSchema: unknown }): ListedTool | undefined {
+function keepable(raw: {
+  name: string;
+  description?: string | undefined;
+  inputSchema: unknown;
+}): ListedTool | undefined {
   if (typeof raw.name !== 'string' || raw.name.length === 0 || raw.name.length > TOOL_LIMITS.name) return undefined;
-  const schema = raw.inputSchema && typeof raw.inputSchema === 'object' && !Array.isArray(raw.inputSchema) ? (raw.inputSchema as Record<string, unknown>) : { type: 'object' };
+  const schema =
+    raw.inputSchema && typeof raw.inputSchema === 'object' && !Array.isArray(raw.inputSchema)
+      ? (raw.inputSchema as Record<string, unknown>)
+      : { type: 'object' };
   if (Buffer.byteLength(JSON.stringify(schema)) > TOOL_LIMITS.schemaBytes) return undefined;
   const description = typeof raw.description === 'string' ? raw.description.slice(0, TOOL_LIMITS.description) : null;
   return { name: raw.name, description, input_schema: schema };

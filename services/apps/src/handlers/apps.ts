@@ -1,7 +1,19 @@
 import { Keyring, hint } from '@workauto/crypto';
 import { newId, withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import { changedFields, checkEnum, checkMetadata, errors, parsePage, patchNulls, textOrNull, toPage, validate, type Handlers, type Validator } from '@workauto/grpc';
+import {
+  changedFields,
+  checkEnum,
+  checkMetadata,
+  errors,
+  parsePage,
+  patchNulls,
+  textOrNull,
+  toPage,
+  validate,
+  type Handlers,
+  type Validator,
+} from '@workauto/grpc';
 import type { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { checkAuth, SLUG, type AuthInput, type AuthType } from '../domain/auth.js';
 import { callServerTool } from '../mcp/operations.js';
@@ -13,10 +25,15 @@ import { appData, authTypes, LIMITS, secretContext, SOURCE, toApp, type AppsDeps
 
 type H = Handlers<typeof AppsServiceService>;
 
-const SLUG_RULE = 'must match ^[a-z][a-z0-9-]{1,62}$ (lowercase letter first, then 1-62 lowercase letters, digits or -)';
+const SLUG_RULE =
+  'must match ^[a-z][a-z0-9-]{1,62}$ (lowercase letter first, then 1-62 lowercase letters, digits or -)';
 
 /** The auth fields of a request: the enum mapped, then checked (domain/auth.ts). */
-function authOf(v: Validator, auth: { type: number; secret?: string | undefined; header_name?: string | undefined } | undefined, allowNone: boolean): AuthInput {
+function authOf(
+  v: Validator,
+  auth: { type: number; secret?: string | undefined; header_name?: string | undefined } | undefined,
+  allowNone: boolean,
+): AuthInput {
   if (auth) checkEnum(v, 'auth.type', auth.type, authTypes, !allowNone);
   const type = auth ? (authTypes.toDomain(auth.type) as AuthType | undefined) : undefined;
   return checkAuth(v, 'auth', auth && { type, secret: auth.secret, header_name: auth.header_name }, { allowNone });
@@ -32,7 +49,8 @@ function sealed(keyring: Keyring, tenantId: string, appId: string, auth: AuthInp
 export function appHandlers(deps: AppsDeps): H {
   const { pool, keyring, egress, prober } = deps;
 
-  const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow) => toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!);
+  const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow) =>
+    toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!);
   const mustFind = async (db: Parameters<typeof apps.findApp>[0], tenantId: string, slug: string, lock?: 'update') => {
     const row = await apps.findApp(db, tenantId, slug, lock);
     if (!row) throw errors.notFound('app', slug);
@@ -54,19 +72,44 @@ export function appHandlers(deps: AppsDeps): H {
       egress.checkUrl(url, 'mcp_server_url');
       const tenantId = ctx.tenant;
       const id = newId();
-      const app = await withTransaction(pool, async (tx) => {
-        const row = await apps.insertApp(tx, {
-          id, tenant_id: tenantId, slug: req.slug, display_name: req.display_name.trim(), description: textOrNull(req.description) ?? null,
-          mcp_server_url: url, auth_type: auth.type, auth_header_name: auth.headerName, ...sealed(keyring, tenantId, id, auth),
-          key_version: auth.secret ? 1 : 0, metadata: req.metadata ?? {},
-        });
-        if (!row) throw errors.alreadyExists('APP_SLUG_TAKEN', `an app with slug ${req.slug} already exists; choose another slug or PATCH /api/v1/apps/${req.slug}`, { slug: req.slug });
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'app.created', resourceType: 'app', resourceId: row.id, data: appData(row, []),
-          metadata: { slug: row.slug, display_name: row.display_name, mcp_server_url: row.mcp_server_url, auth_type: row.auth_type },
-        });
-        return toApp(row, []);
-      }, { signal: ctx.signal });
+      const app = await withTransaction(
+        pool,
+        async (tx) => {
+          const row = await apps.insertApp(tx, {
+            id,
+            tenant_id: tenantId,
+            slug: req.slug,
+            display_name: req.display_name.trim(),
+            description: textOrNull(req.description) ?? null,
+            mcp_server_url: url,
+            auth_type: auth.type,
+            auth_header_name: auth.headerName,
+            ...sealed(keyring, tenantId, id, auth),
+            key_version: auth.secret ? 1 : 0,
+            metadata: req.metadata ?? {},
+          });
+          if (!row)
+            throw errors.alreadyExists(
+              'APP_SLUG_TAKEN',
+              `an app with slug ${req.slug} already exists; choose another slug or PATCH /api/v1/apps/${req.slug}`,
+              { slug: req.slug },
+            );
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'app.created',
+            resourceType: 'app',
+            resourceId: row.id,
+            data: appData(row, []),
+            metadata: {
+              slug: row.slug,
+              display_name: row.display_name,
+              mcp_server_url: row.mcp_server_url,
+              auth_type: row.auth_type,
+            },
+          });
+          return toApp(row, []);
+        },
+        { signal: ctx.signal },
+      );
       prober.wake(); // its first probe is due now
       return app;
     },
@@ -74,7 +117,11 @@ export function appHandlers(deps: AppsDeps): H {
     async listApps(req, ctx) {
       const page = parsePage(req);
       const result = await apps.listApps(pool, ctx.tenant, page);
-      const tools = await apps.toolsOf(pool, ctx.tenant, result.rows.map((r) => r.id));
+      const tools = await apps.toolsOf(
+        pool,
+        ctx.tenant,
+        result.rows.map((r) => r.id),
+      );
       return toPage(result, (row) => toApp(row, tools.get(row.id)!));
     },
 
@@ -93,48 +140,84 @@ export function appHandlers(deps: AppsDeps): H {
       checkMetadata(v, 'metadata', req.metadata);
       const setsTools = req.update_mask?.includes('enabled_tools') || req.enabled_tools.length > 0;
       const enabled = [...new Set(req.enabled_tools)];
-      if (setsTools && enabled.length > LIMITS.enabledTools) v.add('enabled_tools', `at most ${LIMITS.enabledTools} tools`);
+      if (setsTools && enabled.length > LIMITS.enabledTools)
+        v.add('enabled_tools', `at most ${LIMITS.enabledTools} tools`);
       v.done();
       const url = req.mcp_server_url?.trim();
       if (url !== undefined) egress.checkUrl(url, 'mcp_server_url');
       const tenantId = ctx.tenant;
-      const { app, retarget } = await withTransaction(pool, async (tx) => {
-        const current = await mustFind(tx, tenantId, req.slug, 'update');
-        if (setsTools) {
-          const discovered = new Set((await apps.toolsOf(tx, tenantId, [current.id])).get(current.id)!.map((t) => t.name));
-          const unknown = validate();
-          req.enabled_tools.forEach((name, i) => unknown.check(discovered.has(name), `enabled_tools[${i}]`, `${JSON.stringify(name.slice(0, 128))} is not a discovered tool of this app; GET /api/v1/apps/${current.slug} lists them (probe it first if the list is empty)`));
-          unknown.done();
-        }
-        const retarget = url !== undefined && url !== current.mcp_server_url;
-        const patch = {
-          display_name: req.display_name?.trim(),
-          description: textOrNull(req.description),
-          mcp_server_url: retarget ? url : undefined,
-          enabled_tools: setsTools ? enabled : undefined,
-          metadata: req.metadata,
-        };
-        if (Object.values(patch).every((x) => x === undefined)) return { app: await withTools(tx, current), retarget: false };
-        // A new server: what was known of the old one no longer holds; it is probed again at once.
-        const target = retarget
-          ? { status: 'pending' as const, status_reason: null, consecutive_probe_failures: 0, target_version: current.target_version + 1, next_probe_at: new Date(0), probe_lease_until: null }
-          : {};
-        const row = await apps.updateApp(tx, tenantId, current.id, { ...patch, ...target });
-        const tools = (await apps.toolsOf(tx, tenantId, [row.id])).get(row.id)!;
-        await recordEvent(tx, SOURCE, ctx, { type: 'app.updated', resourceType: 'app', resourceId: row.id, data: appData(row, tools), metadata: changedFields(patch) });
-        return { app: toApp(row, tools), retarget };
-      }, { signal: ctx.signal });
+      const { app, retarget } = await withTransaction(
+        pool,
+        async (tx) => {
+          const current = await mustFind(tx, tenantId, req.slug, 'update');
+          if (setsTools) {
+            const discovered = new Set(
+              (await apps.toolsOf(tx, tenantId, [current.id])).get(current.id)!.map((t) => t.name),
+            );
+            const unknown = validate();
+            req.enabled_tools.forEach((name, i) =>
+              unknown.check(
+                discovered.has(name),
+                `enabled_tools[${i}]`,
+                `${JSON.stringify(name.slice(0, 128))} is not a discovered tool of this app; GET /api/v1/apps/${current.slug} lists them (probe it first if the list is empty)`,
+              ),
+            );
+            unknown.done();
+          }
+          const retarget = url !== undefined && url !== current.mcp_server_url;
+          const patch = {
+            display_name: req.display_name?.trim(),
+            description: textOrNull(req.description),
+            mcp_server_url: retarget ? url : undefined,
+            enabled_tools: setsTools ? enabled : undefined,
+            metadata: req.metadata,
+          };
+          if (Object.values(patch).every((x) => x === undefined))
+            return { app: await withTools(tx, current), retarget: false };
+          // A new server: what was known of the old one no longer holds; it is probed again at once.
+          const target = retarget
+            ? {
+                status: 'pending' as const,
+                status_reason: null,
+                consecutive_probe_failures: 0,
+                target_version: current.target_version + 1,
+                next_probe_at: new Date(0),
+                probe_lease_until: null,
+              }
+            : {};
+          const row = await apps.updateApp(tx, tenantId, current.id, { ...patch, ...target });
+          const tools = (await apps.toolsOf(tx, tenantId, [row.id])).get(row.id)!;
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'app.updated',
+            resourceType: 'app',
+            resourceId: row.id,
+            data: appData(row, tools),
+            metadata: changedFields(patch),
+          });
+          return { app: toApp(row, tools), retarget };
+        },
+        { signal: ctx.signal },
+      );
       if (retarget) prober.wake();
       return app;
     },
 
     async deleteApp(req, ctx) {
       checkSlug(req.slug);
-      await withTransaction(pool, async (tx) => {
-        const current = await mustFind(tx, ctx.tenant, req.slug, 'update');
-        await apps.deleteApp(tx, ctx.tenant, current.id);
-        await recordEvent(tx, SOURCE, ctx, { type: 'app.deleted', resourceType: 'app', resourceId: current.id, metadata: { slug: current.slug } });
-      }, { signal: ctx.signal });
+      await withTransaction(
+        pool,
+        async (tx) => {
+          const current = await mustFind(tx, ctx.tenant, req.slug, 'update');
+          await apps.deleteApp(tx, ctx.tenant, current.id);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'app.deleted',
+            resourceType: 'app',
+            resourceId: current.id,
+            metadata: { slug: current.slug },
+          });
+        },
+        { signal: ctx.signal },
+      );
       return {};
     },
 
@@ -145,20 +228,37 @@ export function appHandlers(deps: AppsDeps): H {
       v.done();
       const tenantId = ctx.tenant;
       // No probe (spec rule 7): POST /apps/{slug}/probe verifies the new secret.
-      return withTransaction(pool, async (tx) => {
-        const current = await mustFind(tx, tenantId, req.slug, 'update');
-        const { auth_ciphertext, auth_key_id, auth_hint } = sealed(keyring, tenantId, current.id, auth);
-        const row = await apps.updateApp(tx, tenantId, current.id, {
-          auth_type: auth.type, auth_header_name: auth.headerName, auth_ciphertext: auth_ciphertext!, auth_key_id: auth_key_id!, auth_hint: auth_hint!,
-          key_version: current.key_version + 1, target_version: current.target_version + 1,
-        });
-        const tools = (await apps.toolsOf(tx, tenantId, [row.id])).get(row.id)!;
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'app.auth_rotated', resourceType: 'app', resourceId: row.id, data: appData(row, tools),
-          metadata: { auth_type: row.auth_type, auth_header_name: row.auth_header_name, auth_hint: row.auth_hint, key_version: row.key_version },
-        });
-        return toApp(row, tools);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const current = await mustFind(tx, tenantId, req.slug, 'update');
+          const { auth_ciphertext, auth_key_id, auth_hint } = sealed(keyring, tenantId, current.id, auth);
+          const row = await apps.updateApp(tx, tenantId, current.id, {
+            auth_type: auth.type,
+            auth_header_name: auth.headerName,
+            auth_ciphertext: auth_ciphertext!,
+            auth_key_id: auth_key_id!,
+            auth_hint: auth_hint!,
+            key_version: current.key_version + 1,
+            target_version: current.target_version + 1,
+          });
+          const tools = (await apps.toolsOf(tx, tenantId, [row.id])).get(row.id)!;
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'app.auth_rotated',
+            resourceType: 'app',
+            resourceId: row.id,
+            data: appData(row, tools),
+            metadata: {
+              auth_type: row.auth_type,
+              auth_header_name: row.auth_header_name,
+              auth_hint: row.auth_hint,
+              key_version: row.key_version,
+            },
+          });
+          return toApp(row, tools);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async probeApp(req, ctx) {
@@ -170,30 +270,57 @@ export function appHandlers(deps: AppsDeps): H {
     },
 
     async callTool(req, ctx) {
-      const v = validate().check(SLUG.test(req.slug), 'slug', SLUG_RULE).text('name', req.name, { required: true, max: 128 });
+      const v = validate()
+        .check(SLUG.test(req.slug), 'slug', SLUG_RULE)
+        .text('name', req.name, { required: true, max: 128 });
       const args = req.arguments ?? {};
-      v.check(Buffer.byteLength(JSON.stringify(args)) <= LIMITS.arguments, 'arguments', `must be at most ${LIMITS.arguments} bytes of JSON`).done();
+      v.check(
+        Buffer.byteLength(JSON.stringify(args)) <= LIMITS.arguments,
+        'arguments',
+        `must be at most ${LIMITS.arguments} bytes of JSON`,
+      ).done();
       const app = await mustFind(pool, ctx.tenant, req.slug);
       const tool = await apps.findTool(pool, ctx.tenant, app.id, req.name);
       if (!tool || !app.enabled_tools.includes(req.name)) {
-        throw errors.failedPrecondition('APP_TOOL_NOT_ENABLED', `tool ${req.name} is not enabled on app ${app.slug}; enable a discovered tool with PATCH /api/v1/apps/${app.slug} {"enabled_tools": [...]}`);
+        throw errors.failedPrecondition(
+          'APP_TOOL_NOT_ENABLED',
+          `tool ${req.name} is not enabled on app ${app.slug}; enable a discovered tool with PATCH /api/v1/apps/${app.slug} {"enabled_tools": [...]}`,
+        );
       }
       if (tool.stale) {
-        throw errors.failedPrecondition('APP_TOOL_STALE', `tool ${req.name} was missing from the last listing of app ${app.slug}; it can be called again once the server lists it (POST /api/v1/apps/${app.slug}/probe)`);
+        throw errors.failedPrecondition(
+          'APP_TOOL_STALE',
+          `tool ${req.name} was missing from the last listing of app ${app.slug}; it can be called again once the server lists it (POST /api/v1/apps/${app.slug}/probe)`,
+        );
       }
       try {
-        const result = await callServerTool({ ...sessionTarget(keyring, app), egress, timeoutMs: deps.toolCallTimeoutMs, signal: ctx.signal }, req.name, args);
+        const result = await callServerTool(
+          { ...sessionTarget(keyring, app), egress, timeoutMs: deps.toolCallTimeoutMs, signal: ctx.signal },
+          req.name,
+          args,
+        );
         return { content: result.content, is_error: result.isError, structured_content: result.structuredContent };
       } catch (err) {
         if (!(err instanceof McpExchangeError)) throw err;
         const { status, reason } = err.failure;
-        throw errors.unavailable(`APP_${status.toUpperCase()}`, `app ${app.slug} could not run tool ${req.name}: ${reason}`, { app_slug: app.slug, status });
+        throw errors.unavailable(
+          `APP_${status.toUpperCase()}`,
+          `app ${app.slug} could not run tool ${req.name}: ${reason}`,
+          { app_slug: app.slug, status },
+        );
       }
     },
 
     async listAgentTools(_req, ctx) {
       const rows = await apps.agentTools(pool, ctx.tenant);
-      return { tools: rows.map((r) => ({ app_slug: r.slug, name: r.name, description: r.description ?? '', input_schema: r.input_schema })) };
+      return {
+        tools: rows.map((r) => ({
+          app_slug: r.slug,
+          name: r.name,
+          description: r.description ?? '',
+          input_schema: r.input_schema,
+        })),
+      };
     },
   };
 }

@@ -29,7 +29,11 @@ export interface ToolResult {
  * ToolResult with isError true (the server worked; the tool failed); anything else throws
  * McpExchangeError.
  */
-export async function callServerTool(options: SessionOptions, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+export async function callServerTool(
+  options: SessionOptions,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<ToolResult> {
   return withMcpSession(options, async (client, request) => {
     let result: Awaited<ReturnType<typeof client.callTool>>;
     try {
@@ -38,7 +42,11 @@ export async function callServerTool(options: SessionOptions, name: string, args
       // -32000 (connection closed) and -32001 (request timeout) are the SDK's own: the server did not answer.
       const code = (err as { code?: unknown }).code;
       if ((err as Error).name === 'McpError' && typeof code === 'number' && code !== -32000 && code !== -32001) {
-        return { content: [{ type: 'text', text: (err as Error).message }], isError: true, structuredContent: undefined };
+        return {
+          content: [{ type: 'text', text: (err as Error).message }],
+          isError: true,
+          structuredContent: undefined,
+        };
       }
       throw err;
     }
@@ -47,7 +55,10 @@ export async function callServerTool(options: SessionOptions, name: string, args
     return {
       content,
       isError: result.isError === true,
-      structuredContent: structured && typeof structured === 'object' && !Array.isArray(structured) ? (structured as Record<string, unknown>) : undefined,
+      structuredContent:
+        structured && typeof structured === 'object' && !Array.isArray(structured)
+          ? (structured as Record<string, unknown>)
+          : undefined,
     };
   });
 }

@@ -37,11 +37,20 @@ const CLIENT_INFO = { name: 'workauto-apps', version: '1.0.0' };
  * Runs `work` with a connected client and closes it. Throws McpExchangeError (classified) on any
  * failure; `work` gets the remaining time for its own requests.
  */
-export async function withMcpSession<T>(options: SessionOptions, work: (client: Client, request: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+export async function withMcpSession<T>(
+  options: SessionOptions,
+  work: (client: Client, request: { signal: AbortSignal; timeout: number }) => Promise<T>,
+): Promise<T> {
   const deadlineAt = Date.now() + options.timeoutMs;
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
-  const observed: Observed = { statuses: [], fetchErrors: [], timedOut: false, timeoutMs: options.timeoutMs, host: URL.parse(options.url)?.hostname ?? '' };
+  const observed: Observed = {
+    statuses: [],
+    fetchErrors: [],
+    timedOut: false,
+    timeoutMs: options.timeoutMs,
+    host: URL.parse(options.url)?.hostname ?? '',
+  };
   const remaining = () => Math.max(1, deadlineAt - Date.now());
 
   // Every request of the SDK goes through the egress policy, bounded by the session's deadline; what

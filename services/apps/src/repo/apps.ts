@@ -45,7 +45,18 @@ const RETURNING = COLUMNS.replace(/a\./g, '');
 /** A new app's columns: its own fields, the sealed credential and the key id that wrapped it. */
 export type NewApp = Pick<
   AppRow,
-  'id' | 'tenant_id' | 'slug' | 'display_name' | 'description' | 'mcp_server_url' | 'auth_type' | 'auth_header_name' | 'auth_ciphertext' | 'auth_hint' | 'key_version' | 'metadata'
+  | 'id'
+  | 'tenant_id'
+  | 'slug'
+  | 'display_name'
+  | 'description'
+  | 'mcp_server_url'
+  | 'auth_type'
+  | 'auth_header_name'
+  | 'auth_ciphertext'
+  | 'auth_hint'
+  | 'key_version'
+  | 'metadata'
 > & { auth_key_id: string | null };
 
 /** Inserts an app, due for its first probe now. Undefined when the tenant already has the slug. */
@@ -56,13 +67,31 @@ export async function insertApp(db: Queryable, app: NewApp): Promise<AppRow | un
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (tenant_id, slug) DO NOTHING
      RETURNING ${RETURNING}`,
-    [app.id, app.tenant_id, app.slug, app.display_name, app.description, app.mcp_server_url, app.auth_type, app.auth_header_name,
-      app.auth_ciphertext, app.auth_key_id, app.auth_hint, app.key_version, app.metadata],
+    [
+      app.id,
+      app.tenant_id,
+      app.slug,
+      app.display_name,
+      app.description,
+      app.mcp_server_url,
+      app.auth_type,
+      app.auth_header_name,
+      app.auth_ciphertext,
+      app.auth_key_id,
+      app.auth_hint,
+      app.key_version,
+      app.metadata,
+    ],
   );
   return rows[0];
 }
 
-export async function findApp(db: Queryable, tenantId: string, slug: string, lock?: 'update'): Promise<AppRow | undefined> {
+export async function findApp(
+  db: Queryable,
+  tenantId: string,
+  slug: string,
+  lock?: 'update',
+): Promise<AppRow | undefined> {
   const { rows } = await db.query<AppRow>(
     `SELECT ${COLUMNS} FROM apps a WHERE a.tenant_id = $1 AND a.slug = $2 ${lock === 'update' ? 'FOR UPDATE' : ''}`,
     [tenantId, slug],
@@ -71,13 +100,25 @@ export async function findApp(db: Queryable, tenantId: string, slug: string, loc
 }
 
 /** The app by id; locked with 'update' (a probe's result is written under this lock). */
-export async function findAppById(db: Queryable, tenantId: string, id: string, lock?: 'update'): Promise<AppRow | undefined> {
-  const { rows } = await db.query<AppRow>(`SELECT ${COLUMNS} FROM apps a WHERE a.tenant_id = $1 AND a.id = $2 ${lock === 'update' ? 'FOR UPDATE' : ''}`, [tenantId, id]);
+export async function findAppById(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  lock?: 'update',
+): Promise<AppRow | undefined> {
+  const { rows } = await db.query<AppRow>(
+    `SELECT ${COLUMNS} FROM apps a WHERE a.tenant_id = $1 AND a.id = $2 ${lock === 'update' ? 'FOR UPDATE' : ''}`,
+    [tenantId, id],
+  );
   return rows[0];
 }
 
 export async function listApps(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<AppRow>> {
-  return listPage<AppRow>(db, { columns: COLUMNS, from: 'apps a', where: 'a.tenant_id = $1', params: [tenantId], order: newestFirst('a') }, page);
+  return listPage<AppRow>(
+    db,
+    { columns: COLUMNS, from: 'apps a', where: 'a.tenant_id = $1', params: [tenantId], order: newestFirst('a') },
+    page,
+  );
 }
 
 export interface AppPatch {
@@ -127,7 +168,12 @@ export async function toolsOf(db: Queryable, tenantId: string, appIds: string[])
   return out;
 }
 
-export async function findTool(db: Queryable, tenantId: string, appId: string, name: string): Promise<ToolRow | undefined> {
+export async function findTool(
+  db: Queryable,
+  tenantId: string,
+  appId: string,
+  name: string,
+): Promise<ToolRow | undefined> {
   const { rows } = await db.query<ToolRow>(
     'SELECT app_id, name, description, input_schema, first_seen_at, last_seen_at, stale FROM app_tools WHERE tenant_id = $1 AND app_id = $2 AND name = $3',
     [tenantId, appId, name],
@@ -139,7 +185,13 @@ export async function findTool(db: Queryable, tenantId: string, appId: string, n
  * Applies a successful listing: listed tools are added or refreshed (stale false); when the
  * listing is complete, every other tool of the app is marked stale (never removed).
  */
-export async function applyListing(db: Queryable, tenantId: string, appId: string, tools: ListedTool[], complete: boolean): Promise<void> {
+export async function applyListing(
+  db: Queryable,
+  tenantId: string,
+  appId: string,
+  tools: ListedTool[],
+  complete: boolean,
+): Promise<void> {
   if (tools.length) {
     await db.query(
       `INSERT INTO app_tools (app_id, tenant_id, name, description, input_schema, first_seen_at, last_seen_at, stale)
@@ -151,9 +203,10 @@ export async function applyListing(db: Queryable, tenantId: string, appId: strin
     );
   }
   if (complete) {
-    await db.query('UPDATE app_tools SET stale = true WHERE tenant_id = $1 AND app_id = $2 AND stale = false AND NOT (name = ANY($3::text[]))', [
-      tenantId, appId, tools.map((t) => t.name),
-    ]);
+    await db.query(
+      'UPDATE app_tools SET stale = true WHERE tenant_id = $1 AND app_id = $2 AND stale = false AND NOT (name = ANY($3::text[]))',
+      [tenantId, appId, tools.map((t) => t.name)],
+    );
   }
 }
 
@@ -161,7 +214,13 @@ export async function applyListing(db: Queryable, tenantId: string, appId: strin
  * Keeps an app's stored tools within limits: listed (non-stale) tools first, then stale ones from
  * the most recently seen; stale tools past `maxTools` or `maxBytes` in that order are deleted.
  */
-export async function pruneTools(db: Queryable, tenantId: string, appId: string, maxTools: number, maxBytes: number): Promise<void> {
+export async function pruneTools(
+  db: Queryable,
+  tenantId: string,
+  appId: string,
+  maxTools: number,
+  maxBytes: number,
+): Promise<void> {
   await db.query(
     `DELETE FROM app_tools t
       USING (SELECT name,
@@ -200,7 +259,12 @@ export interface DueProbe {
  * 1,000 apps with a 5 min interval are probed a few per second rather than all at once, and every
  * app at most once per interval whatever the number of replicas.
  */
-export async function claimDueProbes(db: Queryable, limit: number, intervalMs: number, leaseMs: number): Promise<DueProbe[]> {
+export async function claimDueProbes(
+  db: Queryable,
+  limit: number,
+  intervalMs: number,
+  leaseMs: number,
+): Promise<DueProbe[]> {
   const { rows } = await db.query<DueProbe>(
     `WITH due AS (
        SELECT id FROM apps
@@ -224,7 +288,10 @@ export async function claimDueProbes(db: Queryable, limit: number, intervalMs: n
 
 /** Makes an app due now (created, or its URL changed): the next poll of any replica probes it. */
 export async function probeSoon(db: Queryable, tenantId: string, id: string): Promise<void> {
-  await db.query('UPDATE apps SET next_probe_at = now(), probe_lease_until = NULL WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
+  await db.query('UPDATE apps SET next_probe_at = now(), probe_lease_until = NULL WHERE tenant_id = $1 AND id = $2', [
+    tenantId,
+    id,
+  ]);
 }
 
 export async function releaseProbeLease(db: Queryable, id: string): Promise<void> {

@@ -40,7 +40,9 @@ export function compareKeys(a: OccurrenceKey, b: OccurrenceKey): number {
 
 /** Opaque to clients: base64url of the JSON `["o", start, id, recurrence id or ""]`. */
 export function encodeOccurrenceCursor(k: OccurrenceKey): string {
-  return Buffer.from(JSON.stringify(['o', k.start.toISOString(), k.id, k.recurrenceId?.toISOString() ?? ''])).toString('base64url');
+  return Buffer.from(JSON.stringify(['o', k.start.toISOString(), k.id, k.recurrenceId?.toISOString() ?? ''])).toString(
+    'base64url',
+  );
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -52,9 +54,19 @@ export function decodeOccurrenceCursor(text: string): OccurrenceKey | undefined 
     const v: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
     if (!Array.isArray(v) || v.length !== 4 || v[0] !== 'o') return undefined;
     const [, start, id, rid] = v as unknown[];
-    if (typeof start !== 'string' || !ISO.test(start) || typeof id !== 'string' || !UUID.test(id) || typeof rid !== 'string' || (rid !== '' && !ISO.test(rid))) return undefined;
+    if (
+      typeof start !== 'string' ||
+      !ISO.test(start) ||
+      typeof id !== 'string' ||
+      !UUID.test(id) ||
+      typeof rid !== 'string' ||
+      (rid !== '' && !ISO.test(rid))
+    )
+      return undefined;
     const key = { start: new Date(start), id, recurrenceId: rid === '' ? null : new Date(rid) };
-    return Number.isNaN(key.start.getTime()) || (key.recurrenceId && Number.isNaN(key.recurrenceId.getTime())) ? undefined : key;
+    return Number.isNaN(key.start.getTime()) || (key.recurrenceId && Number.isNaN(key.recurrenceId.getTime()))
+      ? undefined
+      : key;
   } catch {
     return undefined;
   }

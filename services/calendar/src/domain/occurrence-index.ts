@@ -34,7 +34,9 @@ export interface SeriesIndex {
 export function seriesIndex(series: Series, start: Date, end: Date | null, now: Date): SeriesIndex {
   const back = new Date(Math.max(start.getTime(), now.getTime() - INDEX_LOOKBACK_DAYS * DAY_MS));
   const index = indexFrom(series, back, end, now);
-  return index.capped && index.until.getTime() <= now.getTime() ? indexFrom(series, new Date(Math.max(start.getTime(), now.getTime())), end, now) : index;
+  return index.capped && index.until.getTime() <= now.getTime()
+    ? indexFrom(series, new Date(Math.max(start.getTime(), now.getTime())), end, now)
+    : index;
 }
 
 function indexFrom(series: Series, from: Date, end: Date | null, now: Date): SeriesIndex {
@@ -55,7 +57,8 @@ function indexFrom(series: Series, from: Date, end: Date | null, now: Date): Ser
     }
     for (const o of found) {
       if (o.recurrence_id.getTime() < at) continue;
-      if (occurrences.length === INDEX_MAX_PER_SERIES) return { occurrences, from, until: o.recurrence_id, capped: true };
+      if (occurrences.length === INDEX_MAX_PER_SERIES)
+        return { occurrences, from, until: o.recurrence_id, capped: true };
       occurrences.push(o);
     }
   }

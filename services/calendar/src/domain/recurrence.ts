@@ -44,8 +44,7 @@ const DAY_MS = 86_400_000;
 
 /** When an event happens: a timed event (instants) or an all-day event (dates, end exclusive). */
 export type EventTimes =
-  | { is_all_day: false; start_at: Date; end_at: Date }
-  | { is_all_day: true; start_date: string; end_date: string };
+  { is_all_day: false; start_at: Date; end_at: Date } | { is_all_day: true; start_date: string; end_date: string };
 
 /** A recurring event's master: its first occurrence's times, time zone, rule and excluded starts. */
 export interface Series {
@@ -111,11 +110,18 @@ function parseUntil(value: string, isAllDay: boolean): Until {
     ? 'UNTIL must be a UTC date-time like 20261231T235959Z (or, for an all-day event, a date like 20261231)'
     : 'UNTIL must be a UTC date-time like 20261231T235959Z (RFC 5545: UTC when the start has a time zone)';
   const m = /^(\d{4})(\d{2})(\d{2})(?:T(\d{2})(\d{2})(\d{2})(Z)?)?$/.exec(value);
-  if (!m || (m[4] !== undefined && m[7] === undefined) || (m[4] === undefined && !isAllDay)) throw invalid(`has UNTIL=${value}: ${hint}`);
+  if (!m || (m[4] !== undefined && m[7] === undefined) || (m[4] === undefined && !isAllDay))
+    throw invalid(`has UNTIL=${value}: ${hint}`);
   try {
-    const date = Temporal.PlainDate.from({ year: Number(m[1]), month: Number(m[2]), day: Number(m[3]) }, { overflow: 'reject' });
+    const date = Temporal.PlainDate.from(
+      { year: Number(m[1]), month: Number(m[2]), day: Number(m[3]) },
+      { overflow: 'reject' },
+    );
     if (m[4] === undefined) return { kind: 'date', date };
-    const time = Temporal.PlainTime.from({ hour: Number(m[4]), minute: Number(m[5]), second: Number(m[6]) }, { overflow: 'reject' });
+    const time = Temporal.PlainTime.from(
+      { hour: Number(m[4]), minute: Number(m[5]), second: Number(m[6]) },
+      { overflow: 'reject' },
+    );
     return { kind: 'utc', at: new Date(date.toZonedDateTime({ timeZone: 'UTC', plainTime: time }).epochMilliseconds) };
   } catch {
     throw invalid(`has UNTIL=${value}, which is not a real date and time: ${hint}`);
@@ -126,9 +132,15 @@ function parseNumbers(name: string, value: string): number[] {
   const spec = NUMERIC_PARTS[name]!;
   return value.split(',').map((item) => {
     const n = /^[+-]?\d{1,3}$/.test(item) ? Number(item) : NaN;
-    const ok = Number.isInteger(n) && Math.abs(n) >= spec.min && Math.abs(n) <= spec.max && (spec.signed ? n !== 0 : !item.startsWith('-') && !item.startsWith('+'));
+    const ok =
+      Number.isInteger(n) &&
+      Math.abs(n) >= spec.min &&
+      Math.abs(n) <= spec.max &&
+      (spec.signed ? n !== 0 : !item.startsWith('-') && !item.startsWith('+'));
     if (!ok) {
-      const range = spec.signed ? `${spec.min} to ${spec.max} or -${spec.max} to -${spec.min}` : `${spec.min} to ${spec.max}`;
+      const range = spec.signed
+        ? `${spec.min} to ${spec.max} or -${spec.max} to -${spec.min}`
+        : `${spec.min} to ${spec.max}`;
       throw invalid(`has ${name}=${value}: each value must be an integer from ${range}`);
     }
     return n;
@@ -140,15 +152,20 @@ function parseNumbers(name: string, value: string): number[] {
  * returns it parsed. Throws RecurrenceError on `rrule` saying what to change.
  */
 function parseRrule(text: string, isAllDay: boolean): ParsedRule {
-  if (text.length === 0 || text.length > RRULE_MAX_LENGTH) throw invalid(`must be an RRULE value of 1 to ${RRULE_MAX_LENGTH} characters, like FREQ=WEEKLY;BYDAY=MO`);
-  if (/^RRULE:/i.test(text)) throw invalid(`starts with RRULE: — send only the value, like ${text.slice(6).trim() || 'FREQ=WEEKLY;BYDAY=MO'}`);
+  if (text.length === 0 || text.length > RRULE_MAX_LENGTH)
+    throw invalid(`must be an RRULE value of 1 to ${RRULE_MAX_LENGTH} characters, like FREQ=WEEKLY;BYDAY=MO`);
+  if (/^RRULE:/i.test(text))
+    throw invalid(`starts with RRULE: — send only the value, like ${text.slice(6).trim() || 'FREQ=WEEKLY;BYDAY=MO'}`);
   if (/DTSTART|[\s:]/i.test(text)) {
-    throw invalid('must be a single RRULE value without DTSTART, RDATE or EXDATE (the event’s start_at or start_date is the series start; excluded starts go in exdates)');
+    throw invalid(
+      'must be a single RRULE value without DTSTART, RDATE or EXDATE (the event’s start_at or start_date is the series start; excluded starts go in exdates)',
+    );
   }
   const parts: ParsedRule['parts'] = [];
   for (const raw of text.split(';')) {
     const [rawName, rawValue, extra] = raw.split('=');
-    if (!rawName || !rawValue || extra !== undefined) throw invalid(`has a malformed part ${JSON.stringify(raw)}: parts are NAME=VALUE separated by ;`);
+    if (!rawName || !rawValue || extra !== undefined)
+      throw invalid(`has a malformed part ${JSON.stringify(raw)}: parts are NAME=VALUE separated by ;`);
     const name = rawName.toUpperCase();
     if (!PART_NAMES.includes(name)) throw invalid(`has an unsupported part ${rawName}: use ${PART_NAMES.join(', ')}`);
     if (parts.some((p) => p.name === name)) throw invalid(`has ${name} twice`);
@@ -161,14 +178,20 @@ function parseRrule(text: string, isAllDay: boolean): ParsedRule {
   const rule: ParsedRule = { parts, freq: freq as Freq };
 
   const interval = get('INTERVAL');
-  if (interval !== undefined && !(/^\d{1,4}$/.test(interval) && Number(interval) >= 1 && Number(interval) <= MAX_INTERVAL)) {
+  if (
+    interval !== undefined &&
+    !(/^\d{1,4}$/.test(interval) && Number(interval) >= 1 && Number(interval) <= MAX_INTERVAL)
+  ) {
     throw invalid(`has INTERVAL=${interval}: INTERVAL must be an integer from 1 to ${MAX_INTERVAL}`);
   }
   const count = get('COUNT');
   const until = get('UNTIL');
   if (count !== undefined && until !== undefined) throw invalid('has both COUNT and UNTIL: keep one of them');
   if (count !== undefined) {
-    if (!(/^\d{1,5}$/.test(count) && Number(count) >= 1 && Number(count) <= MAX_COUNT)) throw invalid(`has COUNT=${count}: COUNT must be an integer from 1 to ${MAX_COUNT} (for a longer series, use UNTIL)`);
+    if (!(/^\d{1,5}$/.test(count) && Number(count) >= 1 && Number(count) <= MAX_COUNT))
+      throw invalid(
+        `has COUNT=${count}: COUNT must be an integer from 1 to ${MAX_COUNT} (for a longer series, use UNTIL)`,
+      );
     rule.count = Number(count);
   }
   if (until !== undefined) rule.until = parseUntil(until, isAllDay);
@@ -182,32 +205,50 @@ function parseRrule(text: string, isAllDay: boolean): ParsedRule {
   if (byDay !== undefined) {
     for (const item of byDay.split(',')) {
       const m = /^([+-]?\d{1,2})?([A-Z]{2})$/.exec(item);
-      if (!m || !WEEKDAYS.includes(m[2]!) || (m[1] !== undefined && (Number(m[1]) === 0 || Math.abs(Number(m[1])) > 53))) {
-        throw invalid(`has BYDAY=${byDay}: each value is a weekday (${WEEKDAYS.join(', ')}), optionally with an ordinal like 1MO or -1FR`);
+      if (
+        !m ||
+        !WEEKDAYS.includes(m[2]!) ||
+        (m[1] !== undefined && (Number(m[1]) === 0 || Math.abs(Number(m[1])) > 53))
+      ) {
+        throw invalid(
+          `has BYDAY=${byDay}: each value is a weekday (${WEEKDAYS.join(', ')}), optionally with an ordinal like 1MO or -1FR`,
+        );
       }
-      if (m[1] !== undefined && (!['MONTHLY', 'YEARLY'].includes(freq) || (freq === 'YEARLY' && numbers.has('BYWEEKNO')))) {
-        throw invalid(`has BYDAY=${byDay}: an ordinal weekday (${item}) needs FREQ=MONTHLY or FREQ=YEARLY without BYWEEKNO`);
+      if (
+        m[1] !== undefined &&
+        (!['MONTHLY', 'YEARLY'].includes(freq) || (freq === 'YEARLY' && numbers.has('BYWEEKNO')))
+      ) {
+        throw invalid(
+          `has BYDAY=${byDay}: an ordinal weekday (${item}) needs FREQ=MONTHLY or FREQ=YEARLY without BYWEEKNO`,
+        );
       }
     }
   }
   const wkst = get('WKST');
-  if (wkst !== undefined && !WEEKDAYS.includes(wkst)) throw invalid(`has WKST=${wkst}: WKST is a weekday (${WEEKDAYS.join(', ')})`);
+  if (wkst !== undefined && !WEEKDAYS.includes(wkst))
+    throw invalid(`has WKST=${wkst}: WKST is a weekday (${WEEKDAYS.join(', ')})`);
   // RFC 5545 §3.3.10: the parts that are meaningless with a frequency.
-  if (numbers.has('BYMONTHDAY') && freq === 'WEEKLY') throw invalid('has BYMONTHDAY with FREQ=WEEKLY, which RFC 5545 does not allow: use BYDAY or another FREQ');
-  if (numbers.has('BYYEARDAY') && ['DAILY', 'WEEKLY', 'MONTHLY'].includes(freq)) throw invalid(`has BYYEARDAY with FREQ=${freq}, which RFC 5545 does not allow`);
-  if (numbers.has('BYWEEKNO') && freq !== 'YEARLY') throw invalid('has BYWEEKNO, which RFC 5545 allows only with FREQ=YEARLY');
+  if (numbers.has('BYMONTHDAY') && freq === 'WEEKLY')
+    throw invalid('has BYMONTHDAY with FREQ=WEEKLY, which RFC 5545 does not allow: use BYDAY or another FREQ');
+  if (numbers.has('BYYEARDAY') && ['DAILY', 'WEEKLY', 'MONTHLY'].includes(freq))
+    throw invalid(`has BYYEARDAY with FREQ=${freq}, which RFC 5545 does not allow`);
+  if (numbers.has('BYWEEKNO') && freq !== 'YEARLY')
+    throw invalid('has BYWEEKNO, which RFC 5545 allows only with FREQ=YEARLY');
   if (numbers.has('BYSETPOS') && !parts.some((p) => p.name.startsWith('BY') && p.name !== 'BYSETPOS')) {
     throw invalid('has BYSETPOS without another BYxxx part to select from');
   }
   if (isAllDay && (SUB_DAILY.includes(rule.freq) || ['BYHOUR', 'BYMINUTE', 'BYSECOND'].some((n) => numbers.has(n)))) {
-    throw invalid('of an all-day event cannot repeat within a day: use FREQ=DAILY or coarser, without BYHOUR, BYMINUTE or BYSECOND');
+    throw invalid(
+      'of an all-day event cannot repeat within a day: use FREQ=DAILY or coarser, without BYHOUR, BYMINUTE or BYSECOND',
+    );
   }
   // A day of the month that no allowed month has (BYMONTH=4;BYMONTHDAY=31) never occurs; the library
   // would only find that out after scanning its whole iteration budget.
   const monthDays = numbers.get('BYMONTHDAY');
   if (monthDays && monthDays.every((d) => d > 0)) {
     const months = numbers.get('BYMONTH') ?? [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
-    if (!months.some((m) => monthDays.some((d) => d <= DAYS_IN_MONTH[m - 1]!))) throw invalid('never occurs: no month in BYMONTH has a day in BYMONTHDAY');
+    if (!months.some((m) => monthDays.some((d) => d <= DAYS_IN_MONTH[m - 1]!)))
+      throw invalid('never occurs: no month in BYMONTH has a day in BYMONTHDAY');
   }
   return rule;
 }
@@ -254,7 +295,10 @@ function parseDate(value: string, field: string): Temporal.PlainDate {
 
 /** RFC 5545 UTC date-time form: 20261231T235959Z. */
 function formatUtc(at: Date): string {
-  return at.toISOString().replace(/\.\d{3}Z$/, 'Z').replace(/[-:]/g, '');
+  return at
+    .toISOString()
+    .replace(/\.\d{3}Z$/, 'Z')
+    .replace(/[-:]/g, '');
 }
 
 /** Runs a library call; its failures become RecurrenceErrors on `field`. */
@@ -263,7 +307,12 @@ function guarded<T>(field: string, call: () => T): T {
     return call();
   } catch (err) {
     // rrule-temporal refuses with plain Errors (Temporal with RangeErrors); anything else is a bug.
-    if (err instanceof RecurrenceError || !(err instanceof Error) || (err.constructor !== Error && err.constructor !== RangeError)) throw err;
+    if (
+      err instanceof RecurrenceError ||
+      !(err instanceof Error) ||
+      (err.constructor !== Error && err.constructor !== RangeError)
+    )
+      throw err;
     const { message } = err;
     if (/maximum iterations|candidate/i.test(message)) {
       throw new RecurrenceError(
@@ -274,7 +323,11 @@ function guarded<T>(field: string, call: () => T): T {
           : `the window needs more than ${MAX_PERIODS} recurrence periods of a series to expand: narrow from/to`,
       );
     }
-    throw new RecurrenceError(field, 'INVALID_RRULE', `${field === 'rrule' ? '' : 'rrule '}is not a valid RRULE: ${message}`);
+    throw new RecurrenceError(
+      field,
+      'INVALID_RRULE',
+      `${field === 'rrule' ? '' : 'rrule '}is not a valid RRULE: ${message}`,
+    );
   }
 }
 
@@ -290,23 +343,38 @@ function prepare(series: Series): Prepared {
     const start = parseDate(times.start_date, 'start_date');
     const end = parseDate(times.end_date, 'end_date');
     durationDays = start.until(end, { largestUnit: 'days' }).days;
-    if (durationDays < 1) throw new RecurrenceError('end_date', 'INVALID_EVENT_TIMES', 'must be after start_date (it is exclusive: a one-day event ends the next day)');
+    if (durationDays < 1)
+      throw new RecurrenceError(
+        'end_date',
+        'INVALID_EVENT_TIMES',
+        'must be after start_date (it is exclusive: a one-day event ends the next day)',
+      );
     // Dates are expanded on a UTC clock, which has no DST gap to skip a date at midnight.
     dtstart = utcMidnight(start);
     if (parsed.until) {
       const lastDate = parsed.until.kind === 'date' ? parsed.until.date : localDate(parsed.until.at, timezone);
-      ruleText = ruleText.replace(/UNTIL=[^;]*/, `UNTIL=${formatUtc(new Date(utcMidnight(lastDate).epochMilliseconds))}`);
+      ruleText = ruleText.replace(
+        /UNTIL=[^;]*/,
+        `UNTIL=${formatUtc(new Date(utcMidnight(lastDate).epochMilliseconds))}`,
+      );
     }
   } else {
     const start = times.start_at.getTime();
     const end = times.end_at.getTime();
-    if (!Number.isFinite(start)) throw new RecurrenceError('start_at', 'INVALID_EVENT_TIMES', 'is not a valid timestamp: use RFC 3339');
-    if (!Number.isFinite(end) || end < start) throw new RecurrenceError('end_at', 'INVALID_EVENT_TIMES', 'must be a timestamp at or after start_at');
+    if (!Number.isFinite(start))
+      throw new RecurrenceError('start_at', 'INVALID_EVENT_TIMES', 'is not a valid timestamp: use RFC 3339');
+    if (!Number.isFinite(end) || end < start)
+      throw new RecurrenceError('end_at', 'INVALID_EVENT_TIMES', 'must be a timestamp at or after start_at');
     durationMs = end - start;
     dtstart = Temporal.Instant.fromEpochMilliseconds(start).toZonedDateTimeISO(timezone);
   }
   series.exdates.forEach((at, i) => {
-    if (!Number.isFinite(at.getTime())) throw new RecurrenceError(`exdates[${i}]`, 'INVALID_EVENT_TIMES', 'is not a valid timestamp: use the RFC 3339 start of the occurrence to exclude');
+    if (!Number.isFinite(at.getTime()))
+      throw new RecurrenceError(
+        `exdates[${i}]`,
+        'INVALID_EVENT_TIMES',
+        'is not a valid timestamp: use the RFC 3339 start of the occurrence to exclude',
+      );
   });
   const exDate = series.exdates.flatMap((at) => {
     if (!times.is_all_day) return [Temporal.Instant.fromEpochMilliseconds(at.getTime()).toZonedDateTimeISO(timezone)];
@@ -315,14 +383,27 @@ function prepare(series: Series): Prepared {
     return startOfDate(date, timezone).getTime() === at.getTime() ? [utcMidnight(date)] : [];
   });
   const make = (withExdates: boolean) =>
-    guarded('rrule', () => new RRuleTemporal({
-      rruleString: ruleText,
-      dtstart,
-      maxIterations: MAX_PERIODS,
-      maxCandidateEvaluations: MAX_CANDIDATES,
-      ...(withExdates && exDate.length > 0 ? { exDate } : {}),
-    }));
-  return { parsed, timezone, isAllDay: times.is_all_day, dtstart, durationMs, durationDays, rule: make(true), ruleWithoutExdates: () => make(false) };
+    guarded(
+      'rrule',
+      () =>
+        new RRuleTemporal({
+          rruleString: ruleText,
+          dtstart,
+          maxIterations: MAX_PERIODS,
+          maxCandidateEvaluations: MAX_CANDIDATES,
+          ...(withExdates && exDate.length > 0 ? { exDate } : {}),
+        }),
+    );
+  return {
+    parsed,
+    timezone,
+    isAllDay: times.is_all_day,
+    dtstart,
+    durationMs,
+    durationDays,
+    rule: make(true),
+    ruleWithoutExdates: () => make(false),
+  };
 }
 
 /** The instant an all-day event's date (YYYY-MM-DD) begins in its time zone. */
@@ -331,10 +412,18 @@ export function startOfDay(date: string, timezone: string): Date {
 }
 
 /** Maps a library value (a start) to the occurrence it begins. */
-function occurrenceAt(p: Prepared, start: { epochMilliseconds: number; toPlainDate(): { toString(): string } }): Occurrence {
+function occurrenceAt(
+  p: Prepared,
+  start: { epochMilliseconds: number; toPlainDate(): { toString(): string } },
+): Occurrence {
   if (p.isAllDay) {
     const date = Temporal.PlainDate.from(start.toPlainDate().toString());
-    return { is_all_day: true, start_date: date.toString(), end_date: date.add({ days: p.durationDays }).toString(), recurrence_id: startOfDate(date, p.timezone) };
+    return {
+      is_all_day: true,
+      start_date: date.toString(),
+      end_date: date.add({ days: p.durationDays }).toString(),
+      recurrence_id: startOfDate(date, p.timezone),
+    };
   }
   const at = new Date(start.epochMilliseconds);
   return { is_all_day: false, start_at: at, end_at: new Date(at.getTime() + p.durationMs), recurrence_id: at };
@@ -356,9 +445,12 @@ function endOf(o: Occurrence, timezone: string): Date {
 export function checkSeries(series: Series): void {
   const p = prepare(series);
   const first = guarded('rrule', () => p.ruleWithoutExdates().all((_, i) => i < 2));
-  const startText = p.isAllDay ? p.dtstart.toPlainDate().toString() : `${p.dtstart.toPlainDateTime().toString()} ${p.timezone}`;
+  const startText = p.isAllDay
+    ? p.dtstart.toPlainDate().toString()
+    : `${p.dtstart.toPlainDateTime().toString()} ${p.timezone}`;
   if (first.length === 0 || first[0]!.epochMilliseconds !== p.dtstart.epochMilliseconds) {
-    if (first.length === 0 && p.parsed.until) throw invalid('ends (UNTIL) before the event’s start: the series would have no occurrence');
+    if (first.length === 0 && p.parsed.until)
+      throw invalid('ends (UNTIL) before the event’s start: the series would have no occurrence');
     throw invalid(
       `does not produce the event’s start (${startText}) as its first occurrence: move the start to a ${p.isAllDay ? 'date' : 'time'} the rule produces, or change the rule`,
     );
@@ -368,10 +460,16 @@ export function checkSeries(series: Series): void {
 
 /** Refuses a window the contract does not allow (GET /events: from before to, at most 366 days). */
 export function checkWindow(from: Date, to: Date): void {
-  if (!Number.isFinite(from.getTime())) throw new RecurrenceError('from', 'INVALID_WINDOW', 'is not a valid timestamp: use RFC 3339');
-  if (!Number.isFinite(to.getTime()) || to.getTime() <= from.getTime()) throw new RecurrenceError('to', 'INVALID_WINDOW', 'must be a timestamp after from');
+  if (!Number.isFinite(from.getTime()))
+    throw new RecurrenceError('from', 'INVALID_WINDOW', 'is not a valid timestamp: use RFC 3339');
+  if (!Number.isFinite(to.getTime()) || to.getTime() <= from.getTime())
+    throw new RecurrenceError('to', 'INVALID_WINDOW', 'must be a timestamp after from');
   if (to.getTime() - from.getTime() > MAX_WINDOW_DAYS * DAY_MS) {
-    throw new RecurrenceError('to', 'INVALID_WINDOW', `must be at most ${MAX_WINDOW_DAYS} days after from: list a longer range in several windows`);
+    throw new RecurrenceError(
+      'to',
+      'INVALID_WINDOW',
+      `must be at most ${MAX_WINDOW_DAYS} days after from: list a longer range in several windows`,
+    );
   }
 }
 
@@ -379,7 +477,11 @@ export function checkWindow(from: Date, to: Date): void {
  * The occurrences of a series that overlap [from, to) — start before `to`, end after `from` — in
  * ascending start order, exdates removed. More than `limit` occurrences is a RecurrenceError on `to`.
  */
-export function expandOccurrences(series: Series, window: { from: Date; to: Date }, limit = MAX_OCCURRENCES): Occurrence[] {
+export function expandOccurrences(
+  series: Series,
+  window: { from: Date; to: Date },
+  limit = MAX_OCCURRENCES,
+): Occurrence[] {
   const { from, to } = window;
   checkWindow(from, to);
   const p = prepare(series);
@@ -397,7 +499,11 @@ export function expandOccurrences(series: Series, window: { from: Date; to: Date
     .map((start) => occurrenceAt(p, start))
     .filter((o) => o.recurrence_id.getTime() < to.getTime() && endOf(o, p.timezone).getTime() > from.getTime());
   if (occurrences.length > limit) {
-    throw new RecurrenceError('to', 'TOO_MANY_OCCURRENCES', `a series has more than ${limit} occurrences between from and to: narrow the window`);
+    throw new RecurrenceError(
+      'to',
+      'TOO_MANY_OCCURRENCES',
+      `a series has more than ${limit} occurrences between from and to: narrow the window`,
+    );
   }
   return occurrences;
 }
@@ -437,7 +543,9 @@ export function seriesEnd(series: Series): Date | null {
     const lastDate = until.kind === 'date' ? until.date : localDate(until.at, p.timezone);
     return startOfDate(lastDate.add({ days: p.durationDays }), p.timezone);
   }
-  return new Date((until.kind === 'utc' ? until.at.getTime() : startOfDate(until.date, p.timezone).getTime() + DAY_MS) + p.durationMs);
+  return new Date(
+    (until.kind === 'utc' ? until.at.getTime() : startOfDate(until.date, p.timezone).getTime() + DAY_MS) + p.durationMs,
+  );
 }
 
 /** The occurrence whose recurrence id (original start) is `recurrenceId`, or undefined. */
@@ -466,7 +574,11 @@ export function splitSeries(series: Series, recurrenceId: Date): SeriesSplit {
   const p = prepare(series);
   const occurrence = occurrenceOf(p, recurrenceId);
   if (!occurrence) {
-    throw new RecurrenceError('recurrence_id', 'NOT_AN_OCCURRENCE', 'is not the original start of an occurrence of this series: use the recurrence_id of a listed occurrence');
+    throw new RecurrenceError(
+      'recurrence_id',
+      'NOT_AN_OCCURRENCE',
+      'is not the original start of an occurrence of this series: use the recurrence_id of a listed occurrence',
+    );
   }
   const at = recurrenceId.getTime();
   if (at === occurrenceAt(p, p.dtstart).recurrence_id.getTime()) return { kind: 'whole_series' };
@@ -475,15 +587,24 @@ export function splitSeries(series: Series, recurrenceId: Date): SeriesSplit {
   // whole-second starts, and never the occurrence itself (UNTIL is inclusive).
   const until = formatUtc(new Date(Math.floor((at - 1) / 1000) * 1000));
   const kept = p.parsed.parts.filter((part) => part.name !== 'COUNT' && part.name !== 'UNTIL').map((part) => part.raw);
-  const ending = { rrule: [...kept, `UNTIL=${until}`].join(';'), exdates: series.exdates.filter((d) => d.getTime() < at) };
+  const ending = {
+    rrule: [...kept, `UNTIL=${until}`].join(';'),
+    exdates: series.exdates.filter((d) => d.getTime() < at),
+  };
 
   let rrule = series.rrule;
   if (p.parsed.count !== undefined) {
     // COUNT counts generated instances, excluded ones included: those before the split are spent.
     const probe = p.isAllDay ? utcMidnight(localDate(recurrenceId, p.timezone)) : recurrenceId;
     const spent = guarded('recurrence_id', () => p.ruleWithoutExdates().between(p.dtstart, probe, true)).length - 1;
-    rrule = p.parsed.parts.map((part) => (part.name === 'COUNT' ? `COUNT=${p.parsed.count! - spent}` : part.raw)).join(';');
+    rrule = p.parsed.parts
+      .map((part) => (part.name === 'COUNT' ? `COUNT=${p.parsed.count! - spent}` : part.raw))
+      .join(';');
   }
   const { recurrence_id: _, ...times } = occurrence;
-  return { kind: 'split', ending, following: { times, rrule, exdates: series.exdates.filter((d) => d.getTime() >= at) } };
+  return {
+    kind: 'split',
+    ending,
+    following: { times, rrule, exdates: series.exdates.filter((d) => d.getTime() >= at) },
+  };
 }

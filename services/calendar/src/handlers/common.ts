@@ -2,7 +2,14 @@ import type { Pool } from '@workauto/db';
 import { enumMapping, errors } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
-  Availability, Calendar, CalendarEvent, EventStatus, EventType, ReminderMethod, UpdateScope, Visibility,
+  Availability,
+  Calendar,
+  CalendarEvent,
+  EventStatus,
+  EventType,
+  ReminderMethod,
+  UpdateScope,
+  Visibility,
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { RecurrenceError, type Occurrence, type Series } from '../domain/recurrence.js';
 import type { CalendarRow } from '../repo/calendars.js';
@@ -67,11 +74,21 @@ export function seriesOf(row: EventRow, extraExdates: readonly Date[] = []): Ser
  * The API's CalendarEvent of a stored row; a listed occurrence of a series is the master's record
  * with the occurrence's times, series_id = the master and recurrence_id = its original start.
  */
-export function toEvent(row: EventRow, extra: { next_occurrence?: Date | null; occurrence?: Occurrence } = {}): CalendarEvent {
+export function toEvent(
+  row: EventRow,
+  extra: { next_occurrence?: Date | null; occurrence?: Occurrence } = {},
+): CalendarEvent {
   const o = extra.occurrence;
   const times = o
-    ? o.is_all_day ? { start_date: o.start_date, end_date: o.end_date } : { start_at: o.start_at, end_at: o.end_at }
-    : { start_at: row.start_at ?? undefined, end_at: row.end_at ?? undefined, start_date: row.start_date ?? undefined, end_date: row.end_date ?? undefined };
+    ? o.is_all_day
+      ? { start_date: o.start_date, end_date: o.end_date }
+      : { start_at: o.start_at, end_at: o.end_at }
+    : {
+        start_at: row.start_at ?? undefined,
+        end_at: row.end_at ?? undefined,
+        start_date: row.start_date ?? undefined,
+        end_date: row.end_date ?? undefined,
+      };
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -98,8 +115,8 @@ export function toEvent(row: EventRow, extra: { next_occurrence?: Date | null; o
     location_lng: row.location_lng ?? undefined,
     ...times,
     next_occurrence: extra.next_occurrence ?? undefined,
-    recurrence_id: o ? o.recurrence_id : row.recurrence_id ?? undefined,
-    series_id: o ? row.id : row.series_id ?? undefined,
+    recurrence_id: o ? o.recurrence_id : (row.recurrence_id ?? undefined),
+    series_id: o ? row.id : (row.series_id ?? undefined),
     deleted_at: row.deleted_at ?? undefined,
     exdates: row.exdates,
     organizer_id: row.organizer_id ?? undefined,

@@ -9,12 +9,28 @@ import { recurrence, seriesOf } from './common.js';
  */
 
 /** When an event happens and how it repeats. */
-export type Timing = Pick<EventRow, 'is_all_day' | 'start_at' | 'end_at' | 'start_date' | 'end_date' | 'timezone' | 'rrule' | 'exdates'>;
+export type Timing = Pick<
+  EventRow,
+  'is_all_day' | 'start_at' | 'end_at' | 'start_date' | 'end_date' | 'timezone' | 'rrule' | 'exdates'
+>;
 
 /** What an event is about: the fields an `all` edit also gives the series' exceptions. */
 export type Descriptive = Pick<
   EventRow,
-  'title' | 'description' | 'location' | 'location_lat' | 'location_lng' | 'conference_url' | 'color' | 'event_type' | 'status' | 'availability' | 'visibility' | 'reminders' | 'metadata' | 'organizer_id'
+  | 'title'
+  | 'description'
+  | 'location'
+  | 'location_lat'
+  | 'location_lng'
+  | 'conference_url'
+  | 'color'
+  | 'event_type'
+  | 'status'
+  | 'availability'
+  | 'visibility'
+  | 'reminders'
+  | 'metadata'
+  | 'organizer_id'
 >;
 
 /** A request's changes: a value, null (cleared), or undefined (not carried). */
@@ -27,16 +43,26 @@ export const hasDescriptive = (c: Changes) => Object.values(c.descriptive).some(
 export const hasTiming = (c: Changes) => Object.values(c.timing).some((v) => v !== undefined);
 /** Whether the change moves the series' occurrences (its start, length, zone or rule). */
 export const movesSeries = (c: Changes) =>
-  (['is_all_day', 'start_at', 'end_at', 'start_date', 'end_date', 'timezone', 'rrule'] as const).some((k) => c.timing[k] !== undefined);
+  (['is_all_day', 'start_at', 'end_at', 'start_date', 'end_date', 'timezone', 'rrule'] as const).some(
+    (k) => c.timing[k] !== undefined,
+  );
 
 /** The timing after a change, refused with a 400 naming the field when it does not describe an event. */
 export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
   const allDay = c.is_all_day ?? base.is_all_day;
-  const given = <K extends keyof Timing>(k: K, fallback: Timing[K]): Timing[K] => (c[k] === undefined ? fallback : (c[k] as Timing[K]));
+  const given = <K extends keyof Timing>(k: K, fallback: Timing[K]): Timing[K] =>
+    c[k] === undefined ? fallback : (c[k] as Timing[K]);
   if (allDay) {
-    if (c.start_at || c.end_at) throw errors.invalidField(c.start_at ? 'start_at' : 'end_at', 'an all-day event has start_date and end_date (YYYY-MM-DD) instead: leave start_at and end_at out');
+    if (c.start_at || c.end_at)
+      throw errors.invalidField(
+        c.start_at ? 'start_at' : 'end_at',
+        'an all-day event has start_date and end_date (YYYY-MM-DD) instead: leave start_at and end_at out',
+      );
   } else if (c.start_date || c.end_date) {
-    throw errors.invalidField(c.start_date ? 'start_date' : 'end_date', 'a timed event has start_at and end_at: set is_all_day to true for dates');
+    throw errors.invalidField(
+      c.start_date ? 'start_date' : 'end_date',
+      'a timed event has start_at and end_at: set is_all_day to true for dates',
+    );
   }
   const t: Timing = {
     is_all_day: allDay,
@@ -52,15 +78,25 @@ export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
   t.exdates = given('exdates', t.rrule ? base.exdates : []) ?? [];
   if (allDay) {
     for (const f of ['start_date', 'end_date'] as const) {
-      if (!t[f]) throw errors.invalidField(f, 'is required for an all-day event (YYYY-MM-DD; end_date is exclusive: a one-day event ends the next day)');
+      if (!t[f])
+        throw errors.invalidField(
+          f,
+          'is required for an all-day event (YYYY-MM-DD; end_date is exclusive: a one-day event ends the next day)',
+        );
       if (!isIsoDate(t[f])) throw errors.invalidField(f, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
     }
-    if (t.end_date! <= t.start_date!) throw errors.invalidField('end_date', 'must be after start_date (it is exclusive: a one-day event ends the next day)');
+    if (t.end_date! <= t.start_date!)
+      throw errors.invalidField(
+        'end_date',
+        'must be after start_date (it is exclusive: a one-day event ends the next day)',
+      );
   } else {
-    for (const f of ['start_at', 'end_at'] as const) if (!t[f]) throw errors.invalidField(f, 'is required (RFC 3339), or set is_all_day with start_date and end_date');
+    for (const f of ['start_at', 'end_at'] as const)
+      if (!t[f]) throw errors.invalidField(f, 'is required (RFC 3339), or set is_all_day with start_date and end_date');
     if (t.end_at!.getTime() < t.start_at!.getTime()) throw errors.invalidField('end_at', 'must not be before start_at');
   }
-  if (!t.rrule && t.exdates.length) throw errors.invalidField('exdates', 'only a recurring event (with an rrule) has exdates');
+  if (!t.rrule && t.exdates.length)
+    throw errors.invalidField('exdates', 'only a recurring event (with an rrule) has exdates');
   return t;
 }
 
@@ -68,7 +104,8 @@ export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
 export function derived(t: Timing): Pick<EventRow, 'span_start' | 'span_end'> {
   return recurrence(() => {
     const start = t.is_all_day ? startOfDay(t.start_date!, t.timezone) : t.start_at!;
-    if (!t.rrule) return { span_start: start, span_end: t.is_all_day ? startOfDay(t.end_date!, t.timezone) : t.end_at! };
+    if (!t.rrule)
+      return { span_start: start, span_end: t.is_all_day ? startOfDay(t.end_date!, t.timezone) : t.end_at! };
     const series = seriesOf({ ...t, rrule: t.rrule } as EventRow);
     checkSeries(series);
     return { span_start: start, span_end: seriesEnd(series) };
@@ -91,9 +128,21 @@ function definedOf<T extends object>(o: T): Partial<T> {
  * next_occurrence: the first start after `now` of a series, exceptions taken into account (an
  * exception replaces its occurrence with its own start); null for other events and ended series.
  */
-export function nextOccurrenceOf(row: EventRow, exceptions: { recurrence_id: Date; span_start: Date }[], now: Date): Date | null {
+export function nextOccurrenceOf(
+  row: EventRow,
+  exceptions: { recurrence_id: Date; span_start: Date }[],
+  now: Date,
+): Date | null {
   if (!row.rrule || row.series_id) return null;
-  const fromRule = recurrence(() => nextOccurrence(seriesOf(row, exceptions.map((e) => e.recurrence_id)), now));
+  const fromRule = recurrence(() =>
+    nextOccurrence(
+      seriesOf(
+        row,
+        exceptions.map((e) => e.recurrence_id),
+      ),
+      now,
+    ),
+  );
   const moved = exceptions.map((e) => e.span_start).filter((s) => s.getTime() > now.getTime());
   const all = [...(fromRule ? [fromRule] : []), ...moved].sort((a, b) => a.getTime() - b.getTime());
   return all[0] ?? null;

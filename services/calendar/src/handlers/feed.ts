@@ -16,9 +16,12 @@ const compact = (s: string) => s.replace(/[-:]/g, '');
 
 /** RFC 5545 values of the exdates: local date-times with the event's TZID, UTC with Z, or dates for all-day events. */
 function exdateLine(row: EventRow): string {
-  if (row.is_all_day) return `EXDATE;VALUE=DATE:${row.exdates.map((d) => compact(instant(d).toZonedDateTimeISO(row.timezone).toPlainDate().toString())).join(',')}`;
-  if (row.timezone === 'UTC') return `EXDATE:${row.exdates.map((d) => compact(d.toISOString().replace(/\.\d{3}Z$/, 'Z'))).join(',')}`;
-  const local = (d: Date) => compact(instant(d).toZonedDateTimeISO(row.timezone).toPlainDateTime().toString({ smallestUnit: 'second' }));
+  if (row.is_all_day)
+    return `EXDATE;VALUE=DATE:${row.exdates.map((d) => compact(instant(d).toZonedDateTimeISO(row.timezone).toPlainDate().toString())).join(',')}`;
+  if (row.timezone === 'UTC')
+    return `EXDATE:${row.exdates.map((d) => compact(d.toISOString().replace(/\.\d{3}Z$/, 'Z'))).join(',')}`;
+  const local = (d: Date) =>
+    compact(instant(d).toZonedDateTimeISO(row.timezone).toPlainDateTime().toString({ smallestUnit: 'second' }));
   return `EXDATE;TZID=${row.timezone}:${row.exdates.map(local).join(',')}`;
 }
 
@@ -38,7 +41,11 @@ function ruleLine(row: EventRow): string {
  * RECURRENCE-ID as a date-time, and an all-day exception's must be a DATE (its master's DTSTART is).
  */
 export function renderFeed(calendar: calendars.CalendarRow, rows: EventRow[]): string {
-  const cal = ical({ name: calendar.name, prodId: { company: 'workauto', product: 'calendar' }, timezone: { name: null, generator: getVtimezoneComponent } });
+  const cal = ical({
+    name: calendar.name,
+    prodId: { company: 'workauto', product: 'calendar' },
+    timezone: { name: null, generator: getVtimezoneComponent },
+  });
   if (calendar.description) cal.description(calendar.description);
   for (const row of rows) {
     const event = cal.createEvent({
@@ -52,19 +59,43 @@ export function renderFeed(calendar: calendars.CalendarRow, rows: EventRow[]): s
       ...(row.is_all_day
         ? { start: plainDate(row.start_date!), end: plainDate(row.end_date!), floating: true }
         : { start: instant(row.start_at!), end: instant(row.end_at!), timezone: row.timezone }),
-      status: { confirmed: ICalEventStatus.CONFIRMED, tentative: ICalEventStatus.TENTATIVE, cancelled: ICalEventStatus.CANCELLED }[row.status] ?? null,
+      status:
+        {
+          confirmed: ICalEventStatus.CONFIRMED,
+          tentative: ICalEventStatus.TENTATIVE,
+          cancelled: ICalEventStatus.CANCELLED,
+        }[row.status] ?? null,
       transparency: row.availability === 'free' ? ICalEventTransparency.TRANSPARENT : ICalEventTransparency.OPAQUE,
-      busystatus: row.event_type === 'out_of_office' ? ICalEventBusyStatus.OOF : row.availability === 'free' ? ICalEventBusyStatus.FREE : ICalEventBusyStatus.BUSY,
-      class: { public: ICalEventClass.PUBLIC, private: ICalEventClass.PRIVATE, confidential: ICalEventClass.CONFIDENTIAL }[row.visibility] ?? null,
+      busystatus:
+        row.event_type === 'out_of_office'
+          ? ICalEventBusyStatus.OOF
+          : row.availability === 'free'
+            ? ICalEventBusyStatus.FREE
+            : ICalEventBusyStatus.BUSY,
+      class:
+        { public: ICalEventClass.PUBLIC, private: ICalEventClass.PRIVATE, confidential: ICalEventClass.CONFIDENTIAL }[
+          row.visibility
+        ] ?? null,
       ...(row.description ? { description: row.description } : {}),
       ...(row.location || row.location_lat !== null
-        ? { location: { title: row.location ?? '', ...(row.location_lat !== null && row.location_lng !== null ? { geo: { lat: row.location_lat, lon: row.location_lng } } : {}) } }
+        ? {
+            location: {
+              title: row.location ?? '',
+              ...(row.location_lat !== null && row.location_lng !== null
+                ? { geo: { lat: row.location_lat, lon: row.location_lng } }
+                : {}),
+            },
+          }
         : {}),
       ...(row.conference_url ? { url: row.conference_url } : {}),
     });
     if (row.rrule) event.repeating([ruleLine(row), ...(row.exdates.length ? [exdateLine(row)] : [])].join('\n'));
     if (row.recurrence_id) {
-      event.recurrenceId(row.is_all_day ? instant(row.recurrence_id).toZonedDateTimeISO(row.timezone).toPlainDateTime() : instant(row.recurrence_id));
+      event.recurrenceId(
+        row.is_all_day
+          ? instant(row.recurrence_id).toZonedDateTimeISO(row.timezone).toPlainDateTime()
+          : instant(row.recurrence_id),
+      );
     }
   }
   // All-day exceptions are floating: their RECURRENCE-ID came out as a local midnight without TZID.
@@ -78,7 +109,11 @@ export function feedHandlers({ pool }: CalendarDeps): Pick<H, 'getCalendarFeed'>
       const calendar = await calendars.findCalendar(pool, ctx.tenant, req.id.toLowerCase());
       if (!calendar) throw errors.notFound('calendar', req.id);
       const rows = await events.feedEvents(pool, ctx.tenant, calendar.id, LIMITS.feedEvents);
-      return { content_type: 'text/calendar; charset=utf-8', data: Buffer.from(renderFeed(calendar, rows)), extensions: [] };
+      return {
+        content_type: 'text/calendar; charset=utf-8',
+        data: Buffer.from(renderFeed(calendar, rows)),
+        extensions: [],
+      };
     },
   };
 }

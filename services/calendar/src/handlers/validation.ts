@@ -1,5 +1,9 @@
 import { checkEnum, checkMetadata, type Validator } from '@workauto/grpc';
-import type { CreateEventRequest, Reminder, UpdateEventRequest } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import type {
+  CreateEventRequest,
+  Reminder,
+  UpdateEventRequest,
+} from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { LIMITS, availabilities, eventTypes, reminderMethods, statuses, visibilities } from './common.js';
 
 // Field checks of this service, added to one Validator so a request's problems come together.
@@ -18,7 +22,9 @@ export function checkUrl(v: Validator, field: string, value: string | undefined)
 
 function checkCoordinate(v: Validator, field: string, value: number | undefined, max: number): Validator {
   if (value === undefined) return v;
-  return Number.isFinite(value) && Math.abs(value) <= max ? v : v.add(field, `must be a number from -${max} to ${max} (degrees)`);
+  return Number.isFinite(value) && Math.abs(value) <= max
+    ? v
+    : v.add(field, `must be a number from -${max} to ${max} (degrees)`);
 }
 
 export function checkReminders(v: Validator, reminders: Reminder[]): Validator {
@@ -26,14 +32,21 @@ export function checkReminders(v: Validator, reminders: Reminder[]): Validator {
   reminders.forEach((r, i) => {
     checkEnum(v, `reminders[${i}].method`, r.method, reminderMethods, true);
     if (!Number.isInteger(r.minutes) || r.minutes < 0 || r.minutes > LIMITS.reminderMinutes) {
-      v.add(`reminders[${i}].minutes`, `must be a whole number of minutes from 0 to ${LIMITS.reminderMinutes} (four weeks)`);
+      v.add(
+        `reminders[${i}].minutes`,
+        `must be a whole number of minutes from 0 to ${LIMITS.reminderMinutes} (four weeks)`,
+      );
     }
   });
   return v;
 }
 
 /** The descriptive fields' checks, common to create and update (times and rules are checked by the recurrence engine). */
-export function checkEventFields(v: Validator, req: CreateEventRequest | UpdateEventRequest, clearable: boolean): Validator {
+export function checkEventFields(
+  v: Validator,
+  req: CreateEventRequest | UpdateEventRequest,
+  clearable: boolean,
+): Validator {
   const min = clearable ? 0 : 1;
   v.text('description', req.description, { min: 0, max: LIMITS.description })
     .text('location', req.location, { min, max: LIMITS.location })

@@ -15,7 +15,10 @@ export interface CalendarRow {
 
 const COLUMNS = 'id, tenant_id, name, description, timezone, color, metadata, created_at, updated_at, deleted_at';
 
-export async function insertCalendar(db: Queryable, c: Pick<CalendarRow, 'id' | 'tenant_id' | 'name' | 'description' | 'timezone' | 'color' | 'metadata'>): Promise<CalendarRow> {
+export async function insertCalendar(
+  db: Queryable,
+  c: Pick<CalendarRow, 'id' | 'tenant_id' | 'name' | 'description' | 'timezone' | 'color' | 'metadata'>,
+): Promise<CalendarRow> {
   const { rows } = await db.query<CalendarRow>(
     `INSERT INTO calendars (id, tenant_id, name, description, timezone, color, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
     [c.id, c.tenant_id, c.name, c.description, c.timezone, c.color, c.metadata],
@@ -27,14 +30,36 @@ export async function insertCalendar(db: Queryable, c: Pick<CalendarRow, 'id' | 
  * A live calendar of the tenant. `lock`: 'update' for changes of the calendar itself, 'share'
  * (KEY SHARE) for changes of its events, so a calendar delete waits for them and they for it.
  */
-export async function findCalendar(db: Queryable, tenantId: string, id: string, lock?: 'update' | 'share'): Promise<CalendarRow | undefined> {
+export async function findCalendar(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  lock?: 'update' | 'share',
+): Promise<CalendarRow | undefined> {
   const suffix = lock === 'update' ? ' FOR UPDATE' : lock === 'share' ? ' FOR KEY SHARE' : '';
-  const { rows } = await db.query<CalendarRow>(`SELECT ${COLUMNS} FROM calendars WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${suffix}`, [tenantId, id]);
+  const { rows } = await db.query<CalendarRow>(
+    `SELECT ${COLUMNS} FROM calendars WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${suffix}`,
+    [tenantId, id],
+  );
   return rows[0];
 }
 
-export async function listCalendars(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<CalendarRow>> {
-  return listPage<CalendarRow>(db, { columns: COLUMNS, from: 'calendars c', where: 'c.tenant_id = $1 AND c.deleted_at IS NULL', params: [tenantId], order: newestFirst('c') }, page);
+export async function listCalendars(
+  db: Queryable,
+  tenantId: string,
+  page: PageQuery,
+): Promise<KeysetPage<CalendarRow>> {
+  return listPage<CalendarRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: 'calendars c',
+      where: 'c.tenant_id = $1 AND c.deleted_at IS NULL',
+      params: [tenantId],
+      order: newestFirst('c'),
+    },
+    page,
+  );
 }
 
 export async function updateCalendar(

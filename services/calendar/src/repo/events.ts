@@ -53,14 +53,41 @@ const COLUMNS = `id, tenant_id, calendar_id, series_id, recurrence_id, title, de
   sequence, metadata, span_start, span_end, indexed_from, indexed_until, created_at, updated_at, deleted_at`;
 
 const WRITABLE = [
-  'calendar_id', 'series_id', 'recurrence_id', 'title', 'description', 'location', 'location_lat', 'location_lng', 'conference_url', 'color',
-  'event_type', 'status', 'availability', 'visibility', 'is_all_day', 'start_at', 'end_at', 'start_date', 'end_date', 'timezone', 'rrule',
-  'exdates', 'reminders', 'organizer_id', 'ical_uid', 'sequence', 'metadata', 'span_start', 'span_end',
+  'calendar_id',
+  'series_id',
+  'recurrence_id',
+  'title',
+  'description',
+  'location',
+  'location_lat',
+  'location_lng',
+  'conference_url',
+  'color',
+  'event_type',
+  'status',
+  'availability',
+  'visibility',
+  'is_all_day',
+  'start_at',
+  'end_at',
+  'start_date',
+  'end_date',
+  'timezone',
+  'rrule',
+  'exdates',
+  'reminders',
+  'organizer_id',
+  'ical_uid',
+  'sequence',
+  'metadata',
+  'span_start',
+  'span_end',
 ] as const;
 type Writable = (typeof WRITABLE)[number];
 
 /** jsonb columns get JSON text (node-postgres would send a JS array as a PostgreSQL array). */
-const param = (column: string, value: unknown) => (column === 'reminders' || column === 'metadata' ? JSON.stringify(value) : value);
+const param = (column: string, value: unknown) =>
+  column === 'reminders' || column === 'metadata' ? JSON.stringify(value) : value;
 
 export async function insertEvent(db: Queryable, e: EventFields): Promise<EventRow> {
   const columns = ['id', 'tenant_id', ...WRITABLE];
@@ -73,7 +100,12 @@ export async function insertEvent(db: Queryable, e: EventFields): Promise<EventR
 }
 
 /** A live event of the tenant; 'update' locks its row. */
-export async function findEvent(db: Queryable, tenantId: string, id: string, lock?: 'update'): Promise<EventRow | undefined> {
+export async function findEvent(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  lock?: 'update',
+): Promise<EventRow | undefined> {
   const { rows } = await db.query<EventRow>(
     `SELECT ${COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ' FOR UPDATE' : ''}`,
     [tenantId, id],
@@ -82,7 +114,12 @@ export async function findEvent(db: Queryable, tenantId: string, id: string, loc
 }
 
 /** Sets the patch's defined columns and updated_at on one live event. */
-export async function updateEvent(db: Queryable, tenantId: string, id: string, patch: Partial<Pick<EventRow, Writable>>): Promise<EventRow> {
+export async function updateEvent(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  patch: Partial<Pick<EventRow, Writable>>,
+): Promise<EventRow> {
   const sets: string[] = [];
   const values: unknown[] = [tenantId, id];
   for (const column of WRITABLE) {
@@ -109,7 +146,12 @@ export async function softDeleteEvents(db: Queryable, tenantId: string, ids: str
 }
 
 /** The live exceptions of a master, locked in id order when `lock` (after the master's own lock). */
-export async function exceptionsOf(db: Queryable, tenantId: string, masterId: string, lock?: 'update'): Promise<EventRow[]> {
+export async function exceptionsOf(
+  db: Queryable,
+  tenantId: string,
+  masterId: string,
+  lock?: 'update',
+): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>(
     `SELECT ${COLUMNS} FROM events WHERE tenant_id = $1 AND series_id = $2 AND deleted_at IS NULL ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
     [tenantId, masterId],
@@ -118,7 +160,11 @@ export async function exceptionsOf(db: Queryable, tenantId: string, masterId: st
 }
 
 /** What next_occurrence needs of the exceptions of some masters: which occurrence each replaces and when it starts. */
-export async function exceptionStarts(db: Queryable, tenantId: string, masterIds: string[]): Promise<{ series_id: string; recurrence_id: Date; span_start: Date }[]> {
+export async function exceptionStarts(
+  db: Queryable,
+  tenantId: string,
+  masterIds: string[],
+): Promise<{ series_id: string; recurrence_id: Date; span_start: Date }[]> {
   if (masterIds.length === 0) return [];
   const { rows } = await db.query<{ series_id: string; recurrence_id: Date; span_start: Date }>(
     `SELECT series_id, recurrence_id, span_start FROM events WHERE tenant_id = $1 AND series_id = ANY($2::uuid[]) AND deleted_at IS NULL`,
@@ -131,7 +177,13 @@ export async function exceptionStarts(db: Queryable, tenantId: string, masterIds
  * The occurrences of these masters that exceptions replace, by original start: those in
  * [from, to) are enough to hide from an expansion of that window.
  */
-export async function replacedOccurrences(db: Queryable, tenantId: string, masterIds: string[], from: Date, to: Date): Promise<{ series_id: string; recurrence_id: Date }[]> {
+export async function replacedOccurrences(
+  db: Queryable,
+  tenantId: string,
+  masterIds: string[],
+  from: Date,
+  to: Date,
+): Promise<{ series_id: string; recurrence_id: Date }[]> {
   if (masterIds.length === 0) return [];
   const { rows } = await db.query<{ series_id: string; recurrence_id: Date }>(
     `SELECT series_id, recurrence_id FROM events
@@ -142,7 +194,12 @@ export async function replacedOccurrences(db: Queryable, tenantId: string, maste
 }
 
 /** The calendar's live events for its feed: at most `limit`, those that end last first (series without an end first). */
-export async function feedEvents(db: Queryable, tenantId: string, calendarId: string, limit: number): Promise<EventRow[]> {
+export async function feedEvents(
+  db: Queryable,
+  tenantId: string,
+  calendarId: string,
+  limit: number,
+): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>(
     `SELECT ${COLUMNS} FROM events WHERE tenant_id = $1 AND calendar_id = $2 AND deleted_at IS NULL
       ORDER BY span_end DESC NULLS FIRST, id LIMIT $3`,
@@ -152,7 +209,11 @@ export async function feedEvents(db: Queryable, tenantId: string, calendarId: st
 }
 
 /** Soft-deletes every live event of a calendar (its delete); returns them. */
-export async function softDeleteCalendarEvents(db: Queryable, tenantId: string, calendarId: string): Promise<EventRow[]> {
+export async function softDeleteCalendarEvents(
+  db: Queryable,
+  tenantId: string,
+  calendarId: string,
+): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>(
     `UPDATE events SET deleted_at = now(), updated_at = now() WHERE tenant_id = $1 AND calendar_id = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
     [tenantId, calendarId],
@@ -188,7 +249,12 @@ export async function deleteIndex(db: Queryable, tenantId: string, eventIds: str
 }
 
 /** Removes the index rows of one occurrence of a series: the master's and its exception's. */
-export async function deleteOccurrenceIndex(db: Queryable, tenantId: string, masterId: string, recurrenceId: Date): Promise<void> {
+export async function deleteOccurrenceIndex(
+  db: Queryable,
+  tenantId: string,
+  masterId: string,
+  recurrenceId: Date,
+): Promise<void> {
   await db.query(
     `DELETE FROM occurrences WHERE tenant_id = $1 AND rid_key = $3
         AND (event_id = $2 OR event_id IN (SELECT id FROM events WHERE tenant_id = $1 AND series_id = $2))`,
@@ -197,7 +263,12 @@ export async function deleteOccurrenceIndex(db: Queryable, tenantId: string, mas
 }
 
 /** The live exception of a master for one occurrence, if any. */
-export async function exceptionAt(db: Queryable, tenantId: string, masterId: string, recurrenceId: Date): Promise<EventRow | undefined> {
+export async function exceptionAt(
+  db: Queryable,
+  tenantId: string,
+  masterId: string,
+  recurrenceId: Date,
+): Promise<EventRow | undefined> {
   const { rows } = await db.query<EventRow>(
     `SELECT ${COLUMNS} FROM events WHERE tenant_id = $1 AND series_id = $2 AND recurrence_id = $3 AND deleted_at IS NULL`,
     [tenantId, masterId, recurrenceId],
@@ -214,14 +285,33 @@ export async function insertIndex(db: Queryable, entries: IndexEntry[]): Promise
        SELECT t, c, e, r, s, coalesce(r, '-infinity'), x, sa, ea, sd, ed, x - s > interval '1 day'
          FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[], $9::date[], $10::date[])
            AS u(t, c, e, r, s, x, sa, ea, sd, ed)`,
-      [col('tenant_id'), col('calendar_id'), col('event_id'), col('recurrence_id'), col('sort_start'), col('sort_end'), col('start_at'), col('end_at'), col('start_date'), col('end_date')],
+      [
+        col('tenant_id'),
+        col('calendar_id'),
+        col('event_id'),
+        col('recurrence_id'),
+        col('sort_start'),
+        col('sort_end'),
+        col('start_at'),
+        col('end_at'),
+        col('start_date'),
+        col('end_date'),
+      ],
     );
   }
 }
 
 /** Records which stretch of a master's occurrences the index holds (no updated_at: the event did not change). */
-export async function setIndexedRange(db: Queryable, tenantId: string, id: string, range: { from: Date; until: Date; capped: boolean }): Promise<void> {
-  await db.query(`UPDATE events SET indexed_from = $3, indexed_until = $4, index_capped = $5 WHERE tenant_id = $1 AND id = $2`, [tenantId, id, range.from, range.until, range.capped]);
+export async function setIndexedRange(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  range: { from: Date; until: Date; capped: boolean },
+): Promise<void> {
+  await db.query(
+    `UPDATE events SET indexed_from = $3, indexed_until = $4, index_capped = $5 WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, id, range.from, range.until, range.capped],
+  );
 }
 
 /** The live exceptions of these masters (any state), for indexing. */
@@ -253,7 +343,14 @@ export async function indexedPage(
   after: { start: Date; id: string; recurrenceId: Date | null } | undefined,
   limit: number,
 ): Promise<IndexedRow[]> {
-  const params: unknown[] = [tenantId, calendarId ?? null, window.from, window.to, new Date(window.from.getTime() - LONG_MS), limit];
+  const params: unknown[] = [
+    tenantId,
+    calendarId ?? null,
+    window.from,
+    window.to,
+    new Date(window.from.getTime() - LONG_MS),
+    limit,
+  ];
   let keyset = '';
   if (after) {
     params.push(after.start, after.id, after.recurrenceId ?? '-infinity');
@@ -264,7 +361,16 @@ export async function indexedPage(
       WHERE o.tenant_id = $1 AND ${long ? 'o.is_long' : 'NOT o.is_long AND o.sort_start >= $5'} AND ($2::uuid IS NULL OR o.calendar_id = $2)
         AND o.sort_start < $4 AND o.sort_end > $3 ${keyset}
       ORDER BY o.sort_start, o.event_id, o.rid_key LIMIT $6)`;
-  const { rows } = await db.query<EventRow & { o_recurrence_id: Date | null; o_sort_start: Date; o_start_at: Date | null; o_end_at: Date | null; o_start_date: string | null; o_end_date: string | null }>(
+  const { rows } = await db.query<
+    EventRow & {
+      o_recurrence_id: Date | null;
+      o_sort_start: Date;
+      o_start_at: Date | null;
+      o_end_at: Date | null;
+      o_start_date: string | null;
+      o_end_date: string | null;
+    }
+  >(
     `WITH page AS (${part(false)} UNION ALL ${part(true)} ORDER BY 1, 2, 3 LIMIT $6)
      SELECT ${E_COLUMNS}, o.recurrence_id AS o_recurrence_id, o.sort_start AS o_sort_start, o.start_at AS o_start_at, o.end_at AS o_end_at,
             o.start_date::text AS o_start_date, o.end_date::text AS o_end_date
@@ -274,12 +380,25 @@ export async function indexedPage(
   );
   return rows.map(({ o_recurrence_id, o_sort_start, o_start_at, o_end_at, o_start_date, o_end_date, ...event }) => ({
     event: event as EventRow,
-    entry: { recurrence_id: o_recurrence_id, sort_start: o_sort_start, start_at: o_start_at, end_at: o_end_at, start_date: o_start_date, end_date: o_end_date },
+    entry: {
+      recurrence_id: o_recurrence_id,
+      sort_start: o_sort_start,
+      start_at: o_start_at,
+      end_at: o_end_at,
+      start_date: o_start_date,
+      end_date: o_end_date,
+    },
   }));
 }
 
 /** Live masters with occurrences in [from, to) that their index does not cover (expanded on read). */
-export async function unindexedMasters(db: Queryable, tenantId: string, calendarId: string | undefined, from: Date, to: Date): Promise<EventRow[]> {
+export async function unindexedMasters(
+  db: Queryable,
+  tenantId: string,
+  calendarId: string | undefined,
+  from: Date,
+  to: Date,
+): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>(
     `SELECT ${COLUMNS} FROM events
       WHERE tenant_id = $1 AND deleted_at IS NULL AND rrule IS NOT NULL AND ($2::uuid IS NULL OR calendar_id = $2)
@@ -296,7 +415,12 @@ export async function unindexedMasters(db: Queryable, tenantId: string, calendar
  * The extender's work, locked for it: masters whose series goes on past their index and whose index
  * ends before `horizon` (`cappedHorizon` for dense series, whose index cannot reach further anyway).
  */
-export async function mastersToReindex(db: Queryable, horizon: Date, cappedHorizon: Date, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+export async function mastersToReindex(
+  db: Queryable,
+  horizon: Date,
+  cappedHorizon: Date,
+  limit: number,
+): Promise<{ id: string; tenant_id: string }[]> {
   const { rows } = await db.query<{ id: string; tenant_id: string }>(
     `SELECT id, tenant_id FROM events
       WHERE deleted_at IS NULL AND rrule IS NOT NULL AND indexed_until < $1 AND (span_end IS NULL OR indexed_until < span_end)
@@ -311,7 +435,12 @@ export async function mastersToReindex(db: Queryable, horizon: Date, cappedHoriz
  * For next_occurrence: per master, its first indexed occurrence start after `now` and the first
  * start after `now` of its live exceptions (both null when there is none).
  */
-export async function nextStarts(db: Queryable, tenantId: string, masterIds: string[], now: Date): Promise<Map<string, { occurrence: Date | null; exception: Date | null }>> {
+export async function nextStarts(
+  db: Queryable,
+  tenantId: string,
+  masterIds: string[],
+  now: Date,
+): Promise<Map<string, { occurrence: Date | null; exception: Date | null }>> {
   if (masterIds.length === 0) return new Map();
   const { rows } = await db.query<{ id: string; occurrence: Date | null; exception: Date | null }>(
     `SELECT m.id,

@@ -11,7 +11,8 @@ export type ChannelType = (typeof CHANNEL_TYPES)[number];
 // Deliberately loose, as most APIs are: one @, no spaces, a dot in the domain.
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-export type Canonical = { ok: true; canonical: string; keyVersion: number } | { ok: false; field: string; description: string };
+export type Canonical =
+  { ok: true; canonical: string; keyVersion: number } | { ok: false; field: string; description: string };
 
 const fail = (field: string, description: string): Canonical => ({ ok: false, field, description });
 const ok = (canonical: string): Canonical => ({ ok: true, canonical, keyVersion: KEY_VERSION });
@@ -33,7 +34,8 @@ export function canonicalize(type: ChannelType, value: string, region?: string):
       let country: CountryCode | undefined;
       if (region !== undefined && region !== '') {
         const upper = region.trim().toUpperCase();
-        if (!/^[A-Z]{2}$/.test(upper) || !isSupportedCountry(upper)) return fail('region', 'must be an ISO 3166-1 alpha-2 region code like US or GB');
+        if (!/^[A-Z]{2}$/.test(upper) || !isSupportedCountry(upper))
+          return fail('region', 'must be an ISO 3166-1 alpha-2 region code like US or GB');
         country = upper as CountryCode;
       } else if (!v.startsWith('+')) {
         return fail('value', 'must be in international form (+14155550123), or give region for a national number');
@@ -49,11 +51,16 @@ export function canonicalize(type: ChannelType, value: string, region?: string):
       } catch {
         return fail('value', 'must be an absolute http(s) URL');
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return fail('value', 'must be an absolute http(s) URL');
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        return fail('value', 'must be an absolute http(s) URL');
       return ok(url.href);
     }
     case 'linkedin': {
-      const canonical = v.toLowerCase().replace(/^https?:\/\//, '').replace(/^www\./, '').replace(/\/+$/, '');
+      const canonical = v
+        .toLowerCase()
+        .replace(/^https?:\/\//, '')
+        .replace(/^www\./, '')
+        .replace(/\/+$/, '');
       return canonical ? ok(canonical) : fail('value', 'must be a LinkedIn profile URL or handle');
     }
     case 'other':

@@ -37,7 +37,9 @@ function decimals(text: string): number {
 
 /** What is wrong with an amount whatever its currency (sign, size, notation), or undefined. */
 export function amountRangeProblem(value: number): string | undefined {
-  return decimalText(value) === undefined || value > MAX_AMOUNT ? `must be a number from 0 to ${MAX_AMOUNT}` : undefined;
+  return decimalText(value) === undefined || value > MAX_AMOUNT
+    ? `must be a number from 0 to ${MAX_AMOUNT}`
+    : undefined;
 }
 
 /** What is wrong with an amount in this currency, or undefined when it is fine. */
@@ -46,7 +48,8 @@ export function amountProblem(value: number, currency: string): string | undefin
   if (range) return range;
   const digits = minorUnitDigits(currency);
   const text = decimalText(value)!;
-  if (decimals(text) > digits) return `must have at most ${digits} decimal${digits === 1 ? '' : 's'} in ${currency}, got ${text}`;
+  if (decimals(text) > digits)
+    return `must have at most ${digits} decimal${digits === 1 ? '' : 's'} in ${currency}, got ${text}`;
   return undefined;
 }
 
@@ -57,7 +60,8 @@ export function amountProblem(value: number, currency: string): string | undefin
 export function storedAmountProblem(amount: string, currency: string): string | undefined {
   const digits = minorUnitDigits(currency);
   const text = amount.includes('.') ? amount.replace(/0+$/, '').replace(/\.$/, '') : amount;
-  if (decimals(text) > digits) return `has ${decimals(text)} decimals (${text}) but ${currency} allows at most ${digits}`;
+  if (decimals(text) > digits)
+    return `has ${decimals(text)} decimals (${text}) but ${currency} allows at most ${digits}`;
   return undefined;
 }
 

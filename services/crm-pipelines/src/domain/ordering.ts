@@ -16,5 +16,10 @@ export function orderOfInputs(orders: (number | undefined)[]): { order: number[]
   if (given.length === 0) return { order: orders.map((_, i) => i) };
   if (given.length !== orders.length) return { problem: 'give display_order for every stage or for none' };
   if (new Set(given).size !== given.length) return { problem: 'display_order values must be distinct' };
-  return { order: orders.map((o, i) => ({ o: o!, i })).sort((a, b) => a.o - b.o).map((x) => x.i) };
+  return {
+    order: orders
+      .map((o, i) => ({ o: o!, i }))
+      .sort((a, b) => a.o - b.o)
+      .map((x) => x.i),
+  };
 }

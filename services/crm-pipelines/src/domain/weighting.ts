@@ -6,7 +6,11 @@
 export type StageType = 'open' | 'won' | 'lost';
 
 /** won → 1, lost → 0, open → the deal's confidence ?? the stage's default ?? 0 (decimal text). */
-export function effectiveConfidence(stageType: StageType, dealConfidence: string | null, stageDefault: string | null): string {
+export function effectiveConfidence(
+  stageType: StageType,
+  dealConfidence: string | null,
+  stageDefault: string | null,
+): string {
   if (stageType === 'won') return '1';
   if (stageType === 'lost') return '0';
   return dealConfidence ?? stageDefault ?? '0';
@@ -58,6 +62,11 @@ export function formatDecimal(d: Decimal): string {
 }
 
 /** amount × effective confidence, exact (round it only at the end of a sum). */
-export function weightedValue(amount: string, stageType: StageType, dealConfidence: string | null, stageDefault: string | null): Decimal {
+export function weightedValue(
+  amount: string,
+  stageType: StageType,
+  dealConfidence: string | null,
+  stageDefault: string | null,
+): Decimal {
   return multiply(parseDecimal(amount), parseDecimal(effectiveConfidence(stageType, dealConfidence, stageDefault)));
 }

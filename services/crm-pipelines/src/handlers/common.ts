@@ -146,8 +146,10 @@ export function toChannel(row: ChannelRow): ContactChannel {
 // message the handler returns, through the gateway's JSON mapping.
 const resourceJson = resourceJsonOf('workauto/crm_pipelines/v1/crm_pipelines.proto', 'workauto.crm_pipelines.v1');
 export const stageData = (row: StageRow) => resourceJson('PipelineStage', PipelineStage, toStage(row));
-export const pipelineData = (row: PipelineRow, stages: StageRow[]) => resourceJson('Pipeline', Pipeline, toPipeline(row, stages));
+export const pipelineData = (row: PipelineRow, stages: StageRow[]) =>
+  resourceJson('Pipeline', Pipeline, toPipeline(row, stages));
 export const dealData = (row: DealRow) => resourceJson('Deal', Deal, toDeal(row));
-export const historyData = (row: HistoryRow) => resourceJson('DealStageHistoryEntry', DealStageHistoryEntry, toHistory(row));
+export const historyData = (row: HistoryRow) =>
+  resourceJson('DealStageHistoryEntry', DealStageHistoryEntry, toHistory(row));
 export const contactData = (row: ContactRow) => resourceJson('Contact', Contact, toContact(row));
 export const channelData = (row: ChannelRow) => resourceJson('ContactChannel', ContactChannel, toChannel(row));

@@ -1,8 +1,28 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers, patchNulls, changedFields, checkEnum, checkMetadata, textOrNull, checkId, checkDate } from '@workauto/grpc';
+import {
+  errors,
+  parsePage,
+  toPage,
+  validate,
+  type CallContext,
+  type Handlers,
+  patchNulls,
+  changedFields,
+  checkEnum,
+  checkMetadata,
+  textOrNull,
+  checkId,
+  checkDate,
+} from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
-import { amountDecimal, amountProblem, amountRangeProblem, normalizeCurrency, storedAmountProblem } from '../domain/money.js';
+import {
+  amountDecimal,
+  amountProblem,
+  amountRangeProblem,
+  normalizeCurrency,
+  storedAmountProblem,
+} from '../domain/money.js';
 import type { StageType } from '../domain/weighting.js';
 import * as contacts from '../repo/contacts.js';
 import * as deals from '../repo/deals.js';
@@ -41,10 +61,18 @@ async function lockStage(tx: PoolClient, tenantId: string, stageId: string, fiel
 }
 
 /** The first open stage of a pipeline, locked; a pipeline without one cannot take deals. */
-async function lockFirstOpenStage(tx: PoolClient, tenantId: string, pipeline: pipelines.PipelineRow): Promise<stages.StageRow> {
+async function lockFirstOpenStage(
+  tx: PoolClient,
+  tenantId: string,
+  pipeline: pipelines.PipelineRow,
+): Promise<stages.StageRow> {
   const first = await stages.firstOpenStage(tx, tenantId, pipeline.id);
   const stage = first && (await stages.findStage(tx, tenantId, first.id, { lock: 'share' }));
-  if (!stage) throw errors.failedPrecondition('NO_OPEN_STAGE', `pipeline ${pipeline.id} has no open stage to put the deal in; add one, or give stage_id`);
+  if (!stage)
+    throw errors.failedPrecondition(
+      'NO_OPEN_STAGE',
+      `pipeline ${pipeline.id} has no open stage to put the deal in; add one, or give stage_id`,
+    );
   return stage;
 }
 
@@ -65,7 +93,8 @@ async function lockPlacement(
   if (to.stageId) {
     const unlocked = await stages.findStage(tx, tenantId, to.stageId);
     if (!unlocked) throw errors.invalidField('stage_id', `no stage ${to.stageId} in this tenant`);
-    if (to.pipelineId && unlocked.pipeline_id !== to.pipelineId) throw errors.invalidField('stage_id', `must be a stage of pipeline ${to.pipelineId}`);
+    if (to.pipelineId && unlocked.pipeline_id !== to.pipelineId)
+      throw errors.invalidField('stage_id', `must be a stage of pipeline ${to.pipelineId}`);
     const pipeline = await pipelines.findPipeline(tx, tenantId, unlocked.pipeline_id, 'key share');
     if (!pipeline) throw errors.invalidField('stage_id', `no stage ${to.stageId} in this tenant`);
     return { pipeline, stage: await lockStage(tx, tenantId, to.stageId, 'stage_id') };
@@ -80,7 +109,12 @@ async function lockPlacement(
   return { pipeline, stage: await lockFirstOpenStage(tx, tenantId, pipeline) };
 }
 
-async function writeMove(tx: PoolClient, ctx: CallContext, deal: deals.DealRow, from: { id: string; name: string } | null): Promise<history.HistoryRow> {
+async function writeMove(
+  tx: PoolClient,
+  ctx: CallContext,
+  deal: deals.DealRow,
+  from: { id: string; name: string } | null,
+): Promise<history.HistoryRow> {
   const row = await history.appendHistory(tx, {
     id: newId(),
     tenant_id: deal.tenant_id,
@@ -94,14 +128,26 @@ async function writeMove(tx: PoolClient, ctx: CallContext, deal: deals.DealRow, 
   });
   if (from) {
     await recordEvent(tx, SOURCE, ctx, {
-      type: 'deal.stage_changed', resourceType: 'deal', resourceId: deal.id, parent: { type: 'pipeline', id: deal.pipeline_id }, data: dealData(deal),
-      metadata: { from_stage_id: from.id, from_stage_name: from.name, to_stage_id: deal.stage_id, to_stage_name: deal.stage_name, history_entry: historyData(row) },
+      type: 'deal.stage_changed',
+      resourceType: 'deal',
+      resourceId: deal.id,
+      parent: { type: 'pipeline', id: deal.pipeline_id },
+      data: dealData(deal),
+      metadata: {
+        from_stage_id: from.id,
+        from_stage_name: from.name,
+        to_stage_id: deal.stage_id,
+        to_stage_name: deal.stage_name,
+        history_entry: historyData(row),
+      },
     });
   }
   return row;
 }
 
-export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDeals' | 'getDeal' | 'updateDeal' | 'deleteDeal' | 'listDealHistory'> {
+export function dealHandlers({
+  pool,
+}: CrmDeps): Pick<H, 'createDeal' | 'listDeals' | 'getDeal' | 'updateDeal' | 'deleteDeal' | 'listDealHistory'> {
   return {
     async createDeal(req, ctx) {
       const v = validate()
@@ -116,32 +162,53 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       checkDate(v, 'expected_close_date', req.expected_close_date, false);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return withTransaction(pool, async (tx) => {
-        const { pipeline, stage } = await lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
-        checkMoney(pipeline, req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!, req.amount);
-        await checkContact(tx, tenantId, req.contact_id);
-        const deal = await deals.insertDeal(tx, {
-          id: newId(),
-          tenant_id: tenantId,
-          pipeline_id: pipeline.id,
-          stage_id: stage.id,
-          title: req.title.trim(),
-          amount: req.amount === undefined ? '0' : amountDecimal(req.amount),
-          currency: pipeline.currency,
-          confidence: req.confidence === undefined ? null : String(req.confidence),
-          contact_id: req.contact_id ?? null,
-          owner_id: req.owner_id ?? null,
-          expected_close_date: req.expected_close_date ?? null,
-          metadata: req.metadata ?? {},
-        });
-        await writeMove(tx, ctx, deal, null);
-        await recordEvent(tx, SOURCE, ctx, { type: 'deal.created', resourceType: 'deal', resourceId: deal.id, parent: { type: 'pipeline', id: deal.pipeline_id }, data: dealData(deal) });
-        return toDeal(deal);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const { pipeline, stage } = await lockPlacement(tx, tenantId, {
+            stageId: req.stage_id,
+            pipelineId: req.pipeline_id,
+          });
+          checkMoney(
+            pipeline,
+            req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!,
+            req.amount,
+          );
+          await checkContact(tx, tenantId, req.contact_id);
+          const deal = await deals.insertDeal(tx, {
+            id: newId(),
+            tenant_id: tenantId,
+            pipeline_id: pipeline.id,
+            stage_id: stage.id,
+            title: req.title.trim(),
+            amount: req.amount === undefined ? '0' : amountDecimal(req.amount),
+            currency: pipeline.currency,
+            confidence: req.confidence === undefined ? null : String(req.confidence),
+            contact_id: req.contact_id ?? null,
+            owner_id: req.owner_id ?? null,
+            expected_close_date: req.expected_close_date ?? null,
+            metadata: req.metadata ?? {},
+          });
+          await writeMove(tx, ctx, deal, null);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'deal.created',
+            resourceType: 'deal',
+            resourceId: deal.id,
+            parent: { type: 'pipeline', id: deal.pipeline_id },
+            data: dealData(deal),
+          });
+          return toDeal(deal);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async listDeals(req, ctx) {
-      const v = validate().uuid('pipeline_id', req.pipeline_id).uuid('stage_id', req.stage_id).uuid('owner_id', req.owner_id).uuid('contact_id', req.contact_id);
+      const v = validate()
+        .uuid('pipeline_id', req.pipeline_id)
+        .uuid('stage_id', req.stage_id)
+        .uuid('owner_id', req.owner_id)
+        .uuid('contact_id', req.contact_id);
       checkEnum(v, 'status', req.status, dealStatuses, false).done();
       const page = parsePage(req);
       const listed = await deals.listDeals(
@@ -169,7 +236,11 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
     async updateDeal(patchRequest, ctx) {
       const v = validate();
       // null clears: text and ids as '' does; confidence goes back to unset (the stage's default applies).
-      const { req, cleared } = patchNulls(patchRequest, { text: ['contact_id', 'owner_id', 'expected_close_date'], other: ['confidence'] }, v);
+      const { req, cleared } = patchNulls(
+        patchRequest,
+        { text: ['contact_id', 'owner_id', 'expected_close_date'], other: ['confidence'] },
+        v,
+      );
       v.uuid('id', req.id, { required: true })
         .text('title', req.title, { max: LIMITS.title })
         .uuid('pipeline_id', req.pipeline_id)
@@ -182,64 +253,99 @@ export function dealHandlers({ pool }: CrmDeps): Pick<H, 'createDeal' | 'listDea
       checkDate(v, 'expected_close_date', req.expected_close_date, true);
       checkMetadata(v, 'metadata', req.metadata).done();
       const tenantId = ctx.tenant;
-      return withTransaction(pool, async (tx) => {
-        // Target first (pipeline, stage), then the deal, in the order of stage and pipeline changes.
-        const movesTo = (deal: deals.DealRow) => Boolean(req.stage_id || (req.pipeline_id && req.pipeline_id !== deal.pipeline_id));
-        const place = () => lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
-        const before = await deals.findDeal(tx, tenantId, req.id);
-        if (!before) throw errors.notFound('deal', req.id);
-        let placement = movesTo(before) ? await place() : undefined;
-        // The deal's row lock orders concurrent changes: each move reads the stage the previous one left.
-        const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
-        if (!current) throw errors.notFound('deal', req.id);
-        if (!placement && movesTo(current)) placement = await place(); // it changed pipeline meanwhile (rare)
-        const target = placement?.stage;
-        const moves = target !== undefined && target.id !== current.stage_id;
-        const pipeline = placement?.pipeline ?? (await pipelines.findPipeline(tx, tenantId, current.pipeline_id))!;
-        // The deal's currency is its pipeline's (contract §5): a move changes it, and the amount kept
-        // must fit the new currency's minor unit.
-        const currency = req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!;
-        checkMoney(pipeline, currency, req.amount);
-        const kept = req.amount === undefined && pipeline.currency !== current.currency ? storedAmountProblem(current.amount, pipeline.currency) : undefined;
-        if (kept) throw errors.invalidField('amount', `the deal's amount ${kept}: send an amount valid in ${pipeline.currency} with the move`);
-        const contactId = req.contact_id === undefined ? undefined : req.contact_id || null;
-        await checkContact(tx, tenantId, contactId);
-        const fields = {
-          title: req.title?.trim(),
-          amount: req.amount === undefined ? undefined : amountDecimal(req.amount),
-          currency: currency === current.currency ? undefined : currency,
-          confidence: cleared.has('confidence') ? null : req.confidence === undefined ? undefined : String(req.confidence),
-          contact_id: contactId,
-          owner_id: req.owner_id === undefined ? undefined : req.owner_id || null,
-          expected_close_date: textOrNull(req.expected_close_date),
-          metadata: req.metadata,
-        };
-        const updated = await deals.updateDeal(tx, tenantId, current.id, {
-          ...fields,
-          ...(moves ? { pipeline_id: target!.pipeline_id, stage_id: target!.id } : {}),
-        });
-        const changed = changedFields(fields);
-        if (moves) await writeMove(tx, ctx, updated, { id: current.stage_id, name: current.stage_name });
-        if (!moves || Object.keys(changed).length > 0) {
-          await recordEvent(tx, SOURCE, ctx, {
-            type: 'deal.updated', resourceType: 'deal', resourceId: updated.id, parent: { type: 'pipeline', id: updated.pipeline_id }, data: dealData(updated),
-            metadata: { ...changed, ...(req.amount !== undefined ? { amount: req.amount } : {}), ...(req.confidence !== undefined ? { confidence: req.confidence } : {}) },
+      return withTransaction(
+        pool,
+        async (tx) => {
+          // Target first (pipeline, stage), then the deal, in the order of stage and pipeline changes.
+          const movesTo = (deal: deals.DealRow) =>
+            Boolean(req.stage_id || (req.pipeline_id && req.pipeline_id !== deal.pipeline_id));
+          const place = () => lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
+          const before = await deals.findDeal(tx, tenantId, req.id);
+          if (!before) throw errors.notFound('deal', req.id);
+          let placement = movesTo(before) ? await place() : undefined;
+          // The deal's row lock orders concurrent changes: each move reads the stage the previous one left.
+          const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
+          if (!current) throw errors.notFound('deal', req.id);
+          if (!placement && movesTo(current)) placement = await place(); // it changed pipeline meanwhile (rare)
+          const target = placement?.stage;
+          const moves = target !== undefined && target.id !== current.stage_id;
+          const pipeline = placement?.pipeline ?? (await pipelines.findPipeline(tx, tenantId, current.pipeline_id))!;
+          // The deal's currency is its pipeline's (contract §5): a move changes it, and the amount kept
+          // must fit the new currency's minor unit.
+          const currency = req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!;
+          checkMoney(pipeline, currency, req.amount);
+          const kept =
+            req.amount === undefined && pipeline.currency !== current.currency
+              ? storedAmountProblem(current.amount, pipeline.currency)
+              : undefined;
+          if (kept)
+            throw errors.invalidField(
+              'amount',
+              `the deal's amount ${kept}: send an amount valid in ${pipeline.currency} with the move`,
+            );
+          const contactId = req.contact_id === undefined ? undefined : req.contact_id || null;
+          await checkContact(tx, tenantId, contactId);
+          const fields = {
+            title: req.title?.trim(),
+            amount: req.amount === undefined ? undefined : amountDecimal(req.amount),
+            currency: currency === current.currency ? undefined : currency,
+            confidence: cleared.has('confidence')
+              ? null
+              : req.confidence === undefined
+                ? undefined
+                : String(req.confidence),
+            contact_id: contactId,
+            owner_id: req.owner_id === undefined ? undefined : req.owner_id || null,
+            expected_close_date: textOrNull(req.expected_close_date),
+            metadata: req.metadata,
+          };
+          const updated = await deals.updateDeal(tx, tenantId, current.id, {
+            ...fields,
+            ...(moves ? { pipeline_id: target!.pipeline_id, stage_id: target!.id } : {}),
           });
-        }
-        return toDeal(updated);
-      }, { signal: ctx.signal });
+          const changed = changedFields(fields);
+          if (moves) await writeMove(tx, ctx, updated, { id: current.stage_id, name: current.stage_name });
+          if (!moves || Object.keys(changed).length > 0) {
+            await recordEvent(tx, SOURCE, ctx, {
+              type: 'deal.updated',
+              resourceType: 'deal',
+              resourceId: updated.id,
+              parent: { type: 'pipeline', id: updated.pipeline_id },
+              data: dealData(updated),
+              metadata: {
+                ...changed,
+                ...(req.amount !== undefined ? { amount: req.amount } : {}),
+                ...(req.confidence !== undefined ? { confidence: req.confidence } : {}),
+              },
+            });
+          }
+          return toDeal(updated);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async deleteDeal(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const tenantId = ctx.tenant;
-      return withTransaction(pool, async (tx) => {
-        const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
-        if (!current) throw errors.notFound('deal', req.id);
-        const deleted = await deals.updateDeal(tx, tenantId, current.id, { deleted_at: new Date() });
-        await recordEvent(tx, SOURCE, ctx, { type: 'deal.deleted', resourceType: 'deal', resourceId: deleted.id, parent: { type: 'pipeline', id: deleted.pipeline_id }, data: dealData(deleted), metadata: { deleted_at: deleted.deleted_at } });
-        return {};
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
+          if (!current) throw errors.notFound('deal', req.id);
+          const deleted = await deals.updateDeal(tx, tenantId, current.id, { deleted_at: new Date() });
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'deal.deleted',
+            resourceType: 'deal',
+            resourceId: deleted.id,
+            parent: { type: 'pipeline', id: deleted.pipeline_id },
+            data: dealData(deleted),
+            metadata: { deleted_at: deleted.deleted_at },
+          });
+          return {};
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async listDealHistory(req, ctx) {

@@ -19,24 +19,57 @@ export interface ChannelRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant_id, contact_id, type, value, canonical_value, key_version, label, is_primary, is_verified, preference_order, metadata, created_at, updated_at';
+const COLUMNS =
+  'id, tenant_id, contact_id, type, value, canonical_value, key_version, label, is_primary, is_verified, preference_order, metadata, created_at, updated_at';
 
 /** Names of the unique indexes, to tell a duplicate value from a second primary. */
 export const CANONICAL_INDEX = 'contact_channels_canonical';
 
 export async function insertChannel(
   db: Queryable,
-  c: Pick<ChannelRow, 'id' | 'tenant_id' | 'contact_id' | 'type' | 'value' | 'canonical_value' | 'key_version' | 'label' | 'is_primary' | 'is_verified' | 'preference_order' | 'metadata'>,
+  c: Pick<
+    ChannelRow,
+    | 'id'
+    | 'tenant_id'
+    | 'contact_id'
+    | 'type'
+    | 'value'
+    | 'canonical_value'
+    | 'key_version'
+    | 'label'
+    | 'is_primary'
+    | 'is_verified'
+    | 'preference_order'
+    | 'metadata'
+  >,
 ): Promise<ChannelRow> {
   const { rows } = await db.query<ChannelRow>(
     `INSERT INTO contact_channels (id, tenant_id, contact_id, type, value, canonical_value, key_version, label, is_primary, is_verified, preference_order, metadata)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
-    [c.id, c.tenant_id, c.contact_id, c.type, c.value, c.canonical_value, c.key_version, c.label, c.is_primary, c.is_verified, c.preference_order, c.metadata],
+    [
+      c.id,
+      c.tenant_id,
+      c.contact_id,
+      c.type,
+      c.value,
+      c.canonical_value,
+      c.key_version,
+      c.label,
+      c.is_primary,
+      c.is_verified,
+      c.preference_order,
+      c.metadata,
+    ],
   );
   return rows[0]!;
 }
 
-export async function findChannel(db: Queryable, tenantId: string, contactId: string, id: string): Promise<ChannelRow | undefined> {
+export async function findChannel(
+  db: Queryable,
+  tenantId: string,
+  contactId: string,
+  id: string,
+): Promise<ChannelRow | undefined> {
   const { rows } = await db.query<ChannelRow>(
     `SELECT ${COLUMNS} FROM contact_channels WHERE tenant_id = $1 AND contact_id = $2 AND id = $3 AND deleted_at IS NULL`,
     [tenantId, contactId, id],
@@ -45,7 +78,12 @@ export async function findChannel(db: Queryable, tenantId: string, contactId: st
 }
 
 /** The contact's live channels by type, then preference order. */
-export async function listChannels(db: Queryable, tenantId: string, contactId: string, type?: ChannelType): Promise<ChannelRow[]> {
+export async function listChannels(
+  db: Queryable,
+  tenantId: string,
+  contactId: string,
+  type?: ChannelType,
+): Promise<ChannelRow[]> {
   const { rows } = await db.query<ChannelRow>(
     `SELECT ${COLUMNS} FROM contact_channels
       WHERE tenant_id = $1 AND contact_id = $2 AND deleted_at IS NULL AND ($3::text IS NULL OR type = $3)
@@ -56,7 +94,12 @@ export async function listChannels(db: Queryable, tenantId: string, contactId: s
 }
 
 /** Clears the primary flag of the contact's channel of this type; returns the demoted channel. */
-export async function demotePrimary(db: Queryable, tenantId: string, contactId: string, type: ChannelType): Promise<ChannelRow | undefined> {
+export async function demotePrimary(
+  db: Queryable,
+  tenantId: string,
+  contactId: string,
+  type: ChannelType,
+): Promise<ChannelRow | undefined> {
   const { rows } = await db.query<ChannelRow>(
     `UPDATE contact_channels SET is_primary = false, updated_at = now()
       WHERE tenant_id = $1 AND contact_id = $2 AND type = $3 AND is_primary AND deleted_at IS NULL RETURNING ${COLUMNS}`,
@@ -69,7 +112,9 @@ export async function updateChannel(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<ChannelRow, 'value' | 'canonical_value' | 'key_version' | 'label' | 'is_primary' | 'is_verified' | 'metadata'>> & { deleted_at?: Date },
+  patch: Partial<
+    Pick<ChannelRow, 'value' | 'canonical_value' | 'key_version' | 'label' | 'is_primary' | 'is_verified' | 'metadata'>
+  > & { deleted_at?: Date },
 ): Promise<ChannelRow> {
   return (await updateTenantRow<ChannelRow>(db, 'contact_channels', COLUMNS, tenantId, id, patch))!;
 }

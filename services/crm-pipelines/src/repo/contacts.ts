@@ -1,4 +1,12 @@
-import { listPage, newestFirst, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  preparedStatement,
+  updateTenantRow,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 
 export interface ContactRow {
   id: string;
@@ -14,7 +22,10 @@ export interface ContactRow {
 
 const COLUMNS = 'id, tenant_id, name, company, job_title, metadata, created_at, updated_at, deleted_at';
 
-export async function insertContact(db: Queryable, c: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'company' | 'job_title' | 'metadata'>): Promise<ContactRow> {
+export async function insertContact(
+  db: Queryable,
+  c: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'company' | 'job_title' | 'metadata'>,
+): Promise<ContactRow> {
   const { rows } = await db.query<ContactRow>(
     `INSERT INTO contacts (id, tenant_id, name, company, job_title, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
     [c.id, c.tenant_id, c.name, c.company, c.job_title, c.metadata],
@@ -26,14 +37,27 @@ export async function insertContact(db: Queryable, c: Pick<ContactRow, 'id' | 't
  * A live contact of the tenant. `forUpdate` locks it: every change to its channels takes this
  * lock first, so the one-primary and dense-order rules see the channels one writer at a time.
  */
-export async function findContact(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<ContactRow | undefined> {
-  const { rows } = await db.query<ContactRow>((opts.forUpdate ? FIND_CONTACT_FOR_UPDATE : FIND_CONTACT)([tenantId, id]));
+export async function findContact(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<ContactRow | undefined> {
+  const { rows } = await db.query<ContactRow>(
+    (opts.forUpdate ? FIND_CONTACT_FOR_UPDATE : FIND_CONTACT)([tenantId, id]),
+  );
   return rows[0];
 }
 
 /** The busiest reads (every GET and change of a contact and its channels), prepared once per connection. */
-const FIND_CONTACT = preparedStatement<[string, string]>('contacts_find', `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`);
-const FIND_CONTACT_FOR_UPDATE = preparedStatement<[string, string]>('contacts_find_for_update', `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`);
+const FIND_CONTACT = preparedStatement<[string, string]>(
+  'contacts_find',
+  `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
+);
+const FIND_CONTACT_FOR_UPDATE = preparedStatement<[string, string]>(
+  'contacts_find_for_update',
+  `SELECT ${COLUMNS} FROM contacts WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
+);
 
 /** `%`, `_` and `\` match themselves in the ILIKE pattern. */
 function likePattern(q: string): string {
@@ -44,7 +68,12 @@ function likePattern(q: string): string {
  * Newest first; `q` matches a case-insensitive substring of the name, the company, or any live
  * channel's value or canonical value (trigram indexes serve the ILIKEs).
  */
-export async function listContacts(db: Queryable, tenantId: string, q: string | undefined, page: PageQuery): Promise<KeysetPage<ContactRow>> {
+export async function listContacts(
+  db: Queryable,
+  tenantId: string,
+  q: string | undefined,
+  page: PageQuery,
+): Promise<KeysetPage<ContactRow>> {
   return listPage<ContactRow>(
     db,
     {

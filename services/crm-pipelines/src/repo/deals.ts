@@ -1,4 +1,13 @@
-import { listPage, newestFirst, newId, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  newId,
+  preparedStatement,
+  updateTenantRow,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 import type { StageType } from '../domain/weighting.js';
 
 export interface DealRow {
@@ -37,13 +46,31 @@ export async function insertDeal(db: Queryable, d: NewDeal): Promise<DealRow> {
   await db.query(
     `INSERT INTO deals (id, tenant_id, pipeline_id, stage_id, title, amount, currency, confidence, contact_id, owner_id, expected_close_date, metadata)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [d.id, d.tenant_id, d.pipeline_id, d.stage_id, d.title, d.amount, d.currency, d.confidence, d.contact_id, d.owner_id, d.expected_close_date, d.metadata],
+    [
+      d.id,
+      d.tenant_id,
+      d.pipeline_id,
+      d.stage_id,
+      d.title,
+      d.amount,
+      d.currency,
+      d.confidence,
+      d.contact_id,
+      d.owner_id,
+      d.expected_close_date,
+      d.metadata,
+    ],
   );
   return (await findDeal(db, d.tenant_id, d.id))!;
 }
 
 /** A live deal of the tenant; `forUpdate` locks it (every change of a deal goes through this lock). */
-export async function findDeal(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<DealRow | undefined> {
+export async function findDeal(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<DealRow | undefined> {
   if (opts.forUpdate) {
     // Locked alone, then read: a FOR UPDATE over the join would, after waiting for a concurrent
     // move, recheck the new row against the old stage row and lose it.
@@ -55,8 +82,14 @@ export async function findDeal(db: Queryable, tenantId: string, id: string, opts
 }
 
 /** The busiest statements (every GET and change of a deal), prepared once per connection. */
-const LOCK_DEAL = preparedStatement<[string, string]>('deals_lock', `SELECT 1 FROM deals WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`);
-const FIND_DEAL = preparedStatement<[string, string]>('deals_find', `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`);
+const LOCK_DEAL = preparedStatement<[string, string]>(
+  'deals_lock',
+  `SELECT 1 FROM deals WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
+);
+const FIND_DEAL = preparedStatement<[string, string]>(
+  'deals_find',
+  `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`,
+);
 
 export interface DealFilters {
   pipeline_id?: string | undefined;
@@ -67,7 +100,12 @@ export interface DealFilters {
 }
 
 /** One page of the filtered deals, newest first. */
-export async function listDeals(db: Queryable, tenantId: string, f: DealFilters, page: PageQuery): Promise<KeysetPage<DealRow>> {
+export async function listDeals(
+  db: Queryable,
+  tenantId: string,
+  f: DealFilters,
+  page: PageQuery,
+): Promise<KeysetPage<DealRow>> {
   return listPage<DealRow>(
     db,
     {
@@ -79,7 +117,14 @@ export async function listDeals(db: Queryable, tenantId: string, f: DealFilters,
         AND ($4::text IS NULL OR s.stage_type = $4)
         AND ($5::uuid IS NULL OR d.owner_id = $5)
         AND ($6::uuid IS NULL OR d.contact_id = $6)`,
-      params: [tenantId, f.pipeline_id ?? null, f.stage_id ?? null, f.status ?? null, f.owner_id ?? null, f.contact_id ?? null],
+      params: [
+        tenantId,
+        f.pipeline_id ?? null,
+        f.stage_id ?? null,
+        f.status ?? null,
+        f.owner_id ?? null,
+        f.contact_id ?? null,
+      ],
       order: newestFirst('d'),
     },
     page,
@@ -90,15 +135,38 @@ export async function updateDeal(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<DealRow, 'title' | 'pipeline_id' | 'stage_id' | 'amount' | 'currency' | 'confidence' | 'contact_id' | 'owner_id' | 'expected_close_date' | 'metadata' | 'deleted_at'>>,
+  patch: Partial<
+    Pick<
+      DealRow,
+      | 'title'
+      | 'pipeline_id'
+      | 'stage_id'
+      | 'amount'
+      | 'currency'
+      | 'confidence'
+      | 'contact_id'
+      | 'owner_id'
+      | 'expected_close_date'
+      | 'metadata'
+      | 'deleted_at'
+    >
+  >,
 ): Promise<DealRow> {
   await updateTenantRow(db, 'deals', 'id', tenantId, id, patch);
-  const { rows } = await db.query<DealRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2`, [tenantId, id]);
+  const { rows } = await db.query<DealRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2`, [
+    tenantId,
+    id,
+  ]);
   return rows[0]!;
 }
 
 /** Whether any live deal is in the stage (or, without a stage, in the pipeline). */
-export async function hasLiveDeals(db: Queryable, tenantId: string, pipelineId: string, stageId?: string): Promise<boolean> {
+export async function hasLiveDeals(
+  db: Queryable,
+  tenantId: string,
+  pipelineId: string,
+  stageId?: string,
+): Promise<boolean> {
   const { rows } = await db.query(
     `SELECT 1 FROM deals WHERE tenant_id = $1 AND pipeline_id = $2 AND ($3::uuid IS NULL OR stage_id = $3) AND deleted_at IS NULL LIMIT 1`,
     [tenantId, pipelineId, stageId ?? null],
@@ -132,6 +200,9 @@ export async function moveDealsBetweenStages(
        JOIN deals d ON d.id = m.deal_id AND d.tenant_id = $1`,
     [tenantId, ids, ids.map(() => newId()), from.id, from.name, to.id, to.name],
   );
-  const { rows } = await db.query<DealRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = ANY($2::uuid[]) ORDER BY d.id`, [tenantId, ids]);
+  const { rows } = await db.query<DealRow>(
+    `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = ANY($2::uuid[]) ORDER BY d.id`,
+    [tenantId, ids],
+  );
   return rows;
 }

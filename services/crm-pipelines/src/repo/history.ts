@@ -24,13 +24,34 @@ const COLUMNS = `id, tenant_id, deal_id, seq, from_stage_id, from_stage_name, to
  */
 export async function appendHistory(
   db: Queryable,
-  h: Pick<HistoryRow, 'id' | 'tenant_id' | 'deal_id' | 'from_stage_id' | 'from_stage_name' | 'to_stage_id' | 'to_stage_name' | 'amount_at_change' | 'confidence_at_change'>,
+  h: Pick<
+    HistoryRow,
+    | 'id'
+    | 'tenant_id'
+    | 'deal_id'
+    | 'from_stage_id'
+    | 'from_stage_name'
+    | 'to_stage_id'
+    | 'to_stage_name'
+    | 'amount_at_change'
+    | 'confidence_at_change'
+  >,
 ): Promise<HistoryRow> {
   const { rows } = await db.query<HistoryRow>(
     `INSERT INTO deal_stage_history (id, tenant_id, deal_id, seq, from_stage_id, from_stage_name, to_stage_id, to_stage_name, amount_at_change, confidence_at_change)
      VALUES ($1, $2, $3, (SELECT coalesce(max(seq), 0) + 1 FROM deal_stage_history WHERE deal_id = $3), $4, $5, $6, $7, $8, $9)
      RETURNING ${COLUMNS}`,
-    [h.id, h.tenant_id, h.deal_id, h.from_stage_id, h.from_stage_name, h.to_stage_id, h.to_stage_name, h.amount_at_change, h.confidence_at_change],
+    [
+      h.id,
+      h.tenant_id,
+      h.deal_id,
+      h.from_stage_id,
+      h.from_stage_name,
+      h.to_stage_id,
+      h.to_stage_name,
+      h.amount_at_change,
+      h.confidence_at_change,
+    ],
   );
   return rows[0]!;
 }

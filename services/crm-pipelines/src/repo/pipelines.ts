@@ -14,7 +14,8 @@ export interface PipelineRow {
   deleted_at: Date | null;
 }
 
-const COLUMNS = 'id, tenant_id, name, description, currency, display_order, is_default, metadata, created_at, updated_at, deleted_at';
+const COLUMNS =
+  'id, tenant_id, name, description, currency, display_order, is_default, metadata, created_at, updated_at, deleted_at';
 
 /**
  * Serialises the tenant's pipeline-set changes (default flag, display order, create, delete) until
@@ -26,7 +27,10 @@ export async function lockTenantPipelines(db: Queryable, tenantId: string): Prom
 
 export async function insertPipeline(
   db: Queryable,
-  p: Pick<PipelineRow, 'id' | 'tenant_id' | 'name' | 'description' | 'currency' | 'display_order' | 'is_default' | 'metadata'>,
+  p: Pick<
+    PipelineRow,
+    'id' | 'tenant_id' | 'name' | 'description' | 'currency' | 'display_order' | 'is_default' | 'metadata'
+  >,
 ): Promise<PipelineRow> {
   const { rows } = await db.query<PipelineRow>(
     `INSERT INTO pipelines (id, tenant_id, name, description, currency, display_order, is_default, metadata)
@@ -42,7 +46,12 @@ export type PipelineLock = 'update' | 'share' | 'key share';
  * A live pipeline of the tenant; `lock` takes a row lock until the transaction ends ('key share'
  * while putting a deal into it: the lock the deal's foreign key takes, taken before the stage's).
  */
-export async function findPipeline(db: Queryable, tenantId: string, id: string, lock?: PipelineLock): Promise<PipelineRow | undefined> {
+export async function findPipeline(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  lock?: PipelineLock,
+): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
     `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
     [tenantId, id],
@@ -50,7 +59,11 @@ export async function findPipeline(db: Queryable, tenantId: string, id: string, 
   return rows[0];
 }
 
-export async function findDefaultPipeline(db: Queryable, tenantId: string, lock?: PipelineLock): Promise<PipelineRow | undefined> {
+export async function findDefaultPipeline(
+  db: Queryable,
+  tenantId: string,
+  lock?: PipelineLock,
+): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
     `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
     [tenantId],
@@ -59,8 +72,22 @@ export async function findDefaultPipeline(db: Queryable, tenantId: string, lock?
 }
 
 /** One page, newest first. */
-export async function listPipelines(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<PipelineRow>> {
-  return listPage<PipelineRow>(db, { columns: COLUMNS, from: 'pipelines', where: 'tenant_id = $1 AND deleted_at IS NULL', params: [tenantId], order: newestFirst() }, page);
+export async function listPipelines(
+  db: Queryable,
+  tenantId: string,
+  page: PageQuery,
+): Promise<KeysetPage<PipelineRow>> {
+  return listPage<PipelineRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: 'pipelines',
+      where: 'tenant_id = $1 AND deleted_at IS NULL',
+      params: [tenantId],
+      order: newestFirst(),
+    },
+    page,
+  );
 }
 
 /** Ids of the tenant's live pipelines in display order (call under lockTenantPipelines). */
@@ -105,6 +132,9 @@ export async function updatePipeline(
 
 /** Re-reads rows after order changes (display_order is in the response). */
 export async function findPipelines(db: Queryable, tenantId: string, ids: string[]): Promise<PipelineRow[]> {
-  const { rows } = await db.query<PipelineRow>(`SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [tenantId, ids]);
+  const { rows } = await db.query<PipelineRow>(
+    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
+    [tenantId, ids],
+  );
   return rows;
 }

@@ -16,9 +16,13 @@ export interface StageRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant_id, pipeline_id, name, stage_type, default_confidence::text AS default_confidence, display_order, metadata, created_at, updated_at';
+const COLUMNS =
+  'id, tenant_id, pipeline_id, name, stage_type, default_confidence::text AS default_confidence, display_order, metadata, created_at, updated_at';
 
-export type NewStage = Pick<StageRow, 'id' | 'tenant_id' | 'pipeline_id' | 'name' | 'stage_type' | 'default_confidence' | 'display_order' | 'metadata'>;
+export type NewStage = Pick<
+  StageRow,
+  'id' | 'tenant_id' | 'pipeline_id' | 'name' | 'stage_type' | 'default_confidence' | 'display_order' | 'metadata'
+>;
 
 /** Inserts several stages in one statement; returns them in display order. */
 export async function insertStages(db: Queryable, stages: NewStage[]): Promise<StageRow[]> {
@@ -73,7 +77,11 @@ export async function findStage(
 }
 
 /** The first open stage of the pipeline in display order: where a new deal goes by default. */
-export async function firstOpenStage(db: Queryable, tenantId: string, pipelineId: string): Promise<StageRow | undefined> {
+export async function firstOpenStage(
+  db: Queryable,
+  tenantId: string,
+  pipelineId: string,
+): Promise<StageRow | undefined> {
   const { rows } = await db.query<StageRow>(
     `SELECT ${COLUMNS} FROM pipeline_stages
       WHERE tenant_id = $1 AND pipeline_id = $2 AND stage_type = 'open' AND deleted_at IS NULL
@@ -85,7 +93,10 @@ export async function firstOpenStage(db: Queryable, tenantId: string, pipelineId
 
 /** Locks every live stage of the pipeline (pipeline delete and currency change: no deal may slip in). */
 export async function lockStagesOf(db: Queryable, tenantId: string, pipelineId: string): Promise<void> {
-  await db.query(`SELECT id FROM pipeline_stages WHERE tenant_id = $1 AND pipeline_id = $2 AND deleted_at IS NULL ORDER BY id FOR UPDATE`, [tenantId, pipelineId]);
+  await db.query(
+    `SELECT id FROM pipeline_stages WHERE tenant_id = $1 AND pipeline_id = $2 AND deleted_at IS NULL ORDER BY id FOR UPDATE`,
+    [tenantId, pipelineId],
+  );
 }
 
 export async function updateStage(

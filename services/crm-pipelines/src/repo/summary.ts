@@ -25,7 +25,12 @@ export interface StageSummaryRow {
  * decimals only at the end (half away from zero); the totals are rounded from the exact sums, not
  * summed from rounded stage values.
  */
-export async function pipelineSummary(db: Queryable, tenantId: string, pipelineId: string, digits: number): Promise<StageSummaryRow[]> {
+export async function pipelineSummary(
+  db: Queryable,
+  tenantId: string,
+  pipelineId: string,
+  digits: number,
+): Promise<StageSummaryRow[]> {
   const { rows } = await db.query<StageSummaryRow>(
     `WITH per_stage AS MATERIALIZED (
        SELECT t.stage_id,

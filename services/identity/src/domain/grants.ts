@@ -21,14 +21,20 @@ export interface Grantor {
 /** Nobody changes their own role or access policies: that is how a members admin would make itself everything. */
 export function assertNotOwn(grantor: Grantor, memberId: string, what: 'role' | 'access policies'): void {
   if (grantor.id === memberId) {
-    throw errors.permissionDenied('OWN_ACCESS_CHANGE', `nobody changes their own ${what}; ask another admin or an owner to do it`);
+    throw errors.permissionDenied(
+      'OWN_ACCESS_CHANGE',
+      `nobody changes their own ${what}; ask another admin or an owner to do it`,
+    );
   }
 }
 
 /** Nobody grants a role above their own (an admin cannot make an owner, a member cannot make an admin). */
 export function assertRoleWithin(grantor: Grantor, role: Role): void {
   if (ROLE_RANK[role] > ROLE_RANK[grantor.role]) {
-    throw errors.permissionDenied('ROLE_ABOVE_OWN', `a ${grantor.role} cannot grant the ${role} role; ask an owner${role === 'owner' ? '' : ' or admin'} to do it`);
+    throw errors.permissionDenied(
+      'ROLE_ABOVE_OWN',
+      `a ${grantor.role} cannot grant the ${role} role; ask an owner${role === 'owner' ? '' : ' or admin'} to do it`,
+    );
   }
 }
 
@@ -38,7 +44,10 @@ export function assertRoleWithin(grantor: Grantor, role: Role): void {
  */
 export function assertNotOutranked(grantor: Grantor, target: { role: Role }, what: string): void {
   if (ROLE_RANK[target.role] > ROLE_RANK[grantor.role]) {
-    throw errors.permissionDenied('MEMBER_OUTRANKS_YOU', `a ${grantor.role} cannot ${what} of a ${target.role}; ask an owner${target.role === 'owner' ? '' : ' or admin'} to do it`);
+    throw errors.permissionDenied(
+      'MEMBER_OUTRANKS_YOU',
+      `a ${grantor.role} cannot ${what} of a ${target.role}; ask an owner${target.role === 'owner' ? '' : ' or admin'} to do it`,
+    );
   }
 }
 
@@ -46,7 +55,11 @@ export function assertNotOutranked(grantor: Grantor, target: { role: Role }, wha
  * Nobody raises anyone's access in a domain above their own level there. Only raises count: a
  * level kept or lowered is no grant, so an admin may re-save a set an owner wrote.
  */
-export function assertAccessWithin(grantor: Grantor, before: Readonly<Record<Domain, Level>>, after: Readonly<Record<Domain, Level>>): void {
+export function assertAccessWithin(
+  grantor: Grantor,
+  before: Readonly<Record<Domain, Level>>,
+  after: Readonly<Record<Domain, Level>>,
+): void {
   for (const domain of DOMAINS) {
     const raised = !atLeast(before[domain], after[domain]);
     if (raised && !atLeast(grantor.access[domain], after[domain])) {

@@ -7,12 +7,17 @@ export interface PolicyInput {
 }
 
 /** Field violations of a policy set: known domain and level, each domain once. */
-export function policyViolations(field: string, policies: { domain: string; access_level: string | undefined }[]): { field: string; description: string }[] {
+export function policyViolations(
+  field: string,
+  policies: { domain: string; access_level: string | undefined }[],
+): { field: string; description: string }[] {
   const out: { field: string; description: string }[] = [];
   const seen = new Set<string>();
   policies.forEach((p, i) => {
-    if (!(DOMAINS as readonly string[]).includes(p.domain)) out.push({ field: `${field}[${i}].domain`, description: `must be one of ${DOMAINS.join(', ')}` });
-    else if (seen.has(p.domain)) out.push({ field: `${field}[${i}].domain`, description: `${p.domain} appears twice; give each domain once` });
+    if (!(DOMAINS as readonly string[]).includes(p.domain))
+      out.push({ field: `${field}[${i}].domain`, description: `must be one of ${DOMAINS.join(', ')}` });
+    else if (seen.has(p.domain))
+      out.push({ field: `${field}[${i}].domain`, description: `${p.domain} appears twice; give each domain once` });
     seen.add(p.domain);
     if (!p.access_level || !(LEVELS as readonly string[]).includes(p.access_level)) {
       out.push({ field: `${field}[${i}].access_level`, description: `must be one of ${LEVELS.join(', ')}` });

@@ -20,25 +20,35 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
     },
 
     async replaceAccessPolicies(req, ctx) {
-      const inputs = req.policies.map((p) => ({ domain: p.domain, access_level: levels.toDomain(p.access_level), resource_filter: p.resource_filter ?? {} }));
+      const inputs = req.policies.map((p) => ({
+        domain: p.domain,
+        access_level: levels.toDomain(p.access_level),
+        resource_filter: p.resource_filter ?? {},
+      }));
       const v = validate().uuid('member_id', req.member_id, { required: true });
       for (const violation of policyViolations('policies', inputs)) v.add(violation.field, violation.description);
       v.done();
-      return withTransaction(pool, async (tx) => {
-        const me = await caller(tx, ctx);
-        const target = await members.findMember(tx, ctx.tenant, req.member_id, { forUpdate: true });
-        if (!target) throw errors.notFound('member', req.member_id);
-        assertNotOwn(me, target.id, 'access policies');
-        assertNotOutranked(me, target, 'change the access policies');
-        assertAccessWithin(me, await accessOf(tx, target), effectiveAccess(target.role, inputs as PolicyInput[]));
-        const rows = await policies.replacePolicies(tx, ctx.tenant, target.id, inputs as PolicyInput[]);
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'access_policies.replaced', resourceType: 'member', resourceId: target.id,
-          data: accessPoliciesData(rows),
-          metadata: { policies: inputs.map((p) => `${p.domain}:${p.access_level}`) },
-        });
-        return { data: rows.map(toPolicy) };
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const me = await caller(tx, ctx);
+          const target = await members.findMember(tx, ctx.tenant, req.member_id, { forUpdate: true });
+          if (!target) throw errors.notFound('member', req.member_id);
+          assertNotOwn(me, target.id, 'access policies');
+          assertNotOutranked(me, target, 'change the access policies');
+          assertAccessWithin(me, await accessOf(tx, target), effectiveAccess(target.role, inputs as PolicyInput[]));
+          const rows = await policies.replacePolicies(tx, ctx.tenant, target.id, inputs as PolicyInput[]);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'access_policies.replaced',
+            resourceType: 'member',
+            resourceId: target.id,
+            data: accessPoliciesData(rows),
+            metadata: { policies: inputs.map((p) => `${p.domain}:${p.access_level}`) },
+          });
+          return { data: rows.map(toPolicy) };
+        },
+        { signal: ctx.signal },
+      );
     },
   };
 }

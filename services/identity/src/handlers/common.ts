@@ -3,7 +3,17 @@ import { enumMapping, errors, type CallContext } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { resourceJsonOf } from '@workauto/protos';
-import { InvitationStatus, MemberRole, AccessPolicy, ApiKey, Invitation, IntegrationKey, ListAccessPoliciesResponse, Member, Tenant } from '@workauto/protos/workauto/identity/v1/identity.js';
+import {
+  InvitationStatus,
+  MemberRole,
+  AccessPolicy,
+  ApiKey,
+  Invitation,
+  IntegrationKey,
+  ListAccessPoliciesResponse,
+  Member,
+  Tenant,
+} from '@workauto/protos/workauto/identity/v1/identity.js';
 import { effectiveAccess, type Domain, type Level } from '../domain/access.js';
 import type { Grantor } from '../domain/grants.js';
 import { invitationStatus } from '../domain/invitations.js';
@@ -99,13 +109,16 @@ export function toIntegrationKey(row: IntegrationKeyRow): IntegrationKey {
 // message the handler returns, through the gateway's JSON mapping — so never a key, code or
 // credential (the API never returns them outside their creation).
 const resourceJson = resourceJsonOf('workauto/identity/v1/identity.proto', 'workauto.identity.v1');
-export const tenantData = (row: TenantRow) => resourceJson('Tenant', Tenant, { id: row.id, name: row.name, created_at: row.created_at });
+export const tenantData = (row: TenantRow) =>
+  resourceJson('Tenant', Tenant, { id: row.id, name: row.name, created_at: row.created_at });
 export const memberData = (row: members.MemberRow) => resourceJson('Member', Member, toMember(row));
 export const apiKeyData = (row: apiKeys.ApiKeyRow) => resourceJson('ApiKey', ApiKey, toApiKey(row));
 export const invitationData = (row: InvitationRow) => resourceJson('Invitation', Invitation, toInvitation(row));
-export const integrationKeyData = (row: IntegrationKeyRow) => resourceJson('IntegrationKey', IntegrationKey, toIntegrationKey(row));
+export const integrationKeyData = (row: IntegrationKeyRow) =>
+  resourceJson('IntegrationKey', IntegrationKey, toIntegrationKey(row));
 /** A member's policies: `data` holds the list GET /members/{id}/access-policies returns. */
-export const accessPoliciesData = (rows: policies.AccessPolicyRow[]) => resourceJson('ListAccessPoliciesResponse', ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
+export const accessPoliciesData = (rows: policies.AccessPolicyRow[]) =>
+  resourceJson('ListAccessPoliciesResponse', ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
 
 /** A member's effective access: its role's defaults with its policy rows applied. */
 export async function accessOf(db: Queryable, member: members.MemberRow): Promise<Record<Domain, Level>> {
@@ -113,7 +126,11 @@ export async function accessOf(db: Queryable, member: members.MemberRow): Promis
 }
 
 /** The active member holding a live API key of the tenant, or nothing (key revoked or unknown, member deactivated). */
-export async function liveKeyHolder(db: Queryable, tenantId: string, keyId: string): Promise<members.MemberRow | undefined> {
+export async function liveKeyHolder(
+  db: Queryable,
+  tenantId: string,
+  keyId: string,
+): Promise<members.MemberRow | undefined> {
   const memberId = await apiKeys.lockLiveKey(db, tenantId, keyId);
   const member = memberId ? await members.findMember(db, tenantId, memberId) : undefined;
   return member?.is_active ? member : undefined;
@@ -129,7 +146,10 @@ export async function caller(db: Queryable, ctx: CallContext): Promise<Grantor &
   const actor = ctx.actor;
   const member = actor?.type === 'api_key' ? await liveKeyHolder(db, ctx.tenant, actor.id) : undefined;
   if (!member || member.id !== actor?.memberId) {
-    throw errors.unauthenticated('INVALID_CREDENTIAL', 'the API key is revoked or its member is deactivated; use a live key of an active member');
+    throw errors.unauthenticated(
+      'INVALID_CREDENTIAL',
+      'the API key is revoked or its member is deactivated; use a live key of an active member',
+    );
   }
   return { member, id: member.id, role: member.role, access: await accessOf(db, member) };
 }

@@ -24,13 +24,22 @@ export async function storeCredential(
 ) {
   const ciphertext = deps.keyring.encrypt(credential, credentialContext(tenantId, provider));
   return integrationKeys.upsertIntegrationKey(tx, {
-    id: newId(), tenant_id: tenantId, provider, ciphertext, key_id: Keyring.keyIdOf(ciphertext), key_hint: hint(credential), ...opts,
+    id: newId(),
+    tenant_id: tenantId,
+    provider,
+    ciphertext,
+    key_id: Keyring.keyIdOf(ciphertext),
+    key_hint: hint(credential),
+    ...opts,
   });
 }
 
-export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegrationKeys' | 'getIntegrationKey' | 'putIntegrationKey' | 'deleteIntegrationKey'> {
+export function integrationKeyHandlers(
+  deps: IdentityDeps,
+): Pick<H, 'listIntegrationKeys' | 'getIntegrationKey' | 'putIntegrationKey' | 'deleteIntegrationKey'> {
   const { pool } = deps;
-  const checkProvider = (provider: string) => validate().check(PROVIDER.test(provider), 'provider', 'must be 1-64 lowercase letters, digits, _ or -').done();
+  const checkProvider = (provider: string) =>
+    validate().check(PROVIDER.test(provider), 'provider', 'must be 1-64 lowercase letters, digits, _ or -').done();
   return {
     async listIntegrationKeys(req, ctx) {
       const page = parsePage(req);
@@ -50,26 +59,46 @@ export function integrationKeyHandlers(deps: IdentityDeps): Pick<H, 'listIntegra
         .text('credential', req.credential, { required: true, min: 8, max: 8192 })
         .text('label', req.label, { max: 200 })
         .done();
-      return withTransaction(pool, async (tx) => {
-        await caller(tx, ctx);
-        const row = await storeCredential(deps, tx, ctx.tenant, req.provider, req.credential.trim(), { label: req.label?.trim() ?? null, metadata: {}, verified: false });
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: integrationKeyData(row),
-          metadata: { provider: row.provider, key_version: row.key_version, label: row.label },
-        });
-        return toIntegrationKey(row);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          await caller(tx, ctx);
+          const row = await storeCredential(deps, tx, ctx.tenant, req.provider, req.credential.trim(), {
+            label: req.label?.trim() ?? null,
+            metadata: {},
+            verified: false,
+          });
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'integration_key.updated',
+            resourceType: 'integration_key',
+            resourceId: row.id,
+            data: integrationKeyData(row),
+            metadata: { provider: row.provider, key_version: row.key_version, label: row.label },
+          });
+          return toIntegrationKey(row);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async deleteIntegrationKey(req, ctx) {
       checkProvider(req.provider);
-      return withTransaction(pool, async (tx) => {
-        await caller(tx, ctx);
-        const row = await integrationKeys.deleteIntegrationKey(tx, ctx.tenant, req.provider);
-        if (!row) throw errors.notFound('integration_key', req.provider);
-        await recordEvent(tx, SOURCE, ctx, { type: 'integration_key.deleted', resourceType: 'integration_key', resourceId: row.id, metadata: { provider: row.provider } });
-        return {};
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          await caller(tx, ctx);
+          const row = await integrationKeys.deleteIntegrationKey(tx, ctx.tenant, req.provider);
+          if (!row) throw errors.notFound('integration_key', req.provider);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'integration_key.deleted',
+            resourceType: 'integration_key',
+            resourceId: row.id,
+            metadata: { provider: row.provider },
+          });
+          return {};
+        },
+        { signal: ctx.signal },
+      );
     },
   };
 }

@@ -16,7 +16,12 @@ const STATE_TTL_MS = 10 * 60_000;
 const verifierContext = (stateHash: string) => `oauth_state:${stateHash}`;
 
 const unknownIdp = (idp: string) =>
-  new DomainError(grpc.status.NOT_FOUND, 'IDP_NOT_FOUND', `identity provider ${idp} is not configured; configure it in OAUTH_PROVIDERS`, { metadata: { idp } });
+  new DomainError(
+    grpc.status.NOT_FOUND,
+    'IDP_NOT_FOUND',
+    `identity provider ${idp} is not configured; configure it in OAUTH_PROVIDERS`,
+    { metadata: { idp } },
+  );
 
 /** OAuth 2.0 authorization code flow with PKCE S256 (and nonce for OIDC), via openid-client. */
 export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorization' | 'completeOAuthAuthorization'> {
@@ -26,10 +31,17 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
       if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
       validate()
         .uuid('connection_id', req.connection_id, { required: true })
-        .check(oauth.isAllowedReturnTo(req.return_to), 'return_to', `must be a URL on an allowed origin (${oauth.settings.allowedReturnOrigins.join(', ') || 'none configured: set OAUTH_ALLOWED_RETURN_ORIGINS'})`)
+        .check(
+          oauth.isAllowedReturnTo(req.return_to),
+          'return_to',
+          `must be a URL on an allowed origin (${oauth.settings.allowedReturnOrigins.join(', ') || 'none configured: set OAUTH_ALLOWED_RETURN_ORIGINS'})`,
+        )
         .done();
       const config = await oauth.configuration(req.idp).catch((err: unknown) => {
-        throw errors.unavailable('IDP_UNAVAILABLE', `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`);
+        throw errors.unavailable(
+          'IDP_UNAVAILABLE',
+          `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`,
+        );
       });
       const scopes = oauth.provider(req.idp).scopes;
       const verifier = client.randomPKCECodeVerifier();
@@ -45,29 +57,46 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         state,
         ...(nonce ? { nonce } : {}),
       });
-      await withTransaction(pool, async (tx) => {
-        await caller(tx, ctx); // a revoked key starts nothing
-        await states.insertOAuthState(tx, {
-          state_hash: stateHash, tenant_id: ctx.tenant, idp: req.idp, connection_id: req.connection_id, return_to: req.return_to,
-          code_verifier_cipher: keyring.encrypt(verifier, verifierContext(stateHash)), nonce,
-          actor_type: 'api_key', actor_id: ctx.actor!.id, expires_at: expiresAt,
-        });
-      }, { signal: ctx.signal });
+      await withTransaction(
+        pool,
+        async (tx) => {
+          await caller(tx, ctx); // a revoked key starts nothing
+          await states.insertOAuthState(tx, {
+            state_hash: stateHash,
+            tenant_id: ctx.tenant,
+            idp: req.idp,
+            connection_id: req.connection_id,
+            return_to: req.return_to,
+            code_verifier_cipher: keyring.encrypt(verifier, verifierContext(stateHash)),
+            nonce,
+            actor_type: 'api_key',
+            actor_id: ctx.actor!.id,
+            expires_at: expiresAt,
+          });
+        },
+        { signal: ctx.signal },
+      );
       return { authorize_url: url.href, expires_at: expiresAt, state };
     },
 
     async completeOAuthAuthorization(req, ctx) {
       if (!oauth.has(req.idp)) throw unknownIdp(req.idp);
-      if (!req.state) throw errors.invalidField('state', 'is required: start again with POST /api/v1/oauth/{idp}/authorize');
+      if (!req.state)
+        throw errors.invalidField('state', 'is required: start again with POST /api/v1/oauth/{idp}/authorize');
       const stateHash = sha256Hex(req.state);
       const pending = await states.consumeOAuthState(pool, stateHash, req.idp);
-      if (!pending) throw errors.invalidField('state', 'is unknown, expired or already used: start again with POST /api/v1/oauth/{idp}/authorize');
+      if (!pending)
+        throw errors.invalidField(
+          'state',
+          'is unknown, expired or already used: start again with POST /api/v1/oauth/{idp}/authorize',
+        );
       const back = (params: Record<string, string>) => {
         const url = new URL(pending.return_to);
         for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
         return { location: url.href };
       };
-      if (req.error || !req.code) return back({ status: 'error', error: req.error ?? 'missing_code', connection_id: pending.connection_id });
+      if (req.error || !req.code)
+        return back({ status: 'error', error: req.error ?? 'missing_code', connection_id: pending.connection_id });
       const current = new URL(oauth.redirectUri(req.idp));
       current.searchParams.set('code', req.code);
       current.searchParams.set('state', req.state);
@@ -82,25 +111,46 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         if (isProviderOutage(err)) {
           // The provider never judged the code: the state is released so the same callback can be retried.
           await states.releaseOAuthState(pool, stateHash);
-          throw errors.unavailable('IDP_UNAVAILABLE', `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry this callback in a minute, or start again with POST /api/v1/oauth/{idp}/authorize`);
+          throw errors.unavailable(
+            'IDP_UNAVAILABLE',
+            `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry this callback in a minute, or start again with POST /api/v1/oauth/{idp}/authorize`,
+          );
         }
         // The provider refused the code (expired, replayed, wrong verifier): the user starts again.
-        return back({ status: 'error', error: (err as { error?: string }).error ?? 'token_exchange_failed', connection_id: pending.connection_id });
+        return back({
+          status: 'error',
+          error: (err as { error?: string }).error ?? 'token_exchange_failed',
+          connection_id: pending.connection_id,
+        });
       }
       const credential = JSON.stringify({
-        access_token: tokens.access_token, refresh_token: tokens.refresh_token, id_token: tokens.id_token,
-        token_type: tokens.token_type, scope: tokens.scope, expires_at: tokens.expires_in ? Date.now() + tokens.expires_in * 1000 : undefined,
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token,
+        id_token: tokens.id_token,
+        token_type: tokens.token_type,
+        scope: tokens.scope,
+        expires_at: tokens.expires_in ? Date.now() + tokens.expires_in * 1000 : undefined,
       });
-      const actorCtx = { ...ctx, tenantId: pending.tenant_id, actor: { type: pending.actor_type, id: pending.actor_id } };
+      const actorCtx = {
+        ...ctx,
+        tenantId: pending.tenant_id,
+        actor: { type: pending.actor_type, id: pending.actor_id },
+      };
       // No signal: the single-use code is already exchanged, so keeping its tokens beats dropping them.
       const stored = await withTransaction(pool, async (tx) => {
         // The key that started the flow must still be live: a revoked key connects nothing (contract §4).
-        if (pending.actor_type !== 'api_key' || !(await liveKeyHolder(tx, pending.tenant_id, pending.actor_id))) return false;
+        if (pending.actor_type !== 'api_key' || !(await liveKeyHolder(tx, pending.tenant_id, pending.actor_id)))
+          return false;
         const row = await storeCredential(deps, tx, pending.tenant_id, req.idp, credential, {
-          label: null, metadata: { connection_id: pending.connection_id, kind: 'oauth', scope: tokens.scope ?? null }, verified: true,
+          label: null,
+          metadata: { connection_id: pending.connection_id, kind: 'oauth', scope: tokens.scope ?? null },
+          verified: true,
         });
         await recordEvent(tx, SOURCE, actorCtx, {
-          type: 'integration_key.updated', resourceType: 'integration_key', resourceId: row.id, data: integrationKeyData(row),
+          type: 'integration_key.updated',
+          resourceType: 'integration_key',
+          resourceId: row.id,
+          data: integrationKeyData(row),
           metadata: { provider: req.idp, connection_id: pending.connection_id, via: 'oauth' },
         });
         return true;

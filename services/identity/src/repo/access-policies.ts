@@ -11,9 +11,11 @@ export interface AccessPolicyRow {
 }
 
 /** Read by every token lookup (a principal carries its policies), prepared once per connection. */
-const LIST_POLICIES = preparedStatement<[string, string]>('access_policies_of_member',
+const LIST_POLICIES = preparedStatement<[string, string]>(
+  'access_policies_of_member',
   `SELECT tenant_id, member_id, domain, access_level, resource_filter, created_at, updated_at
-     FROM access_policies WHERE tenant_id = $1 AND member_id = $2 ORDER BY domain`);
+     FROM access_policies WHERE tenant_id = $1 AND member_id = $2 ORDER BY domain`,
+);
 
 export async function listPolicies(db: Queryable, tenantId: string, memberId: string): Promise<AccessPolicyRow[]> {
   const { rows } = await db.query<AccessPolicyRow>(LIST_POLICIES([tenantId, memberId]));

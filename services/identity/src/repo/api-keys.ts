@@ -1,4 +1,11 @@
-import { listPage, newestFirst, preparedStatement, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  preparedStatement,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 import type { Role } from '../domain/access.js';
 
 export interface ApiKeyRow {
@@ -38,10 +45,12 @@ export async function findCredential(db: Queryable, keyHash: string): Promise<Cr
 }
 
 /** Every token lookup; its plan (the join) cost 9 times its execution, so it is prepared once per connection. */
-const FIND_CREDENTIAL = preparedStatement<[string]>('api_keys_find_credential',
+const FIND_CREDENTIAL = preparedStatement<[string]>(
+  'api_keys_find_credential',
   `SELECT k.id AS key_id, k.tenant_id, k.member_id, m.role
      FROM api_keys k JOIN members m ON m.id = k.member_id AND m.tenant_id = k.tenant_id
-    WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND m.is_active`);
+    WHERE k.key_hash = $1 AND k.revoked_at IS NULL AND m.is_active`,
+);
 
 /**
  * The member id of a live (unrevoked) key of the tenant, the key row share-locked until the
@@ -66,16 +75,30 @@ export async function countActiveApiKeys(db: Queryable, tenantId: string, member
 
 const KEY_COLUMNS = 'id, tenant_id, member_id, name, key_hint, created_at, updated_at, revoked_at';
 
-export async function listApiKeys(db: Queryable, tenantId: string, memberId: string, page: PageQuery): Promise<KeysetPage<ApiKeyRow>> {
+export async function listApiKeys(
+  db: Queryable,
+  tenantId: string,
+  memberId: string,
+  page: PageQuery,
+): Promise<KeysetPage<ApiKeyRow>> {
   return listPage<ApiKeyRow>(
     db,
-    { columns: KEY_COLUMNS, from: 'api_keys', where: 'tenant_id = $1 AND member_id = $2', params: [tenantId, memberId], order: newestFirst() },
+    {
+      columns: KEY_COLUMNS,
+      from: 'api_keys',
+      where: 'tenant_id = $1 AND member_id = $2',
+      params: [tenantId, memberId],
+      order: newestFirst(),
+    },
     page,
   );
 }
 
 export async function findApiKey(db: Queryable, tenantId: string, id: string): Promise<ApiKeyRow | undefined> {
-  const { rows } = await db.query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 AND id = $2`, [tenantId, id]);
+  const { rows } = await db.query<ApiKeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    id,
+  ]);
   return rows[0];
 }
 

@@ -16,12 +16,23 @@ export interface IntegrationKeyRow {
 }
 
 // The ciphertext is never selected with the summary: only decryption paths read it.
-const COLUMNS = 'id, tenant_id, provider, key_id, key_version, key_hint, label, status, metadata, last_verified_at, created_at, updated_at';
+const COLUMNS =
+  'id, tenant_id, provider, key_id, key_version, key_hint, label, status, metadata, last_verified_at, created_at, updated_at';
 
 /** Inserts or replaces the tenant's credential for a provider; a replacement bumps key_version. */
 export async function upsertIntegrationKey(
   db: Queryable,
-  k: { id: string; tenant_id: string; provider: string; ciphertext: string; key_id: string; key_hint: string; label: string | null; metadata: Record<string, unknown>; verified: boolean },
+  k: {
+    id: string;
+    tenant_id: string;
+    provider: string;
+    ciphertext: string;
+    key_id: string;
+    key_hint: string;
+    label: string | null;
+    metadata: Record<string, unknown>;
+    verified: boolean;
+  },
 ): Promise<IntegrationKeyRow> {
   const { rows } = await db.query<IntegrationKeyRow>(
     `INSERT INTO integration_keys (id, tenant_id, provider, ciphertext, key_id, key_hint, label, metadata, last_verified_at)
@@ -37,16 +48,38 @@ export async function upsertIntegrationKey(
   return rows[0]!;
 }
 
-export async function findIntegrationKey(db: Queryable, tenantId: string, provider: string): Promise<IntegrationKeyRow | undefined> {
-  const { rows } = await db.query<IntegrationKeyRow>(`SELECT ${COLUMNS} FROM integration_keys WHERE tenant_id = $1 AND provider = $2`, [tenantId, provider]);
+export async function findIntegrationKey(
+  db: Queryable,
+  tenantId: string,
+  provider: string,
+): Promise<IntegrationKeyRow | undefined> {
+  const { rows } = await db.query<IntegrationKeyRow>(
+    `SELECT ${COLUMNS} FROM integration_keys WHERE tenant_id = $1 AND provider = $2`,
+    [tenantId, provider],
+  );
   return rows[0];
 }
 
-export async function listIntegrationKeys(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<IntegrationKeyRow>> {
-  return listPage<IntegrationKeyRow>(db, { columns: COLUMNS, from: 'integration_keys', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
+export async function listIntegrationKeys(
+  db: Queryable,
+  tenantId: string,
+  page: PageQuery,
+): Promise<KeysetPage<IntegrationKeyRow>> {
+  return listPage<IntegrationKeyRow>(
+    db,
+    { columns: COLUMNS, from: 'integration_keys', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() },
+    page,
+  );
 }
 
-export async function deleteIntegrationKey(db: Queryable, tenantId: string, provider: string): Promise<IntegrationKeyRow | undefined> {
-  const { rows } = await db.query<IntegrationKeyRow>(`DELETE FROM integration_keys WHERE tenant_id = $1 AND provider = $2 RETURNING ${COLUMNS}`, [tenantId, provider]);
+export async function deleteIntegrationKey(
+  db: Queryable,
+  tenantId: string,
+  provider: string,
+): Promise<IntegrationKeyRow | undefined> {
+  const { rows } = await db.query<IntegrationKeyRow>(
+    `DELETE FROM integration_keys WHERE tenant_id = $1 AND provider = $2 RETURNING ${COLUMNS}`,
+    [tenantId, provider],
+  );
   return rows[0];
 }

@@ -17,11 +17,21 @@ export interface InvitationRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant_id, email, name, role, access_policies, expires_at, claimed_at, revoked_at, member_id, created_at, updated_at';
+const COLUMNS =
+  'id, tenant_id, email, name, role, access_policies, expires_at, claimed_at, revoked_at, member_id, created_at, updated_at';
 
 export async function insertInvitation(
   db: Queryable,
-  i: { id: string; tenant_id: string; email: string; name: string | null; role: Role; access_policies: PolicyInput[]; code_hash: string; expires_at: Date },
+  i: {
+    id: string;
+    tenant_id: string;
+    email: string;
+    name: string | null;
+    role: Role;
+    access_policies: PolicyInput[];
+    code_hash: string;
+    expires_at: Date;
+  },
 ): Promise<InvitationRow> {
   const { rows } = await db.query<InvitationRow>(
     `INSERT INTO invitations (id, tenant_id, email, name, role, access_policies, code_hash, expires_at)
@@ -31,11 +41,24 @@ export async function insertInvitation(
   return rows[0]!;
 }
 
-export async function listInvitations(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<InvitationRow>> {
-  return listPage<InvitationRow>(db, { columns: COLUMNS, from: 'invitations', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
+export async function listInvitations(
+  db: Queryable,
+  tenantId: string,
+  page: PageQuery,
+): Promise<KeysetPage<InvitationRow>> {
+  return listPage<InvitationRow>(
+    db,
+    { columns: COLUMNS, from: 'invitations', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() },
+    page,
+  );
 }
 
-export async function findInvitation(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<InvitationRow | undefined> {
+export async function findInvitation(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<InvitationRow | undefined> {
   const { rows } = await db.query<InvitationRow>(
     `SELECT ${COLUMNS} FROM invitations WHERE tenant_id = $1 AND id = $2${opts.forUpdate ? ' FOR UPDATE' : ''}`,
     [tenantId, id],
@@ -45,7 +68,9 @@ export async function findInvitation(db: Queryable, tenantId: string, id: string
 
 /** The invitation of a code, locked: concurrent claims of one code queue here and see the first one's outcome. */
 export async function lockInvitationByCode(db: Queryable, codeHash: string): Promise<InvitationRow | undefined> {
-  const { rows } = await db.query<InvitationRow>(`SELECT ${COLUMNS} FROM invitations WHERE code_hash = $1 FOR UPDATE`, [codeHash]);
+  const { rows } = await db.query<InvitationRow>(`SELECT ${COLUMNS} FROM invitations WHERE code_hash = $1 FOR UPDATE`, [
+    codeHash,
+  ]);
   return rows[0];
 }
 

@@ -18,7 +18,14 @@ const COLUMNS = 'id, tenant_id, name, email, role, is_active, contact_id, metada
 
 export async function insertMember(
   db: Queryable,
-  m: { id: string; tenant_id: string; name: string; email: string | null; role: Role; metadata?: Record<string, unknown> },
+  m: {
+    id: string;
+    tenant_id: string;
+    name: string;
+    email: string | null;
+    role: Role;
+    metadata?: Record<string, unknown>;
+  },
 ): Promise<MemberRow> {
   const { rows } = await db.query<MemberRow>(
     `INSERT INTO members (id, tenant_id, name, email, role, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
@@ -27,7 +34,12 @@ export async function insertMember(
   return rows[0]!;
 }
 
-export async function findMember(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<MemberRow | undefined> {
+export async function findMember(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<MemberRow | undefined> {
   const { rows } = await db.query<MemberRow>(
     `SELECT ${COLUMNS} FROM members WHERE tenant_id = $1 AND id = $2${opts.forUpdate ? ' FOR UPDATE' : ''}`,
     [tenantId, id],
@@ -37,7 +49,11 @@ export async function findMember(db: Queryable, tenantId: string, id: string, op
 
 /** One page, newest first. */
 export async function listMembers(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<MemberRow>> {
-  return listPage<MemberRow>(db, { columns: COLUMNS, from: 'members', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
+  return listPage<MemberRow>(
+    db,
+    { columns: COLUMNS, from: 'members', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() },
+    page,
+  );
 }
 
 /**

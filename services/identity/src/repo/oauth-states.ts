@@ -11,16 +11,34 @@ export interface OAuthStateRow {
   actor_id: string;
 }
 
-export async function insertOAuthState(db: Queryable, s: OAuthStateRow & { state_hash: string; expires_at: Date }): Promise<void> {
+export async function insertOAuthState(
+  db: Queryable,
+  s: OAuthStateRow & { state_hash: string; expires_at: Date },
+): Promise<void> {
   await db.query(
     `INSERT INTO oauth_states (state_hash, tenant_id, idp, connection_id, return_to, code_verifier_cipher, nonce, actor_type, actor_id, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-    [s.state_hash, s.tenant_id, s.idp, s.connection_id, s.return_to, s.code_verifier_cipher, s.nonce, s.actor_type, s.actor_id, s.expires_at],
+    [
+      s.state_hash,
+      s.tenant_id,
+      s.idp,
+      s.connection_id,
+      s.return_to,
+      s.code_verifier_cipher,
+      s.nonce,
+      s.actor_type,
+      s.actor_id,
+      s.expires_at,
+    ],
   );
 }
 
 /** Consumes a live state exactly once: a replayed, expired or unknown state returns nothing. */
-export async function consumeOAuthState(db: Queryable, stateHash: string, idp: string): Promise<OAuthStateRow | undefined> {
+export async function consumeOAuthState(
+  db: Queryable,
+  stateHash: string,
+  idp: string,
+): Promise<OAuthStateRow | undefined> {
   const { rows } = await db.query<OAuthStateRow>(
     `UPDATE oauth_states SET consumed_at = now()
       WHERE state_hash = $1 AND idp = $2 AND consumed_at IS NULL AND expires_at > now()

@@ -18,7 +18,8 @@ export interface Mention {
   end: number;
 }
 
-const MENTION = /\[\[([a-z]+):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?:\|([^\]\n]*))?\]\]/g;
+const MENTION =
+  /\[\[([a-z]+):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})(?:\|([^\]\n]*))?\]\]/g;
 const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
 const BLANK_LINE = /\n[ \t]*\n/;
 

@@ -16,7 +16,12 @@ describe('rrule evaluation limits', () => {
   });
 
   it('bounds the CPU time of rules that never match', () => {
-    const never = ['FREQ=WEEKLY;BYMONTH=2;BYMONTHDAY=30', 'FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=30', 'FREQ=YEARLY;BYWEEKNO=53;BYDAY=MO;BYMONTH=2', 'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30'];
+    const never = [
+      'FREQ=WEEKLY;BYMONTH=2;BYMONTHDAY=30',
+      'FREQ=HOURLY;BYMONTH=2;BYMONTHDAY=30',
+      'FREQ=YEARLY;BYWEEKNO=53;BYDAY=MO;BYMONTH=2',
+      'FREQ=DAILY;BYMONTH=2;BYMONTHDAY=30',
+    ];
     for (const rule of never) {
       // CPU time, not wall time: a loaded machine (CI, parallel test files) stretches the latter.
       // Unbounded, each of these cost ~300 ms of CPU.

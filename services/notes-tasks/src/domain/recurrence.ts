@@ -13,7 +13,22 @@ import { startOfDateUtc } from './dates.js';
 export type Due = { kind: 'at'; at: Date } | { kind: 'date'; date: string };
 
 export const RRULE_MAX_LENGTH = 500;
-const PARTS = new Set(['FREQ', 'INTERVAL', 'COUNT', 'UNTIL', 'BYDAY', 'BYMONTHDAY', 'BYMONTH', 'BYYEARDAY', 'BYWEEKNO', 'BYSETPOS', 'BYHOUR', 'BYMINUTE', 'BYSECOND', 'WKST']);
+const PARTS = new Set([
+  'FREQ',
+  'INTERVAL',
+  'COUNT',
+  'UNTIL',
+  'BYDAY',
+  'BYMONTHDAY',
+  'BYMONTH',
+  'BYYEARDAY',
+  'BYWEEKNO',
+  'BYSETPOS',
+  'BYHOUR',
+  'BYMINUTE',
+  'BYSECOND',
+  'WKST',
+]);
 const FREQS = new Set(['HOURLY', 'DAILY', 'WEEKLY', 'MONTHLY', 'YEARLY']);
 const TIME_PARTS = ['BYHOUR', 'BYMINUTE', 'BYSECOND'];
 const PROBE_START = Temporal.ZonedDateTime.from('2026-01-05T09:00:00+00:00[UTC]');
@@ -48,7 +63,10 @@ function nextOf(rule: RRuleTemporal, after: Date, inclusive: boolean): Temporal.
 
 /** `rrule:freq=daily` → `FREQ=DAILY` (the form stored and returned). */
 export function normalizeRrule(text: string): string {
-  return text.trim().replace(/^RRULE:/i, '').toUpperCase();
+  return text
+    .trim()
+    .replace(/^RRULE:/i, '')
+    .toUpperCase();
 }
 
 /**
@@ -57,12 +75,15 @@ export function normalizeRrule(text: string): string {
  */
 export function rruleProblem(text: string, kind: Due['kind'] | undefined, anchor?: Date): string | undefined {
   const rule = normalizeRrule(text);
-  if (rule.length === 0 || rule.length > RRULE_MAX_LENGTH) return `must be an RRULE value of 1 to ${RRULE_MAX_LENGTH} characters, like FREQ=WEEKLY;BYDAY=MO`;
-  if (/\s/.test(rule)) return 'must be one RRULE value without DTSTART, RDATE or EXDATE lines (the task’s due is the start)';
+  if (rule.length === 0 || rule.length > RRULE_MAX_LENGTH)
+    return `must be an RRULE value of 1 to ${RRULE_MAX_LENGTH} characters, like FREQ=WEEKLY;BYDAY=MO`;
+  if (/\s/.test(rule))
+    return 'must be one RRULE value without DTSTART, RDATE or EXDATE lines (the task’s due is the start)';
   const parts = new Map<string, string>();
   for (const part of rule.split(';')) {
     const [key, value, extra] = part.split('=');
-    if (!key || !value || extra !== undefined) return `has a malformed part ${JSON.stringify(part)} (parts are NAME=VALUE, separated by ;)`;
+    if (!key || !value || extra !== undefined)
+      return `has a malformed part ${JSON.stringify(part)} (parts are NAME=VALUE, separated by ;)`;
     if (!PARTS.has(key)) return `has an unsupported part ${key}`;
     if (parts.has(key)) return `has ${key} twice`;
     parts.set(key, value);
@@ -103,7 +124,9 @@ function instantOf(due: Due): Date {
 export function nextOccurrence(rrule: string, anchor: Date, after: Due): Due | undefined {
   const next = nextOf(ruleOf(rrule, zoned(anchor)), instantOf(after), false);
   if (!next) return undefined;
-  return after.kind === 'at' ? { kind: 'at', at: new Date(next.epochMilliseconds) } : { kind: 'date', date: next.toPlainDate().toString() };
+  return after.kind === 'at'
+    ? { kind: 'at', at: new Date(next.epochMilliseconds) }
+    : { kind: 'date', date: next.toPlainDate().toString() };
 }
 
 /** The instant next_occurrence shows for a due (a date: its 00:00 UTC). */

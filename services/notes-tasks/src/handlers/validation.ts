@@ -5,7 +5,9 @@ import { LIMITS } from './common.js';
 
 export function checkMinutes(v: Validator, field: string, value: number | undefined): Validator {
   if (value === undefined) return v;
-  return Number.isInteger(value) && value >= 0 && value <= LIMITS.minutes ? v : v.add(field, `must be a whole number of minutes from 0 to ${LIMITS.minutes}`);
+  return Number.isInteger(value) && value >= 0 && value <= LIMITS.minutes
+    ? v
+    : v.add(field, `must be a whole number of minutes from 0 to ${LIMITS.minutes}`);
 }
 
 export function checkUrl(v: Validator, field: string, value: string | undefined, clearable = false): Validator {

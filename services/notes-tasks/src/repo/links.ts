@@ -2,7 +2,12 @@ import type { Queryable } from '@workauto/db';
 import type { EntityType } from '../domain/mentions.js';
 
 /** Replaces the note's rows in the backlink index (call in the transaction of the note write). */
-export async function replaceLinks(db: Queryable, tenantId: string, noteId: string, targets: { type: EntityType; id: string }[]): Promise<void> {
+export async function replaceLinks(
+  db: Queryable,
+  tenantId: string,
+  noteId: string,
+  targets: { type: EntityType; id: string }[],
+): Promise<void> {
   await db.query('DELETE FROM note_links WHERE tenant_id = $1 AND note_id = $2', [tenantId, noteId]);
   if (targets.length === 0) return;
   await db.query(

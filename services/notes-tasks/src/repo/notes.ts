@@ -1,4 +1,12 @@
-import { listPage, newestFirst, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  preparedStatement,
+  updateTenantRow,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 
 export interface NoteRow {
   id: string;
@@ -16,8 +24,11 @@ export interface NoteRow {
   deleted_at: Date | null;
 }
 
-const COLUMNS = 'id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count, created_at, updated_at, deleted_at';
-const N_COLUMNS = COLUMNS.split(', ').map((c) => `n.${c}`).join(', ');
+const COLUMNS =
+  'id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count, created_at, updated_at, deleted_at';
+const N_COLUMNS = COLUMNS.split(', ')
+  .map((c) => `n.${c}`)
+  .join(', ');
 
 export type NewNote = Omit<NoteRow, 'created_at' | 'updated_at' | 'deleted_at'>;
 
@@ -25,7 +36,18 @@ export async function insertNote(db: Queryable, n: NewNote): Promise<NoteRow> {
   const { rows } = await db.query<NoteRow>(
     `INSERT INTO notes (id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
-    [n.id, n.tenant_id, n.title, n.body, n.is_archived, n.is_pinned, n.metadata, n.notebook_id, n.source_url, n.word_count],
+    [
+      n.id,
+      n.tenant_id,
+      n.title,
+      n.body,
+      n.is_archived,
+      n.is_pinned,
+      n.metadata,
+      n.notebook_id,
+      n.source_url,
+      n.word_count,
+    ],
   );
   return rows[0]!;
 }
@@ -34,16 +56,30 @@ export async function insertNote(db: Queryable, n: NewNote): Promise<NoteRow> {
  * A live note of the tenant. `lock`: 'update' before changing it; 'share' while attaching tags
  * (so it cannot be deleted meanwhile, while attaches to the same note run side by side).
  */
-export async function findNote(db: Queryable, tenantId: string, id: string, lock?: 'update' | 'share'): Promise<NoteRow | undefined> {
+export async function findNote(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  lock?: 'update' | 'share',
+): Promise<NoteRow | undefined> {
   const { rows } = await db.query<NoteRow>(FIND_NOTE[lock ?? 'none']([tenantId, id]));
   return rows[0];
 }
 
 /** The busiest read (every GET and change of a note), prepared once per connection. */
 const FIND_NOTE = {
-  none: preparedStatement<[string, string]>('notes_find', `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`),
-  update: preparedStatement<[string, string]>('notes_find_for_update', `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`),
-  share: preparedStatement<[string, string]>('notes_find_for_share', `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE`),
+  none: preparedStatement<[string, string]>(
+    'notes_find',
+    `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
+  ),
+  update: preparedStatement<[string, string]>(
+    'notes_find_for_update',
+    `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
+  ),
+  share: preparedStatement<[string, string]>(
+    'notes_find_for_share',
+    `SELECT ${COLUMNS} FROM notes WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR SHARE`,
+  ),
 };
 
 export interface NoteFilters {
@@ -61,7 +97,12 @@ function likePattern(q: string): string {
 }
 
 /** One page, newest first. */
-export async function listNotes(db: Queryable, tenantId: string, f: NoteFilters, page: PageQuery): Promise<KeysetPage<NoteRow>> {
+export async function listNotes(
+  db: Queryable,
+  tenantId: string,
+  f: NoteFilters,
+  page: PageQuery,
+): Promise<KeysetPage<NoteRow>> {
   return listPage<NoteRow>(
     db,
     {
@@ -76,7 +117,15 @@ export async function listNotes(db: Queryable, tenantId: string, f: NoteFilters,
               SELECT 1 FROM note_tags nt JOIN tags t ON t.id = nt.tag_id
                WHERE nt.note_id = n.id AND t.tenant_id = $1 AND t.name_key = $6))
         AND ($7::uuid IS NULL OR EXISTS (SELECT 1 FROM note_tags nt WHERE nt.note_id = n.id AND nt.tag_id = $7))`,
-      params: [tenantId, f.archived ?? null, f.pinned ?? null, f.notebookId ?? null, f.q ? likePattern(f.q) : null, f.tagKey ?? null, f.tagId ?? null],
+      params: [
+        tenantId,
+        f.archived ?? null,
+        f.pinned ?? null,
+        f.notebookId ?? null,
+        f.q ? likePattern(f.q) : null,
+        f.tagKey ?? null,
+        f.tagId ?? null,
+      ],
       order: newestFirst('n'),
     },
     page,
@@ -87,19 +136,39 @@ export async function updateNote(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<NoteRow, 'title' | 'body' | 'is_archived' | 'is_pinned' | 'metadata' | 'notebook_id' | 'source_url' | 'word_count' | 'deleted_at'>>,
+  patch: Partial<
+    Pick<
+      NoteRow,
+      | 'title'
+      | 'body'
+      | 'is_archived'
+      | 'is_pinned'
+      | 'metadata'
+      | 'notebook_id'
+      | 'source_url'
+      | 'word_count'
+      | 'deleted_at'
+    >
+  >,
 ): Promise<NoteRow> {
   return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch))!;
 }
 
 /** Live notes of the tenant that mention the entity, most recently updated first. */
-export async function backlinks(db: Queryable, tenantId: string, entityType: string, entityId: string, limit: number): Promise<NoteRow[]> {
+export async function backlinks(
+  db: Queryable,
+  tenantId: string,
+  entityType: string,
+  entityId: string,
+  limit: number,
+): Promise<NoteRow[]> {
   const { rows } = await listPage<NoteRow>(
     db,
     {
       columns: N_COLUMNS,
       from: 'note_links l JOIN notes n ON n.id = l.note_id',
-      where: 'l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL',
+      where:
+        'l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL',
       params: [tenantId, entityType, entityId],
       order: { key: 'n.updated_at', id: 'n.id', direction: 'newest_first' },
     },

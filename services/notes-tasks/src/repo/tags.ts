@@ -12,20 +12,28 @@ export interface TagRow {
 }
 
 const COLUMNS = 'id, tenant_id, name, color, description, metadata, created_at, updated_at';
-const T_COLUMNS = COLUMNS.split(', ').map((c) => `t.${c}`).join(', ');
+const T_COLUMNS = COLUMNS.split(', ')
+  .map((c) => `t.${c}`)
+  .join(', ');
 
 /**
  * The tenant's tag of this name key, created when there is none. Concurrent calls for one new
  * name create it once: the loser's insert waits on the unique index, then reads the winner's row.
  */
-export async function upsertTag(db: Queryable, t: { id: string; tenant_id: string; name: string; name_key: string }): Promise<{ tag: TagRow; created: boolean }> {
+export async function upsertTag(
+  db: Queryable,
+  t: { id: string; tenant_id: string; name: string; name_key: string },
+): Promise<{ tag: TagRow; created: boolean }> {
   const inserted = await db.query<TagRow>(
     `INSERT INTO tags (id, tenant_id, name, name_key) VALUES ($1, $2, $3, $4)
      ON CONFLICT (tenant_id, name_key) DO NOTHING RETURNING ${COLUMNS}`,
     [t.id, t.tenant_id, t.name, t.name_key],
   );
   if (inserted.rows[0]) return { tag: inserted.rows[0], created: true };
-  const { rows } = await db.query<TagRow>(`SELECT ${COLUMNS} FROM tags WHERE tenant_id = $1 AND name_key = $2`, [t.tenant_id, t.name_key]);
+  const { rows } = await db.query<TagRow>(`SELECT ${COLUMNS} FROM tags WHERE tenant_id = $1 AND name_key = $2`, [
+    t.tenant_id,
+    t.name_key,
+  ]);
   return { tag: rows[0]!, created: false };
 }
 
@@ -39,7 +47,12 @@ export async function attach(db: Queryable, tenantId: string, noteId: string, ta
 }
 
 /** Detaches; the tag, or undefined when the note did not have it. */
-export async function detach(db: Queryable, tenantId: string, noteId: string, tagId: string): Promise<TagRow | undefined> {
+export async function detach(
+  db: Queryable,
+  tenantId: string,
+  noteId: string,
+  tagId: string,
+): Promise<TagRow | undefined> {
   const { rows } = await db.query<TagRow>(
     `WITH gone AS (DELETE FROM note_tags WHERE tenant_id = $1 AND note_id = $2 AND tag_id = $3 RETURNING tag_id)
      SELECT ${T_COLUMNS} FROM tags t JOIN gone g ON g.tag_id = t.id`,
@@ -61,5 +74,9 @@ export async function tagsOfNote(db: Queryable, tenantId: string, noteId: string
 
 /** One page, newest first. */
 export async function listTags(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<TagRow>> {
-  return listPage<TagRow>(db, { columns: COLUMNS, from: 'tags', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() }, page);
+  return listPage<TagRow>(
+    db,
+    { columns: COLUMNS, from: 'tags', where: 'tenant_id = $1', params: [tenantId], order: newestFirst() },
+    page,
+  );
 }

@@ -1,4 +1,12 @@
-import { listPage, newestFirst, preparedStatement, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  preparedStatement,
+  updateTenantRow,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 import type { Priority } from '../domain/priority.js';
 
 export interface TaskRow {
@@ -56,13 +64,19 @@ export type TaskPatch = Partial<Omit<TaskRow, 'id' | 'tenant_id' | 'created_at' 
  * Transaction-scoped advisory locks: released at COMMIT or ROLLBACK.
  */
 export async function lockTree(db: Queryable, tenantId: string, mode: 'shared' | 'exclusive'): Promise<void> {
-  await db.query(`SELECT ${mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock'}(hashtextextended('nt.tree:' || $1, 0))`, [tenantId]);
+  await db.query(
+    `SELECT ${mode === 'shared' ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock'}(hashtextextended('nt.tree:' || $1, 0))`,
+    [tenantId],
+  );
 }
 
 export async function lockSiblingSets(db: Queryable, tenantId: string, parents: (string | null)[]): Promise<void> {
   const keys = [...new Set(parents.map((p) => p ?? ROOT))].sort();
   for (const key of keys) {
-    await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('nt.siblings:' || $1 || ':' || $2, 0))`, [tenantId, key]);
+    await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('nt.siblings:' || $1 || ':' || $2, 0))`, [
+      tenantId,
+      key,
+    ]);
   }
 }
 
@@ -76,14 +90,25 @@ export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
 }
 
 /** A live task of the tenant; `lock` takes its row lock until the transaction ends. */
-export async function findTask(db: Queryable, tenantId: string, id: string, lock?: 'update'): Promise<TaskRow | undefined> {
+export async function findTask(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  lock?: 'update',
+): Promise<TaskRow | undefined> {
   const { rows } = await db.query<TaskRow>((lock ? FIND_TASK_FOR_UPDATE : FIND_TASK)([tenantId, id]));
   return rows[0];
 }
 
 /** The busiest reads (every GET and change of a task), prepared once per connection. */
-const FIND_TASK = preparedStatement<[string, string]>('tasks_find', `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`);
-const FIND_TASK_FOR_UPDATE = preparedStatement<[string, string]>('tasks_find_for_update', `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`);
+const FIND_TASK = preparedStatement<[string, string]>(
+  'tasks_find',
+  `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL`,
+);
+const FIND_TASK_FOR_UPDATE = preparedStatement<[string, string]>(
+  'tasks_find_for_update',
+  `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
+);
 
 /** Locks live tasks in id order and returns them (by id). */
 export async function lockTasks(db: Queryable, tenantId: string, ids: string[]): Promise<Map<string, TaskRow>> {
@@ -98,7 +123,12 @@ export async function lockTasks(db: Queryable, tenantId: string, ids: string[]):
  * Ids of the live children of `parentId` (null: the top-level tasks) in position order. With
  * `lock` their rows are locked (in id order) first. Call under the sibling-set lock.
  */
-export async function siblingIds(db: Queryable, tenantId: string, parentId: string | null, lock = false): Promise<string[]> {
+export async function siblingIds(
+  db: Queryable,
+  tenantId: string,
+  parentId: string | null,
+  lock = false,
+): Promise<string[]> {
   const { rows } = await db.query<{ id: string; position: number }>(
     `SELECT id, position FROM tasks
       WHERE tenant_id = $1 AND coalesce(parent_id, '${ROOT}'::uuid) = coalesce($2::uuid, '${ROOT}'::uuid) AND deleted_at IS NULL
@@ -133,7 +163,12 @@ export async function descendantIds(db: Queryable, tenantId: string, id: string)
 }
 
 /** True when `ancestorId` is `id` itself or one of its ancestors. */
-export async function isSelfOrAncestor(db: Queryable, tenantId: string, ancestorId: string, id: string): Promise<boolean> {
+export async function isSelfOrAncestor(
+  db: Queryable,
+  tenantId: string,
+  ancestorId: string,
+  id: string,
+): Promise<boolean> {
   const { rows } = await db.query(
     `WITH RECURSIVE up AS (
        SELECT id, parent_id FROM tasks WHERE tenant_id = $1 AND id = $2
@@ -158,7 +193,12 @@ export interface TaskFilters {
 }
 
 /** One page, newest first. A task's due for the window: due_at, else due_date at 00:00 UTC. */
-export async function listTasks(db: Queryable, tenantId: string, f: TaskFilters, page: PageQuery): Promise<KeysetPage<TaskRow>> {
+export async function listTasks(
+  db: Queryable,
+  tenantId: string,
+  f: TaskFilters,
+  page: PageQuery,
+): Promise<KeysetPage<TaskRow>> {
   return listPage<TaskRow>(
     db,
     {
@@ -175,8 +215,16 @@ export async function listTasks(db: Queryable, tenantId: string, f: TaskFilters,
         AND ($9::timestamptz IS NULL OR coalesce(due_at, due_date::timestamp AT TIME ZONE 'UTC') >= $9)
         AND ($10::boolean IS TRUE OR snoozed_until IS NULL OR snoozed_until <= now())`,
       params: [
-        tenantId, f.parentId ?? null, f.topLevel ?? null, f.assigneeId ?? null, f.statusId ?? null, f.projectId ?? null,
-        f.completed ?? null, f.dueBefore ?? null, f.dueAfter ?? null, f.includeSnoozed ?? null,
+        tenantId,
+        f.parentId ?? null,
+        f.topLevel ?? null,
+        f.assigneeId ?? null,
+        f.statusId ?? null,
+        f.projectId ?? null,
+        f.completed ?? null,
+        f.dueBefore ?? null,
+        f.dueAfter ?? null,
+        f.includeSnoozed ?? null,
       ],
       order: newestFirst(),
     },
@@ -195,7 +243,10 @@ export async function children(db: Queryable, tenantId: string, parentId: string
 
 /** Re-reads tasks (after positions changed). */
 export async function findTasks(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
-  const { rows } = await db.query<TaskRow>(`SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, [tenantId, ids]);
+  const { rows } = await db.query<TaskRow>(
+    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
+    [tenantId, ids],
+  );
   return rows;
 }
 

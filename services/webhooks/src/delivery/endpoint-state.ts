@@ -6,7 +6,11 @@ import * as deliveries from '../repo/deliveries.js';
 import * as endpoints from '../repo/endpoints.js';
 
 /** Who acts when the service itself disables an endpoint (audit actor `system`). */
-export const systemContext = (tenantId: string): EventContext => ({ tenantId, requestId: 'webhooks-delivery', actor: { type: 'system', id: 'system' } });
+export const systemContext = (tenantId: string): EventContext => ({
+  tenantId,
+  requestId: 'webhooks-delivery',
+  actor: { type: 'system', id: 'system' },
+});
 
 /** Its pending deliveries fail (a disabled or deleted endpoint gets nothing more). */
 export async function failPending(tx: PoolClient, tenantId: string, endpointId: string): Promise<void> {
@@ -18,13 +22,26 @@ export async function failPending(tx: PoolClient, tenantId: string, endpointId: 
  * deliveries failed, `webhook_endpoint.disabled` emitted (audit and domain event). No-op if it is
  * already disabled or gone.
  */
-export async function disableBySystem(tx: PoolClient, tenantId: string, endpointId: string, reason: string): Promise<boolean> {
+export async function disableBySystem(
+  tx: PoolClient,
+  tenantId: string,
+  endpointId: string,
+  reason: string,
+): Promise<boolean> {
   const current = await endpoints.findEndpoint(tx, tenantId, endpointId, { forUpdate: true });
   if (!current || !current.is_enabled) return false;
-  const row = await endpoints.updateEndpoint(tx, tenantId, endpointId, { is_enabled: false, disabled_at: new Date(), disabled_reason: reason });
+  const row = await endpoints.updateEndpoint(tx, tenantId, endpointId, {
+    is_enabled: false,
+    disabled_at: new Date(),
+    disabled_reason: reason,
+  });
   await failPending(tx, tenantId, endpointId);
   await recordEvent(tx, SOURCE, systemContext(tenantId), {
-    type: 'webhook_endpoint.disabled', resourceType: 'webhook_endpoint', resourceId: row.id, data: endpointData(row), metadata: { disabled_reason: reason },
+    type: 'webhook_endpoint.disabled',
+    resourceType: 'webhook_endpoint',
+    resourceId: row.id,
+    data: endpointData(row),
+    metadata: { disabled_reason: reason },
   });
   return true;
 }

@@ -16,18 +16,43 @@ export const INTAKE_GROUP = 'webhooks.intake';
 
 /** The body every delivery of the event carries: data is the resource as the REST API returns it (data_json, not re-mapped). */
 export function webhookBody(event: Pick<ConsumedEvent, 'type' | 'occurred_at' | 'data'>): string {
-  return JSON.stringify({ type: event.type, timestamp: (event.occurred_at ?? new Date()).toISOString(), data: event.data ?? null });
+  return JSON.stringify({
+    type: event.type,
+    timestamp: (event.occurred_at ?? new Date()).toISOString(),
+    data: event.data ?? null,
+  });
 }
 
-export async function takeIn(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx: PoolClient, event: ConsumedEvent): Promise<void> {
+export async function takeIn(
+  deps: Pick<WebhooksDeps, 'queue' | 'settings'>,
+  tx: PoolClient,
+  event: ConsumedEvent,
+): Promise<void> {
   if (!event.tenant_id) return;
   const matched = (await endpoints.enabledEndpoints(tx, event.tenant_id)).filter((e) => matches(e, event));
   if (!matched.length) return;
-  const fresh = await events.insertEvent(tx, { id: event.id, tenant_id: event.tenant_id, event_type: event.type, channels: event.channels, payload: webhookBody(event) });
+  const fresh = await events.insertEvent(tx, {
+    id: event.id,
+    tenant_id: event.tenant_id,
+    event_type: event.type,
+    channels: event.channels,
+    payload: webhookBody(event),
+  });
   if (!fresh) return;
   const deliveryIds = matched.map(() => newId());
-  const jobIds = await deps.queue.enqueueMany(tx, matched.map((endpoint, i) => ({ payload: { delivery_id: deliveryIds[i]! }, options: jobOptions(deps, event.tenant_id!, endpoint.id) })));
-  await deliveries.insertDeliveries(tx, event.tenant_id, event.id, matched.map((endpoint, i) => ({ id: deliveryIds[i]!, endpoint_id: endpoint.id, job_id: jobIds[i]! })));
+  const jobIds = await deps.queue.enqueueMany(
+    tx,
+    matched.map((endpoint, i) => ({
+      payload: { delivery_id: deliveryIds[i]! },
+      options: jobOptions(deps, event.tenant_id!, endpoint.id),
+    })),
+  );
+  await deliveries.insertDeliveries(
+    tx,
+    event.tenant_id,
+    event.id,
+    matched.map((endpoint, i) => ({ id: deliveryIds[i]!, endpoint_id: endpoint.id, job_id: jobIds[i]! })),
+  );
 }
 
 /**
@@ -41,6 +66,12 @@ function jobOptions(deps: Pick<WebhooksDeps, 'settings'>, tenantId: string, endp
 }
 
 /** The job that attempts a delivery again (a retry), due now. */
-export function deliveryJob(deps: Pick<WebhooksDeps, 'queue' | 'settings'>, tx: PoolClient, tenantId: string, deliveryId: string, endpointId: string): Promise<string> {
+export function deliveryJob(
+  deps: Pick<WebhooksDeps, 'queue' | 'settings'>,
+  tx: PoolClient,
+  tenantId: string,
+  deliveryId: string,
+  endpointId: string,
+): Promise<string> {
   return deps.queue.enqueue(tx, { delivery_id: deliveryId }, jobOptions(deps, tenantId, endpointId));
 }

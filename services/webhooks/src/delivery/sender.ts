@@ -18,7 +18,14 @@ export interface AttemptResult {
 
 export async function sendSigned(
   egress: EgressPolicy,
-  req: { url: string; webhookId: string; body: string; secrets: readonly string[]; timeoutMs: number; signal?: AbortSignal | undefined },
+  req: {
+    url: string;
+    webhookId: string;
+    body: string;
+    secrets: readonly string[];
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+  },
 ): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
@@ -32,7 +39,8 @@ export async function sendSigned(
       ...(req.signal ? { signal: req.signal } : {}),
     });
   } catch (err) {
-    if (err instanceof EgressError) return { success: false, gone: false, responseTimeMs: elapsed(), error: err.message };
+    if (err instanceof EgressError)
+      return { success: false, gone: false, responseTimeMs: elapsed(), error: err.message };
     throw err;
   }
   const responseTimeMs = elapsed();
@@ -41,10 +49,19 @@ export async function sendSigned(
   if (status >= 200 && status < 300) return { success: true, gone: false, httpStatus: status, responseTimeMs };
   const retryAfter = status === 429 || status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
   const error =
-    status >= 300 && status < 400 ? `the receiver answered ${status}, a redirect, which is never followed; point the endpoint's url at the final address`
-    : status === 410 ? 'the receiver answered 410 Gone: the endpoint was disabled'
-    : `the receiver answered ${status}; a 2xx status is success`;
-  return { success: false, gone: status === 410, httpStatus: status, responseTimeMs, error, ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}) };
+    status >= 300 && status < 400
+      ? `the receiver answered ${status}, a redirect, which is never followed; point the endpoint's url at the final address`
+      : status === 410
+        ? 'the receiver answered 410 Gone: the endpoint was disabled'
+        : `the receiver answered ${status}; a 2xx status is success`;
+  return {
+    success: false,
+    gone: status === 410,
+    httpStatus: status,
+    responseTimeMs,
+    error,
+    ...(retryAfter !== undefined ? { retryAfterMs: retryAfter } : {}),
+  };
 }
 
 /** Receivers' answers are not kept; reading a short one to the end lets the connection be reused. */
@@ -54,7 +71,7 @@ async function drain(res: Response): Promise<void> {
   if (!res.body) return;
   const reader = res.body.getReader();
   try {
-    for (let read = 0; read <= DRAIN_MAX_BYTES; ) {
+    for (let read = 0; read <= DRAIN_MAX_BYTES;) {
       const { done, value } = await reader.read();
       if (done) return;
       read += value.byteLength;

@@ -48,14 +48,28 @@ async function attempt(deps: WebhooksDeps, job: Job<DeliveryJob>, signal: AbortS
   }
   const attemptedAt = new Date();
   const result = await sendSigned(deps.egress, {
-    url: work.url, webhookId: work.event_id, body: work.payload, timeoutMs: settings.timeoutMs, signal,
+    url: work.url,
+    webhookId: work.event_id,
+    body: work.payload,
+    timeoutMs: settings.timeoutMs,
+    signal,
     secrets: work.secrets.map((c) => deps.keyring.decrypt(c, secretContext(work.tenant_id, work.endpoint_id))),
   });
-  const delay = result.success || result.gone ? undefined : nextDelay(settings.retrySchedule, job.attempt, result.retryAfterMs);
+  const delay =
+    result.success || result.gone ? undefined : nextDelay(settings.retrySchedule, job.attempt, result.retryAfterMs);
   const status = result.success ? 'succeeded' : delay === undefined ? 'failed' : 'pending';
   const outcome = {
-    deliveryId: work.id, jobId: job.id, status, nextAttemptInMs: status === 'pending' ? delay! : null, attemptId: newId(), attemptedAt,
-    httpStatus: result.httpStatus ?? null, responseTimeMs: result.responseTimeMs, error: result.error ?? null, trigger: work.trigger, success: result.success,
+    deliveryId: work.id,
+    jobId: job.id,
+    status,
+    nextAttemptInMs: status === 'pending' ? delay! : null,
+    attemptId: newId(),
+    attemptedAt,
+    httpStatus: result.httpStatus ?? null,
+    responseTimeMs: result.responseTimeMs,
+    error: result.error ?? null,
+    trigger: work.trigger,
+    success: result.success,
   } as const;
   if (result.success) {
     // The common case in one statement.
@@ -66,12 +80,24 @@ async function attempt(deps: WebhooksDeps, job: Job<DeliveryJob>, signal: AbortS
     const endpoint = await deliveries.recordAttempt(tx, outcome);
     if (!endpoint) return;
     if (result.gone) {
-      await disableBySystem(tx, work.tenant_id, work.endpoint_id, 'the receiver answered 410 Gone; enable the endpoint again (PATCH is_enabled true) once it accepts deliveries');
-    } else if (endpoint.is_enabled && endpoint.failing_since
-      && endpoint.failing_since.getTime() <= Date.now() - settings.disableAfterMs
-      && (status === 'failed' || (await deliveries.hasFailedSince(tx, work.endpoint_id, endpoint.failing_since)))) {
-      await disableBySystem(tx, work.tenant_id, work.endpoint_id,
-        `no successful delivery for ${days(settings.disableAfterMs)}; fix the receiver, then enable the endpoint again (PATCH is_enabled true) and retry failed events`);
+      await disableBySystem(
+        tx,
+        work.tenant_id,
+        work.endpoint_id,
+        'the receiver answered 410 Gone; enable the endpoint again (PATCH is_enabled true) once it accepts deliveries',
+      );
+    } else if (
+      endpoint.is_enabled &&
+      endpoint.failing_since &&
+      endpoint.failing_since.getTime() <= Date.now() - settings.disableAfterMs &&
+      (status === 'failed' || (await deliveries.hasFailedSince(tx, work.endpoint_id, endpoint.failing_since)))
+    ) {
+      await disableBySystem(
+        tx,
+        work.tenant_id,
+        work.endpoint_id,
+        `no successful delivery for ${days(settings.disableAfterMs)}; fix the receiver, then enable the endpoint again (PATCH is_enabled true) and retry failed events`,
+      );
     }
   });
   if (status === 'pending') throw new RetryLater(delay!, result.error);

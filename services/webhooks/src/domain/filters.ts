@@ -10,7 +10,9 @@ export interface Filters {
 
 /** Both filters must match; an empty filter matches everything. */
 export function matches(filters: Filters, event: { type: string; channels: readonly string[] }): boolean {
-  const typeOk = filters.event_types.length === 0 || filters.event_types.some((t) => t === event.type || (t.endsWith('.*') && event.type.startsWith(t.slice(0, -1))));
+  const typeOk =
+    filters.event_types.length === 0 ||
+    filters.event_types.some((t) => t === event.type || (t.endsWith('.*') && event.type.startsWith(t.slice(0, -1))));
   const channelOk = filters.channels.length === 0 || filters.channels.some((c) => event.channels.includes(c));
   return typeOk && channelOk;
 }
@@ -29,5 +31,7 @@ export function eventTypeRefusal(name: string, catalogue: readonly EventType[]):
 /** A channel is a resource type (`deal`) or `<type>:<id>` (`pipeline:0193…`). */
 export function channelRefusal(channel: string): string | null {
   if (channel.length > FILTER_LIMITS.channelLength) return `must be at most ${FILTER_LIMITS.channelLength} characters`;
-  return /^[a-z][a-z0-9_]*(:[A-Za-z0-9_-]+)?$/.test(channel) ? null : `${JSON.stringify(channel)} is not a channel; use a resource type (deal) or <type>:<id> (pipeline:<uuid>)`;
+  return /^[a-z][a-z0-9_]*(:[A-Za-z0-9_-]+)?$/.test(channel)
+    ? null
+    : `${JSON.stringify(channel)} is not a channel; use a resource type (deal) or <type>:<id> (pipeline:<uuid>)`;
 }

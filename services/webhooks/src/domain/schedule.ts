@@ -22,7 +22,12 @@ export function jittered(ms: number, random = Math.random): number {
  * The delay before attempt `attemptDone + 1` after attempt `attemptDone` (1-based) failed, or
  * undefined when that was the last one. A Retry-After (429/503) waits at least that long.
  */
-export function nextDelay(schedule: readonly number[], attemptDone: number, retryAfterMs?: number, random = Math.random): number | undefined {
+export function nextDelay(
+  schedule: readonly number[],
+  attemptDone: number,
+  retryAfterMs?: number,
+  random = Math.random,
+): number | undefined {
   const base = schedule[attemptDone];
   if (base === undefined) return undefined;
   return Math.max(jittered(base, random), retryAfterMs ?? 0);

@@ -16,7 +16,12 @@ export function signatureHeader(secrets: readonly string[], webhookId: string, t
 }
 
 /** The Standard Webhooks request headers of one attempt (timestamp = this attempt's time). */
-export function webhookHeaders(secrets: readonly string[], webhookId: string, body: string, now = new Date()): Record<string, string> {
+export function webhookHeaders(
+  secrets: readonly string[],
+  webhookId: string,
+  body: string,
+  now = new Date(),
+): Record<string, string> {
   return {
     'content-type': 'application/json',
     'webhook-id': webhookId,

@@ -5,8 +5,14 @@ import type { JobQueue } from '@workauto/jobs';
 import { enumMapping } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
-  WebhookAttemptTrigger, WebhookDeliveryStatus, WebhookEndpoint, WebhookEvent, WebhookEventStatus,
-  type WebhookAttempt, type WebhookDelivery, type WebhookEventDetail,
+  WebhookAttemptTrigger,
+  WebhookDeliveryStatus,
+  WebhookEndpoint,
+  WebhookEvent,
+  WebhookEventStatus,
+  type WebhookAttempt,
+  type WebhookDelivery,
+  type WebhookEventDetail,
 } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import type { AttemptRow, DeliveryRow } from '../repo/deliveries.js';
 import type { EndpointRow } from '../repo/endpoints.js';
@@ -35,7 +41,8 @@ export interface WebhooksDeps {
 }
 
 /** Secrets are encrypted bound to their endpoint: a ciphertext copied to another row does not decrypt. */
-export const secretContext = (tenantId: string, endpointId: string) => `webhook_endpoint_secret:${tenantId}:${endpointId}`;
+export const secretContext = (tenantId: string, endpointId: string) =>
+  `webhook_endpoint_secret:${tenantId}:${endpointId}`;
 
 export function toEndpoint(row: EndpointRow, signingSecret?: string): WebhookEndpoint {
   return {

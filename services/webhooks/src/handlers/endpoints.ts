@@ -1,6 +1,17 @@
 import { newId, withTransaction, type PoolClient } from '@workauto/db';
 import { EVENT_TYPES, recordEvent } from '@workauto/events';
-import { changedFields, checkMetadata, errors, parsePage, patchNulls, textOrNull, toPage, validate, type Handlers, type Validator } from '@workauto/grpc';
+import {
+  changedFields,
+  checkMetadata,
+  errors,
+  parsePage,
+  patchNulls,
+  textOrNull,
+  toPage,
+  validate,
+  type Handlers,
+  type Validator,
+} from '@workauto/grpc';
 import type { WebhooksServiceService } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import { channelRefusal, eventTypeRefusal, FILTER_LIMITS } from '../domain/filters.js';
 import { newSigningSecret } from '../domain/signing.js';
@@ -23,7 +34,11 @@ function checkFilter(v: Validator, field: 'event_types' | 'channels', values: re
 }
 
 /** The plaintext secrets that sign now, newest first. */
-async function currentSecrets(deps: Pick<WebhooksDeps, 'pool' | 'keyring'>, tenantId: string, endpointId: string): Promise<string[]> {
+async function currentSecrets(
+  deps: Pick<WebhooksDeps, 'pool' | 'keyring'>,
+  tenantId: string,
+  endpointId: string,
+): Promise<string[]> {
   const stored = await secrets.signingSecrets(deps.pool, tenantId, endpointId);
   return stored.map((c) => deps.keyring.decrypt(c, secretContext(tenantId, endpointId)));
 }
@@ -41,9 +56,18 @@ async function lockEndpoint(tx: PoolClient, tenantId: string, id: string): Promi
   return row;
 }
 
-export function endpointHandlers(deps: WebhooksDeps): Pick<
+export function endpointHandlers(
+  deps: WebhooksDeps,
+): Pick<
   H,
-  'createWebhookEndpoint' | 'listWebhookEndpoints' | 'getWebhookEndpoint' | 'updateWebhookEndpoint' | 'deleteWebhookEndpoint' | 'rotateWebhookEndpointSecret' | 'testWebhookEndpoint' | 'listWebhookEventTypes'
+  | 'createWebhookEndpoint'
+  | 'listWebhookEndpoints'
+  | 'getWebhookEndpoint'
+  | 'updateWebhookEndpoint'
+  | 'deleteWebhookEndpoint'
+  | 'rotateWebhookEndpointSecret'
+  | 'testWebhookEndpoint'
+  | 'listWebhookEventTypes'
 > {
   const { pool, keyring, egress, settings } = deps;
   return {
@@ -57,15 +81,37 @@ export function endpointHandlers(deps: WebhooksDeps): Pick<
       const channels = checkFilter(v, 'channels', req.channels);
       checkMetadata(v, 'metadata', req.metadata).done();
       const secret = newSigningSecret();
-      return withTransaction(pool, async (tx) => {
-        if ((await endpoints.lockAndCountLive(tx, ctx.tenant)) >= settings.maxEndpoints) throw endpointLimitReached(settings.maxEndpoints);
-        const row = await endpoints.insertEndpoint(tx, {
-          id: newId(), tenant_id: ctx.tenant, url, description: textOrNull(req.description) ?? null, event_types: eventTypes, channels, metadata: req.metadata ?? {},
-        });
-        await secrets.rotateSecret(tx, ctx.tenant, row.id, keyring.encrypt(secret, secretContext(ctx.tenant, row.id)), 0);
-        await recordEvent(tx, SOURCE, ctx, { type: 'webhook_endpoint.created', resourceType: 'webhook_endpoint', resourceId: row.id, data: endpointData(row) });
-        return toEndpoint(row, secret);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          if ((await endpoints.lockAndCountLive(tx, ctx.tenant)) >= settings.maxEndpoints)
+            throw endpointLimitReached(settings.maxEndpoints);
+          const row = await endpoints.insertEndpoint(tx, {
+            id: newId(),
+            tenant_id: ctx.tenant,
+            url,
+            description: textOrNull(req.description) ?? null,
+            event_types: eventTypes,
+            channels,
+            metadata: req.metadata ?? {},
+          });
+          await secrets.rotateSecret(
+            tx,
+            ctx.tenant,
+            row.id,
+            keyring.encrypt(secret, secretContext(ctx.tenant, row.id)),
+            0,
+          );
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'webhook_endpoint.created',
+            resourceType: 'webhook_endpoint',
+            resourceId: row.id,
+            data: endpointData(row),
+          });
+          return toEndpoint(row, secret);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async listWebhookEndpoints(req, ctx) {
@@ -83,56 +129,101 @@ export function endpointHandlers(deps: WebhooksDeps): Pick<
       const v = validate();
       const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
       const mask = new Set(req.update_mask ?? []);
-      v.uuid('id', req.id, { required: true }).text('description', req.description, { min: 0, max: LIMITS.description });
+      v.uuid('id', req.id, { required: true }).text('description', req.description, {
+        min: 0,
+        max: LIMITS.description,
+      });
       if (req.url !== undefined) egress.checkUrl(req.url, 'url');
       const url = req.url?.trim();
       // Repeated fields have no presence: the mask says whether the body carried them (null clears).
       const eventTypes = mask.has('event_types') ? checkFilter(v, 'event_types', req.event_types) : undefined;
       const channels = mask.has('channels') ? checkFilter(v, 'channels', req.channels) : undefined;
       checkMetadata(v, 'metadata', req.metadata).done();
-      return withTransaction(pool, async (tx) => {
-        const current = await lockEndpoint(tx, ctx.tenant, req.id);
-        const patch: endpoints.EndpointPatch = { url, description: textOrNull(req.description), event_types: eventTypes, channels, metadata: req.metadata };
-        if (req.is_enabled === false && current.is_enabled) {
-          Object.assign(patch, { is_enabled: false, disabled_at: new Date(), disabled_reason: 'disabled by a user' });
-        } else if (req.is_enabled === true) {
-          // Enabled again: a fresh start, the failure streak forgotten.
-          Object.assign(patch, { is_enabled: true, disabled_at: null, disabled_reason: null, failing_since: null });
-        }
-        const row = await endpoints.updateEndpoint(tx, ctx.tenant, current.id, patch);
-        if (!row.is_enabled && current.is_enabled) await failPending(tx, ctx.tenant, row.id);
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'webhook_endpoint.updated', resourceType: 'webhook_endpoint', resourceId: row.id, data: endpointData(row),
-          metadata: changedFields({ url, description: patch.description, event_types: eventTypes, channels, metadata: req.metadata, is_enabled: req.is_enabled }),
-        });
-        return toEndpoint(row);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const current = await lockEndpoint(tx, ctx.tenant, req.id);
+          const patch: endpoints.EndpointPatch = {
+            url,
+            description: textOrNull(req.description),
+            event_types: eventTypes,
+            channels,
+            metadata: req.metadata,
+          };
+          if (req.is_enabled === false && current.is_enabled) {
+            Object.assign(patch, { is_enabled: false, disabled_at: new Date(), disabled_reason: 'disabled by a user' });
+          } else if (req.is_enabled === true) {
+            // Enabled again: a fresh start, the failure streak forgotten.
+            Object.assign(patch, { is_enabled: true, disabled_at: null, disabled_reason: null, failing_since: null });
+          }
+          const row = await endpoints.updateEndpoint(tx, ctx.tenant, current.id, patch);
+          if (!row.is_enabled && current.is_enabled) await failPending(tx, ctx.tenant, row.id);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'webhook_endpoint.updated',
+            resourceType: 'webhook_endpoint',
+            resourceId: row.id,
+            data: endpointData(row),
+            metadata: changedFields({
+              url,
+              description: patch.description,
+              event_types: eventTypes,
+              channels,
+              metadata: req.metadata,
+              is_enabled: req.is_enabled,
+            }),
+          });
+          return toEndpoint(row);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async deleteWebhookEndpoint(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
-      return withTransaction(pool, async (tx) => {
-        const current = await lockEndpoint(tx, ctx.tenant, req.id);
-        const row = await endpoints.updateEndpoint(tx, ctx.tenant, current.id, { deleted_at: new Date() });
-        await failPending(tx, ctx.tenant, row.id);
-        await recordEvent(tx, SOURCE, ctx, { type: 'webhook_endpoint.deleted', resourceType: 'webhook_endpoint', resourceId: row.id, data: endpointData(row) });
-        return {};
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const current = await lockEndpoint(tx, ctx.tenant, req.id);
+          const row = await endpoints.updateEndpoint(tx, ctx.tenant, current.id, { deleted_at: new Date() });
+          await failPending(tx, ctx.tenant, row.id);
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'webhook_endpoint.deleted',
+            resourceType: 'webhook_endpoint',
+            resourceId: row.id,
+            data: endpointData(row),
+          });
+          return {};
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async rotateWebhookEndpointSecret(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const secret = newSigningSecret();
-      return withTransaction(pool, async (tx) => {
-        const current = await lockEndpoint(tx, ctx.tenant, req.id);
-        const previousExpiresAt = await secrets.rotateSecret(tx, ctx.tenant, current.id, keyring.encrypt(secret, secretContext(ctx.tenant, current.id)), settings.secretGraceMs);
-        const row = await endpoints.updateEndpoint(tx, ctx.tenant, current.id, {});
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'webhook_endpoint.secret_rotated', resourceType: 'webhook_endpoint', resourceId: row.id, data: endpointData(row),
-          metadata: { previous_secret_expires_at: previousExpiresAt ?? null },
-        });
-        return toEndpoint(row, secret);
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const current = await lockEndpoint(tx, ctx.tenant, req.id);
+          const previousExpiresAt = await secrets.rotateSecret(
+            tx,
+            ctx.tenant,
+            current.id,
+            keyring.encrypt(secret, secretContext(ctx.tenant, current.id)),
+            settings.secretGraceMs,
+          );
+          const row = await endpoints.updateEndpoint(tx, ctx.tenant, current.id, {});
+          await recordEvent(tx, SOURCE, ctx, {
+            type: 'webhook_endpoint.secret_rotated',
+            resourceType: 'webhook_endpoint',
+            resourceId: row.id,
+            data: endpointData(row),
+            metadata: { previous_secret_expires_at: previousExpiresAt ?? null },
+          });
+          return toEndpoint(row, secret);
+        },
+        { signal: ctx.signal },
+      );
     },
 
     async testWebhookEndpoint(req, ctx) {
@@ -140,15 +231,25 @@ export function endpointHandlers(deps: WebhooksDeps): Pick<
       // Allowed on a disabled endpoint (to check a receiver before enabling it again).
       const row = await endpoints.findEndpoint(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('webhook_endpoint', req.id);
-      const body = JSON.stringify({ type: 'webhook.test', timestamp: new Date().toISOString(), data: { endpoint_id: row.id } });
+      const body = JSON.stringify({
+        type: 'webhook.test',
+        timestamp: new Date().toISOString(),
+        data: { endpoint_id: row.id },
+      });
       const result = await sendSigned(egress, {
-        url: row.url, webhookId: newId(), body, timeoutMs: settings.testTimeoutMs, signal: ctx.signal,
+        url: row.url,
+        webhookId: newId(),
+        body,
+        timeoutMs: settings.testTimeoutMs,
+        signal: ctx.signal,
         secrets: await currentSecrets(deps, ctx.tenant, row.id),
       });
       return {
         success: result.success,
         error_message: result.error,
-        ...(result.httpStatus !== undefined ? { http_status: result.httpStatus, response_time_ms: result.responseTimeMs } : {}),
+        ...(result.httpStatus !== undefined
+          ? { http_status: result.httpStatus, response_time_ms: result.responseTimeMs }
+          : {}),
       };
     },
 

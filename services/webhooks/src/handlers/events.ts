@@ -11,16 +11,26 @@ type H = Handlers<typeof WebhooksServiceService>;
 
 const STATUSES: readonly events.EventStatus[] = ['pending', 'delivered', 'failed'];
 
-export function eventHandlers(deps: WebhooksDeps): Pick<H, 'listWebhookEvents' | 'getWebhookEvent' | 'retryWebhookEvent'> {
+export function eventHandlers(
+  deps: WebhooksDeps,
+): Pick<H, 'listWebhookEvents' | 'getWebhookEvent' | 'retryWebhookEvent'> {
   const { pool } = deps;
   return {
     async listWebhookEvents(req, ctx) {
       validate()
         .text('event_type', req.event_type, { min: 0, max: 200 })
         .uuid('endpoint_id', req.endpoint_id || undefined)
-        .check(!req.status || STATUSES.includes(req.status as events.EventStatus), 'status', `must be one of ${STATUSES.join(', ')}`)
+        .check(
+          !req.status || STATUSES.includes(req.status as events.EventStatus),
+          'status',
+          `must be one of ${STATUSES.join(', ')}`,
+        )
         .done();
-      const filter = { eventType: req.event_type || undefined, status: (req.status || undefined) as events.EventStatus | undefined, endpointId: req.endpoint_id || undefined };
+      const filter = {
+        eventType: req.event_type || undefined,
+        status: (req.status || undefined) as events.EventStatus | undefined,
+        endpointId: req.endpoint_id || undefined,
+      };
       return toPage(await events.listEvents(pool, ctx.tenant, filter, parsePage(req)), toEvent);
     },
 
@@ -29,22 +39,41 @@ export function eventHandlers(deps: WebhooksDeps): Pick<H, 'listWebhookEvents' |
       const row = await events.findEvent(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('webhook_event', req.id);
       const list = await deliveries.deliveriesOf(pool, ctx.tenant, row.id);
-      return toEventDetail(row, list, await deliveries.attemptsOf(pool, ctx.tenant, list.map((d) => d.id)));
+      return toEventDetail(
+        row,
+        list,
+        await deliveries.attemptsOf(
+          pool,
+          ctx.tenant,
+          list.map((d) => d.id),
+        ),
+      );
     },
 
     async retryWebhookEvent(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
-      return withTransaction(pool, async (tx) => {
-        const event = await events.findEvent(tx, ctx.tenant, req.id);
-        if (!event) throw errors.notFound('webhook_event', req.id);
-        const failed = await deliveries.retryableOf(tx, ctx.tenant, event.id);
-        for (const d of failed) await deliveries.requeue(tx, d.id, await deliveryJob(deps, tx, ctx.tenant, d.id, d.endpoint_id));
-        if (failed.length) {
-          const row = (await events.findEvent(tx, ctx.tenant, event.id))!;
-          await recordEvent(tx, SOURCE, ctx, { type: 'webhook_event.retried', resourceType: 'webhook_event', resourceId: row.id, data: eventData(row), metadata: { requeued: failed.length } });
-        }
-        return { requeued: failed.length };
-      }, { signal: ctx.signal });
+      return withTransaction(
+        pool,
+        async (tx) => {
+          const event = await events.findEvent(tx, ctx.tenant, req.id);
+          if (!event) throw errors.notFound('webhook_event', req.id);
+          const failed = await deliveries.retryableOf(tx, ctx.tenant, event.id);
+          for (const d of failed)
+            await deliveries.requeue(tx, d.id, await deliveryJob(deps, tx, ctx.tenant, d.id, d.endpoint_id));
+          if (failed.length) {
+            const row = (await events.findEvent(tx, ctx.tenant, event.id))!;
+            await recordEvent(tx, SOURCE, ctx, {
+              type: 'webhook_event.retried',
+              resourceType: 'webhook_event',
+              resourceId: row.id,
+              data: eventData(row),
+              metadata: { requeued: failed.length },
+            });
+          }
+          return { requeued: failed.length };
+        },
+        { signal: ctx.signal },
+      );
     },
   };
 }

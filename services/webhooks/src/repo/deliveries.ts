@@ -27,7 +27,12 @@ export interface AttemptRow {
 const COLUMNS = 'id, tenant_id, event_id, endpoint_id, status, attempt_count, next_attempt_at, trigger, job_id';
 
 /** One event's deliveries, one per endpoint, in one statement. */
-export async function insertDeliveries(db: Queryable, tenantId: string, eventId: string, rows: readonly { id: string; endpoint_id: string; job_id: string }[]): Promise<void> {
+export async function insertDeliveries(
+  db: Queryable,
+  tenantId: string,
+  eventId: string,
+  rows: readonly { id: string; endpoint_id: string; job_id: string }[],
+): Promise<void> {
   await db.query(
     `INSERT INTO webhook_deliveries (id, tenant_id, event_id, endpoint_id, job_id, next_attempt_at)
      SELECT id, $1, $2, endpoint_id, job_id, now() FROM unnest($3::uuid[], $4::uuid[], $5::uuid[]) AS d(id, endpoint_id, job_id)`,
@@ -43,20 +48,23 @@ export interface DeliveryWork extends DeliveryRow {
   secrets: string[];
 }
 
-const FIND_WORK = preparedStatement<[string]>('webhooks_find_work',
+const FIND_WORK = preparedStatement<[string]>(
+  'webhooks_find_work',
   `SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.status, d.attempt_count, d.next_attempt_at, d.trigger, d.job_id,
           e.payload, w.url, (w.is_enabled AND w.deleted_at IS NULL) AS endpoint_live,
           ARRAY(SELECT s.secret FROM webhook_endpoint_secrets s WHERE s.endpoint_id = w.id AND (s.expires_at IS NULL OR s.expires_at > now())
                 ORDER BY s.expires_at IS NULL DESC, s.created_at DESC) AS secrets
      FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id JOIN webhook_endpoints w ON w.id = d.endpoint_id
-    WHERE d.id = $1`);
+    WHERE d.id = $1`,
+);
 
 export async function findWork(db: Queryable, id: string): Promise<DeliveryWork | undefined> {
   const { rows } = await db.query<DeliveryWork>(FIND_WORK([id]));
   return rows[0];
 }
 
-const RECORD_ATTEMPT = preparedStatement('webhooks_record_attempt',
+const RECORD_ATTEMPT = preparedStatement(
+  'webhooks_record_attempt',
   `WITH d AS (
      UPDATE webhook_deliveries SET status = $3, attempt_count = attempt_count + 1, updated_at = now(),
             next_attempt_at = CASE WHEN $4::bigint IS NULL THEN NULL ELSE now() + $4::bigint * interval '1 millisecond' END
@@ -68,7 +76,8 @@ const RECORD_ATTEMPT = preparedStatement('webhooks_record_attempt',
    UPDATE webhook_endpoints w
       SET failing_since = CASE WHEN $11 THEN NULL ELSE coalesce(w.failing_since, now()) END
      FROM d WHERE w.id = d.endpoint_id AND (NOT $11 OR w.failing_since IS NOT NULL)
-   RETURNING w.is_enabled, w.failing_since`);
+   RETURNING w.is_enabled, w.failing_since`,
+);
 
 /**
  * An attempt's outcome in one statement (atomic, one round trip): the delivery's new state — only
@@ -80,20 +89,51 @@ const RECORD_ATTEMPT = preparedStatement('webhooks_record_attempt',
  */
 export async function recordAttempt(
   db: Queryable,
-  a: { deliveryId: string; jobId: string; status: DeliveryStatus; nextAttemptInMs: number | null; attemptId: string; attemptedAt: Date; httpStatus: number | null; responseTimeMs: number; error: string | null; trigger: Trigger; success: boolean },
+  a: {
+    deliveryId: string;
+    jobId: string;
+    status: DeliveryStatus;
+    nextAttemptInMs: number | null;
+    attemptId: string;
+    attemptedAt: Date;
+    httpStatus: number | null;
+    responseTimeMs: number;
+    error: string | null;
+    trigger: Trigger;
+    success: boolean;
+  },
 ): Promise<{ is_enabled: boolean; failing_since: Date | null } | undefined> {
-  const { rows } = await db.query<{ is_enabled: boolean; failing_since: Date | null }>(RECORD_ATTEMPT(
-    [a.deliveryId, a.jobId, a.status, a.nextAttemptInMs, a.attemptId, a.attemptedAt, a.httpStatus, a.responseTimeMs, a.error, a.trigger, a.success],
-  ));
+  const { rows } = await db.query<{ is_enabled: boolean; failing_since: Date | null }>(
+    RECORD_ATTEMPT([
+      a.deliveryId,
+      a.jobId,
+      a.status,
+      a.nextAttemptInMs,
+      a.attemptId,
+      a.attemptedAt,
+      a.httpStatus,
+      a.responseTimeMs,
+      a.error,
+      a.trigger,
+      a.success,
+    ]),
+  );
   return rows[0];
 }
 
 export async function deliveriesOf(db: Queryable, tenantId: string, eventId: string): Promise<DeliveryRow[]> {
-  const { rows } = await db.query<DeliveryRow>(`SELECT ${COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY created_at, id`, [tenantId, eventId]);
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY created_at, id`,
+    [tenantId, eventId],
+  );
   return rows;
 }
 
-export async function attemptsOf(db: Queryable, tenantId: string, deliveryIds: readonly string[]): Promise<AttemptRow[]> {
+export async function attemptsOf(
+  db: Queryable,
+  tenantId: string,
+  deliveryIds: readonly string[],
+): Promise<AttemptRow[]> {
   const { rows } = await db.query<AttemptRow>(
     `SELECT delivery_id, attempted_at, http_status, response_time_ms, error_message, trigger FROM webhook_attempts
       WHERE tenant_id = $1 AND delivery_id = ANY($2::uuid[]) ORDER BY attempted_at, id`,
@@ -121,7 +161,11 @@ export async function failPendingOf(db: Queryable, tenantId: string, endpointId:
 }
 
 /** The event's failed deliveries whose endpoint exists and is enabled, locked. */
-export async function retryableOf(db: Queryable, tenantId: string, eventId: string): Promise<{ id: string; endpoint_id: string }[]> {
+export async function retryableOf(
+  db: Queryable,
+  tenantId: string,
+  eventId: string,
+): Promise<{ id: string; endpoint_id: string }[]> {
   const { rows } = await db.query(
     `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
       WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status = 'failed' AND w.is_enabled AND w.deleted_at IS NULL

@@ -16,9 +16,13 @@ export interface EndpointRow {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant_id, url, description, event_types, channels, metadata, is_enabled, disabled_at, disabled_reason, failing_since, created_at, updated_at';
+const COLUMNS =
+  'id, tenant_id, url, description, event_types, channels, metadata, is_enabled, disabled_at, disabled_reason, failing_since, created_at, updated_at';
 
-export async function insertEndpoint(db: Queryable, row: Pick<EndpointRow, 'id' | 'tenant_id' | 'url' | 'description' | 'event_types' | 'channels' | 'metadata'>): Promise<EndpointRow> {
+export async function insertEndpoint(
+  db: Queryable,
+  row: Pick<EndpointRow, 'id' | 'tenant_id' | 'url' | 'description' | 'event_types' | 'channels' | 'metadata'>,
+): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
     `INSERT INTO webhook_endpoints (id, tenant_id, url, description, event_types, channels, metadata)
      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
@@ -34,12 +38,20 @@ export async function insertEndpoint(db: Queryable, row: Pick<EndpointRow, 'id' 
  */
 export async function lockAndCountLive(tx: Queryable, tenantId: string): Promise<number> {
   await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))`, [tenantId]);
-  const { rows } = await tx.query<{ n: number }>('SELECT count(*)::int AS n FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL', [tenantId]);
+  const { rows } = await tx.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM webhook_endpoints WHERE tenant_id = $1 AND deleted_at IS NULL',
+    [tenantId],
+  );
   return rows[0]!.n;
 }
 
 /** A live (not deleted) endpoint of the tenant; `forUpdate` locks it until the transaction ends. */
-export async function findEndpoint(db: Queryable, tenantId: string, id: string, opts: { forUpdate?: boolean } = {}): Promise<EndpointRow | undefined> {
+export async function findEndpoint(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `SELECT ${COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${opts.forUpdate ? ' FOR UPDATE' : ''}`,
     [tenantId, id],
@@ -48,11 +60,24 @@ export async function findEndpoint(db: Queryable, tenantId: string, id: string, 
 }
 
 export function listEndpoints(db: Queryable, tenantId: string, page: PageQuery): Promise<KeysetPage<EndpointRow>> {
-  return listPage<EndpointRow>(db, { columns: COLUMNS, from: 'webhook_endpoints', where: 'tenant_id = $1 AND deleted_at IS NULL', params: [tenantId], order: newestFirst() }, page);
+  return listPage<EndpointRow>(
+    db,
+    {
+      columns: COLUMNS,
+      from: 'webhook_endpoints',
+      where: 'tenant_id = $1 AND deleted_at IS NULL',
+      params: [tenantId],
+      order: newestFirst(),
+    },
+    page,
+  );
 }
 
 /** The tenant's enabled endpoints with their filters (intake matches events against them). */
-export async function enabledEndpoints(db: Queryable, tenantId: string): Promise<Pick<EndpointRow, 'id' | 'event_types' | 'channels'>[]> {
+export async function enabledEndpoints(
+  db: Queryable,
+  tenantId: string,
+): Promise<Pick<EndpointRow, 'id' | 'event_types' | 'channels'>[]> {
   const { rows } = await db.query(
     'SELECT id, event_types, channels FROM webhook_endpoints WHERE tenant_id = $1 AND is_enabled AND deleted_at IS NULL',
     [tenantId],
@@ -73,6 +98,11 @@ export interface EndpointPatch {
   deleted_at?: Date | undefined;
 }
 
-export async function updateEndpoint(db: Queryable, tenantId: string, id: string, patch: EndpointPatch): Promise<EndpointRow> {
+export async function updateEndpoint(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  patch: EndpointPatch,
+): Promise<EndpointRow> {
   return (await updateTenantRow<EndpointRow>(db, 'webhook_endpoints', COLUMNS, tenantId, id, { ...patch }))!;
 }

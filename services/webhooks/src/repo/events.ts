@@ -24,7 +24,10 @@ const FROM = `webhook_events e CROSS JOIN LATERAL (
       FROM webhook_deliveries d WHERE d.event_id = e.id) s`;
 
 /** Records the event once (a redelivered domain event is a no-op); true if it was new. */
-export async function insertEvent(db: Queryable, row: Pick<EventRow, 'id' | 'tenant_id' | 'event_type' | 'channels' | 'payload'>): Promise<boolean> {
+export async function insertEvent(
+  db: Queryable,
+  row: Pick<EventRow, 'id' | 'tenant_id' | 'event_type' | 'channels' | 'payload'>,
+): Promise<boolean> {
   const { rowCount } = await db.query(
     `INSERT INTO webhook_events (id, tenant_id, event_type, channels, payload) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
     [row.id, row.tenant_id, row.event_type, row.channels, row.payload],
@@ -33,17 +36,32 @@ export async function insertEvent(db: Queryable, row: Pick<EventRow, 'id' | 'ten
 }
 
 export async function findEvent(db: Queryable, tenantId: string, id: string): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE e.tenant_id = $1 AND e.id = $2`, [tenantId, id]);
+  const { rows } = await db.query<EventRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE e.tenant_id = $1 AND e.id = $2`, [
+    tenantId,
+    id,
+  ]);
   return rows[0];
 }
 
-export function listEvents(db: Queryable, tenantId: string, filter: { eventType?: string | undefined; status?: EventStatus | undefined; endpointId?: string | undefined }, page: PageQuery): Promise<KeysetPage<EventRow>> {
+export function listEvents(
+  db: Queryable,
+  tenantId: string,
+  filter: { eventType?: string | undefined; status?: EventStatus | undefined; endpointId?: string | undefined },
+  page: PageQuery,
+): Promise<KeysetPage<EventRow>> {
   const params: unknown[] = [tenantId];
   const where = ['e.tenant_id = $1'];
   if (filter.eventType) where.push(`e.event_type = $${params.push(filter.eventType)}`);
   if (filter.status) where.push(`s.status = $${params.push(filter.status)}`);
-  if (filter.endpointId) where.push(`EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = $${params.push(filter.endpointId)})`);
-  return listPage<EventRow>(db, { columns: COLUMNS, from: FROM, where: where.join(' AND '), params, order: newestFirst('e') }, page);
+  if (filter.endpointId)
+    where.push(
+      `EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id AND d.endpoint_id = $${params.push(filter.endpointId)})`,
+    );
+  return listPage<EventRow>(
+    db,
+    { columns: COLUMNS, from: FROM, where: where.join(' AND '), params, order: newestFirst('e') },
+    page,
+  );
 }
 
 /** Events one deleteOlderThan takes at most (one short transaction each). */

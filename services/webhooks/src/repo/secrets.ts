@@ -18,14 +18,28 @@ export async function signingSecrets(db: Queryable, tenantId: string, endpointId
  * Makes `ciphertext` the current secret: the previous current one keeps signing for graceMs,
  * secrets whose grace ended are deleted. The caller holds the endpoint's lock.
  */
-export async function rotateSecret(db: Queryable, tenantId: string, endpointId: string, ciphertext: string, graceMs: number): Promise<Date | undefined> {
-  await db.query('DELETE FROM webhook_endpoint_secrets WHERE tenant_id = $1 AND endpoint_id = $2 AND expires_at <= now()', [tenantId, endpointId]);
+export async function rotateSecret(
+  db: Queryable,
+  tenantId: string,
+  endpointId: string,
+  ciphertext: string,
+  graceMs: number,
+): Promise<Date | undefined> {
+  await db.query(
+    'DELETE FROM webhook_endpoint_secrets WHERE tenant_id = $1 AND endpoint_id = $2 AND expires_at <= now()',
+    [tenantId, endpointId],
+  );
   const { rows } = await db.query<{ expires_at: Date }>(
     `UPDATE webhook_endpoint_secrets SET expires_at = now() + $3 * interval '1 millisecond'
       WHERE tenant_id = $1 AND endpoint_id = $2 AND expires_at IS NULL RETURNING expires_at`,
     [tenantId, endpointId, graceMs],
   );
-  await db.query('INSERT INTO webhook_endpoint_secrets (id, tenant_id, endpoint_id, secret) VALUES ($1, $2, $3, $4)', [newId(), tenantId, endpointId, ciphertext]);
+  await db.query('INSERT INTO webhook_endpoint_secrets (id, tenant_id, endpoint_id, secret) VALUES ($1, $2, $3, $4)', [
+    newId(),
+    tenantId,
+    endpointId,
+    ciphertext,
+  ]);
   // Many rotations within a grace: only the newest MAX_LIVE_SECRETS keep signing (Svix keeps 10).
   await db.query(
     `UPDATE webhook_endpoint_secrets SET expires_at = now()

@@ -42,7 +42,13 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const r: Received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: performance.now() };
+      const r: Received = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString('utf8'),
+        at: performance.now(),
+      };
       const n = received.push(r) - 1;
       for (const w of waiters.splice(0)) w();
       const a = receiver.answer(r, n);
@@ -63,7 +69,8 @@ export async function startReceiver(answer: Receiver['answer'] = () => ({ status
     async waitFor(n, timeoutMs = 15_000) {
       const end = Date.now() + timeoutMs;
       while (received.length < n) {
-        if (Date.now() > end) throw new Error(`the receiver got ${received.length} of ${n} requests within ${timeoutMs} ms`);
+        if (Date.now() > end)
+          throw new Error(`the receiver got ${received.length} of ${n} requests within ${timeoutMs} ms`);
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, 50);
           waiters.push(() => (clearTimeout(t), resolve()));
@@ -87,16 +94,21 @@ export function expectedSignature(secret: string, id: string, timestamp: string,
 
 /** The v1 signatures of a request, in header order. */
 export function signaturesOf(r: Received): string[] {
-  return String(r.headers['webhook-signature'] ?? '').split(' ').filter(Boolean).map((s) => {
-    const [version, sig] = s.split(',');
-    if (version !== 'v1' || !sig) throw new Error(`unexpected signature entry ${s}`);
-    return sig;
-  });
+  return String(r.headers['webhook-signature'] ?? '')
+    .split(' ')
+    .filter(Boolean)
+    .map((s) => {
+      const [version, sig] = s.split(',');
+      if (version !== 'v1' || !sig) throw new Error(`unexpected signature entry ${s}`);
+      return sig;
+    });
 }
 
 /** Whether `secret` signed the request (one of its signatures), timing-safe. */
 export function signedBy(r: Received, secret: string): boolean {
-  const want = Buffer.from(expectedSignature(secret, String(r.headers['webhook-id']), String(r.headers['webhook-timestamp']), r.body));
+  const want = Buffer.from(
+    expectedSignature(secret, String(r.headers['webhook-id']), String(r.headers['webhook-timestamp']), r.body),
+  );
   return signaturesOf(r).some((s) => {
     const got = Buffer.from(s);
     return got.length === want.length && timingSafeEqual(got, want);
