@@ -192,6 +192,48 @@ describe('signed caller identity', () => {
     await refused(withToken(plain), /FAST_JWT_INVALID_TYPE/);
   });
 
+  it("carries the member's access levels, and a service's context answers allows() from them", async () => {
+    const member: Caller = {
+      ...caller,
+      actor: { type: 'member', id: 'member-2', memberId: 'member-2', access: { notes: 'write', crm: 'none' } },
+    };
+    await svc.list(gateway.metadata(member, NOTES));
+    const ctx = svc.seen()!;
+    assert.deepEqual(ctx.actor?.access, { notes: 'write', crm: 'none' });
+    assert.deepEqual(
+      [
+        ctx.allows('notes', 'write'),
+        ctx.allows('notes', 'admin'),
+        ctx.allows('crm', 'read'),
+        ctx.allows('tasks', 'read'),
+      ],
+      [true, false, false, false],
+      'a level below the need, or a domain left out, is refused',
+    );
+    assert.equal(ctx.level('tasks'), 'none');
+    await svc.list(gateway.metadata({ ...caller, actor: { type: 'system', id: 'run-1' } }, NOTES));
+    assert.equal(svc.seen()!.allows('crm', 'admin'), true, 'a caller that is no member is not restricted here');
+  });
+
+  it('refuses a signed token whose access claim is not {domain: level}', async () => {
+    const pem = createPrivateKey({ key: JSON.parse(keys.signingKey), format: 'jwk' }).export({
+      type: 'pkcs8',
+      format: 'pem',
+    }) as string;
+    const sign = createSigner({ key: pem, algorithm: 'EdDSA', kid: 'gateway-1', header: { alg: 'EdDSA', typ: 'caller+jwt' } });
+    const now = Math.floor(Date.now() / 1000);
+    for (const access of [{ notes: 'owner' }, { payroll: 'read' }, ['notes'], 'admin']) {
+      const token = sign({
+        aud: NOTES,
+        iat: now,
+        exp: now + 30,
+        tenant_id: 'tenant-a',
+        actor: { type: 'member', id: 'm', access },
+      });
+      await refused(withToken(token), /claims are malformed/);
+    }
+  });
+
   it('refuses a token signed for another service (no replay from one service to the next)', async () => {
     await refused(
       gateway.metadata(caller, 'workauto.identity.v1.IdentityService'),

@@ -15,6 +15,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { TokenError, createSigner, createVerifier, type Algorithm } from 'fast-jwt';
+import { DOMAINS, isAccessLevel, type AccessLevels, type Domain } from './access.js';
 import type { Actor } from './context.js';
 import { errors } from './errors.js';
 
@@ -157,7 +158,12 @@ export class CallerSigner {
     const principal: Record<string, unknown> = { aud: audience };
     if (caller.tenantId) principal.tenant_id = caller.tenantId;
     if (actor)
-      principal.actor = { type: actor.type, id: actor.id, ...(actor.memberId ? { member_id: actor.memberId } : {}) };
+      principal.actor = {
+        type: actor.type,
+        id: actor.id,
+        ...(actor.memberId ? { member_id: actor.memberId } : {}),
+        ...(actor.access ? { access: actor.access } : {}),
+      };
     // Keyed by every signed claim but the times: a claim added to the principal later is part of
     // the key without anyone having to remember it.
     const cacheKey = JSON.stringify(principal);
@@ -334,20 +340,38 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== 
 
 /** Claims → principal; a signed token with claims of the wrong shape is refused, not half-read. */
 function principalOf(p: Record<string, unknown>): { tenantId: string | undefined; actor: Actor | undefined } {
-  const actorClaim = p.actor as { type?: unknown; id?: unknown; member_id?: unknown } | undefined;
+  const actorClaim = p.actor as { type?: unknown; id?: unknown; member_id?: unknown; access?: unknown } | undefined;
+  const access = actorClaim?.access === undefined ? undefined : accessOf(actorClaim.access);
   if (
     (p.tenant_id !== undefined && !str(p.tenant_id)) ||
-    (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id)))
+    (actorClaim !== undefined && (!str(actorClaim.type) || !str(actorClaim.id))) ||
+    access === null
   ) {
     throw invalid(
-      "the caller identity token's claims are malformed (tenant_id, actor {type, id, member_id}): fix the signer",
+      "the caller identity token's claims are malformed (tenant_id, actor {type, id, member_id, access}): fix the signer",
     );
   }
   const memberId = str(actorClaim?.member_id);
   return {
     tenantId: str(p.tenant_id),
     actor: actorClaim
-      ? { type: actorClaim.type as string, id: actorClaim.id as string, ...(memberId ? { memberId } : {}) }
+      ? {
+          type: actorClaim.type as string,
+          id: actorClaim.id as string,
+          ...(memberId ? { memberId } : {}),
+          ...(access ? { access } : {}),
+        }
       : undefined,
   };
+}
+
+/** The access claim ({domain: level}), or null when it is not of that shape (the whole token is refused). */
+function accessOf(claim: unknown): AccessLevels | null {
+  if (typeof claim !== 'object' || claim === null || Array.isArray(claim)) return null;
+  const access: AccessLevels = {};
+  for (const [domain, level] of Object.entries(claim)) {
+    if (!(DOMAINS as readonly string[]).includes(domain) || !isAccessLevel(level)) return null;
+    access[domain as Domain] = level;
+  }
+  return access;
 }

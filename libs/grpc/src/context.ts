@@ -1,5 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Caller, CallerSigner } from './caller-identity.js';
+import { allows, type AccessLevel, type AccessLevels, type Domain } from './access.js';
 import { errors } from './errors.js';
 
 export interface Actor {
@@ -7,6 +8,12 @@ export interface Actor {
   type: string;
   id: string;
   memberId?: string;
+  /**
+   * The member's effective access levels, as the gateway resolved them (signed with the rest).
+   * Unset for callers that are not a tenant's member (the platform, a service acting for a
+   * scheduled run).
+   */
+  access?: AccessLevels;
 }
 
 /** Who is calling, for which tenant, and until when: built by the server only from a verified caller token. */
@@ -36,6 +43,21 @@ export class CallContext {
       signer,
       caller.idempotencyKey,
     );
+  }
+
+  /**
+   * Whether the caller may act at `need` in `domain` (contract §4), for rules beyond the route's own
+   * policy, which the gateway has already checked. A caller without signed access levels (not a
+   * member: a service acting for a scheduled run) is not restricted here.
+   */
+  allows(domain: Domain, need: AccessLevel): boolean {
+    return allows(this.actor?.access, domain, need);
+  }
+
+  /** The caller's level in `domain` (`admin` for a caller without signed access levels, as allows() reads it). */
+  level(domain: Domain): AccessLevel {
+    const access = this.actor?.access;
+    return access === undefined ? 'admin' : (access[domain] ?? 'none');
   }
 
   /** The tenant every query of a tenant-scoped rpc is filtered by; a call without one is refused. */

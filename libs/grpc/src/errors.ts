@@ -98,8 +98,8 @@ export const errors = {
   /** A state conflict: 409, or 410 for something that expired or was revoked. */
   failedPrecondition: (reason: string, message: string, httpStatus: 409 | 410 = 409) =>
     new DomainError(grpc.status.FAILED_PRECONDITION, reason, message, { httpStatus }),
-  permissionDenied: (reason: string, message: string) =>
-    new DomainError(grpc.status.PERMISSION_DENIED, reason, message),
+  permissionDenied: (reason: string, message: string, metadata?: Record<string, string>) =>
+    new DomainError(grpc.status.PERMISSION_DENIED, reason, message, metadata ? { metadata } : {}),
   unauthenticated: (reason: string, message: string) => new DomainError(grpc.status.UNAUTHENTICATED, reason, message),
   /** 503; metadata names what was unavailable (e.g. the app whose server failed). */
   unavailable: (reason: string, message: string, metadata?: Record<string, string>) =>

@@ -10,6 +10,16 @@ export {
 } from './errors.js';
 export { CallContext, type Actor } from './context.js';
 export {
+  DOMAINS,
+  accessDenied,
+  allows,
+  isAccessLevel,
+  levelAtLeast,
+  type AccessLevel,
+  type AccessLevels,
+  type Domain,
+} from './access.js';
+export {
   GrpcServer,
   SERVER_CHANNEL_OPTIONS,
   type GrpcServerOptions,

@@ -7,19 +7,34 @@
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import type { Downstream } from '@workauto/grpc';
+import { DOMAINS, levelAtLeast, type AccessLevels, type Domain, type Downstream } from '@workauto/grpc';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { gatewayErrors } from './errors.js';
 import type { Level, Route } from './routes.js';
 
-const RANK: Record<Level, number> = { none: 0, read: 1, write: 2, admin: 3 };
 const LEVEL_OF: Record<number, Level> = {
   [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
   [AccessLevel.ACCESS_LEVEL_READ]: 'read',
   [AccessLevel.ACCESS_LEVEL_WRITE]: 'write',
   [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
 };
+
+const accessByPrincipal = new WeakMap<Principal, AccessLevels>();
+
+/** A principal's effective levels by domain, as the caller identity signs them for services (once per lookup). */
+export function accessLevels(principal: Principal): AccessLevels {
+  let access = accessByPrincipal.get(principal);
+  if (!access) {
+    access = {};
+    for (const [domain, level] of Object.entries(principal.access)) {
+      if ((DOMAINS as readonly string[]).includes(domain)) access[domain as Domain] = LEVEL_OF[level] ?? 'none';
+    }
+    accessByPrincipal.set(principal, access);
+  }
+  return access;
+}
+
 const MAX_ENTRIES = 10_000;
 
 export function bearerToken(header: string | undefined): string | undefined {
@@ -93,7 +108,7 @@ export class Authenticator {
       );
     if (route.domain) {
       const have = LEVEL_OF[principal.access[route.domain] ?? AccessLevel.ACCESS_LEVEL_NONE] ?? 'none';
-      if (RANK[have] < RANK[route.level]) {
+      if (!levelAtLeast(have, route.level)) {
         throw gatewayErrors.forbidden(
           `this needs ${route.level} access to ${route.domain}; your access there is ${have}. Ask an admin to change your role or access policy`,
           'ACCESS_DENIED',

@@ -5,7 +5,7 @@
 import type { Request, Response } from 'express';
 import { callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { requestCredential, type Authenticator } from './auth.js';
+import { accessLevels, requestCredential, type Authenticator } from './auth.js';
 import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
 import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './idempotency.js';
 import { messageToJson } from '@workauto/protos';
@@ -43,7 +43,7 @@ function addPrincipal(caller: Caller, principal: Principal): Caller {
     actor: {
       type: ACTOR_TYPES[principal.actor_type] ?? 'system',
       id: principal.actor_id,
-      ...(principal.member_id ? { memberId: principal.member_id } : {}),
+      ...(principal.member_id ? { memberId: principal.member_id, access: accessLevels(principal) } : {}),
     },
   };
 }

@@ -6,11 +6,12 @@
 import { readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
+import type { AccessLevel } from '@workauto/grpc';
 import { PROTO_ROOT, loadProtoRoot } from '@workauto/protos';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type AuthKind = 'api_key' | 'platform_admin' | 'none';
-export type Level = 'none' | 'read' | 'write' | 'admin';
+export type Level = AccessLevel;
 
 export interface Route {
   method: HttpMethod;
