@@ -220,7 +220,12 @@ describe('signed caller identity', () => {
       type: 'pkcs8',
       format: 'pem',
     }) as string;
-    const sign = createSigner({ key: pem, algorithm: 'EdDSA', kid: 'gateway-1', header: { alg: 'EdDSA', typ: 'caller+jwt' } });
+    const sign = createSigner({
+      key: pem,
+      algorithm: 'EdDSA',
+      kid: 'gateway-1',
+      header: { alg: 'EdDSA', typ: 'caller+jwt' },
+    });
     const now = Math.floor(Date.now() / 1000);
     for (const access of [{ notes: 'owner' }, { payroll: 'read' }, ['notes'], 'admin']) {
       const token = sign({

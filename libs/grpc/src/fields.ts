@@ -48,3 +48,32 @@ export function textOrNull(value: string | undefined): string | null | undefined
 export function changedFields(patch: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
 }
+
+// C0 and C1 controls, DEL, and Unicode whitespace: the WHATWG URL parser drops tabs and newlines
+// silently, so a URL that parses can still carry them in the text that was stored.
+const URL_FORBIDDEN_CHARACTERS = /[\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]/;
+
+/** Why a URL's text is refused before it is parsed: whitespace or control characters, anywhere. */
+export function urlTextProblem(value: string): string | undefined {
+  return URL_FORBIDDEN_CHARACTERS.test(value)
+    ? 'must not contain whitespace or control characters; percent-encode them (a space is %20)'
+    : undefined;
+}
+
+/**
+ * An optional absolute http(s) URL (a link the API stores and shows, such as a conference URL);
+ * an empty string passes (PATCH: clear it). URLs the services dial also pass the egress policy.
+ */
+export function checkHttpUrl(v: Validator, field: string, value: string | undefined, maxLength = 2_048): Validator {
+  if (value === undefined || value === '') return v;
+  const problem = urlTextProblem(value);
+  if (problem) return v.add(field, problem);
+  let ok = value.length <= maxLength;
+  try {
+    const url = new URL(value);
+    ok &&= url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    ok = false;
+  }
+  return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${maxLength} characters`);
+}

@@ -5,6 +5,7 @@ import { decodeStatusDetails, errors, toServiceError } from './errors.js';
 import { parsePage, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
+import { checkHttpUrl } from './fields.js';
 
 describe('error mapping', () => {
   it('carries reason, domain, field violations and the HTTP hint through grpc-status-details-bin', () => {
@@ -112,6 +113,39 @@ describe('validate', () => {
     assert.doesNotThrow(() =>
       validate().uuid('id', '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d').text('name', 'ok', { max: 10 }).done(),
     );
+  });
+});
+
+describe('checkHttpUrl', () => {
+  const problems = (url: string): { field: string }[] => {
+    try {
+      checkHttpUrl(validate(), 'url', url).done();
+      return [];
+    } catch (err) {
+      return (err as { extra: { fieldViolations: { field: string }[] } }).extra.fieldViolations;
+    }
+  };
+  it('refuses whitespace and control characters anywhere, which URL parsing would drop silently', () => {
+    for (const url of [
+      'https://meet.example.com/a\r\nX-Injected: 1',
+      'https://meet.example.com/a\tb',
+      ' https://meet.example.com/',
+      'https://meet.example.com/a b',
+      'https://meet.example.com/\u0000',
+      'https://meet.example.com/\u2028',
+    ]) {
+      assert.deepEqual(
+        problems(url).map((p) => p.field),
+        ['url'],
+        JSON.stringify(url),
+      );
+    }
+  });
+  it('takes absolute http(s) URLs and an empty string (clear), and refuses other schemes and lengths', () => {
+    assert.deepEqual(problems('https://meet.example.com/room?x=%20y'), []);
+    assert.deepEqual(problems(''), []);
+    assert.equal(problems('javascript:alert(1)').length, 1);
+    assert.equal(problems(`https://e.com/${'a'.repeat(2_100)}`).length, 1);
   });
 });
 

@@ -37,6 +37,8 @@ export {
   checkEnum,
   checkId,
   checkDate,
+  checkHttpUrl,
+  urlTextProblem,
   textOrNull,
   changedFields,
   METADATA_MAX_BYTES,
