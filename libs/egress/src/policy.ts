@@ -8,7 +8,7 @@ import type { LookupFunction } from 'node:net';
 import net from 'node:net';
 import tls from 'node:tls';
 import { loadConfig, z } from '@workauto/config';
-import { errors } from '@workauto/grpc';
+import { errors, urlTextProblem } from '@workauto/grpc';
 import { Agent, Dispatcher1Wrapper } from 'undici';
 import { addressRefusal, parseCidrList, type Cidr } from './address.js';
 import { EgressConnectionError, EgressError, EgressRefusedError, EgressTimeoutError } from './errors.js';
@@ -46,6 +46,9 @@ export interface EgressRequestInit extends Omit<RequestInit, 'redirect'> {
 const ALLOW_PRIVATE_HINT =
   'only https URLs to public (global unicast) addresses are allowed; to reach private addresses on a self-hosted ' +
   'deployment, the operator sets EGRESS_ALLOW_PRIVATE=true or lists the ranges in EGRESS_ALLOWED_CIDRS';
+const RESOLVED_HINT =
+  'use a URL whose host has a public address; on a self-hosted deployment, the operator may allow the range with ' +
+  'EGRESS_ALLOWED_CIDRS (or EGRESS_ALLOW_PRIVATE=true)';
 
 /** The policy's environment variables (README, docs/operations.md). */
 export const egressVars = {
@@ -164,6 +167,8 @@ export class EgressPolicy {
   }
 
   #urlCheck(text: string): { url: URL } | { refused: string } {
+    const textProblem = urlTextProblem(text);
+    if (textProblem) return { refused: textProblem };
     if (text.length > URL_MAX_LENGTH)
       return { refused: `must be at most ${URL_MAX_LENGTH} characters (got ${text.length})` };
     const url = URL.parse(text);
@@ -204,9 +209,16 @@ export class EgressPolicy {
         if (addresses.length === 0)
           return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
         for (const { address } of addresses) {
-          const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed);
+          // The rule, never the address: failure texts reach tenants, who must not map internal names to addresses.
+          const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed, false);
           if (why !== null)
-            return callback(new EgressRefusedError(`${hostname} resolves to ${address}, ${why}`), '', 0);
+            return callback(
+              new EgressRefusedError(
+                `the host ${hostname} resolves to ${why}, which the egress policy refuses; ${RESOLVED_HINT}`,
+              ),
+              '',
+              0,
+            );
         }
         const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
         const wanted = family ? addresses.filter((a) => a.family === family) : addresses;
@@ -236,6 +248,17 @@ const TIMEOUT_CODES = new Set([
   'ETIMEDOUT',
 ]);
 
+/** What a socket error means, for errors whose own message names the address dialled. */
+const SOCKET_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'the connection was refused (nothing listens on that port)',
+  ECONNRESET: 'the connection was reset',
+  ECONNABORTED: 'the connection was aborted',
+  EHOSTUNREACH: 'the host is unreachable',
+  ENETUNREACH: 'the network is unreachable',
+  EADDRNOTAVAIL: 'the address is not available',
+  EPIPE: 'the connection was closed while sending',
+};
+
 /** undici's fetch rejects with TypeError('fetch failed', { cause }); the cause says what happened. */
 function toEgressError(err: unknown, origin: string): EgressError {
   let cause: unknown = err;
@@ -244,7 +267,12 @@ function toEgressError(err: unknown, origin: string): EgressError {
     const code = (cause as NodeJS.ErrnoException).code;
     if (code && TIMEOUT_CODES.has(code))
       return new EgressTimeoutError(`no connection or response from ${origin} in time (${code})`, { cause: err });
-    if (code) return new EgressConnectionError(`could not reach ${origin}: ${cause.message} (${code})`, { cause: err });
+    if (code) {
+      // A socket error's message names the address the host resolved to ("connect ECONNREFUSED 10.1.2.3:443"):
+      // said in words instead, since these texts reach tenants.
+      const what = 'address' in cause ? (SOCKET_ERRORS[code] ?? 'the connection failed') : cause.message;
+      return new EgressConnectionError(`could not reach ${origin}: ${what} (${code})`, { cause: err });
+    }
     if (cause.cause === undefined) break;
     cause = cause.cause;
   }

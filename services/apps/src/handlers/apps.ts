@@ -68,8 +68,9 @@ export function appHandlers(deps: AppsDeps): H {
       checkMetadata(v, 'metadata', req.metadata);
       const auth = authOf(v, req.auth, true);
       v.done();
-      const url = req.mcp_server_url.trim();
-      egress.checkUrl(url, 'mcp_server_url');
+      // Checked and stored as sent: whitespace anywhere (surrounding too) is refused, never trimmed away.
+      egress.checkUrl(req.mcp_server_url, 'mcp_server_url');
+      const url = req.mcp_server_url;
       const tenantId = ctx.tenant;
       const id = newId();
       const app = await withTransaction(
@@ -143,7 +144,7 @@ export function appHandlers(deps: AppsDeps): H {
       if (setsTools && enabled.length > LIMITS.enabledTools)
         v.add('enabled_tools', `at most ${LIMITS.enabledTools} tools`);
       v.done();
-      const url = req.mcp_server_url?.trim();
+      const url = req.mcp_server_url;
       if (url !== undefined) egress.checkUrl(url, 'mcp_server_url');
       const tenantId = ctx.tenant;
       const { app, retarget } = await withTransaction(

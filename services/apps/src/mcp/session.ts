@@ -49,7 +49,6 @@ export async function withMcpSession<T>(
     fetchErrors: [],
     timedOut: false,
     timeoutMs: options.timeoutMs,
-    host: URL.parse(options.url)?.hostname ?? '',
   };
   const remaining = () => Math.max(1, deadlineAt - Date.now());
 

@@ -73,9 +73,9 @@ export function endpointHandlers(
   return {
     async createWebhookEndpoint(req, ctx) {
       if (!req.url) throw errors.invalidField('url', 'is required: the https URL that receives the deliveries');
-      // Stored as written (trimmed): every connection checks it again (libs/egress).
+      // Stored as written (whitespace is refused, not trimmed): every connection checks it again (libs/egress).
       egress.checkUrl(req.url, 'url');
-      const url = req.url.trim();
+      const url = req.url;
       const v = validate().text('description', req.description, { min: 0, max: LIMITS.description });
       const eventTypes = checkFilter(v, 'event_types', req.event_types);
       const channels = checkFilter(v, 'channels', req.channels);
@@ -134,7 +134,7 @@ export function endpointHandlers(
         max: LIMITS.description,
       });
       if (req.url !== undefined) egress.checkUrl(req.url, 'url');
-      const url = req.url?.trim();
+      const url = req.url;
       // Repeated fields have no presence: the mask says whether the body carried them (null clears).
       const eventTypes = mask.has('event_types') ? checkFilter(v, 'event_types', req.event_types) : undefined;
       const channels = mask.has('channels') ? checkFilter(v, 'channels', req.channels) : undefined;
