@@ -8,7 +8,7 @@
  *   await egress.close();                                   // on shutdown
  *
  * `egress.fetch` has the global fetch's signature, so it can be handed to clients that take a fetch
- * (the MCP SDK's transports).
+ * (the MCP SDK's transports). `reducedUrl(url)` is such a URL as callers below admin see it.
  */
 export {
   EgressPolicy,
@@ -20,3 +20,4 @@ export {
   type ResolvedAddress,
 } from './policy.js';
 export { EgressError, EgressRefusedError, EgressTimeoutError, EgressConnectionError } from './errors.js';
+export { reducedUrl } from './reduced-url.js';

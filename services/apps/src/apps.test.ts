@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { AppStatus, AuthType, type App, type CreateAppRequest } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { setLogTarget } from '@workauto/logger';
-import { captureLogs, eventually } from '@workauto/testing';
+import { captureLogs, eventually, withAccess } from '@workauto/testing';
 import { S, badFields, failure, startApps, tenant, type Apps } from './service-support.js';
 import { pruneTools } from './repo/apps.js';
 import {
@@ -197,6 +197,23 @@ describe('apps over gRPC', () => {
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
     for (const r of results)
       if (r.status === 'rejected') assert.equal((r.reason as grpc.ServiceError).code, grpc.status.ALREADY_EXISTS);
+  });
+
+  it('shows mcp_server_url reduced to scheme, host and port to callers below admin on apps', async () => {
+    const t = tenant();
+    const url = `${(await downUrl()).replace('/mcp', '')}/v1/sk_live_abc/mcp?token=x`;
+    const origin = new URL(url).origin;
+    const created = await create(t, { slug: 'tokened', mcp_server_url: url });
+    assert.equal(created.mcp_server_url, url, 'the admin who wrote it sees it');
+    const reader = withAccess(t.call, { apps: 'write', webhooks: 'admin' });
+    assert.equal((await apps.client.call(S.getApp, { slug: 'tokened' }, reader)).mcp_server_url, `${origin}/…`);
+    assert.deepEqual(
+      (await apps.client.call(S.listApps, {}, reader)).data.map((x) => x.mcp_server_url),
+      [`${origin}/…`],
+    );
+    const admin = withAccess(t.call, { apps: 'admin' });
+    assert.equal((await apps.client.call(S.getApp, { slug: 'tokened' }, admin)).mcp_server_url, url);
+    assert.equal((await get(t, 'tokened')).mcp_server_url, url, 'a caller without levels sees it whole');
   });
 
   it("keeps tenants apart: another tenant's app is a 404 and never listed", async () => {

@@ -205,7 +205,11 @@ describe('apps through the gateway', () => {
     const [memberKey, viewerKey] = [await member('member'), await member('viewer')];
     // member: read on apps (lists and reads), no tool calls (write), no configuration (admin).
     assert.equal((await call('GET', '/apps', memberKey)).status, 200);
-    assert.equal((await call('GET', '/apps/beta-only', memberKey)).status, 200);
+    const seen = await call('GET', '/apps/beta-only', memberKey);
+    assert.equal(seen.status, 200);
+    // Below admin on apps, the URL is reduced to its origin (paths and queries often carry tokens).
+    assert.equal(seen.body.mcp_server_url, `${new URL(server.url).origin}/…`);
+    assert.equal((await call('GET', '/apps/beta-only', b.key)).body.mcp_server_url, server.url);
     assertError(await call('POST', '/apps/beta-only/tools/echo/call', memberKey, { arguments: {} }), 403);
     assertError(await call('PATCH', '/apps/beta-only', memberKey, { display_name: 'x' }), 403);
     assertError(

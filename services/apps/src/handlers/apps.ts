@@ -21,7 +21,7 @@ import { McpExchangeError } from '../mcp/session.js';
 import { sessionTarget } from '../probes.js';
 import * as apps from '../repo/apps.js';
 import type { AppRow } from '../repo/apps.js';
-import { appData, authTypes, LIMITS, secretContext, SOURCE, toApp, type AppsDeps } from './common.js';
+import { appData, authTypes, fullUrl, LIMITS, secretContext, SOURCE, toApp, type AppsDeps } from './common.js';
 
 type H = Handlers<typeof AppsServiceService>;
 
@@ -49,8 +49,8 @@ function sealed(keyring: Keyring, tenantId: string, appId: string, auth: AuthInp
 export function appHandlers(deps: AppsDeps): H {
   const { pool, keyring, egress, prober } = deps;
 
-  const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow) =>
-    toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!);
+  const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow, full: boolean) =>
+    toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!, full);
   const mustFind = async (db: Parameters<typeof apps.findApp>[0], tenantId: string, slug: string, lock?: 'update') => {
     const row = await apps.findApp(db, tenantId, slug, lock);
     if (!row) throw errors.notFound('app', slug);
@@ -107,7 +107,7 @@ export function appHandlers(deps: AppsDeps): H {
               auth_type: row.auth_type,
             },
           });
-          return toApp(row, []);
+          return toApp(row, [], fullUrl(ctx));
         },
         { signal: ctx.signal },
       );
@@ -123,12 +123,13 @@ export function appHandlers(deps: AppsDeps): H {
         ctx.tenant,
         result.rows.map((r) => r.id),
       );
-      return toPage(result, (row) => toApp(row, tools.get(row.id)!));
+      const full = fullUrl(ctx);
+      return toPage(result, (row) => toApp(row, tools.get(row.id)!, full));
     },
 
     async getApp(req, ctx) {
       checkSlug(req.slug);
-      return withTools(pool, await mustFind(pool, ctx.tenant, req.slug));
+      return withTools(pool, await mustFind(pool, ctx.tenant, req.slug), fullUrl(ctx));
     },
 
     async updateApp(patchRequest, ctx) {
@@ -174,7 +175,7 @@ export function appHandlers(deps: AppsDeps): H {
             metadata: req.metadata,
           };
           if (Object.values(patch).every((x) => x === undefined))
-            return { app: await withTools(tx, current), retarget: false };
+            return { app: await withTools(tx, current, fullUrl(ctx)), retarget: false };
           // A new server: what was known of the old one no longer holds; it is probed again at once.
           const target = retarget
             ? {
@@ -195,7 +196,7 @@ export function appHandlers(deps: AppsDeps): H {
             data: appData(row, tools),
             metadata: changedFields(patch),
           });
-          return { app: toApp(row, tools), retarget };
+          return { app: toApp(row, tools, fullUrl(ctx)), retarget };
         },
         { signal: ctx.signal },
       );
@@ -256,7 +257,7 @@ export function appHandlers(deps: AppsDeps): H {
               key_version: row.key_version,
             },
           });
-          return toApp(row, tools);
+          return toApp(row, tools, fullUrl(ctx));
         },
         { signal: ctx.signal },
       );
@@ -267,7 +268,7 @@ export function appHandlers(deps: AppsDeps): H {
       const current = await mustFind(pool, ctx.tenant, req.slug);
       const after = await prober.probe(ctx.tenant, current.id, ctx, { scheduled: false, signal: ctx.signal });
       if (!after) throw errors.notFound('app', req.slug);
-      return toApp(after.row, after.tools);
+      return toApp(after.row, after.tools, fullUrl(ctx));
     },
 
     async callTool(req, ctx) {

@@ -9,6 +9,7 @@ import {
   textOrNull,
   toPage,
   validate,
+  type CallContext,
   type Handlers,
   type Validator,
 } from '@workauto/grpc';
@@ -42,6 +43,9 @@ async function currentSecrets(
   const stored = await secrets.signingSecrets(deps.pool, tenantId, endpointId);
   return stored.map((c) => deps.keyring.decrypt(c, secretContext(tenantId, endpointId)));
 }
+
+/** Callers below admin on webhooks see endpoint URLs reduced: paths and queries often carry tokens. */
+const fullUrl = (ctx: CallContext) => ctx.allows('webhooks', 'admin');
 
 function endpointLimitReached(max: number) {
   return errors.failedPrecondition(
@@ -108,21 +112,23 @@ export function endpointHandlers(
             resourceId: row.id,
             data: endpointData(row),
           });
-          return toEndpoint(row, secret);
+          return toEndpoint(row, { signingSecret: secret, fullUrl: fullUrl(ctx) });
         },
         { signal: ctx.signal },
       );
     },
 
     async listWebhookEndpoints(req, ctx) {
-      return toPage(await endpoints.listEndpoints(pool, ctx.tenant, parsePage(req)), (r) => toEndpoint(r));
+      return toPage(await endpoints.listEndpoints(pool, ctx.tenant, parsePage(req)), (r) =>
+        toEndpoint(r, { fullUrl: fullUrl(ctx) }),
+      );
     },
 
     async getWebhookEndpoint(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const row = await endpoints.findEndpoint(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('webhook_endpoint', req.id);
-      return toEndpoint(row);
+      return toEndpoint(row, { fullUrl: fullUrl(ctx) });
     },
 
     async updateWebhookEndpoint(patchRequest, ctx) {
@@ -172,7 +178,7 @@ export function endpointHandlers(
               is_enabled: req.is_enabled,
             }),
           });
-          return toEndpoint(row);
+          return toEndpoint(row, { fullUrl: fullUrl(ctx) });
         },
         { signal: ctx.signal },
       );
@@ -220,7 +226,7 @@ export function endpointHandlers(
             data: endpointData(row),
             metadata: { previous_secret_expires_at: previousExpiresAt ?? null },
           });
-          return toEndpoint(row, secret);
+          return toEndpoint(row, { signingSecret: secret, fullUrl: fullUrl(ctx) });
         },
         { signal: ctx.signal },
       );
