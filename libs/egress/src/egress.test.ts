@@ -10,6 +10,7 @@ import {
   EgressError,
   EgressPolicy,
   EgressRefusedError,
+  EgressResponseTooLargeError,
   EgressTimeoutError,
   type ResolvedAddress,
 } from './index.js';
@@ -372,6 +373,48 @@ describe('fetch (at every connection)', () => {
     assert.ok(err instanceof EgressRefusedError, String(err));
     assert.match(err.message, /intranet\.test resolves to a private address/);
     assert.equal(err.message.includes('10.0.0.1'), false, err.message);
+  });
+
+  it('reads a body up to maxResponseBytes and no further: past it the body fails, the caller is told, the connection drops', async () => {
+    const total = 64 * 1024 * 1024;
+    let sent = 0;
+    let finished = false;
+    let closed!: () => void;
+    const serverClosed = new Promise<void>((resolve) => (closed = resolve));
+    const target = await receiver({
+      handle: (req, res) => {
+        if (req.url === '/small') return void res.end('x'.repeat(1000));
+        res.on('close', () => closed());
+        const chunk = Buffer.alloc(64 * 1024, 'x');
+        const pump = () => {
+          while (sent < total && !res.destroyed) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          if (!res.destroyed) res.end(() => (finished = true));
+        };
+        pump();
+      },
+    });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const told: EgressResponseTooLargeError[] = [];
+    const limits = { maxResponseBytes: 1000, onResponseTooLarge: (e: EgressResponseTooLargeError) => told.push(e) };
+
+    assert.equal((await (await policy.fetch(`http://127.0.0.1:${target.port}/small`, limits)).text()).length, 1000);
+    const res = await policy.fetch(`http://127.0.0.1:${target.port}/big`, limits);
+    assert.equal(res.status, 200);
+    const err = await rejection(res.text());
+    assert.ok(err instanceof EgressResponseTooLargeError, String(err));
+    assert.match(
+      err.message,
+      /^the answer of http:\/\/127\.0\.0\.1:\d+ is larger than 1000 bytes; it was not read further$/,
+    );
+    assert.deepEqual(told, [err]);
+    await serverClosed;
+    assert.equal(finished, false, 'the connection closed before the server could finish');
+    assert.ok(sent < total / 4, `the server wrote ${sent} of ${total} bytes`);
   });
 
   it('returns a redirect as the response and never follows it', async () => {

@@ -11,7 +11,13 @@ import { loadConfig, z } from '@workauto/config';
 import { errors, urlTextProblem } from '@workauto/grpc';
 import { Agent, Dispatcher1Wrapper } from 'undici';
 import { addressRefusal, parseCidrList, type Cidr } from './address.js';
-import { EgressConnectionError, EgressError, EgressRefusedError, EgressTimeoutError } from './errors.js';
+import {
+  EgressConnectionError,
+  EgressError,
+  EgressRefusedError,
+  EgressResponseTooLargeError,
+  EgressTimeoutError,
+} from './errors.js';
 
 export const URL_MAX_LENGTH = 2048;
 
@@ -41,6 +47,13 @@ export interface EgressPolicyOptions {
 export interface EgressRequestInit extends Omit<RequestInit, 'redirect'> {
   /** Time for the whole exchange, the response body included; then EgressTimeoutError. */
   timeoutMs?: number;
+  /**
+   * The most bytes of response body read: past it the body fails with EgressResponseTooLargeError
+   * and the connection is dropped, the rest never read, so memory holds at most this much of it.
+   */
+  maxResponseBytes?: number;
+  /** Told when maxResponseBytes was passed: readers such as the MCP SDK's SSE parser swallow a body's error. */
+  onResponseTooLarge?: (err: EgressResponseTooLargeError) => void;
 }
 
 const ALLOW_PRIVATE_HINT =
@@ -137,7 +150,7 @@ export class EgressPolicy {
   async fetch(url: string | URL, init: EgressRequestInit = {}): Promise<Response> {
     const checked = this.#urlCheck(String(url));
     if ('refused' in checked) throw new EgressRefusedError(checked.refused);
-    const { timeoutMs = this.#timeoutMs, signal, ...rest } = init;
+    const { timeoutMs = this.#timeoutMs, signal, maxResponseBytes, onResponseTooLarge, ...rest } = init;
     // The timer aborts with our own error as the reason, so the body stream fails with it too.
     const deadline = new AbortController();
     setTimeout(
@@ -148,13 +161,16 @@ export class EgressPolicy {
       timeoutMs,
     ).unref();
     try {
-      return await fetch(checked.url, {
+      const response = await fetch(checked.url, {
         ...rest,
         redirect: 'manual',
         signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
         // RequestInit's types do not list dispatcher, Node's fetch takes it (undici's extension).
         dispatcher: this.#dispatcher,
       } as RequestInit);
+      return maxResponseBytes === undefined
+        ? response
+        : limitedBody(response, maxResponseBytes, checked.url.origin, onResponseTooLarge);
     } catch (err) {
       if (signal?.aborted && err === signal.reason) throw err;
       throw toEgressError(err, checked.url.origin);
@@ -239,6 +255,33 @@ export class EgressPolicy {
       (err: NodeJS.ErrnoException) => callback(err, '', 0),
     );
   };
+}
+
+/** The response with a body that fails past `limit` bytes, cancelling the source (the connection) there. */
+function limitedBody(
+  response: Response,
+  limit: number,
+  origin: string,
+  onTooLarge: ((err: EgressResponseTooLargeError) => void) | undefined,
+): Response {
+  if (!response.body) return response;
+  const source = response.body.getReader();
+  let read = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await source.read();
+      if (done) return controller.close();
+      read += value.byteLength;
+      if (read <= limit) return controller.enqueue(value);
+      const err = new EgressResponseTooLargeError(limit, origin);
+      controller.error(err);
+      onTooLarge?.(err);
+      await source.cancel(err).catch(() => undefined);
+    },
+    cancel: (reason) => source.cancel(reason),
+  });
+  const { status, statusText, headers } = response;
+  return new Response(body, { status, statusText, headers });
 }
 
 const TIMEOUT_CODES = new Set([

@@ -14,9 +14,9 @@ import {
   type Handlers,
   type Validator,
 } from '@workauto/grpc';
-import type { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
+import { CallToolResponse, type AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { checkAuth, SLUG, type AuthInput, type AuthType } from '../domain/auth.js';
-import { callServerTool } from '../mcp/operations.js';
+import { callServerTool, resultTooLarge, type ToolResult } from '../mcp/operations.js';
 import { McpExchangeError } from '../mcp/session.js';
 import { sessionTarget } from '../probes.js';
 import * as apps from '../repo/apps.js';
@@ -24,6 +24,15 @@ import type { AppRow } from '../repo/apps.js';
 import { appData, authTypes, fullUrl, LIMITS, secretContext, SOURCE, toApp, type AppsDeps } from './common.js';
 
 type H = Handlers<typeof AppsServiceService>;
+
+/** The largest message gRPC clients (the gateway, agents) accept by default. */
+const GRPC_MESSAGE_MAX_BYTES = 4 * 1024 * 1024;
+
+const toResponse = (result: ToolResult): CallToolResponse => ({
+  content: result.content,
+  is_error: result.isError,
+  structured_content: result.structuredContent,
+});
 
 const SLUG_RULE =
   'must match ^[a-z][a-z0-9-]{1,62}$ (lowercase letter first, then 1-62 lowercase letters, digits or -)';
@@ -297,11 +306,24 @@ export function appHandlers(deps: AppsDeps): H {
       }
       try {
         const result = await callServerTool(
-          { ...sessionTarget(keyring, app), egress, timeoutMs: deps.toolCallTimeoutMs, signal: ctx.signal },
+          {
+            ...sessionTarget(keyring, app),
+            egress,
+            timeoutMs: deps.toolCallTimeoutMs,
+            signal: ctx.signal,
+            maxResponseBytes: deps.toolResultMaxBytes,
+          },
           req.name,
           args,
         );
-        return { content: result.content, is_error: result.isError, structured_content: result.structuredContent };
+        const response = toResponse(result);
+        // JSON numbers and small values grow as protobuf Values: a result under the limit can still
+        // pass the 4 MiB gRPC message the callers accept, which they would report as "overloaded".
+        const size = CallToolResponse.encode(response).finish().length;
+        if (size <= GRPC_MESSAGE_MAX_BYTES) return response;
+        return toResponse(
+          resultTooLarge(`is too large to return (${size} bytes as a message, at most ${GRPC_MESSAGE_MAX_BYTES})`),
+        );
       } catch (err) {
         if (!(err instanceof McpExchangeError)) throw err;
         const { status, reason } = err.failure;

@@ -28,6 +28,8 @@ export interface AppsDeps {
   logger: Logger;
   /** One tool call's timeout. */
   toolCallTimeoutMs: number;
+  /** The most bytes of a tool call's answer read (APPS_TOOL_RESULT_MAX_BYTES). */
+  toolResultMaxBytes: number;
 }
 
 /** AAD of an app's stored secret: a ciphertext copied to another app or tenant does not decrypt. */
