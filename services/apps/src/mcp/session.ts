@@ -49,7 +49,10 @@ export async function withMcpSession<T>(
 ): Promise<T> {
   const deadlineAt = Date.now() + options.timeoutMs;
   const deadline = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+  // An answer past maxResponseBytes ends the whole exchange at once (its requests abort, the race
+  // below ends): the SDK's SSE reader would swallow the body's error and wait for the deadline.
+  const cut = new AbortController();
+  const signal = AbortSignal.any([...(options.signal ? [options.signal] : []), deadline, cut.signal]);
   const observed: Observed = {
     statuses: [],
     fetchErrors: [],
@@ -57,17 +60,16 @@ export async function withMcpSession<T>(
     timeoutMs: options.timeoutMs,
   };
   const remaining = () => Math.max(1, deadlineAt - Date.now());
-  // An answer past the limit ends the exchange: the SDK's SSE reader would swallow the body's error and wait.
-  let tooLarge: EgressResponseTooLargeError | undefined;
-  let cutOff!: (err: EgressResponseTooLargeError) => void;
-  const overLimit = new Promise<never>((_, reject) => (cutOff = reject));
+  const overLimit = new Promise<never>((_, reject) =>
+    cut.signal.addEventListener('abort', () => reject(cut.signal.reason), { once: true }),
+  );
   overLimit.catch(() => undefined);
   const limit =
     options.maxResponseBytes === undefined
       ? {}
       : {
           maxResponseBytes: options.maxResponseBytes,
-          onResponseTooLarge: (err: EgressResponseTooLargeError) => cutOff((tooLarge ??= err)),
+          onResponseTooLarge: (err: EgressResponseTooLargeError) => cut.abort(err),
         };
 
   // Every request of the SDK goes through the egress policy, bounded by the session's deadline; what
@@ -125,7 +127,7 @@ export async function withMcpSession<T>(
   try {
     return await Promise.race([run(), timedOut, overLimit]);
   } catch (err) {
-    if (tooLarge) throw tooLarge;
+    if (cut.signal.aborted) throw cut.signal.reason;
     if (options.signal?.aborted && !deadline.aborted) throw options.signal.reason;
     if (deadline.aborted) observed.timedOut = true;
     throw new McpExchangeError(classifyFailure(err, observed, options.secrets));
