@@ -6,6 +6,7 @@ import {
   callerAudience,
   decodeStatusDetails,
   generateCallerKeys,
+  type AccessLevels,
   type Caller,
   type ErrorDetails,
   type UnaryMethod,
@@ -30,6 +31,15 @@ export interface TestCallOptions {
 /** Call options acting for a tenant's member through an API key, as the gateway would sign them. */
 export function callAs(tenantId: string, memberId: string, actorId = 'test-api-key'): { caller: Caller } {
   return { caller: { requestId: crypto.randomUUID(), tenantId, actor: { type: 'api_key', id: actorId, memberId } } };
+}
+
+/**
+ * The same caller with the member's access levels signed in, as the gateway signs them for a member
+ * (services read them with ctx.allows / ctx.level); a domain left out is `none`.
+ */
+export function withAccess(options: { caller: Caller }, access: AccessLevels): { caller: Caller } {
+  const { caller } = options;
+  return { caller: { ...caller, requestId: crypto.randomUUID(), actor: { ...caller.actor!, access } } };
 }
 
 /** A fresh tenant with a member and an API key: call options acting for it (callAs). */
