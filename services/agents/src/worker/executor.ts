@@ -9,7 +9,14 @@ import type { CallContext } from '@workauto/grpc';
 import { decodeStatusDetails } from '@workauto/grpc';
 import type { Blueprint, ProviderName } from '../domain/blueprints.js';
 import { costMicroCents, toCents } from '../domain/costs.js';
-import { blockedBy, maxOutputChars, maxToolCalls, toolAllowed, type Guardrail } from '../domain/guardrails.js';
+import {
+  blockPatterns,
+  blockedBy,
+  maxOutputChars,
+  maxToolCalls,
+  toolAllowed,
+  type Guardrail,
+} from '../domain/guardrails.js';
 import {
   ProviderError,
   runFailureCategory,
@@ -156,6 +163,15 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
     ...(providerCategory ? { providerCategory } : {}),
   });
   const toolCallCap = maxToolCalls(run.guardrails);
+  const blocking = blockPatterns(run.guardrails);
+  if ('error' in blocking) {
+    // Fail closed before any provider call: a pattern meant to hold answers back cannot be skipped.
+    clearTimeout(timer);
+    return fail(
+      'guardrail_blocked',
+      `guardrails[${blocking.index}].pattern ${blocking.error}. Change the pattern with PUT /agent-configs/${run.blueprint.id}; no run of this blueprint can start until then`,
+    );
+  }
   const messages: ChatMessage[] = [{ role: 'user', text: inputText(run.input) }];
   const model = run.blueprint.models[run.provider];
   try {
@@ -185,7 +201,7 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
       }
       if (run.deadlineAt && Date.now() > run.deadlineAt.getTime()) throw new RunStop('deadline');
       if (answer.toolCalls.length === 0) {
-        const blocked = blockedBy(run.guardrails, answer.text);
+        const blocked = blockedBy(blocking.patterns, answer.text);
         if (blocked !== undefined) {
           output.text = ''; // what the pattern blocks is not shown either
           return fail(
