@@ -4,7 +4,7 @@ import { recordEvent } from '@workauto/events';
 import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import * as configs from '../repo/configs.js';
 import * as runs from '../repo/runs.js';
-import { runQueue } from '../worker/queue.js';
+import { enqueueRun } from '../worker/queue.js';
 import { SOURCE, blueprintOf, runData, runStatuses, toRun, type AgentsDeps } from './common.js';
 
 type H = Handlers<typeof AgentsServiceService>;
@@ -39,11 +39,7 @@ export function runHandlers(
             budget_usd_cents: req.budget_usd_cents ?? config?.budget_default_cents ?? null,
             deadline_seconds: req.deadline_seconds ?? config?.deadline_default_seconds ?? null,
           }))!;
-          await runQueue.enqueue(
-            tx,
-            { run_id: row.id, tenant_id: row.tenant_id },
-            { runAt: row.run_at, maxAttempts: 10 },
-          );
+          await enqueueRun(tx, row);
           await recordEvent(tx, SOURCE, ctx, {
             type: 'agent_run.created',
             resourceType: 'agent_run',

@@ -272,9 +272,11 @@ async function callTool(
   ctx: CallContext,
 ): Promise<{ content: string; isError: boolean } | { failure: FailureCategory; detail: string }> {
   try {
-    if (tool.app) return await callAppTool(deps.clients, tool.app, args, ctx);
-    const value = await tool.builtin.call(args, ctx, deps.clients);
-    return { content: JSON.stringify(value).slice(0, TOOL_RESULT_MAX_CHARS), isError: false };
+    const result = tool.app
+      ? await callAppTool(deps.clients, tool.app, args, ctx)
+      : { content: JSON.stringify(await tool.builtin.call(args, ctx, deps.clients)), isError: false };
+    // One limit on what goes back to the model, built-in or app tool: a result is read by the model on every later step.
+    return { ...result, content: result.content.slice(0, TOOL_RESULT_MAX_CHARS) };
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     const failure: FailureCategory = tool.app ? 'app_unavailable' : 'tool_error';
