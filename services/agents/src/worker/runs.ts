@@ -211,6 +211,7 @@ export class RunWorker {
           blueprint,
           input: row.input,
           guardrails: (config?.guardrails ?? []) as Guardrail[],
+          starterAccess: row.starter_access ?? undefined,
           provider,
           apiKey,
           budgetCents: row.budget_usd_cents,
