@@ -147,6 +147,14 @@ describe('block_pattern under RE2', () => {
     assert.deepEqual(
       guardrailViolations(rules).map((x) => x.field),
       ['guardrails[2].pattern'],
+    ); // A budget spent to the last instruction leaves nothing for a further pattern, which is not waved through.
+    const spent = [
+      ...Array(2).fill({ type: 'block_pattern', pattern: 'a{998}' }),
+      { type: 'block_pattern', pattern: '(?<=x)y' },
+    ];
+    assert.deepEqual(
+      guardrailViolations(spent).map((x) => x.field),
+      ['guardrails[2].pattern'],
     );
   });
 

@@ -42,8 +42,9 @@ const TOOL_NAME = /^[A-Za-z0-9_*?-]+$/;
 /** The violations of a guardrails array as sent; empty when every rule is well formed. */
 export function guardrailViolations(rules: unknown[]): Violation[] {
   const out: Violation[] = [];
-  // Patterns are compiled in order until their budget is spent; the rest wait for the next PUT.
+  // Patterns are compiled in order until one is past what is left of their budget; the rest wait for the next PUT.
   let programBudget = GUARDRAIL_LIMITS.patternProgram;
+  let budgetSpent = false;
   if (rules.length > GUARDRAIL_LIMITS.rules)
     out.push({ field: 'guardrails', description: `must have at most ${GUARDRAIL_LIMITS.rules} rules` });
   rules.forEach((rule, i) => {
@@ -107,10 +108,12 @@ export function guardrailViolations(rules: unknown[]): Violation[] {
             field: path,
             description: `must be a regular expression of 1 to ${GUARDRAIL_LIMITS.pattern} characters`,
           });
-        } else if (programBudget > 0) {
+        } else if (!budgetSpent) {
           const compiled = compilePattern(value, programBudget);
-          if ('error' in compiled) out.push({ field: path, description: compiled.error });
-          programBudget -= 'error' in compiled ? programBudget : compiled.re.programSize();
+          if ('error' in compiled) {
+            out.push({ field: path, description: compiled.error });
+            budgetSpent = compiled.tooLarge;
+          } else programBudget -= compiled.re.programSize();
         }
         break;
     }
@@ -255,18 +258,23 @@ export function patternSizeEstimate(pattern: string): number {
 }
 
 /** One pattern compiled by RE2 within `budget` instructions, or why it cannot be (a sentence that says what to change). */
-function compilePattern(pattern: string, budget: number): { re: RE2JS } | { error: string } {
-  const tooLarge = (size: string) =>
-    `is too large to check cheaply: it compiles to ${size} RE2 instructions, and the block_pattern rules of a config may take ${GUARDRAIL_LIMITS.patternProgram} together (a{n} counts n times); shorten its counted repetitions or split the rule`;
-  if (patternSizeEstimate(pattern) > 4 * budget) return { error: tooLarge('far more than') };
+function compilePattern(pattern: string, budget: number): { re: RE2JS } | { error: string; tooLarge: boolean } {
+  const tooLarge = (size: string) => ({
+    error: `is too large to check cheaply: it compiles to ${size} RE2 instructions, and a config's block_pattern rules may take ${GUARDRAIL_LIMITS.patternProgram} together (${budget} left for this one; a{n} counts n times); shorten its counted repetitions or drop a rule`,
+    tooLarge: true,
+  });
+  const estimate = patternSizeEstimate(pattern);
+  if (estimate > 4 * budget) return tooLarge(`about ${estimate}`);
   let re: RE2JS;
   try {
     re = RE2JS.compile(pattern);
   } catch (err) {
-    return { error: `is not a regular expression RE2 accepts (${(err as Error).message}); ${RE2_LIMITS}` };
+    return {
+      error: `is not a regular expression RE2 accepts (${(err as Error).message}); ${RE2_LIMITS}`,
+      tooLarge: false,
+    };
   }
-  if (re.programSize() > budget) return { error: tooLarge(`${re.programSize()}, past what is left of`) };
-  return { re };
+  return re.programSize() > budget ? tooLarge(String(re.programSize())) : { re };
 }
 
 /**
