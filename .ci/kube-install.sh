@@ -33,7 +33,7 @@ started=$(date +%s%N)
 mark=$started
 took() { local now; now=$(date +%s%N); log "$1 ($(( (now - mark) / 1000000 )) ms)"; mark=$now; }
 
-for tool in go python3 openssl curl git; do
+for tool in go python3 openssl curl git flock; do
   command -v "$tool" >/dev/null || fail "$tool is needed (Go ≥ 1.24 from go.dev, the others from your distribution's packages)"
 done
 
@@ -73,7 +73,7 @@ crds="$cache/crds-prometheus-operator-$PROMETHEUS_OPERATOR_VERSION"
 if [ ! -f "$crds/monitoring.coreos.com_servicemonitors.yaml" ]; then
   log "fetching prometheus-operator $PROMETHEUS_OPERATOR_VERSION's CRDs from the Go module proxy (once)…"
   dir=$(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') || fail "go mod download of prometheus-operator failed (above)"
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])') || fail "go mod download of prometheus-operator failed (above); check that the Go module proxy is reachable (go env GOPROXY)"
   mkdir -p "$crds.tmp"
   cp "$dir"/example/prometheus-operator-crd/monitoring.coreos.com_{servicemonitors,prometheusrules}.yaml "$crds.tmp/"
   rm -rf "$crds" && mv "$crds.tmp" "$crds"
@@ -137,7 +137,7 @@ export KUBECONFIG="$tmp/kubeconfig" HELM_CACHE_HOME="$tmp/helm/cache" HELM_CONFI
 ready=
 for _ in $(seq 1 240); do
   for pid in "${pids[@]}"; do
-    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$tmp"/*.log; fail "etcd or kube-apiserver exited (its log above)"; }
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$tmp"/*.log; fail "etcd or kube-apiserver exited (its log above); a port taken in between? run again"; }
   done
   if [ -f "$tmp/pki/apiserver.crt" ] &&
     curl -sf --cacert "$tmp/pki/apiserver.crt" -H "Authorization: Bearer $token" "https://127.0.0.1:$api_port/readyz" >/dev/null; then
@@ -145,7 +145,7 @@ for _ in $(seq 1 240); do
   fi
   sleep 0.25
 done
-[ -n "$ready" ] || { tail -n 20 "$tmp/kube-apiserver.log"; fail "kube-apiserver was not ready within 60 s (/readyz; its log above)"; }
+[ -n "$ready" ] || { tail -n 20 "$tmp/kube-apiserver.log"; fail "kube-apiserver was not ready within 60 s (/readyz; its log above): an overloaded machine? run again"; }
 # The self-signed certificate kube-apiserver made in --cert-dir comes with the CA that signed it.
 cat > "$KUBECONFIG" <<EOF
 apiVersion: v1
@@ -186,7 +186,7 @@ server_warning='^(W[0-9]{4} .*warnings\.go:[0-9]+\]|Warning: )'
 helm_ok() {
   local what="$1"; shift
   local out
-  out=$(helm "$@" 2>&1) || { echo "$out"; fail "$what: the API server refused the release (above)"; }
+  out=$(helm "$@" 2>&1) || { echo "$out"; fail "$what: the API server refused it (message above): fix the chart; if a release of the previous chart truly cannot be upgraded in place, document the step in docs/operations.md and take it here before the upgrade"; }
   if grep -E "$server_warning" <<<"$out"; then fail "$what: the API server warned (above); fix the chart so it does not"; fi
   took "$what"
 }
@@ -211,8 +211,8 @@ yaml.safe_dump_all(out, sys.stdout)
 PY
   local out
   out=$(kubectl create --dry-run=server -f "$tmp/pods.yaml" -o name 2>&1) ||
-    { echo "$out"; fail "$what: a pod of the release was refused (above): the same happens when its ReplicaSet creates it"; }
-  if grep -E "$server_warning" <<<"$out"; then fail "$what: the API server warned about a pod (above)"; fi
+    { echo "$out"; fail "$what: a pod of the release was refused (above), as it would be when its ReplicaSet creates it: fix its template"; }
+  if grep -E "$server_warning" <<<"$out"; then fail "$what: the API server warned about a pod (above): fix its template"; fi
   log "$what: $(grep -c . <<<"$out") objects accepted (dry run): $(tr '\n' ' ' <<<"$out" | sed 's/pod\///g')"
   took "$what: pods and test hooks"
 }
@@ -220,10 +220,10 @@ PY
 refused() {
   local expect="$1" what="$2" out
   if out=$(kubectl create --dry-run=server -f "$tmp/broken.yaml" -o name 2>&1); then
-    fail "a pod $what was accepted: the namespace's admission is not what this check relies on ($out)"
+    fail "a pod $what was accepted ($out): the namespace set up above no longer enforces what this check relies on; fix that set-up"
   fi
-  grep -q "$expect" <<<"$out" || fail "a pod $what was refused, but not with '$expect': $out"
-  log "refused as it should be, a pod $what: $(cut -c1-160 <<<"$out")"
+  grep -q "$expect" <<<"$out" || fail "a pod $what was refused, but not with '$expect' ($out): a new admission rule came first; make the broken pod break only that rule"
+  log "refused as it should be, a pod $what: $(sed 's/.*error when creating "[^"]*": //' <<<"$out" | cut -c1-200)"
 }
 broken() { # broken <python statement on pod `p` and container `c`>
   python3 - "$tmp/pods.yaml" "$1" > "$tmp/broken.yaml" <<'PY'
@@ -241,7 +241,7 @@ ref=$(grep -v '^\s*#' .ci/kube/previous-release | grep -m1 .)
 git cat-file -e "$ref^{commit}" 2>/dev/null ||
   fail "the previous release's commit $ref (.ci/kube/previous-release) is not in this clone: a shallow clone? git fetch --unshallow, or fetch that commit"
 mkdir -p "$tmp/previous"
-git archive "$ref" "$chart" | tar -x -C "$tmp/previous" || fail "$chart could not be read at $ref (above)"
+git archive "$ref" "$chart" | tar -x -C "$tmp/previous" || fail "$chart could not be read at $ref (above): fix .ci/kube/previous-release"
 # Its own production-like values if it had them; else what every version of the chart needs.
 previous_values=(--set kafka.brokers=kafka-0.kafka:9093 --set secrets.existingSecret=workauto)
 if git cat-file -e "$ref:.ci/chart/production-values.yaml" 2>/dev/null; then
@@ -250,7 +250,7 @@ if git cat-file -e "$ref:.ci/chart/production-values.yaml" 2>/dev/null; then
 fi
 previous_version=$(awk '$1=="version:" {print $2}' "$tmp/previous/$chart/Chart.yaml")
 out=$(helm install "$release" "$tmp/previous/$chart" "${previous_values[@]}" 2>&1) ||
-  { echo "$out"; fail "installing the previous release (chart $previous_version at $ref) failed (above)"; }
+  { echo "$out"; fail "installing the previous release (chart $previous_version at $ref) failed (above): the set-up above lacks what it needs, or .ci/kube/previous-release names a broken commit"; }
 # Warnings are expected of releases that predate the restricted pods: counted, not failed on.
 warnings=$(grep -cE "$server_warning" <<<"$out" || true)
 [ "$warnings" = 0 ] || log "the previous chart drew $warnings warnings, e.g. $(grep -m1 -E "$server_warning" <<<"$out" | sed -E "s/$server_warning *//" | cut -c1-160)…"
@@ -275,9 +275,9 @@ for o in json.load(sys.stdin)["items"]:
     m = o["metadata"]
     kept = (m.get("annotations") or {}).get("helm.sh/resource-policy") == "keep"
     print(("kept (helm.sh/resource-policy: keep): " if kept else "") + o["kind"] + "/" + m["name"])') ||
-  { cat "$tmp/get.err"; fail "listing what the release left failed (above)"; }
+  { cat "$tmp/get.err"; fail "listing what the release left failed (above); run again, or list fewer kinds"; }
 records=$(kubectl get secrets -l "owner=helm,name=$release" -o name)
-printf '%s\n%s\n' "$left" "$records" | grep -v '^kept' | grep . && fail "helm uninstall left the objects above behind"
+printf '%s\n%s\n' "$left" "$records" | grep -v '^kept' | grep . && fail "helm uninstall left the objects above behind: make them part of the release (or hooks with a delete policy), or annotate those meant to stay helm.sh/resource-policy: keep"
 [ -z "$left" ] || log "$left"
 took "nothing of the release left"
 log "all checks passed"
