@@ -46,12 +46,12 @@ build() { # build <module dir> <output dir> <go build args…>
   [ -f "$out/.complete" ] && return 0
   mkdir -p "$cache"
   exec 9>"$cache/.build.lock"
-  flock 9
+  flock -n 9 || { log "another checkout is building into .cache/kube; waiting for it…"; flock 9; }
   if [ ! -f "$out/.complete" ]; then
     log "building $(basename "$out") from the Go module proxy (once; Kubernetes takes 10 minutes or more on 2 cores)…"
     rm -rf "$out.tmp"
-    # Static binaries, as Kubernetes and etcd release them.
-    (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -o "$out.tmp/" "$@") ||
+    # Static binaries, as Kubernetes and etcd release them; no VCS stamp (this repository's state is not theirs).
+    (cd "$dir" && CGO_ENABLED=0 GOFLAGS="-mod=mod -buildvcs=false" go build -o "$out.tmp/" "$@") ||
       fail "building $(basename "$out") failed (above); check that the Go module proxy is reachable (go env GOPROXY)"
     touch "$out.tmp/.complete"
     rm -rf "$out" && mv "$out.tmp" "$out"
@@ -105,12 +105,21 @@ exec 8>&1
 trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-# Free ports now; two checkouts running make test at once each get their own.
+# Free ports, below the range the kernel hands out to outgoing connections: a port freed again here
+# could otherwise be taken by any client's connection (another checkout's kube-apiserver talking to
+# its etcd) before etcd binds it. Two checkouts running make test at once each get their own.
 read -r etcd_port peer_port api_port < <(python3 -c '
-import socket
-socks = [socket.socket() for _ in range(3)]
-for s in socks: s.bind(("127.0.0.1", 0))
-print(*(s.getsockname()[1] for s in socks))')
+import random, socket
+try: low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except OSError: low = 32768
+ports = []
+while len(ports) < 3:
+    p = random.randrange(10000, low)
+    with socket.socket() as s:
+        try: s.bind(("127.0.0.1", p))
+        except OSError: continue
+    if p not in ports: ports.append(p)
+print(*ports)')
 
 "$etcd_bin/etcd" --name ci --data-dir "$tmp/etcd" --unsafe-no-fsync --log-level warn \
   --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
