@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check
+.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install
 
 ## install: npm packages (Node 24 itself comes as the npm package `node`)
 install: node_modules/.installed
@@ -28,7 +28,7 @@ dev: build
 	node deploy/embedded/dist/main.js
 
 ## test: the chart checks, then the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
-test: build chart-check
+test: build chart-check chart-install
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
 
 proto-lint: install
@@ -49,6 +49,11 @@ format: install
 ## level, the schema's refusals (.ci/chart-check.sh; its tools are built once into .cache/)
 chart-check:
 	.ci/chart-check.sh
+
+## chart-install: the chart installed, upgraded from the last release (.ci/kube/previous-release) and uninstalled
+## on a real kube-apiserver with etcd, on loopback, admission on (.ci/kube-install.sh; built once into .cache/kube)
+chart-install:
+	.ci/kube-install.sh
 
 ## bench: every scripts/bench-*.mjs (each with its own PostgreSQL and Kafka), then one table of the figures with their targets (docs/benchmarks.md)
 bench: build
