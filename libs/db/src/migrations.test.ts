@@ -269,6 +269,45 @@ describe('runMigrations', () => {
     }
   });
 
+  it("does not hold the older releases' lock during an index build: an older pod starting meanwhile neither waits nor blocks it", async () => {
+    const url = await freshDatabase();
+    const dir = await migrationsDir({
+      '0001_things.sql': 'CREATE TABLE m_things (id int, name text);',
+      '0002_index.sql': '-- no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS m_things_name ON m_things (name);',
+    });
+    const pool = createPool(url, { max: 3 });
+    // A transaction with an older snapshot (a report, a slow request): the index build waits for it.
+    const reader = new pg.Client({ connectionString: url });
+    await reader.connect();
+    await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await reader.query('SELECT 1');
+    try {
+      const running = runMigrations(pool, [dir], { logger: recorder() });
+      for (let i = 0; ; i++) {
+        const { rows } = await pool.query(
+          "SELECT 1 FROM pg_stat_activity WHERE query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event = 'virtualxid'",
+        );
+        if (rows.length) break;
+        assert.ok(i < 250, 'the index build waits for the older snapshot');
+        await sleep(20);
+      }
+      // What a pod of an older release runs at start: a blocking wait for the lock, as a session.
+      const old = new pg.Client({ connectionString: url, statement_timeout: 3_000 });
+      await old.connect();
+      try {
+        await old.query("SELECT pg_advisory_lock(hashtext('workauto.migrations'))");
+        await old.query("SELECT pg_advisory_unlock(hashtext('workauto.migrations'))");
+      } finally {
+        await old.end();
+      }
+      await reader.query('COMMIT');
+      assert.deepEqual(await running, ['0001_things', '0002_index']);
+    } finally {
+      await reader.end();
+      await pool.end();
+    }
+  });
+
   it('refuses to record an index build that left an INVALID index, and says how to fix it', async () => {
     const url = await freshDatabase();
     const dir = await migrationsDir({

@@ -1,14 +1,23 @@
 import { readdir, readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
 import { integerFromEnv } from './env.js';
 
 /**
- * The advisory lock key every runner of every release takes (releases before this one took it
- * session-level; this one takes it transaction-level: the two exclude each other).
+ * Two advisory locks, both held by a transaction (never a session: see runMigrations):
+ * - RUNNER_LOCK, taken by this runner for every step, so one process migrates a database at a time;
+ * - SHARED_LOCK, the one releases before this one took (session-level, waiting on it), taken as
+ *   well for steps that change the schema in a transaction, so an older release's pod starting
+ *   meanwhile waits for them. It is not held while a `-- no-transaction` index build runs: the build
+ *   waits for every transaction with an older snapshot, an older runner waiting on the lock has one,
+ *   and neither would ever finish.
  */
-const LOCK_NAME = 'workauto.migrations';
+const RUNNER_LOCK = 'workauto.migrations.runner';
+const SHARED_LOCK = 'workauto.migrations';
+/** How often a waiting runner tries the locks again (short transactions: it holds no snapshot between tries). */
+const LOCK_POLL_MS = 200;
 /** How long a start waits for another process's migrations unless MIGRATION_LOCK_TIMEOUT_MS says otherwise. */
 const DEFAULT_LOCK_TIMEOUT_MS = 300_000;
 /** How often the wait for the lock is logged. */
@@ -109,12 +118,15 @@ export async function pendingMigrations(pool: pg.Pool, dirs: string[]): Promise<
  * Applies the pending files of `dirs` and records them in schema_migrations; returns the versions
  * it applied (none when another process applied them first).
  *
- * One transaction holds the lock (pg_advisory_xact_lock) and applies every pending file: it works
- * through a transaction pooler (PgBouncer in transaction mode, where a session lock would stay on a
- * server connection other clients then use), and a failure leaves the database as it was. A file
- * marked `-- no-transaction` (CREATE INDEX CONCURRENTLY, which cannot run in a transaction) runs on
- * a connection of its own while a transaction that has changed nothing holds the lock, then is
- * recorded; files before it commit first. Such a file holds one idempotent statement (IF NOT
+ * One transaction holds the locks (pg_advisory_xact_lock, RUNNER_LOCK and SHARED_LOCK) and applies
+ * every pending file, so a failure leaves the database as it was, and the locks hold through a
+ * transaction pooler (PgBouncer in transaction mode, where a session lock stays on whichever server
+ * connection took it, shared by the next clients there). A runner that finds them taken retries in
+ * a new transaction every 200 ms, logging who holds them, up to MIGRATION_LOCK_TIMEOUT_MS.
+ *
+ * A file marked `-- no-transaction` (CREATE INDEX CONCURRENTLY, which cannot run in a transaction)
+ * runs on a connection of its own while a transaction that has changed nothing holds RUNNER_LOCK,
+ * then is recorded; the files before it commit first. It holds one idempotent statement (IF NOT
  * EXISTS / IF EXISTS), since a crash after it but before its record runs it again.
  */
 export async function runMigrations(pool: pg.Pool, dirs: string[], options: MigrationOptions = {}): Promise<string[]> {
@@ -126,58 +138,70 @@ export async function runMigrations(pool: pg.Pool, dirs: string[], options: Migr
     });
   const logger = options.logger ?? createLogger('migrations');
   const statementLockTimeoutMs = options.statementLockTimeoutMs ?? STATEMENT_LOCK_TIMEOUT_MS;
+  const wait = new LockWait(lockTimeoutMs, options.waitLogEveryMs ?? WAIT_LOG_EVERY_MS, logger);
   const files = await listMigrations(dirs);
   const applied: string[] = [];
   for (;;) {
     const client = await pool.connect();
-    let more = false;
+    let step: 'done' | 'more' | { busy: string } = 'done';
+    let open = true;
     try {
       await client.query('BEGIN');
       // Migrations take as long as they take; waits for table locks are bounded instead (below).
       // idle_in_transaction: this transaction idles while a no-transaction file runs elsewhere.
       await client.query('SET LOCAL statement_timeout = 0');
       await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
-      await acquireLock(client, lockTimeoutMs, options.waitLogEveryMs ?? WAIT_LOG_EVERY_MS, logger);
-      const recorded = await appliedVersions(client);
-      const created = recorded === undefined;
-      // Created only when missing: a process without DDL rights (MIGRATE_ON_START=false) may still run this.
-      if (created)
-        await client.query(
-          'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
-        );
-      const done = recorded ?? new Set<string>();
-      const pending = files.filter((f) => !done.has(f.version));
-      const batch: string[] = [];
-      let i = 0;
-      for (; i < pending.length && !pending[i]!.noTransaction; i++) {
-        const file = pending[i]!;
-        // Each file starts from the runner's lock_timeout, whatever the one before set.
-        await client.query(`SET LOCAL lock_timeout = ${statementLockTimeoutMs}`);
-        await client
-          .query(file.sql)
-          .catch((err: unknown) => Promise.reject(failure(file, err, applied, statementLockTimeoutMs)));
-        await record(client, file.version);
-        batch.push(file.version);
+      if (!(await tryLock(client, RUNNER_LOCK))) step = { busy: RUNNER_LOCK };
+      else {
+        const recorded = await appliedVersions(client);
+        const pending = files.filter((f) => !recorded?.has(f.version));
+        if (pending.length === 0) step = 'done';
+        else if (recorded && pending[0]!.noTransaction) {
+          // This transaction wrote nothing and holds no table lock, so it does not hold back the
+          // index build (which waits for older transactions that hold a snapshot or a lock on its table).
+          await applyOutsideTransaction(pool, pending[0]!, applied);
+          await record(client, pending[0]!.version);
+          await client.query('COMMIT');
+          open = false;
+          applied.push(pending[0]!.version);
+          step = pending.length > 1 ? 'more' : 'done';
+        } else if (!(await tryLock(client, SHARED_LOCK))) step = { busy: SHARED_LOCK };
+        else {
+          // Created only when missing: a process without DDL rights (MIGRATE_ON_START=false) may still run this.
+          if (!recorded)
+            await client.query(
+              'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+            );
+          const batch: string[] = [];
+          for (const file of pending) {
+            if (file.noTransaction) break;
+            // Each file starts from the runner's lock_timeout, whatever the one before set.
+            await client.query(`SET LOCAL lock_timeout = ${statementLockTimeoutMs}`);
+            await client
+              .query(file.sql)
+              .catch((err: unknown) => Promise.reject(failure(file, err, applied, statementLockTimeoutMs)));
+            await record(client, file.version);
+            batch.push(file.version);
+          }
+          await client.query('COMMIT');
+          open = false;
+          applied.push(...batch);
+          step = batch.length < pending.length ? 'more' : 'done';
+        }
       }
-      if (i === 0 && i < pending.length && !created) {
-        // This transaction wrote nothing and holds no table lock, so it does not hold back the
-        // index build (which waits for older transactions that hold a snapshot or a lock on its table).
-        await applyOutsideTransaction(pool, pending[0]!, applied);
-        await record(client, pending[0]!.version);
-        batch.push(pending[0]!.version);
-        more = pending.length > 1;
-      } else {
-        more = i < pending.length;
-      }
-      await client.query('COMMIT');
-      applied.push(...batch);
+      // Nothing to do, or a lock is busy: end the transaction (and its locks) before waiting.
+      if (open) await client.query('ROLLBACK');
     } catch (err) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
       client.release();
     }
-    if (!more) return applied;
+    if (step === 'done') {
+      wait.end();
+      return applied;
+    }
+    if (typeof step === 'object') await wait.busy(pool, step.busy);
   }
 }
 
@@ -185,50 +209,54 @@ async function record(client: pg.PoolClient, version: string): Promise<void> {
   await client.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
 }
 
-/** Holds the lock in client's transaction, waiting for it at most timeoutMs and logging the holder meanwhile. */
-async function acquireLock(
-  client: pg.PoolClient,
-  timeoutMs: number,
-  logEveryMs: number,
-  logger: MigrationLogger,
-): Promise<void> {
-  const started = Date.now();
-  let waited = false;
-  for (;;) {
-    const left = timeoutMs - (Date.now() - started);
-    // lock_timeout bounds each wait, so the wait is logged every logEveryMs and ends at the timeout.
-    await client.query('SAVEPOINT migration_lock');
-    await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.min(logEveryMs, left))}`);
-    try {
-      await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [LOCK_NAME]);
-      await client.query('RELEASE SAVEPOINT migration_lock');
-      if (waited) logger.info({ waited_ms: Date.now() - started }, 'got the migration lock');
-      return;
-    } catch (err) {
-      if ((err as { code?: string }).code !== '55P03') throw err;
-      await client.query('ROLLBACK TO SAVEPOINT migration_lock');
-    }
-    waited = true;
-    const holder = await lockHolder(client);
-    const elapsed = Date.now() - started;
-    if (elapsed >= timeoutMs) {
+async function tryLock(client: pg.PoolClient, name: string): Promise<boolean> {
+  const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok', [name]);
+  return rows[0]!.ok;
+}
+
+/**
+ * The wait for another process's lock: polls (no transaction stays open between tries), logs who
+ * holds it every logEveryMs, and throws MigrationLockTimeoutError past timeoutMs.
+ */
+class LockWait {
+  private readonly started = Date.now();
+  private lastLog = 0;
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly logEveryMs: number,
+    private readonly logger: MigrationLogger,
+  ) {}
+
+  async busy(pool: pg.Pool, name: string): Promise<void> {
+    const elapsed = Date.now() - this.started;
+    if (elapsed >= this.timeoutMs) {
+      const holder = await lockHolder(pool, name);
       throw new MigrationLockTimeoutError(
         `the migration lock was still held after ${Math.round(elapsed / 1000)} s by ${holder.text}: another process ` +
           `is applying migrations to this database. Start again once it is done; if it is stuck, end it with ` +
-          `SELECT pg_terminate_backend(${holder.pid ?? '<pid>'}); MIGRATION_LOCK_TIMEOUT_MS (${timeoutMs}) sets how long to wait`,
+          `SELECT pg_terminate_backend(${holder.pid ?? '<pid>'}); MIGRATION_LOCK_TIMEOUT_MS (${this.timeoutMs}) sets how long to wait`,
       );
     }
-    logger.warn(
-      { holder_pid: holder.pid, holder: holder.text, waited_ms: elapsed, timeout_ms: timeoutMs },
-      `waiting for the migration lock held by ${holder.text} (another process is applying migrations; giving up after MIGRATION_LOCK_TIMEOUT_MS = ${timeoutMs} ms)`,
-    );
+    if (Date.now() - this.lastLog >= this.logEveryMs) {
+      const holder = await lockHolder(pool, name);
+      this.logger.warn(
+        { holder_pid: holder.pid, holder: holder.text, waited_ms: elapsed, timeout_ms: this.timeoutMs },
+        `waiting for the migration lock held by ${holder.text} (another process is applying migrations; giving up after MIGRATION_LOCK_TIMEOUT_MS = ${this.timeoutMs} ms)`,
+      );
+      this.lastLog = Date.now();
+    }
+    await sleep(Math.min(LOCK_POLL_MS, Math.max(1, this.timeoutMs - elapsed)));
+  }
+
+  end(): void {
+    if (this.lastLog) this.logger.info({ waited_ms: Date.now() - this.started }, 'got the migration lock');
   }
 }
 
 /** Who holds the migration lock of this database, as a log line can say it. */
-async function lockHolder(client: pg.PoolClient): Promise<{ pid: number | undefined; text: string }> {
+async function lockHolder(pool: pg.Pool, name: string): Promise<{ pid: number | undefined; text: string }> {
   // A bigint advisory key is stored as classid (high 32 bits) and objid (low 32 bits), objsubid 1.
-  const { rows } = await client.query<{
+  const { rows } = await pool.query<{
     pid: number;
     application_name: string | null;
     client_addr: string | null;
@@ -244,7 +272,7 @@ async function lockHolder(client: pg.PoolClient): Promise<{ pid: number | undefi
       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
         AND l.classid::bigint = (k.key >> 32) & 4294967295 AND l.objid::bigint = k.key & 4294967295`,
-    [LOCK_NAME],
+    [name],
   );
   const h = rows[0];
   if (!h) return { pid: undefined, text: 'a session that has just released it' };
