@@ -78,7 +78,7 @@ function grepPreviousRelease(sha, name) {
 /** The statements of a file with their first line, parsed by PostgreSQL's own parser (libpg-query). */
 function statements(sql) {
   const lineOf = (offset) => sql.slice(0, offset).split('\n').length;
-  return parseSync(sql).stmts.map((s) => {
+  return (parseSync(sql).stmts ?? []).map((s) => {
     const start = s.stmt_location ?? 0;
     // stmt_location points at the comment lines before a statement too: report the statement's own line.
     const text = sql.slice(start, start + (s.stmt_len || sql.length));

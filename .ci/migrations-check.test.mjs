@@ -105,6 +105,7 @@ describe('migrations-check: released files, names, no-transaction files', () => 
       await check({
         '0002_index.sql': '-- no-transaction\n-- why\nCREATE INDEX CONCURRENTLY IF NOT EXISTS i ON t (x);',
         '0003_drop.sql': '-- no-transaction\nDROP INDEX CONCURRENTLY IF EXISTS i;',
+        '0004_emptied.sql': '-- Emptied: what it did moved to a later release.\n',
       }),
       [],
     );
