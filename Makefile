@@ -27,8 +27,10 @@ build: proto
 dev: build
 	node deploy/embedded/dist/main.js
 
-## test: the chart and migration checks, then the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
+## test: the chart and migration checks, the previous release built for the upgrade test (once per
+## commit, cached), then the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
 test: build chart-check migrations-check
+	.ci/previous-release.sh > /dev/null
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
 
 proto-lint: install

@@ -1,6 +1,7 @@
 /**
  * A rolling upgrade's middle: this commit's migrations are applied (the migrate command, as the
- * chart's Job runs it) while the previous release's pods still serve. The previous release
+ * chart's Job runs it, while a new pod started with MIGRATE_ON_START=false waits for it) and the
+ * previous release's pods still serve. The previous release
  * (.ci/previous-release, built once into .cache by .ci/previous-release.sh) runs as processes on
  * those databases, and requests through its gateway create and read in every service and get a
  * webhook delivered (the path that broke when a release dropped a column its predecessor wrote).
@@ -8,12 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { createPool, ensureDatabase } from '@workauto/db';
-import { eventually } from '@workauto/testing';
+import { generateCallerKeys } from '@workauto/grpc';
+import { eventually, freePort, healthStatus } from '@workauto/testing';
 import { startReceiver, type Receiver } from '@workauto/webhooks/testing';
 import { startServiceProcesses, type ServiceName, type ServiceProcesses } from '../processes.js';
 
@@ -72,16 +75,59 @@ describe(
       await receiver?.close();
     });
 
-    it("this commit's migrate command migrates every process's database (the chart's migrate Job)", async () => {
-      const runs = await Promise.all(
-        Object.keys(DATABASES).map(async (name) => ({
-          name,
-          ...(await migrate(name as ServiceName, urls[name as ServiceName])),
-        })),
-      );
-      for (const run of runs) {
-        assert.equal(run.code, 0, `${run.name} migrate:\n${run.out}`);
-        assert.match(run.out, /"msg":"applied \d+ migrations"/, `${run.name} migrate:\n${run.out}`);
+    it("this commit's webhooks with MIGRATE_ON_START=false waits for the migrate command, which migrates every process's database, then serves", async () => {
+      // A new pod of the rollout, started before the chart's migrate Job has run.
+      const port = await freePort();
+      const address = `127.0.0.1:${port}`;
+      const webhooks = spawn(process.execPath, ['services/webhooks/dist/main.js'], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          MIGRATE_ON_START: 'false',
+          DATABASE_URL: urls.webhooks,
+          GRPC_HOST: '127.0.0.1',
+          GRPC_PORT: String(port),
+          CALLER_VERIFY_KEYS: generateCallerKeys('gateway').verifyKeys,
+          ENCRYPTION_KEYS: Keyring.generateSpec(),
+          KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
+          KAFKA_NAMESPACE: `upg_${randomBytes(4).toString('hex')}.`,
+        },
+      });
+      let out = '';
+      webhooks.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      webhooks.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      try {
+        await eventually(
+          'webhooks logs what it waits for',
+          () => out.includes('"msg":"waiting for migrations'),
+          30_000,
+        );
+        assert.match(
+          out,
+          /waiting for migrations 0000_outbox, .*0002_drop_last_success_at before serving \(MIGRATE_ON_START=false\): run the migrate Job \(node services\/webhooks\/dist\/main\.js migrate\)/,
+        );
+        assert.match(await healthStatus(address, ''), /^error: /, 'not serving (not even listening) while it waits');
+
+        const runs = await Promise.all(
+          Object.keys(DATABASES).map(async (name) => ({
+            name,
+            ...(await migrate(name as ServiceName, urls[name as ServiceName])),
+          })),
+        );
+        for (const run of runs) {
+          assert.equal(run.code, 0, `${run.name} migrate:\n${run.out}`);
+          assert.match(run.out, /"msg":"applied \d+ migrations"/, `${run.name} migrate:\n${run.out}`);
+        }
+        await eventually(
+          'webhooks serves once migrated',
+          async () => (await healthStatus(address, '')) === 'SERVING',
+          30_000,
+          200,
+        ).catch((err: Error) => Promise.reject(new Error(`${err.message}:\n${out}`)));
+      } finally {
+        // Only the previous release delivers below: the path that broke. (Its drain is tested elsewhere.)
+        webhooks.kill('SIGKILL');
+        if (webhooks.exitCode === null) await once(webhooks, 'exit');
       }
     });
 
