@@ -6,8 +6,14 @@ TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/
 
 .PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install migrations-check
 
-## install: npm packages (Node 24 itself comes as the npm package `node`)
-install: node_modules/.installed
+# Tools the checks build or download once (helm, kube-apiserver, the previous release, Kafka jars…) live
+# in .cache/, a link to one folder per user, so a fresh clone (CI) reuses what an earlier clone built.
+CACHE_HOME ?= $(HOME)/.cache/workauto
+
+## install: npm packages (Node 24 itself comes as the npm package `node`), and the tool cache
+install: node_modules/.installed .cache
+.cache:
+	mkdir -p "$(CACHE_HOME)" && ln -sfn "$(CACHE_HOME)" .cache
 # npm ci: exactly the lockfile. (The lockfile lists buf's macOS/Windows binaries without integrity
 # hashes: the registry mirror of the build machines does not serve them, and npm ci refuses a
 # lockfile that lacks them; they are never installed on Linux.)
