@@ -348,6 +348,52 @@ describe('calendar through the gateway', () => {
     assert.ok(openapi.paths['/api/v1/calendars/{id}/events.ics'].get.responses['200'].content['*/*']);
   });
 
+  it('answers a page and the feed of 230 events with long descriptions (over 4 MiB together): the page stops early', async () => {
+    const big = await stack.createTenant('Big');
+    const cal = (await call('POST', '/calendars', big.key, { name: 'Busy', timezone: 'Europe/Berlin' })).body;
+    // 20,000 characters each (the field's limit), some of them two UTF-8 bytes: about 4.6 MB of descriptions.
+    const description = (i: number) =>
+      `Agenda ${i}: ${'Ünterlagen prüfen, Budget besprechen. '.repeat(600)}`.slice(0, 19_995) + ' END.';
+    const start = Date.parse('2026-07-01T06:00:00Z');
+    const ids: string[] = [];
+    for (let i = 0; i < 230; i += 10) {
+      const made = await Promise.all(
+        Array.from({ length: 10 }, (_, j) =>
+          call('POST', '/events', big.key, {
+            calendar_id: cal.id,
+            title: `Meeting ${i + j}`,
+            description: description(i + j),
+            start_at: new Date(start + (i + j) * 3_600_000).toISOString(),
+            end_at: new Date(start + (i + j) * 3_600_000 + 1_800_000).toISOString(),
+          }),
+        ),
+      );
+      for (const res of made) {
+        assert.equal(res.status, 201, JSON.stringify(res.body).slice(0, 300));
+        ids.push(res.body.id);
+      }
+    }
+
+    const window = `from=2026-07-01T00:00:00Z&to=2026-07-15T00:00:00Z&calendar_id=${cal.id}`;
+    const first = await call('GET', `/events?${window}&limit=200`, big.key);
+    assert.equal(first.status, 200, JSON.stringify(first.body).slice(0, 300));
+    assert.ok(first.body.data.length > 0 && first.body.data.length < 200, `a short page: ${first.body.data.length}`);
+    assert.equal(first.body.has_more, true);
+    assert.equal(typeof first.body.next_cursor, 'string');
+    const listed: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await call('GET', `/events?${window}&limit=200${cursor ? `&cursor=${cursor}` : ''}`, big.key);
+      assert.equal(page.status, 200, JSON.stringify(page.body).slice(0, 300));
+      for (const e of page.body.data) {
+        assert.ok(e.description === description(Number(e.title.split(' ')[1])), `the whole description of ${e.title}`);
+        listed.push(e.id);
+      }
+      cursor = page.body.next_cursor ?? undefined;
+    } while (cursor);
+    assert.deepEqual(listed, ids, 'every event once, in start order');
+  });
+
   it('answers bad input with a 400 naming the field, and never a 5xx', async () => {
     const cal = (await call('POST', '/calendars', a.key, { name: 'Bad' })).body;
     const base = { calendar_id: cal.id, title: 'X', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' };

@@ -3,6 +3,7 @@ import {
   errors,
   parsePage,
   patchNulls,
+  toPage,
   validate,
   changedFields,
   textOrNull,
@@ -397,15 +398,14 @@ export function eventHandlers({
       // next_occurrence of the masters on this page.
       const pageMasters = new Map(listed.items.filter((i) => i.occurrence).map((i) => [i.row.id, i.row]));
       const next = await listedNextOccurrences([...pageMasters.values()], ctx.tenant);
-      return {
-        data: listed.items.map((i) =>
+      return toPage(
+        { rows: listed.items, keys: listed.items.map((i) => i.key), ...(listed.next ? { next: listed.next } : {}) },
+        (i) =>
           toEvent(i.row, {
             ...(i.occurrence ? { occurrence: i.occurrence, next_occurrence: next.get(i.row.id) ?? null } : {}),
           }),
-        ),
-        has_more: listed.next !== undefined,
-        ...(listed.next ? { next_cursor: encodeOccurrenceCursor(listed.next) } : {}),
-      };
+        encodeOccurrenceCursor,
+      );
     },
 
     async getEvent(req, ctx) {
