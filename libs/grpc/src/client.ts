@@ -92,6 +92,17 @@ function isBrokenConnection(err: unknown): boolean {
   );
 }
 
+/** grpc-js's own refusal of a response over the client's receive limit (no service sends it). */
+function isOversizedResponse(err: unknown): boolean {
+  const e = err as { code?: unknown; details?: unknown } | null;
+  return (
+    e?.code === grpc.status.RESOURCE_EXHAUSTED &&
+    typeof e.details === 'string' &&
+    e.details.startsWith('Received message larger than max') &&
+    !decodeStatusDetails(err as grpc.ServiceError).reason
+  );
+}
+
 /** Reasons the kit gives when the service itself cannot answer (errors.ts, server.ts). */
 const SERVICE_UNWELL_REASONS = new Set([
   'DATABASE_UNAVAILABLE',
@@ -228,6 +239,7 @@ export class Downstream {
           this.probe();
           throw this.transportError(err as grpc.ServiceError);
         }
+        if (isOversizedResponse(err)) throw this.oversized(err as grpc.ServiceError);
         throw err;
       });
   }
@@ -302,6 +314,18 @@ export class Downstream {
   /** A failure of the way to the service, naming it (ErrorInfo metadata `service`). */
   private serviceError(code: grpc.status, reason: string, message: string): DomainError {
     return new DomainError(code, reason, message, { metadata: { service: this.name } });
+  }
+
+  /**
+   * The service answered more than the client receives (4 MiB): a bug of that rpc (lists stop their
+   * pages below it, feeds stream), which no retry fixes, so not grpc-js's RESOURCE_EXHAUSTED ("retry later").
+   */
+  private oversized(err: grpc.ServiceError): DomainError {
+    return this.serviceError(
+      grpc.status.INTERNAL,
+      'RESPONSE_TOO_LARGE',
+      `the ${this.name} service answered more than a response may hold (${err.details}); report the request id`,
+    );
   }
 
   private unavailable(): DomainError {
