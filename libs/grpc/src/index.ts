@@ -24,6 +24,7 @@ export {
   SERVER_CHANNEL_OPTIONS,
   type GrpcServerOptions,
   type Handlers,
+  type ServiceDefinition,
   type UnaryServiceDefinition,
 } from './server.js';
 export { CLIENT_CHANNEL_OPTIONS, Downstream, grpcTarget, type DownstreamOptions, type UnaryMethod } from './client.js';

@@ -837,6 +837,25 @@ describe('calendar events over gRPC', () => {
     await notFound(cal.client.call(S.getCalendar, { id: c.id }, b.call));
     await notFound(cal.client.call(S.getCalendarFeed, { id: c.id }, b.call));
     await notFound(
+      (async () => {
+        for await (const _ of cal.client.stream(S.streamCalendarFeed, { id: c.id }, b.call));
+      })(),
+    );
+    // The owner's feed: streamed, and the same text through the deprecated one-message rpc.
+    let streamed = '';
+    for await (const chunk of cal.client.stream(S.streamCalendarFeed, { id: c.id }, a.call)) {
+      assert.equal(chunk.content_type, 'text/calendar; charset=utf-8');
+      streamed += Buffer.from(chunk.data).toString();
+    }
+    assert.match(streamed, /^BEGIN:VCALENDAR\r\n[\s\S]*SUMMARY:Private\r\n[\s\S]*END:VCALENDAR\r\n$/);
+    const whole = await cal.client.call(S.getCalendarFeed, { id: c.id }, a.call);
+    assert.equal(
+      Buffer.from(whole.data)
+        .toString()
+        .replace(/DTSTAMP:.*\r\n/g, ''),
+      streamed.replace(/DTSTAMP:.*\r\n/g, ''),
+    );
+    await notFound(
       cal.client.call(
         S.listEvents,
         { from: d('2026-06-01T00:00:00Z'), to: d('2026-06-02T00:00:00Z'), calendar_id: c.id },

@@ -345,10 +345,10 @@ describe('calendar through the gateway', () => {
 
     assertError(await call('GET', `/calendars/${cal.id}/events.ics`, b.key), 404);
     const openapi = (await stack.api('GET', '/api/v1/openapi.json')).body;
-    assert.ok(openapi.paths['/api/v1/calendars/{id}/events.ics'].get.responses['200'].content['*/*']);
+    assert.ok(openapi.paths['/api/v1/calendars/{id}/events.ics'].get.responses['200'].content['text/calendar']);
   });
 
-  it('answers a page and the feed of 230 events with long descriptions (over 4 MiB together): the page stops early', async () => {
+  it('answers a page and the feed of 230 events with long descriptions (over 4 MiB together): the page stops early, the feed streams every event', async () => {
     const big = await stack.createTenant('Big');
     const cal = (await call('POST', '/calendars', big.key, { name: 'Busy', timezone: 'Europe/Berlin' })).body;
     // 20,000 characters each (the field's limit), some of them two UTF-8 bytes: about 4.6 MB of descriptions.
@@ -392,6 +392,21 @@ describe('calendar through the gateway', () => {
       cursor = page.body.next_cursor ?? undefined;
     } while (cursor);
     assert.deepEqual(listed, ids, 'every event once, in start order');
+
+    const res = await fetch(`${stack.url}/api/v1/calendars/${cal.id}/events.ics`, {
+      headers: { authorization: `Bearer ${big.key}` },
+    });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /^text\/calendar/);
+    const text = await res.text();
+    assert.ok(Buffer.byteLength(text) > 4 * 1024 * 1024, 'more than one gRPC message may hold');
+    const vevents = new ICAL.Component(ICAL.parse(text)).getAllSubcomponents('vevent').map((v) => new ICAL.Event(v));
+    assert.deepEqual(vevents.map((e) => e.uid).sort(), ids.map((id) => `${id}@workauto`).sort(), 'every event');
+    for (const e of vevents)
+      assert.ok(
+        e.description === description(Number(e.summary.split(' ')[1])),
+        `the whole description of ${e.summary}`,
+      );
   });
 
   it('answers bad input with a 400 naming the field, and never a 5xx', async () => {

@@ -34,8 +34,6 @@ export const LIMITS = {
   reminders: 20,
   reminderMinutes: 40_320,
   exdates: 1_000,
-  /** Events in one iCalendar feed. */
-  feedEvents: 5_000,
 };
 
 export interface CalendarDeps {

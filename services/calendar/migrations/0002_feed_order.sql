@@ -1,0 +1,2 @@
+-- The iCalendar feed reads a calendar's live events in id order, a batch at a time.
+CREATE INDEX events_feed ON events (calendar_id, id) WHERE deleted_at IS NULL;
