@@ -804,6 +804,56 @@ describe('calendar events over gRPC', () => {
     );
   });
 
+  it('refuses rules more frequent than hourly, and lists a tenant’s calendar although a stored series cannot be expanded', async () => {
+    const t = tenant();
+    const c = await calendarOf(t, 'UTC');
+    const base = {
+      calendar_id: c.id,
+      title: 'X',
+      start_at: d('2026-06-03T09:00:00Z'),
+      end_at: d('2026-06-03T09:00:01Z'),
+    };
+    assert.deepEqual(await badFields(cal.client.call(S.createEvent, ev({ ...base, rrule: 'FREQ=MINUTELY' }), t.call)), [
+      'rrule',
+    ]);
+    const hourly = await cal.client.call(S.createEvent, ev({ ...base, title: 'Hourly', rrule: 'FREQ=HOURLY' }), t.call);
+    assert.deepEqual(
+      await badFields(
+        cal.client.call(S.updateEvent, upd({ id: hourly.id, rrule: 'FREQ=SECONDLY;INTERVAL=2' }), t.call),
+      ),
+      ['rrule'],
+    );
+    await cal.client.call(S.deleteEvent, { id: hourly.id, update_scope: ALL }, t.call);
+
+    // A per-second series stored before the rule, written straight into the database (no index rows).
+    const legacy = await cal.client.call(S.createEvent, ev({ ...base, title: 'Every second' }), t.call);
+    await cal.db.query(
+      `UPDATE events SET rrule = 'FREQ=SECONDLY', span_end = NULL, indexed_from = NULL, indexed_until = NULL WHERE id = $1`,
+      [legacy.id],
+    );
+    await cal.db.query('DELETE FROM occurrences WHERE event_id = $1', [legacy.id]);
+    const other = await cal.client.call(
+      S.createEvent,
+      ev({ ...base, title: 'Standup', start_at: d('2026-06-03T10:00:00Z'), end_at: d('2026-06-03T10:15:00Z') }),
+      t.call,
+    );
+
+    // Four hours of it are more occurrences than one expansion takes: the series is left out, the rest listed.
+    const list = await cal.occurrences(t.call, { from: '2026-06-03T09:00:00Z', to: '2026-06-03T13:00:00Z' });
+    assert.deepEqual(
+      list.map((e) => e.title),
+      ['Standup'],
+    );
+    assert.equal(list[0]!.id, other.id);
+    // A minute of it is listed.
+    const minute = await cal.occurrences(t.call, { from: '2026-06-03T09:00:00Z', to: '2026-06-03T09:01:00Z' });
+    assert.equal(minute.filter((e) => e.id === legacy.id).length, 60);
+    // It stays readable, so that it can be fixed.
+    assert.equal((await cal.client.call(S.getEvent, { id: legacy.id }, t.call)).rrule, 'FREQ=SECONDLY');
+    const fixed = await cal.client.call(S.updateEvent, upd({ id: legacy.id, rrule: 'FREQ=DAILY;COUNT=2' }), t.call);
+    assert.equal(fixed.rrule, 'FREQ=DAILY;COUNT=2');
+  });
+
   it('keeps tenants apart: another tenant’s calendar or event is a 404', async () => {
     const a = tenant();
     const b = tenant();

@@ -1,4 +1,5 @@
 import type { Pool } from '@workauto/db';
+import type { Logger } from '@workauto/logger';
 import { enumMapping, errors } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
@@ -38,6 +39,7 @@ export const LIMITS = {
 
 export interface CalendarDeps {
   pool: Pool;
+  logger: Logger;
   /** The clock next_occurrence is computed against (tests pin it). */
   now?: () => Date;
 }

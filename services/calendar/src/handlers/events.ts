@@ -26,6 +26,7 @@ import {
   type Listed,
 } from '../domain/listing.js';
 import {
+  RecurrenceError,
   canonicalTimezone,
   checkWindow,
   expandOccurrences,
@@ -136,13 +137,31 @@ const icalUid = (id: string) => `${id}@workauto`;
 
 export function eventHandlers({
   pool,
+  logger,
   now = () => new Date(),
 }: CalendarDeps): Pick<H, 'createEvent' | 'listEvents' | 'getEvent' | 'updateEvent' | 'deleteEvent'> {
+  /**
+   * next_occurrence of a master; null, with a log line, for a stored series the engine refuses to
+   * evaluate (its rule is denser than the engine's caps): reading it must not fail.
+   */
+  function nextOf(row: EventRow, exceptions: { recurrence_id: Date; span_start: Date }[], at: Date): Date | null {
+    try {
+      return nextOccurrenceOf(row, exceptions, at);
+    } catch (err) {
+      if (!(err instanceof RecurrenceError)) throw err;
+      logger.warn(
+        { tenant_id: row.tenant_id, event_id: row.id, rrule: row.rrule, reason: err.message },
+        'next_occurrence of a stored series cannot be computed; it is null',
+      );
+      return null;
+    }
+  }
+
   /** The API view of a stored row: next_occurrence computed now, from the master and its exceptions. */
   async function view(db: PoolClient | typeof pool, tenantId: string, row: EventRow): Promise<CalendarEvent> {
     if (!row.rrule || row.deleted_at) return toEvent(row);
     const exceptions = await events.exceptionStarts(db, tenantId, [row.id]);
-    return toEvent(row, { next_occurrence: nextOccurrenceOf(row, exceptions, now()) });
+    return toEvent(row, { next_occurrence: nextOf(row, exceptions, now()) });
   }
 
   /**
@@ -172,7 +191,7 @@ export function eventHandlers({
           .sort((a, b) => a.getTime() - b.getTime());
         out.set(m.id, all[0] ?? null);
       } else {
-        out.set(m.id, nextOccurrenceOf(m, await events.exceptionStarts(pool, tenantId, [m.id]), at));
+        out.set(m.id, nextOf(m, await events.exceptionStarts(pool, tenantId, [m.id]), at));
       }
     }
     return out;
@@ -378,19 +397,31 @@ export function eventHandlers({
           new Date(from.getTime() - longest),
           to,
         );
+        // A master without index rows (none were ever written for it) is expanded whole.
         const outside = (m: EventRow, o: Occurrence) =>
-          o.recurrence_id.getTime() < m.indexed_from!.getTime() ||
-          o.recurrence_id.getTime() >= m.indexed_until!.getTime();
+          !m.indexed_from ||
+          !m.indexed_until ||
+          o.recurrence_id.getTime() < m.indexed_from.getTime() ||
+          o.recurrence_id.getTime() >= m.indexed_until.getTime();
         items.push(
-          ...recurrence(() =>
-            expandedAfter(
-              unindexed,
-              (r) => seriesOf(r),
-              new Set(replaced.map((r) => `${r.series_id}/${r.recurrence_id.getTime()}`)),
-              window,
-              page.after,
-              outside,
-            ),
+          ...expandedAfter(
+            unindexed,
+            (r) => seriesOf(r),
+            new Set(replaced.map((r) => `${r.series_id}/${r.recurrence_id.getTime()}`)),
+            window,
+            page.after,
+            outside,
+            (m, err) =>
+              logger.warn(
+                {
+                  tenant_id: ctx.tenant,
+                  event_id: m.id,
+                  rrule: m.rrule,
+                  reason: err.message,
+                  request_id: ctx.requestId,
+                },
+                'a stored series cannot be expanded over this window; its occurrences outside the index are left out of the listing (change its rrule to fix it)',
+              ),
           ),
         );
       }
