@@ -750,6 +750,12 @@ describe('calendar events over gRPC', () => {
     assert.deepEqual(await create({ title: '' }), ['title']);
     assert.deepEqual(await create({ location_lat: 91 }), ['location_lat']);
     assert.deepEqual(await create({ conference_url: 'ftp://x' }), ['conference_url']);
+    for (const conference_url of [
+      'https://meet.example/x\r\nX-Injected: 1',
+      'https://meet.example/a b',
+      ' https://meet.example/',
+    ])
+      assert.deepEqual(await create({ conference_url }), ['conference_url'], JSON.stringify(conference_url));
     assert.deepEqual(await badFields(cal.client.call(S.createCalendar, { name: 'C', timezone: '+05:00' }, t.call)), [
       'timezone',
     ]);

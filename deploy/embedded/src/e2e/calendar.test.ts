@@ -428,6 +428,12 @@ describe('calendar through the gateway', () => {
     await bad('POST', '/events', { ...base, rrule: 'RRULE:FREQ=DAILY' }, 'rrule');
     await bad('POST', '/events', { ...base, end_at: '2026-06-01T08:00:00Z' }, 'end_at');
     await bad('POST', '/events', { ...base, start_at: 'tomorrow' }, 'start_at');
+    await bad(
+      'POST',
+      '/events',
+      { ...base, conference_url: 'https://meet.example/x\r\nX-Injected: 1' },
+      'conference_url',
+    );
     await bad('POST', '/calendars', { name: 'C', timezone: 'GMT+2' }, 'timezone');
     const ev = (await call('POST', '/events', a.key, { ...base, rrule: 'FREQ=DAILY' })).body;
     await bad('PUT', `/events/${ev.id}`, { update_scope: 'some', title: 'Y' }, 'update_scope');
