@@ -750,6 +750,21 @@ describe('calendar events over gRPC', () => {
     assert.deepEqual(await create({ title: '' }), ['title']);
     assert.deepEqual(await create({ location_lat: 91 }), ['location_lat']);
     assert.deepEqual(await create({ conference_url: 'ftp://x' }), ['conference_url']);
+    // Times outside the years 1900-2999, naming the field.
+    assert.deepEqual(await create({ start_at: d('1899-12-31T23:59:59Z') }), ['start_at']);
+    assert.deepEqual(await create({ end_at: d('3000-01-01T00:00:00Z') }), ['end_at']);
+    assert.deepEqual(
+      await create({
+        start_at: undefined,
+        end_at: undefined,
+        is_all_day: true,
+        start_date: '0001-01-01',
+        end_date: '10000-01-01',
+      }),
+      ['start_date', 'end_date'],
+    );
+    assert.deepEqual(await create({ rrule: 'FREQ=DAILY', exdates: [d('0001-06-02T13:00:00Z')] }), ['exdates[0]']);
+    assert.deepEqual(await create({ rrule: 'FREQ=DAILY;UNTIL=30000101T000000Z' }), ['rrule']);
     for (const conference_url of [
       'https://meet.example/x\r\nX-Injected: 1',
       'https://meet.example/a b',
@@ -791,6 +806,19 @@ describe('calendar events over gRPC', () => {
       ['rrule'],
     );
     assert.deepEqual(await put({ rrule: 'FREQ=DAILY;COUNT=5000' }), ['rrule']);
+    assert.deepEqual(await put({ update_scope: THIS, title: 'Y', recurrence_id: d('1800-06-02T13:00:00Z') }), [
+      'recurrence_id',
+    ]);
+    assert.deepEqual(
+      await badFields(
+        cal.client.call(
+          S.deleteEvent,
+          { id: series.id, update_scope: THIS, recurrence_id: d('3000-06-02T13:00:00Z') },
+          t.call,
+        ),
+      ),
+      ['recurrence_id'],
+    );
     const single = await cal.client.call(S.createEvent, ev(base), t.call);
     assert.deepEqual(
       await badFields(

@@ -1,3 +1,4 @@
+import { YEARS } from '@workauto/grpc';
 import { RRuleTemporal } from 'rrule-temporal';
 import { Temporal } from 'temporal-polyfill';
 import { RecurrenceError } from './errors.js';
@@ -446,6 +447,10 @@ function endOf(o: Occurrence, timezone: string): Date {
  */
 export function checkSeries(series: Series): void {
   const p = prepare(series);
+  const { until } = p.parsed;
+  const untilYear = until && (until.kind === 'utc' ? until.at.getUTCFullYear() : until.date.year);
+  if (untilYear && (untilYear < YEARS.min || untilYear > YEARS.max))
+    throw invalid(`has an UNTIL in ${untilYear}: UNTIL must be in the years ${YEARS.min} to ${YEARS.max}`);
   if (SUB_HOURLY.includes(p.parsed.freq)) {
     throw invalid(
       `has FREQ=${p.parsed.freq}, which repeats more often than hourly: a listing window of a few hours would hold more occurrences than one listing expands. Use FREQ=HOURLY or coarser`,

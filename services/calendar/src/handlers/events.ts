@@ -6,6 +6,7 @@ import {
   toPage,
   validate,
   changedFields,
+  checkYears,
   textOrNull,
   type CallContext,
   type Handlers,
@@ -589,7 +590,7 @@ export function eventHandlers({
     },
 
     async deleteEvent(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
+      checkYears(validate().uuid('id', req.id, { required: true }), 'recurrence_id', req.recurrence_id).done();
       const given = scopes.toDomain(req.update_scope) as Scope | undefined;
       await withTransaction(
         pool,

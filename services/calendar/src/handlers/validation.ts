@@ -1,4 +1,4 @@
-import { checkEnum, checkHttpUrl, checkMetadata, type Validator } from '@workauto/grpc';
+import { checkEnum, checkHttpUrl, checkMetadata, checkYears, type Validator } from '@workauto/grpc';
 import type {
   CreateEventRequest,
   Reminder,
@@ -49,5 +49,8 @@ export function checkEventFields(
   checkEnum(v, 'visibility', req.visibility, visibilities, false);
   checkReminders(v, req.reminders);
   if (req.exdates.length > LIMITS.exdates) v.add('exdates', `must have at most ${LIMITS.exdates} dates`);
+  for (const f of ['start_at', 'end_at', 'start_date', 'end_date'] as const) checkYears(v, f, req[f]);
+  req.exdates.forEach((at, i) => checkYears(v, `exdates[${i}]`, at));
+  if ('recurrence_id' in req) checkYears(v, 'recurrence_id', req.recurrence_id);
   return checkMetadata(v, 'metadata', req.metadata);
 }
