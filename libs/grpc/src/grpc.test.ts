@@ -6,7 +6,7 @@ import { decodeStatusDetails, errors, toServiceError } from './errors.js';
 import { parsePage, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
-import { checkHttpUrl } from './fields.js';
+import { checkHttpUrl, checkYears } from './fields.js';
 import { encodedSizeBound } from './message-size.js';
 import { CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 
@@ -223,6 +223,42 @@ describe('checkHttpUrl', () => {
     assert.deepEqual(problems(''), []);
     assert.equal(problems('javascript:alert(1)').length, 1);
     assert.equal(problems(`https://e.com/${'a'.repeat(2_100)}`).length, 1);
+  });
+});
+
+describe('checkYears', () => {
+  const fields = (values: Record<string, Date | string | undefined>) => {
+    const v = validate();
+    for (const [field, value] of Object.entries(values)) checkYears(v, field, value);
+    try {
+      v.done();
+      return [];
+    } catch (err) {
+      return (err as { extra: { fieldViolations: { field: string }[] } }).extra.fieldViolations.map((f) => f.field);
+    }
+  };
+  it('takes dates and instants in the years 1900 to 2999 and names each field outside them', () => {
+    assert.deepEqual(
+      fields({
+        a: '1900-01-01',
+        b: '2999-12-31',
+        c: new Date('1900-01-01T00:00:00Z'),
+        d: new Date('2999-12-31T23:59:59.999Z'),
+        e: undefined,
+        f: '',
+      }),
+      [],
+    );
+    assert.deepEqual(
+      fields({
+        a: '1899-12-31',
+        b: '3000-01-01',
+        c: new Date('1899-12-31T23:59:59Z'),
+        d: new Date('9999-12-31T12:00:00Z'),
+        e: '10000-01-01',
+      }),
+      ['a', 'b', 'c', 'd', 'e'],
+    );
   });
 });
 
