@@ -50,6 +50,16 @@ async function pageThrough(tenant: string, size: number, order: KeysetOrder): Pr
       { size, after },
     );
     assert.ok(page.rows.length <= size);
+    assert.equal(page.keys.length, page.rows.length, 'one keyset per row');
+    if (page.rows.length > 1) {
+      // A page cut after its first row continues at its second (what toPage does to stay under the size limit).
+      const cut = await listPage<{ id: string }>(
+        pool,
+        { columns: 'id', from: 'items', where: 'tenant_id = $1', params: [tenant], order },
+        { size: 1, after: decodeCursor(encodeCursor(page.keys[0]!)) },
+      );
+      assert.equal(cut.rows[0]?.id, page.rows[1]!.id);
+    }
     ids.push(...page.rows.map((r) => r.id));
     if (!page.next) return ids;
     after = decodeCursor(encodeCursor(page.next));
