@@ -43,7 +43,7 @@ export interface StackOptions {
   healthCheckMs?: number;
   /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy (default devEgressPolicy()). */
   webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
-  /** The egress policy of calls to tenants' URLs (MCP servers); default devEgressPolicy(). */
+  /** The egress policy of calls to tenants' URLs (MCP servers, agent configs' base URLs); default devEgressPolicy(). */
   egress?: EgressPolicyOptions;
   /** The apps service's probe schedule and timeouts (tests shorten them). */
   apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
@@ -143,9 +143,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     // Runs call notes-tasks, crm-pipelines, calendar and apps as their agent: started after them.
     const address = (name: string) => `${host}:${services[name]!.port}`;
-    services.agents = await createAgentsService(
+    const agentsEgress = opts.egress ? new EgressPolicy(opts.egress) : devEgressPolicy();
+    const agents = await createAgentsService(
       {
         ...common,
+        egress: agentsEgress,
         databaseUrl: await db('agents'),
         encryptionKeys: opts.encryptionKeys,
         callerSigningKey: agentsKeys.signingKey,
@@ -158,7 +160,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         ...opts.agents,
       },
       logger.child({ component: 'agents' }),
-    );
+    ).catch(async (err: unknown) => {
+      await agentsEgress.close();
+      throw err;
+    });
+    services.agents = { port: agents.port, stop: () => agents.stop().finally(() => agentsEgress.close()) };
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
       logger: logger.child({ component: 'gateway' }),

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
+import { EgressPolicy } from '@workauto/egress';
 import { JOBS_MIGRATIONS } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
@@ -18,6 +19,11 @@ export interface AgentsConfig extends ServiceConfig {
   encryptionKeys: string;
   /** Provider base URLs (as the official SDKs take them), timeouts and retries. */
   providers?: Partial<ProviderSettings>;
+  /**
+   * The policy calls to tenants' base URLs go through (EgressPolicy.fromEnv in main: EGRESS_ALLOW_PRIVATE,
+   * EGRESS_ALLOWED_CIDRS). Default: https to public addresses only, owned and closed by the service.
+   */
+  egress?: EgressPolicy;
   /** The platform's own keys (OPENAI_API_KEY, ANTHROPIC_API_KEY): runs of tenants without a key of their own. */
   platformKeys?: Partial<Record<ProviderName, string>>;
   /** AGENT_PLATFORM_FEE_BPS: the fee on runs that used a platform key, in basis points of their cost. */
@@ -39,16 +45,18 @@ export const DEFAULT_PROVIDER_SETTINGS: ProviderSettings = {
 };
 
 /** agents with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
-export function createAgentsService(
+export async function createAgentsService(
   config: AgentsConfig,
   logger: Logger = createLogger('agents'),
 ): Promise<RunningService> {
   const keyring = Keyring.fromEnv(config.encryptionKeys);
-  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers });
+  const ownEgress = config.egress ? undefined : new EgressPolicy();
+  const egress = config.egress ?? ownEgress!;
+  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers }, egress);
   // Runs call other services as their agent, signed with this service's own key.
   const signer = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: 'agents' }) : undefined;
   const settings = { ...DEFAULT_RUN_SETTINGS, ...config.runs };
-  return startService(
+  const running = await startService(
     {
       name: 'agents',
       errorDomain: 'agents.workauto',
@@ -56,7 +64,7 @@ export function createAgentsService(
       grpcService: 'workauto.agents.v1.AgentsService',
       definition: AgentsServiceService,
       migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
-      handlers: (pool) => agentsHandlers({ pool, keyring, providers }),
+      handlers: (pool) => agentsHandlers({ pool, keyring, providers, egress }),
       workers: ({ pool }) => {
         const clients = new ToolClients(config.downstreams ?? {});
         const runs = new RunWorker({
@@ -80,5 +88,9 @@ export function createAgentsService(
     },
     config,
     logger,
-  );
+  ).catch(async (err: unknown) => {
+    await ownEgress?.close();
+    throw err;
+  });
+  return { port: running.port, stop: () => running.stop().finally(() => ownEgress?.close()) };
 }

@@ -29,12 +29,15 @@ await runService({
     AGENT_RUN_HEARTBEAT_MS: z.coerce.number().int().min(100).max(5_000).default(2_000),
     AGENT_SCHEDULER_POLL_MS: vars.milliseconds(1_000),
   },
-  // Imported here, after telemetry started, so its instrumentations see grpc and pg.
+  // Imported here, after telemetry started, so its instrumentations see grpc and pg. The egress
+  // policy of tenants' base URLs reads EGRESS_ALLOW_PRIVATE / EGRESS_ALLOWED_CIDRS and fails the
+  // start with a message naming a bad one.
   start: async (config, env, logger) =>
     (await import('./app.js')).createAgentsService(
       {
         ...config,
         encryptionKeys: env.ENCRYPTION_KEYS,
+        egress: (await import('@workauto/egress')).EgressPolicy.fromEnv(),
         providers: {
           openaiBaseUrl: env.OPENAI_BASE_URL,
           anthropicBaseUrl: env.ANTHROPIC_BASE_URL,

@@ -16,7 +16,7 @@ import {
   type AgentRun,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { NotesTasksServiceService as Notes } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { S, failure, newKey, startRunStack, tenant } from './test-support.js';
+import { S, failure, newKey, runUntilDone as runUntil, startRunStack, tenant } from './test-support.js';
 import type { ChatStep } from './testing/fake-provider.js';
 import { scheduleDueRuns } from './worker/scheduler.js';
 
@@ -41,28 +41,11 @@ describe('agent runs', () => {
     return { ...t, key: k };
   }
 
-  async function runUntilDone(
+  const runUntilDone = (
     t: ReturnType<typeof tenant>,
     blueprint: string,
     body: Partial<{ input: unknown; budget_usd_cents: number; deadline_seconds: number }> = {},
-  ): Promise<AgentRun> {
-    const run = await stack.client.call(S.createAgentRun, { blueprint, input: 'go', ...body }, t.call);
-    assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_QUEUED);
-    let last = run;
-    await eventually(
-      `run ${run.id} ends`,
-      async () => {
-        last = await stack.client.call(S.getAgentRun, { blueprint, id: run.id }, t.call);
-        return (
-          last.status !== AgentRunStatus.AGENT_RUN_STATUS_QUEUED &&
-          last.status !== AgentRunStatus.AGENT_RUN_STATUS_RUNNING
-        );
-      },
-      20_000,
-      50,
-    );
-    return last;
-  }
+  ): Promise<AgentRun> => runUntil(stack.client, t, blueprint, body);
 
   it('calls a built-in tool as its agent (a task is really created), then answers: succeeded, output, cost from usage', async () => {
     const t = await tenantWithKey('task-triage', [

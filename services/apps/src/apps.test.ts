@@ -3,6 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { AppStatus, AuthType, type App, type CreateAppRequest } from '@workauto/protos/workauto/apps/v1/apps.js';
+import { decodeEvent } from '@workauto/events';
 import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually, withAccess } from '@workauto/testing';
 import { S, badFields, failure, startApps, tenant, type Apps } from './service-support.js';
@@ -604,6 +605,83 @@ describe('apps over gRPC', () => {
       [grpc.status.UNAVAILABLE, 'APP_UNREACHABLE', 'calc', 'unreachable'],
     );
     assert.match(down.message, /could not reach/);
+  });
+
+  it('audits every tool call (actor, app, tool, outcome, duration) and never its arguments or result', async () => {
+    const t = tenant();
+    const ARG = 'argument-sentinel-5b1e';
+    const RESULT = 'result-sentinel-9c3d';
+    const server = keep(
+      await startMcpServer({
+        transport: 'streamable',
+        tools: tools('look', 'oops'),
+        onCall: (name) => ({ content: [{ type: 'text', text: `${name}: ${RESULT}` }], isError: name === 'oops' }),
+      }),
+    );
+    await create(t, { slug: 'audited', mcp_server_url: server.url });
+    await settled(t, 'audited');
+    await apps.client.call(S.updateApp, { slug: 'audited', enabled_tools: ['look', 'oops'] }, t.call);
+    const call = (name: string, caller = t.call) =>
+      apps.client.call(S.callTool, { slug: 'audited', name, arguments: { q: ARG } }, caller);
+    await call('look');
+    // An agent run calls the same rpc as its agent: actor type agent, id the run's.
+    const runId = crypto.randomUUID();
+    const asRun = { caller: { requestId: runId, tenantId: t.id, actor: { type: 'agent', id: runId } } };
+    assert.equal((await call('oops', asRun)).is_error, true);
+    await server.close();
+    assert.equal((await failure(call('look'))).code, grpc.status.UNAVAILABLE);
+    // A refused call (not enabled) reaches no server and is no tool call: nothing recorded.
+    assert.equal((await failure(call('nope'))).code, grpc.status.FAILED_PRECONDITION);
+
+    const { rows } = await apps.db.query(
+      `SELECT payload FROM outbox WHERE tenant_id = $1 AND event_type = 'app.tool_called' ORDER BY seq`,
+      [t.id],
+    );
+    const events = rows.map((r) => decodeEvent(r.payload));
+    const app = await get(t, 'audited');
+    assert.deepEqual(
+      events.map((e) => [e.actor?.type, e.resource?.type, e.resource?.id, e.metadata]),
+      [
+        [
+          'api_key',
+          'app',
+          app.id,
+          {
+            app_slug: 'audited',
+            tool: 'look',
+            outcome: 'ok',
+            duration_ms: events[0]!.metadata.duration_ms,
+            member_id: t.memberId,
+          },
+        ],
+        [
+          'agent',
+          'app',
+          app.id,
+          { app_slug: 'audited', tool: 'oops', outcome: 'is_error', duration_ms: events[1]!.metadata.duration_ms },
+        ],
+        [
+          'api_key',
+          'app',
+          app.id,
+          {
+            app_slug: 'audited',
+            tool: 'look',
+            outcome: 'failed',
+            failure_category: 'unreachable',
+            duration_ms: events[2]!.metadata.duration_ms,
+            member_id: t.memberId,
+          },
+        ],
+      ],
+    );
+    assert.equal(events[1]!.actor?.id, runId);
+    for (const e of events)
+      assert.ok(Number.isInteger(e.metadata.duration_ms) && (e.metadata.duration_ms as number) >= 0);
+    for (const r of rows) {
+      const text = Buffer.from(r.payload).toString('latin1');
+      assert.ok(!text.includes(ARG) && !text.includes(RESULT), 'neither the arguments nor the result are recorded');
+    }
   });
 
   it("lists the enabled, non-stale tools of the tenant's healthy apps for agents", async () => {

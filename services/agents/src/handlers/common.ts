@@ -1,5 +1,6 @@
 import type { Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
+import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import { enumMapping, errors } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
@@ -7,6 +8,8 @@ import {
   AgentConfig,
   AgentRun,
   AgentRunStatus,
+  AgentRunStep,
+  StepType,
   ByokStatus,
   FailureCategory,
   ProbeCategory,
@@ -17,7 +20,7 @@ import { findBlueprint, type Blueprint, type ProviderName } from '../domain/blue
 import { toCents } from '../domain/costs.js';
 import type { Providers } from '../providers/index.js';
 import type { ConfigRow } from '../repo/configs.js';
-import type { RunRow } from '../repo/runs.js';
+import type { RunRow, StepRow } from '../repo/runs.js';
 
 export const SOURCE = 'agents';
 export const providers = enumMapping(Provider, 'PROVIDER_');
@@ -26,11 +29,14 @@ export const probeStatuses = enumMapping(ProbeStatus, 'PROBE_STATUS_');
 export const probeCategories = enumMapping(ProbeCategory, 'PROBE_CATEGORY_');
 export const runStatuses = enumMapping(AgentRunStatus, 'AGENT_RUN_STATUS_');
 export const failureCategories = enumMapping(FailureCategory, 'FAILURE_CATEGORY_');
+export const stepTypes = enumMapping(StepType, 'STEP_TYPE_');
 
 export interface AgentsDeps {
   pool: Pool;
   keyring: Keyring;
   providers: Providers;
+  /** The policy a tenant's base_url is checked against when written (and called through). */
+  egress: EgressPolicy;
 }
 
 /** AAD of a stored provider key: a ciphertext copied to another tenant or blueprint does not decrypt. */
@@ -47,7 +53,12 @@ export function toBlueprint(b: Blueprint): AgentBlueprint {
   return { id: b.id, name: b.name, description: b.description, models: { ...b.models }, tools: [...b.tools] };
 }
 
-export function toConfig(row: ConfigRow): AgentConfig {
+/**
+ * A config as the API shows it. `reduceUrls`: a caller below admin on agents sees base_url reduced
+ * to scheme, host and port (paths and queries of such URLs may carry tokens), as app and webhook
+ * URLs are.
+ */
+export function toConfig(row: ConfigRow, reduceUrls = false): AgentConfig {
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -61,6 +72,11 @@ export function toConfig(row: ConfigRow): AgentConfig {
     byok_status_reason: row.byok_status_reason ?? undefined,
     deadline_default_seconds: row.deadline_default_seconds ?? undefined,
     schedule: row.schedule ?? undefined,
+    provider: row.provider ? providers.fromDomain(row.provider) : undefined,
+    model: row.model ?? undefined,
+    base_url: row.base_url === null ? undefined : reduceUrls ? reducedUrl(row.base_url) : row.base_url,
+    input_price_cents_per_mtok: row.input_price_cents_per_mtok ?? undefined,
+    output_price_cents_per_mtok: row.output_price_cents_per_mtok ?? undefined,
   };
 }
 
@@ -84,6 +100,23 @@ export function toRun(row: RunRow): AgentRun {
       : FailureCategory.FAILURE_CATEGORY_UNSPECIFIED,
     failure_detail: row.failure_detail ?? undefined,
     output: row.output ?? undefined,
+  };
+}
+
+/** A step as the API shows it: exact cost in cents (the run's cost_usd_cents is the sum, rounded up). */
+export function toStep(row: StepRow): AgentRunStep {
+  return {
+    index: row.step_index,
+    type: stepTypes.fromDomain(row.type),
+    started_at: row.started_at,
+    ended_at: row.ended_at,
+    tool_name: row.tool_name ?? undefined,
+    arguments: row.arguments ?? undefined,
+    result: row.result ?? undefined,
+    is_error: row.is_error ?? undefined,
+    input_tokens: row.input_tokens ?? undefined,
+    output_tokens: row.output_tokens ?? undefined,
+    cost_usd_cents: row.cost_micro_cents === null ? undefined : row.cost_micro_cents / 1_000_000,
   };
 }
 

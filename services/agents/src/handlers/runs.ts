@@ -6,7 +6,7 @@ import * as configs from '../repo/configs.js';
 import * as runs from '../repo/runs.js';
 import { accessToStart } from '../tools/builtin.js';
 import { enqueueRun } from '../worker/queue.js';
-import { SOURCE, blueprintOf, runData, runStatuses, toRun, type AgentsDeps } from './common.js';
+import { SOURCE, blueprintOf, runData, runStatuses, toRun, toStep, type AgentsDeps } from './common.js';
 
 type H = Handlers<typeof AgentsServiceService>;
 
@@ -15,7 +15,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d
 
 export function runHandlers(
   deps: AgentsDeps,
-): Pick<H, 'createAgentRun' | 'listAgentRuns' | 'getAgentRun' | 'cancelAgentRun'> {
+): Pick<H, 'createAgentRun' | 'listAgentRuns' | 'getAgentRun' | 'listAgentRunSteps' | 'cancelAgentRun'> {
   const { pool } = deps;
   return {
     async createAgentRun(req, ctx) {
@@ -84,6 +84,15 @@ export function runHandlers(
       const row = await runs.findRun(pool, ctx.tenant, b.id, req.id);
       if (!row) throw errors.notFound('agent_run', req.id);
       return toRun(row);
+    },
+
+    async listAgentRunSteps(req, ctx) {
+      const b = blueprintOf(req.blueprint);
+      validate().uuid('id', req.id, { required: true }).done();
+      // The run first: another tenant's run (or another blueprint's) is a 404, not an empty list.
+      const row = await runs.findRun(pool, ctx.tenant, b.id, req.id);
+      if (!row) throw errors.notFound('agent_run', req.id);
+      return { data: (await runs.listSteps(pool, ctx.tenant, row.id)).map(toStep) };
     },
 
     async cancelAgentRun(req, ctx) {

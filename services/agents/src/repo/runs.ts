@@ -28,6 +28,20 @@ export interface RunRow {
   updated_at: Date;
 }
 
+/**
+ * The channel every run status change and every step NOTIFYs, in the transaction of the change
+ * (delivered on commit only): a replica serving a run's live progress LISTENs on it while another
+ * replica executes the run. Payload: {"run_id", "tenant_id", "change": "status", "status"} or
+ * {"run_id", "tenant_id", "change": "step", "index"} (docs/agents.md).
+ */
+export const RUN_CHANNEL = 'agent_runs';
+
+/** Wraps a statement whose RETURNING gives run rows (`u`) so each row also NOTIFYs its status, in the same statement. */
+const withStatusNotify = (statement: string) =>
+  `WITH u AS (${statement})
+   SELECT u.* FROM u CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
+     json_build_object('run_id', u.id, 'tenant_id', u.tenant_id, 'change', 'status', 'status', u.status)::text)) n`;
+
 const COLUMNS = `id, tenant_id, agent_blueprint, status, input, output, run_at, budget_usd_cents, deadline_seconds, deadline_at,
   cost_micro_cents, platform_fee_cents, used_platform_key, failure_category, failure_detail, consecutive_failures,
   scheduled_for, starter_access, claims, created_at, updated_at`;
@@ -54,11 +68,11 @@ export interface NewRun {
 export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | undefined> {
   await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_runs:' || $1, 0))`, [run.tenant_id]);
   const { rows } = await tx.query<RunRow>(
-    `INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
+    withStatusNotify(`INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
      SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8, $9,
             greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
      ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
-     RETURNING ${COLUMNS}`,
+     RETURNING ${COLUMNS}`),
     [
       newId(),
       run.tenant_id,
@@ -135,11 +149,11 @@ export async function listRuns(
 /** queued/running → cancelled (the streak stays as it was: a cancelled run does not change it). */
 export async function cancelRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
   const { rows } = await tx.query<RunRow>(
-    `UPDATE agent_runs SET status = 'cancelled', finished_at = now(), updated_at = now(),
+    withStatusNotify(`UPDATE agent_runs SET status = 'cancelled', finished_at = now(), updated_at = now(),
        consecutive_failures = (SELECT coalesce((SELECT r.consecutive_failures FROM agent_runs r
                                  WHERE r.tenant_id = agent_runs.tenant_id AND r.agent_blueprint = agent_runs.agent_blueprint
                                    AND r.status IN ('succeeded', 'failed') ORDER BY r.finished_at DESC, r.id DESC LIMIT 1), 0))
-     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
     [tenantId, id],
   );
   return rows[0]!;
@@ -148,11 +162,11 @@ export async function cancelRun(tx: Queryable, tenantId: string, id: string): Pr
 /** A run a worker claimed: running under this worker (first claim: started_at and deadline_at set now). */
 export async function startRun(tx: Queryable, tenantId: string, id: string, workerId: string): Promise<RunRow> {
   const { rows } = await tx.query<RunRow>(
-    `UPDATE agent_runs SET status = 'running', worker_id = $3, claims = claims + 1, last_heartbeat_at = now(),
+    withStatusNotify(`UPDATE agent_runs SET status = 'running', worker_id = $3, claims = claims + 1, last_heartbeat_at = now(),
        started_at = coalesce(started_at, now()),
        deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
        consecutive_failures = 0, updated_at = now()
-     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
     [tenantId, id, workerId],
   );
   return rows[0]!;
@@ -180,6 +194,74 @@ export async function recordProgress(
      WHERE id = $1 AND worker_id = $2 AND status IN ('running', 'cancelled')`,
     [id, workerId, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
   );
+}
+
+/** One step of a run as stored (text already cut and cleaned of secrets: domain/steps.ts). */
+export interface StepRow {
+  step_index: number;
+  type: 'model_call' | 'tool_call';
+  started_at: Date;
+  ended_at: Date;
+  tool_name: string | null;
+  arguments: unknown;
+  result: string | null;
+  is_error: boolean | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cost_micro_cents: number | null;
+}
+
+const STEP_COLUMNS = `step_index, type, started_at, ended_at, tool_name, arguments, result, is_error, input_tokens,
+  output_tokens, cost_micro_cents`;
+
+/** Where a run's next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them). */
+export async function nextStepIndex(db: Queryable, runId: string): Promise<number> {
+  const { rows } = await db.query<{ next: number }>(
+    `SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
+    [runId],
+  );
+  return rows[0]!.next;
+}
+
+/**
+ * A step that ended, written only while this worker holds the run (running, or cancelled while it
+ * ran), and its NOTIFY in the same statement. False when the run is no longer this worker's.
+ */
+export async function insertStep(db: Queryable, runId: string, workerId: string, step: StepRow): Promise<boolean> {
+  const { rows } = await db.query(
+    `WITH ins AS (
+       INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
+       SELECT r.tenant_id, r.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
+       FROM agent_runs r WHERE r.id = $1 AND r.worker_id = $2 AND r.status IN ('running', 'cancelled')
+       RETURNING tenant_id, run_id, step_index)
+     SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
+       json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
+    [
+      runId,
+      workerId,
+      step.step_index,
+      step.type,
+      step.started_at,
+      step.ended_at,
+      step.tool_name,
+      step.arguments === undefined || step.arguments === null ? null : JSON.stringify(step.arguments),
+      step.result,
+      step.is_error,
+      step.input_tokens,
+      step.output_tokens,
+      step.cost_micro_cents,
+    ],
+  );
+  return rows.length === 1;
+}
+
+/** A run's steps in order (the run's tenant only). */
+export async function listSteps(db: Queryable, tenantId: string, runId: string): Promise<StepRow[]> {
+  const { rows } = await db.query<StepRow>(
+    `SELECT ${STEP_COLUMNS} FROM agent_run_steps WHERE tenant_id = $1 AND run_id = $2 ORDER BY step_index`,
+    [tenantId, runId],
+  );
+  return rows;
 }
 
 /** Which key the run uses (a platform key's runs pay the platform fee). */
@@ -217,9 +299,9 @@ export interface Finish {
 /** A run's end, written only while it is still running (a cancel that came first wins). */
 export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
   const { rows } = await tx.query<RunRow>(
-    `UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
+    withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
        failure_detail = $7, consecutive_failures = $8, finished_at = now(), worker_id = NULL, updated_at = now()
-     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`,
+     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
     [
       id,
       f.status,
@@ -237,8 +319,8 @@ export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<R
 /** A run whose worker stopped (shutdown): queued again, its claim not counted as a lost worker. */
 export async function releaseRun(db: Queryable, id: string, workerId: string): Promise<void> {
   await db.query(
-    `UPDATE agent_runs SET status = 'queued', worker_id = NULL, claims = greatest(claims - 1, 0), updated_at = now()
-     WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
+    withStatusNotify(`UPDATE agent_runs SET status = 'queued', worker_id = NULL, claims = greatest(claims - 1, 0), updated_at = now()
+     WHERE id = $1 AND worker_id = $2 AND status = 'running' RETURNING id, tenant_id, status`),
     [id, workerId],
   );
 }

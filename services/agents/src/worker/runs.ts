@@ -15,6 +15,7 @@ import type { Job } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import type { Worker } from '@workauto/service';
 import { findBlueprint, type ProviderName } from '../domain/blueprints.js';
+import { runModel } from '../domain/models.js';
 import { platformFeeCents } from '../domain/costs.js';
 import type { Guardrail } from '../domain/guardrails.js';
 import { SOURCE, configData, keyContext, runData } from '../handlers/common.js';
@@ -175,10 +176,16 @@ export class RunWorker {
     if (!blueprint) return fail('internal', `blueprint ${row.agent_blueprint} is no longer offered by this deployment`);
     const config = await configs.findConfig(pool, row.tenant_id, blueprint.id);
     const stored = await configs.storedKey(pool, row.tenant_id, blueprint.id);
-    let provider: ProviderName;
+    const platform = new Set(
+      (Object.entries(this.deps.platformKeys) as [ProviderName, string | undefined][]).flatMap(([p, k]) =>
+        k ? [p] : [],
+      ),
+    );
+    const chosen = runModel(config, stored, blueprint, platform);
+    if ('failure' in chosen) return fail(chosen.failure.category, chosen.failure.detail);
+    const { provider, model, baseUrl, price, platformKey: usedPlatformKey } = chosen.ok;
     let apiKey: string;
     if (stored) {
-      provider = stored.provider;
       try {
         apiKey = keyring.decrypt(stored.ciphertext, keyContext(row.tenant_id, blueprint.id));
       } catch {
@@ -187,19 +194,10 @@ export class RunWorker {
           'the stored provider key cannot be decrypted with ENCRYPTION_KEYS (was its keyring key removed?); set the key again with PUT byok-key',
         );
       }
-    } else {
-      provider = blueprint.defaultProvider;
-      const platformKey = this.deps.platformKeys[provider];
-      if (!platformKey)
-        return fail(
-          'provider_auth',
-          `no provider key: set the tenant's key with PUT /agent-configs/${blueprint.id}/byok-key (this deployment has no platform key for ${provider})`,
-        );
-      apiKey = platformKey;
-    }
-    const usedPlatformKey = !stored;
+    } else apiKey = this.deps.platformKeys[provider]!;
     await runs.markKeyUse(pool, row.id, usedPlatformKey);
     const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
+    const firstStepIndex = await runs.nextStepIndex(pool, row.id);
     try {
       const outcome = await execute(
         {
@@ -213,14 +211,27 @@ export class RunWorker {
           guardrails: (config?.guardrails ?? []) as Guardrail[],
           starterAccess: row.starter_access ?? undefined,
           provider,
+          model,
+          baseUrl,
+          price,
           apiKey,
           budgetCents: row.budget_usd_cents,
           deadlineAt: row.deadline_at,
           signal,
           spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
-          progress: (cost, output) =>
-            runs.recordProgress(pool, row.id, this.workerId, { costMicroCents: cost, feeCents: fee(cost), output }),
+          firstStepIndex,
+          // The step, the cost and output so far, and the NOTIFY: one transaction.
+          recordStep: (step, progress) =>
+            withTransaction(pool, async (tx) => {
+              await runs.insertStep(tx, row.id, this.workerId, step);
+              if (progress)
+                await runs.recordProgress(tx, row.id, this.workerId, {
+                  costMicroCents: progress.costMicroCents,
+                  feeCents: fee(progress.costMicroCents),
+                  output: progress.output,
+                });
+            }),
         },
       );
       if (outcome.status === 'failed' && outcome.providerCategory && stored) {

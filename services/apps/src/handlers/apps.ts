@@ -11,6 +11,7 @@ import {
   textOrNull,
   toPage,
   validate,
+  type CallContext,
   type Handlers,
   type Validator,
 } from '@workauto/grpc';
@@ -304,6 +305,8 @@ export function appHandlers(deps: AppsDeps): H {
           `tool ${req.name} was missing from the last listing of app ${app.slug}; it can be called again once the server lists it (POST /api/v1/apps/${app.slug}/probe)`,
         );
       }
+      const started = performance.now();
+      let response: CallToolResponse;
       try {
         const result = await callServerTool(
           {
@@ -316,15 +319,21 @@ export function appHandlers(deps: AppsDeps): H {
           req.name,
           args,
         );
-        const response = toResponse(result);
+        response = toResponse(result);
         // JSON numbers and small values grow as protobuf Values: a result under the limit can still
         // pass the 4 MiB gRPC message the callers accept, which they would report as "overloaded".
         const size = CallToolResponse.encode(response).finish().length;
-        if (size <= GRPC_MESSAGE_MAX_BYTES) return response;
-        return toResponse(
-          resultTooLarge(`is too large to return (${size} bytes as a message, at most ${GRPC_MESSAGE_MAX_BYTES})`),
-        );
+        if (size > GRPC_MESSAGE_MAX_BYTES)
+          response = toResponse(
+            resultTooLarge(`is too large to return (${size} bytes as a message, at most ${GRPC_MESSAGE_MAX_BYTES})`),
+          );
       } catch (err) {
+        const category = ctx.signal.aborted
+          ? 'cancelled'
+          : err instanceof McpExchangeError
+            ? err.failure.status
+            : 'internal';
+        await auditToolCall(deps, ctx, app, req.name, started, { outcome: 'failed', failure_category: category });
         if (!(err instanceof McpExchangeError)) throw err;
         const { status, reason } = err.failure;
         throw errors.unavailable(
@@ -333,6 +342,8 @@ export function appHandlers(deps: AppsDeps): H {
           { app_slug: app.slug, status },
         );
       }
+      await auditToolCall(deps, ctx, app, req.name, started, { outcome: response.is_error ? 'is_error' : 'ok' });
+      return response;
     },
 
     async listAgentTools(_req, ctx) {
@@ -347,4 +358,46 @@ export function appHandlers(deps: AppsDeps): H {
       };
     },
   };
+}
+
+/** How a tool call ended, as its audit entry says it: never the arguments or the result. */
+type ToolCallOutcome =
+  | { outcome: 'ok' | 'is_error' }
+  | {
+      outcome: 'failed';
+      failure_category: 'auth_failed' | 'unreachable' | 'protocol_error' | 'cancelled' | 'internal';
+    };
+
+/**
+ * The audit entry of a tool call (`app.tool_called`, actor the caller: a member's key, or a run as
+ * `agent`), in its own transaction after the call, which itself writes nothing. It does not take the
+ * caller's signal: a caller that gave up still gets its call audited. If it cannot be written the
+ * call's answer still goes back (the tool ran; failing the answer would invite a second call) and
+ * the service logs an error.
+ */
+async function auditToolCall(
+  deps: AppsDeps,
+  ctx: CallContext,
+  app: AppRow,
+  tool: string,
+  startedAt: number,
+  outcome: ToolCallOutcome,
+): Promise<void> {
+  const metadata = {
+    app_slug: app.slug,
+    tool,
+    ...outcome,
+    duration_ms: Math.round(performance.now() - startedAt),
+    ...(ctx.actor?.memberId ? { member_id: ctx.actor.memberId } : {}),
+  };
+  try {
+    await withTransaction(deps.pool, (tx) =>
+      recordEvent(tx, SOURCE, ctx, { type: 'app.tool_called', resourceType: 'app', resourceId: app.id, metadata }),
+    );
+  } catch (err) {
+    deps.logger.error(
+      { err, app_slug: app.slug, tool },
+      'could not record the audit entry of an app tool call (the call was made); is the database reachable?',
+    );
+  }
 }
