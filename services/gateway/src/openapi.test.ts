@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from './openapi.js';
 import { buildRoutes, loadRoutes } from './routes.js';
-import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
+import { fixtureFile } from '@workauto/protos/fixtures';
 
 type Doc = {
   openapi: string;
@@ -13,7 +13,7 @@ type Doc = {
 
 describe('OpenAPI document', () => {
   it('lists every route of the real protos and validates as OpenAPI 3.1', async () => {
-    const routes = loadRoutes();
+    const routes = await loadRoutes();
     const doc = buildOpenApi(routes) as Doc;
     for (const r of routes) assert.ok(doc.paths[r.template]?.[r.method.toLowerCase()], `${r.method} ${r.template}`);
     const result = await new Validator().validate(doc as never);
@@ -21,7 +21,7 @@ describe('OpenAPI document', () => {
   });
 
   it('follows the JSON mapping: request vs response schemas, nulls, enums, int64, timestamps, security', async () => {
-    const doc = buildOpenApi(buildRoutes(rootFromSource(FIXTURE_PROTO))) as Doc;
+    const doc = buildOpenApi(buildRoutes(fixtureFile('fixture'))) as Doc;
     assert.equal((await new Validator().validate(doc as never)).valid, true);
     const s = doc.components.schemas;
     const out = s['fixture.v1.Thing'];
@@ -58,8 +58,8 @@ describe('OpenAPI document', () => {
     assert.equal(doc.paths['/api/v1/things/{id}']!.get.security, undefined, 'others inherit bearer');
   });
 
-  it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', () => {
-    const s = (buildOpenApi(loadRoutes()) as Doc).components.schemas;
+  it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', async () => {
+    const s = (buildOpenApi(await loadRoutes()) as Doc).components.schemas;
     const task = s['notes_tasks.v1.Task'];
     assert.deepEqual(task.properties.id, { type: 'string', format: 'uuid' });
     assert.equal(

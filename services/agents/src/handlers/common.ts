@@ -1,7 +1,7 @@
 import type { Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
 import { enumMapping, errors } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   AgentBlueprint,
   AgentConfig,
@@ -89,8 +89,7 @@ export function toRun(row: RunRow): AgentRun {
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md): never the key,
 // whose ciphertext the config row does not even carry.
-const resourceJson = resourceJsonOf('workauto/agents/v1/agents.proto', 'workauto.agents.v1');
-export const configData = (row: ConfigRow) => resourceJson('AgentConfig', AgentConfig, toConfig(row));
-export const runData = (row: RunRow) => resourceJson('AgentRun', AgentRun, toRun(row));
+export const configData = (row: ConfigRow) => resourceJson(AgentConfig, toConfig(row));
+export const runData = (row: RunRow) => resourceJson(AgentRun, toRun(row));
 
 export type { ProviderName };
