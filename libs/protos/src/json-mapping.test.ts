@@ -306,4 +306,13 @@ describe('proto → JSON', () => {
     assert.deepEqual((direct as Record<string, unknown>).metadata, { kept: 1, nested: { at: [1, null, 'x'] } });
     assert.deepEqual((direct as Record<string, unknown>).list, [null, null, true]);
   });
+
+  it("decodes a response nesting the API's deepest JSON a few levels down (a webhook event's payload)", () => {
+    let deep: Record<string, unknown> = { leaf: 'bottom' };
+    for (let i = 0; i < 36; i++) deep = { [`level_${i}`]: deep };
+    const codec = messageType(memberType);
+    const bytes = Member.encode({ ...Member.fromPartial({}), metadata: deep }).finish();
+    assert.throws(() => Member.decode(bytes), /recursion limit/, "ts-proto's own limit: 100 nested messages");
+    assert.deepEqual((messageToJson(memberType, codec.decode(bytes)) as Record<string, unknown>).metadata, deep);
+  });
 });

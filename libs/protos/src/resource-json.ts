@@ -1,5 +1,8 @@
 import { messageToJson } from './json-mapping.js';
-import { messageDesc } from './schema.js';
+import { loadSchema, messageDesc } from './schema.js';
+
+// Read when a service starts (≈ 0.1 s for the whole set), not on its first mutation's event loop.
+const schema = loadSchema();
 
 declare const resourceJsonBrand: unique symbol;
 /**
@@ -19,5 +22,5 @@ export interface MessageCodec<T> {
  * gateway's own mapping of a response (no encoding in between): e.g. `resourceJson(Note, toNote(row))`.
  */
 export function resourceJson<T>(type: MessageCodec<T>, message: T): ResourceJson {
-  return messageToJson(messageDesc(type.$type), message) as ResourceJson;
+  return messageToJson(messageDesc(type.$type, schema), message) as ResourceJson;
 }

@@ -20,6 +20,7 @@ import {
   type FileRegistry,
 } from '@bufbuild/protobuf';
 import { FileDescriptorSetSchema, type SourceCodeInfo_Location } from '@bufbuild/protobuf/wkt';
+import { BinaryReader } from '@bufbuild/protobuf/wire';
 import * as protoLoader from '@grpc/proto-loader';
 import { messageTypeRegistry, type MessageType as Codec } from './gen/typeRegistry.js';
 
@@ -82,7 +83,7 @@ export function messageType(desc: DescMessage): MessageType {
     type = {
       desc,
       encode: (message) => codec.encode(codec.fromPartial(message)).finish(),
-      decode: (bytes) => codec.decode(bytes),
+      decode: (bytes) => codec.decode(deepReader(bytes)),
     };
     types.set(desc, type);
   }
@@ -114,6 +115,18 @@ function extensionIn(file: DescFile, typeName: string): DescExtension | undefine
 export function optionOf<T>(element: DescMethod | DescField, extension: string): T | undefined {
   const ext = extensionIn(element.parent.file, extension);
   return ext && hasOption(element, ext) ? (getOption(element, ext) as T) : undefined;
+}
+
+/**
+ * A reader for ts-proto's decode with room for 200 nested messages instead of its 100 (protobuf's
+ * default). A request's JSON nests 32 levels at most, 96 messages in Struct's encoding; a response
+ * can hold such a value one or two levels further down (a webhook event's payload holds the
+ * resource, whose metadata holds the client's JSON). ts-proto counts the depth on the reader.
+ */
+function deepReader(bytes: Uint8Array): BinaryReader {
+  const reader = new BinaryReader(bytes);
+  (reader as unknown as { __tsProtoDecodeDepth: number }).__tsProtoDecodeDepth = -100;
+  return reader;
 }
 
 type Commented = DescMessage | DescField | DescService | DescMethod;
