@@ -22,7 +22,16 @@ const TENANTS = Number(process.env.TENANTS ?? 1);
 
 const stack = await startRunStack({
   replicas: 2,
-  config: { runs: { concurrency: CONCURRENCY, pollMs: 50, heartbeatMs: 2_000, leaseMs: 30_000 } },
+  // The per-tenant cap (AGENT_TENANT_CONCURRENCY, default 4) would otherwise bound a one-tenant benchmark to 4 runs at once.
+  config: {
+    runs: {
+      concurrency: CONCURRENCY,
+      tenantConcurrency: 2 * CONCURRENCY,
+      pollMs: 50,
+      heartbeatMs: 2_000,
+      leaseMs: 30_000,
+    },
+  },
 });
 try {
   const tenants = Array.from({ length: TENANTS }, () => tenant());

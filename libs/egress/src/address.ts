@@ -42,24 +42,27 @@ export function parseCidrList(text: string): { cidrs: Cidr[] } | { bad: string }
 
 /**
  * Why `address` (an IP literal as net.isIP accepts it) may not be dialled ("a loopback address"), or
- * null when it may: a global unicast address, or one inside an allowed range.
+ * null when it may: a global unicast address, or one inside an allowed range. With `nameAddress`
+ * false the reason names only the rule, never an address (for addresses a host name resolved to,
+ * which the tenant must not learn).
  */
-export function addressRefusal(address: string, allowed: readonly Cidr[]): string | null {
+export function addressRefusal(address: string, allowed: readonly Cidr[], nameAddress = true): string | null {
   const parsed = ipaddr.parse(address);
   const embedded = parsed.kind() === 'ipv6' ? embeddedIPv4(parsed as ipaddr.IPv6) : null;
   if (allowed.some((cidr) => inCidr(parsed, cidr) || (embedded !== null && inCidr(embedded, cidr)))) return null;
-  return refusal(parsed);
+  return refusal(parsed, nameAddress);
 }
 
-function refusal(address: Address): string | null {
+function refusal(address: Address, nameAddress: boolean): string | null {
   const range = address.range();
   if (address.kind() === 'ipv4') return range === 'unicast' ? null : describe(range);
   // ::1 and :: first, or they would read as the IPv4-compatible forms of 0.0.0.1 and 0.0.0.0.
   if (range === 'loopback' || range === 'unspecified') return describe(range);
   const v4 = embeddedIPv4(address as ipaddr.IPv6);
   if (v4 !== null) {
-    const inner = refusal(v4);
-    return inner === null ? null : `${inner}: ${v4} written as IPv6`;
+    const inner = refusal(v4, nameAddress);
+    if (inner === null) return null;
+    return nameAddress ? `${inner}: ${v4} written as IPv6` : `${inner} written as IPv6`;
   }
   if (range !== 'unicast') return describe(range);
   return address.match(GLOBAL_UNICAST_V6) ? null : 'outside the IPv6 global unicast space (2000::/3)';

@@ -10,6 +10,7 @@ import {
   EgressError,
   EgressPolicy,
   EgressRefusedError,
+  EgressResponseTooLargeError,
   EgressTimeoutError,
   type ResolvedAddress,
 } from './index.js';
@@ -170,6 +171,31 @@ describe('checkUrl (when a tenant writes a URL)', () => {
     assert.equal(policy.checkUrl(`https://hooks.example.com/${'a'.repeat(2048 - 26)}`, 'url').href.length, 2048);
   });
 
+  it('refuses whitespace and control characters anywhere in a URL, whatever the policy (the URL parser drops tabs and newlines silently)', () => {
+    const permissive = new EgressPolicy({ allowPrivate: true });
+    after(() => permissive.close());
+    for (const p of [policy, permissive]) {
+      for (const url of [
+        'https://hooks.example.com/a\r\nX-Injected: 1',
+        'https://hooks.example.com/a\nb',
+        'https://hooks.example.com/a\tb',
+        'https://hooks.example.com/a b',
+        ' https://hooks.example.com/',
+        'https://hooks.example.com/\r\n',
+        'https://hooks.example.com/\u0000',
+        'https://hooks.example.com/\u007f',
+        'https://hooks.example.com/\u00a0',
+        'https://hooks.\u2028example.com/',
+      ]) {
+        assert.match(
+          refusal(p, url, 'mcp_server_url'),
+          /must not contain whitespace or control characters; percent-encode them/,
+          JSON.stringify(url),
+        );
+      }
+    }
+  });
+
   it('allows https to host names and public addresses, IPv4 embedded in IPv6 included, and returns the parsed URL', () => {
     for (const url of [
       'https://hooks.example.com/workauto?x=1',
@@ -259,7 +285,12 @@ describe('fetch (at every connection)', () => {
     policy.checkUrl(url, 'url'); // passes when written: the name is not resolved then
     const err = await rejection(policy.fetch(url, { method: 'POST', body: '{}' }));
     assert.ok(err instanceof EgressRefusedError, String(err));
-    assert.equal(err.message, 'destination not allowed: rebound.test resolves to 127.0.0.1, a loopback address');
+    // The rule, never the address: a tenant must not map internal names to addresses through failure texts.
+    assert.match(
+      err.message,
+      /^destination not allowed: the host rebound\.test resolves to a loopback address, which the egress policy refuses; .*EGRESS_ALLOWED_CIDRS/,
+    );
+    assert.equal(err.message.includes('127.0.0.1'), false, err.message);
     assert.equal(target.connections, 0);
     assert.equal(target.requests.length, 0);
   });
@@ -273,28 +304,33 @@ describe('fetch (at every connection)', () => {
       }),
     });
     after(() => policy.close());
-    for (const [name, why] of [
-      ['mixed4.test', /10\.0\.0\.7, a private address/],
-      ['mixed6.test', /link-local/],
-      ['mixed.test', /fd00::1, a unique-local/],
+    for (const [name, why, address] of [
+      ['mixed4.test', /mixed4\.test resolves to a private address/, '10.0.0.7'],
+      ['mixed6.test', /mixed6\.test resolves to a link-local address.*written as IPv6/, '169.254.169.254'],
+      ['mixed.test', /mixed\.test resolves to a unique-local/, 'fd00::1'],
     ] as const) {
       const err = await rejection(policy.fetch(`https://${name}/`));
       assert.ok(err instanceof EgressRefusedError, `${name}: ${String(err)}`);
       assert.match(err.message, why);
+      assert.equal(err.message.includes(address), false, err.message);
     }
   });
 
-  it('refuses a literal address or plain http before connecting', async () => {
+  it('refuses a literal address, plain http, or whitespace and control characters before connecting', async () => {
     const target = await receiver();
     after(() => target.close());
     const policy = new EgressPolicy();
     after(() => policy.close());
-    for (const url of [
-      `https://127.0.0.1:${target.port}/`,
-      `https://2130706433:${target.port}/`,
-      `http://hooks.example.com:${target.port}/`,
-    ]) {
-      const err = await rejection(policy.fetch(url));
+    const permissive = new EgressPolicy({ allowPrivate: true });
+    after(() => permissive.close());
+    for (const [p, url] of [
+      [policy, `https://127.0.0.1:${target.port}/`],
+      [policy, `https://2130706433:${target.port}/`],
+      [policy, `http://hooks.example.com:${target.port}/`],
+      [permissive, `http://127.0.0.1:${target.port}/a\r\nX-Injected: 1`],
+      [permissive, `http://127.0.0.1:${target.port}/a\tb`],
+    ] as const) {
+      const err = await rejection(p.fetch(url));
       assert.ok(err instanceof EgressRefusedError, `${url}: ${String(err)}`);
       assert.match(err.message, /^destination not allowed: /);
     }
@@ -335,7 +371,50 @@ describe('fetch (at every connection)', () => {
     );
     const err = await rejection(policy.fetch(`https://intranet.test:${target.port}/`));
     assert.ok(err instanceof EgressRefusedError, String(err));
-    assert.match(err.message, /intranet\.test resolves to 10\.0\.0\.1, a private address/);
+    assert.match(err.message, /intranet\.test resolves to a private address/);
+    assert.equal(err.message.includes('10.0.0.1'), false, err.message);
+  });
+
+  it('reads a body up to maxResponseBytes and no further: past it the body fails, the caller is told, the connection drops', async () => {
+    const total = 64 * 1024 * 1024;
+    let sent = 0;
+    let finished = false;
+    let closed!: () => void;
+    const serverClosed = new Promise<void>((resolve) => (closed = resolve));
+    const target = await receiver({
+      handle: (req, res) => {
+        if (req.url === '/small') return void res.end('x'.repeat(1000));
+        res.on('close', () => closed());
+        const chunk = Buffer.alloc(64 * 1024, 'x');
+        const pump = () => {
+          while (sent < total && !res.destroyed) {
+            sent += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          if (!res.destroyed) res.end(() => (finished = true));
+        };
+        pump();
+      },
+    });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const told: EgressResponseTooLargeError[] = [];
+    const limits = { maxResponseBytes: 1000, onResponseTooLarge: (e: EgressResponseTooLargeError) => told.push(e) };
+
+    assert.equal((await (await policy.fetch(`http://127.0.0.1:${target.port}/small`, limits)).text()).length, 1000);
+    const res = await policy.fetch(`http://127.0.0.1:${target.port}/big`, limits);
+    assert.equal(res.status, 200);
+    const err = await rejection(res.text());
+    assert.ok(err instanceof EgressResponseTooLargeError, String(err));
+    assert.match(
+      err.message,
+      /^the answer of http:\/\/127\.0\.0\.1:\d+ is larger than 1000 bytes; it was not read further$/,
+    );
+    assert.deepEqual(told, [err]);
+    await serverClosed;
+    assert.equal(finished, false, 'the connection closed before the server could finish');
+    assert.ok(sent < total / 4, `the server wrote ${sent} of ${total} bytes`);
   });
 
   it('returns a redirect as the response and never follows it', async () => {
@@ -400,6 +479,16 @@ describe('fetch (at every connection)', () => {
     const refusedConnection = await rejection(policy.fetch(`http://127.0.0.1:${port}/`));
     assert.ok(refusedConnection instanceof EgressConnectionError, String(refusedConnection));
     assert.match(refusedConnection.message, /could not reach http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/);
+    // Reached by name, the text says what happened, not the address the name resolved to.
+    const named = new EgressPolicy({ allowPrivate: true, resolve: resolver({ 'down.test': [v4('127.0.0.1')] }) });
+    after(() => named.close());
+    const byName = await rejection(named.fetch(`http://down.test:${port}/`));
+    assert.ok(byName instanceof EgressConnectionError, String(byName));
+    assert.match(
+      byName.message,
+      /^could not reach http:\/\/down\.test:\d+: the connection was refused.*\(ECONNREFUSED\)$/,
+    );
+    assert.equal(byName.message.includes('127.0.0.1'), false, byName.message);
     const unknownName = await rejection(policy.fetch('http://nowhere.test/'));
     assert.ok(unknownName instanceof EgressConnectionError, String(unknownName));
     assert.match(unknownName.message, /nowhere\.test has no address/);

@@ -22,3 +22,14 @@ export class EgressTimeoutError extends EgressError {
 export class EgressConnectionError extends EgressError {
   override name = 'EgressConnectionError';
 }
+
+/** The response body passed the size the caller allowed (maxResponseBytes); the rest was not read. */
+export class EgressResponseTooLargeError extends EgressError {
+  override name = 'EgressResponseTooLargeError';
+  constructor(
+    readonly limit: number,
+    origin: string,
+  ) {
+    super(`the answer of ${origin} is larger than ${limit} bytes; it was not read further`);
+  }
+}

@@ -4,11 +4,12 @@
  *   const egress = EgressPolicy.fromEnv();                  // EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS
  *   const url = egress.checkUrl(body.url, 'url');           // when written: throws the kit's 400
  *   const res = await egress.fetch(url, { method: 'POST', body, timeoutMs: 15_000 });
- *   // fails with EgressRefusedError | EgressTimeoutError | EgressConnectionError; a 3xx is a response
+ *   // fails with EgressRefusedError | EgressTimeoutError | EgressConnectionError; a 3xx is a response;
+ *   // { maxResponseBytes } bounds what is read of the body (then EgressResponseTooLargeError)
  *   await egress.close();                                   // on shutdown
  *
  * `egress.fetch` has the global fetch's signature, so it can be handed to clients that take a fetch
- * (the MCP SDK's transports).
+ * (the MCP SDK's transports). `reducedUrl(url)` is such a URL as callers below admin see it.
  */
 export {
   EgressPolicy,
@@ -19,4 +20,11 @@ export {
   type Resolver,
   type ResolvedAddress,
 } from './policy.js';
-export { EgressError, EgressRefusedError, EgressTimeoutError, EgressConnectionError } from './errors.js';
+export {
+  EgressError,
+  EgressRefusedError,
+  EgressTimeoutError,
+  EgressConnectionError,
+  EgressResponseTooLargeError,
+} from './errors.js';
+export { reducedUrl } from './reduced-url.js';

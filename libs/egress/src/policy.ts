@@ -8,10 +8,16 @@ import type { LookupFunction } from 'node:net';
 import net from 'node:net';
 import tls from 'node:tls';
 import { loadConfig, z } from '@workauto/config';
-import { errors } from '@workauto/grpc';
+import { errors, urlTextProblem } from '@workauto/grpc';
 import { Agent, Dispatcher1Wrapper } from 'undici';
 import { addressRefusal, parseCidrList, type Cidr } from './address.js';
-import { EgressConnectionError, EgressError, EgressRefusedError, EgressTimeoutError } from './errors.js';
+import {
+  EgressConnectionError,
+  EgressError,
+  EgressRefusedError,
+  EgressResponseTooLargeError,
+  EgressTimeoutError,
+} from './errors.js';
 
 export const URL_MAX_LENGTH = 2048;
 
@@ -41,11 +47,21 @@ export interface EgressPolicyOptions {
 export interface EgressRequestInit extends Omit<RequestInit, 'redirect'> {
   /** Time for the whole exchange, the response body included; then EgressTimeoutError. */
   timeoutMs?: number;
+  /**
+   * The most bytes of response body read: past it the body fails with EgressResponseTooLargeError
+   * and the connection is dropped, the rest never read, so memory holds at most this much of it.
+   */
+  maxResponseBytes?: number;
+  /** Told when maxResponseBytes was passed: readers such as the MCP SDK's SSE parser swallow a body's error. */
+  onResponseTooLarge?: (err: EgressResponseTooLargeError) => void;
 }
 
 const ALLOW_PRIVATE_HINT =
   'only https URLs to public (global unicast) addresses are allowed; to reach private addresses on a self-hosted ' +
   'deployment, the operator sets EGRESS_ALLOW_PRIVATE=true or lists the ranges in EGRESS_ALLOWED_CIDRS';
+const RESOLVED_HINT =
+  'use a URL whose host has a public address; on a self-hosted deployment, the operator may allow the range with ' +
+  'EGRESS_ALLOWED_CIDRS (or EGRESS_ALLOW_PRIVATE=true)';
 
 /** The policy's environment variables (README, docs/operations.md). */
 export const egressVars = {
@@ -134,7 +150,7 @@ export class EgressPolicy {
   async fetch(url: string | URL, init: EgressRequestInit = {}): Promise<Response> {
     const checked = this.#urlCheck(String(url));
     if ('refused' in checked) throw new EgressRefusedError(checked.refused);
-    const { timeoutMs = this.#timeoutMs, signal, ...rest } = init;
+    const { timeoutMs = this.#timeoutMs, signal, maxResponseBytes, onResponseTooLarge, ...rest } = init;
     // The timer aborts with our own error as the reason, so the body stream fails with it too.
     const deadline = new AbortController();
     setTimeout(
@@ -145,13 +161,16 @@ export class EgressPolicy {
       timeoutMs,
     ).unref();
     try {
-      return await fetch(checked.url, {
+      const response = await fetch(checked.url, {
         ...rest,
         redirect: 'manual',
         signal: signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal,
         // RequestInit's types do not list dispatcher, Node's fetch takes it (undici's extension).
         dispatcher: this.#dispatcher,
       } as RequestInit);
+      return maxResponseBytes === undefined
+        ? response
+        : limitedBody(response, maxResponseBytes, checked.url.origin, onResponseTooLarge);
     } catch (err) {
       if (signal?.aborted && err === signal.reason) throw err;
       throw toEgressError(err, checked.url.origin);
@@ -164,6 +183,8 @@ export class EgressPolicy {
   }
 
   #urlCheck(text: string): { url: URL } | { refused: string } {
+    const textProblem = urlTextProblem(text);
+    if (textProblem) return { refused: textProblem };
     if (text.length > URL_MAX_LENGTH)
       return { refused: `must be at most ${URL_MAX_LENGTH} characters (got ${text.length})` };
     const url = URL.parse(text);
@@ -204,9 +225,16 @@ export class EgressPolicy {
         if (addresses.length === 0)
           return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
         for (const { address } of addresses) {
-          const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed);
+          // The rule, never the address: failure texts reach tenants, who must not map internal names to addresses.
+          const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed, false);
           if (why !== null)
-            return callback(new EgressRefusedError(`${hostname} resolves to ${address}, ${why}`), '', 0);
+            return callback(
+              new EgressRefusedError(
+                `the host ${hostname} resolves to ${why}, which the egress policy refuses; ${RESOLVED_HINT}`,
+              ),
+              '',
+              0,
+            );
         }
         const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
         const wanted = family ? addresses.filter((a) => a.family === family) : addresses;
@@ -229,12 +257,50 @@ export class EgressPolicy {
   };
 }
 
+/** The response with a body that fails past `limit` bytes, cancelling the source (the connection) there. */
+function limitedBody(
+  response: Response,
+  limit: number,
+  origin: string,
+  onTooLarge: ((err: EgressResponseTooLargeError) => void) | undefined,
+): Response {
+  if (!response.body) return response;
+  const source = response.body.getReader();
+  let read = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await source.read();
+      if (done) return controller.close();
+      read += value.byteLength;
+      if (read <= limit) return controller.enqueue(value);
+      const err = new EgressResponseTooLargeError(limit, origin);
+      controller.error(err);
+      onTooLarge?.(err);
+      await source.cancel(err).catch(() => undefined);
+    },
+    cancel: (reason) => source.cancel(reason),
+  });
+  const { status, statusText, headers } = response;
+  return new Response(body, { status, statusText, headers });
+}
+
 const TIMEOUT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
   'ETIMEDOUT',
 ]);
+
+/** What a socket error means, for errors whose own message names the address dialled. */
+const SOCKET_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'the connection was refused (nothing listens on that port)',
+  ECONNRESET: 'the connection was reset',
+  ECONNABORTED: 'the connection was aborted',
+  EHOSTUNREACH: 'the host is unreachable',
+  ENETUNREACH: 'the network is unreachable',
+  EADDRNOTAVAIL: 'the address is not available',
+  EPIPE: 'the connection was closed while sending',
+};
 
 /** undici's fetch rejects with TypeError('fetch failed', { cause }); the cause says what happened. */
 function toEgressError(err: unknown, origin: string): EgressError {
@@ -244,7 +310,12 @@ function toEgressError(err: unknown, origin: string): EgressError {
     const code = (cause as NodeJS.ErrnoException).code;
     if (code && TIMEOUT_CODES.has(code))
       return new EgressTimeoutError(`no connection or response from ${origin} in time (${code})`, { cause: err });
-    if (code) return new EgressConnectionError(`could not reach ${origin}: ${cause.message} (${code})`, { cause: err });
+    if (code) {
+      // A socket error's message names the address the host resolved to ("connect ECONNREFUSED 10.1.2.3:443"):
+      // said in words instead, since these texts reach tenants.
+      const what = 'address' in cause ? (SOCKET_ERRORS[code] ?? 'the connection failed') : cause.message;
+      return new EgressConnectionError(`could not reach ${origin}: ${what} (${code})`, { cause: err });
+    }
     if (cause.cause === undefined) break;
     cause = cause.cause;
   }

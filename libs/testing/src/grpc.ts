@@ -6,6 +6,7 @@ import {
   callerAudience,
   decodeStatusDetails,
   generateCallerKeys,
+  type AccessLevels,
   type Caller,
   type ErrorDetails,
   type UnaryMethod,
@@ -32,6 +33,15 @@ export function callAs(tenantId: string, memberId: string, actorId = 'test-api-k
   return { caller: { requestId: crypto.randomUUID(), tenantId, actor: { type: 'api_key', id: actorId, memberId } } };
 }
 
+/**
+ * The same caller with the member's access levels signed in, as the gateway signs them for a member
+ * (services read them with ctx.allows / ctx.level); a domain left out is `none`.
+ */
+export function withAccess(options: { caller: Caller }, access: AccessLevels): { caller: Caller } {
+  const { caller } = options;
+  return { caller: { ...caller, requestId: crypto.randomUUID(), actor: { ...caller.actor!, access } } };
+}
+
 /** A fresh tenant with a member and an API key: call options acting for it (callAs). */
 export function newTenant(): { id: string; memberId: string; call: { caller: Caller } } {
   const id = crypto.randomUUID();
@@ -46,11 +56,23 @@ export function newTenant(): { id: string; memberId: string; call: { caller: Cal
  */
 export class TestClient extends Downstream {
   override async call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: TestCallOptions = {}): Promise<Res> {
-    const metadata =
-      opts.metadata ??
-      testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
-    return super.call(method, request, { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) });
+    return super.call(method, request, signed(method, opts));
   }
+
+  override stream<Req, Res>(
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    opts: TestCallOptions & { signal?: AbortSignal } = {},
+  ): AsyncGenerator<Res, void, undefined> {
+    return super.stream(method, request, { ...signed(method, opts), ...(opts.signal ? { signal: opts.signal } : {}) });
+  }
+}
+
+function signed(method: { path: string }, opts: TestCallOptions): { metadata: grpc.Metadata; deadlineMs?: number } {
+  const metadata =
+    opts.metadata ??
+    testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
+  return { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) };
 }
 
 /** The error details of a call that must fail. */

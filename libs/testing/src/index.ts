@@ -9,6 +9,7 @@ export {
   testCallerKeys,
   testSigner,
   TestClient,
+  withAccess,
   type TestCallOptions,
 } from './grpc.js';
 export { healthStatus } from './health.js';

@@ -1,9 +1,11 @@
 import { vars, z } from '@workauto/config';
-import { runService } from '@workauto/service/main';
+import { migrationsOf, runService } from '@workauto/service/main';
 
 await runService({
   name: 'agents',
   grpcPort: 50057,
+  // The migrate command's folders, as app.ts's spec lists them (the start checks they match).
+  migrations: [migrationsOf(import.meta.resolve('@workauto/jobs')), migrationsOf(import.meta.url)],
   env: {
     ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
     // As the official SDKs take them: OpenAI's includes /v1, Anthropic's does not.
@@ -22,6 +24,7 @@ await runService({
     CALENDAR_ADDR: vars.address().optional(),
     APPS_ADDR: vars.address().optional(),
     AGENT_RUN_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(8),
+    AGENT_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(1_000).default(4),
     AGENT_RUN_LEASE_MS: vars.milliseconds(30_000),
     AGENT_RUN_HEARTBEAT_MS: z.coerce.number().int().min(100).max(5_000).default(2_000),
     AGENT_SCHEDULER_POLL_MS: vars.milliseconds(1_000),
@@ -49,6 +52,7 @@ await runService({
         },
         runs: {
           concurrency: env.AGENT_RUN_CONCURRENCY,
+          tenantConcurrency: env.AGENT_TENANT_CONCURRENCY,
           leaseMs: env.AGENT_RUN_LEASE_MS,
           heartbeatMs: env.AGENT_RUN_HEARTBEAT_MS,
           schedulerPollMs: env.AGENT_SCHEDULER_POLL_MS,

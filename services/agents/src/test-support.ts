@@ -3,9 +3,12 @@ import pg from 'pg';
 import { Keyring } from '@workauto/crypto';
 import { createLogger, type Logger } from '@workauto/logger';
 import { testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
-import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
+import { generateCallerKeys, mergeVerifyKeys, type AccessLevels, type Caller } from '@workauto/grpc';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
+import { createAppsService } from '@workauto/apps';
+import { EgressPolicy } from '@workauto/egress';
+import { AppsServiceService as Apps } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { createAgentsService, type AgentsConfig, type RunningService } from './app.js';
 import { FakeProvider } from './testing/fake-provider.js';
@@ -65,10 +68,13 @@ export function newKey(provider: 'openai' | 'anthropic'): string {
 }
 
 /**
- * Runs need the services their tools call: real notes-tasks and crm-pipelines that trust the
- * agents service's own caller key, and `replicas` agents processes-in-process on one database.
+ * Runs need the services their tools call: real notes-tasks and crm-pipelines (and with `apps`, a
+ * real apps service for MCP app tools) that trust the agents service's own caller key, and
+ * `replicas` agents processes-in-process on one database.
  */
-export async function startRunStack(opts: { replicas?: number; config?: Partial<AgentsConfig> } = {}) {
+export async function startRunStack(
+  opts: { replicas?: number; config?: Partial<AgentsConfig>; apps?: { toolCallTimeoutMs: number } } = {},
+) {
   const agentsKeys = generateCallerKeys('agents');
   const callerVerifyKeys = mergeVerifyKeys(testCallerKeys.verifyKeys, agentsKeys.verifyKeys);
   const silent = createLogger('test', 'silent');
@@ -82,6 +88,23 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
     { databaseUrl: crmUrl, host: '127.0.0.1', port: 0, callerVerifyKeys },
     silent,
   );
+  const egress = new EgressPolicy({ allowPrivate: true }); // MCP servers of the tests are on loopback
+  const apps = opts.apps
+    ? await createAppsService(
+        {
+          databaseUrl: await testDatabase('apps'),
+          host: '127.0.0.1',
+          port: 0,
+          callerVerifyKeys,
+          encryptionKeys: Keyring.generateSpec('k1'),
+          egress,
+          probeIntervalMs: 3_600_000,
+          probeTimeoutMs: 5_000,
+          toolCallTimeoutMs: opts.apps.toolCallTimeoutMs,
+        },
+        silent,
+      )
+    : undefined;
   const fake = await FakeProvider.start();
   const databaseUrl = await testDatabase('agents');
   const encryptionKeys = Keyring.generateSpec('k1');
@@ -92,6 +115,7 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
     downstreams: {
       notes_tasks: `127.0.0.1:${notes.port}`,
       crm_pipelines: `127.0.0.1:${crm.port}`,
+      ...(apps ? { apps: `127.0.0.1:${apps.port}` } : {}),
       ...opts.config?.downstreams,
     },
     runs: { heartbeatMs: 200, pollMs: 50, leaseMs: 2_000, schedulerPollMs: 100, ...opts.config?.runs },
@@ -106,6 +130,9 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
     volumeThreshold: 100_000,
     deadlineMs: 30_000,
   });
+  const appsClient = apps
+    ? new TestClient('apps', `127.0.0.1:${apps.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 })
+    : undefined;
   const notesDb = new pg.Pool({ connectionString: notesUrl, max: 2 });
   const stopped = new Set<string>();
   return {
@@ -118,6 +145,16 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
     crmClient,
     notesDb,
     config,
+    /**
+     * Registers an MCP server as the tenant's app `slug` (the apps service probes it) and enables
+     * `tools`: runs of the tenant are offered them as `<slug>__<tool>`.
+     */
+    async addApp(caller: { caller: Caller }, slug: string, url: string, tools: string[]) {
+      if (!appsClient) throw new Error('start the stack with apps to register apps');
+      await appsClient.call(Apps.createApp, { slug, display_name: slug, mcp_server_url: url }, caller);
+      await appsClient.call(Apps.probeApp, { slug }, caller);
+      await appsClient.call(Apps.updateApp, { slug, enabled_tools: tools }, caller);
+    },
     async stopNotes() {
       stopped.add('notes');
       await notes.stop();
@@ -126,7 +163,10 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
       notesClient.close();
       crmClient.close();
       await notesDb.end();
+      appsClient?.close();
       for (const r of replicas) await r.stop().catch(() => undefined);
+      await apps?.stop();
+      await egress.close();
       if (!stopped.has('notes')) await notes.stop();
       await crm.stop();
       await fake.stop();
@@ -135,3 +175,14 @@ export async function startRunStack(opts: { replicas?: number; config?: Partial<
 }
 
 export { newTenant as tenant } from '@workauto/testing';
+
+/** Call options of a tenant's member whose access levels the gateway resolved to `access` (signed with the rest). */
+export function withAccess(t: { id: string; memberId: string }, access: AccessLevels): { caller: Caller } {
+  return {
+    caller: {
+      requestId: randomUUID(),
+      tenantId: t.id,
+      actor: { type: 'api_key', id: randomUUID(), memberId: t.memberId, access },
+    },
+  };
+}

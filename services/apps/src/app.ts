@@ -18,6 +18,8 @@ export interface AppsConfig extends ServiceConfig {
   probeTimeoutMs?: number;
   /** APPS_TOOL_CALL_TIMEOUT_MS (default 60 s). */
   toolCallTimeoutMs?: number;
+  /** APPS_TOOL_RESULT_MAX_BYTES (default 1 MiB): the most bytes of a tool call's answer read. */
+  toolResultMaxBytes?: number;
   /** Probes one replica runs at once (default 8). */
   probeConcurrency?: number;
 }
@@ -26,6 +28,7 @@ export type { RunningService };
 export const PROBE_TIMEOUT_MS = 10_000;
 export const TOOL_CALL_TIMEOUT_MS = 60_000;
 export const PROBE_INTERVAL_MS = 5 * 60_000;
+export const TOOL_RESULT_MAX_BYTES = 1024 * 1024;
 
 /** apps with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
 export function createAppsService(config: AppsConfig, logger: Logger = createLogger('apps')): Promise<RunningService> {
@@ -57,6 +60,7 @@ export function createAppsService(config: AppsConfig, logger: Logger = createLog
           prober: proberOf(pool),
           logger,
           toolCallTimeoutMs: config.toolCallTimeoutMs ?? TOOL_CALL_TIMEOUT_MS,
+          toolResultMaxBytes: config.toolResultMaxBytes ?? TOOL_RESULT_MAX_BYTES,
         }),
       workers: ({ pool }) => [proberOf(pool).worker()],
     },

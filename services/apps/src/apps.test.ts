@@ -4,7 +4,7 @@ import { Writable } from 'node:stream';
 import * as grpc from '@grpc/grpc-js';
 import { AppStatus, AuthType, type App, type CreateAppRequest } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { setLogTarget } from '@workauto/logger';
-import { captureLogs, eventually } from '@workauto/testing';
+import { captureLogs, eventually, withAccess } from '@workauto/testing';
 import { S, badFields, failure, startApps, tenant, type Apps } from './service-support.js';
 import { pruneTools } from './repo/apps.js';
 import {
@@ -197,6 +197,23 @@ describe('apps over gRPC', () => {
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
     for (const r of results)
       if (r.status === 'rejected') assert.equal((r.reason as grpc.ServiceError).code, grpc.status.ALREADY_EXISTS);
+  });
+
+  it('shows mcp_server_url reduced to scheme, host and port to callers below admin on apps', async () => {
+    const t = tenant();
+    const url = `${(await downUrl()).replace('/mcp', '')}/v1/sk_live_abc/mcp?token=x`;
+    const origin = new URL(url).origin;
+    const created = await create(t, { slug: 'tokened', mcp_server_url: url });
+    assert.equal(created.mcp_server_url, url, 'the admin who wrote it sees it');
+    const reader = withAccess(t.call, { apps: 'write', webhooks: 'admin' });
+    assert.equal((await apps.client.call(S.getApp, { slug: 'tokened' }, reader)).mcp_server_url, `${origin}/…`);
+    assert.deepEqual(
+      (await apps.client.call(S.listApps, {}, reader)).data.map((x) => x.mcp_server_url),
+      [`${origin}/…`],
+    );
+    const admin = withAccess(t.call, { apps: 'admin' });
+    assert.equal((await apps.client.call(S.getApp, { slug: 'tokened' }, admin)).mcp_server_url, url);
+    assert.equal((await get(t, 'tokened')).mcp_server_url, url, 'a caller without levels sees it whole');
   });
 
   it("keeps tenants apart: another tenant's app is a 404 and never listed", async () => {
@@ -664,6 +681,44 @@ describe('apps under the egress policy (EGRESS_ALLOW_PRIVATE=false)', () => {
     );
   });
 
+  it('refuses whitespace and control characters in mcp_server_url (400 naming it) on create and patch, and stores nothing', async () => {
+    const t = tenant();
+    await apps.client.call(
+      S.createApp,
+      { slug: 'ok', display_name: 'x', mcp_server_url: 'https://mcp.example.com/mcp' },
+      t.call,
+    );
+    for (const url of [
+      'https://mcp.example.com/mcp\r\nX-Injected: 1',
+      'https://mcp.example.com/mcp\r\n',
+      ' https://mcp.example.com/mcp',
+      'https://mcp.example.com/a b',
+      'https://mcp.example.com/a\tb',
+    ]) {
+      for (const call of [
+        apps.client.call(S.createApp, { slug: 'crlf', display_name: 'x', mcp_server_url: url }, t.call),
+        apps.client.call(S.updateApp, { slug: 'ok', mcp_server_url: url, enabled_tools: [] }, t.call),
+      ]) {
+        const err = await failure(call);
+        assert.deepEqual(
+          [err.code, err.fieldViolations.map((v) => [v.field, v.description])],
+          [
+            grpc.status.INVALID_ARGUMENT,
+            [
+              [
+                'mcp_server_url',
+                'must not contain whitespace or control characters; percent-encode them (a space is %20)',
+              ],
+            ],
+          ],
+          JSON.stringify(url),
+        );
+      }
+    }
+    const { rows } = await apps.db.query('SELECT slug, mcp_server_url FROM apps WHERE tenant_id = $1', [t.id]);
+    assert.deepEqual(rows, [{ slug: 'ok', mcp_server_url: 'https://mcp.example.com/mcp' }]);
+  });
+
   it('a host name resolving to a refused address is unreachable, refused by the egress policy, with no request sent', async () => {
     const t = tenant();
     await apps.client.call(
@@ -675,9 +730,40 @@ describe('apps under the egress policy (EGRESS_ALLOW_PRIVATE=false)', () => {
     assert.equal(app.status, AppStatus.APP_STATUS_UNREACHABLE);
     assert.match(
       app.status_reason!,
-      /refused by the egress policy: rebind\.example\.com resolves to an address that is not allowed/,
+      /^destination not allowed: the host rebind\.example\.com resolves to a loopback address, which the egress policy refuses; /,
     );
     assert.equal(app.status_reason!.includes('127.0.0.1'), false);
     assert.equal(server.requests.length, 0);
+  });
+});
+
+describe('failure texts of apps reached by name', () => {
+  let apps: Apps;
+  before(async () => {
+    // Every name resolves to loopback, where the test servers listen (a private network, allowed).
+    apps = await startApps({
+      egress: { allowPrivate: true, resolve: async () => [{ address: '127.0.0.1', family: 4 }] },
+    });
+  });
+  after(() => apps.stop());
+
+  it('never name the address the host resolved to, in a tool call error or a probe status_reason', async () => {
+    const t = tenant();
+    const server = await startMcpServer({ transport: 'streamable', tools: tools('a') });
+    const url = server.url.replace('127.0.0.1', 'mcp.internal.test');
+    await apps.client.call(S.createApp, { slug: 'named', display_name: 'x', mcp_server_url: url }, t.call);
+    const healthy = await apps.client.call(S.probeApp, { slug: 'named' }, t.call);
+    assert.equal(healthy.status, AppStatus.APP_STATUS_HEALTHY, healthy.status_reason);
+    await apps.client.call(S.updateApp, { slug: 'named', enabled_tools: ['a'] }, t.call);
+    await server.close();
+
+    const down = await failure(apps.client.call(S.callTool, { slug: 'named', name: 'a' }, t.call));
+    assert.deepEqual([down.code, down.reason], [grpc.status.UNAVAILABLE, 'APP_UNREACHABLE']);
+    assert.match(down.message, /could not reach http:\/\/mcp\.internal\.test:\d+: the connection was refused/);
+    assert.equal(down.message.includes('127.0.0.1'), false, down.message);
+    const probed = await apps.client.call(S.probeApp, { slug: 'named' }, t.call);
+    assert.equal(probed.status, AppStatus.APP_STATUS_UNREACHABLE);
+    assert.match(probed.status_reason!, /the connection was refused/);
+    assert.equal(probed.status_reason!.includes('127.0.0.1'), false, probed.status_reason);
   });
 });

@@ -15,6 +15,7 @@ export interface StartOptions {
   probeIntervalMs?: number;
   probeTimeoutMs?: number;
   toolCallTimeoutMs?: number;
+  toolResultMaxBytes?: number;
   encryptionKeys?: string;
   logLevel?: string;
 }
@@ -34,6 +35,7 @@ export async function startApps(options: StartOptions = {}) {
     probeIntervalMs: options.probeIntervalMs ?? 3_600_000,
     probeTimeoutMs: options.probeTimeoutMs ?? 1_500,
     toolCallTimeoutMs: options.toolCallTimeoutMs ?? 1_500,
+    ...(options.toolResultMaxBytes ? { toolResultMaxBytes: options.toolResultMaxBytes } : {}),
   };
   const service: RunningService = await createAppsService(config, createLogger('apps', options.logLevel ?? 'silent'));
   const client = new TestClient('apps', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });

@@ -37,6 +37,10 @@ export interface McpTestServerOptions {
   cursors?: 'normal' | 'repeat' | 'endless';
   /** What a tool call returns (default: echoes its arguments as text and structured content). */
   onCall?: (name: string, args: Record<string, unknown>) => CallToolResult;
+  /** Streamable HTTP: answer requests with a JSON body (default) or an SSE stream. */
+  responses?: 'json' | 'sse';
+  /** Streamable HTTP: writes the HTTP answer to tools/call itself (a result streamed without end, …). */
+  streamCall?: (res: ServerResponse, requestId: unknown) => void;
 }
 
 export interface McpTestServer {
@@ -133,13 +137,18 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
       if (path !== '/mcp') return void res.writeHead(404).end();
       if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
       const body = await readJson(req);
-      if ((body as { method?: string } | undefined)?.method === 'initialize') {
+      const method = (body as { method?: string } | undefined)?.method;
+      if (method === 'initialize') {
         state.initializes++;
         state.initializeLog.push({ at: Date.now(), url: req.url ?? '' });
       }
+      if (method === 'tools/call' && options.streamCall) return options.streamCall(res, (body as { id: unknown }).id);
       // Stateless: a server and a transport per request.
       const server = build();
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: options.responses !== 'sse',
+      });
       res.on('close', () => void transport.close().then(() => server.close()));
       await server.connect(transport);
       await transport.handleRequest(req, res, body);

@@ -16,6 +16,12 @@ describe('OpenAPI document', () => {
     const routes = await loadRoutes();
     const doc = buildOpenApi(routes) as Doc;
     for (const r of routes) assert.ok(doc.paths[r.template]?.[r.method.toLowerCase()], `${r.method} ${r.template}`);
+    const create = doc.paths['/api/v1/calendars']!.post;
+    assert.deepEqual(
+      [create.summary, create.description],
+      ['Create a calendar.', 'Creates a calendar; its timezone is the default of the events created in it.'],
+      "the rpc's comment: its first paragraph is the summary, the rest the description",
+    );
     const result = await new Validator().validate(doc as never);
     assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 2000));
   });
@@ -39,6 +45,11 @@ describe('OpenAPI document', () => {
     assert.equal(input.additionalProperties, false, 'unknown request fields are refused');
     const create = doc.paths['/api/v1/things']!.post;
     assert.ok(create.responses['201']);
+    assert.deepEqual(
+      [create.summary, create.description],
+      ['CreateThing', 'Makes a thing.'],
+      'a one-paragraph comment',
+    );
     assert.equal(doc.paths['/api/v1/things/{id}']!.delete.responses['204'].content, undefined);
     const list = doc.paths['/api/v1/things']!.get;
     assert.deepEqual(list.responses['200'].content['application/json'].schema, {
@@ -61,7 +72,9 @@ describe('OpenAPI document', () => {
   it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', async () => {
     const s = (buildOpenApi(await loadRoutes()) as Doc).components.schemas;
     const task = s['notes_tasks.v1.Task'];
-    assert.deepEqual(task.properties.id, { type: 'string', format: 'uuid' });
+    const { description, ...id } = task.properties.id;
+    assert.deepEqual(id, { type: 'string', format: 'uuid' });
+    assert.match(description, /id/, "the field's comment in the proto");
     assert.equal(
       JSON.stringify(task.properties.external_id).includes('uuid'),
       false,

@@ -235,11 +235,16 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
           }
         : r.successStatus === 204
           ? { description: 'Done; no content' }
-          : // google.api.HttpBody: the bytes themselves, with the content type the service chose (the rpc's description says which).
+          : // google.api.HttpBody: the bytes themselves, in the media types the rpc's policy declares.
             r.responseType.desc.typeName === 'google.api.HttpBody'
             ? {
                 description: 'OK: the body as its Content-Type says',
-                content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+                content: Object.fromEntries(
+                  (r.contentTypes.length ? r.contentTypes : ['*/*']).map((type) => [
+                    type,
+                    { schema: { type: 'string', format: 'binary' } },
+                  ]),
+                ),
               }
             : {
                 description: r.successStatus === 201 ? 'Created' : 'OK',
@@ -248,8 +253,7 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     const op: Record<string, unknown> = {
       operationId,
       tags: [r.downstream],
-      summary: r.rpc,
-      ...(r.description ? { description: r.description } : {}),
+      ...operationText(r),
       ...(parameters.length ? { parameters } : {}),
       ...(requestSchema
         ? {
@@ -292,6 +296,16 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
       },
     },
   };
+}
+
+/**
+ * An rpc's comment as the protos write it: a one-line summary, a blank line, then the description
+ * (a comment of one paragraph is the description; the rpc's name is the summary then).
+ */
+function operationText(r: Route): { summary: string; description?: string } {
+  const [first = '', ...rest] = r.description.split(/\n\s*\n/);
+  if (!rest.length) return { summary: r.rpc, ...(first ? { description: first } : {}) };
+  return { summary: first.replace(/\s*\n\s*/g, ' '), description: rest.join('\n\n') };
 }
 
 function hasRequired(type: DescMessage, exclude: string[]): boolean {

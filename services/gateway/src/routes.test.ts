@@ -153,4 +153,16 @@ describe('path templates', () => {
     assert.equal(buildRoutes(fixtureFile('raw_get'))[0]!.responseType.desc.typeName, 'google.api.HttpBody');
     assert.throws(() => buildRoutes(fixtureFile('raw_post')), /HttpBody responses are for GET routes only/);
   });
+
+  it('routes server-streaming rpcs of google.api.HttpBody (their chunks are piped), and no other stream', () => {
+    const [feed] = buildRoutes(fixtureFile('stream_feed'));
+    assert.deepEqual([feed!.stream, feed!.contentTypes], [true, ['application/x-ndjson', 'text/csv']]);
+    const calendarFeed = routes.find((r) => r.template === '/api/v1/calendars/{id}/events.ics')!;
+    assert.deepEqual(
+      [calendarFeed.rpc, calendarFeed.stream, calendarFeed.contentTypes],
+      ['StreamCalendarFeed', true, ['text/calendar']],
+    );
+    assert.throws(() => buildRoutes(fixtureFile('stream_json')), /only a stream of google.api.HttpBody/);
+    assert.throws(() => buildRoutes(fixtureFile('stream_client')), /client-streaming rpcs cannot be routed/);
+  });
 });

@@ -50,6 +50,10 @@ export interface Route {
   description: string;
   /** The policy's deadline_ms: this rpc's downstream deadline instead of the gateway's default. */
   deadlineMs?: number;
+  /** A server-streaming rpc of google.api.HttpBody: its chunks are sent to the client as they come. */
+  stream: boolean;
+  /** The media types of a google.api.HttpBody response (the policy's response_content_types). */
+  contentTypes: string[];
 }
 
 /** The public name of a route-table entry (what `Gateway.routes` holds). */
@@ -86,6 +90,7 @@ interface Policy {
   domain: string;
   level: number;
   deadlineMs: number;
+  responseContentTypes: string[];
 }
 
 /** The files of workauto/<pkg>/v1/ of every package that can hold services. */
@@ -156,15 +161,23 @@ function routeOf(method: DescMethod): Route | undefined {
     throw new Error(
       `${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`,
     );
-  if (method.methodKind !== 'unary') throw new Error(`${where}: streaming rpcs cannot be routed`);
+  if (method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming')
+    throw new Error(`${where}: client-streaming rpcs cannot be routed`);
   const template = http.pattern.value as string;
   const policy: Partial<Policy> = optionOf<Policy>(method, 'workauto.api.v1.policy') ?? {};
   const compiled = compileTemplate(template);
   const { body, responseBody } = http;
   checkBindings(where, method.input, method.output, compiled.params, body, responseBody);
   // A raw body is not replayable JSON (Idempotency-Key records): only reads may return one.
-  if (method.output.typeName === 'google.api.HttpBody' && verb !== 'get')
-    throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
+  const httpBody = method.output.typeName === 'google.api.HttpBody';
+  if (httpBody && verb !== 'get') throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
+  // A stream goes to the client chunk by chunk: only raw bytes can, not a JSON document.
+  const stream = method.methodKind === 'server_streaming';
+  if (stream && !httpBody)
+    throw new Error(`${where}: only a stream of google.api.HttpBody can be routed (a server-streaming rpc)`);
+  const contentTypes = policy.responseContentTypes ?? [];
+  if (contentTypes.length && !httpBody)
+    throw new Error(`${where}: response_content_types is for google.api.HttpBody responses`);
   const auth = AUTH[policy.auth ?? Auth.AUTH_UNSPECIFIED];
   const level = LEVEL[policy.level ?? AccessLevel.ACCESS_LEVEL_UNSPECIFIED];
   const domain = policy.domain ?? '';
@@ -194,6 +207,8 @@ function routeOf(method: DescMethod): Route | undefined {
             : 200,
     description: commentOf(method),
     ...(policy.deadlineMs ? { deadlineMs: policy.deadlineMs } : {}),
+    stream,
+    contentTypes,
   };
 }
 

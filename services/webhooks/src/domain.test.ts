@@ -6,6 +6,15 @@ import { settingsFromEnv, webhookEnv } from './settings.js';
 import { channelRefusal, eventTypeRefusal, matches } from './domain/filters.js';
 import { nextDelay, parseSchedule, retryAfterMs } from './domain/schedule.js';
 import { signatureHeader } from './domain/signing.js';
+import { allows, DOMAINS, type AccessLevels } from '@workauto/grpc';
+import { reducedUrl } from '@workauto/egress';
+import {
+  EVENT_DOMAINS,
+  readableResourceTypes,
+  reducePayloadUrls,
+  resourceTypeOf,
+  urlView,
+} from './domain/visibility.js';
 import { expectedSignature } from './testing/receiver.js';
 
 describe('signing', () => {
@@ -118,5 +127,60 @@ describe('settings', () => {
         bad,
       );
     }
+  });
+});
+
+describe('event visibility', () => {
+  const levels = (access: AccessLevels | undefined) => ({
+    allows: (domain: (typeof DOMAINS)[number], need: 'none' | 'read' | 'write' | 'admin') =>
+      allows(access, domain, need),
+  });
+
+  it('gives every resource type of the event catalogue a domain, and names no other', () => {
+    const catalogued = [...new Set(EVENT_TYPES.map((t) => resourceTypeOf(t.name)))].sort();
+    assert.deepEqual(Object.keys(EVENT_DOMAINS).sort(), catalogued);
+    for (const domain of Object.values(EVENT_DOMAINS)) assert.ok(DOMAINS.includes(domain), domain);
+  });
+
+  it('reads a caller’s levels: the resource types it may read, or no filter when it may read them all', () => {
+    assert.equal(readableResourceTypes(levels(undefined)), undefined);
+    const everywhere = Object.fromEntries(DOMAINS.map((d) => [d, 'read'])) as AccessLevels;
+    assert.equal(readableResourceTypes(levels(everywhere)), undefined);
+    const types = readableResourceTypes(levels({ ...everywhere, notes: 'none', integrations: 'none' }))!;
+    assert.deepEqual(
+      Object.keys(EVENT_DOMAINS).filter((t) => !types.includes(t)),
+      ['integration_key', 'note', 'tag'],
+    );
+    assert.deepEqual(readableResourceTypes(levels({ crm: 'write' })), [
+      'pipeline',
+      'pipeline_stage',
+      'deal',
+      'contact',
+      'contact_channel',
+    ]);
+  });
+
+  it('reduces endpoint and MCP server URLs in payloads below admin, in retried events at any depth', () => {
+    const endpoint = { type: 'webhook_endpoint.created', data: { id: 'e', url: 'https://h.example.com:8443/t?k=1' } };
+    const app = { type: 'app.updated', data: { id: 'a', mcp_server_url: 'https://m.example.com/sk_live' } };
+    const retried = (payload: object) => ({ type: 'webhook_event.retried', data: { id: 'r', payload } });
+    const reader = urlView(levels({ webhooks: 'read', apps: 'read' }));
+    assert.deepEqual(reducePayloadUrls(endpoint, reader, reducedUrl).data, {
+      id: 'e',
+      url: 'https://h.example.com:8443/…',
+    });
+    assert.deepEqual(
+      reducePayloadUrls(retried(retried(app)), reader, reducedUrl),
+      retried(retried({ ...app, data: { id: 'a', mcp_server_url: 'https://m.example.com/…' } })),
+    );
+    const admin = urlView(levels({ webhooks: 'admin', apps: 'admin' }));
+    assert.deepEqual(reducePayloadUrls(retried(endpoint), admin, reducedUrl), retried(endpoint));
+    const hooksAdmin = urlView(levels({ webhooks: 'admin', apps: 'read' }));
+    assert.deepEqual(reducePayloadUrls(endpoint, hooksAdmin, reducedUrl), endpoint);
+    assert.equal(
+      (reducePayloadUrls(app, hooksAdmin, reducedUrl).data as any).mcp_server_url,
+      'https://m.example.com/…',
+    );
+    assert.equal(reducedUrl('not a url'), '…');
   });
 });

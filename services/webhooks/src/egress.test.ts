@@ -92,6 +92,41 @@ describe('egress policy of webhook endpoints (EGRESS_ALLOW_PRIVATE=false)', () =
     );
   });
 
+  it('refuses whitespace and control characters in url (400 naming url) on create and patch, and stores nothing', async () => {
+    const u = tenant();
+    const ok = await w.client.call(
+      S.createWebhookEndpoint,
+      { url: 'https://hooks.example.com/ok', event_types: [], channels: [] },
+      u.call,
+    );
+    for (const url of [
+      'https://hooks.example.com/a\r\nX-Injected: 1',
+      'https://hooks.example.com/x\r\n',
+      ' https://hooks.example.com/x',
+      'https://hooks.example.com/a b',
+      'https://hooks.example.com/a\tb',
+      'https://hooks.example.com/\u0000',
+    ]) {
+      for (const call of [
+        w.client.call(S.createWebhookEndpoint, { url, event_types: [], channels: [] }, u.call),
+        w.client.call(
+          S.updateWebhookEndpoint,
+          { id: ok.id, url, event_types: [], channels: [], update_mask: ['url'] },
+          u.call,
+        ),
+      ]) {
+        const err = await failure(call);
+        assert.equal(err.reason, 'INVALID_ARGUMENT', JSON.stringify(url));
+        assert.deepEqual(
+          err.fieldViolations.map((v) => [v.field, v.description]),
+          [['url', 'must not contain whitespace or control characters; percent-encode them (a space is %20)']],
+        );
+      }
+    }
+    const { rows } = await w.db.query('SELECT url FROM webhook_endpoints WHERE tenant_id = $1', [u.id]);
+    assert.deepEqual(rows, [{ url: 'https://hooks.example.com/ok' }]);
+  });
+
   it('refuses at connect time a name that resolves to a private address; the receiver sees nothing', async () => {
     const port = new URL(receiver.url).port;
     const ep = await w.client.call(
@@ -101,7 +136,12 @@ describe('egress policy of webhook endpoints (EGRESS_ALLOW_PRIVATE=false)', () =
     );
     const test = await w.client.call(S.testWebhookEndpoint, { id: ep.id }, t.call);
     assert.equal(test.success, false);
-    assert.match(test.error_message!, /destination not allowed: rebind.test resolves to 127.0.0.1/);
+    // The rule that refused it, never the address the name resolved to (members read attempts).
+    assert.match(
+      test.error_message!,
+      /destination not allowed: the host rebind\.test resolves to a loopback address, which the egress policy refuses; /,
+    );
+    assert.equal(test.error_message!.includes('127.0.0.1'), false, test.error_message);
     assert.equal(test.http_status, undefined);
     const id = await w.publish({ tenantId: t.id, type: 'note.created' });
     await eventually('the attempt is recorded', async () => {
@@ -109,7 +149,9 @@ describe('egress policy of webhook endpoints (EGRESS_ALLOW_PRIVATE=false)', () =
       return (d.deliveries[0]?.attempts.length ?? 0) > 0;
     });
     const detail = await w.client.call(S.getWebhookEvent, { id }, t.call);
-    assert.match(detail.deliveries[0]!.attempts[0]!.error_message!, /destination not allowed/);
+    const stored = detail.deliveries[0]!.attempts[0]!.error_message!;
+    assert.match(stored, /destination not allowed: the host rebind\.test resolves to a loopback address/);
+    assert.equal(stored.includes('127.0.0.1'), false, stored);
     assert.notEqual(detail.status, WebhookEventStatus.WEBHOOK_EVENT_STATUS_DELIVERED);
     assert.equal(receiver.received.length, 0);
   });

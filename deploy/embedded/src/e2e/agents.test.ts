@@ -528,6 +528,37 @@ describe('agents through the gateway', () => {
     assertError(await stack.api('GET', '/api/v1/agent-configs'), 401);
   });
 
+  it("starts a run only for a member who may act in every domain of the blueprint's tools: crm none is a 403 naming crm, crm read a 201", async () => {
+    const inv = await call('POST', '/invitations', a.key, {
+      email: `runner-${randomUUID()}@alpha.test`,
+      role: 'member',
+    });
+    const claimed = (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body;
+    const policies = (crm: string) =>
+      call('PUT', `/members/${claimed.member.id}/access-policies`, a.key, {
+        policies: [
+          { domain: 'agents', access_level: 'write' },
+          { domain: 'crm', access_level: crm },
+        ],
+      });
+    assert.equal((await policies('none')).status, 200);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const refused = await call('POST', '/agents/pipeline-review/runs', claimed.api_key, { input: 'x', run_at: later });
+    assertError(refused, 403, 'ACCESS_DENIED');
+    assert.deepEqual(refused.body.error.details[0].metadata, {
+      domain: 'crm',
+      required_level: 'read',
+      actual_level: 'none',
+    });
+    assert.match(refused.body.error.message, /crm/);
+    assert.deepEqual((await call('GET', '/agents/pipeline-review/runs', a.key)).body.data, [], 'no run was made');
+    assert.equal((await policies('read')).status, 200);
+    const created = await call('POST', '/agents/pipeline-review/runs', claimed.api_key, { input: 'x', run_at: later });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.status, 'queued');
+    assert.equal((await call('POST', `/agents/pipeline-review/runs/${created.body.id}/cancel`, a.key)).status, 200);
+  });
+
   it('never writes a provider key to any log line of the gateway or a service, at debug level', () => {
     const text = logs.text();
     assert.ok(text.includes('"level":"debug"'), 'debug lines were captured');

@@ -181,6 +181,22 @@ describe('apps through the gateway', () => {
     assert.equal((await call('GET', '/apps/gone', a.key)).status, 200);
   });
 
+  it('answers a 5 MB tool result with 200 and is_error saying it passed the limit, not 429', async () => {
+    const big = await startMcpServer({
+      transport: 'streamable',
+      tools: [{ name: 'dump' }],
+      onCall: () => ({ content: [{ type: 'text', text: 'x'.repeat(5_000_000) }] }),
+    });
+    after(() => big.close());
+    await call('POST', '/apps', a.key, { slug: 'dump', display_name: 'Dump', mcp_server_url: big.url });
+    assert.equal((await settled(a.key, 'dump')).status, 'healthy');
+    await call('PATCH', '/apps/dump', a.key, { enabled_tools: ['dump'] });
+    const res = await call('POST', '/apps/dump/tools/dump/call', a.key, { arguments: {} });
+    assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 300));
+    assert.equal(res.body.is_error, true);
+    assert.match(res.body.content[0].text, /exceeded the limit of 1048576 bytes \(APPS_TOOL_RESULT_MAX_BYTES\)/);
+  });
+
   it("keeps tenants apart, checks roles, and has no REST route for the agents' tool list", async () => {
     await call('POST', '/apps', b.key, { slug: 'beta-only', display_name: 'B', mcp_server_url: server.url });
     assertError(await call('GET', '/apps/beta-only', a.key), 404, 'APP_NOT_FOUND');
@@ -205,7 +221,11 @@ describe('apps through the gateway', () => {
     const [memberKey, viewerKey] = [await member('member'), await member('viewer')];
     // member: read on apps (lists and reads), no tool calls (write), no configuration (admin).
     assert.equal((await call('GET', '/apps', memberKey)).status, 200);
-    assert.equal((await call('GET', '/apps/beta-only', memberKey)).status, 200);
+    const seen = await call('GET', '/apps/beta-only', memberKey);
+    assert.equal(seen.status, 200);
+    // Below admin on apps, the URL is reduced to its origin (paths and queries often carry tokens).
+    assert.equal(seen.body.mcp_server_url, `${new URL(server.url).origin}/…`);
+    assert.equal((await call('GET', '/apps/beta-only', b.key)).body.mcp_server_url, server.url);
     assertError(await call('POST', '/apps/beta-only/tools/echo/call', memberKey, { arguments: {} }), 403);
     assertError(await call('PATCH', '/apps/beta-only', memberKey, { display_name: 'x' }), 403);
     assertError(

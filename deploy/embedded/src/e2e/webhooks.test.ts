@@ -421,6 +421,50 @@ describe('webhooks through the gateway', () => {
     }
   });
 
+  it('shows a member with notes none no note event (404 by id), and endpoint URLs reduced below admin', async () => {
+    const r = await receiver();
+    const url = `${r.url}/tok_live_8f2?signature=abc`;
+    const origin = new URL(url).origin;
+    const ep = (
+      await call('POST', '/webhook-endpoints', { url, event_types: ['note.created', 'webhook_endpoint.updated'] })
+    ).body;
+    const inv = await call('POST', '/invitations', { email: `no-notes-${randomUUID()}@hooks.test`, role: 'member' });
+    const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+    const member = claimed.body.api_key as string;
+    const policies = await call('PUT', `/members/${claimed.body.member.id}/access-policies`, {
+      policies: [{ domain: 'notes', access_level: 'none' }],
+    });
+    assert.equal(policies.status, 200, JSON.stringify(policies.body));
+    assertError(await call('GET', '/notes', undefined, member), 403);
+
+    const note = (await call('POST', '/notes', { title: 'Board minutes', body: 'the merger is off' })).body;
+    await call('PATCH', `/webhook-endpoints/${ep.id}`, { description: 'after the note' });
+    const noteEvent = (await arrival(r, about('note.created', note.id))).headers['webhook-id'] as string;
+    const updated = (await arrival(r, about('webhook_endpoint.updated', ep.id))).headers['webhook-id'] as string;
+    assert.equal((await call('GET', `/webhook-events/${noteEvent}`)).body.payload.data.body, 'the merger is off');
+
+    const listed = await call('GET', '/webhook-events?limit=200', undefined, member);
+    assert.equal(listed.status, 200);
+    assert.deepEqual(
+      listed.body.data.filter((e: { event_type: string }) => e.event_type.startsWith('note.')),
+      [],
+      'no note event in the list',
+    );
+    const seen = listed.body.data.find((e: { id: string }) => e.id === updated);
+    assert.ok(seen, 'the endpoint event (webhooks read) is listed');
+    assert.equal(seen.payload.data.url, `${origin}/…`, 'with its URL reduced');
+    assert.deepEqual((await call('GET', '/webhook-events?event_type=note.created', undefined, member)).body.data, []);
+    assertError(await call('GET', `/webhook-events/${noteEvent}`, undefined, member), 404, 'WEBHOOK_EVENT_NOT_FOUND');
+
+    assert.equal((await call('GET', `/webhook-endpoints/${ep.id}`, undefined, member)).body.url, `${origin}/…`);
+    assert.ok(
+      (await call('GET', '/webhook-endpoints?limit=200', undefined, member)).body.data.every((e: { url: string }) =>
+        e.url.endsWith('/…'),
+      ),
+    );
+    assert.equal((await call('GET', `/webhook-endpoints/${ep.id}`)).body.url, url, 'the owner sees it whole');
+  });
+
   it("never shows or delivers one tenant's endpoints and events to another", async () => {
     const r = await receiver();
     const ep = (await call('POST', '/webhook-endpoints', { url: r.url, event_types: ['note.created'] })).body;

@@ -2,7 +2,15 @@
  * The blueprint registry (in code: a blueprint is a prompt, models and a tool set we ship and test,
  * not tenant data). A tenant configures one with PUT /agent-configs/{blueprint} and runs it.
  */
+import type { Domain } from '@workauto/grpc';
+
 export type ProviderName = 'openai' | 'anthropic';
+
+/** The access a tool needs in its domain (contract §4's domains): read to list or search, write to create. */
+export interface ToolAccess {
+  domain: Domain;
+  level: 'read' | 'write';
+}
 
 export interface Blueprint {
   id: string;
@@ -60,4 +68,14 @@ const byId = new Map(BLUEPRINTS.map((b) => [b.id, b]));
 
 export function findBlueprint(id: string): Blueprint | undefined {
   return byId.get(id);
+}
+
+/**
+ * What a member needs to start a run whose tools need `accesses`: per domain, the highest level
+ * any of them needs (write over read), in the order the domains first appear.
+ */
+export function accessNeeded(accesses: readonly ToolAccess[]): ToolAccess[] {
+  const needed = new Map<Domain, ToolAccess>();
+  for (const a of accesses) if (needed.get(a.domain)?.level !== 'write') needed.set(a.domain, a);
+  return [...needed.values()];
 }

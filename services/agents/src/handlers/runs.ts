@@ -1,10 +1,11 @@
 import { withTransaction } from '@workauto/db';
-import { errors, parsePage, validate, type Handlers } from '@workauto/grpc';
+import { accessDenied, errors, parsePage, validate, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import * as configs from '../repo/configs.js';
 import * as runs from '../repo/runs.js';
-import { runQueue } from '../worker/queue.js';
+import { accessToStart } from '../tools/builtin.js';
+import { enqueueRun } from '../worker/queue.js';
 import { SOURCE, blueprintOf, runData, runStatuses, toRun, type AgentsDeps } from './common.js';
 
 type H = Handlers<typeof AgentsServiceService>;
@@ -19,6 +20,9 @@ export function runHandlers(
   return {
     async createAgentRun(req, ctx) {
       const b = blueprintOf(req.blueprint);
+      // The run acts in other domains than agents: its starter must be allowed there too.
+      for (const { domain, level } of accessToStart(b))
+        if (!ctx.allows(domain, level)) throw accessDenied(domain, level, ctx.level(domain), `starting a ${b.id} run`);
       const v = validate();
       if (req.input !== undefined && Buffer.byteLength(JSON.stringify(req.input)) > INPUT_MAX_BYTES)
         v.add('input', `must be at most ${INPUT_MAX_BYTES} bytes of JSON`);
@@ -38,12 +42,9 @@ export function runHandlers(
             run_at: req.run_at ?? null,
             budget_usd_cents: req.budget_usd_cents ?? config?.budget_default_cents ?? null,
             deadline_seconds: req.deadline_seconds ?? config?.deadline_default_seconds ?? null,
+            starter_access: ctx.actor?.access ?? null,
           }))!;
-          await runQueue.enqueue(
-            tx,
-            { run_id: row.id, tenant_id: row.tenant_id },
-            { runAt: row.run_at, maxAttempts: 10 },
-          );
+          await enqueueRun(tx, row);
           await recordEvent(tx, SOURCE, ctx, {
             type: 'agent_run.created',
             resourceType: 'agent_run',

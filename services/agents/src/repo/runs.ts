@@ -1,4 +1,5 @@
 import { listPage, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
+import type { AccessLevels } from '@workauto/grpc';
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
 
@@ -20,6 +21,8 @@ export interface RunRow {
   failure_detail: string | null;
   consecutive_failures: number;
   scheduled_for: Date | null;
+  /** The access levels of the member who started the run; null: not restricted (a scheduled run). Internal. */
+  starter_access: AccessLevels | null;
   claims: number;
   created_at: Date;
   updated_at: Date;
@@ -27,7 +30,7 @@ export interface RunRow {
 
 const COLUMNS = `id, tenant_id, agent_blueprint, status, input, output, run_at, budget_usd_cents, deadline_seconds, deadline_at,
   cost_micro_cents, platform_fee_cents, used_platform_key, failure_category, failure_detail, consecutive_failures,
-  scheduled_for, claims, created_at, updated_at`;
+  scheduled_for, starter_access, claims, created_at, updated_at`;
 
 export interface NewRun {
   tenant_id: string;
@@ -37,6 +40,7 @@ export interface NewRun {
   budget_usd_cents: number | null;
   deadline_seconds: number | null;
   scheduled_for?: Date | null;
+  starter_access?: AccessLevels | null;
 }
 
 /**
@@ -50,8 +54,8 @@ export interface NewRun {
 export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | undefined> {
   await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_runs:' || $1, 0))`, [run.tenant_id]);
   const { rows } = await tx.query<RunRow>(
-    `INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, created_at)
-     SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8,
+    `INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
+     SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8, $9,
             greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
      ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
      RETURNING ${COLUMNS}`,
@@ -64,6 +68,7 @@ export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | un
       run.budget_usd_cents,
       run.deadline_seconds,
       run.scheduled_for ?? null,
+      run.starter_access ? JSON.stringify(run.starter_access) : null,
     ],
   );
   return rows[0];

@@ -5,6 +5,7 @@
  */
 import type { CallContext } from '@workauto/grpc';
 import { AppsServiceService as Apps } from '@workauto/protos/workauto/apps/v1/apps.js';
+import type { ToolAccess } from '../domain/blueprints.js';
 import type { ToolSpec } from '../providers/index.js';
 import type { ToolClients } from './clients.js';
 
@@ -16,6 +17,9 @@ export interface AppTool {
 
 /** Tool names every provider accepts (OpenAI: ^[a-zA-Z0-9_-]{1,64}$); other names are not offered. */
 const PROVIDER_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Calling an app's tool needs write on apps, as POST /apps/{slug}/tools/{name}/call does. */
+export const APP_TOOL_ACCESS: ToolAccess = { domain: 'apps', level: 'write' };
 
 export const appToolName = (slug: string, tool: string) => `${slug}__${tool}`;
 

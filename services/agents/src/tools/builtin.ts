@@ -25,6 +25,7 @@ import {
   CalendarServiceService as Calendar,
   ListEventsResponse,
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { accessNeeded, type Blueprint, type ToolAccess } from '../domain/blueprints.js';
 import type { ToolSpec } from '../providers/index.js';
 import type { ToolClients, ToolService } from './clients.js';
 
@@ -35,6 +36,8 @@ export class ToolInputError extends Error {
 
 export interface BuiltinTool extends ToolSpec {
   service: ToolService;
+  /** What a member who starts a run with this tool needs in the tool's domain: read to list, write to create. */
+  access: ToolAccess;
   call(args: Record<string, unknown>, ctx: CallContext, clients: ToolClients): Promise<unknown>;
 }
 
@@ -88,6 +91,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       limit: { type: 'integer', minimum: 1, maximum: 50 },
     }),
     service: 'notes_tasks',
+    access: { domain: 'tasks', level: 'read' },
     async call(args, ctx, clients) {
       const status = oneOf(args, 'status', ['open', 'completed'] as const) ?? 'open';
       const res = await clients.call(
@@ -112,6 +116,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       ['title'],
     ),
     service: 'notes_tasks',
+    access: { domain: 'tasks', level: 'write' },
     async call(args, ctx, clients) {
       const priority = oneOf(args, 'priority', ['none', 'low', 'medium', 'high', 'urgent'] as const);
       const task = await clients.call(
@@ -136,6 +141,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       ['query'],
     ),
     service: 'notes_tasks',
+    access: { domain: 'notes', level: 'read' },
     async call(args, ctx, clients) {
       const res = await clients.call(
         'notes_tasks',
@@ -151,6 +157,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
     description: 'Writes a note with a title and a body (Markdown).',
     inputSchema: schema({ title: { type: 'string', maxLength: 500 }, body: { type: 'string' } }, ['title', 'body']),
     service: 'notes_tasks',
+    access: { domain: 'notes', level: 'write' },
     async call(args, ctx, clients) {
       const note = await clients.call(
         'notes_tasks',
@@ -173,6 +180,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       limit: { type: 'integer', minimum: 1, maximum: 50 },
     }),
     service: 'crm_pipelines',
+    access: { domain: 'crm', level: 'read' },
     async call(args, ctx, clients) {
       const status = oneOf(args, 'status', ['open', 'won', 'lost'] as const);
       const res = await clients.call(
@@ -194,6 +202,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       'The summary of a pipeline (deals and value per stage); the default pipeline when pipeline_id is left out.',
     inputSchema: schema({ pipeline_id: { type: 'string', format: 'uuid' } }),
     service: 'crm_pipelines',
+    access: { domain: 'crm', level: 'read' },
     async call(args, ctx, clients) {
       let id = text(args, 'pipeline_id', { max: 36 });
       if (!id) {
@@ -220,6 +229,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       limit: { type: 'integer', minimum: 1, maximum: 50 },
     }),
     service: 'calendar',
+    access: { domain: 'calendar', level: 'read' },
     async call(args, ctx, clients) {
       const instant = (name: string, fallback: Date) => {
         const v = text(args, name, { max: 64 });
@@ -241,4 +251,9 @@ const byName = new Map(BUILTIN_TOOLS.map((t) => [t.name, t]));
 
 export function builtinTool(name: string): BuiltinTool | undefined {
   return byName.get(name);
+}
+
+/** What a member needs, domain by domain, to start a run of the blueprint: what its built-in tools need. */
+export function accessToStart(blueprint: Blueprint): ToolAccess[] {
+  return accessNeeded(blueprint.tools.flatMap((name) => builtinTool(name)?.access ?? []));
 }

@@ -5,11 +5,18 @@
  * the loop (after every provider call, and the deadline also aborts a call in flight), so a run
  * stops as soon as it passes either. Every stop is an Outcome with the output so far.
  */
-import type { CallContext } from '@workauto/grpc';
-import { decodeStatusDetails } from '@workauto/grpc';
-import type { Blueprint, ProviderName } from '../domain/blueprints.js';
+import type { AccessLevels, CallContext } from '@workauto/grpc';
+import { allows, decodeStatusDetails } from '@workauto/grpc';
+import type { Blueprint, ProviderName, ToolAccess } from '../domain/blueprints.js';
 import { costMicroCents, toCents } from '../domain/costs.js';
-import { blockedBy, maxOutputChars, maxToolCalls, toolAllowed, type Guardrail } from '../domain/guardrails.js';
+import {
+  blockPatterns,
+  blockedBy,
+  maxOutputChars,
+  maxToolCalls,
+  toolAllowed,
+  type Guardrail,
+} from '../domain/guardrails.js';
 import {
   ProviderError,
   runFailureCategory,
@@ -21,7 +28,7 @@ import {
 } from '../providers/index.js';
 import { builtinTool, ToolInputError, type BuiltinTool } from '../tools/builtin.js';
 import { ToolUnavailable, type ToolClients } from '../tools/clients.js';
-import { callAppTool, listAppTools, type AppTool } from '../tools/apps.js';
+import { APP_TOOL_ACCESS, callAppTool, listAppTools, type AppTool } from '../tools/apps.js';
 
 export const MAX_STEPS = 20;
 const MAX_OUTPUT_TOKENS = 1_024;
@@ -75,14 +82,17 @@ export class RunStop extends Error {
   }
 }
 
-/** A tool the run may offer the model: a built-in one or an app's. */
-type OfferedTool =
-  { spec: ToolSpec; builtin: BuiltinTool; app?: undefined } | { spec: ToolSpec; app: AppTool; builtin?: undefined };
+/** A tool the run may offer the model: a built-in one or an app's, with the access it needs. */
+type OfferedTool = { spec: ToolSpec; access: ToolAccess } & (
+  { builtin: BuiltinTool; app?: undefined } | { app: AppTool; builtin?: undefined }
+);
 
 export interface Execution {
   blueprint: Blueprint;
   input: unknown;
   guardrails: Guardrail[];
+  /** The access levels of the member who started the run; undefined: not restricted (a scheduled run). */
+  starterAccess: AccessLevels | undefined;
   provider: ProviderName;
   apiKey: string;
   budgetCents: number | null;
@@ -110,7 +120,7 @@ function inputText(input: unknown): string {
   return `Input (JSON): ${JSON.stringify(input)}`;
 }
 
-/** The tools the run offers (built-in and apps', filtered by the guardrails), and every tool name it knows. */
+/** The tools the run offers (built-in and apps' its starter may use, filtered by the guardrails), and every tool name it knows. */
 async function toolsFor(
   deps: ExecutorDeps,
   run: Execution,
@@ -120,18 +130,25 @@ async function toolsFor(
   const builtins: OfferedTool[] = run.blueprint.tools.flatMap((name) => {
     const builtin = builtinTool(name);
     return builtin && deps.clients.has(builtin.service)
-      ? [{ spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema }, builtin }]
+      ? [
+          {
+            spec: { name: builtin.name, description: builtin.description, inputSchema: builtin.inputSchema },
+            access: builtin.access,
+            builtin,
+          },
+        ]
       : [];
   });
   let apps: OfferedTool[] = [];
   try {
-    apps = (await listAppTools(deps.clients, ctx)).map((app) => ({ spec: app.spec, app }));
+    apps = (await listAppTools(deps.clients, ctx)).map((app) => ({ spec: app.spec, access: APP_TOOL_ACCESS, app }));
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     // The apps service being away does not stop a run that may not need an app: it runs without them.
     deps.warn?.({ err }, "could not list the tenant's app tools; the run goes on with the built-in tools only");
   }
-  const all = [...builtins, ...apps];
+  // A run acts within its starter's access: a tool its starter may not use is neither offered nor known.
+  const all = [...builtins, ...apps].filter((t) => allows(run.starterAccess, t.access.domain, t.access.level));
   return {
     offered: all.filter((t) => toolAllowed(run.guardrails, t.spec.name)),
     known: new Set(all.map((t) => t.spec.name)),
@@ -156,6 +173,15 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
     ...(providerCategory ? { providerCategory } : {}),
   });
   const toolCallCap = maxToolCalls(run.guardrails);
+  const blocking = blockPatterns(run.guardrails);
+  if ('error' in blocking) {
+    // Fail closed before any provider call: a pattern meant to hold answers back cannot be skipped.
+    clearTimeout(timer);
+    return fail(
+      'guardrail_blocked',
+      `guardrails[${blocking.index}].pattern ${blocking.error}. Change the pattern with PUT /agent-configs/${run.blueprint.id}; no run of this blueprint can start until then`,
+    );
+  }
   const messages: ChatMessage[] = [{ role: 'user', text: inputText(run.input) }];
   const model = run.blueprint.models[run.provider];
   try {
@@ -185,7 +211,7 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
       }
       if (run.deadlineAt && Date.now() > run.deadlineAt.getTime()) throw new RunStop('deadline');
       if (answer.toolCalls.length === 0) {
-        const blocked = blockedBy(run.guardrails, answer.text);
+        const blocked = blockedBy(blocking.patterns, answer.text);
         if (blocked !== undefined) {
           output.text = ''; // what the pattern blocks is not shown either
           return fail(
@@ -256,9 +282,11 @@ async function callTool(
   ctx: CallContext,
 ): Promise<{ content: string; isError: boolean } | { failure: FailureCategory; detail: string }> {
   try {
-    if (tool.app) return await callAppTool(deps.clients, tool.app, args, ctx);
-    const value = await tool.builtin.call(args, ctx, deps.clients);
-    return { content: JSON.stringify(value).slice(0, TOOL_RESULT_MAX_CHARS), isError: false };
+    const result = tool.app
+      ? await callAppTool(deps.clients, tool.app, args, ctx)
+      : { content: JSON.stringify(await tool.builtin.call(args, ctx, deps.clients)), isError: false };
+    // One limit on what goes back to the model, built-in or app tool: a result is read by the model on every later step.
+    return { ...result, content: result.content.slice(0, TOOL_RESULT_MAX_CHARS) };
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     const failure: FailureCategory = tool.app ? 'app_unavailable' : 'tool_error';

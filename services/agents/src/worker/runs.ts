@@ -28,6 +28,8 @@ import { runQueue, type RunJob } from './queue.js';
 export interface RunSettings {
   /** Runs one replica executes at once. */
   concurrency: number;
+  /** Runs of one tenant in flight at once, across every replica. */
+  tenantConcurrency: number;
   /** A job's lease; a worker that stops renewing it for this long has vanished. */
   leaseMs: number;
   /** How often a running run checks for a cancel (at most 5 s by the contract). */
@@ -40,6 +42,7 @@ export interface RunSettings {
 
 export const DEFAULT_RUN_SETTINGS: RunSettings = {
   concurrency: 8,
+  tenantConcurrency: 4,
   leaseMs: 30_000,
   heartbeatMs: 2_000,
   pollMs: 250,
@@ -81,6 +84,8 @@ export class RunWorker {
     const jobs = runQueue.worker(this.deps.pool, {
       logger: this.deps.logger,
       concurrency: this.deps.settings.concurrency,
+      // Jobs are grouped by tenant (enqueueRun): at most this many of one tenant's runs at once, across replicas.
+      maxPerGroup: this.deps.settings.tenantConcurrency,
       leaseMs: this.deps.settings.leaseMs,
       pollMs: this.deps.settings.pollMs,
       // The run's own deadline (at most 24 h) ends it first.
@@ -206,6 +211,7 @@ export class RunWorker {
           blueprint,
           input: row.input,
           guardrails: (config?.guardrails ?? []) as Guardrail[],
+          starterAccess: row.starter_access ?? undefined,
           provider,
           apiKey,
           budgetCents: row.budget_usd_cents,

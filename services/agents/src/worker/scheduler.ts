@@ -13,7 +13,7 @@ import { latestTick, nextTick } from '../domain/schedule.js';
 import { SOURCE, runData } from '../handlers/common.js';
 import * as configs from '../repo/configs.js';
 import * as runs from '../repo/runs.js';
-import { runQueue } from './queue.js';
+import { enqueueRun } from './queue.js';
 
 /** Creates the run of every schedule due at `now` (its latest tick only); returns how many it created. */
 export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<number> {
@@ -34,11 +34,7 @@ export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<num
         });
         if (run) {
           created++;
-          await runQueue.enqueue(
-            tx,
-            { run_id: run.id, tenant_id: run.tenant_id },
-            { runAt: run.run_at, maxAttempts: 10 },
-          );
+          await enqueueRun(tx, run);
           await recordEvent(
             tx,
             SOURCE,

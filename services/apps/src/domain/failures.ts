@@ -20,8 +20,6 @@ export interface Observed {
   fetchErrors: Error[];
   timedOut: boolean;
   timeoutMs: number;
-  /** The server's host name, as the tenant wrote it. */
-  host: string;
 }
 
 export const REASON_MAX = 500;
@@ -42,14 +40,9 @@ function classify(err: unknown, observed: Observed): Failure {
     observed.fetchErrors.some((e) => e.name === 'EgressTimeoutError');
   if (timedOut)
     return { status: 'unreachable', reason: `the server did not answer within ${observed.timeoutMs / 1000} s` };
+  // libs/egress names the rule that refused it, never the address a name resolved to.
   const refused = observed.fetchErrors.find((e) => e.name === 'EgressRefusedError');
-  // Not the address it resolved to: a tenant must not learn the internal addresses of names.
-  if (refused) {
-    return {
-      status: 'unreachable',
-      reason: `refused by the egress policy: ${observed.host} resolves to an address that is not allowed (loopback, private or reserved); an operator may allow ranges with EGRESS_ALLOWED_CIDRS`,
-    };
-  }
+  if (refused) return { status: 'unreachable', reason: refused.message };
   const code = (err as { code?: unknown } | null)?.code;
   const name = (err as Error | null)?.name ?? '';
   if (name.startsWith('Egress')) return { status: 'unreachable', reason: (err as Error).message };

@@ -14,16 +14,25 @@ import {
   type Handlers,
   type Validator,
 } from '@workauto/grpc';
-import type { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
+import { CallToolResponse, type AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { checkAuth, SLUG, type AuthInput, type AuthType } from '../domain/auth.js';
-import { callServerTool } from '../mcp/operations.js';
+import { callServerTool, resultTooLarge, type ToolResult } from '../mcp/operations.js';
 import { McpExchangeError } from '../mcp/session.js';
 import { sessionTarget } from '../probes.js';
 import * as apps from '../repo/apps.js';
 import type { AppRow } from '../repo/apps.js';
-import { appData, authTypes, LIMITS, secretContext, SOURCE, toApp, type AppsDeps } from './common.js';
+import { appData, authTypes, fullUrl, LIMITS, secretContext, SOURCE, toApp, type AppsDeps } from './common.js';
 
 type H = Handlers<typeof AppsServiceService>;
+
+/** The largest message gRPC clients (the gateway, agents) accept by default. */
+const GRPC_MESSAGE_MAX_BYTES = 4 * 1024 * 1024;
+
+const toResponse = (result: ToolResult): CallToolResponse => ({
+  content: result.content,
+  is_error: result.isError,
+  structured_content: result.structuredContent,
+});
 
 const SLUG_RULE =
   'must match ^[a-z][a-z0-9-]{1,62}$ (lowercase letter first, then 1-62 lowercase letters, digits or -)';
@@ -49,8 +58,8 @@ function sealed(keyring: Keyring, tenantId: string, appId: string, auth: AuthInp
 export function appHandlers(deps: AppsDeps): H {
   const { pool, keyring, egress, prober } = deps;
 
-  const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow) =>
-    toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!);
+  const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow, full: boolean) =>
+    toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!, full);
   const mustFind = async (db: Parameters<typeof apps.findApp>[0], tenantId: string, slug: string, lock?: 'update') => {
     const row = await apps.findApp(db, tenantId, slug, lock);
     if (!row) throw errors.notFound('app', slug);
@@ -68,8 +77,9 @@ export function appHandlers(deps: AppsDeps): H {
       checkMetadata(v, 'metadata', req.metadata);
       const auth = authOf(v, req.auth, true);
       v.done();
-      const url = req.mcp_server_url.trim();
-      egress.checkUrl(url, 'mcp_server_url');
+      // Checked and stored as sent: whitespace anywhere (surrounding too) is refused, never trimmed away.
+      egress.checkUrl(req.mcp_server_url, 'mcp_server_url');
+      const url = req.mcp_server_url;
       const tenantId = ctx.tenant;
       const id = newId();
       const app = await withTransaction(
@@ -106,7 +116,7 @@ export function appHandlers(deps: AppsDeps): H {
               auth_type: row.auth_type,
             },
           });
-          return toApp(row, []);
+          return toApp(row, [], fullUrl(ctx));
         },
         { signal: ctx.signal },
       );
@@ -122,12 +132,13 @@ export function appHandlers(deps: AppsDeps): H {
         ctx.tenant,
         result.rows.map((r) => r.id),
       );
-      return toPage(result, (row) => toApp(row, tools.get(row.id)!));
+      const full = fullUrl(ctx);
+      return toPage(result, (row) => toApp(row, tools.get(row.id)!, full));
     },
 
     async getApp(req, ctx) {
       checkSlug(req.slug);
-      return withTools(pool, await mustFind(pool, ctx.tenant, req.slug));
+      return withTools(pool, await mustFind(pool, ctx.tenant, req.slug), fullUrl(ctx));
     },
 
     async updateApp(patchRequest, ctx) {
@@ -143,7 +154,7 @@ export function appHandlers(deps: AppsDeps): H {
       if (setsTools && enabled.length > LIMITS.enabledTools)
         v.add('enabled_tools', `at most ${LIMITS.enabledTools} tools`);
       v.done();
-      const url = req.mcp_server_url?.trim();
+      const url = req.mcp_server_url;
       if (url !== undefined) egress.checkUrl(url, 'mcp_server_url');
       const tenantId = ctx.tenant;
       const { app, retarget } = await withTransaction(
@@ -173,7 +184,7 @@ export function appHandlers(deps: AppsDeps): H {
             metadata: req.metadata,
           };
           if (Object.values(patch).every((x) => x === undefined))
-            return { app: await withTools(tx, current), retarget: false };
+            return { app: await withTools(tx, current, fullUrl(ctx)), retarget: false };
           // A new server: what was known of the old one no longer holds; it is probed again at once.
           const target = retarget
             ? {
@@ -194,7 +205,7 @@ export function appHandlers(deps: AppsDeps): H {
             data: appData(row, tools),
             metadata: changedFields(patch),
           });
-          return { app: toApp(row, tools), retarget };
+          return { app: toApp(row, tools, fullUrl(ctx)), retarget };
         },
         { signal: ctx.signal },
       );
@@ -255,7 +266,7 @@ export function appHandlers(deps: AppsDeps): H {
               key_version: row.key_version,
             },
           });
-          return toApp(row, tools);
+          return toApp(row, tools, fullUrl(ctx));
         },
         { signal: ctx.signal },
       );
@@ -266,7 +277,7 @@ export function appHandlers(deps: AppsDeps): H {
       const current = await mustFind(pool, ctx.tenant, req.slug);
       const after = await prober.probe(ctx.tenant, current.id, ctx, { scheduled: false, signal: ctx.signal });
       if (!after) throw errors.notFound('app', req.slug);
-      return toApp(after.row, after.tools);
+      return toApp(after.row, after.tools, fullUrl(ctx));
     },
 
     async callTool(req, ctx) {
@@ -295,11 +306,24 @@ export function appHandlers(deps: AppsDeps): H {
       }
       try {
         const result = await callServerTool(
-          { ...sessionTarget(keyring, app), egress, timeoutMs: deps.toolCallTimeoutMs, signal: ctx.signal },
+          {
+            ...sessionTarget(keyring, app),
+            egress,
+            timeoutMs: deps.toolCallTimeoutMs,
+            signal: ctx.signal,
+            maxResponseBytes: deps.toolResultMaxBytes,
+          },
           req.name,
           args,
         );
-        return { content: result.content, is_error: result.isError, structured_content: result.structuredContent };
+        const response = toResponse(result);
+        // JSON numbers and small values grow as protobuf Values: a result under the limit can still
+        // pass the 4 MiB gRPC message the callers accept, which they would report as "overloaded".
+        const size = CallToolResponse.encode(response).finish().length;
+        if (size <= GRPC_MESSAGE_MAX_BYTES) return response;
+        return toResponse(
+          resultTooLarge(`is too large to return (${size} bytes as a message, at most ${GRPC_MESSAGE_MAX_BYTES})`),
+        );
       } catch (err) {
         if (!(err instanceof McpExchangeError)) throw err;
         const { status, reason } = err.failure;

@@ -1,7 +1,7 @@
 import type { Keyring } from '@workauto/crypto';
 import type { Pool } from '@workauto/db';
-import type { EgressPolicy } from '@workauto/egress';
-import { enumMapping } from '@workauto/grpc';
+import { reducedUrl, type EgressPolicy } from '@workauto/egress';
+import { enumMapping, type CallContext } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { resourceJson } from '@workauto/protos';
 import { App, AppStatus, AuthType, type DiscoveredTool } from '@workauto/protos/workauto/apps/v1/apps.js';
@@ -28,6 +28,8 @@ export interface AppsDeps {
   logger: Logger;
   /** One tool call's timeout. */
   toolCallTimeoutMs: number;
+  /** The most bytes of a tool call's answer read (APPS_TOOL_RESULT_MAX_BYTES). */
+  toolResultMaxBytes: number;
 }
 
 /** AAD of an app's stored secret: a ciphertext copied to another app or tenant does not decrypt. */
@@ -44,13 +46,17 @@ export function toTool(row: ToolRow): DiscoveredTool {
   };
 }
 
-export function toApp(row: AppRow, tools: ToolRow[]): App {
+/** Callers below admin on apps see mcp_server_url reduced: paths and queries often carry tokens. */
+export const fullUrl = (ctx: CallContext) => ctx.allows('apps', 'admin');
+
+/** The App as the API returns it; `fullUrl` false reduces mcp_server_url to scheme, host and port. */
+export function toApp(row: AppRow, tools: ToolRow[], fullUrl: boolean): App {
   return {
     id: row.id,
     tenant_id: row.tenant_id,
     slug: row.slug,
     display_name: row.display_name,
-    mcp_server_url: row.mcp_server_url,
+    mcp_server_url: fullUrl ? row.mcp_server_url : reducedUrl(row.mcp_server_url),
     auth_type: authTypes.fromDomain(row.auth_type),
     status: statuses.fromDomain(row.status),
     consecutive_probe_failures: row.consecutive_probe_failures,
@@ -69,4 +75,4 @@ export function toApp(row: AppRow, tools: ToolRow[]): App {
 }
 
 /** Event data: the App as GET /apps/{slug} returns it (no secret: App has no field for it). */
-export const appData = (row: AppRow, tools: ToolRow[]) => resourceJson(App, toApp(row, tools));
+export const appData = (row: AppRow, tools: ToolRow[]) => resourceJson(App, toApp(row, tools, true));

@@ -1,4 +1,5 @@
 /** The two things the service does with an MCP server: probe it (initialize + tools/list) and call a tool. */
+import { EgressResponseTooLargeError } from '@workauto/egress';
 import { collectListing, type Listing } from '../domain/tools.js';
 import type { Failure } from '../domain/failures.js';
 import { McpExchangeError, withMcpSession, type SessionOptions } from './session.js';
@@ -24,16 +25,39 @@ export interface ToolResult {
   structuredContent: Record<string, unknown> | undefined;
 }
 
+/** The answer to a call whose result was too large: the tool failed, say how to ask for less. */
+export function resultTooLarge(what: string): ToolResult {
+  return {
+    content: [
+      {
+        type: 'text',
+        text: `the tool's result ${what}; call the tool again asking for less (a narrower query, fewer items, a smaller page)`,
+      },
+    ],
+    isError: true,
+    structuredContent: undefined,
+  };
+}
+
 /**
  * Calls one tool. A result with isError, or a JSON-RPC error the server answered the call with, is a
- * ToolResult with isError true (the server worked; the tool failed); anything else throws
- * McpExchangeError.
+ * ToolResult with isError true (the server worked; the tool failed), and so is a result past
+ * `maxResponseBytes` (not read further); anything else throws McpExchangeError.
  */
 export async function callServerTool(
-  options: SessionOptions,
+  options: SessionOptions & { maxResponseBytes: number },
   name: string,
   args: Record<string, unknown>,
 ): Promise<ToolResult> {
+  try {
+    return await callOnce(options, name, args);
+  } catch (err) {
+    if (!(err instanceof EgressResponseTooLargeError)) throw err;
+    return resultTooLarge(`exceeded the limit of ${err.limit} bytes (APPS_TOOL_RESULT_MAX_BYTES) and was not read`);
+  }
+}
+
+function callOnce(options: SessionOptions, name: string, args: Record<string, unknown>): Promise<ToolResult> {
   return withMcpSession(options, async (client, request) => {
     let result: Awaited<ReturnType<typeof client.callTool>>;
     try {

@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { EgressError, EgressTimeoutError, type EgressPolicy } from '@workauto/egress';
+import { EgressError, EgressResponseTooLargeError, EgressTimeoutError, type EgressPolicy } from '@workauto/egress';
 import { classifyFailure, type Failure, type Observed } from '../domain/failures.js';
 
 /** The credential headers of an app (never logged). */
@@ -21,6 +21,11 @@ export interface SessionOptions {
   /** Secrets to blank out of any text kept from the exchange (a reason, an error). */
   secrets: string[];
   signal?: AbortSignal | undefined;
+  /**
+   * The most bytes of each HTTP answer read (a tool's result); past it the exchange ends at once
+   * with EgressResponseTooLargeError, whatever the transport.
+   */
+  maxResponseBytes?: number | undefined;
 }
 
 /** A failure of an exchange with an MCP server, already classified (docs/apps.md "Probing"). */
@@ -35,7 +40,8 @@ const CLIENT_INFO = { name: 'workauto-apps', version: '1.0.0' };
 
 /**
  * Runs `work` with a connected client and closes it. Throws McpExchangeError (classified) on any
- * failure; `work` gets the remaining time for its own requests.
+ * failure, or EgressResponseTooLargeError past maxResponseBytes; `work` gets the remaining time for
+ * its own requests.
  */
 export async function withMcpSession<T>(
   options: SessionOptions,
@@ -43,15 +49,28 @@ export async function withMcpSession<T>(
 ): Promise<T> {
   const deadlineAt = Date.now() + options.timeoutMs;
   const deadline = AbortSignal.timeout(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, deadline]) : deadline;
+  // An answer past maxResponseBytes ends the whole exchange at once (its requests abort, the race
+  // below ends): the SDK's SSE reader would swallow the body's error and wait for the deadline.
+  const cut = new AbortController();
+  const signal = AbortSignal.any([...(options.signal ? [options.signal] : []), deadline, cut.signal]);
   const observed: Observed = {
     statuses: [],
     fetchErrors: [],
     timedOut: false,
     timeoutMs: options.timeoutMs,
-    host: URL.parse(options.url)?.hostname ?? '',
   };
   const remaining = () => Math.max(1, deadlineAt - Date.now());
+  const overLimit = new Promise<never>((_, reject) =>
+    cut.signal.addEventListener('abort', () => reject(cut.signal.reason), { once: true }),
+  );
+  overLimit.catch(() => undefined);
+  const limit =
+    options.maxResponseBytes === undefined
+      ? {}
+      : {
+          maxResponseBytes: options.maxResponseBytes,
+          onResponseTooLarge: (err: EgressResponseTooLargeError) => cut.abort(err),
+        };
 
   // Every request of the SDK goes through the egress policy, bounded by the session's deadline; what
   // happened on the wire is kept for the classification (the SDK's errors do not always carry it).
@@ -61,6 +80,7 @@ export async function withMcpSession<T>(
         ...init,
         signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal,
         timeoutMs: remaining(),
+        ...limit,
       });
       observed.statuses.push({ method: init?.method ?? 'GET', status: response.status });
       return response;
@@ -105,8 +125,9 @@ export async function withMcpSession<T>(
     }, options.timeoutMs);
   });
   try {
-    return await Promise.race([run(), timedOut]);
+    return await Promise.race([run(), timedOut, overLimit]);
   } catch (err) {
+    if (cut.signal.aborted) throw cut.signal.reason;
     if (options.signal?.aborted && !deadline.aborted) throw options.signal.reason;
     if (deadline.aborted) observed.timedOut = true;
     throw new McpExchangeError(classifyFailure(err, observed, options.secrets));

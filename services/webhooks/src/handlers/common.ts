@@ -1,6 +1,6 @@
 import type { Keyring } from '@workauto/crypto';
 import type { Pool } from '@workauto/db';
-import type { EgressPolicy } from '@workauto/egress';
+import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import type { JobQueue } from '@workauto/jobs';
 import { enumMapping } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
@@ -18,6 +18,7 @@ import type { AttemptRow, DeliveryRow } from '../repo/deliveries.js';
 import type { EndpointRow } from '../repo/endpoints.js';
 import type { EventRow } from '../repo/events.js';
 import type { WebhookSettings } from '../settings.js';
+import { reducePayloadUrls, type UrlView } from '../domain/visibility.js';
 
 export const SOURCE = 'webhooks';
 export const eventStatuses = enumMapping(WebhookEventStatus, 'WEBHOOK_EVENT_STATUS_');
@@ -44,11 +45,16 @@ export interface WebhooksDeps {
 export const secretContext = (tenantId: string, endpointId: string) =>
   `webhook_endpoint_secret:${tenantId}:${endpointId}`;
 
-export function toEndpoint(row: EndpointRow, signingSecret?: string): WebhookEndpoint {
+/**
+ * The endpoint as the API returns it; `fullUrl` false (callers below admin on webhooks) reduces its
+ * url to scheme, host and port.
+ */
+export function toEndpoint(row: EndpointRow, opts: { signingSecret?: string; fullUrl: boolean }): WebhookEndpoint {
+  const { signingSecret, fullUrl } = opts;
   return {
     id: row.id,
     tenant_id: row.tenant_id,
-    url: row.url,
+    url: fullUrl ? row.url : reducedUrl(row.url),
     description: row.description ?? undefined,
     event_types: row.event_types,
     channels: row.channels,
@@ -62,13 +68,15 @@ export function toEndpoint(row: EndpointRow, signingSecret?: string): WebhookEnd
   };
 }
 
-export function toEvent(row: EventRow): WebhookEvent {
+/** The event as the API returns it; `view` says which URLs of its payload the caller sees reduced (none: all full). */
+export function toEvent(row: EventRow, view?: UrlView): WebhookEvent {
+  const payload = JSON.parse(row.payload) as Record<string, unknown>;
   return {
     id: row.id,
     tenant_id: row.tenant_id,
     event_type: row.event_type,
     channels: row.channels,
-    payload: JSON.parse(row.payload) as Record<string, unknown>,
+    payload: view ? reducePayloadUrls(payload, view, reducedUrl) : payload,
     status: eventStatuses.fromDomain(row.status),
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -85,7 +93,12 @@ function toAttempt(row: AttemptRow): WebhookAttempt {
   };
 }
 
-export function toEventDetail(row: EventRow, deliveries: DeliveryRow[], attempts: AttemptRow[]): WebhookEventDetail {
+export function toEventDetail(
+  row: EventRow,
+  deliveries: DeliveryRow[],
+  attempts: AttemptRow[],
+  view: UrlView,
+): WebhookEventDetail {
   const deliveryOut = (d: DeliveryRow): WebhookDelivery => ({
     id: d.id,
     endpoint_id: d.endpoint_id,
@@ -94,9 +107,9 @@ export function toEventDetail(row: EventRow, deliveries: DeliveryRow[], attempts
     next_attempt_at: d.status === 'pending' ? (d.next_attempt_at ?? undefined) : undefined,
     attempts: attempts.filter((a) => a.delivery_id === d.id).map(toAttempt),
   });
-  return { ...toEvent(row), deliveries: deliveries.map(deliveryOut) };
+  return { ...toEvent(row, view), deliveries: deliveries.map(deliveryOut) };
 }
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md); never the secret.
-export const endpointData = (row: EndpointRow) => resourceJson(WebhookEndpoint, toEndpoint(row));
+export const endpointData = (row: EndpointRow) => resourceJson(WebhookEndpoint, toEndpoint(row, { fullUrl: true }));
 export const eventData = (row: EventRow) => resourceJson(WebhookEvent, toEvent(row));

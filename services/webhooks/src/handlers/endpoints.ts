@@ -9,6 +9,7 @@ import {
   textOrNull,
   toPage,
   validate,
+  type CallContext,
   type Handlers,
   type Validator,
 } from '@workauto/grpc';
@@ -43,6 +44,9 @@ async function currentSecrets(
   return stored.map((c) => deps.keyring.decrypt(c, secretContext(tenantId, endpointId)));
 }
 
+/** Callers below admin on webhooks see endpoint URLs reduced: paths and queries often carry tokens. */
+const fullUrl = (ctx: CallContext) => ctx.allows('webhooks', 'admin');
+
 function endpointLimitReached(max: number) {
   return errors.failedPrecondition(
     'WEBHOOK_ENDPOINT_LIMIT_REACHED',
@@ -73,9 +77,9 @@ export function endpointHandlers(
   return {
     async createWebhookEndpoint(req, ctx) {
       if (!req.url) throw errors.invalidField('url', 'is required: the https URL that receives the deliveries');
-      // Stored as written (trimmed): every connection checks it again (libs/egress).
+      // Stored as written (whitespace is refused, not trimmed): every connection checks it again (libs/egress).
       egress.checkUrl(req.url, 'url');
-      const url = req.url.trim();
+      const url = req.url;
       const v = validate().text('description', req.description, { min: 0, max: LIMITS.description });
       const eventTypes = checkFilter(v, 'event_types', req.event_types);
       const channels = checkFilter(v, 'channels', req.channels);
@@ -108,21 +112,23 @@ export function endpointHandlers(
             resourceId: row.id,
             data: endpointData(row),
           });
-          return toEndpoint(row, secret);
+          return toEndpoint(row, { signingSecret: secret, fullUrl: fullUrl(ctx) });
         },
         { signal: ctx.signal },
       );
     },
 
     async listWebhookEndpoints(req, ctx) {
-      return toPage(await endpoints.listEndpoints(pool, ctx.tenant, parsePage(req)), (r) => toEndpoint(r));
+      return toPage(await endpoints.listEndpoints(pool, ctx.tenant, parsePage(req)), (r) =>
+        toEndpoint(r, { fullUrl: fullUrl(ctx) }),
+      );
     },
 
     async getWebhookEndpoint(req, ctx) {
       validate().uuid('id', req.id, { required: true }).done();
       const row = await endpoints.findEndpoint(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('webhook_endpoint', req.id);
-      return toEndpoint(row);
+      return toEndpoint(row, { fullUrl: fullUrl(ctx) });
     },
 
     async updateWebhookEndpoint(patchRequest, ctx) {
@@ -134,7 +140,7 @@ export function endpointHandlers(
         max: LIMITS.description,
       });
       if (req.url !== undefined) egress.checkUrl(req.url, 'url');
-      const url = req.url?.trim();
+      const url = req.url;
       // Repeated fields have no presence: the mask says whether the body carried them (null clears).
       const eventTypes = mask.has('event_types') ? checkFilter(v, 'event_types', req.event_types) : undefined;
       const channels = mask.has('channels') ? checkFilter(v, 'channels', req.channels) : undefined;
@@ -172,7 +178,7 @@ export function endpointHandlers(
               is_enabled: req.is_enabled,
             }),
           });
-          return toEndpoint(row);
+          return toEndpoint(row, { fullUrl: fullUrl(ctx) });
         },
         { signal: ctx.signal },
       );
@@ -220,7 +226,7 @@ export function endpointHandlers(
             data: endpointData(row),
             metadata: { previous_secret_expires_at: previousExpiresAt ?? null },
           });
-          return toEndpoint(row, secret);
+          return toEndpoint(row, { signingSecret: secret, fullUrl: fullUrl(ctx) });
         },
         { signal: ctx.signal },
       );

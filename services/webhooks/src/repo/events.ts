@@ -23,6 +23,21 @@ const FROM = `webhook_events e CROSS JOIN LATERAL (
            greatest(e.created_at, max(d.updated_at)) AS updated_at
       FROM webhook_deliveries d WHERE d.event_id = e.id) s`;
 
+/**
+ * Events of the readable resource types only ($n: text[]); a retried event also needs the event it
+ * retried (nested in its payload, possibly a retried one again) readable, at any depth.
+ */
+function readable(param: string): string {
+  return `split_part(e.event_type, '.', 1) = ANY(${param}::text[])
+    AND CASE WHEN e.event_type = 'webhook_event.retried' THEN NOT EXISTS (
+      WITH RECURSIVE retried(doc) AS (
+          SELECT e.payload::jsonb #> '{data,payload}'
+        UNION ALL
+          SELECT doc #> '{data,payload}' FROM retried WHERE doc ->> 'type' = 'webhook_event.retried')
+      SELECT 1 FROM retried WHERE doc IS NOT NULL AND NOT coalesce(split_part(doc ->> 'type', '.', 1) = ANY(${param}::text[]), false))
+    ELSE true END`;
+}
+
 /** Records the event once (a redelivered domain event is a no-op); true if it was new. */
 export async function insertEvent(
   db: Queryable,
@@ -35,22 +50,38 @@ export async function insertEvent(
   return rowCount === 1;
 }
 
-export async function findEvent(db: Queryable, tenantId: string, id: string): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE e.tenant_id = $1 AND e.id = $2`, [
-    tenantId,
-    id,
-  ]);
+/**
+ * `readableTypes`: the resource types whose events the caller may read (domain/visibility.ts);
+ * undefined reads every event.
+ */
+export async function findEvent(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  readableTypes: readonly string[] | undefined,
+): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(
+    `SELECT ${COLUMNS} FROM ${FROM} WHERE e.tenant_id = $1 AND e.id = $2${readableTypes ? ` AND ${readable('$3')}` : ''}`,
+    readableTypes ? [tenantId, id, readableTypes] : [tenantId, id],
+  );
   return rows[0];
 }
 
 export function listEvents(
   db: Queryable,
   tenantId: string,
-  filter: { eventType?: string | undefined; status?: EventStatus | undefined; endpointId?: string | undefined },
+  filter: {
+    eventType?: string | undefined;
+    status?: EventStatus | undefined;
+    endpointId?: string | undefined;
+    /** As findEvent's readableTypes. */
+    readableTypes?: readonly string[] | undefined;
+  },
   page: PageQuery,
 ): Promise<KeysetPage<EventRow>> {
   const params: unknown[] = [tenantId];
   const where = ['e.tenant_id = $1'];
+  if (filter.readableTypes) where.push(readable(`$${params.push(filter.readableTypes)}`));
   if (filter.eventType) where.push(`e.event_type = $${params.push(filter.eventType)}`);
   if (filter.status) where.push(`s.status = $${params.push(filter.status)}`);
   if (filter.endpointId)
