@@ -21,9 +21,13 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-## proto: generate TypeScript from proto/ with buf + ts-proto (generated code is not committed)
+## proto: TypeScript from proto/ with buf + ts-proto, and the descriptor sets (with source comments) that
+## the gateway, event data and reflection read at run time; the test fixtures' too (nothing here is committed)
 proto: install
+	rm -rf libs/protos/src/gen
 	buf generate
+	buf build proto -o libs/protos/descriptor.binpb
+	buf build libs/protos/test-protos -o libs/protos/fixtures.binpb
 
 ## build: protos, then every workspace with tsc -b (strict)
 build: proto
@@ -45,7 +49,7 @@ proto-lint: install
 
 ## proto-breaking: fails when proto/ breaks wire or source compatibility with main
 proto-breaking: install
-	buf breaking --against '.git#branch=main'
+	buf breaking proto --against '.git#branch=main'
 
 lint: proto-lint build chart-check migrations-check
 	prettier --check --log-level warn .
@@ -74,4 +78,4 @@ bench: build
 	@node scripts/bench-table.mjs
 
 clean:
-	rm -rf libs/*/dist services/*/dist deploy/embedded/dist libs/protos/src/gen **/*.tsbuildinfo
+	rm -rf libs/*/dist services/*/dist deploy/embedded/dist libs/protos/src/gen libs/protos/*.binpb **/*.tsbuildinfo

@@ -4,7 +4,7 @@ import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from '@workauto/logger';
-import { loadPackageDefinition } from '@workauto/protos';
+import { reflectionDefinition } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
@@ -87,7 +87,10 @@ export class GrpcServer {
       advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
     });
     this.health.addToServer(this.server);
-    if (options.reflection) new ReflectionService(loadPackageDefinition(options.protoFiles)).addToServer(this.server);
+    if (options.reflection) {
+      const { definition, services } = reflectionDefinition(options.protoFiles);
+      new ReflectionService(definition, { services }).addToServer(this.server);
+    }
   }
 
   add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {

@@ -65,7 +65,7 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
   const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
-  const routes = loadRoutes();
+  const routes = await loadRoutes();
   const downstreams = new Map(
     Object.entries(options.downstreams).map(([name, addr]) => [
       name,

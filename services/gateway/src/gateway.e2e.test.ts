@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import protobuf from 'protobufjs';
+import { ScalarType } from '@bufbuild/protobuf';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
@@ -22,6 +22,7 @@ import {
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
+import { fieldByName } from '@workauto/protos';
 import type { Route } from './routes.js';
 
 // Every log line of the run (gateway and identity) is captured to check that no secret reaches it,
@@ -141,16 +142,12 @@ function pathOf(route: Route, replace: Record<string, string> = {}): string {
 
 /** A body field of the route and a JSON value of the wrong type for it. */
 function wrongTypedField(route: Route): { field: string; value: unknown } | undefined {
-  const type =
-    route.body === '*'
-      ? route.requestType
-      : (route.requestType.fields[route.body]?.resolvedType as protobuf.Type | null);
-  if (!(type instanceof protobuf.Type)) return undefined;
-  for (const f of type.fieldsArray) {
+  const type = route.body === '*' ? route.requestType.desc : fieldByName(route.requestType.desc, route.body)?.message;
+  if (!type) return undefined;
+  for (const f of type.fields) {
     if (route.body === '*' && route.params.includes(f.name)) continue;
-    f.resolve();
-    if (f.resolvedType?.fullName === '.google.protobuf.Value') continue; // any JSON is right
-    const value = f.type === 'string' && !f.repeated && !f.map ? 12345 : 'wrong';
+    if (f.message?.typeName === 'google.protobuf.Value') continue; // any JSON is right
+    const value = f.fieldKind === 'scalar' && f.scalar === ScalarType.STRING ? 12345 : 'wrong';
     return { field: route.body === '*' ? f.name : `${route.body}.${f.name}`, value };
   }
   return undefined;

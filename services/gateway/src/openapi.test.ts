@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { buildOpenApi } from './openapi.js';
 import { buildRoutes, loadRoutes } from './routes.js';
-import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
+import { fixtureFile } from '@workauto/protos/fixtures';
 
 type Doc = {
   openapi: string;
@@ -13,15 +13,21 @@ type Doc = {
 
 describe('OpenAPI document', () => {
   it('lists every route of the real protos and validates as OpenAPI 3.1', async () => {
-    const routes = loadRoutes();
+    const routes = await loadRoutes();
     const doc = buildOpenApi(routes) as Doc;
     for (const r of routes) assert.ok(doc.paths[r.template]?.[r.method.toLowerCase()], `${r.method} ${r.template}`);
+    const create = doc.paths['/api/v1/calendars']!.post;
+    assert.deepEqual(
+      [create.summary, create.description],
+      ['Create a calendar.', 'Creates a calendar; its timezone is the default of the events created in it.'],
+      "the rpc's comment: its first paragraph is the summary, the rest the description",
+    );
     const result = await new Validator().validate(doc as never);
     assert.equal(result.valid, true, String(JSON.stringify(result.errors)).slice(0, 2000));
   });
 
   it('follows the JSON mapping: request vs response schemas, nulls, enums, int64, timestamps, security', async () => {
-    const doc = buildOpenApi(buildRoutes(rootFromSource(FIXTURE_PROTO))) as Doc;
+    const doc = buildOpenApi(buildRoutes(fixtureFile('fixture'))) as Doc;
     assert.equal((await new Validator().validate(doc as never)).valid, true);
     const s = doc.components.schemas;
     const out = s['fixture.v1.Thing'];
@@ -39,6 +45,11 @@ describe('OpenAPI document', () => {
     assert.equal(input.additionalProperties, false, 'unknown request fields are refused');
     const create = doc.paths['/api/v1/things']!.post;
     assert.ok(create.responses['201']);
+    assert.deepEqual(
+      [create.summary, create.description],
+      ['CreateThing', 'Makes a thing.'],
+      'a one-paragraph comment',
+    );
     assert.equal(doc.paths['/api/v1/things/{id}']!.delete.responses['204'].content, undefined);
     const list = doc.paths['/api/v1/things']!.get;
     assert.deepEqual(list.responses['200'].content['application/json'].schema, {
@@ -58,10 +69,12 @@ describe('OpenAPI document', () => {
     assert.equal(doc.paths['/api/v1/things/{id}']!.get.security, undefined, 'others inherit bearer');
   });
 
-  it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', () => {
-    const s = (buildOpenApi(loadRoutes()) as Doc).components.schemas;
+  it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', async () => {
+    const s = (buildOpenApi(await loadRoutes()) as Doc).components.schemas;
     const task = s['notes_tasks.v1.Task'];
-    assert.deepEqual(task.properties.id, { type: 'string', format: 'uuid' });
+    const { description, ...id } = task.properties.id;
+    assert.deepEqual(id, { type: 'string', format: 'uuid' });
+    assert.match(description, /id/, "the field's comment in the proto");
     assert.equal(
       JSON.stringify(task.properties.external_id).includes('uuid'),
       false,

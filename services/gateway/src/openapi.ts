@@ -4,9 +4,10 @@
  * a response always carries every field (null when unset), a request may leave out all but the
  * REQUIRED ones and is refused with any other field.
  */
-import protobuf from 'protobufjs';
+import type { DescField, DescMessage } from '@bufbuild/protobuf';
 import { updateMaskField } from './transcode.js';
-import { WRAPPERS, enumNames, isOptional } from '@workauto/protos';
+import { WRAPPERS, commentOf, enumNames, fieldByName, isOptional, optionOf, scalarName } from '@workauto/protos';
+import { FieldBehavior } from '@workauto/protos/google/api/field_behavior.js';
 import type { Route } from './routes.js';
 
 type Schema = Record<string, unknown>;
@@ -117,21 +118,21 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   const bodyVariants = new Map<string, string>();
 
   /** A message as a schema: a $ref to a named component, or inline for the well-known types. */
-  const messageRef = (type: protobuf.Type, dir: Direction, exclude: string[] = []): Schema => {
-    switch (type.fullName) {
-      case '.google.protobuf.Timestamp':
+  const messageRef = (type: DescMessage, dir: Direction, exclude: string[] = []): Schema => {
+    switch (type.typeName) {
+      case 'google.protobuf.Timestamp':
         return { type: 'string', format: 'date-time' };
-      case '.google.protobuf.Struct':
+      case 'google.protobuf.Struct':
         return { type: 'object', additionalProperties: JSON_VALUE_REF };
-      case '.google.protobuf.Value':
+      case 'google.protobuf.Value':
         return { ...JSON_VALUE_REF };
-      case '.google.protobuf.ListValue':
+      case 'google.protobuf.ListValue':
         return { type: 'array', items: JSON_VALUE_REF };
     }
-    const wrapped = WRAPPERS[type.fullName];
+    const wrapped = WRAPPERS[type.typeName];
     if (wrapped) return { ...SCALARS[wrapped] };
     // '-' never occurs in a proto name, so a request variant cannot collide with a message (AccessPolicyInput).
-    const base = type.fullName.slice(1).replace(/^workauto\./, '');
+    const base = type.typeName.replace(/^workauto\./, '');
     let name = dir === 'output' ? base : exclude.length ? `${base}-Body` : `${base}-Request`;
     const variant = exclude.join(',');
     if (bodyVariants.has(name) && bodyVariants.get(name) !== variant) name = `${name}-without-${exclude.join('-')}`;
@@ -143,41 +144,41 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     return { $ref: `#/components/schemas/${name}` };
   };
 
-  const fieldSchema = (field: protobuf.Field, dir: Direction): Schema => {
-    field.resolve();
-    const rt = field.resolvedType;
-    let s: Schema =
-      rt instanceof protobuf.Type
-        ? messageRef(rt, dir)
-        : rt instanceof protobuf.Enum
-          ? { type: 'string', enum: enumNames(rt) }
-          : field.type === 'string' && isUuidField(field.name)
-            ? { ...UUID_SCHEMA }
-            : { ...SCALARS[field.type] };
-    if (field.map) return { type: 'object', additionalProperties: s };
-    if (field.repeated) return { type: 'array', items: s };
+  const fieldSchema = (field: DescField, dir: Direction): Schema => {
+    const scalar = field.scalar === undefined ? undefined : scalarName(field.scalar);
+    let s: Schema = field.message
+      ? messageRef(field.message, dir)
+      : field.enum
+        ? { type: 'string', enum: enumNames(field.enum) }
+        : scalar === 'string' && isUuidField(field.name)
+          ? { ...UUID_SCHEMA }
+          : { ...SCALARS[scalar!] };
+    if (field.fieldKind === 'map') return { type: 'object', additionalProperties: s };
+    if (field.fieldKind === 'list') return { type: 'array', items: s };
     // Null means "not set": for optional fields, messages and enums (whose UNSPECIFIED value is null).
-    const canBeNull = isOptional(field) || rt instanceof protobuf.Type || rt instanceof protobuf.Enum;
-    if (canBeNull && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
+    const canBeNull = isOptional(field) || field.message !== undefined || field.enum !== undefined;
+    const isValue = field.message?.typeName === 'google.protobuf.Value';
+    if (canBeNull && !isValue) s = nullable(s);
     // In a request, null is accepted for any field: left out, except in a PATCH, where it clears the field.
-    else if (dir === 'input' && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
+    else if (dir === 'input' && !isValue) s = nullable(s);
     return s;
   };
 
-  const messageSchema = (type: protobuf.Type, dir: Direction, exclude: string[]): Schema => {
+  const messageSchema = (type: DescMessage, dir: Direction, exclude: string[]): Schema => {
     const properties: Record<string, Schema> = {};
     const required: string[] = [];
     const mask = dir === 'input' ? updateMaskField(type) : undefined;
-    for (const f of type.fieldsArray) {
+    for (const f of type.fields) {
       if (exclude.includes(f.name) || f === mask) continue; // update_mask is made from the body's keys
       properties[f.name] = fieldSchema(f, dir);
-      if (f.comment) properties[f.name] = { ...properties[f.name], description: f.comment.trim() };
-      const behavior = f.options?.['(google.api.field_behavior)'];
-      if (dir === 'output' || behavior === 'REQUIRED') required.push(f.name);
+      const comment = commentOf(f);
+      if (comment) properties[f.name] = { ...properties[f.name], description: comment };
+      if (dir === 'output' || isRequired(f)) required.push(f.name);
     }
+    const comment = commentOf(type);
     return {
       type: 'object',
-      ...(type.comment ? { description: type.comment.trim() } : {}),
+      ...(comment ? { description: comment } : {}),
       properties,
       ...(required.length ? { required } : {}),
       ...(dir === 'input' ? { additionalProperties: false } : {}),
@@ -191,27 +192,22 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
       name: p,
       in: 'path',
       required: true,
-      schema: pathSchema(r.requestType.fields[p]!, fieldSchema),
+      schema: pathSchema(fieldByName(r.requestType.desc, p)!, fieldSchema),
     }));
     if (r.body !== '*') {
-      for (const f of r.requestType.fieldsArray) {
-        if (r.params.includes(f.name) || f.name === r.body || f.map) continue;
-        f.resolve();
-        if (
-          f.resolvedType instanceof protobuf.Type &&
-          f.resolvedType.fullName !== '.google.protobuf.Timestamp' &&
-          !WRAPPERS[f.resolvedType.fullName]
-        )
-          continue;
+      for (const f of r.requestType.desc.fields) {
+        if (r.params.includes(f.name) || f.name === r.body || f.fieldKind === 'map') continue;
+        if (f.message && f.message.typeName !== 'google.protobuf.Timestamp' && !WRAPPERS[f.message.typeName]) continue;
+        const comment = commentOf(f);
         parameters.push({
           name: f.name,
           in: 'query',
           required: false,
-          ...(f.repeated ? { style: 'form', explode: true } : {}),
-          ...(f.comment ? { description: f.comment.trim() } : {}),
+          ...(f.fieldKind === 'list' ? { style: 'form', explode: true } : {}),
+          ...(comment ? { description: comment } : {}),
           // Contract §3: limit 1…, a value over 200 is clamped to 200 (so no maximum).
           schema:
-            f.name === 'limit' && f.type === 'int32'
+            f.name === 'limit' && f.scalar !== undefined && scalarName(f.scalar) === 'int32'
               ? { type: 'integer', minimum: 1, default: 50 }
               : queryParamSchema(f, fieldSchema),
         });
@@ -220,14 +216,14 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     let responseSchema: Schema | undefined;
     if (r.successStatus !== 204 && r.successStatus !== 302) {
       responseSchema = r.responseBody
-        ? fieldSchema(r.responseType.fields[r.responseBody]!, 'output')
-        : messageRef(r.responseType, 'output');
+        ? fieldSchema(fieldByName(r.responseType.desc, r.responseBody)!, 'output')
+        : messageRef(r.responseType.desc, 'output');
     }
     const requestSchema =
       r.body === '*'
-        ? messageRef(r.requestType, 'input', r.params)
+        ? messageRef(r.requestType.desc, 'input', r.params)
         : r.body
-          ? fieldSchema(r.requestType.fields[r.body]!, 'input')
+          ? fieldSchema(fieldByName(r.requestType.desc, r.body)!, 'input')
           : undefined;
     const operationId = operationIds.has(r.rpc) ? `${r.downstream}_${r.rpc}` : r.rpc;
     operationIds.add(operationId);
@@ -240,7 +236,7 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
         : r.successStatus === 204
           ? { description: 'Done; no content' }
           : // google.api.HttpBody: the bytes themselves, in the media types the rpc's policy declares.
-            r.responseType.fullName === '.google.api.HttpBody'
+            r.responseType.desc.typeName === 'google.api.HttpBody'
             ? {
                 description: 'OK: the body as its Content-Type says',
                 content: Object.fromEntries(
@@ -257,13 +253,12 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
     const op: Record<string, unknown> = {
       operationId,
       tags: [r.downstream],
-      summary: r.rpc,
-      ...(r.description ? { description: r.description } : {}),
+      ...operationText(r),
       ...(parameters.length ? { parameters } : {}),
       ...(requestSchema
         ? {
             requestBody: {
-              required: r.body !== '*' || hasRequired(r.requestType, r.params),
+              required: r.body !== '*' || hasRequired(r.requestType.desc, r.params),
               content: { 'application/json': { schema: requestSchema } },
             },
           }
@@ -303,20 +298,33 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   };
 }
 
-function hasRequired(type: protobuf.Type, exclude: string[]): boolean {
-  return type.fieldsArray.some(
-    (f) => !exclude.includes(f.name) && f.options?.['(google.api.field_behavior)'] === 'REQUIRED',
-  );
+/**
+ * An rpc's comment as the protos write it: a one-line summary, a blank line, then the description
+ * (a comment of one paragraph is the description; the rpc's name is the summary then).
+ */
+function operationText(r: Route): { summary: string; description?: string } {
+  const [first = '', ...rest] = r.description.split(/\n\s*\n/);
+  if (!rest.length) return { summary: r.rpc, ...(first ? { description: first } : {}) };
+  return { summary: first.replace(/\s*\n\s*/g, ' '), description: rest.join('\n\n') };
+}
+
+function hasRequired(type: DescMessage, exclude: string[]): boolean {
+  return type.fields.some((f) => !exclude.includes(f.name) && isRequired(f));
+}
+
+/** `[(google.api.field_behavior) = REQUIRED]`: a request must carry the field. */
+function isRequired(field: DescField): boolean {
+  return optionOf<FieldBehavior[]>(field, 'google.api.field_behavior')?.includes(FieldBehavior.REQUIRED) ?? false;
 }
 
 /** Path variables are never null. */
-function pathSchema(field: protobuf.Field, fieldSchema: (f: protobuf.Field, dir: Direction) => Schema): Schema {
+function pathSchema(field: DescField, fieldSchema: (f: DescField, dir: Direction) => Schema): Schema {
   const s = fieldSchema(field, 'output');
   return (s.anyOf as Schema[] | undefined)?.[0] ?? s;
 }
 
-function queryParamSchema(field: protobuf.Field, fieldSchema: (f: protobuf.Field, dir: Direction) => Schema): Schema {
+function queryParamSchema(field: DescField, fieldSchema: (f: DescField, dir: Direction) => Schema): Schema {
   const s = fieldSchema(field, 'output');
-  if (field.repeated) return s;
+  if (field.fieldKind === 'list') return s;
   return (s.anyOf as Schema[] | undefined)?.[0] ?? s;
 }

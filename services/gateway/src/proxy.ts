@@ -53,27 +53,27 @@ function addPrincipal(caller: Caller, principal: Principal): Caller {
 
 /**
  * A route's method in the shape Downstream.call takes. The request is encoded before the call
- * (encodeRequest), so a message protobufjs cannot encode is answered here and never reaches the
+ * (encodeRequest), so a message that cannot be encoded is answered here and never reaches the
  * downstream or its circuit breaker as a failed call.
  */
 function unaryMethod(route: Route) {
   return {
     path: route.grpcPath,
     requestSerialize: (encoded: Buffer) => encoded,
-    responseDeserialize: (b: Buffer) => route.responseType.decode(b) as unknown as Record<string, unknown>,
+    responseDeserialize: (b: Buffer) => route.responseType.decode(b),
   };
 }
 
-/** The request message's bytes; a value the mapping let through but protobufjs refuses is the client's 400. */
+/** The request message's bytes; a value the mapping let through but the codec refuses is the client's 400. */
 function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
   try {
-    return Buffer.from(route.requestType.encode(route.requestType.fromObject(request)).finish());
+    return Buffer.from(route.requestType.encode(request));
   } catch (err) {
     throw gatewayErrors.badRequest(
       [
         {
           field: '(body)',
-          description: `cannot be encoded as ${route.requestType.name}: ${String((err as Error).message).slice(0, 200)}`,
+          description: `cannot be encoded as ${route.requestType.desc.name}: ${String((err as Error).message).slice(0, 200)}`,
         },
       ],
       'the request cannot be encoded for its service; check the body against /api/v1/openapi.json',
@@ -156,15 +156,15 @@ export function transcodingHandler(
     } finally {
       if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
-    if (route.responseType.fullName === HTTP_BODY) return sendHttpBody(res, route, response);
-    const out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
+    if (route.responseType.desc.typeName === HTTP_BODY) return sendHttpBody(res, route, response);
+    const out = render(route, messageToJson(route.responseType.desc, response) as Record<string, unknown>);
     if (idempotencyKey) await idempotency.record(scope, idempotencyKey, out);
     send(res, out);
   };
 }
 
 /** A google.api.HttpBody response (AIP-style non-JSON bodies, e.g. an iCalendar feed): its bytes with its content type. */
-export const HTTP_BODY = '.google.api.HttpBody';
+export const HTTP_BODY = 'google.api.HttpBody';
 
 function sendHttpBody(res: Response, route: Route, response: Record<string, unknown>): void {
   const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };

@@ -2,7 +2,7 @@ import type { Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
 import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import { enumMapping, errors } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   AgentBlueprint,
   AgentConfig,
@@ -122,8 +122,7 @@ export function toStep(row: StepRow): AgentRunStep {
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md): never the key,
 // whose ciphertext the config row does not even carry.
-const resourceJson = resourceJsonOf('workauto/agents/v1/agents.proto', 'workauto.agents.v1');
-export const configData = (row: ConfigRow) => resourceJson('AgentConfig', AgentConfig, toConfig(row));
-export const runData = (row: RunRow) => resourceJson('AgentRun', AgentRun, toRun(row));
+export const configData = (row: ConfigRow) => resourceJson(AgentConfig, toConfig(row));
+export const runData = (row: RunRow) => resourceJson(AgentRun, toRun(row));
 
 export type { ProviderName };

@@ -3,7 +3,7 @@ import type { Pool } from '@workauto/db';
 import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import { enumMapping, type CallContext } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import { App, AppStatus, AuthType, type DiscoveredTool } from '@workauto/protos/workauto/apps/v1/apps.js';
 import type { AppRow, ToolRow } from '../repo/apps.js';
 import type { Prober } from '../probes.js';
@@ -74,6 +74,5 @@ export function toApp(row: AppRow, tools: ToolRow[], fullUrl: boolean): App {
   };
 }
 
-const resourceJson = resourceJsonOf('workauto/apps/v1/apps.proto', 'workauto.apps.v1');
 /** Event data: the App as GET /apps/{slug} returns it (no secret: App has no field for it). */
-export const appData = (row: AppRow, tools: ToolRow[]) => resourceJson('App', App, toApp(row, tools, true));
+export const appData = (row: AppRow, tools: ToolRow[]) => resourceJson(App, toApp(row, tools, true));

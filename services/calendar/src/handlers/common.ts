@@ -1,7 +1,7 @@
 import type { Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import { enumMapping, errors } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   Availability,
   Calendar,
@@ -124,9 +124,8 @@ export function toEvent(
 }
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md).
-const resourceJson = resourceJsonOf('workauto/calendar/v1/calendar.proto', 'workauto.calendar.v1');
-export const calendarData = (row: CalendarRow) => resourceJson('Calendar', Calendar, toCalendar(row));
-export const eventData = (event: CalendarEvent) => resourceJson('CalendarEvent', CalendarEvent, event);
+export const calendarData = (row: CalendarRow) => resourceJson(Calendar, toCalendar(row));
+export const eventData = (event: CalendarEvent) => resourceJson(CalendarEvent, event);
 
 /** Runs recurrence-engine work; its refusals become the 400 on the field they name. */
 export function recurrence<T>(work: () => T): T {

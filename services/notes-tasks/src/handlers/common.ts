@@ -1,6 +1,6 @@
 import type { Pool } from '@workauto/db';
 import { enumMapping } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import { EntityType, TaskPriority, Note, Tag, Task } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { priorityKey } from '../domain/priority.js';
 import type { NoteRow } from '../repo/notes.js';
@@ -98,10 +98,9 @@ export function toTask(row: TaskRow): Task {
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md): the same
 // message the handler returns, through the gateway's JSON mapping.
-const resourceJson = resourceJsonOf('workauto/notes_tasks/v1/notes_tasks.proto', 'workauto.notes_tasks.v1');
-export const noteData = (row: NoteRow) => resourceJson('Note', Note, toNote(row));
-export const tagData = (row: TagRow) => resourceJson('Tag', Tag, toTag(row));
-export const taskData = (row: TaskRow) => resourceJson('Task', Task, toTask(row));
+export const noteData = (row: NoteRow) => resourceJson(Note, toNote(row));
+export const tagData = (row: TagRow) => resourceJson(Tag, toTag(row));
+export const taskData = (row: TaskRow) => resourceJson(Task, toTask(row));
 
 /** The key tag names are compared by: NFC, lowercased with Unicode rules. */
 export function tagKey(name: string): string {
