@@ -62,11 +62,13 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
-{{/* A workload's settings: the defaults, each key replaced by the workload's own (dict "root" $ "own" $svc). */}}
+{{/*
+A workload's settings: its own deep-merged over the defaults (dict "root" $ "own" $svc). Maps merge
+key by key (resources.limits.memory alone keeps the default requests and CPU limit; env adds to
+defaults.env); lists and scalars replace the default's.
+*/}}
 {{- define "workauto.settings" -}}
-{{- $cfg := deepCopy .root.Values.defaults -}}
-{{- range $k, $v := .own -}}{{- $_ := set $cfg $k $v -}}{{- end -}}
-{{- toYaml $cfg -}}
+{{- toYaml (mergeOverwrite (deepCopy .root.Values.defaults) (deepCopy .own)) -}}
 {{- end -}}
 
 {{- define "workauto.kafkaNamespace" -}}

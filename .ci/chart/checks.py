@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""What the chart must do, asserted on its renders as an operator would notice it.
+
+.ci/chart-check.sh renders one file per scenario into a folder and runs: checks.py <folder>.
+Each check names the scenario and the object; any failure exits 1.
+"""
+import os
+import sys
+
+import yaml
+
+renders = sys.argv[1]
+problems = []
+NAMESPACE = "default"  # helm template's namespace
+
+
+def fail(scenario, msg):
+    problems.append(f"{scenario}: {msg}")
+
+
+def load(scenario):
+    with open(os.path.join(renders, f"{scenario}.yaml")) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def by_kind(docs, kind):
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def component(doc):
+    return doc["metadata"]["labels"].get("app.kubernetes.io/component")
+
+
+def env_of(container):
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def main_container(deployment):
+    spec = deployment["spec"]["template"]["spec"]
+    return next(c for c in spec["containers"] if c["name"] == component(deployment))
+
+
+# --- NetworkPolicy reachability ------------------------------------------------------------------
+# A small evaluator of the NetworkPolicy rules the chart renders (selectors, named and numbered
+# ports, namespaceSelector by kubernetes.io/metadata.name), so checks say "X can reach Y" instead
+# of comparing YAML.
+
+
+def selects(selector, labels):
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        op, key, values = e["operator"], e["key"], e.get("values") or []
+        if (
+            (op == "In" and labels.get(key) not in values)
+            or (op == "NotIn" and labels.get(key) in values)
+            or (op == "Exists" and key not in labels)
+            or (op == "DoesNotExist" and key in labels)
+        ):
+            return False
+    return True
+
+
+def peer_matches(peer, pod, policy_namespace):
+    if "ipBlock" in peer:
+        return False  # pods are matched by selectors here
+    ns_selector = peer.get("namespaceSelector")
+    if ns_selector is None:
+        in_namespace = pod["namespace"] == policy_namespace
+    else:
+        in_namespace = selects(ns_selector, {"kubernetes.io/metadata.name": pod["namespace"]})
+    return in_namespace and selects(peer.get("podSelector") or {}, pod["labels"])
+
+
+def port_matches(rule, target, port):
+    """port: the destination container port's number; target: the destination pod (named ports)."""
+    if not rule.get("ports"):
+        return True
+    for p in rule["ports"]:
+        if p.get("protocol", "TCP") != "TCP":
+            continue
+        want = p.get("port")
+        if want is None or want == port or target["ports"].get(want) == port:
+            return True
+    return False
+
+
+def allowed(policies, direction, subject, other, target, port):
+    """Whether `subject`'s policies let traffic in (from `other`) or out (to `other`)."""
+    selecting = [
+        p
+        for p in policies
+        if p["namespace"] == subject["namespace"]
+        and direction in p["spec"].get("policyTypes", ["Ingress"])
+        and selects(p["spec"]["podSelector"], subject["labels"])
+    ]
+    if not selecting:
+        return True
+    key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+    for p in selecting:
+        for rule in p["spec"].get(key) or []:
+            peers = rule.get(peers_key)
+            if (peers is None or any(peer_matches(peer, other, p["namespace"]) for peer in peers)) and port_matches(
+                rule, target, port
+            ):
+                return True
+    return False
+
+
+def reachable(policies, src, dst, port_name):
+    port = dst["ports"][port_name]
+    return allowed(policies, "Egress", src, dst, dst, port) and allowed(policies, "Ingress", dst, src, dst, port)
+
+
+def pods_of(docs):
+    """The release's pods by component: Deployments' templates, the test pod, Jobs' templates."""
+    pods = {}
+    for d in docs:
+        if d["kind"] == "Pod":
+            meta, spec = d["metadata"], d["spec"]
+        elif d["kind"] in ("Deployment", "Job"):
+            meta, spec = d["spec"]["template"]["metadata"], d["spec"]["template"]["spec"]
+        else:
+            continue
+        ports = {p["name"]: p["containerPort"] for c in spec["containers"] for p in c.get("ports", []) if "name" in p}
+        pods[meta["labels"]["app.kubernetes.io/component"]] = {
+            "namespace": NAMESPACE,
+            "labels": meta["labels"],
+            "ports": ports,
+        }
+    return pods
+
+
+def policies_of(docs):
+    return [
+        {"namespace": d["metadata"].get("namespace", NAMESPACE), "spec": d["spec"], "name": d["metadata"]["name"]}
+        for d in docs
+        if d["kind"] == "NetworkPolicy"
+    ]
+
+
+OUTSIDERS = {
+    "the ingress controller": {"namespace": "ingress-nginx", "labels": {"app": "ingress-nginx"}, "ports": {}},
+    "a pod of another namespace": {"namespace": "other", "labels": {"app": "other"}, "ports": {}},
+    "a pod of the release's namespace": {"namespace": NAMESPACE, "labels": {"app": "neighbour"}, "ports": {}},
+    "Prometheus": {"namespace": "monitoring", "labels": {"app": "prometheus"}, "ports": {}},
+}
+
+
+def check_network(scenario, docs, gateway_from_set):
+    policies, pods = policies_of(docs), pods_of(docs)
+    services = [c for c, p in pods.items() if "grpc" in p["ports"]]
+    callers = {"agents": {"notes-tasks", "crm-pipelines", "calendar", "apps"}}
+
+    def expect(src_name, src, dst_name, port, want):
+        if dst_name not in pods:
+            return
+        got = reachable(policies, src, pods[dst_name], port)
+        if got != want:
+            fail(scenario, f"{src_name} {'cannot' if want else 'can'} reach {dst_name}:{port}")
+
+    if "helm-test" in pods:
+        # helm test calls the gateway's /readyz and every service's health.
+        expect("the helm test pod", pods["helm-test"], "gateway", "http", True)
+        for s in services:
+            expect("the helm test pod", pods["helm-test"], s, "grpc", True)
+    expect("the ingress controller", OUTSIDERS["the ingress controller"], "gateway", "http", True)
+    expect("a pod of another namespace", OUTSIDERS["a pod of another namespace"], "gateway", "http", not gateway_from_set)
+    for s in services:
+        expect("the gateway", pods["gateway"], s, "grpc", True)
+        for outsider in ("a pod of the release's namespace", "a pod of another namespace"):
+            expect(outsider, OUTSIDERS[outsider], s, "grpc", False)
+        for other in services:
+            if other != s:
+                expect(other, pods[other], s, "grpc", s in callers.get(other, set()))
+    for c, pod in pods.items():
+        if "metrics" in pod["ports"]:
+            expect("Prometheus", OUTSIDERS["Prometheus"], c, "metrics", True)
+
+
+# --- scenarios -----------------------------------------------------------------------------------
+
+
+def check_production(scenario="production"):
+    docs = load(scenario)
+    deployments, hpas, services = by_kind(docs, "Deployment"), by_kind(docs, "HorizontalPodAutoscaler"), by_kind(docs, "Service")
+    encryption_readers = {"gateway", "identity", "webhooks", "apps", "agents"}
+    for name, d in deployments.items():
+        c, spec = component(d), d["spec"]["template"]["spec"]
+        container = main_container(d)
+        env = env_of(container)
+        if name in hpas and "replicas" in d["spec"]:
+            fail(scenario, f"{name}: has replicas although an HPA scales it")
+        if ("ENCRYPTION_KEYS" in env) != (c in encryption_readers):
+            fail(scenario, f"{name}: ENCRYPTION_KEYS {'given to a service that never reads it' if 'ENCRYPTION_KEYS' in env else 'missing'}")
+        if spec.get("automountServiceAccountToken") is not False:
+            fail(scenario, f"{name}: the service account token is mounted")
+        pre = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        drain = 5 + 1 if c == "gateway" else 10 + 10 + 2  # gateway: deadline + 1 s; services: workers + gRPC drain + closing
+        if spec["terminationGracePeriodSeconds"] <= pre + drain:
+            fail(scenario, f"{name}: grace {spec['terminationGracePeriodSeconds']} s does not cover preStop {pre} s + drain {drain} s")
+        if not spec.get("topologySpreadConstraints"):
+            fail(scenario, f"{name}: no topology spread")
+    for name, svc in services.items():
+        if component(svc) != "gateway" and svc["spec"].get("clusterIP") != "None":
+            fail(scenario, f"{name}: a gRPC Service must be headless (per-call balancing)")
+    check_network(scenario, docs, gateway_from_set=True)
+    print(f"checks.py: {scenario}: {len(deployments)} Deployments, {len(services)} Services")
+
+
+def check_default():
+    check_network("default", load("default"), gateway_from_set=False)
+
+
+def check_overrides():
+    """Production values plus one workload's own settings: the defaults it does not name still apply."""
+    scenario = "overrides"
+    docs = load(scenario)
+    deployments = {component(d): d for d in by_kind(docs, "Deployment").values()}
+    hpas = {component(d): d for d in by_kind(docs, "HorizontalPodAutoscaler").values()}
+    pdbs = {component(d): d for d in by_kind(docs, "PodDisruptionBudget").values()}
+    resources = main_container(deployments["agents"]).get("resources", {})
+    if resources.get("limits", {}).get("memory") != "1Gi":
+        fail(scenario, f"agents: memory limit {resources.get('limits', {}).get('memory')}, not the 1Gi it set")
+    if not resources.get("requests", {}).get("cpu") or not resources.get("limits", {}).get("cpu"):
+        fail(scenario, f"agents: setting limits.memory dropped the default requests or CPU limit: {resources}")
+    hpa = hpas.get("agents")
+    if not hpa or hpa["spec"]["maxReplicas"] != 20 or hpa["spec"]["minReplicas"] != 3:
+        fail(scenario, f"agents: autoscaling.maxReplicas=20 should keep the default HPA (min 3) with max 20; got {hpa and hpa['spec']}")
+    if "replicas" in deployments["agents"]["spec"]:
+        fail(scenario, "agents: has replicas although an HPA scales it")
+    pdb = pdbs.get("agents")
+    if not pdb or pdb["spec"].get("maxUnavailable") != 2:
+        fail(scenario, f"agents: pdb.maxUnavailable=2 should keep the PDB with maxUnavailable 2; got {pdb and pdb['spec']}")
+    for c, d in deployments.items():
+        if env_of(main_container(d)).get("NODE_OPTIONS", {}).get("value") != "--max-old-space-size=384":
+            fail(scenario, f"{c}: defaults.env.NODE_OPTIONS does not reach it")
+    print(f"checks.py: {scenario}: {len(deployments)} Deployments")
+
+
+for check in (check_default, check_production, check_overrides):
+    check()
+for p in problems:
+    print("chart-check: FAIL:", p)
+sys.exit(1 if problems else 0)
