@@ -81,6 +81,9 @@ helm template "$long" "$chart" "${base[@]}" > "$renders/long-name.yaml"
 helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
   --set services.agents.resources.limits.memory=1Gi --set services.agents.autoscaling.maxReplicas=20 \
   --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384 > "$renders/overrides.yaml"
+# Valid values a platform may well use (checks.py: check_edge).
+helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
+  --set gateway.ingress.enabled=true > "$renders/edge.yaml"
 
 failed=0
 # One kubeconform run over every render: it loads each schema once.

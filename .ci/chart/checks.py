@@ -179,6 +179,36 @@ def check_network(scenario, docs, gateway_from_set):
             expect("Prometheus", OUTSIDERS["Prometheus"], c, "metrics", True)
 
 
+def check_metrics_exposure(scenario, docs):
+    """Metrics stay inside the cluster, and the ServiceMonitor (when rendered) scrapes every workload."""
+    services = by_kind(docs, "Service")
+    public = {n for n, s in services.items() if s["spec"].get("type") in ("LoadBalancer", "NodePort")}
+    for ing in by_kind(docs, "Ingress").values():
+        for rule in ing["spec"].get("rules") or []:
+            for path in rule.get("http", {}).get("paths", []):
+                public.add(path["backend"]["service"]["name"])
+    pods = pods_of(docs)
+    for name in public:
+        for port in services[name]["spec"]["ports"]:
+            target = port.get("targetPort")
+            if target == "metrics" or any(target == p.get("metrics") for p in pods.values()):
+                fail(scenario, f"Service {name} is public ({services[name]['spec'].get('type', 'ClusterIP')}, or an Ingress backend) and exposes the metrics port")
+    for sm in by_kind(docs, "ServiceMonitor").values():
+        ports = {e["port"] for e in sm["spec"]["endpoints"]}
+        scraped = set()
+        for s in services.values():
+            if not selects(sm["spec"]["selector"], s["metadata"]["labels"]):
+                continue
+            if not any(p["name"] in ports for p in s["spec"]["ports"]):
+                continue
+            if s["metadata"]["name"] in public:
+                fail(scenario, f"ServiceMonitor {sm['metadata']['name']} scrapes the public Service {s['metadata']['name']}")
+            scraped |= {c for c, pod in pods.items() if selects({"matchLabels": s["spec"]["selector"]}, pod["labels"])}
+        for c, pod in pods.items():
+            if "metrics" in pod["ports"] and c not in scraped:
+                fail(scenario, f"ServiceMonitor {sm['metadata']['name']} does not scrape {c}")
+
+
 # --- scenarios -----------------------------------------------------------------------------------
 
 
@@ -206,11 +236,20 @@ def check_production(scenario="production"):
         if component(svc) != "gateway" and svc["spec"].get("clusterIP") != "None":
             fail(scenario, f"{name}: a gRPC Service must be headless (per-call balancing)")
     check_network(scenario, docs, gateway_from_set=True)
+    check_metrics_exposure(scenario, docs)
     print(f"checks.py: {scenario}: {len(deployments)} Deployments, {len(services)} Services")
 
 
 def check_default():
     check_network("default", load("default"), gateway_from_set=False)
+
+
+def check_edge():
+    """Valid values a platform may well use: a LoadBalancer gateway, an Ingress without hosts, apps off."""
+    scenario = "edge"
+    docs = load(scenario)
+    check_metrics_exposure(scenario, docs)
+    check_network(scenario, docs, gateway_from_set=False)
 
 
 def check_overrides():
@@ -239,7 +278,7 @@ def check_overrides():
     print(f"checks.py: {scenario}: {len(deployments)} Deployments")
 
 
-for check in (check_default, check_production, check_overrides):
+for check in (check_default, check_production, check_overrides, check_edge):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)

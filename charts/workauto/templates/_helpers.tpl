@@ -329,6 +329,11 @@ envFrom: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
 
+{{/* On the Services that carry the metrics port: the ServiceMonitor selects these only. */}}
+{{- define "workauto.metricsServiceLabel" -}}
+{{- if .Values.metrics.enabled }}workauto.io/metrics: "true"{{ end }}
+{{- end -}}
+
 {{- define "workauto.metricsServicePort" -}}
 {{- if .Values.metrics.enabled }}
 - name: metrics
