@@ -83,7 +83,7 @@ helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/produ
   --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384 > "$renders/overrides.yaml"
 # Valid values a platform may well use (checks.py: check_edge).
 helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
-  --set gateway.ingress.enabled=true > "$renders/edge.yaml"
+  --set gateway.ingress.enabled=true --set services.apps.enabled=false > "$renders/edge.yaml"
 
 failed=0
 # One kubeconform run over every render: it loads each schema once.
@@ -139,6 +139,12 @@ refuse "secrets.platformAdminToken" --set secrets.platformAdminToken=short
 refuse "kafka.sasl.existingSecret is required" --set kafka.sasl.mechanism=scram-sha-256
 refuse "kafka.brokers is required" --set kafka.brokers=
 refuse "the Secret key [a-z-]* is required" --set secrets.existingSecret=
+# A PodDisruptionBudget that allows no disruption blocks every node drain.
+refuse "defaults.pdb.maxUnavailable" --set-string defaults.pdb.maxUnavailable=0
+refuse "services.agents.pdb.maxUnavailable" --set-string services.agents.pdb.maxUnavailable=0%
+refuse "pdb.minAvailable 2 leaves no pod of [a-z-]* to evict" --set defaults.pdb.minAvailable=2
+refuse "pdb.minAvailable 3 leaves no pod of identity to evict" --set defaults.autoscaling.enabled=true --set defaults.autoscaling.minReplicas=3 --set services.identity.pdb.minAvailable=3
+refuse "pdb.minAvailable" --set-string defaults.pdb.minAvailable=100%
 
 if [ "$failed" != 0 ]; then echo "chart-check: FAILED"; exit 1; fi
 log "all checks passed"

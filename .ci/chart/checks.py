@@ -35,6 +35,11 @@ def env_of(container):
     return {e["name"]: e for e in container.get("env", [])}
 
 
+def cpu(quantity):
+    q = str(quantity)
+    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+
 def main_container(deployment):
     spec = deployment["spec"]["template"]["spec"]
     return next(c for c in spec["containers"] if c["name"] == component(deployment))
@@ -232,6 +237,20 @@ def check_production(scenario="production"):
             fail(scenario, f"{name}: grace {spec['terminationGracePeriodSeconds']} s does not cover preStop {pre} s + drain {drain} s")
         if not spec.get("topologySpreadConstraints"):
             fail(scenario, f"{name}: no topology spread")
+        # Every Secret the pod reads at start is one Reloader watches (secrets.reloader).
+        watched = set(d["metadata"].get("annotations", {}).get("secret.reloader.stakater.com/reload", "").split(","))
+        read = {e["valueFrom"]["secretKeyRef"]["name"] for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
+        read |= {v["secret"]["secretName"] for v in spec.get("volumes", []) if "secret" in v and "token" not in v["name"]}
+        if read - watched:
+            fail(scenario, f"{name}: Reloader does not watch {sorted(read - watched)}, which the pod reads at start")
+    # An HPA scales out at target × request; a Node process can use about one core (its limit). A
+    # point far below the limit adds pods while each still idles (chart 0.2: 70 % of 100m, 7 %).
+    for name, hpa in hpas.items():
+        res = main_container(deployments[name])["resources"]
+        target = hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] / 100
+        point = target * cpu(res["requests"]["cpu"]) / cpu(res["limits"]["cpu"])
+        if point < 0.2:
+            fail(scenario, f"{name}: the HPA scales out at {point:.0%} of the CPU a pod may use ({target:.0%} of {res['requests']['cpu']}, limit {res['limits']['cpu']})")
     for name, svc in services.items():
         if component(svc) != "gateway" and svc["spec"].get("clusterIP") != "None":
             fail(scenario, f"{name}: a gRPC Service must be headless (per-call balancing)")
@@ -250,6 +269,20 @@ def check_edge():
     docs = load(scenario)
     check_metrics_exposure(scenario, docs)
     check_network(scenario, docs, gateway_from_set=False)
+    gateway_services = [n for n, s in by_kind(docs, "Service").items() if component(s) == "gateway" and s["spec"].get("type") == "LoadBalancer"]
+    for ing in by_kind(docs, "Ingress").values():
+        backends = [
+            (p["backend"]["service"]["name"], p["backend"]["service"]["port"].get("name"))
+            for rule in ing["spec"].get("rules") or []
+            for p in rule.get("http", {}).get("paths", [])
+        ]
+        if not backends or any(b != (gateway_services[0], "http") for b in backends):
+            fail(scenario, f"Ingress {ing['metadata']['name']} without hosts routes nothing to the gateway: rules {ing['spec'].get('rules')}")
+    deployments = {component(d): d for d in by_kind(docs, "Deployment").values()}
+    if "apps" in deployments:
+        fail(scenario, "services.apps.enabled=false still renders apps")
+    if "APPS_ADDR" in env_of(main_container(deployments["agents"])):
+        fail(scenario, "agents get APPS_ADDR although apps is not deployed (their tool calls would wait on a name that never resolves)")
 
 
 def check_overrides():

@@ -233,6 +233,21 @@ tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end -}}
 
+{{/*
+Secrets a workload reads only at start (env, certificates), comma-separated: a change needs a
+restart. The OAUTHBEARER token is left out: it is read again at each authentication.
+(dict "root" $ "component" name)
+*/}}
+{{- define "workauto.startSecrets" -}}
+{{- $k := .root.Values.kafka -}}
+{{- $names := list (include "workauto.secretName" .root) -}}
+{{- if ne .component "gateway" -}}
+{{- if and $k.tls.enabled $k.tls.caSecret }}{{ $names = append $names $k.tls.caSecret }}{{ end -}}
+{{- if and $k.sasl.mechanism (ne $k.sasl.mechanism "oauthbearer") $k.sasl.existingSecret }}{{ $names = append $names $k.sasl.existingSecret }}{{ end -}}
+{{- end -}}
+{{- $names | uniq | join "," -}}
+{{- end -}}
+
 {{/* Deployment metadata and spec head, up to the pod template's spec. (dict "root" $ "component" name "cfg" $cfg) */}}
 {{- define "workauto.deploymentHead" -}}
 {{- $root := .root -}}
@@ -243,6 +258,11 @@ metadata:
   labels:
     {{- include "workauto.labels" $root | nindent 4 }}
     app.kubernetes.io/component: {{ .component }}
+  {{- if $root.Values.secrets.reloader }}
+  annotations:
+    # Stakater Reloader rolls the pods when one of these Secrets changes.
+    secret.reloader.stakater.com/reload: {{ include "workauto.startSecrets" . | quote }}
+  {{- end }}
 spec:
   {{- if not .cfg.autoscaling.enabled }}
   replicas: {{ .cfg.replicas }}
@@ -281,7 +301,16 @@ metadata:
     {{- include "workauto.labels" .root | nindent 4 }}
     app.kubernetes.io/component: {{ .component }}
 spec:
+  {{- $min := .cfg.pdb.minAvailable | toString }}
+  {{- if ne $min "" }}
+  {{- $replicas := ternary .cfg.autoscaling.minReplicas .cfg.replicas .cfg.autoscaling.enabled | int }}
+  {{- if and (not (hasSuffix "%" $min)) (ge (int $min) $replicas) }}
+  {{- fail (printf "pdb.minAvailable %s leaves no pod of %s to evict: a node drain would wait forever. Set it below %s (%d), or use maxUnavailable" $min .component (ternary "autoscaling.minReplicas" "replicas" .cfg.autoscaling.enabled) $replicas) }}
+  {{- end }}
+  minAvailable: {{ if hasSuffix "%" $min }}{{ $min | quote }}{{ else }}{{ int $min }}{{ end }}
+  {{- else }}
   maxUnavailable: {{ .cfg.pdb.maxUnavailable }}
+  {{- end }}
   selector:
     matchLabels: {{- include "workauto.selectorLabels" . | nindent 6 }}
 {{- end }}
