@@ -71,6 +71,7 @@ for s in identity notes-tasks crm-pipelines calendar webhooks apps agents; do ma
 log "helm lint --strict"
 helm lint --strict "${base[@]}" "$chart"
 helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml "$chart"
+helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml -f .ci/chart/cloud-sql-values.yaml "$chart"
 
 helm template workauto "$chart" "${base[@]}" > "$renders/default.yaml"
 helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml > "$renders/production.yaml"
@@ -81,6 +82,8 @@ helm template "$long" "$chart" "${base[@]}" > "$renders/long-name.yaml"
 helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
   --set services.agents.resources.limits.memory=1Gi --set services.agents.autoscaling.maxReplicas=20 \
   --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384 > "$renders/overrides.yaml"
+helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/cloud-sql-values.yaml > "$renders/cloud-sql.yaml"
 # Valid values a platform may well use (checks.py: check_edge).
 helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
   --set gateway.ingress.enabled=true --set services.apps.enabled=false > "$renders/edge.yaml"
@@ -145,6 +148,9 @@ refuse "services.agents.pdb.maxUnavailable" --set-string services.agents.pdb.max
 refuse "pdb.minAvailable 2 leaves no pod of [a-z-]* to evict" --set defaults.pdb.minAvailable=2
 refuse "pdb.minAvailable 3 leaves no pod of identity to evict" --set defaults.autoscaling.enabled=true --set defaults.autoscaling.minReplicas=3 --set services.identity.pdb.minAvailable=3
 refuse "pdb.minAvailable" --set-string defaults.pdb.minAvailable=100%
+refuse "image is required" --set 'services.agents.extraContainers[0].name=proxy'
+refuse "mountPath is required" --set 'defaults.extraVolumeMounts[0].name=ca'
+refuse "databasePoolMax" --set gateway.databasePoolMax=0
 
 if [ "$failed" != 0 ]; then echo "chart-check: FAILED"; exit 1; fi
 log "all checks passed"

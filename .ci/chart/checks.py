@@ -256,6 +256,17 @@ def check_production(scenario="production"):
             fail(scenario, f"{name}: a gRPC Service must be headless (per-call balancing)")
     check_network(scenario, docs, gateway_from_set=True)
     check_metrics_exposure(scenario, docs)
+    # production-values.yaml: PostgreSQL's CA and an internal CA for Node, from defaults, reach every workload.
+    for name, d in deployments.items():
+        container = main_container(d)
+        volumes = {v["name"]: v for v in d["spec"]["template"]["spec"].get("volumes", [])}
+        mounts = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+        if volumes.get(mounts.get("/etc/workauto/postgres-ca"), {}).get("secret", {}).get("secretName") != "postgres-ca":
+            fail(scenario, f"{name}: the PostgreSQL CA (extraVolumes, extraVolumeMounts) is not mounted")
+        if env_of(container).get("NODE_EXTRA_CA_CERTS", {}).get("value") != "/etc/workauto/internal-ca/ca.crt":
+            fail(scenario, f"{name}: NODE_EXTRA_CA_CERTS is not set")
+        if env_of(container).get("DATABASE_POOL_MAX", {}).get("value") != ("5" if component(d) == "gateway" else "10"):
+            fail(scenario, f"{name}: DATABASE_POOL_MAX is {env_of(container).get('DATABASE_POOL_MAX')}, not databasePoolMax")
     print(f"checks.py: {scenario}: {len(deployments)} Deployments, {len(services)} Services")
 
 
@@ -311,7 +322,24 @@ def check_overrides():
     print(f"checks.py: {scenario}: {len(deployments)} Deployments")
 
 
-for check in (check_default, check_production, check_overrides, check_edge):
+def check_cloud_sql():
+    """cloud-sql-values.yaml: the Cloud SQL Auth Proxy as a native sidecar of every workload."""
+    scenario = "cloud-sql"
+    docs = load(scenario)
+    for d in by_kind(docs, "Deployment").values():
+        spec = d["spec"]["template"]["spec"]
+        proxy = [c for c in spec.get("initContainers", []) if c["name"] == "cloud-sql-proxy"]
+        if not proxy or proxy[0].get("restartPolicy") != "Always":
+            fail(scenario, f"{d['metadata']['name']}: no cloud-sql-proxy sidecar (an initContainer with restartPolicy Always)")
+        elif proxy[0]["securityContext"].get("capabilities") != {"drop": ["ALL"]} or proxy[0]["securityContext"].get("runAsUser") != 65532:
+            fail(scenario, f"{d['metadata']['name']}: the sidecar's securityContext is not its own over the chart's: {proxy[0]['securityContext']}")
+        shipper = [c for c in spec["containers"] if c["name"] == "log-shipper"]
+        if not shipper or not shipper[0].get("securityContext", {}).get("readOnlyRootFilesystem"):
+            fail(scenario, f"{d['metadata']['name']}: the extraContainers sidecar is missing or lacks the chart's securityContext")
+    print(f"checks.py: {scenario}: sidecars")
+
+
+for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)

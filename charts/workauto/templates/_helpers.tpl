@@ -87,6 +87,8 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
   value: {{ $root.Values.logLevel | quote }}
 - name: DATABASE_STATEMENT_TIMEOUT_MS
   value: {{ $root.Values.databaseStatementTimeoutMs | quote }}
+- name: DATABASE_POOL_MAX
+  value: {{ .cfg.databasePoolMax | int | quote }}
 - name: K8S_POD_NAME
   valueFrom: { fieldRef: { fieldPath: metadata.name } }
 - name: K8S_NAMESPACE_NAME
@@ -115,13 +117,17 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
 {{- end }}
 {{- end -}}
 
-{{/* Kafka's variables (services only: the gateway publishes no events). */}}
+{{/*
+Kafka's variables (services only: the gateway publishes no events). A migration Job ("job") gets no
+credentials: migrating never connects to Kafka, and a Strimzi-made user's Secret does not exist yet
+when a pre-install hook runs. (dict "root" $ "job" bool)
+*/}}
 {{- define "workauto.kafkaEnv" -}}
-{{- $k := .Values.kafka -}}
+{{- $k := .root.Values.kafka }}
 - name: KAFKA_BROKERS
   value: {{ required "kafka.brokers is required (host:port[,…])" $k.brokers | quote }}
 - name: KAFKA_NAMESPACE
-  value: {{ include "workauto.kafkaNamespace" . | quote }}
+  value: {{ include "workauto.kafkaNamespace" .root | quote }}
 - name: KAFKA_CREATE_TOPICS
   value: {{ $k.createTopics | quote }}
 - name: KAFKA_TOPIC_PARTITIONS
@@ -130,6 +136,7 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
   value: {{ $k.topicReplicationFactor | quote }}
 - name: KAFKA_TOPIC_RETENTION_MS
   value: {{ $k.topicRetentionMs | quote }}
+{{- if not .job }}
 {{- if $k.tls.enabled }}
 - name: KAFKA_TLS
   value: "true"
@@ -149,6 +156,7 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
   valueFrom: { secretKeyRef: { name: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" $k.sasl.existingSecret }}, key: {{ $k.sasl.usernameKey }} } }
 - name: KAFKA_SASL_PASSWORD
   valueFrom: { secretKeyRef: { name: {{ $k.sasl.existingSecret }}, key: {{ $k.sasl.passwordKey }} } }
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end -}}
@@ -177,7 +185,7 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
 {{- end }}
 {{- end -}}
 
-{{/* A workload's own env: plain values (empty ones left out), then extraEnv. (dict "cfg" $cfg) */}}
+{{/* A workload's own env: plain values (empty ones left out), then extraEnv. (dict "cfg" $cfg), output starts with a newline */}}
 {{- define "workauto.workloadEnv" -}}
 {{- range $name, $value := .cfg.env }}
 {{- if or (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) $value }}
@@ -231,12 +239,15 @@ affinity: {{- toYaml . | nindent 2 }}
 {{- with .cfg.tolerations }}
 tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .cfg.initContainers }}
+initContainers: {{- include "workauto.extraContainers" (dict "root" $root "containers" .) | nindent 2 }}
+{{- end }}
 {{- end -}}
 
 {{/*
 Secrets a workload reads only at start (env, certificates), comma-separated: a change needs a
 restart. The OAUTHBEARER token is left out: it is read again at each authentication.
-(dict "root" $ "component" name)
+(dict "root" $ "component" name "cfg" $cfg)
 */}}
 {{- define "workauto.startSecrets" -}}
 {{- $k := .root.Values.kafka -}}
@@ -245,6 +256,7 @@ restart. The OAUTHBEARER token is left out: it is read again at each authenticat
 {{- if and $k.tls.enabled $k.tls.caSecret }}{{ $names = append $names $k.tls.caSecret }}{{ end -}}
 {{- if and $k.sasl.mechanism (ne $k.sasl.mechanism "oauthbearer") $k.sasl.existingSecret }}{{ $names = append $names $k.sasl.existingSecret }}{{ end -}}
 {{- end -}}
+{{- range .cfg.extraVolumes }}{{ with .secret }}{{ $names = append $names .secretName }}{{ end }}{{ end -}}
 {{- $names | uniq | join "," -}}
 {{- end -}}
 
@@ -262,6 +274,11 @@ metadata:
   annotations:
     # Stakater Reloader rolls the pods when one of these Secrets changes.
     secret.reloader.stakater.com/reload: {{ include "workauto.startSecrets" . | quote }}
+    {{- $configMaps := list }}
+    {{- range .cfg.extraVolumes }}{{ with .configMap }}{{ $configMaps = append $configMaps .name }}{{ end }}{{ end }}
+    {{- with $configMaps }}
+    configmap.reloader.stakater.com/reload: {{ . | uniq | join "," | quote }}
+    {{- end }}
   {{- end }}
 spec:
   {{- if not .cfg.autoscaling.enabled }}
@@ -338,6 +355,40 @@ spec:
 {{- end }}
 {{- end -}}
 
+{{/* Containers from values, each securityContext merged over the chart's. (dict "root" $ "containers" list) */}}
+{{- define "workauto.extraContainers" -}}
+{{- $out := list -}}
+{{- range .containers -}}
+{{- $c := deepCopy . -}}
+{{- $_ := set $c "securityContext" (mergeOverwrite (deepCopy $.root.Values.containerSecurityContext) ($c.securityContext | default dict)) -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The pod's volumes: /tmp, Kafka's (services), the workload's extraVolumes. (dict "root" $ "cfg" $cfg "kafka" bool) */}}
+{{- define "workauto.volumes" -}}
+- name: tmp
+  emptyDir: { sizeLimit: 64Mi }
+{{- if .kafka }}
+{{- include "workauto.kafkaVolumes" .root }}
+{{- end }}
+{{- with .cfg.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if .kafka }}
+{{- include "workauto.kafkaVolumeMounts" .root }}
+{{- end }}
+{{- with .cfg.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
 {{- define "workauto.containerCommon" -}}
 image: {{ include "workauto.image" .root }}
 imagePullPolicy: {{ .root.Values.image.pullPolicy }}
@@ -352,10 +403,10 @@ envFrom: {{- toYaml . | nindent 2 }}
 {{- end -}}
 
 {{- define "workauto.metricsContainerPort" -}}
-{{- if .Values.metrics.enabled }}
+{{- if .Values.metrics.enabled -}}
 - name: metrics
   containerPort: {{ .Values.metrics.port }}
-{{- end }}
+{{- end -}}
 {{- end -}}
 
 {{/* On the Services that carry the metrics port: the ServiceMonitor selects these only. */}}
@@ -364,9 +415,9 @@ envFrom: {{- toYaml . | nindent 2 }}
 {{- end -}}
 
 {{- define "workauto.metricsServicePort" -}}
-{{- if .Values.metrics.enabled }}
+{{- if .Values.metrics.enabled -}}
 - name: metrics
   port: {{ .Values.metrics.port }}
   targetPort: metrics
-{{- end }}
+{{- end -}}
 {{- end -}}
