@@ -67,6 +67,8 @@ made_secret=(--kube-version "$K8S_VERSION" --set kafka.brokers=kafka:9092
   --set-file secrets.callerSigningKey="$renders/jwk.json" --set-file secrets.callerVerifyKeys="$renders/jwks.json"
   --set-file secrets.agentsCallerSigningKey="$renders/jwk.json" --set-file secrets.oauthProviders="$renders/oauth.json" --set secrets.databaseUrls.gateway=postgres://db/gateway)
 for s in identity notes-tasks crm-pipelines calendar webhooks apps agents; do made_secret+=(--set "secrets.databaseUrls.$s=postgres://db/$s"); done
+# SASL with the username as a value and the password from a Secret (checks.py: check_plain_username).
+made_secret+=(--set kafka.sasl.mechanism=scram-sha-512 --set kafka.sasl.username=workauto --set kafka.sasl.existingSecret=kafka-password)
 
 log "helm lint --strict"
 helm lint --strict "${base[@]}" "$chart"
@@ -84,6 +86,8 @@ helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/produ
   --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384 > "$renders/overrides.yaml"
 helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
   -f .ci/chart/cloud-sql-values.yaml > "$renders/cloud-sql.yaml"
+helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/kafka-mtls-values.yaml > "$renders/kafka-mtls.yaml"
 # Valid values a platform may well use (checks.py: check_edge).
 helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
   --set gateway.ingress.enabled=true --set services.apps.enabled=false > "$renders/edge.yaml"
@@ -91,7 +95,7 @@ helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBala
 failed=0
 # One kubeconform run over every render: it loads each schema once.
 log "kubeconform ($(cd "$renders" && echo *.yaml))"
-"$bin/kubeconform" -strict -summary -skip ServiceMonitor -kubernetes-version "$K8S_VERSION" \
+"$bin/kubeconform" -strict -summary -skip ServiceMonitor,KafkaTopic,KafkaUser -kubernetes-version "$K8S_VERSION" \
   -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$renders"/*.yaml || failed=1
 for r in "$renders"/*.yaml; do
   name=$(basename "$r" .yaml)
@@ -151,6 +155,11 @@ refuse "pdb.minAvailable" --set-string defaults.pdb.minAvailable=100%
 refuse "image is required" --set 'services.agents.extraContainers[0].name=proxy'
 refuse "mountPath is required" --set 'defaults.extraVolumeMounts[0].name=ca'
 refuse "databasePoolMax" --set gateway.databasePoolMax=0
+refuse "kafka.strimzi.cluster is required" --set kafka.strimzi.topics.enabled=true
+refuse "kafka.strimzi.user makes the Kafka credentials" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.sasl.mechanism=plain --set kafka.sasl.existingSecret=kafka
+refuse "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.strimzi.user.authentication=tls
+refuse "kafka.strimzi.user.authentication" --set kafka.strimzi.user.authentication=scram-sha-256
+refuse "kafka.tls.clientSecret needs kafka.tls.enabled" --set kafka.tls.clientSecret=kafka-client
 
 if [ "$failed" != 0 ]; then echo "chart-check: FAILED"; exit 1; fi
 log "all checks passed"

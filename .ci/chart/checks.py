@@ -256,6 +256,7 @@ def check_production(scenario="production"):
             fail(scenario, f"{name}: a gRPC Service must be headless (per-call balancing)")
     check_network(scenario, docs, gateway_from_set=True)
     check_metrics_exposure(scenario, docs)
+    check_strimzi(scenario, docs, "events", "workauto.", "scram-sha-512")
     # production-values.yaml: PostgreSQL's CA and an internal CA for Node, from defaults, reach every workload.
     for name, d in deployments.items():
         container = main_container(d)
@@ -322,6 +323,123 @@ def check_overrides():
     print(f"checks.py: {scenario}: {len(deployments)} Deployments")
 
 
+# --- Kafka as Strimzi runs it --------------------------------------------------------------------
+STRIMZI = "kafka.strimzi.io/v1beta2"
+ACL_OPERATIONS = {"Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction", "AlterConfigs", "DescribeConfigs", "IdempotentWrite", "All"}
+
+
+def check_strimzi_shape(scenario, docs, cluster):
+    """kubeconform knows no Strimzi CRDs: the fields the operators read, checked here."""
+    for d in docs:
+        if d["kind"] not in ("KafkaTopic", "KafkaUser"):
+            continue
+        where = f"{d['kind']} {d['metadata']['name']}"
+        if d["apiVersion"] != STRIMZI:
+            fail(scenario, f"{where}: apiVersion {d['apiVersion']}, not {STRIMZI}")
+        if d["metadata"]["labels"].get("strimzi.io/cluster") != cluster:
+            fail(scenario, f"{where}: label strimzi.io/cluster is not {cluster}")
+        spec = d["spec"]
+        if d["kind"] == "KafkaTopic":
+            if set(spec) - {"topicName", "partitions", "replicas", "config"}:
+                fail(scenario, f"{where}: unknown fields {set(spec) - {'topicName', 'partitions', 'replicas', 'config'}}")
+            if not all(isinstance(spec.get(k), int) and spec[k] >= 1 for k in ("partitions", "replicas")):
+                fail(scenario, f"{where}: partitions and replicas must be positive integers: {spec}")
+            if not all(isinstance(v, (str, int, float, bool)) for v in spec.get("config", {}).values()):
+                fail(scenario, f"{where}: config values must be scalars")
+        else:
+            if spec.get("authentication", {}).get("type") not in ("scram-sha-512", "tls", "tls-external"):
+                fail(scenario, f"{where}: authentication {spec.get('authentication')}")
+            authz = spec.get("authorization", {})
+            if authz.get("type") != "simple" or not authz.get("acls"):
+                fail(scenario, f"{where}: no simple authorization with ACLs")
+            for acl in authz.get("acls", []):
+                r = acl.get("resource", {})
+                if r.get("type") not in ("topic", "group", "cluster", "transactionalId") or (
+                    r.get("type") != "cluster" and (not r.get("name") or r.get("patternType") not in ("literal", "prefix"))
+                ):
+                    fail(scenario, f"{where}: bad ACL resource {r}")
+                if not acl.get("operations") or set(acl["operations"]) - ACL_OPERATIONS:
+                    fail(scenario, f"{where}: bad ACL operations {acl.get('operations')}")
+
+
+def acl_allows(user, rtype, name, operation):
+    for acl in user["spec"]["authorization"]["acls"]:
+        r = acl["resource"]
+        if r["type"] != rtype or operation not in acl["operations"]:
+            continue
+        if (r["patternType"] == "literal" and r["name"] in (name, "*")) or (r["patternType"] == "prefix" and name.startswith(r["name"])):
+            return True
+    return False
+
+
+def check_strimzi(scenario, docs, cluster, prefix, authentication):
+    """The chart's KafkaTopics are the topics the services use, and its KafkaUser is who they connect as."""
+    check_strimzi_shape(scenario, docs, cluster)
+    topics = {d["spec"]["topicName"] for d in docs if d["kind"] == "KafkaTopic"}
+    want = {f"{prefix}workauto.audit.v1", f"{prefix}workauto.domain-events.v1", f"{prefix}workauto.dead-letter.v1"}
+    if topics != want:
+        fail(scenario, f"KafkaTopics {sorted(topics)}, not the topics the services use {sorted(want)}")
+    users = [d for d in docs if d["kind"] == "KafkaUser"]
+    if len(users) != 1:
+        fail(scenario, f"{len(users)} KafkaUsers, expected 1")
+        return
+    user = users[0]
+    name = user["metadata"]["name"]
+    if user["spec"]["authentication"]["type"] != authentication:
+        fail(scenario, f"KafkaUser {name}: authentication {user['spec']['authentication']['type']}, not {authentication}")
+    groups = {"identity": "identity.audit-log", "webhooks": "webhooks.intake"}  # the services' consumer groups
+    for t in want:
+        for op in ("Describe", "Read", "Write"):
+            if not acl_allows(user, "topic", t, op):
+                fail(scenario, f"KafkaUser {name} may not {op} {t}")
+    for g in groups.values():
+        for op in ("Describe", "Read"):
+            if not acl_allows(user, "group", prefix + g, op):
+                fail(scenario, f"KafkaUser {name} may not {op} the consumer group {prefix + g}")
+    for d in by_kind(docs, "Deployment").values():
+        if component(d) == "gateway":
+            continue
+        c = main_container(d)
+        env = env_of(c)
+        spec = d["spec"]["template"]["spec"]
+        where = d["metadata"]["name"]
+        if env["KAFKA_CREATE_TOPICS"]["value"] != "false":
+            fail(scenario, f"{where}: KAFKA_CREATE_TOPICS is not false although the chart makes the topics")
+        if env["KAFKA_NAMESPACE"]["value"] != prefix:
+            fail(scenario, f"{where}: KAFKA_NAMESPACE {env['KAFKA_NAMESPACE']['value']!r}, not the topics' prefix {prefix!r}")
+        if authentication == "scram-sha-512":
+            # Strimzi's user Secret holds password and sasl.jaas.config, no username: the username is the user's name.
+            if env.get("KAFKA_SASL_MECHANISM", {}).get("value") != "scram-sha-512" or env.get("KAFKA_SASL_USERNAME", {}).get("value") != name:
+                fail(scenario, f"{where}: SASL is not scram-sha-512 as the KafkaUser {name}: {env.get('KAFKA_SASL_USERNAME')}")
+            if env.get("KAFKA_SASL_PASSWORD", {}).get("valueFrom", {}).get("secretKeyRef") != {"name": name, "key": "password"}:
+                fail(scenario, f"{where}: the SASL password is not the key password of the Secret {name}")
+        else:
+            volumes = {v["name"]: v for v in spec["volumes"]}
+            mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+            for var, key in (("KAFKA_TLS_CERT_FILE", "user.crt"), ("KAFKA_TLS_KEY_FILE", "user.key")):
+                path = env.get(var, {}).get("value", "")
+                volume = volumes.get(mounts.get(os.path.dirname(path)), {})
+                if os.path.basename(path) != key or volume.get("secret", {}).get("secretName") != name:
+                    fail(scenario, f"{where}: {var} is not {key} of the Secret {name}")
+            if env.get("KAFKA_TLS", {}).get("value") != "true" or "KAFKA_SASL_MECHANISM" in env:
+                fail(scenario, f"{where}: mTLS needs KAFKA_TLS=true and no SASL")
+
+
+def check_kafka_mtls():
+    check_strimzi("kafka-mtls", load("kafka-mtls"), "events", "workauto.", "tls")
+
+
+def check_plain_username():
+    """A SASL username given as a value, the password from a Secret's key."""
+    scenario = "made-secret"
+    for d in by_kind(load(scenario), "Deployment").values():
+        if component(d) == "gateway":
+            continue
+        env = env_of(main_container(d))
+        if env.get("KAFKA_SASL_USERNAME", {}).get("value") != "workauto":
+            fail(scenario, f"{d['metadata']['name']}: KAFKA_SASL_USERNAME is not the value kafka.sasl.username")
+
+
 def check_cloud_sql():
     """cloud-sql-values.yaml: the Cloud SQL Auth Proxy as a native sidecar of every workload."""
     scenario = "cloud-sql"
@@ -339,7 +457,7 @@ def check_cloud_sql():
     print(f"checks.py: {scenario}: sidecars")
 
 
-for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql):
+for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)

@@ -118,18 +118,70 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
 {{- end -}}
 
 {{/*
+How the services authenticate to Kafka, from kafka.tls, kafka.sasl and kafka.strimzi.user (a
+Strimzi-made user's Secret holds password and sasl.jaas.config, or user.crt and user.key: the
+username is the KafkaUser's name). YAML: tls, caSecret, caKey, clientSecret, certKey, keyKey,
+mechanism, username, usernameSecret, usernameKey, passwordSecret, passwordKey, tokenSecret, tokenKey.
+*/}}
+{{- define "workauto.kafkaAuth" -}}
+{{- $k := .Values.kafka -}}
+{{- $a := dict "tls" $k.tls.enabled "caSecret" $k.tls.caSecret "caKey" $k.tls.caKey "clientSecret" $k.tls.clientSecret "certKey" $k.tls.certKey "keyKey" $k.tls.keyKey "mechanism" $k.sasl.mechanism -}}
+{{- $user := $k.strimzi.user -}}
+{{- if $user.enabled -}}
+{{- $name := include "workauto.kafkaUserName" . -}}
+{{- if or $k.sasl.mechanism $k.tls.clientSecret -}}
+{{- fail "kafka.strimzi.user makes the Kafka credentials: leave kafka.sasl.mechanism and kafka.tls.clientSecret empty" -}}
+{{- end -}}
+{{- if eq $user.authentication "tls" -}}
+{{- if not $k.tls.enabled }}{{ fail "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled (client certificates are a TLS feature)" }}{{ end -}}
+{{- $_ := set $a "clientSecret" $name -}}{{- $_ := set $a "certKey" "user.crt" -}}{{- $_ := set $a "keyKey" "user.key" -}}
+{{- else -}}
+{{- $_ := set $a "mechanism" "scram-sha-512" -}}{{- $_ := set $a "username" $name -}}
+{{- $_ := set $a "passwordSecret" $name -}}{{- $_ := set $a "passwordKey" "password" -}}
+{{- end -}}
+{{- else if $a.mechanism -}}
+{{- $secret := required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" $k.sasl.existingSecret -}}
+{{- if eq $a.mechanism "oauthbearer" -}}
+{{- $_ := set $a "tokenSecret" $secret -}}{{- $_ := set $a "tokenKey" $k.sasl.tokenKey -}}
+{{- else -}}
+{{- if $k.sasl.username }}{{ $_ := set $a "username" $k.sasl.username }}{{ else }}{{ $_ := set $a "usernameSecret" $secret }}{{ $_ := set $a "usernameKey" $k.sasl.usernameKey }}{{ end -}}
+{{- $_ := set $a "passwordSecret" $secret -}}{{- $_ := set $a "passwordKey" $k.sasl.passwordKey -}}
+{{- end -}}
+{{- end -}}
+{{- if and $a.clientSecret (not $k.tls.enabled) }}{{ fail "kafka.tls.clientSecret needs kafka.tls.enabled" }}{{ end -}}
+{{- toYaml $a -}}
+{{- end -}}
+
+{{/* <fullname>-kafka: the User Operator's Secret of that name must not meet the chart's or yours. */}}
+{{- define "workauto.kafkaUserName" -}}{{ include "workauto.componentName" (dict "root" . "component" "kafka") }}{{- end -}}
+
+{{/* Topics as the services name them (libs/events TOPICS, after KAFKA_NAMESPACE), by a short key. */}}
+{{- define "workauto.kafkaTopics" -}}
+{{- $ns := include "workauto.kafkaNamespace" . -}}
+audit: {{ printf "%sworkauto.audit.v1" $ns }}
+domain-events: {{ printf "%sworkauto.domain-events.v1" $ns }}
+dead-letter: {{ printf "%sworkauto.dead-letter.v1" $ns }}
+{{- end -}}
+
+{{/* The services create their topics unless told not to, or unless the chart makes them (Strimzi). */}}
+{{- define "workauto.kafkaCreateTopics" -}}
+{{- and .Values.kafka.createTopics (not .Values.kafka.strimzi.topics.enabled) -}}
+{{- end -}}
+
+{{/*
 Kafka's variables (services only: the gateway publishes no events). A migration Job ("job") gets no
 credentials: migrating never connects to Kafka, and a Strimzi-made user's Secret does not exist yet
 when a pre-install hook runs. (dict "root" $ "job" bool)
 */}}
 {{- define "workauto.kafkaEnv" -}}
 {{- $k := .root.Values.kafka }}
+{{- $a := include "workauto.kafkaAuth" .root | fromYaml }}
 - name: KAFKA_BROKERS
   value: {{ required "kafka.brokers is required (host:port[,…])" $k.brokers | quote }}
 - name: KAFKA_NAMESPACE
   value: {{ include "workauto.kafkaNamespace" .root | quote }}
 - name: KAFKA_CREATE_TOPICS
-  value: {{ $k.createTopics | quote }}
+  value: {{ include "workauto.kafkaCreateTopics" .root | quote }}
 - name: KAFKA_TOPIC_PARTITIONS
   value: {{ $k.topicPartitions | quote }}
 - name: KAFKA_TOPIC_REPLICATION_FACTOR
@@ -137,37 +189,55 @@ when a pre-install hook runs. (dict "root" $ "job" bool)
 - name: KAFKA_TOPIC_RETENTION_MS
   value: {{ $k.topicRetentionMs | quote }}
 {{- if not .job }}
-{{- if $k.tls.enabled }}
+{{- if $a.tls }}
 - name: KAFKA_TLS
   value: "true"
-{{- if $k.tls.caSecret }}
+{{- if $a.caSecret }}
 - name: KAFKA_TLS_CA_FILE
-  value: /etc/workauto/kafka-ca/{{ $k.tls.caKey }}
+  value: /etc/workauto/kafka-ca/{{ $a.caKey }}
+{{- end }}
+{{- if $a.clientSecret }}
+- name: KAFKA_TLS_CERT_FILE
+  value: /etc/workauto/kafka-client/{{ $a.certKey }}
+- name: KAFKA_TLS_KEY_FILE
+  value: /etc/workauto/kafka-client/{{ $a.keyKey }}
 {{- end }}
 {{- end }}
-{{- with $k.sasl.mechanism }}
+{{- with $a.mechanism }}
 - name: KAFKA_SASL_MECHANISM
   value: {{ . | quote }}
-{{- if eq . "oauthbearer" }}
-- name: KAFKA_SASL_OAUTHBEARER_TOKEN_FILE
-  value: /etc/workauto/kafka-token/{{ $k.sasl.tokenKey }}
-{{- else }}
-- name: KAFKA_SASL_USERNAME
-  valueFrom: { secretKeyRef: { name: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" $k.sasl.existingSecret }}, key: {{ $k.sasl.usernameKey }} } }
-- name: KAFKA_SASL_PASSWORD
-  valueFrom: { secretKeyRef: { name: {{ $k.sasl.existingSecret }}, key: {{ $k.sasl.passwordKey }} } }
 {{- end }}
+{{- if $a.tokenSecret }}
+- name: KAFKA_SASL_OAUTHBEARER_TOKEN_FILE
+  value: /etc/workauto/kafka-token/{{ $a.tokenKey }}
+{{- end }}
+{{- if $a.username }}
+- name: KAFKA_SASL_USERNAME
+  value: {{ $a.username | quote }}
+{{- else if $a.usernameSecret }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom: { secretKeyRef: { name: {{ $a.usernameSecret }}, key: {{ $a.usernameKey }} } }
+{{- end }}
+{{- if $a.passwordSecret }}
+- name: KAFKA_SASL_PASSWORD
+  valueFrom: { secretKeyRef: { name: {{ $a.passwordSecret }}, key: {{ $a.passwordKey }} } }
 {{- end }}
 {{- end }}
 {{- end -}}
 
 {{- define "workauto.kafkaVolumeMounts" -}}
-{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+{{- $a := include "workauto.kafkaAuth" . | fromYaml }}
+{{- if and $a.tls $a.caSecret }}
 - name: kafka-ca
   mountPath: /etc/workauto/kafka-ca
   readOnly: true
 {{- end }}
-{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+{{- if $a.clientSecret }}
+- name: kafka-client
+  mountPath: /etc/workauto/kafka-client
+  readOnly: true
+{{- end }}
+{{- if $a.tokenSecret }}
 - name: kafka-token
   mountPath: /etc/workauto/kafka-token
   readOnly: true
@@ -175,13 +245,18 @@ when a pre-install hook runs. (dict "root" $ "job" bool)
 {{- end -}}
 
 {{- define "workauto.kafkaVolumes" -}}
-{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+{{- $a := include "workauto.kafkaAuth" . | fromYaml }}
+{{- if and $a.tls $a.caSecret }}
 - name: kafka-ca
-  secret: { secretName: {{ .Values.kafka.tls.caSecret }} }
+  secret: { secretName: {{ $a.caSecret }} }
 {{- end }}
-{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+{{- if $a.clientSecret }}
+- name: kafka-client
+  secret: { secretName: {{ $a.clientSecret }} }
+{{- end }}
+{{- if $a.tokenSecret }}
 - name: kafka-token
-  secret: { secretName: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" .Values.kafka.sasl.existingSecret }} }
+  secret: { secretName: {{ $a.tokenSecret }} }
 {{- end }}
 {{- end -}}
 
@@ -250,11 +325,10 @@ restart. The OAUTHBEARER token is left out: it is read again at each authenticat
 (dict "root" $ "component" name "cfg" $cfg)
 */}}
 {{- define "workauto.startSecrets" -}}
-{{- $k := .root.Values.kafka -}}
+{{- $a := include "workauto.kafkaAuth" .root | fromYaml -}}
 {{- $names := list (include "workauto.secretName" .root) -}}
 {{- if ne .component "gateway" -}}
-{{- if and $k.tls.enabled $k.tls.caSecret }}{{ $names = append $names $k.tls.caSecret }}{{ end -}}
-{{- if and $k.sasl.mechanism (ne $k.sasl.mechanism "oauthbearer") $k.sasl.existingSecret }}{{ $names = append $names $k.sasl.existingSecret }}{{ end -}}
+{{- range list ($a.tls | ternary $a.caSecret "") $a.clientSecret $a.usernameSecret $a.passwordSecret }}{{ if . }}{{ $names = append $names . }}{{ end }}{{ end -}}
 {{- end -}}
 {{- range .cfg.extraVolumes }}{{ with .secret }}{{ $names = append $names .secretName }}{{ end }}{{ end -}}
 {{- $names | uniq | join "," -}}
