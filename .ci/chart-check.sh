@@ -88,6 +88,8 @@ helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/produ
   -f .ci/chart/cloud-sql-values.yaml > "$renders/cloud-sql.yaml"
 helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
   -f .ci/chart/kafka-mtls-values.yaml > "$renders/kafka-mtls.yaml"
+helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/cloud-sql-values.yaml --set migrations.mode=job > "$renders/migrations-job.yaml"
 # Valid values a platform may well use (checks.py: check_edge).
 helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
   --set gateway.ingress.enabled=true --set services.apps.enabled=false > "$renders/edge.yaml"
@@ -155,6 +157,8 @@ refuse "pdb.minAvailable" --set-string defaults.pdb.minAvailable=100%
 refuse "image is required" --set 'services.agents.extraContainers[0].name=proxy'
 refuse "mountPath is required" --set 'defaults.extraVolumeMounts[0].name=ca'
 refuse "databasePoolMax" --set gateway.databasePoolMax=0
+refuse "migrations.mode=job needs secrets.existingSecret" --set secrets.existingSecret= --set migrations.mode=job
+refuse "migrations.mode" --set migrations.mode=manual
 refuse "kafka.strimzi.cluster is required" --set kafka.strimzi.topics.enabled=true
 refuse "kafka.strimzi.user makes the Kafka credentials" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.sasl.mechanism=plain --set kafka.sasl.existingSecret=kafka
 refuse "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.strimzi.user.authentication=tls

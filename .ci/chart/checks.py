@@ -129,7 +129,10 @@ def pods_of(docs):
         else:
             continue
         ports = {p["name"]: p["containerPort"] for c in spec["containers"] for p in c.get("ports", []) if "name" in p}
-        pods[meta["labels"]["app.kubernetes.io/component"]] = {
+        key = meta["labels"]["app.kubernetes.io/component"]
+        if d["kind"] == "Job":
+            key = f"{key}:{meta['labels'].get('workauto.io/migrates')}"
+        pods[key] = {
             "namespace": NAMESPACE,
             "labels": meta["labels"],
             "ports": ports,
@@ -440,6 +443,81 @@ def check_plain_username():
             fail(scenario, f"{d['metadata']['name']}: KAFKA_SASL_USERNAME is not the value kafka.sasl.username")
 
 
+# --- migrations ----------------------------------------------------------------------------------
+HOOK_PHASES = {"pre-install", "pre-upgrade"}
+
+
+def hook_weight(doc):
+    return int(doc["metadata"].get("annotations", {}).get("helm.sh/hook-weight", "0"))
+
+
+def check_migrations_job():
+    """migrations.mode=job: a pre-install/pre-upgrade Job per workload, which can run before anything else exists."""
+    scenario = "migrations-job"
+    docs = load(scenario)
+    deployments = {component(d): d for d in by_kind(docs, "Deployment").values()}
+    jobs = {d["spec"]["template"]["metadata"]["labels"].get("workauto.io/migrates"): d for d in by_kind(docs, "Job").values()}
+    if set(jobs) != set(deployments):
+        fail(scenario, f"migration Jobs for {sorted(j for j in jobs if j)}, workloads {sorted(deployments)}")
+    hooks = [d for d in docs if "helm.sh/hook" in d["metadata"].get("annotations", {})]
+    for c, d in deployments.items():
+        if env_of(main_container(d)).get("MIGRATE_ON_START", {}).get("value") != "false":
+            fail(scenario, f"{c}: MIGRATE_ON_START is not false although a Job migrates")
+        job = jobs.get(c)
+        if not job:
+            continue
+        where = f"Job {job['metadata']['name']}"
+        a = job["metadata"].get("annotations", {})
+        if set(a.get("helm.sh/hook", "").split(",")) != HOOK_PHASES:
+            fail(scenario, f"{where}: hook {a.get('helm.sh/hook')!r}, not pre-install,pre-upgrade")
+        if set(a.get("helm.sh/hook-delete-policy", "").split(",")) != {"before-hook-creation", "hook-succeeded"}:
+            fail(scenario, f"{where}: hook-delete-policy {a.get('helm.sh/hook-delete-policy')!r}")
+        js = job["spec"]
+        if not (0 <= js.get("backoffLimit", 6) <= 3) or not js.get("activeDeadlineSeconds"):
+            fail(scenario, f"{where}: needs a small backoffLimit and an activeDeadlineSeconds: {js.get('backoffLimit')}, {js.get('activeDeadlineSeconds')}")
+        pod = js["template"]["spec"]
+        container = next(x for x in pod["containers"] if x["name"] == "migrate")
+        workload = main_container(d)
+        if container["args"] != [workload["args"][0], "migrate"] or container["image"] != workload["image"]:
+            fail(scenario, f"{where}: does not run `{workload['args'][0]} migrate` with the workload's image")
+        if pod.get("restartPolicy") != "Never" or pod.get("containers", [])[1:]:
+            fail(scenario, f"{where}: a Job pod must run its one container once (sidecars as native initContainers)")
+        if env_of(container)["DATABASE_URL"] != env_of(workload)["DATABASE_URL"]:
+            fail(scenario, f"{where}: DATABASE_URL differs from the workload's")
+        missing = {n for n in env_of(workload) if not n.startswith(("KAFKA_TLS", "KAFKA_SASL", "MIGRATE_"))} - set(env_of(container))
+        if missing:
+            fail(scenario, f"{where}: lacks the workload's {sorted(missing)}")
+        if any(m["name"].startswith("kafka") for m in container.get("volumeMounts", [])):
+            fail(scenario, f"{where}: mounts Kafka's credentials, which migrating does not use")
+        sidecars = {x["name"] for x in d["spec"]["template"]["spec"].get("initContainers", [])}
+        if sidecars - {x["name"] for x in pod.get("initContainers", [])}:
+            fail(scenario, f"{where}: lacks the workload's init containers and native sidecars {sorted(sidecars)}")
+        # Everything the pod needs exists before the Job: a hook of lower weight, or not the chart's.
+        sa = pod.get("serviceAccountName")
+        made = {x["metadata"]["name"]: x for x in docs if x["kind"] == "ServiceAccount"}
+        if sa in made and not (made[sa] in hooks and hook_weight(made[sa]) < hook_weight(job)):
+            fail(scenario, f"{where}: its ServiceAccount {sa} is the release's, created after pre-install hooks")
+        if any(x["kind"] == "Secret" and x not in hooks for x in docs):
+            fail(scenario, "the chart makes a Secret, which a pre-install hook cannot read")
+    # The Jobs reach PostgreSQL although the release's NetworkPolicies do not exist yet at pre-install.
+    policies = [p for p in policies_of(docs) if any(h["kind"] == "NetworkPolicy" and h["metadata"]["name"] == p["name"] for h in hooks)]
+    pods = pods_of(docs)
+    postgres = {"namespace": "databases", "labels": {"app": "postgresql"}, "ports": {"postgresql": 5432}}
+    for key, pod in pods.items():
+        if key.startswith("migrations:") and not (
+            policies and allowed(policies, "Egress", pod, postgres, postgres, 5432)
+        ):
+            fail(scenario, f"{key}: no hook NetworkPolicy lets the Job reach PostgreSQL")
+    print(f"checks.py: {scenario}: {len(jobs)} Jobs")
+
+
+def check_migrations_start():
+    """The default, migrations.mode=start: no Job, the processes migrate."""
+    docs = load("production")
+    if by_kind(docs, "Job") or any("MIGRATE_ON_START" in env_of(main_container(d)) for d in by_kind(docs, "Deployment").values()):
+        fail("production", "migrations.mode=start renders a Job or sets MIGRATE_ON_START")
+
+
 def check_cloud_sql():
     """cloud-sql-values.yaml: the Cloud SQL Auth Proxy as a native sidecar of every workload."""
     scenario = "cloud-sql"
@@ -457,7 +535,7 @@ def check_cloud_sql():
     print(f"checks.py: {scenario}: sidecars")
 
 
-for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username):
+for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)

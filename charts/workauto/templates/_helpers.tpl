@@ -38,6 +38,18 @@
 {{- end -}}
 {{- end -}}
 
+{{/*
+The migration Jobs' ServiceAccount: a pre-install hook runs before the release's own exists, so when
+the chart makes one, the Jobs get a hook-made twin (same annotations, e.g. a cloud identity binding).
+*/}}
+{{- define "workauto.migrationsServiceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- include "workauto.componentName" (dict "root" . "component" "migrations") -}}
+{{- else -}}
+{{- include "workauto.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "workauto.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
@@ -279,7 +291,7 @@ Pod-level spec shared by every Deployment (not the containers).
 */}}
 {{- define "workauto.podSpec" -}}
 {{- $root := .root -}}
-serviceAccountName: {{ include "workauto.serviceAccountName" $root }}
+serviceAccountName: {{ include (ternary "workauto.migrationsServiceAccountName" "workauto.serviceAccountName" (.job | default false)) $root }}
 automountServiceAccountToken: false
 enableServiceLinks: false
 securityContext: {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
@@ -290,6 +302,9 @@ terminationGracePeriodSeconds: {{ .cfg.terminationGracePeriodSeconds }}
 {{- with .cfg.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
+{{- if .job }}
+restartPolicy: Never
+{{- else }}
 topologySpreadConstraints:
 {{- if .cfg.topologySpreadConstraints }}
 {{- toYaml .cfg.topologySpreadConstraints | nindent 2 }}
@@ -304,6 +319,7 @@ topologySpreadConstraints:
     whenUnsatisfiable: ScheduleAnyway
     labelSelector:
       matchLabels: {{- include "workauto.selectorLabels" . | nindent 8 }}
+{{- end }}
 {{- end }}
 {{- with .cfg.nodeSelector }}
 nodeSelector: {{- toYaml . | nindent 2 }}
@@ -494,4 +510,12 @@ envFrom: {{- toYaml . | nindent 2 }}
   port: {{ .Values.metrics.port }}
   targetPort: metrics
 {{- end -}}
+{{- end -}}
+
+{{/* One egress rule from networkPolicy.dns/postgresql/kafka/collector: its ports (DNS: 53, UDP and TCP), to its peers (none: anywhere). */}}
+{{- define "workauto.egressRule" -}}
+- ports: [{{ if .ports }}{{ range $i, $p := .ports }}{{ if $i }}, {{ end }}{ port: {{ $p }}, protocol: TCP }{{ end }}{{ else }}{ port: 53, protocol: UDP }, { port: 53, protocol: TCP }{{ end }}]
+  {{- with .to }}
+  to: {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end -}}

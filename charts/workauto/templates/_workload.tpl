@@ -78,5 +78,10 @@ migrations.mode=job, its migration Job.
 {{- end }}
 {{- end }}
 {{- end }}
+{{- if and (eq .root.Values.migrations.mode "job") (not .job) }}
+# A pre-install/pre-upgrade Job migrates; the process waits, not ready, until its database has them all.
+- name: MIGRATE_ON_START
+  value: "false"
+{{- end }}
 {{- include "workauto.workloadEnv" . }}
 {{- end -}}
