@@ -18,6 +18,7 @@ bin="$cache/bin"
 K8S_VERSION=1.33.0
 KUBECONFORM_VERSION=v0.7.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
+PROMQL_PARSER_VERSION=0.11.0   # PyPI promql-parser: a PromQL parser (Rust, with type checks) for the alerts and the dashboard
 chart=charts/workauto
 helm() { scripts/helm.sh "$@"; }
 log() { echo "chart-check: $*"; }
@@ -54,6 +55,13 @@ with zipfile.ZipFile(glob.glob(os.path.join(wheel_dir, "*.whl"))[0]) as z:
         with open(os.path.join(out, n[len(prefix):]), "w") as f:
             json.dump(schema, f)
 PY
+fi
+
+if [ ! -f "$cache/python/promql_parser-$PROMQL_PARSER_VERSION.installed" ]; then
+  log "installing promql-parser $PROMQL_PARSER_VERSION from PyPI (once)…"
+  rm -rf "$cache/python"
+  python3 -m pip install --quiet --target "$cache/python" "promql-parser==$PROMQL_PARSER_VERSION"
+  touch "$cache/python/promql_parser-$PROMQL_PARSER_VERSION.installed"
 fi
 
 # --- renders -------------------------------------------------------------------------------------
@@ -97,7 +105,7 @@ helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBala
 failed=0
 # One kubeconform run over every render: it loads each schema once.
 log "kubeconform ($(cd "$renders" && echo *.yaml))"
-"$bin/kubeconform" -strict -summary -skip ServiceMonitor,KafkaTopic,KafkaUser -kubernetes-version "$K8S_VERSION" \
+"$bin/kubeconform" -strict -summary -skip ServiceMonitor,PrometheusRule,KafkaTopic,KafkaUser -kubernetes-version "$K8S_VERSION" \
   -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$renders"/*.yaml || failed=1
 for r in "$renders"/*.yaml; do
   name=$(basename "$r" .yaml)
@@ -119,7 +127,7 @@ done
 
 # --- what the issue asks of the rendered objects ---------------------------------------------------
 log "rendered objects (.ci/chart/checks.py)"
-python3 .ci/chart/checks.py "$renders" || failed=1
+PYTHONPATH="$cache/python" python3 .ci/chart/checks.py "$renders" || failed=1
 
 # --- values the schema (or the templates) must refuse ----------------------------------------------
 refuse() {

@@ -4,10 +4,14 @@
 .ci/chart-check.sh renders one file per scenario into a folder and runs: checks.py <folder>.
 Each check names the scenario and the object; any failure exits 1.
 """
+import json
 import os
+import re
 import sys
 
 import yaml
+
+import promql_parser  # PyPI promql-parser, installed into .cache by chart-check.sh
 
 renders = sys.argv[1]
 problems = []
@@ -443,6 +447,102 @@ def check_plain_username():
             fail(scenario, f"{d['metadata']['name']}: KAFKA_SASL_USERNAME is not the value kafka.sasl.username")
 
 
+# --- dashboard and alerts --------------------------------------------------------------------------
+# The series the code exports, as /metrics shows them (run a service with METRICS_PORT set and curl
+# it: dots become underscores, counters get _total, histograms _bucket/_count/_sum; units add no
+# suffix). A panel or an alert on any other name would stay empty.
+EXPORTED = {
+    "http_server_request_duration": "histogram",  # gateway (HTTP instrumentation): method, status; no route
+    "rpc_server_call_duration": "histogram",  # libs/grpc: rpc_service, rpc_method, rpc_grpc_status_code
+    "workauto_downstream_down": "gauge",  # libs/grpc: service
+    "workauto_downstream_short_circuited_total": "counter",  # libs/grpc: service, reason
+    "workauto_gateway_rate_limited_total": "counter",
+    "workauto_outbox_backlog": "gauge",  # libs/events: source
+    "workauto_outbox_publish_failures_total": "counter",
+    "workauto_events_consumer_lag": "gauge",  # libs/events: group, topic, partition
+    "workauto_events_dead_lettered_total": "counter",  # libs/events: group, topic
+    "workauto_jobs_waiting": "gauge",  # libs/jobs: queue
+    "workauto_jobs_oldest_wait": "gauge",
+    "workauto_jobs_running": "gauge",
+}
+KUBE_STATE_METRICS = {"kube_deployment_spec_replicas", "kube_deployment_status_replicas_available", "kube_pod_container_status_restarts_total"}
+KNOWN = KUBE_STATE_METRICS | {n for n, t in EXPORTED.items() if t != "histogram"} | {
+    f"{n}_{s}" for n, t in EXPORTED.items() if t == "histogram" for s in ("bucket", "count", "sum")
+}
+
+
+def promql_problems(expr):
+    """Parse errors and unknown metric names of one expression."""
+    try:
+        tree = promql_parser.parse(expr)
+    except Exception as e:  # the parser raises ValueError-like errors with the position
+        return [f"does not parse ({e}): {expr}"]
+    names = set()
+
+    def visit(node):
+        if isinstance(node, promql_parser.VectorSelector):
+            names.add(node.name)
+        for attr in ("expr", "lhs", "rhs", "param", "vector_selector"):
+            child = getattr(node, attr, None)
+            if isinstance(child, promql_parser.Expr):
+                visit(child)
+        for arg in getattr(node, "args", None) or []:
+            visit(arg)
+
+    visit(tree)
+    return [f"reads {n}, which nothing exports" for n in sorted(names - KNOWN)] + ([] if names else [f"reads no metric: {expr}"])
+
+
+def github_anchors(markdown_path):
+    anchors = set()
+    for line in open(markdown_path):
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^a-z0-9 _-]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def check_observability():
+    scenario = "production"
+    docs = load(scenario)
+    dashboards = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["labels"].get("grafana_dashboard") == "1"]
+    if len(dashboards) != 1:
+        fail(scenario, f"{len(dashboards)} ConfigMaps with the Grafana sidecar's label grafana_dashboard: \"1\"")
+    for cm in dashboards:
+        for key, text in cm["data"].items():
+            dash = json.loads(text)
+            if len(dash.get("uid", "")) > 40 or "__" in dash.get("title", "__"):
+                fail(scenario, f"dashboard {key}: uid {dash.get('uid')!r} or title {dash.get('title')!r}")
+            exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+            if len(exprs) < 15:
+                fail(scenario, f"dashboard {key}: {len(exprs)} queries")
+            for e in exprs:
+                for problem in promql_problems(e.replace("$__rate_interval", "5m")):
+                    fail(scenario, f"dashboard {key}: a query {problem}")
+                if 'namespace="default"' not in e:
+                    fail(scenario, f"dashboard {key}: a query reads other releases' series: {e}")
+    rules = by_kind(docs, "PrometheusRule")
+    anchors = github_anchors(os.path.join(os.path.dirname(__file__), "../../docs/operations.md"))
+    alerts = [r for pr in rules.values() for g in pr["spec"]["groups"] for r in g["rules"]]
+    want = {"Workauto" + a for a in ("GatewayErrors", "ServiceErrors", "GatewayLatency", "ServiceLatency", "ServiceDown", "OutboxBacklog", "ConsumerLag", "DeadLetters", "QueueBackingUp", "PodsNotReady")}
+    if {a.get("alert") for a in alerts} != want:
+        fail(scenario, f"alerts {sorted(a.get('alert') for a in alerts)}, expected {sorted(want)}")
+    for a in alerts:
+        where = f"alert {a.get('alert')}"
+        if set(a) - {"alert", "expr", "for", "labels", "annotations"} or not re.fullmatch(r"[0-9]+[smh]", a.get("for", "")):
+            fail(scenario, f"{where}: fields {sorted(a)}, for {a.get('for')!r}")
+        if a.get("labels", {}).get("severity") not in ("critical", "warning") or a["labels"].get("team") != "platform":
+            fail(scenario, f"{where}: labels {a.get('labels')}")
+        for problem in promql_problems(a["expr"]):
+            fail(scenario, f"{where}: its expression {problem}")
+        url = a.get("annotations", {}).get("runbook_url", "")
+        if not url.startswith("https://") or url.split("#")[-1] not in anchors:
+            fail(scenario, f"{where}: runbook_url {url!r} is not a section of docs/operations.md")
+        if not a.get("annotations", {}).get("summary"):
+            fail(scenario, f"{where}: no summary")
+    print(f"checks.py: {scenario}: a dashboard of {sum(len(json.loads(t)['panels']) for cm in dashboards for t in cm['data'].values())} panels, {len(alerts)} alerts")
+
+
 # --- migrations ----------------------------------------------------------------------------------
 HOOK_PHASES = {"pre-install", "pre-upgrade"}
 
@@ -535,7 +635,7 @@ def check_cloud_sql():
     print(f"checks.py: {scenario}: sidecars")
 
 
-for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start):
+for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start, check_observability):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)

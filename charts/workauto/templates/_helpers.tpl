@@ -519,3 +519,18 @@ envFrom: {{- toYaml . | nindent 2 }}
   to: {{- toYaml . | nindent 4 }}
   {{- end }}
 {{- end -}}
+
+{{/*
+PromQL label matchers of this release's series, as the chart's ServiceMonitor scrapes them (job is
+the scraped Service's name, <fullname>-<component>), and of kube-state-metrics' series about its
+Deployments and pods. Used by the Grafana dashboard and the PrometheusRule.
+*/}}
+{{- define "workauto.promSelector" -}}
+namespace="{{ .Release.Namespace }}", job=~"{{ include "workauto.fullname" . }}-.+"
+{{- end -}}
+{{- define "workauto.ksmDeploymentSelector" -}}
+namespace="{{ .Release.Namespace }}", deployment=~"{{ include "workauto.fullname" . }}-.+"
+{{- end -}}
+{{- define "workauto.ksmPodSelector" -}}
+namespace="{{ .Release.Namespace }}", pod=~"{{ include "workauto.fullname" . }}-.+"
+{{- end -}}
