@@ -8,7 +8,8 @@
 #   - the "restricted" Pod Security level on every pod template, with the admission controller's own
 #     code (.ci/pod-security, k8s.io/pod-security-admission);
 #   - every object name a valid DNS label;
-#   - values.schema.json refuses each bad value listed below at render time.
+#   - values.schema.json refuses each bad value listed below at render time;
+#   - the chart README's values table is what helm-docs makes of values.yaml (--readme rewrites it).
 # Tools are built or downloaded once from the Go module proxy and PyPI into .cache/chart-check.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,6 +19,7 @@ bin="$cache/bin"
 K8S_VERSION=1.33.0
 KUBECONFORM_VERSION=v0.7.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
+HELM_DOCS_VERSION=v1.14.2
 PROMQL_PARSER_VERSION=0.11.0   # PyPI promql-parser: a PromQL parser (Rust, with type checks) for the alerts and the dashboard
 chart=charts/workauto
 helm() { scripts/helm.sh "$@"; }
@@ -28,6 +30,17 @@ mkdir -p "$bin"
 if [ ! -x "$bin/kubeconform" ]; then
   log "building kubeconform $KUBECONFORM_VERSION (once)…"
   GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+fi
+if [ ! -x "$bin/helm-docs" ]; then
+  log "building helm-docs $HELM_DOCS_VERSION (once)…"
+  GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
+fi
+# The chart's README (its values table) from values.yaml's `# --` comments and README.md.gotmpl.
+helm_docs() { "$bin/helm-docs" --chart-search-root charts --chart-to-generate "$chart" --skip-version-footer --log-level warning "$@"; }
+if [ "${1:-}" = "--readme" ]; then
+  helm_docs
+  log "wrote $chart/README.md"
+  exit 0
 fi
 if [ ! -x "$bin/pod-security" ] || [ -n "$(find .ci/pod-security -newer "$bin/pod-security" -type f)" ]; then
   log "building the Pod Security evaluator (k8s.io/pod-security-admission; once)…"
@@ -128,6 +141,12 @@ done
 # --- what the issue asks of the rendered objects ---------------------------------------------------
 log "rendered objects (.ci/chart/checks.py)"
 PYTHONPATH="$cache/python" python3 .ci/chart/checks.py "$renders" || failed=1
+
+log "chart README current (helm-docs)"
+if ! diff -u "$chart/README.md" <(helm_docs --dry-run) > "$renders/readme.diff"; then
+  echo "chart-check: FAIL: $chart/README.md differs from values.yaml; run .ci/chart-check.sh --readme and commit it:"
+  head -40 "$renders/readme.diff"; failed=1
+fi
 
 # --- values the schema (or the templates) must refuse ----------------------------------------------
 refuse() {
