@@ -7,7 +7,7 @@
 #     by the PyPI package kubernetes-validate (strict: unknown fields are errors);
 #   - the "restricted" Pod Security level on every pod template, with the admission controller's own
 #     code (.ci/pod-security, k8s.io/pod-security-admission);
-#   - every object name a valid DNS label;
+#   - every object name a valid DNS label (checks.py);
 #   - values.schema.json refuses each bad value listed below at render time;
 #   - the chart README's values table is what helm-docs makes of values.yaml (--readme rewrites it).
 # Tools are built or downloaded once from the Go module proxy and PyPI into .cache/chart-check.
@@ -96,24 +96,29 @@ helm lint --strict "${base[@]}" "$chart"
 helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml "$chart"
 helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml -f .ci/chart/cloud-sql-values.yaml "$chart"
 
-helm template workauto "$chart" "${base[@]}" > "$renders/default.yaml"
-helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml > "$renders/production.yaml"
-helm template workauto "$chart" "${made_secret[@]}" > "$renders/made-secret.yaml"
+# Renders run side by side (helm is single-threaded); a failed one fails the check.
+pids=()
+render() { local name="$1" release="$2"; shift 2; helm template "$release" "$chart" "$@" > "$renders/$name.yaml" & pids+=($!); }
+render default workauto "${base[@]}"
+render production workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml
+render made-secret workauto "${made_secret[@]}"
 long=platform-team-production-eu-west-1-blue-green-0000001   # 53 characters (Helm's maximum), fullname 62
-helm template "$long" "$chart" "${base[@]}" > "$renders/long-name.yaml"
+render long-name "$long" "${base[@]}"
 # One workload's own settings over production's defaults (checks.py: the defaults it does not name stay).
-helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+render overrides workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
   --set services.agents.resources.limits.memory=1Gi --set services.agents.autoscaling.maxReplicas=20 \
-  --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384 > "$renders/overrides.yaml"
-helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
-  -f .ci/chart/cloud-sql-values.yaml > "$renders/cloud-sql.yaml"
-helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
-  -f .ci/chart/kafka-mtls-values.yaml > "$renders/kafka-mtls.yaml"
-helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
-  -f .ci/chart/cloud-sql-values.yaml --set migrations.mode=job > "$renders/migrations-job.yaml"
+  --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384
+render cloud-sql workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/cloud-sql-values.yaml
+render kafka-mtls workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/kafka-mtls-values.yaml
+render migrations-job workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/cloud-sql-values.yaml --set migrations.mode=job
 # Valid values a platform may well use (checks.py: check_edge).
-helm template workauto "$chart" "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
-  --set gateway.ingress.enabled=true --set services.apps.enabled=false > "$renders/edge.yaml"
+render edge workauto "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
+  --set gateway.ingress.enabled=true --set services.apps.enabled=false
+
+for pid in "${pids[@]}"; do wait "$pid"; done
 
 failed=0
 # One kubeconform run over every render: it loads each schema once.
@@ -121,21 +126,8 @@ log "kubeconform ($(cd "$renders" && echo *.yaml))"
 "$bin/kubeconform" -strict -summary -skip ServiceMonitor,PrometheusRule,KafkaTopic,KafkaUser -kubernetes-version "$K8S_VERSION" \
   -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$renders"/*.yaml || failed=1
 for r in "$renders"/*.yaml; do
-  name=$(basename "$r" .yaml)
-  log "pod security, restricted ($name)"
+  log "pod security, restricted ($(basename "$r" .yaml))"
   "$bin/pod-security" < "$r" || failed=1
-  # Object names: DNS-1035 labels (Services) / DNS-1123 subdomains, at most 63 characters here.
-  python3 - "$r" <<'PY' || failed=1
-import re, sys, yaml
-bad = []
-for doc in yaml.safe_load_all(open(sys.argv[1])):
-    if not doc: continue
-    n = doc["metadata"]["name"]
-    if len(n) > 63 or not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", n):
-        bad.append(f"{doc['kind']}/{n}")
-for b in bad: print(f"invalid object name (a DNS label of at most 63 characters is needed): {b}")
-sys.exit(1 if bad else 0)
-PY
 done
 
 # --- what the issue asks of the rendered objects ---------------------------------------------------
@@ -149,15 +141,20 @@ if ! diff -u "$chart/README.md" <(helm_docs --dry-run) > "$renders/readme.diff";
 fi
 
 # --- values the schema (or the templates) must refuse ----------------------------------------------
+# Each refusal is one helm run; they run four at a time, each writing its verdict to a file.
 refuse() {
   local why="$1"; shift
-  local out
-  if out=$(helm template workauto "$chart" "${base[@]}" "$@" 2>&1); then
-    echo "chart-check: FAIL: rendered although $why ($*)"; failed=1
-  elif ! grep -q "$why" <<<"$out"; then
-    echo "chart-check: FAIL: refused, but without naming '$why' ($*):"; echo "$out" | head -5; failed=1
-  fi
+  local out verdict="$renders/refused.$((++refusals))"
+  (
+    if out=$(helm template workauto "$chart" "${base[@]}" "$@" 2>&1); then
+      echo "chart-check: FAIL: rendered although $why ($*)"
+    elif ! grep -q "$why" <<<"$out"; then
+      echo "chart-check: FAIL: refused, but without naming '$why' ($*):"; echo "$out" | head -5
+    fi
+  ) > "$verdict" &
+  if [ $((refusals % 4)) = 0 ]; then wait; fi
 }
+refusals=0
 log "values the chart refuses"
 refuse "logLevel" --set logLevel=verbose
 refuse "defaults.replicas" --set defaults.replicas=0
@@ -191,6 +188,8 @@ refuse "kafka.strimzi.user makes the Kafka credentials" --set kafka.strimzi.clus
 refuse "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.strimzi.user.authentication=tls
 refuse "kafka.strimzi.user.authentication" --set kafka.strimzi.user.authentication=scram-sha-256
 refuse "kafka.tls.clientSecret needs kafka.tls.enabled" --set kafka.tls.clientSecret=kafka-client
+wait
+if grep -q . "$renders"/refused.*; then cat "$renders"/refused.*; failed=1; fi
 
 if [ "$failed" != 0 ]; then echo "chart-check: FAILED"; exit 1; fi
 log "all checks passed"

@@ -22,9 +22,26 @@ def fail(scenario, msg):
     problems.append(f"{scenario}: {msg}")
 
 
+_loaded = {}
+
+
 def load(scenario):
-    with open(os.path.join(renders, f"{scenario}.yaml")) as f:
-        return [d for d in yaml.safe_load_all(f) if d]
+    if scenario not in _loaded:
+        with open(os.path.join(renders, f"{scenario}.yaml")) as f:
+            _loaded[scenario] = [d for d in yaml.load_all(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
+    return _loaded[scenario]
+
+
+def check_names():
+    """Object names: DNS-1035 labels (Services) / DNS-1123 subdomains, at most 63 characters here."""
+    for file in sorted(os.listdir(renders)):
+        if not file.endswith(".yaml"):
+            continue
+        scenario = file[: -len(".yaml")]
+        for d in load(scenario):
+            n = d["metadata"]["name"]
+            if len(n) > 63 or not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", n):
+                fail(scenario, f"invalid object name (a DNS label of at most 63 characters is needed): {d['kind']}/{n}")
 
 
 def by_kind(docs, kind):
@@ -635,7 +652,7 @@ def check_cloud_sql():
     print(f"checks.py: {scenario}: sidecars")
 
 
-for check in (check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start, check_observability):
+for check in (check_names, check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start, check_observability):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)
