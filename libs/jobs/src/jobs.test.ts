@@ -4,6 +4,8 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { createPool, runMigrations, type Pool } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
 import { eventually, testDatabase } from '@workauto/testing';
@@ -473,6 +475,36 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.notEqual(await queue.status(pool, ids.running), undefined, 'a running job is kept');
     assert.equal(await queue.requeue(pool, ids.oldDead), false, 'a deleted dead job cannot be requeued');
     assert.equal(await queue.requeue(pool, ids.recentDead), true);
+  });
+
+  it('reports how many due jobs wait, how long the oldest has waited, and how many run here (a queue backing up)', async () => {
+    const reader = new (class extends MetricReader {
+      protected async onForceFlush() {}
+      protected async onShutdown() {}
+    })();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+    const queue = newQueue();
+    const release = Promise.withResolvers<void>();
+    for (let i = 0; i < 5; i++) await queue.enqueue(pool, { i });
+    await pool.query(`UPDATE jobs SET next_attempt_at = now() - interval '90 seconds' WHERE queue = $1`, [queue.name]);
+    const worker = run(
+      queue.worker(replicaPool(), { logger, concurrency: 2, metricsEveryMs: 50, handle: () => release.promise }),
+    );
+    const gauge = async (name: string) => {
+      const { resourceMetrics } = await reader.collect();
+      const m = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((x) => x.descriptor.name === name);
+      const point = m?.dataPoints.find((p) => p.attributes.queue === queue.name);
+      return point?.value as number | undefined;
+    };
+    try {
+      await eventually('2 run and 3 wait', async () => (await gauge('workauto.jobs.waiting')) === 3);
+      assert.equal(await gauge('workauto.jobs.running'), 2);
+      assert.ok((await gauge('workauto.jobs.oldest_wait'))! >= 90, 'the oldest due job has waited 90 s');
+    } finally {
+      release.resolve();
+      await worker.stop();
+      metrics.disable();
+    }
   });
 
   it('stops gracefully: lets a short attempt finish, releases one that outlasts the grace period', async () => {

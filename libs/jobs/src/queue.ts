@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { metrics } from '@opentelemetry/api';
 import { newId, preparedStatement, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import type { QueryConfig } from 'pg';
@@ -94,6 +95,8 @@ export interface WorkerOptions<P> {
   keepDeadMs?: number;
   /** How often the worker deletes finished jobs past keepSucceededMs / keepDeadMs (default 60 s). */
   sweepEveryMs?: number;
+  /** How often the worker records the queue's gauges (workauto.jobs.*; default 15 s, one query each time). */
+  metricsEveryMs?: number;
   /**
    * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
    * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
@@ -107,6 +110,29 @@ export interface WorkerOptions<P> {
    */
   onDead?(tx: PoolClient, job: Job<P>, reason: string): Promise<void>;
 }
+
+/**
+ * A queue backing up: due jobs that no worker runs yet and the age of the oldest (the same for every
+ * replica: take the max per queue), and the attempts running in this process. Looked up at each use:
+ * the meter provider is registered when telemetry starts.
+ */
+const gauges = () => {
+  const meter = metrics.getMeter('@workauto/jobs');
+  return {
+    waiting: meter.createGauge('workauto.jobs.waiting', { description: 'Due jobs not yet running', unit: '{job}' }),
+    oldestWait: meter.createGauge('workauto.jobs.oldest_wait', {
+      description: 'How long the oldest due job has waited to run',
+      unit: 's',
+    }),
+    running: meter.createGauge('workauto.jobs.running', {
+      description: 'Attempts running in this process',
+      unit: '{job}',
+    }),
+  };
+};
+/** Counted up to 100,000 (a bound on the query's cost); the oldest comes from the jobs_ready index. */
+const BACKLOG = `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() LIMIT 100000) AS due)::int AS waiting,
+    GREATEST(0, EXTRACT(EPOCH FROM now() - (SELECT min(next_attempt_at) FROM jobs WHERE queue = $1 AND state = 'queued')))::float8 AS oldest_s`;
 
 /** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
 export function exponentialBackoff(attempt: number, firstMs = 1_000, maxMs = 3_600_000): number {
@@ -324,8 +350,11 @@ export class JobWorker<P> {
    */
   async run(ctx: { signal: AbortSignal; graceMs: number; beat(): void }): Promise<void> {
     const { signal } = ctx;
-    const { logger, pollMs = 250, sweepEveryMs = 60_000 } = this.options;
+    const { logger, pollMs = 250, sweepEveryMs = 60_000, metricsEveryMs = 15_000 } = this.options;
     const renew = setInterval(() => void this.renewLeases(), Math.max(50, this.leaseMs / 3));
+    // On a timer, not in the claim loop: that loop waits for a free slot while the queue backs up.
+    // A failure (database away) is left to the loop's own warnings.
+    const gaugeTimer = setInterval(() => void this.recordGauges().catch(() => undefined), metricsEveryMs);
     const stopListening = this.options.listen ? this.listen(signal) : () => Promise.resolve();
     let failures = 0;
     let lastSweep = 0;
@@ -369,6 +398,7 @@ export class JobWorker<P> {
     } finally {
       await this.drain(ctx.graceMs);
       clearInterval(renew);
+      clearInterval(gaugeTimer);
       clearTimeout(this.wakeSoon);
       await stopListening();
     }
@@ -642,6 +672,15 @@ export class JobWorker<P> {
       attempt: r.attempts,
       maxAttempts: r.max_attempts,
     };
+  }
+
+  private async recordGauges(): Promise<void> {
+    const { rows } = await this.pool.query<{ waiting: number; oldest_s: number }>(BACKLOG, [this.queue]);
+    const g = gauges();
+    const attributes = { queue: this.queue };
+    g.waiting.record(rows[0]!.waiting, attributes);
+    g.oldestWait.record(rows[0]!.oldest_s, attributes);
+    g.running.record(this.inFlight.size, attributes);
   }
 
   /** Attempts whose worker stopped renewing (crashed, stuck, cut off) go back to the queue, due now. */

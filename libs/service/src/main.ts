@@ -205,6 +205,8 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
         security: {
           tls: all.KAFKA_TLS,
           tlsCaFile: all.KAFKA_TLS_CA_FILE,
+          tlsCertFile: all.KAFKA_TLS_CERT_FILE,
+          tlsKeyFile: all.KAFKA_TLS_KEY_FILE,
           saslMechanism: all.KAFKA_SASL_MECHANISM,
           saslUsername: all.KAFKA_SASL_USERNAME,
           saslPassword: all.KAFKA_SASL_PASSWORD,
