@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { createPool, runMigrations } from '@workauto/db';
+import { untilDatabaseAnswers } from '@workauto/service';
 import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
@@ -45,6 +46,8 @@ export interface GatewayOptions {
   trustedProxies?: string[];
   /** Downstream circuit tuning (tests use short timings). */
   downstreamOptions?: Omit<DownstreamOptions, 'deadlineMs'>;
+  /** STARTUP_TIMEOUT_MS: how long the start waits for its database (default 5 minutes), then fails naming it. */
+  startupTimeoutMs?: number;
 }
 
 export interface Gateway {
@@ -76,8 +79,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const keyring = Keyring.fromEnv(options.encryptionKeys);
   const pool = createPool(options.databaseUrl, { applicationName: 'gateway' });
   try {
-    await runMigrations(pool, [MIGRATIONS]);
+    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
+    await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
+      timeoutMs: options.startupTimeoutMs ?? 5 * 60_000,
+    });
   } catch (err) {
+    for (const d of downstreams.values()) d.close();
     await pool.end();
     throw err;
   }

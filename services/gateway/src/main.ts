@@ -45,11 +45,9 @@ await runProcess({
       Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
     );
     // Imported here, after telemetry started, so its instrumentations see http, grpc and pg.
-    const { waitForDatabase } = await import('@workauto/service');
     const { createGateway } = await import('./app.js');
-    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
-    await waitForDatabase(config.DATABASE_URL, logger);
     const gateway = await createGateway({
+      startupTimeoutMs: config.STARTUP_TIMEOUT_MS,
       logger,
       downstreams,
       databaseUrl: config.DATABASE_URL,
