@@ -21,6 +21,7 @@ import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
+import { TenantLimits } from './tenant-limits.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
@@ -48,6 +49,10 @@ export interface GatewayOptions {
   downstreamOptions?: Omit<DownstreamOptions, 'deadlineMs'>;
   /** STARTUP_TIMEOUT_MS: how long the start waits for its database (default 5 minutes), then fails naming it. */
   startupTimeoutMs?: number;
+  /** GATEWAY_TENANT_CONCURRENCY: one tenant's requests in flight at once (default 128). */
+  tenantConcurrency?: number;
+  /** RATE_LIMIT_PER_TENANT_PER_MINUTE: one tenant's requests per minute, all its credentials together (default 10 × rateLimitPerMinute). */
+  tenantRateLimitPerMinute?: number;
 }
 
 export interface Gateway {
@@ -75,7 +80,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 }),
     ]),
   );
-  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000);
+  const limitPerMinute = options.rateLimitPerMinute ?? 600;
+  const tenantLimits = new TenantLimits({
+    concurrency: options.tenantConcurrency ?? 128,
+    perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
+  });
+  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
   const pool = createPool(options.databaseUrl, { applicationName: 'gateway' });
   try {
@@ -85,6 +95,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
   } catch (err) {
     for (const d of downstreams.values()) d.close();
+    tenantLimits.stop();
     await pool.end();
     throw err;
   }
@@ -134,7 +145,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.json(openapi);
   });
 
-  const limitPerMinute = options.rateLimitPerMinute ?? 600;
+  const transcode = transcodingHandler(routes, downstreams, auth, idempotency, callerSigner);
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
   app.use(
     '/api',
@@ -157,7 +168,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
     bodyLimits(),
-    transcodingHandler(routes, downstreams, auth, idempotency, callerSigner),
+    async (req: Request, res: Response) => {
+      try {
+        await transcode(req, res);
+      } finally {
+        auth.finished(req);
+      }
+    },
   );
 
   app.use((req: Request, _res: Response, next: NextFunction) =>
@@ -207,6 +224,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
+      tenantLimits.stop();
       await pool.end();
     },
   };

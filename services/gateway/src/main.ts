@@ -22,6 +22,8 @@ await runProcess({
     HOST: z.string().default('0.0.0.0'),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+    RATE_LIMIT_PER_TENANT_PER_MINUTE: z.coerce.number().int().positive().optional(),
+    GATEWAY_TENANT_CONCURRENCY: z.coerce.number().int().positive().default(128),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
     CALLER_SIGNING_KEY: vars.callerSigningKey(),
     TRUSTED_PROXIES: z
@@ -54,6 +56,10 @@ await runProcess({
       encryptionKeys: config.ENCRYPTION_KEYS,
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+      tenantConcurrency: config.GATEWAY_TENANT_CONCURRENCY,
+      ...(config.RATE_LIMIT_PER_TENANT_PER_MINUTE
+        ? { tenantRateLimitPerMinute: config.RATE_LIMIT_PER_TENANT_PER_MINUTE }
+        : {}),
       deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
       callerSigningKey: config.CALLER_SIGNING_KEY,
       trustedProxies: config.TRUSTED_PROXIES,

@@ -4,6 +4,8 @@
  * characters (refused before any redirect is built on them).
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -180,22 +182,58 @@ describe('migration 0003: filters stored before they were refused are cleared', 
   });
 });
 
-describe('OAuth return_to', () => {
+describe('OAuth return_to and providers that fail', () => {
   let identity: Awaited<ReturnType<typeof startIdentity>>;
   let ownerCall: Awaited<ReturnType<typeof identity.asKey>>;
+  // An issuer whose server answers, but has no discovery document (a wrong issuer URL in OAUTH_PROVIDERS).
+  const wrongIssuer = createServer((_req, res) => res.writeHead(404).end('not found'));
 
   before(async () => {
+    await new Promise<void>((resolve) => wrongIssuer.listen(0, '127.0.0.1', resolve));
+    const port = (wrongIssuer.address() as AddressInfo).port;
     identity = await startIdentity({
       oauth: {
-        // Never contacted: every request here is refused before the provider's discovery.
-        providers: { fake: { issuer: 'http://127.0.0.1:9/', client_id: 'c', client_secret: 's', scopes: ['openid'] } },
+        providers: {
+          // Nothing listens on port 9: an outage.
+          fake: { issuer: 'http://127.0.0.1:9/', client_id: 'c', client_secret: 's', scopes: ['openid'] },
+          misconfigured: {
+            issuer: `http://127.0.0.1:${port}/`,
+            client_id: 'c',
+            client_secret: 's',
+            scopes: ['openid'],
+          },
+        },
         redirectBaseUrl: 'http://127.0.0.1:8080',
         allowedReturnOrigins: ['https://app.example.com'],
       },
     });
     ownerCall = await identity.asKey((await identity.bootstrap('Returns')).api_key);
   });
-  after(() => identity.stop());
+  after(async () => {
+    await identity.stop();
+    wrongIssuer.close();
+  });
+
+  const authorize = (idp: string) =>
+    failure(
+      identity.client.call(
+        S.startOAuthAuthorization,
+        { idp, connection_id: newId(), return_to: 'https://app.example.com/done' },
+        ownerCall,
+      ),
+    );
+
+  it('answers 503 IDP_UNAVAILABLE (retry later) only when the provider cannot be reached', async () => {
+    const err = await authorize('fake');
+    assert.deepEqual([err.code, err.reason], [grpc.status.UNAVAILABLE, 'IDP_UNAVAILABLE']);
+  });
+
+  it('answers a provider whose discovery fails for good with IDP_MISCONFIGURED, not a 503 that no retry fixes', async () => {
+    const err = await authorize('misconfigured');
+    assert.deepEqual([err.code, err.reason], [grpc.status.INTERNAL, 'IDP_MISCONFIGURED']);
+    assert.match(err.message, /OAUTH_PROVIDERS/);
+    assert.doesNotMatch(err.message, /retry/);
+  });
 
   for (const [what, returnTo] of [
     ['a newline', 'https://app.example.com/done\r\nSet-Cookie: a=b'],

@@ -41,9 +41,17 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
         )
         .done();
       const config = await oauth.configuration(req.idp).catch((err: unknown) => {
-        throw errors.unavailable(
-          'IDP_UNAVAILABLE',
-          `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`,
+        if (isProviderOutage(err))
+          throw errors.unavailable(
+            'IDP_UNAVAILABLE',
+            `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`,
+          );
+        // The provider answered, with something that is no discovery document: a retry gets the same.
+        throw new DomainError(
+          grpc.status.INTERNAL,
+          'IDP_MISCONFIGURED',
+          `identity provider ${req.idp} cannot be used (${(err as Error).message}); an operator must check its issuer in OAUTH_PROVIDERS`,
+          { metadata: { idp: req.idp } },
         );
       });
       const scopes = oauth.provider(req.idp).scopes;
