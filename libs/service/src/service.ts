@@ -5,7 +5,7 @@
  * (workers first, then the server drains while events can still be published, the pool last); a
  * start that fails half-way closes what it had opened.
  */
-import { createPool, runMigrations, type Pool } from '@workauto/db';
+import { createPool, runForTenant, runMigrations, type Pool } from '@workauto/db';
 import {
   LocalTransport,
   OUTBOX_MIGRATIONS,
@@ -18,6 +18,7 @@ import {
   CallerSigner,
   CallerVerifier,
   GrpcServer,
+  type CallContext,
   Resources,
   type Handlers,
   type UnaryServiceDefinition,
@@ -125,7 +126,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       callerSigner,
       reflection: config.grpcReflection,
     });
-    server.add(spec.grpcService, spec.definition, spec.handlers(pool));
+    server.add(spec.grpcService, spec.definition, inTenantScope(spec.handlers(pool)));
     const transport: EventTransport = config.transport ?? new LocalTransport();
     // Consumers and topics need Kafka: a broker that is away or still electing leaders is waited
     // for (a fresh cluster's deploy starts every service at once); a refusal (credentials, ACLs,
@@ -217,4 +218,19 @@ async function startConsumers<S extends UnaryServiceDefinition>(
     await Promise.all(started.map((s) => s.stop().catch(() => undefined)));
     throw err;
   }
+}
+
+/**
+ * Each call runs in its tenant's scope, so its database checkouts count against that tenant's share
+ * of the pool (@workauto/db): one tenant's slow requests leave the other tenants connections.
+ */
+function inTenantScope<S extends UnaryServiceDefinition>(handlers: Handlers<S>): Handlers<S> {
+  return Object.fromEntries(
+    Object.entries(handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>).map(
+      ([name, handle]) => [
+        name,
+        (req: unknown, ctx: CallContext) => runForTenant(ctx.tenantId, () => handle.call(handlers, req, ctx)),
+      ],
+    ),
+  ) as Handlers<S>;
 }
