@@ -49,7 +49,11 @@ const p99 = (samples: Sample[]) => {
 
 describe(
   'one tenant never slows or starves another (noisy neighbour)',
-  { skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)' },
+  {
+    skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)',
+    // About a minute; more while a service freezes (the run then says which assertion it breaks).
+    timeout: 240_000,
+  },
   () => {
     let cluster: ServiceProcesses;
     let fake: FakeProvider;
