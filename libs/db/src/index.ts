@@ -33,3 +33,4 @@ export {
 } from './pagination.js';
 export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
 export { newId, isUuid } from './ids.js';
+export { runForTenant, TenantShareBusyError } from './tenant-share.js';

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '@workauto/logger';
-import { createTransport, kafkaClientSecurity, type KafkaSecurityConfig } from './index.js';
+import { createTransport, isRetriableKafkaError, kafkaClientSecurity, type KafkaSecurityConfig } from './index.js';
 import type { EventTransport, TransportMessage } from './transport.js';
 
 const run = promisify(execFile);
@@ -159,7 +159,11 @@ describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
       saslUsername: 'workauto',
       saslPassword: 'not-the-password',
     });
-    await assert.rejects(t.ensureTopics(['secure.refused']), /SASL|authentication|Authentication/);
+    await assert.rejects(t.ensureTopics(['secure.refused']), (err: unknown) => {
+      assert.match((err as Error).message, /SASL|authentication|Authentication/);
+      assert.equal(isRetriableKafkaError(err), false, 'a wrong password fails a start at once: waiting cannot fix it');
+      return true;
+    });
   });
 
   it('does not trust a broker whose certificate no configured CA signed', async () => {
@@ -219,10 +223,11 @@ describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
       },
       { createTopics: false },
     );
-    await assert.rejects(
-      t.ensureTopics(['operator.owned']),
-      /operator\.owned do not exist; with KAFKA_CREATE_TOPICS=false/,
-    );
+    await assert.rejects(t.ensureTopics(['operator.owned']), (err: unknown) => {
+      assert.match((err as Error).message, /operator\.owned do not exist; with KAFKA_CREATE_TOPICS=false/);
+      assert.equal(isRetriableKafkaError(err), true, 'a start waits for the operator to create them');
+      return true;
+    });
   });
 });
 

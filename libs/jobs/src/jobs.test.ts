@@ -325,6 +325,42 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     );
   });
 
+  it("claims another group's job as fast with one group's backlog of 150,000 at its cap as without (the claim never scans a capped backlog)", async () => {
+    // A tenant whose receivers hang (or whose runs wait on slow tools) piles up queued jobs behind
+    // its cap. The claim used to filter that backlog row by row: its cost grew with the backlog
+    // until it outlasted the statement timeout and no job of any tenant started. Here the worker's
+    // statements get 40 ms (in production 3 s, which the same scan reaches at about 3 million).
+    const queue = newQueue<{ tenant: string }>();
+    const seeding = createPool(url, { statementTimeoutMs: 120_000 });
+    pools.push(seeding);
+    await seeding.query(
+      `INSERT INTO jobs (id, queue, concurrency_key, group_key, payload, max_attempts, next_attempt_at)
+       SELECT gen_random_uuid(), $1, 'noisy-endpoint-' || (i % 3), 'noisy', '{"tenant": "noisy"}', 10, now() - interval '1 hour'
+         FROM generate_series(1, 150000) AS i`,
+      [queue.name],
+    );
+    await seeding.query('ANALYZE jobs');
+    const workerPool = createPool(url, { statementTimeoutMs: 40 });
+    pools.push(workerPool);
+    const hanging = new Promise<void>(() => undefined);
+    const startedQuiet: string[] = [];
+    const worker = queue.worker(workerPool, {
+      logger,
+      concurrency: 6,
+      maxPerGroup: 2,
+      maxPerKey: 4,
+      pollMs: 20,
+      handle: async (job) => {
+        if (job.payload.tenant === 'quiet') startedQuiet.push(job.id);
+        else await hanging;
+      },
+    });
+    run(worker, 0);
+    await eventually('the noisy tenant is at its cap', async () => (await states(queue.name)).running === 2, 20_000);
+    const quiet = await queue.enqueue(pool, { tenant: 'quiet' }, { key: 'quiet-endpoint', group: 'quiet' });
+    await eventually("the quiet tenant's job started", () => startedQuiet.includes(quiet), 20_000);
+  });
+
   it('retries at next_attempt_at on the schedule, honours RetryLater, and gives up as dead', async () => {
     const queue = newQueue<{ kind: string }>();
     const flaky = await queue.enqueue(pool, { kind: 'flaky' }, { maxAttempts: 3 });

@@ -183,12 +183,35 @@ const FULL = preparedStatement<[string, number, number]>(
    SELECT 'g', group_key FROM jobs WHERE queue = $1 AND state = 'running' AND group_key IS NOT NULL
    GROUP BY 2 HAVING count(*) >= $3`,
 );
+/**
+ * The oldest due jobs of keys and groups with room. The distinct (group, key) pairs with queued
+ * jobs are walked through the index (one probe each, a loose index scan), and only pairs with room
+ * are looked into: a capped key or group costs one probe however many of its jobs wait, where a
+ * scan in due order had to step over every one of them (and outlasted the statement timeout once a
+ * tenant's backlog reached millions, stopping every tenant's jobs).
+ */
 const CANDIDATES = preparedStatement<[string, string[], string[], number]>(
   'jobs_candidates',
-  `SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
-   WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now()
-     AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2))) AND (group_key IS NULL OR NOT (group_key = ANY($3)))
-   ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+  `WITH RECURSIVE pairs(g, k) AS (
+     (SELECT coalesce(group_key, ''), coalesce(concurrency_key, '') FROM jobs
+       WHERE queue = $1 AND state = 'queued'
+       ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1)
+     UNION ALL
+     SELECT next.g, next.k FROM pairs p CROSS JOIN LATERAL (
+       SELECT coalesce(group_key, '') AS g, coalesce(concurrency_key, '') AS k FROM jobs
+        WHERE queue = $1 AND state = 'queued' AND (coalesce(group_key, ''), coalesce(concurrency_key, '')) > (p.g, p.k)
+        ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1) next
+   )
+   SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
+    WHERE id IN (SELECT due.id FROM pairs p CROSS JOIN LATERAL (
+                   SELECT id, next_attempt_at FROM jobs
+                    WHERE queue = $1 AND state = 'queued' AND coalesce(group_key, '') = p.g
+                      AND coalesce(concurrency_key, '') = p.k AND next_attempt_at <= now()
+                    ORDER BY next_attempt_at, id LIMIT $4) due
+                  WHERE NOT (p.k = ANY($2)) AND NOT (p.g = ANY($3))
+                  ORDER BY due.next_attempt_at, due.id LIMIT $4)
+      AND state = 'queued'
+    ORDER BY next_attempt_at, id FOR UPDATE SKIP LOCKED`,
 );
 /** Takes what it can of the keys' and groups' locks (never waits); returns the ones it holds. */
 const LOCK = preparedStatement<[string, string[], string[]]>(

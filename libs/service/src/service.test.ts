@@ -10,7 +10,16 @@ import pg from 'pg';
 import { databaseUrlFor } from '@workauto/db';
 import { createLogger, setLogTarget } from '@workauto/logger';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { captureLogs, eventually, freePort, healthStatus, testCallerKeys, testDatabase } from '@workauto/testing';
+import {
+  TestClient,
+  captureLogs,
+  eventually,
+  freePort,
+  healthStatus,
+  newTenant,
+  testCallerKeys,
+  testDatabase,
+} from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
 import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
 import {
@@ -231,6 +240,52 @@ describe('@workauto/service: the start-up every service shares', () => {
       socket.on('error', () => resolve(true));
     });
     assert.ok(refused, 'the gRPC port is closed again');
+  });
+
+  it("leaves other tenants database connections while one tenant's requests hold their share (half the pool)", async () => {
+    // Every call sleeps in the database for as long as its request says: tenant A's ten slow calls
+    // would hold the pool's ten connections, and B's quick call would wait for one of them to end.
+    const databaseUrl = await testDatabase('svc_tenant_share');
+    let deps!: { pool: WorkerDeps['pool'] };
+    const svc = await start(
+      spec({
+        handlers: (pool) => {
+          deps = { pool };
+          return {
+            listNotes: async (req: { q?: string }) => {
+              await pool.query('SELECT pg_sleep($1)', [Number(req.q ?? 0)]);
+              return { data: [], has_more: false };
+            },
+          } as unknown as Handlers<typeof NotesTasksServiceService>;
+        },
+      }),
+      { databaseUrl },
+    );
+    const client = new TestClient('kit', `127.0.0.1:${svc.port}`, { deadlineMs: 20_000 });
+    try {
+      const a = newTenant();
+      const b = newTenant();
+      const finished: string[] = [];
+      const slow = Array.from({ length: 10 }, (_, i) =>
+        client.call(NotesTasksServiceService.listNotes, { q: '1.5' }, a.call).then(() => finished.push(`A${i}`)),
+      );
+      await eventually(
+        "A's calls hold their connections",
+        async () =>
+          (
+            await deps.pool.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'",
+            )
+          ).rows[0]!.n >= 5,
+      );
+      await client.call(NotesTasksServiceService.listNotes, { q: '0' }, b.call);
+      finished.push('B');
+      await Promise.all(slow);
+      assert.equal(finished[0], 'B', `B's call ended first, not after A's: ${finished.join(' ')}`);
+    } finally {
+      client.close();
+      await svc.stop();
+    }
   });
 
   it('restarts a crashed worker loop, and turns liveness NOT_SERVING while a loop is stuck', async () => {

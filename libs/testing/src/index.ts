@@ -14,3 +14,4 @@ export {
 } from './grpc.js';
 export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';
+export { startPrivateKafka, type PrivateKafka } from './kafka.js';

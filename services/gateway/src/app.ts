@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { createPool, runMigrations } from '@workauto/db';
+import { untilDatabaseAnswers } from '@workauto/service';
 import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
@@ -20,6 +21,7 @@ import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
+import { TenantLimits } from './tenant-limits.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
@@ -45,6 +47,12 @@ export interface GatewayOptions {
   trustedProxies?: string[];
   /** Downstream circuit tuning (tests use short timings). */
   downstreamOptions?: Omit<DownstreamOptions, 'deadlineMs'>;
+  /** STARTUP_TIMEOUT_MS: how long the start waits for its database (default 5 minutes), then fails naming it. */
+  startupTimeoutMs?: number;
+  /** GATEWAY_TENANT_CONCURRENCY: one tenant's requests in flight at once (default 128). */
+  tenantConcurrency?: number;
+  /** RATE_LIMIT_PER_TENANT_PER_MINUTE: one tenant's requests per minute, all its credentials together (default 10 × rateLimitPerMinute). */
+  tenantRateLimitPerMinute?: number;
 }
 
 export interface Gateway {
@@ -72,12 +80,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 }),
     ]),
   );
-  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000);
+  const limitPerMinute = options.rateLimitPerMinute ?? 600;
+  const tenantLimits = new TenantLimits({
+    concurrency: options.tenantConcurrency ?? 128,
+    perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
+  });
+  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
   const pool = createPool(options.databaseUrl, { applicationName: 'gateway' });
   try {
-    await runMigrations(pool, [MIGRATIONS]);
+    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
+    await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
+      timeoutMs: options.startupTimeoutMs ?? 5 * 60_000,
+    });
   } catch (err) {
+    for (const d of downstreams.values()) d.close();
+    tenantLimits.stop();
     await pool.end();
     throw err;
   }
@@ -127,7 +145,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.json(openapi);
   });
 
-  const limitPerMinute = options.rateLimitPerMinute ?? 600;
+  const transcode = transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger);
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
   app.use(
     '/api',
@@ -150,7 +168,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
     bodyLimits(),
-    transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger),
+    async (req: Request, res: Response) => {
+      try {
+        await transcode(req, res);
+      } finally {
+        auth.finished(req);
+      }
+    },
   );
 
   app.use((req: Request, _res: Response, next: NextFunction) =>
@@ -200,6 +224,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
+      tenantLimits.stop();
       await pool.end();
     },
   };

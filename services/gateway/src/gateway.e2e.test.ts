@@ -713,9 +713,67 @@ describe('gateway in front of identity', () => {
     assert.ok(res.status >= 400 && res.status < 600 && res.body?.error, `an answer in the contract shape: ${res.text}`);
   });
 
-  it('answers 503 for a route whose service is not configured', async () => {
+  it("keeps a tenant to GATEWAY_TENANT_CONCURRENCY requests in flight: another tenant's calls are served while it waits on slow ones", async () => {
+    // The calls to a service are capped per gateway replica (maxInFlight); without a cap per tenant,
+    // one tenant's slow calls took every slot and the other tenants got 503 SERVICE_OVERLOADED.
+    const { api: capped } = await startGateway({ tenantConcurrency: 4, downstreamOptions: { maxInFlight: 6 } });
+    const lock = new pg.Client({ connectionString: identityDatabaseUrl });
+    await lock.connect();
+    await lock.query('BEGIN');
+    // Tenant A's invitation lists wait behind this lock; authentication and members do not touch the table.
+    await lock.query('LOCK TABLE invitations IN ACCESS EXCLUSIVE MODE');
+    let slow: Promise<Res>[] = [];
+    try {
+      slow = Array.from({ length: 8 }, () => capped('GET', '/api/v1/invitations', { key: a.key }));
+      const refused = await Promise.race([Promise.all(slow.slice(4)), sleep(2_500).then(() => undefined)]);
+      assert.ok(refused, "A's requests past its 4 in flight were answered at once, not queued");
+      for (const res of refused) {
+        assertError(res, 429, 'TENANT_CONCURRENCY_LIMITED');
+        assert.equal(res.headers.get('retry-after'), '1');
+      }
+      const other = await capped('GET', '/api/v1/members', { key: b.key });
+      assert.equal(other.status, 200, `tenant B is served meanwhile: ${other.text.slice(0, 200)}`);
+    } finally {
+      await lock.query('ROLLBACK');
+      await lock.end();
+    }
+    for (const res of await Promise.all(slow.slice(0, 4)))
+      assert.notEqual(
+        res.status,
+        429,
+        "A's first 4 ran (the lock ends them with 200, or 503 past identity's statement timeout)",
+      );
+    const after = await capped('GET', '/api/v1/invitations', { key: a.key });
+    assert.equal(after.status, 200, 'and A is served again once its requests finished');
+  });
+
+  it("limits a tenant's requests per minute across all its credentials (RATE_LIMIT_PER_TENANT_PER_MINUTE)", async () => {
+    const { api: limited } = await startGateway({ rateLimitPerMinute: 5, tenantRateLimitPerMinute: 8 });
+    const keys = [a.key];
+    for (let i = 0; i < 2; i++) {
+      const created = await api('POST', '/api/v1/api-keys', { key: a.key, body: { name: `spread ${i}` } });
+      assert.equal(created.status, 201, created.text);
+      secrets.push(created.body.api_key);
+      keys.push(created.body.api_key);
+    }
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) statuses.push((await limited('GET', '/api/v1/members', { key: keys[i % 3] })).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 429], 'each key stayed under its 5');
+    const over = await limited('GET', '/api/v1/members', { key: keys[0] });
+    assertError(over, 429, 'TENANT_RATE_LIMITED');
+    assert.ok(Number(over.headers.get('retry-after')) >= 1);
+    assert.equal(
+      (await limited('GET', '/api/v1/members', { key: b.key })).status,
+      200,
+      'another tenant is not limited',
+    );
+  });
+
+  it('answers 501 SERVICE_NOT_CONFIGURED, not a 503 to retry, when the gateway runs without identity', async () => {
     const bare = await startGateway({ downstreams: {} });
-    assertError(await bare.api('GET', '/api/v1/members', { key: a.key }), 503, 'SERVICE_UNAVAILABLE');
+    const res = await bare.api('GET', '/api/v1/members', { key: a.key });
+    assertError(res, 501, 'SERVICE_NOT_CONFIGURED');
+    assert.match(res.body.error.message, /IDENTITY_ADDR/);
     assert.equal((await bare.api('GET', '/readyz')).status, 200, 'nothing configured, nothing to wait for');
   });
 

@@ -24,6 +24,8 @@ await runProcess({
     HOST: z.string().default('0.0.0.0'),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+    RATE_LIMIT_PER_TENANT_PER_MINUTE: z.coerce.number().int().positive().optional(),
+    GATEWAY_TENANT_CONCURRENCY: z.coerce.number().int().positive().default(128),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
     CALLER_SIGNING_KEY: vars.callerSigningKey(),
     TRUSTED_PROXIES: z
@@ -47,17 +49,19 @@ await runProcess({
       Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
     );
     // Imported here, after telemetry started, so its instrumentations see http, grpc and pg.
-    const { waitForDatabase } = await import('@workauto/service');
     const { createGateway } = await import('./app.js');
-    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
-    await waitForDatabase(config.DATABASE_URL, logger);
     const gateway = await createGateway({
+      startupTimeoutMs: config.STARTUP_TIMEOUT_MS,
       logger,
       downstreams,
       databaseUrl: config.DATABASE_URL,
       encryptionKeys: config.ENCRYPTION_KEYS,
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+      tenantConcurrency: config.GATEWAY_TENANT_CONCURRENCY,
+      ...(config.RATE_LIMIT_PER_TENANT_PER_MINUTE
+        ? { tenantRateLimitPerMinute: config.RATE_LIMIT_PER_TENANT_PER_MINUTE }
+        : {}),
       deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
       callerSigningKey: config.CALLER_SIGNING_KEY,
       trustedProxies: config.TRUSTED_PROXIES,

@@ -35,6 +35,8 @@ export const LIMITS = {
   query: 200,
   stagesPerPipeline: 50,
   channelsPerContact: 50,
+  /** GET /deals/{id}/history answers the last this many changes. */
+  historyEntries: 1_000,
 };
 
 export interface CrmDeps {

@@ -352,7 +352,7 @@ export function dealHandlers({
       validate().uuid('id', req.id, { required: true }).done();
       const deal = await deals.findDeal(pool, ctx.tenant, req.id);
       if (!deal) throw errors.notFound('deal', req.id);
-      return { data: (await history.listHistory(pool, ctx.tenant, deal.id)).map(toHistory) };
+      return { data: (await history.listHistory(pool, ctx.tenant, deal.id, LIMITS.historyEntries)).map(toHistory) };
     },
   };
 }

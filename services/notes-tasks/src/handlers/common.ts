@@ -23,7 +23,12 @@ export const LIMITS = {
   externalId: 200,
   identifier: 200,
   minutes: 1_000_000,
+  /** Backlinks answer at most this many notes, and at most backlinkBytes of them (under the 4 MiB message limit). */
   backlinks: 1_000,
+  backlinkBytes: 3 * 1024 * 1024,
+  /** Bare-array lists have no pages: their size is bounded at write (409 past these). */
+  subtasksPerTask: 1_000,
+  tagsPerNote: 100,
 };
 
 export interface NotesTasksDeps {

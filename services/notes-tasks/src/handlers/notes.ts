@@ -206,6 +206,12 @@ export function noteHandlers({
           // A share lock: the note cannot be deleted meanwhile; attaches to it do not wait on each other.
           const note = await notes.findNote(tx, tenantId, req.id, 'share');
           if (!note) throw errors.notFound('note', req.id);
+          // Before the tag is made: a full note gets no new tag either.
+          if (!(await tags.roomFor(tx, tenantId, note.id, tagKey(name), LIMITS.tagsPerNote)))
+            throw errors.failedPrecondition(
+              'TOO_MANY_TAGS',
+              `a note has at most ${LIMITS.tagsPerNote} tags; remove one (DELETE /notes/{id}/tags/{tag_id}) before adding another`,
+            );
           const { tag, created } = await tags.upsertTag(tx, {
             id: newId(),
             tenant_id: tenantId,
@@ -275,7 +281,14 @@ export function noteHandlers({
       checkEnum(v, 'entity_type', req.entity_type, entityTypes, true);
       v.uuid('entity_id', req.entity_id, { required: true }).done();
       const type = entityTypes.toDomain(req.entity_type)!;
-      const rows = await notes.backlinks(pool, ctx.tenant, type, req.entity_id.toLowerCase(), LIMITS.backlinks);
+      const rows = await notes.backlinks(
+        pool,
+        ctx.tenant,
+        type,
+        req.entity_id.toLowerCase(),
+        LIMITS.backlinks,
+        LIMITS.backlinkBytes,
+      );
       return { data: rows.map(toNote) };
     },
   };

@@ -167,6 +167,7 @@ export function taskHandlers({
           if (parentId && !(await tasks.findTask(tx, tenantId, parentId)))
             throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
           const siblings = await tasks.siblingIds(tx, tenantId, parentId);
+          if (parentId) assertRoomForSubtask(siblings.length);
           const row = await tasks.insertTask(tx, {
             id: newId(),
             tenant_id: tenantId,
@@ -318,6 +319,7 @@ export function taskHandlers({
               if (!sameOrder(order, oldIds)) await tasks.setPositions(tx, tenantId, order);
             } else {
               const newIds = await tasks.siblingIds(tx, tenantId, target, true);
+              if (target !== null) assertRoomForSubtask(newIds.length);
               const order = place(newIds, current.id, anchor);
               if (!order)
                 throw errors.invalidField(
@@ -501,4 +503,13 @@ export function taskHandlers({
       );
     },
   };
+}
+
+/** A task's subtasks come back as one array (GET /tasks/{id}/subtasks, no pages): their number is bounded here. */
+function assertRoomForSubtask(liveSubtasks: number): void {
+  if (liveSubtasks >= LIMITS.subtasksPerTask)
+    throw errors.failedPrecondition(
+      'TOO_MANY_SUBTASKS',
+      `a task has at most ${LIMITS.subtasksPerTask} subtasks; complete and delete some, or group them under a subtask`,
+    );
 }

@@ -154,25 +154,32 @@ export async function updateNote(
   return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch))!;
 }
 
-/** Live notes of the tenant that mention the entity, most recently updated first. */
+/**
+ * Live notes of the tenant that mention the entity, most recently updated first: at most `limit`,
+ * and no more than `maxBytes` of their text (always the first one), counted in SQL so the notes
+ * past it never leave the database (1,000 notes of 100,000 characters were 300 MB in one answer).
+ */
 export async function backlinks(
   db: Queryable,
   tenantId: string,
   entityType: string,
   entityId: string,
   limit: number,
+  maxBytes: number,
 ): Promise<NoteRow[]> {
-  const { rows } = await listPage<NoteRow>(
-    db,
-    {
-      columns: N_COLUMNS,
-      from: 'note_links l JOIN notes n ON n.id = l.note_id',
-      where:
-        'l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL',
-      params: [tenantId, entityType, entityId],
-      order: { key: 'n.updated_at', id: 'n.id', direction: 'newest_first' },
-    },
-    { size: limit },
+  const { rows } = await db.query<NoteRow>(
+    `SELECT ${COLUMNS} FROM (
+       SELECT ${N_COLUMNS},
+              row_number() OVER w AS n,
+              sum(octet_length(n.body) + octet_length(n.title) + octet_length(n.metadata::text)
+                  + coalesce(octet_length(n.source_url), 0) + 512) OVER w AS running_bytes
+         FROM note_links l JOIN notes n ON n.id = l.note_id
+        WHERE l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL
+       WINDOW w AS (ORDER BY n.updated_at DESC, n.id DESC)
+        ORDER BY n.updated_at DESC, n.id DESC LIMIT $4) linked
+      WHERE n = 1 OR running_bytes <= $5
+      ORDER BY updated_at DESC, id DESC`,
+    [tenantId, entityType, entityId, limit, maxBytes],
   );
   return rows;
 }
