@@ -111,7 +111,10 @@ class TenantFairPool extends pg.Pool {
 /** Connections of a pool one tenant may hold at once (DATABASE_TENANT_CONNECTIONS; default half the pool). */
 function tenantShare(max: number): number {
   const half = Math.max(1, Math.floor(max / 2));
-  return Math.min(integerFromEnv('DATABASE_TENANT_CONNECTIONS', half, { min: 1, what: 'a positive whole number of connections' }), max);
+  return Math.min(
+    integerFromEnv('DATABASE_TENANT_CONNECTIONS', half, { min: 1, what: 'a positive whole number of connections' }),
+    max,
+  );
 }
 
 /** How long a checkout waits for a free connection, and for its tenant's share. */
