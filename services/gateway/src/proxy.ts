@@ -111,8 +111,7 @@ export function transcodingHandler(
     const encoded = encodeRequest(route, request);
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);
-    if (!downstream)
-      throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
+    if (!downstream) throw gatewayErrors.notConfigured(route.downstream, `${route.downstream.toUpperCase()}_ADDR`);
 
     if (route.stream) {
       // GET only (routes.ts): nothing to record for an Idempotency-Key.
