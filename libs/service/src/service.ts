@@ -19,6 +19,7 @@ import {
   CallerVerifier,
   GrpcServer,
   Resources,
+  type GrpcServerOptions,
   type Handlers,
   type UnaryServiceDefinition,
 } from '@workauto/grpc';
@@ -91,6 +92,8 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
   consumers?(pool: Pool, transport: EventTransport): Promise<Subscription[]>;
   /** Background loops (job workers, probes): started once the service serves, stopped first. */
   workers?(deps: WorkerDeps): Worker[];
+  /** grpc-js server options over the defaults (SERVER_CHANNEL_OPTIONS), e.g. a longer connection-age grace for long streams. */
+  grpcServerOptions?: GrpcServerOptions['channelOptions'];
 }
 
 export async function startService<S extends UnaryServiceDefinition>(
@@ -135,6 +138,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       callerVerifier,
       callerSigner,
       reflection: config.grpcReflection,
+      channelOptions: spec.grpcServerOptions,
     });
     server.add(spec.grpcService, spec.definition, spec.handlers(pool));
     const transport = config.transport ?? new LocalTransport();
