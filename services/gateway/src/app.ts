@@ -19,6 +19,7 @@ import { bodyLimits } from './body-limits.js';
 import { healthRoutes } from './health.js';
 import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
+import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { TenantLimits } from './tenant-limits.js';
@@ -102,7 +103,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const deadlineMs = options.deadlineMs ?? 5_000;
   // A first request holds its key for its deadline plus a margin; after that a retry may take over.
   // The longest deadline any route declares bounds the hold, so a slow rpc's retry never runs it twice.
-  const longestDeadlineMs = Math.max(deadlineMs, ...routes.map((r) => r.deadlineMs ?? 0));
+  // Only POSTs take an Idempotency-Key (a GET stream's long deadline, e.g. run events, does not count).
+  const longestDeadlineMs = Math.max(
+    deadlineMs,
+    ...routes.filter((r) => r.method === 'POST').map((r) => r.deadlineMs ?? 0),
+  );
   const idempotency = new IdempotencyStore(pool, keyring, longestDeadlineMs + 10_000, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);
@@ -168,6 +173,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
     bodyLimits(),
+    mcpEndpoint(downstreams, auth, callerSigner),
     async (req: Request, res: Response) => {
       try {
         await transcode(req, res);
