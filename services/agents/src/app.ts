@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { EgressPolicy } from '@workauto/egress';
-import { JOBS_MIGRATIONS } from '@workauto/jobs';
+import { JOBS_MIGRATIONS, type Clock } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
@@ -32,6 +32,8 @@ export interface AgentsConfig extends ServiceConfig {
   downstreams?: Partial<Record<ToolService, string>>;
   /** Run workers and the scheduler. */
   runs?: Partial<RunSettings>;
+  /** The clock schedules are read and checked by (tests move one by hand); the system's by default. */
+  clock?: Clock;
 }
 
 export type { RunningService };
@@ -64,7 +66,8 @@ export async function createAgentsService(
       grpcService: 'workauto.agents.v1.AgentsService',
       definition: AgentsServiceService,
       migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
-      handlers: (pool) => agentsHandlers({ pool, keyring, providers, egress }),
+      handlers: (pool) =>
+        agentsHandlers({ pool, keyring, providers, egress, now: () => config.clock?.now() ?? new Date() }),
       workers: ({ pool }) => {
         const clients = new ToolClients(config.downstreams ?? {});
         const runs = new RunWorker({
@@ -79,10 +82,10 @@ export async function createAgentsService(
           platformFeeBps: config.platformFeeBps ?? 0,
         }).worker();
         return [
-          rewrapKeysWorker(pool, keyring, logger),
+          rewrapKeysWorker(pool, keyring, logger, config.clock),
           // The connections close with the service (not when a crashed loop is restarted).
           { name: runs.name, run: (ctx) => runs.run(ctx).finally(() => ctx.signal.aborted && clients.close()) },
-          schedulerWorker(pool, logger, settings.schedulerPollMs),
+          schedulerWorker(pool, logger, settings.schedulerPollMs, config.clock),
         ];
       },
     },

@@ -37,6 +37,8 @@ export interface AgentsDeps {
   providers: Providers;
   /** The policy a tenant's base_url is checked against when written (and called through). */
   egress: EgressPolicy;
+  /** The time a schedule's next tick is counted from (the scheduler's clock). */
+  now(): Date;
 }
 
 /** AAD of a stored provider key: a ciphertext copied to another tenant or blueprint does not decrypt. */

@@ -177,7 +177,7 @@ export function configHandlers(
         deadline_default_seconds: req.deadline_default_seconds ?? null,
         guardrails,
         schedule,
-        schedule_next_at: schedule ? nextTick(schedule, new Date()) : null,
+        schedule_next_at: schedule ? nextTick(schedule, deps.now()) : null,
         ...model,
       };
       return withTransaction(
