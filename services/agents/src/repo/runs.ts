@@ -1,4 +1,4 @@
-import { listPage, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
+import { listPage, newestFirst, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
 import type { AccessLevels } from '@workauto/grpc';
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -57,35 +57,52 @@ export interface NewRun {
   starter_access?: AccessLevels | null;
 }
 
+/** Tries for a free created_at before giving up (each try follows a run that took the one tried before). */
+const CREATED_AT_TRIES = 100;
+
 /**
- * Inserts a queued run. Runs of one tenant never share a created_at: under a per-tenant lock (held
- * to commit) a run created in the same instant as the tenant's latest moves just after it, so the
- * RFC 3339 cursor of the runs list is exact. The step is 1 ms, not the contract's 1 µs: responses
- * carry timestamps through JS Dates (milliseconds), and a created_at shown to the client must be
- * the very value its cursor names (docs/agents.md). A scheduled run that exists already for its
- * tick inserts nothing (undefined).
+ * Inserts a queued run. Runs of one tenant never share a created_at, so the RFC 3339 cursor of the
+ * runs list is exact: a run takes the current millisecond, or 1 ms after the tenant's latest run
+ * if that is later; a unique index on (tenant_id, created_at) refuses a second run at the same
+ * instant, and the insert that met it tries again. No lock: only inserts that meet on the very
+ * same instant wait for each other. The instant is a whole
+ * millisecond, not the contract's microsecond: responses carry timestamps as JS Dates
+ * (milliseconds), and a created_at shown to the client must be the very value its cursor names
+ * (docs/agents.md). A scheduled run that exists already for its tick inserts nothing (undefined).
  */
 export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | undefined> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_runs:' || $1, 0))`, [run.tenant_id]);
-  const { rows } = await tx.query<RunRow>(
-    withStatusNotify(`INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
-     SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8, $9,
-            greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
-     ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
-     RETURNING ${COLUMNS}`),
-    [
-      newId(),
-      run.tenant_id,
-      run.agent_blueprint,
-      JSON.stringify(run.input ?? null),
-      run.run_at,
-      run.budget_usd_cents,
-      run.deadline_seconds,
-      run.scheduled_for ?? null,
-      run.starter_access ? JSON.stringify(run.starter_access) : null,
-    ],
-  );
-  return rows[0];
+  const id = newId();
+  for (let attempt = 0; attempt < CREATED_AT_TRIES; attempt++) {
+    // Without a conflict target, DO NOTHING covers both unique indexes: the tick's and created_at's.
+    const { rows } = await tx.query<RunRow>(
+      withStatusNotify(`INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
+       SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8, $9,
+              greatest(date_trunc('milliseconds', clock_timestamp()),
+                       (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
+       ON CONFLICT DO NOTHING
+       RETURNING ${COLUMNS}`),
+      [
+        id,
+        run.tenant_id,
+        run.agent_blueprint,
+        JSON.stringify(run.input ?? null),
+        run.run_at,
+        run.budget_usd_cents,
+        run.deadline_seconds,
+        run.scheduled_for ?? null,
+        run.starter_access ? JSON.stringify(run.starter_access) : null,
+      ],
+    );
+    if (rows[0]) return rows[0];
+    if (run.scheduled_for) {
+      const taken = await tx.query(
+        `SELECT 1 FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND scheduled_for = $3`,
+        [run.tenant_id, run.agent_blueprint, run.scheduled_for],
+      );
+      if (taken.rowCount) return undefined;
+    }
+  }
+  throw new Error(`no free created_at for a run of tenant ${run.tenant_id} after ${CREATED_AT_TRIES} tries`);
 }
 
 export async function findRun(
@@ -118,21 +135,16 @@ export async function runForWorker(
 
 /**
  * A page of a blueprint's runs, newest first. The cursor is the created_at of the last run
- * returned (RFC 3339); created_at is unique per tenant, so "strictly older" is exact — expressed to
- * listPage as a keyset boundary with the smallest id.
+ * returned (timestampCursor of @workauto/grpc): created_at is unique per tenant, so "strictly
+ * older" is exact.
  */
 export async function listRuns(
   db: Queryable,
   tenantId: string,
   blueprint: string,
   status: RunStatus | undefined,
-  size: number,
-  before: string | undefined,
+  page: PageQuery,
 ): Promise<KeysetPage<RunRow>> {
-  const page: PageQuery = {
-    size,
-    ...(before ? { after: { at: before, id: '00000000-0000-0000-0000-000000000000' } } : {}),
-  };
   return listPage<RunRow>(
     db,
     {
@@ -140,7 +152,7 @@ export async function listRuns(
       from: 'agent_runs',
       where: `tenant_id = $1 AND agent_blueprint = $2 AND ($3::text IS NULL OR status = $3)`,
       params: [tenantId, blueprint, status ?? null],
-      order: { key: 'created_at', id: 'id', direction: 'newest_first' },
+      order: newestFirst(),
     },
     page,
   );
