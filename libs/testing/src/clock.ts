@@ -12,6 +12,8 @@ interface Sleeper {
 export class ManualClock {
   private at: number;
   private readonly sleepers = new Set<Sleeper>();
+  /** The most sleeps that waited at once: every loop on this clock, each between two turns. */
+  private loops = 0;
 
   constructor(start: Date | number = Date.now()) {
     this.at = typeof start === 'number' ? start : start.getTime();
@@ -33,6 +35,7 @@ export class ManualClock {
         },
       };
       this.sleepers.add(sleeper);
+      this.loops = Math.max(this.loops, this.sleepers.size);
       signal?.addEventListener('abort', sleeper.wake, { once: true });
     });
   }
@@ -43,18 +46,22 @@ export class ManualClock {
   }
 
   /**
-   * Moves the clock forward, ends the sleeps that are over and resolves once as many sleeps wait as
-   * before: every loop it woke has run its turn and waits again (the sentinel that the turn ended).
+   * Waits until every loop on this clock waits on it (none is in the middle of a turn), moves the
+   * clock forward, ends the sleeps that are over, and resolves once every loop waits again: each
+   * loop it woke has run its turn (the sentinel that the turn ended). A test starts moving the
+   * clock once each loop has waited on it once (`sleeping` reached their number).
    */
   async advance(ms: number, timeoutMs = 20_000): Promise<void> {
-    const before = this.sleepers.size;
+    const allWait = (what: string) =>
+      eventually(
+        `${what}: ${this.loops} loops wait on the clock`,
+        () => this.sleepers.size >= this.loops,
+        timeoutMs,
+        5,
+      );
+    await allWait(`before moving the clock ${ms} ms`);
     this.at += ms;
     for (const s of [...this.sleepers]) if (s.until <= this.at) s.wake();
-    await eventually(
-      `every loop waits on the clock again after it moved ${ms} ms`,
-      () => this.sleepers.size >= before,
-      timeoutMs,
-      5,
-    );
+    await allWait(`after moving the clock ${ms} ms`);
   }
 }

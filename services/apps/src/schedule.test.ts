@@ -27,6 +27,7 @@ describe('scheduled probes across two replicas', () => {
       encryptionKeys: first.encryptionKeys,
       clock,
     });
+    await eventually("both replicas' schedules wait on the clock", () => clock.sleeping === 2);
   });
   after(async () => {
     await second.stop();
