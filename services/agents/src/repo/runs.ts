@@ -171,40 +171,41 @@ export async function cancelRun(tx: Queryable, tenantId: string, id: string): Pr
   return rows[0]!;
 }
 
-/** A run a worker claimed: running under this worker (first claim: started_at and deadline_at set now). */
-export async function startRun(tx: Queryable, tenantId: string, id: string, workerId: string): Promise<RunRow> {
+/**
+ * A run a worker claimed (its job's lease is the run's lease): running, one more start counted
+ * (first start: started_at and deadline_at set now).
+ */
+export async function startRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
   const { rows } = await tx.query<RunRow>(
-    withStatusNotify(`UPDATE agent_runs SET status = 'running', worker_id = $3, claims = claims + 1, last_heartbeat_at = now(),
+    withStatusNotify(`UPDATE agent_runs SET status = 'running', claims = claims + 1,
        started_at = coalesce(started_at, now()),
        deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
        consecutive_failures = 0, updated_at = now()
      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
-    [tenantId, id, workerId],
+    [tenantId, id],
   );
   return rows[0]!;
 }
 
-/** The worker's heartbeat: the run's status now (undefined if another worker holds it). */
-export async function heartbeat(db: Queryable, id: string, workerId: string): Promise<RunStatus | undefined> {
-  const { rows } = await db.query<{ status: RunStatus }>(
-    `UPDATE agent_runs SET last_heartbeat_at = CASE WHEN status = 'running' THEN now() ELSE last_heartbeat_at END
-     WHERE id = $1 AND worker_id = $2 RETURNING status`,
-    [id, workerId],
-  );
+/** A run's status now (its worker looks for a cancel). */
+export async function runStatus(db: Queryable, id: string): Promise<RunStatus | undefined> {
+  const { rows } = await db.query<{ status: RunStatus }>(`SELECT status FROM agent_runs WHERE id = $1`, [id]);
   return rows[0]?.status;
 }
 
-/** Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. */
+/**
+ * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
+ * by the attempt holding the run's job lease, in the transaction that checked it.
+ */
 export async function recordProgress(
   db: Queryable,
   id: string,
-  workerId: string,
   p: { costMicroCents: number; feeCents: number; output: unknown },
 ): Promise<void> {
   await db.query(
-    `UPDATE agent_runs SET cost_micro_cents = $3, platform_fee_cents = $4, output = $5, updated_at = now()
-     WHERE id = $1 AND worker_id = $2 AND status IN ('running', 'cancelled')`,
-    [id, workerId, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
+    `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
+     WHERE id = $1 AND status IN ('running', 'cancelled')`,
+    [id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
   );
 }
 
@@ -236,21 +237,21 @@ export async function nextStepIndex(db: Queryable, runId: string): Promise<numbe
 }
 
 /**
- * A step that ended, written only while this worker holds the run (running, or cancelled while it
- * ran), and its NOTIFY in the same statement. False when the run is no longer this worker's.
+ * A step that ended, written while the run is running (or was cancelled while it ran) by the
+ * attempt holding the run's job lease, in the transaction that checked it; its NOTIFY in the same
+ * statement. False when the run is no longer running.
  */
-export async function insertStep(db: Queryable, runId: string, workerId: string, step: StepRow): Promise<boolean> {
+export async function insertStep(db: Queryable, runId: string, step: StepRow): Promise<boolean> {
   const { rows } = await db.query(
     `WITH ins AS (
        INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
-       SELECT r.tenant_id, r.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13
-       FROM agent_runs r WHERE r.id = $1 AND r.worker_id = $2 AND r.status IN ('running', 'cancelled')
+       SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled')
        RETURNING tenant_id, run_id, step_index)
      SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
        json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
     [
       runId,
-      workerId,
       step.step_index,
       step.type,
       step.started_at,
@@ -312,7 +313,7 @@ export interface Finish {
 export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
   const { rows } = await tx.query<RunRow>(
     withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
-       failure_detail = $7, consecutive_failures = $8, finished_at = now(), worker_id = NULL, updated_at = now()
+       failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
      WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
     [
       id,
@@ -328,11 +329,14 @@ export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<R
   return rows[0];
 }
 
-/** A run whose worker stopped (shutdown): queued again, its claim not counted as a lost worker. */
-export async function releaseRun(db: Queryable, id: string, workerId: string): Promise<void> {
+/**
+ * A run whose worker stopped (shutdown): queued again, its start not counted as a lost worker.
+ * In the transaction that gives its job back to the queue.
+ */
+export async function releaseRun(db: Queryable, id: string): Promise<void> {
   await db.query(
-    withStatusNotify(`UPDATE agent_runs SET status = 'queued', worker_id = NULL, claims = greatest(claims - 1, 0), updated_at = now()
-     WHERE id = $1 AND worker_id = $2 AND status = 'running' RETURNING id, tenant_id, status`),
-    [id, workerId],
+    withStatusNotify(`UPDATE agent_runs SET status = 'queued', claims = greatest(claims - 1, 0), updated_at = now()
+     WHERE id = $1 AND status = 'running' RETURNING id, tenant_id, status`),
+    [id],
   );
 }
