@@ -471,6 +471,8 @@ describe('the scheduler with two replicas', () => {
   const clock = new ManualClock(Math.floor((Date.now() - 600_000) / 2_000) * 2_000 + 500);
   before(async () => {
     stack = await startRunStack({ replicas: 2, config: { clock } });
+    // Each replica's scheduler and key rewrap: the loops the clock moves.
+    await eventually('every loop waits on the clock', () => clock.sleeping === 4);
   });
   after(() => stack.stop());
 
