@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { EgressPolicy } from '@workauto/egress';
-import { JOBS_MIGRATIONS } from '@workauto/jobs';
+import { JOBS_MIGRATIONS, type Clock } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
@@ -36,6 +36,8 @@ export interface AgentsConfig extends ServiceConfig {
   runs?: Partial<RunSettings>;
   /** Live run events: heartbeat, longest stream, client retry (AGENT_EVENTS_*). */
   runEvents?: Partial<RunEventSettings>;
+  /** The clock schedules are read and checked by (tests move one by hand); the system's by default. */
+  clock?: Clock;
 }
 
 /** The running service, and what its tests look at: the event streams open in this process. */
@@ -79,7 +81,8 @@ export async function createAgentsService(
       grpcService: 'workauto.agents.v1.AgentsService',
       definition: AgentsServiceService,
       migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
-      handlers: (pool) => agentsHandlers({ pool, keyring, providers, egress, live, tools }),
+      handlers: (pool) =>
+        agentsHandlers({ pool, keyring, providers, egress, live, tools, now: () => config.clock?.now() ?? new Date() }),
       workers: ({ pool }) => {
         const clients = new ToolClients(config.downstreams ?? {});
         const runs = new RunWorker({
@@ -94,10 +97,10 @@ export async function createAgentsService(
           platformFeeBps: config.platformFeeBps ?? 0,
         }).worker();
         return [
-          rewrapKeysWorker(pool, keyring, logger),
+          rewrapKeysWorker(pool, keyring, logger, config.clock),
           // The connections close with the service (not when a crashed loop is restarted).
           { name: runs.name, run: (ctx) => runs.run(ctx).finally(() => ctx.signal.aborted && clients.close()) },
-          schedulerWorker(pool, logger, settings.schedulerPollMs),
+          schedulerWorker(pool, logger, settings.schedulerPollMs, config.clock),
           live.hub.worker(),
         ];
       },

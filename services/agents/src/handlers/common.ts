@@ -44,6 +44,8 @@ export interface AgentsDeps {
   live: { hub: RunEventHub; settings: RunEventSettings };
   /** The services MCP tool calls reach, each call signed as the caller (handlers/mcp.ts). */
   tools: ToolClients;
+  /** The time a schedule's next tick is counted from (the scheduler's clock). */
+  now(): Date;
 }
 
 /** AAD of a stored provider key: a ciphertext copied to another tenant or blueprint does not decrypt. */

@@ -194,7 +194,6 @@ export function appHandlers(deps: AppsDeps): H {
                 consecutive_probe_failures: 0,
                 target_version: current.target_version + 1,
                 next_probe_at: new Date(0),
-                probe_lease_until: null,
               }
             : {};
           const row = await apps.updateApp(tx, tenantId, current.id, { ...patch, ...target });
@@ -276,7 +275,7 @@ export function appHandlers(deps: AppsDeps): H {
     async probeApp(req, ctx) {
       checkSlug(req.slug);
       const current = await mustFind(pool, ctx.tenant, req.slug);
-      const after = await prober.probe(ctx.tenant, current.id, ctx, { scheduled: false, signal: ctx.signal });
+      const after = await prober.probe(ctx.tenant, current.id, ctx, { signal: ctx.signal });
       if (!after) throw errors.notFound('app', req.slug);
       return toApp(after.row, after.tools, fullUrl(ctx));
     },
