@@ -54,7 +54,7 @@ const INIT = `window.ui = SwaggerUIBundle({
   presets: [SwaggerUIBundle.presets.apis],
   layout: 'BaseLayout',
   deepLinking: true,
-  docExpansion: 'none',
+  docExpansion: 'list',
   defaultModelsExpandDepth: 0,
   displayRequestDuration: true,
   filter: true,
