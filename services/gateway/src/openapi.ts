@@ -382,7 +382,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
         parameters.push({
           name: f.name,
           in: 'query',
-          required: false,
+          required: isRequiredField(f),
           ...(f.fieldKind === 'list' ? { style: 'form', explode: true } : {}),
           ...(commentOf(f) ? { description: commentOf(f) } : {}),
           ...(f.deprecated ? { deprecated: true } : {}),

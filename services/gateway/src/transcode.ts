@@ -190,6 +190,13 @@ export function buildRequest(
     }
   }
 
+  // A REQUIRED query parameter (a list's window, say) left out.
+  if (route.body !== '*') {
+    for (const f of type.fields)
+      if (isRequiredField(f) && !(f.name in params) && f.name !== route.body && query[f.name] === undefined)
+        out.push({ field: f.name, description: 'is required (a query parameter)' });
+  }
+
   if (out.length) throw gatewayErrors.badRequest(out);
   return request;
 }

@@ -141,6 +141,24 @@ describe('OpenAPI required fields = what the server refuses without', () => {
     assert.ok(reached >= 20, `only ${reached} operations reached their service`);
   });
 
+  it('every required query parameter left out is a 400 naming it', async () => {
+    let checked = 0;
+    for (const [path, ops] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(ops)) {
+        const required = (op.parameters ?? []).filter((p: Schema) => p.in === 'query' && p.required);
+        const full = Object.fromEntries(required.map((p: Schema) => [p.name, String(fill(p.name, p.schema))]));
+        for (const p of required) {
+          const { [p.name]: _left, ...without } = full;
+          const url = `${concretePath(path)}?${new URLSearchParams(without as Record<string, string>)}`;
+          const res = await stack.api(method.toUpperCase(), url, { key: tenant.key });
+          assert.equal(res.status, 400, `${method} ${path} without ${p.name}: ${JSON.stringify(res.body)}`);
+          assert.ok(violations(res).includes(p.name), `${method} ${path} without ${p.name}: ${violations(res)}`);
+          checked++;
+        }
+      }
+    assert.ok(checked >= 2, 'GET /events: from and to');
+  });
+
   /** Whether a JSON value has the field at `path` (`owner.email`, `stages[1].name`). */
   function carries(value: unknown, path: string): boolean {
     let v: any = value;
