@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
@@ -47,6 +48,11 @@ describe('OpenAPI required fields = what the server refuses without', () => {
     ids.blueprint = (await stack.api('GET', '/api/v1/agent-blueprints', { key: tenant.key })).body.data[0].id;
   });
   after(() => stack?.stop());
+
+  it('serves the document the build wrote for the typed client and for redocly (make openapi-lint)', () => {
+    const built = new URL('../../../../libs/client/openapi.json', import.meta.url);
+    assert.deepEqual(doc, JSON.parse(readFileSync(built, 'utf8')));
+  });
 
   const resolve = (s: Schema): Schema => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()]! : s);
   const nonNull = (s: Schema): Schema => (s?.anyOf ? s.anyOf.find((x: Schema) => x.type !== 'null') : s);
