@@ -16,6 +16,8 @@ import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
+import { corsHeaders, corsPreflight } from './cors.js';
+import { docsRoutes } from './docs.js';
 import { healthRoutes } from './health.js';
 import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
@@ -54,6 +56,8 @@ export interface GatewayOptions {
   tenantConcurrency?: number;
   /** RATE_LIMIT_PER_TENANT_PER_MINUTE: one tenant's requests per minute, all its credentials together (default 10 × rateLimitPerMinute). */
   tenantRateLimitPerMinute?: number;
+  /** CORS_ALLOWED_ORIGINS: origins whose browser pages may call the API (default none: no CORS headers). */
+  corsAllowedOrigins?: string[];
 }
 
 export interface Gateway {
@@ -143,12 +147,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
     next();
   });
+  app.use(corsHeaders(options.corsAllowedOrigins ?? []));
 
   let serving = true;
   app.use(healthRoutes(downstreams, () => serving));
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  app.use(docsRoutes());
 
   const transcode = transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger);
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
@@ -156,6 +162,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     '/api',
     failedAuthLimiter(limitPerMinute, send),
     rateLimiter(limitPerMinute, send),
+    corsPreflight(options.corsAllowedOrigins ?? [], routes),
     // JSON bodies only (415 otherwise), at most 1 MiB (413).
     (req, _res, next) => {
       const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
