@@ -4,10 +4,16 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install
+.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install migrations-check
 
-## install: npm packages (Node 24 itself comes as the npm package `node`)
-install: node_modules/.installed
+# Tools the checks build or download once (helm, kube-apiserver, the previous release, Kafka jars…) live
+# in .cache/, a link to one folder per user, so a fresh clone (CI) reuses what an earlier clone built.
+CACHE_HOME ?= $(HOME)/.cache/workauto
+
+## install: npm packages (Node 24 itself comes as the npm package `node`), and the tool cache
+install: node_modules/.installed .cache
+.cache:
+	mkdir -p "$(CACHE_HOME)" && ln -sfn "$(CACHE_HOME)" .cache
 # npm ci: exactly the lockfile. (The lockfile lists buf's macOS/Windows binaries without integrity
 # hashes: the registry mirror of the build machines does not serve them, and npm ci refuses a
 # lockfile that lacks them; they are never installed on Linux.)
@@ -27,8 +33,11 @@ build: proto
 dev: build
 	node deploy/embedded/dist/main.js
 
-## test: the chart checks, then the whole suite against real PostgreSQL and a real Kafka broker (started and stopped here)
-test: build chart-check chart-install
+## test: the chart checks (offline and on a real API server), the migration checks, the previous release
+## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
+## a real Kafka broker (started and stopped here)
+test: build chart-check chart-install migrations-check
+	.ci/previous-release.sh > /dev/null
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
 
 proto-lint: install
@@ -38,7 +47,7 @@ proto-lint: install
 proto-breaking: install
 	buf breaking --against '.git#branch=main'
 
-lint: proto-lint build chart-check
+lint: proto-lint build chart-check migrations-check
 	prettier --check --log-level warn .
 
 ## format: Prettier over the tree (.prettierrc.json: 120 columns)
@@ -50,10 +59,15 @@ format: install
 chart-check:
 	.ci/chart-check.sh
 
-## chart-install: the chart installed, upgraded from the last release (.ci/kube/previous-release) and uninstalled
+## chart-install: the chart installed, upgraded from the previous release (.ci/previous-release) and uninstalled
 ## on a real kube-apiserver with etcd, on loopback, admission on (.ci/kube-install.sh; built once into .cache/kube)
 chart-install:
 	.ci/kube-install.sh
+
+## migrations-check: squawk and the expand/contract rules over every migration, against the previous
+## release (.ci/previous-release; .ci/migrations-check.sh, docs/operations.md "Upgrades")
+migrations-check: install
+	.ci/migrations-check.sh
 
 ## bench: every scripts/bench-*.mjs (each with its own PostgreSQL and Kafka), then one table of the figures with their targets (docs/benchmarks.md)
 bench: build

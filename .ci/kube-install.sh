@@ -4,7 +4,7 @@
 # are built once from the Go module proxy into .cache/kube (.ci/kube/*/go.mod pin the versions) and
 # run on 127.0.0.1 for the length of the check. There is no kubelet, scheduler or controller-manager:
 # no pod ever runs, and nothing waits for readiness. What the API server must accept or refuse:
-#   - the release of .ci/kube/previous-release installed, upgraded to the working tree's chart with
+#   - the release of .ci/previous-release installed, upgraded to the working tree's chart with
 #     .ci/chart/production-values.yaml, upgraded again unchanged, then uninstalled, every object going
 #     through the server's validation, admission and the CRDs' schemas (ServiceMonitor and
 #     PrometheusRule: prometheus-operator's own CRDs; KafkaTopic and KafkaUser: stand-ins in
@@ -246,11 +246,11 @@ PY
 }
 
 # --- the previous release, then an upgrade to this chart, then uninstall ----------------------------
-ref=$(grep -v '^\s*#' .ci/kube/previous-release | grep -m1 .)
+ref=$(grep -v '^\s*#' .ci/previous-release | grep -m1 .)
 git cat-file -e "$ref^{commit}" 2>/dev/null ||
-  fail "the previous release's commit $ref (.ci/kube/previous-release) is not in this clone: a shallow clone? git fetch --unshallow, or fetch that commit"
+  fail "the previous release's commit $ref (.ci/previous-release) is not in this clone: a shallow clone? git fetch --unshallow, or fetch that commit"
 mkdir -p "$tmp/previous"
-git archive "$ref" "$chart" | tar -x -C "$tmp/previous" || fail "$chart could not be read at $ref (above): fix .ci/kube/previous-release"
+git archive "$ref" "$chart" | tar -x -C "$tmp/previous" || fail "$chart could not be read at $ref (above): fix .ci/previous-release"
 # Its own production-like values if it had them; else what every version of the chart needs.
 previous_values=(--set kafka.brokers=kafka-0.kafka:9093 --set secrets.existingSecret=workauto)
 if git cat-file -e "$ref:.ci/chart/production-values.yaml" 2>/dev/null; then
@@ -259,7 +259,7 @@ if git cat-file -e "$ref:.ci/chart/production-values.yaml" 2>/dev/null; then
 fi
 previous_version=$(awk '$1=="version:" {print $2}' "$tmp/previous/$chart/Chart.yaml")
 out=$(helm install "$release" "$tmp/previous/$chart" "${previous_values[@]}" 2>&1) ||
-  { echo "$out"; fail "installing the previous release (chart $previous_version at $ref) failed (above): the set-up above lacks what it needs, or .ci/kube/previous-release names a broken commit"; }
+  { echo "$out"; fail "installing the previous release (chart $previous_version at $ref) failed (above): the set-up above lacks what it needs, or .ci/previous-release names a broken commit"; }
 # Warnings are expected of releases that predate the restricted pods: counted, not failed on.
 warnings=$(grep -cE "$server_warning" <<<"$out" || true)
 [ "$warnings" = 0 ] || log "the previous chart drew $warnings warnings, e.g. $(grep -m1 -E "$server_warning" <<<"$out" | sed -E "s/$server_warning *//" | cut -c1-160)…"

@@ -55,6 +55,8 @@ export async function startServiceProcesses(opts: {
   noWait?: boolean;
   /** More processes of a service beside the first (same database and env, own port), e.g. {webhooks: 1}. */
   extraReplicas?: Partial<Record<Exclude<ServiceName, 'gateway'>, number>>;
+  /** The built checkout whose services/<name>/dist/main.js run (default this one; the upgrade test runs the previous release's). */
+  root?: string;
 }): Promise<ServiceProcesses> {
   const db = async (service: ServiceName, database: string) =>
     opts.databaseUrls?.[service] ?? ensureDatabase(opts.databaseServerUrl, `${opts.databasePrefix}_${database}`);
@@ -149,7 +151,7 @@ export async function startServiceProcesses(opts: {
   }
   for (const { child, name, env } of processes) {
     const proc = spawn(process.execPath, [`services/${name}/dist/main.js`], {
-      cwd: ROOT,
+      cwd: opts.root ?? ROOT,
       env: {
         PATH: process.env.PATH ?? '',
         LOG_LEVEL: 'warn',

@@ -50,6 +50,16 @@ async function pageThrough(tenant: string, size: number, order: KeysetOrder): Pr
       { size, after },
     );
     assert.ok(page.rows.length <= size);
+    assert.equal(page.keys.length, page.rows.length, 'one keyset per row');
+    if (page.rows.length > 1) {
+      // A page cut after its first row continues at its second (what toPage does to stay under the size limit).
+      const cut = await listPage<{ id: string }>(
+        pool,
+        { columns: 'id', from: 'items', where: 'tenant_id = $1', params: [tenant], order },
+        { size: 1, after: decodeCursor(encodeCursor(page.keys[0]!)) },
+      );
+      assert.equal(cut.rows[0]?.id, page.rows[1]!.id);
+    }
     ids.push(...page.rows.map((r) => r.id));
     if (!page.next) return ids;
     after = decodeCursor(encodeCursor(page.next));
@@ -229,6 +239,54 @@ describe('createPool', () => {
       '3s',
       'the default',
     );
+  });
+});
+
+describe('DATABASE_POOL_MAX', () => {
+  const withPoolMax = async <T>(value: string | undefined, fn: () => Promise<T>): Promise<T> => {
+    const saved = process.env.DATABASE_POOL_MAX;
+    if (value === undefined) delete process.env.DATABASE_POOL_MAX;
+    else process.env.DATABASE_POOL_MAX = value;
+    try {
+      return await fn();
+    } finally {
+      if (saved === undefined) delete process.env.DATABASE_POOL_MAX;
+      else process.env.DATABASE_POOL_MAX = saved;
+    }
+  };
+  /** The most connections the pool had open at once while it ran 12 queries together (counted by the server). */
+  const peakConnections = async (): Promise<number> => {
+    const name = `pool-max-${randomBytes(4).toString('hex')}`;
+    const sized = createPool(databaseUrl, { applicationName: name });
+    try {
+      const counts = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          sized.query<{ n: number }>(
+            'SELECT (SELECT count(*) FROM pg_stat_activity WHERE application_name = $1)::int AS n, pg_sleep(0.2)',
+            [name],
+          ),
+        ),
+      );
+      return Math.max(...counts.map((r) => r.rows[0]!.n));
+    } finally {
+      await sized.end();
+    }
+  };
+
+  it('sizes every pool: 3 opens at most 3 connections, unset keeps 10', async () => {
+    assert.equal(await withPoolMax('3', peakConnections), 3);
+    assert.equal(await withPoolMax(undefined, peakConnections), 10);
+  });
+
+  it('refuses a value outside 1..1000, naming the variable, when the pool is made (at start-up)', async () => {
+    for (const bad of ['0', '1001', '2.5', 'ten', '-1']) {
+      await withPoolMax(bad, async () =>
+        assert.throws(
+          () => createPool(databaseUrl, { max: 1 }),
+          new RegExp(`DATABASE_POOL_MAX must be a whole number of connections from 1 to 1000 \\(got "${bad}"\\)`),
+        ),
+      );
+    }
   });
 });
 

@@ -10,7 +10,16 @@ export {
   type PoolClient,
   type Queryable,
 } from './pool.js';
-export { runMigrations } from './migrations.js';
+export {
+  runMigrations,
+  pendingMigrations,
+  listMigrations,
+  MigrationError,
+  MigrationLockTimeoutError,
+  type MigrationFile,
+  type MigrationLogger,
+  type MigrationOptions,
+} from './migrations.js';
 export {
   listPage,
   newestFirst,

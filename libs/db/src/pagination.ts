@@ -31,9 +31,14 @@ export interface PageQuery {
   after?: KeysetCursor | undefined;
 }
 
-/** A fetched page: at most `size` rows, and the cursor of the next page when there is one. */
+/**
+ * A fetched page: at most `size` rows, each row's own keyset (`keys[i]` is `rows[i]`'s, so the page
+ * can be cut short after any row and continue there), and the cursor of the next page when more
+ * rows follow the last one.
+ */
 export interface KeysetPage<R> {
   rows: R[];
+  keys: KeysetCursor[];
   next?: KeysetCursor;
 }
 
@@ -84,10 +89,12 @@ export async function listPage<R extends pg.QueryResultRow>(
     params,
   );
   const kept = rows.slice(0, page.size);
-  const last = kept[kept.length - 1];
+  const keys = kept.map((r) => ({ at: r.keyset_at, id: r.keyset_id }));
+  const last = keys[keys.length - 1];
   return {
     rows: kept.map(({ keyset_at: _at, keyset_id: _id, ...row }) => row as unknown as R),
-    ...(rows.length > page.size && last ? { next: { at: last.keyset_at, id: last.keyset_id } } : {}),
+    keys,
+    ...(rows.length > page.size && last ? { next: last } : {}),
   };
 }
 

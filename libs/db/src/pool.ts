@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { integerFromEnv } from './env.js';
 import { isConcurrencyFailure } from './errors.js';
 
 export type Pool = pg.Pool;
@@ -20,15 +21,25 @@ const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
  * waits for an answer, instead of committing after the client was told 504.
  */
 function statementTimeoutMs(): number {
-  const raw = process.env.DATABASE_STATEMENT_TIMEOUT_MS;
-  if (raw === undefined || raw === '') return DEFAULT_STATEMENT_TIMEOUT_MS;
-  const ms = Number(raw);
-  if (!Number.isInteger(ms) || ms < 1) {
-    throw new Error(
-      `DATABASE_STATEMENT_TIMEOUT_MS must be a positive integer of milliseconds (got ${JSON.stringify(raw)}); unset it for ${DEFAULT_STATEMENT_TIMEOUT_MS}`,
-    );
-  }
-  return ms;
+  return integerFromEnv('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, {
+    min: 1,
+    what: 'a positive integer of milliseconds',
+  });
+}
+
+/** Connections per pool unless DATABASE_POOL_MAX says otherwise. */
+const DEFAULT_POOL_MAX = 10;
+
+/**
+ * DATABASE_POOL_MAX: how many connections each process's pool opens at most. Replicas × this must
+ * fit the server's max_connections (or the pooler's pool), so the operator sizes it.
+ */
+function poolMax(): number {
+  return integerFromEnv('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, {
+    min: 1,
+    max: 1000,
+    what: 'a whole number of connections from 1 to 1000',
+  });
 }
 
 /** Every prepared statement's text by name: one name, one text (pg would fail the second on a connection that has the first). */
@@ -55,9 +66,11 @@ export function createPool(
   connectionString: string,
   opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {},
 ): pg.Pool {
+  // Read even when opts.max is given, so a bad value stops the start at its first pool.
+  const envMax = poolMax();
   const pool = new pg.Pool({
     connectionString,
-    max: opts.max ?? 10,
+    max: opts.max ?? envMax,
     application_name: opts.applicationName,
     statement_timeout: opts.statementTimeoutMs ?? statementTimeoutMs(),
     // Fail a request fast rather than queueing forever when the database is gone.

@@ -18,7 +18,7 @@ const ECHO = raw('/test.Test/Echo');
 const BROKEN = raw('/test.Test/Broken');
 const HANG = raw('/test.Test/Hang');
 
-type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away';
+type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away' | 'huge';
 
 /** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
 async function startServer(
@@ -41,6 +41,8 @@ async function startServer(
     impl[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       call.on('cancelled', () => cancelledOnServer++);
       if (behaviour === 'ok') cb(null, Buffer.from('ok'));
+      // An answer over the client's 4 MiB receive limit (a list that forgot to stop its page).
+      else if (behaviour === 'huge') cb(null, Buffer.alloc(5 * 1024 * 1024, 1));
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
       // The service itself answers 503 with a reason (e.g. a third party it asked is down).
       else if (behaviour === 'answered-unavailable')
@@ -134,6 +136,23 @@ describe('Downstream circuit breaker', () => {
     const end = Date.now() + 2_000;
     while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     assert.equal(d.isDown, true, 'the failure started a health check, which found the service unwell');
+  });
+
+  it('answers a response over the 4 MiB receive limit as an internal error naming the service, never "retry later" (429)', async () => {
+    const { address, server } = await startServer({ Echo: 'ok', Huge: 'huge' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('calendar', address, { volumeThreshold: 3 });
+    clients.push(d);
+    for (let i = 0; i < 5; i++) {
+      const err = await d.call(raw('/test.Test/Huge'), Buffer.alloc(0)).catch((e: unknown) => e);
+      assert.ok(err instanceof DomainError, String(err));
+      assert.deepEqual(
+        [err.code, err.reason, err.extra.metadata],
+        [grpc.status.INTERNAL, 'RESPONSE_TOO_LARGE', { service: 'calendar' }],
+      );
+    }
+    assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK, 'a bug of one call closes nothing');
+    assert.equal(d.isDown, false);
   });
 
   it('cancels a call in flight when its signal aborts: the caller gets the reason at once and the service sees the cancel', async () => {

@@ -4,7 +4,7 @@ import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
 import { DomainError, decodeStatusDetails } from './errors.js';
 
-/** What a unary call needs: a ts-proto method definition fits, and so does the gateway's dynamic one. */
+/** What a call (unary or server-streaming) needs: a ts-proto method definition fits, and so does the gateway's dynamic one. */
 export interface UnaryMethod<Req, Res> {
   path: string;
   requestSerialize(value: Req): Buffer;
@@ -88,6 +88,17 @@ function isBrokenConnection(err: unknown): boolean {
     e?.code === grpc.status.INTERNAL &&
     typeof e.details === 'string' &&
     /^(Received RST_STREAM with code|Failed to start HTTP\/2 stream)/.test(e.details) &&
+    !decodeStatusDetails(err as grpc.ServiceError).reason
+  );
+}
+
+/** grpc-js's own refusal of a response over the client's receive limit (no service sends it). */
+function isOversizedResponse(err: unknown): boolean {
+  const e = err as { code?: unknown; details?: unknown } | null;
+  return (
+    e?.code === grpc.status.RESOURCE_EXHAUSTED &&
+    typeof e.details === 'string' &&
+    e.details.startsWith('Received message larger than max') &&
     !decodeStatusDetails(err as grpc.ServiceError).reason
   );
 }
@@ -178,22 +189,12 @@ export class Downstream {
     request: Req,
     opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {},
   ): Promise<Res> {
-    if (this.down) {
-      this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
-      return Promise.reject(this.unavailable());
+    try {
+      this.admit(opts.signal);
+    } catch (err) {
+      return Promise.reject(err);
     }
     const { signal } = opts;
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    if (this.inFlight >= this.options.maxInFlight) {
-      this.shortCircuited.add(1, { service: this.name, reason: 'overloaded' });
-      return Promise.reject(
-        this.serviceError(
-          grpc.status.UNAVAILABLE,
-          'SERVICE_OVERLOADED',
-          `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`,
-        ),
-      );
-    }
     this.inFlight++;
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
@@ -224,12 +225,74 @@ export class Downstream {
           this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
           throw this.unavailable();
         }
-        if (isTransportFailure(err)) {
-          this.probe();
-          throw this.transportError(err as grpc.ServiceError);
-        }
-        throw err;
+        throw this.failure(err);
       });
+  }
+
+  /**
+   * A server-streaming call: its messages as they arrive, read as the caller consumes them (the
+   * service waits while the caller is behind). Started by the first read; ending the iteration
+   * early (break, return, a throw) or aborting `signal` cancels the call, which the service sees.
+   * The deadline bounds the whole stream. A down service, the in-flight cap and the failures'
+   * mapping are those of `call`; a method's breaker is not, since a stream that failed after its
+   * first messages says nothing about the next one (a hung service is found by the health check
+   * its failure starts).
+   */
+  async *stream<Req, Res>(
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {},
+  ): AsyncGenerator<Res, void, undefined> {
+    this.admit(opts.signal);
+    this.inFlight++;
+    const { signal } = opts;
+    const call = this.client.makeServerStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      request,
+      opts.metadata ?? new grpc.Metadata(),
+      { deadline: new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs)) },
+    );
+    const onAbort = () => call.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for await (const message of call) yield message as Res;
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw this.failure(err);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      call.cancel(); // a no-op once the status arrived; ends a stream the caller stopped reading
+      this.inFlight--;
+    }
+  }
+
+  /** Refuses a call before it starts: the service is down, the caller gave up, or too many calls are in flight. */
+  private admit(signal: AbortSignal | undefined): void {
+    if (this.down) {
+      this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
+      throw this.unavailable();
+    }
+    if (signal?.aborted) throw signal.reason;
+    if (this.inFlight >= this.options.maxInFlight) {
+      this.shortCircuited.add(1, { service: this.name, reason: 'overloaded' });
+      throw this.serviceError(
+        grpc.status.UNAVAILABLE,
+        'SERVICE_OVERLOADED',
+        `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`,
+      );
+    }
+  }
+
+  /** A failed call's error as callers get it: transport failures named after the service (and a health check started). */
+  private failure(err: unknown): unknown {
+    if (isTransportFailure(err)) {
+      this.probe();
+      return this.transportError(err as grpc.ServiceError);
+    }
+    if (isOversizedResponse(err)) return this.oversized(err as grpc.ServiceError);
+    return err;
   }
 
   private breakerOf(path: string): Breaker {
@@ -302,6 +365,18 @@ export class Downstream {
   /** A failure of the way to the service, naming it (ErrorInfo metadata `service`). */
   private serviceError(code: grpc.status, reason: string, message: string): DomainError {
     return new DomainError(code, reason, message, { metadata: { service: this.name } });
+  }
+
+  /**
+   * The service answered more than the client receives (4 MiB): a bug of that rpc (lists stop their
+   * pages below it, feeds stream), which no retry fixes, so not grpc-js's RESOURCE_EXHAUSTED ("retry later").
+   */
+  private oversized(err: grpc.ServiceError): DomainError {
+    return this.serviceError(
+      grpc.status.INTERNAL,
+      'RESPONSE_TOO_LARGE',
+      `the ${this.name} service answered more than a response may hold (${err.details}); report the request id`,
+    );
   }
 
   private unavailable(): DomainError {

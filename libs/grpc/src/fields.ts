@@ -37,6 +37,25 @@ export function checkDate(v: Validator, field: string, value: string | undefined
   return isIsoDate(value) ? v : v.add(field, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
 }
 
+/**
+ * The years event and task times may fall in (a date's year, an instant's UTC year). Outside
+ * them, zones' local times reach years clients cannot read (10000, 0000) or local mean time.
+ */
+export const YEARS = { min: 1900, max: 2999 } as const;
+
+/** Why a date (YYYY-MM-DD) or an instant lies outside YEARS, or undefined. */
+export function yearsProblem(value: Date | string): string | undefined {
+  const year = typeof value === 'string' ? Number(/^(\d{4,})-/.exec(value)?.[1]) : value.getUTCFullYear();
+  if (Number.isNaN(year) || (year >= YEARS.min && year <= YEARS.max)) return undefined; // a malformed value is another check's
+  return `must be in the years ${YEARS.min} to ${YEARS.max}`;
+}
+
+/** An optional date or timestamp within YEARS. */
+export function checkYears(v: Validator, field: string, value: Date | string | undefined): Validator {
+  const problem = value === undefined || value === '' ? undefined : yearsProblem(value);
+  return problem ? v.add(field, problem) : v;
+}
+
 /** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
 export function textOrNull(value: string | undefined): string | null | undefined {
   if (value === undefined) return undefined;

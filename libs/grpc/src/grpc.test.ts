@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { decodeStatusDetails, errors, toServiceError } from './errors.js';
 import { parsePage, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
-import { checkHttpUrl } from './fields.js';
+import { checkHttpUrl, checkYears } from './fields.js';
+import { encodedSizeBound } from './message-size.js';
+import { CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 
 describe('error mapping', () => {
   it('carries reason, domain, field violations and the HTTP hint through grpc-status-details-bin', () => {
@@ -83,10 +86,18 @@ describe('pagination', () => {
 
   it('builds an envelope whose opaque cursor keeps the key at microseconds', () => {
     const id = '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d';
-    const page = toPage({ rows: [3, 2], next: { at: '2026-01-02T03:04:05.123456Z', id } }, (n) => `n${n}`);
+    const key = (at: string) => ({ at, id });
+    const page = toPage(
+      {
+        rows: [3, 2],
+        keys: [key('2026-01-03T00:00:00.000001Z'), key('2026-01-02T03:04:05.123456Z')],
+        next: key('2026-01-02T03:04:05.123456Z'),
+      },
+      (n) => `n${n}`,
+    );
     assert.deepEqual([page.data, page.has_more], [['n3', 'n2'], true]);
     assert.deepEqual(parsePage({ cursor: page.next_cursor }).after, { at: '2026-01-02T03:04:05.123456Z', id });
-    const last = toPage({ rows: [1] }, (n) => n);
+    const last = toPage({ rows: [1], keys: [key('2026-01-01T00:00:00.000000Z')] }, (n) => n);
     assert.deepEqual([last.has_more, last.next_cursor], [false, undefined]);
     for (const cursor of [
       Buffer.from(JSON.stringify(['2026-01-02', id])).toString('base64url'),
@@ -94,6 +105,72 @@ describe('pagination', () => {
       Buffer.from(JSON.stringify(['2026-01-02T03:04:05.123456Z'])).toString('base64url'),
     ]) {
       assert.throws(() => parsePage({ cursor }), /cursor/);
+    }
+  });
+});
+
+describe('pages under the message size limit', () => {
+  const MiB = 1024 * 1024;
+  const keyOf = (i: number) => ({
+    at: `2026-01-01T00:00:${String(59 - i).padStart(2, '0')}.000000Z`,
+    id: randomUUID(),
+  });
+
+  it('stops a page early, before its items pass 3 MiB, and continues after the last item sent', () => {
+    const rows = Array.from({ length: 5 }, (_, i) => ({ n: i, text: 'x'.repeat(MiB) }));
+    const keys = rows.map((r) => keyOf(r.n));
+    const page = toPage({ rows, keys }, (r) => ({ title: `item ${r.n}`, description: r.text }));
+    assert.deepEqual(
+      page.data.map((d) => d.title),
+      ['item 0', 'item 1'],
+      'a third 1 MiB item would pass 3 MiB',
+    );
+    assert.equal(page.has_more, true, 'more follow although the rows fetched were all there were');
+    assert.deepEqual(parsePage({ cursor: page.next_cursor }).after, keys[1]);
+    // Small items are not cut.
+    const small = toPage({ rows: rows.map((r) => r.n), keys }, (n) => ({ n }));
+    assert.deepEqual([small.data.length, small.has_more], [5, false]);
+  });
+
+  it('sends an item larger than the budget alone, one per page', () => {
+    const rows = ['y'.repeat(4 * MiB), 'small'];
+    const keys = rows.map((_, i) => keyOf(i));
+    const page = toPage({ rows, keys }, (text) => ({ text }));
+    assert.deepEqual([page.data.length, page.has_more], [1, true]);
+    assert.deepEqual(parsePage({ cursor: page.next_cursor }).after, keys[0]);
+  });
+
+  it("takes a list's own cursor encoder", () => {
+    const page = toPage(
+      { rows: ['a', 'b'], keys: [1, 2], next: 2 },
+      (s) => s,
+      (k) => `k${k}`,
+    );
+    assert.deepEqual([page.data, page.next_cursor], [['a', 'b'], 'k2']);
+  });
+
+  it('bounds the protobuf encoding from above, Struct numbers, negative varints and UTF-8 included', () => {
+    const messages: CalendarEvent[] = [
+      CalendarEvent.fromPartial({}),
+      CalendarEvent.fromPartial({
+        id: randomUUID(),
+        title: 'Ünterlagen 日本語 \ud83d\ude00 \ud800 lone surrogate',
+        sequence: -1,
+        location_lat: -0.5,
+        location_lng: 1e300,
+        start_at: new Date('1900-01-01T00:00:00Z'),
+        exdates: Array.from({ length: 50 }, (_, i) => new Date(-2_000_000_000_000 + i)),
+        reminders: [{ method: 1, minutes: 40_320 }],
+        metadata: {
+          n: Array.from({ length: 1_000 }, (_, i) => i % 3),
+          nested: { deep: [{ a: null, b: true, c: -1 }], s: 'é'.repeat(100) },
+          k: 0,
+        },
+      }),
+    ];
+    for (const m of messages) {
+      const encoded = CalendarEvent.encode(m).finish().length;
+      assert.ok(encodedSizeBound(m) >= encoded, `${encodedSizeBound(m)} >= ${encoded}`);
     }
   });
 });
@@ -146,6 +223,42 @@ describe('checkHttpUrl', () => {
     assert.deepEqual(problems(''), []);
     assert.equal(problems('javascript:alert(1)').length, 1);
     assert.equal(problems(`https://e.com/${'a'.repeat(2_100)}`).length, 1);
+  });
+});
+
+describe('checkYears', () => {
+  const fields = (values: Record<string, Date | string | undefined>) => {
+    const v = validate();
+    for (const [field, value] of Object.entries(values)) checkYears(v, field, value);
+    try {
+      v.done();
+      return [];
+    } catch (err) {
+      return (err as { extra: { fieldViolations: { field: string }[] } }).extra.fieldViolations.map((f) => f.field);
+    }
+  };
+  it('takes dates and instants in the years 1900 to 2999 and names each field outside them', () => {
+    assert.deepEqual(
+      fields({
+        a: '1900-01-01',
+        b: '2999-12-31',
+        c: new Date('1900-01-01T00:00:00Z'),
+        d: new Date('2999-12-31T23:59:59.999Z'),
+        e: undefined,
+        f: '',
+      }),
+      [],
+    );
+    assert.deepEqual(
+      fields({
+        a: '1899-12-31',
+        b: '3000-01-01',
+        c: new Date('1899-12-31T23:59:59Z'),
+        d: new Date('9999-12-31T12:00:00Z'),
+        e: '10000-01-01',
+      }),
+      ['a', 'b', 'c', 'd', 'e'],
+    );
   });
 });
 

@@ -24,13 +24,15 @@ export {
   SERVER_CHANNEL_OPTIONS,
   type GrpcServerOptions,
   type Handlers,
+  type ServiceDefinition,
   type UnaryServiceDefinition,
 } from './server.js';
 export { CLIENT_CHANNEL_OPTIONS, Downstream, grpcTarget, type DownstreamOptions, type UnaryMethod } from './client.js';
 export { installShutdownSignals } from './signals.js';
 export { validate, Validator, isIsoDate, patchNulls } from './validate.js';
 export { enumMapping } from './enums.js';
-export { parsePage, toPage, type Page, type PageRequest } from './pagination.js';
+export { parsePage, toPage, PAGE_MAX_BYTES, type FetchedPage, type Page, type PageRequest } from './pagination.js';
+export { encodedSizeBound } from './message-size.js';
 export { Resources } from './resources.js';
 export {
   checkMetadata,
@@ -38,6 +40,9 @@ export {
   checkId,
   checkDate,
   checkHttpUrl,
+  checkYears,
+  yearsProblem,
+  YEARS,
   urlTextProblem,
   textOrNull,
   changedFields,

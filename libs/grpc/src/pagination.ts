@@ -1,5 +1,6 @@
 import { decodeCursor, encodeCursor, type KeysetPage, type PageQuery } from '@workauto/db';
 import { errors } from './errors.js';
+import { encodedSizeBound } from './message-size.js';
 
 /** Page sizes of the contract (§3): default 50, larger values clamped to 200. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -43,11 +44,44 @@ export interface Page<T> {
   next_cursor?: string;
 }
 
-/** The contract's list envelope of a page the repo fetched; the cursor stays opaque. */
-export function toPage<R, T>(page: KeysetPage<R>, map: (r: R) => T): Page<T> {
-  return {
-    data: page.rows.map(map),
-    has_more: page.next !== undefined,
-    ...(page.next ? { next_cursor: encodeCursor(page.next) } : {}),
-  };
+/**
+ * The most a page's items may take on the wire: gRPC clients refuse a message over 4 MiB, and the
+ * envelope (and a caller that wraps the page) needs some room of its own.
+ */
+export const PAGE_MAX_BYTES = 3 * 1024 * 1024;
+
+/** Rows fetched for a page, each row's key beside it, and the key after the last row when more follow. */
+export interface FetchedPage<R, K> {
+  rows: R[];
+  keys: K[];
+  next?: K;
+}
+
+/**
+ * The contract's list envelope of a page the repo fetched; the cursor stays opaque. The page stops
+ * early, after the last item that keeps the items under PAGE_MAX_BYTES (an upper bound of their
+ * protobuf encoding, encodedSizeBound), and then continues after that item: every list answers,
+ * whatever its records weigh. A single item over the budget still goes, alone. A list with its own
+ * cursor (calendar occurrences) passes the encoder of its keys.
+ */
+export function toPage<R, T>(page: KeysetPage<R>, map: (r: R) => T): Page<T>;
+export function toPage<R, T, K>(page: FetchedPage<R, K>, map: (r: R) => T, encode: (key: K) => string): Page<T>;
+export function toPage<R, T, K>(
+  page: FetchedPage<R, K>,
+  map: (r: R) => T,
+  encode: (key: K) => string = encodeCursor as unknown as (key: K) => string,
+): Page<T> {
+  const data: T[] = [];
+  let bytes = 0;
+  let next = page.next;
+  for (const [i, row] of page.rows.entries()) {
+    const item = map(row);
+    bytes += encodedSizeBound(item);
+    if (data.length > 0 && bytes > PAGE_MAX_BYTES) {
+      next = page.keys[i - 1];
+      break;
+    }
+    data.push(item);
+  }
+  return { data, has_more: next !== undefined, ...(next !== undefined ? { next_cursor: encode(next) } : {}) };
 }

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
@@ -9,23 +10,32 @@ import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
-export type UnaryServiceDefinition = Record<
+export type ServiceDefinition = Record<
   string,
   {
     path: string;
     requestStream: false;
-    responseStream: false;
+    /** true: a server-streaming rpc (`returns (stream X)`), whose handler yields its messages. */
+    responseStream: boolean;
     requestDeserialize(b: Buffer): unknown;
     responseSerialize(v: never): Buffer;
   }
 >;
+/** The name services' specs use (libs/service); server-streaming methods are allowed too. */
+export type UnaryServiceDefinition = ServiceDefinition;
 
-/** nice-grpc style handlers: take the request and the call context, return the response or throw a DomainError. */
-export type Handlers<S extends UnaryServiceDefinition> = {
-  [K in keyof S]: (
-    request: ReturnType<S[K]['requestDeserialize']>,
-    ctx: CallContext,
-  ) => Promise<S[K]['responseSerialize'] extends (v: infer R) => Buffer ? R : never>;
+type ResponseOf<M> = M extends { responseSerialize(v: infer R): Buffer } ? R : never;
+
+/**
+ * nice-grpc style handlers: take the request and the call context, return the response or throw a
+ * DomainError. A server-streaming rpc's handler is an async generator: it yields each message
+ * (sent as the client reads them) and throws a DomainError as the call's status, also after
+ * messages were sent.
+ */
+export type Handlers<S extends ServiceDefinition> = {
+  [K in keyof S]: S[K]['responseStream'] extends true
+    ? (request: ReturnType<S[K]['requestDeserialize']>, ctx: CallContext) => AsyncIterable<ResponseOf<S[K]>>
+    : (request: ReturnType<S[K]['requestDeserialize']>, ctx: CallContext) => Promise<ResponseOf<S[K]>>;
 };
 
 export interface GrpcServerOptions {
@@ -80,11 +90,13 @@ export class GrpcServer {
     if (options.reflection) new ReflectionService(loadPackageDefinition(options.protoFiles)).addToServer(this.server);
   }
 
-  add<S extends UnaryServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
+  add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
     const impl: grpc.UntypedServiceImplementation = {};
     for (const [method, def] of Object.entries(definition)) {
-      const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => Promise<unknown>;
-      impl[method] = this.wrap(def.path, handler);
+      const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => unknown;
+      impl[method] = def.responseStream
+        ? this.wrapStream(def.path, handler as (req: unknown, ctx: CallContext) => AsyncIterable<unknown>)
+        : this.wrapUnary(def.path, handler as (req: unknown, ctx: CallContext) => Promise<unknown>);
     }
     this.server.addService(definition as unknown as grpc.ServiceDefinition, impl);
     this.serviceNames.push(fullName);
@@ -92,10 +104,59 @@ export class GrpcServer {
     return this;
   }
 
-  private wrap(
+  private wrapUnary(
     path: string,
     handler: (req: unknown, ctx: CallContext) => Promise<unknown>,
   ): grpc.handleUnaryCall<unknown, unknown> {
+    const begin = this.calls(path);
+    return (call, callback) => {
+      const c = begin(call);
+      c.run(() => handler(call.request, c.context())).then(
+        (response) => {
+          c.ok();
+          callback(null, response);
+        },
+        (err: unknown) => callback(c.failed(err)),
+      );
+    };
+  }
+
+  /**
+   * A server-streaming rpc: each message the handler yields is written as the client reads them
+   * (the handler waits while the client is behind), the status follows the last one; a failure,
+   * also after messages went out, ends the call with its mapped status.
+   */
+  private wrapStream(
+    path: string,
+    handler: (req: unknown, ctx: CallContext) => AsyncIterable<unknown>,
+  ): grpc.handleServerStreamingCall<unknown, unknown> {
+    const begin = this.calls(path);
+    return (call) => {
+      const c = begin(call);
+      c.run(async () => {
+        const ctx = c.context();
+        for await (const message of handler(call.request, ctx)) {
+          ctx.signal.throwIfAborted();
+          if (!call.write(message))
+            await once(call, 'drain', { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+        }
+        ctx.signal.throwIfAborted();
+      }).then(
+        () => {
+          c.ok();
+          call.end();
+        },
+        (err: unknown) => call.emit('error', c.failed(err)),
+      );
+    };
+  }
+
+  /**
+   * What every call of `path` shares, whatever its kind: the context from the verified caller token
+   * only (without one the handler never runs), an AbortSignal for the client's cancel and the
+   * deadline, errors mapped once, one log line and the duration metric.
+   */
+  private calls(path: string) {
     const { logger, errorDomain, callerVerifier, callerSigner } = this.options;
     const audience = callerAudience(path);
     const [service = '', method = ''] = path.slice(1).split('/');
@@ -105,7 +166,7 @@ export class GrpcServer {
       'rpc.method': method,
       'rpc.grpc.status_code': code,
     });
-    return (call, callback) => {
+    return (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>) => {
       const started = performance.now();
       const abort = new AbortController();
       let answered = false;
@@ -129,40 +190,35 @@ export class GrpcServer {
           )
         : undefined;
       let ctx: CallContext | undefined;
-      // The context comes only from a verified token: without one the handler never runs.
-      const run = async () =>
-        handler(
-          call.request,
+      const settle = () => {
+        answered = true;
+        clearTimeout(timer);
+        return performance.now() - started;
+      };
+      return {
+        context: () =>
           (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)),
-        );
-      run().then(
-        (response) => {
-          answered = true;
-          clearTimeout(timer);
-          const ms = performance.now() - started;
+        run: <T>(work: () => Promise<T>) => Promise.resolve().then(work),
+        ok: () => {
+          const ms = settle();
           logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(ms) }, 'rpc ok');
           this.callDuration.record(ms / 1000, attributes(grpc.status.OK));
-          callback(null, response);
         },
-        (err: unknown) => {
-          answered = true;
-          clearTimeout(timer);
+        failed: (err: unknown): Partial<grpc.ServiceError> => {
+          const ms = settle();
           const mapped = toServiceError(err, errorDomain);
           const log = {
             rpc: path,
             request_id: ctx?.requestId,
             grpc_code: grpc.status[mapped.code ?? 2],
-            ms: Math.round(performance.now() - started),
+            ms: Math.round(ms),
           };
           if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
-          this.callDuration.record(
-            (performance.now() - started) / 1000,
-            attributes(mapped.code ?? grpc.status.UNKNOWN),
-          );
-          callback(mapped);
+          this.callDuration.record(ms / 1000, attributes(mapped.code ?? grpc.status.UNKNOWN));
+          return mapped;
         },
-      );
+      };
     };
   }
 

@@ -8,6 +8,8 @@
  */
 // First: signals end the process from now on (see early-signals.ts).
 import { removeEarlySignalHandlers } from './early-signals.js';
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, grpcServiceVars, kafkaVars, loadConfig, vars, z } from '@workauto/config';
 import { installShutdownSignals } from '@workauto/grpc/signals';
 import { createLogger, type Logger } from '@workauto/logger';
@@ -18,6 +20,58 @@ type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
 const processEnv = { LOG_LEVEL: vars.logLevel() };
 type ProcessEnv = Env<typeof processEnv>;
 
+/** The variables of a process that has migrations (docs/operations.md, Upgrades). */
+const migrationEnv = {
+  /** false: the process never migrates; it waits until the migrate command (a Job) has applied its migrations. */
+  MIGRATE_ON_START: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('true')
+    .transform((v) => v === 'true'),
+  /** MIGRATE_ON_START=false: how long a start waits for them before exiting (below the startup probe's budget). */
+  MIGRATION_WAIT_TIMEOUT_MS: vars.milliseconds(300_000),
+};
+
+/**
+ * The `migrations` folder beside a module's package (`<package>/migrations` of `<package>/dist/x.js`):
+ * a service's own, `migrationsOf(import.meta.url)`, or a library's, `migrationsOf(import.meta.resolve('@workauto/jobs'))`
+ * (resolved without loading the library, which would load pg before telemetry).
+ */
+export function migrationsOf(moduleUrl: string): string {
+  return fileURLToPath(new URL('../migrations', moduleUrl));
+}
+
+/** How an operator runs this process's migrations: `node services/<name>/dist/main.js migrate`. */
+function migrateCommand(): string {
+  return `node ${relative(process.cwd(), process.argv[1] ?? 'main.js') || 'main.js'} migrate`;
+}
+
+/**
+ * `main.js migrate`: applies the process's migrations and exits, 0 when the database has every one,
+ * 1 after one fatal line naming the problem. Reads only DATABASE_URL and LOG_LEVEL (and libs/db's
+ * MIGRATION_LOCK_TIMEOUT_MS), so a Job needs none of the service's other secrets.
+ */
+async function runMigrateCommand(name: string, dirs: string[]): Promise<void> {
+  let env: { LOG_LEVEL: string; DATABASE_URL: string };
+  try {
+    env = loadConfig({ ...processEnv, DATABASE_URL: vars.url() });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    createLogger(name, 'info').fatal({ reason: 'invalid configuration' }, err.message);
+    process.exit(1);
+  }
+  const logger = createLogger(name, env.LOG_LEVEL);
+  // A Job's pod stopped mid-way (a node drained) must not count as done: its transaction rolls back.
+  removeEarlySignalHandlers();
+  const stop = (signal: NodeJS.Signals) => {
+    logger.fatal({ signal }, `migrate stopped by ${signal}: what it had not committed rolled back; run it again`);
+    process.exit(1);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  const { migrate } = await import('./migrate.js');
+  process.exit(await migrate({ name, databaseUrl: env.DATABASE_URL, dirs, logger }));
+}
+
 /**
  * Runs a process: validated env (its own variables and LOG_LEVEL), logger, signal handlers, telemetry, start; stops
  * on SIGTERM/SIGINT. Exits 1 when the configuration is invalid or the start fails.
@@ -25,11 +79,28 @@ type ProcessEnv = Env<typeof processEnv>;
 export async function runProcess<S extends z.ZodRawShape>(opts: {
   name: string;
   env: S;
-  start(env: ProcessEnv & Env<S>, logger: Logger): Promise<{ stop(): Promise<void> }>;
+  /**
+   * Its migration folders, in the order they apply, when it has a database (DATABASE_URL): `main.js
+   * migrate` applies them, and MIGRATE_ON_START=false waits for them instead of applying them.
+   */
+  migrations?: string[];
+  start(env: ProcessEnv & MigrationEnv & Env<S>, logger: Logger): Promise<{ stop(): Promise<void> }>;
 }): Promise<void> {
-  let env: ProcessEnv & Env<S>;
+  const command = process.argv[2];
+  if (command === 'migrate' && opts.migrations) return runMigrateCommand(opts.name, opts.migrations);
+  if (command !== undefined) {
+    createLogger(opts.name, 'info').fatal(
+      { argv: process.argv.slice(2) },
+      `unknown command ${JSON.stringify(command)}: run ${opts.migrations ? 'with `migrate` or ' : ''}without arguments`,
+    );
+    process.exitCode = 2;
+    return;
+  }
+  let env: ProcessEnv & MigrationEnv & Env<S>;
   try {
-    env = loadConfig({ ...processEnv, ...opts.env }) as ProcessEnv & Env<S>;
+    env = loadConfig({ ...processEnv, ...(opts.migrations ? migrationEnv : {}), ...opts.env }) as ProcessEnv &
+      MigrationEnv &
+      Env<S>;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     // One JSON line like every other, so the log pipeline keeps the reason the pod is crash-looping.
@@ -53,8 +124,25 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   const { startTelemetry } = await import('@workauto/telemetry');
   stopTelemetry = startTelemetry(opts.name);
   try {
+    if (opts.migrations && !env.MIGRATE_ON_START) {
+      const { waitUntilMigrated } = await import('./migrate.js');
+      await waitUntilMigrated({
+        name: opts.name,
+        databaseUrl: (env as unknown as { DATABASE_URL: string }).DATABASE_URL,
+        dirs: opts.migrations,
+        logger,
+        timeoutMs: env.MIGRATION_WAIT_TIMEOUT_MS!,
+        command: migrateCommand(),
+      });
+    }
     running = await opts.start(env, logger);
   } catch (err) {
+    if ((err as Error).name === 'MigrationsMissingError') {
+      // One line that says what to do (run the migrate Job), not a stack.
+      logger.fatal((err as Error).message);
+      await stopTelemetry().catch(() => undefined);
+      process.exit(1);
+    }
     logger.fatal({ err }, `${opts.name} did not start`);
     await stopTelemetry().catch(() => undefined);
     process.exit(1);
@@ -78,6 +166,7 @@ export function serviceEnv(grpcPort: number) {
 }
 
 type ServiceEnv = Env<ReturnType<typeof serviceEnv>>;
+type MigrationEnv = Partial<Env<typeof migrationEnv>>;
 
 /**
  * main.ts of a gRPC service: the shared variables plus its own (`env`), the Kafka transport, and
@@ -87,13 +176,20 @@ type ServiceEnv = Env<ReturnType<typeof serviceEnv>>;
 export async function runService<S extends z.ZodRawShape = {}>(opts: {
   name: string;
   grpcPort: number;
+  /**
+   * The service's migration folders after the outbox's, as its ServiceSpec lists them (checked at
+   * start), e.g. `[migrationsOf(import.meta.resolve('@workauto/jobs')), migrationsOf(import.meta.url)]`.
+   */
+  migrations: string[];
   env?: S;
   start(config: ServiceConfig, env: ServiceEnv & Env<S>, logger: Logger): Promise<RunningService>;
 }): Promise<void> {
   const shape = { ...serviceEnv(opts.grpcPort), ...(opts.env ?? ({} as S)) };
+  const migrations = [migrationsOf(import.meta.resolve('@workauto/events')), ...opts.migrations];
   await runProcess({
     name: opts.name,
     env: shape,
+    migrations,
     async start(env, logger) {
       const all = env as unknown as ServiceEnv & Env<S>;
       const { createTransport } = await import('@workauto/events');
@@ -124,6 +220,8 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
           callerVerifyKeys: all.CALLER_VERIFY_KEYS,
           callerSigningKey: all.CALLER_SIGNING_KEY,
           grpcReflection: all.GRPC_REFLECTION,
+          migrateOnStart: env.MIGRATE_ON_START !== false,
+          declaredMigrations: migrations,
         };
         const service = await opts.start(config, all, logger);
         return {

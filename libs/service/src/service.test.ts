@@ -277,3 +277,36 @@ describe('@workauto/service: the start-up every service shares', () => {
     await svc.stop();
   });
 });
+
+describe('@workauto/service: migrations at start', () => {
+  const config = (databaseUrl: string, extra: Partial<ServiceConfig>): ServiceConfig => ({
+    databaseUrl,
+    host: '127.0.0.1',
+    port: 0,
+    callerVerifyKeys: testCallerKeys.verifyKeys,
+    ...extra,
+  });
+
+  it('with migrateOnStart false applies nothing and fails naming the missing migrations (main.ts waits for them first)', async () => {
+    const databaseUrl = await testDatabase('svc_no_migrate');
+    await assert.rejects(
+      startService(spec(), config(databaseUrl, { migrateOnStart: false }), logger),
+      /MIGRATE_ON_START=false and migrations 0000_outbox, .*0001_things are not applied: run the migrate command first/,
+    );
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    try {
+      assert.equal((await db.query("SELECT to_regclass('things') AS t")).rows[0].t, null);
+    } finally {
+      await db.end();
+    }
+  });
+
+  it("refuses to start when main.ts declares other migration folders than its spec's (the migrate command would miss some)", async () => {
+    const databaseUrl = await testDatabase('svc_declared');
+    await assert.rejects(
+      startService(spec(), config(databaseUrl, { declaredMigrations: [migrations] }), logger),
+      /main\.ts declares the migrations .* but kit-test applies .*: list the same folders in runService's migrations/,
+    );
+  });
+});

@@ -5,7 +5,8 @@
  * (workers first, then the server drains while events can still be published, the pool last); a
  * start that fails half-way closes what it had opened.
  */
-import { createPool, runMigrations, type Pool } from '@workauto/db';
+import { resolve } from 'node:path';
+import { createPool, pendingMigrations, runMigrations, type Pool } from '@workauto/db';
 import {
   LocalTransport,
   OUTBOX_MIGRATIONS,
@@ -49,6 +50,13 @@ export interface ServiceConfig {
   callerSigningKey?: string | undefined;
   /** GRPC_REFLECTION: serve gRPC reflection (off by default). */
   grpcReflection?: boolean | undefined;
+  /**
+   * MIGRATE_ON_START (default true). false: the start only checks that every migration is applied
+   * (main.ts waited for the migrate command) and fails naming the missing ones.
+   */
+  migrateOnStart?: boolean;
+  /** The migration folders main.ts declares for its migrate command: the start fails if they differ from the spec's. */
+  declaredMigrations?: string[];
   /** Workers: grace for in-flight work on shutdown (10 s) and silence after which a loop is stuck (60 s). */
   workerGraceMs?: number;
   workerStuckAfterMs?: number;
@@ -99,10 +107,23 @@ export async function startService<S extends UnaryServiceDefinition>(
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
     const migrations = [OUTBOX_MIGRATIONS, ...[spec.migrations].flat()];
+    if (config.declaredMigrations && config.declaredMigrations.map((d) => resolve(d)).join() !== migrations.join())
+      throw new Error(
+        `main.ts declares the migrations ${config.declaredMigrations.join(', ')} but ${spec.name} applies ${migrations.join(', ')}: ` +
+          `list the same folders in runService's migrations (the migrate command applies those)`,
+      );
     const applied = await untilDatabaseAnswers(
       config.databaseUrl,
       logger,
-      () => runMigrations(pool, migrations),
+      async () => {
+        if (config.migrateOnStart !== false) return runMigrations(pool, migrations, { logger });
+        const missing = await pendingMigrations(pool, migrations);
+        if (missing.length)
+          throw new Error(
+            `MIGRATE_ON_START=false and migrations ${missing.join(', ')} are not applied: run the migrate command first`,
+          );
+        return [];
+      },
       config.databaseWait,
     );
     if (applied.length) logger.info({ applied }, 'migrations applied');

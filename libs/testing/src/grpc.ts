@@ -56,11 +56,23 @@ export function newTenant(): { id: string; memberId: string; call: { caller: Cal
  */
 export class TestClient extends Downstream {
   override async call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: TestCallOptions = {}): Promise<Res> {
-    const metadata =
-      opts.metadata ??
-      testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
-    return super.call(method, request, { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) });
+    return super.call(method, request, signed(method, opts));
   }
+
+  override stream<Req, Res>(
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    opts: TestCallOptions & { signal?: AbortSignal } = {},
+  ): AsyncGenerator<Res, void, undefined> {
+    return super.stream(method, request, { ...signed(method, opts), ...(opts.signal ? { signal: opts.signal } : {}) });
+  }
+}
+
+function signed(method: { path: string }, opts: TestCallOptions): { metadata: grpc.Metadata; deadlineMs?: number } {
+  const metadata =
+    opts.metadata ??
+    testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
+  return { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) };
 }
 
 /** The error details of a call that must fail. */

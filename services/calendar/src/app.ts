@@ -27,7 +27,7 @@ export function createCalendarService(
       grpcService: 'workauto.calendar.v1.CalendarService',
       definition: CalendarServiceService,
       migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
-      handlers: (pool) => calendarServiceHandlers({ pool, now }),
+      handlers: (pool) => calendarServiceHandlers({ pool, logger, now }),
       workers: ({ pool, logger: workerLogger }) => [
         indexExtender(pool, workerLogger, now, config.indexRefreshMs ?? 3_600_000),
       ],

@@ -750,6 +750,27 @@ describe('calendar events over gRPC', () => {
     assert.deepEqual(await create({ title: '' }), ['title']);
     assert.deepEqual(await create({ location_lat: 91 }), ['location_lat']);
     assert.deepEqual(await create({ conference_url: 'ftp://x' }), ['conference_url']);
+    // Times outside the years 1900-2999, naming the field.
+    assert.deepEqual(await create({ start_at: d('1899-12-31T23:59:59Z') }), ['start_at']);
+    assert.deepEqual(await create({ end_at: d('3000-01-01T00:00:00Z') }), ['end_at']);
+    assert.deepEqual(
+      await create({
+        start_at: undefined,
+        end_at: undefined,
+        is_all_day: true,
+        start_date: '0001-01-01',
+        end_date: '10000-01-01',
+      }),
+      ['start_date', 'end_date'],
+    );
+    assert.deepEqual(await create({ rrule: 'FREQ=DAILY', exdates: [d('0001-06-02T13:00:00Z')] }), ['exdates[0]']);
+    assert.deepEqual(await create({ rrule: 'FREQ=DAILY;UNTIL=30000101T000000Z' }), ['rrule']);
+    for (const conference_url of [
+      'https://meet.example/x\r\nX-Injected: 1',
+      'https://meet.example/a b',
+      ' https://meet.example/',
+    ])
+      assert.deepEqual(await create({ conference_url }), ['conference_url'], JSON.stringify(conference_url));
     assert.deepEqual(await badFields(cal.client.call(S.createCalendar, { name: 'C', timezone: '+05:00' }, t.call)), [
       'timezone',
     ]);
@@ -785,6 +806,19 @@ describe('calendar events over gRPC', () => {
       ['rrule'],
     );
     assert.deepEqual(await put({ rrule: 'FREQ=DAILY;COUNT=5000' }), ['rrule']);
+    assert.deepEqual(await put({ update_scope: THIS, title: 'Y', recurrence_id: d('1800-06-02T13:00:00Z') }), [
+      'recurrence_id',
+    ]);
+    assert.deepEqual(
+      await badFields(
+        cal.client.call(
+          S.deleteEvent,
+          { id: series.id, update_scope: THIS, recurrence_id: d('3000-06-02T13:00:00Z') },
+          t.call,
+        ),
+      ),
+      ['recurrence_id'],
+    );
     const single = await cal.client.call(S.createEvent, ev(base), t.call);
     assert.deepEqual(
       await badFields(
@@ -802,6 +836,56 @@ describe('calendar events over gRPC', () => {
       ['X', 0, 'FREQ=DAILY'],
       'nothing written by refused requests',
     );
+  });
+
+  it('refuses rules more frequent than hourly, and lists a tenant’s calendar although a stored series cannot be expanded', async () => {
+    const t = tenant();
+    const c = await calendarOf(t, 'UTC');
+    const base = {
+      calendar_id: c.id,
+      title: 'X',
+      start_at: d('2026-06-03T09:00:00Z'),
+      end_at: d('2026-06-03T09:00:01Z'),
+    };
+    assert.deepEqual(await badFields(cal.client.call(S.createEvent, ev({ ...base, rrule: 'FREQ=MINUTELY' }), t.call)), [
+      'rrule',
+    ]);
+    const hourly = await cal.client.call(S.createEvent, ev({ ...base, title: 'Hourly', rrule: 'FREQ=HOURLY' }), t.call);
+    assert.deepEqual(
+      await badFields(
+        cal.client.call(S.updateEvent, upd({ id: hourly.id, rrule: 'FREQ=SECONDLY;INTERVAL=2' }), t.call),
+      ),
+      ['rrule'],
+    );
+    await cal.client.call(S.deleteEvent, { id: hourly.id, update_scope: ALL }, t.call);
+
+    // A per-second series stored before the rule, written straight into the database (no index rows).
+    const legacy = await cal.client.call(S.createEvent, ev({ ...base, title: 'Every second' }), t.call);
+    await cal.db.query(
+      `UPDATE events SET rrule = 'FREQ=SECONDLY', span_end = NULL, indexed_from = NULL, indexed_until = NULL WHERE id = $1`,
+      [legacy.id],
+    );
+    await cal.db.query('DELETE FROM occurrences WHERE event_id = $1', [legacy.id]);
+    const other = await cal.client.call(
+      S.createEvent,
+      ev({ ...base, title: 'Standup', start_at: d('2026-06-03T10:00:00Z'), end_at: d('2026-06-03T10:15:00Z') }),
+      t.call,
+    );
+
+    // Four hours of it are more occurrences than one expansion takes: the series is left out, the rest listed.
+    const list = await cal.occurrences(t.call, { from: '2026-06-03T09:00:00Z', to: '2026-06-03T13:00:00Z' });
+    assert.deepEqual(
+      list.map((e) => e.title),
+      ['Standup'],
+    );
+    assert.equal(list[0]!.id, other.id);
+    // A minute of it is listed.
+    const minute = await cal.occurrences(t.call, { from: '2026-06-03T09:00:00Z', to: '2026-06-03T09:01:00Z' });
+    assert.equal(minute.filter((e) => e.id === legacy.id).length, 60);
+    // It stays readable, so that it can be fixed.
+    assert.equal((await cal.client.call(S.getEvent, { id: legacy.id }, t.call)).rrule, 'FREQ=SECONDLY');
+    const fixed = await cal.client.call(S.updateEvent, upd({ id: legacy.id, rrule: 'FREQ=DAILY;COUNT=2' }), t.call);
+    assert.equal(fixed.rrule, 'FREQ=DAILY;COUNT=2');
   });
 
   it('keeps tenants apart: another tenant’s calendar or event is a 404', async () => {
@@ -836,6 +920,25 @@ describe('calendar events over gRPC', () => {
     await notFound(cal.client.call(S.deleteEvent, { id: made.id, update_scope: 0 }, b.call));
     await notFound(cal.client.call(S.getCalendar, { id: c.id }, b.call));
     await notFound(cal.client.call(S.getCalendarFeed, { id: c.id }, b.call));
+    await notFound(
+      (async () => {
+        for await (const _ of cal.client.stream(S.streamCalendarFeed, { id: c.id }, b.call));
+      })(),
+    );
+    // The owner's feed: streamed, and the same text through the deprecated one-message rpc.
+    let streamed = '';
+    for await (const chunk of cal.client.stream(S.streamCalendarFeed, { id: c.id }, a.call)) {
+      assert.equal(chunk.content_type, 'text/calendar; charset=utf-8');
+      streamed += Buffer.from(chunk.data).toString();
+    }
+    assert.match(streamed, /^BEGIN:VCALENDAR\r\n[\s\S]*SUMMARY:Private\r\n[\s\S]*END:VCALENDAR\r\n$/);
+    const whole = await cal.client.call(S.getCalendarFeed, { id: c.id }, a.call);
+    assert.equal(
+      Buffer.from(whole.data)
+        .toString()
+        .replace(/DTSTAMP:.*\r\n/g, ''),
+      streamed.replace(/DTSTAMP:.*\r\n/g, ''),
+    );
     await notFound(
       cal.client.call(
         S.listEvents,

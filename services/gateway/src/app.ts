@@ -150,7 +150,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
     bodyLimits(),
-    transcodingHandler(routes, downstreams, auth, idempotency, callerSigner),
+    transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger),
   );
 
   app.use((req: Request, _res: Response, next: NextFunction) =>

@@ -13,7 +13,13 @@ import protobuf from 'protobufjs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
-import { generateCallerKeys } from '@workauto/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { errors, generateCallerKeys, toServiceError } from '@workauto/grpc';
+import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
+import {
+  CalendarServiceService,
+  type StreamCalendarFeedRequest,
+} from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import type { Route } from './routes.js';
@@ -172,7 +178,7 @@ describe('gateway in front of identity', () => {
     });
     const port = await g.listen('127.0.0.1', 0);
     gateways.push(g);
-    return { gateway: g, api: client(`http://127.0.0.1:${port}`) };
+    return { gateway: g, api: client(`http://127.0.0.1:${port}`), base: `http://127.0.0.1:${port}` };
   }
 
   async function bootstrap(name: string) {
@@ -592,6 +598,92 @@ describe('gateway in front of identity', () => {
     assertError(res, 500, 'CALLER_IDENTITY_INVALID');
     assert.match(res.body.error.message, /CALLER_SIGNING_KEY.*CALLER_VERIFY_KEYS/);
     assert.equal(res.headers.get('www-authenticate'), null);
+  });
+
+  it('pipes a stream of google.api.HttpBody chunk by chunk: a JSON error before the first chunk, a cut transfer after it, a cancel when the client goes', async () => {
+    const OK = randomUUID();
+    const MISSING = randomUUID();
+    const BROKEN = randomUUID();
+    const ENDLESS = randomUUID();
+    const chunks = ['BEGIN:VCALENDAR\r\n', 'BEGIN:VEVENT\r\nUID:1\r\nEND:VEVENT\r\n', 'END:VCALENDAR\r\n'];
+    const cancelled = Promise.withResolvers<void>();
+    const body = (text: string): HttpBody => ({
+      content_type: 'text/calendar; charset=utf-8',
+      data: Buffer.from(text),
+      extensions: [],
+    });
+    // A calendar service whose feed answers as each test case needs.
+    const calendar = new grpc.Server();
+    calendar.addService({ StreamCalendarFeed: CalendarServiceService.streamCalendarFeed } as grpc.ServiceDefinition, {
+      StreamCalendarFeed: (call: grpc.ServerWritableStream<StreamCalendarFeedRequest, HttpBody>) => {
+        const { id } = call.request;
+        if (id === OK) {
+          for (const c of chunks) call.write(body(c));
+          call.end();
+        } else if (id === MISSING) {
+          call.emit('error', toServiceError(errors.notFound('calendar', id), 'calendar.workauto'));
+        } else if (id === BROKEN) {
+          call.write(body(chunks[0]!));
+          call.emit('error', toServiceError(new Error('the database went away mid-feed'), 'calendar.workauto'));
+        } else {
+          call.on('cancelled', () => cancelled.resolve());
+          const pump = () => {
+            while (call.write(body('X'.repeat(64 * 1024))));
+            call.once('drain', pump);
+          };
+          pump();
+        }
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      calendar.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
+    try {
+      const { api: feeds, base } = await startGateway({
+        downstreams: { identity: `127.0.0.1:${identity.port}`, calendar: `127.0.0.1:${port}` },
+      });
+      const ok = await feeds('GET', `/api/v1/calendars/${OK}/events.ics`, { key: a.key });
+      assert.equal(ok.status, 200);
+      assert.equal(ok.headers.get('content-type'), 'text/calendar; charset=utf-8', "the first chunk's type");
+      assert.equal(ok.text, chunks.join(''));
+
+      assertError(
+        await feeds('GET', `/api/v1/calendars/${MISSING}/events.ics`, { key: a.key }),
+        404,
+        'CALENDAR_NOT_FOUND',
+      );
+      assertError(await feeds('GET', `/api/v1/calendars/${OK}/events.ics`), 401);
+
+      const cut = await fetch(`${base}/api/v1/calendars/${BROKEN}/events.ics`, {
+        headers: { authorization: `Bearer ${a.key}` },
+      });
+      assert.equal(cut.status, 200, 'the status went out with the first chunk');
+      await assert.rejects(cut.text(), 'the client sees the transfer cut short, not a complete short body');
+      assert.match(logs.text(), /a streamed response failed after its first chunk/);
+
+      // The client reads one chunk and goes away: the gateway cancels the call, which the service sees.
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest(
+          `${base}/api/v1/calendars/${ENDLESS}/events.ics`,
+          { headers: { authorization: `Bearer ${a.key}` } },
+          (res) => {
+            assert.equal(res.statusCode, 200);
+            res.once('data', () => {
+              req.destroy();
+              resolve();
+            });
+          },
+        );
+        req.on('error', () => undefined);
+        req.on('timeout', reject);
+        req.end();
+      });
+      await cancelled.promise;
+    } finally {
+      calendar.forceShutdown();
+    }
   });
 
   it('on close, lets a request in flight finish for longer than the downstream deadline (a pod stopping mid-call)', async () => {

@@ -1,5 +1,5 @@
 import { vars, z } from '@workauto/config';
-import { runProcess } from '@workauto/service/main';
+import { migrationsOf, runProcess } from '@workauto/service/main';
 import { isCidr } from './cidr.js';
 
 /** Downstream key (proto package segment) → its address variable. */
@@ -15,6 +15,8 @@ const DOWNSTREAM_VARS = {
 
 await runProcess({
   name: 'gateway',
+  // Its Idempotency-Key table: `main.js migrate` applies it; MIGRATE_ON_START=false waits for it.
+  migrations: [migrationsOf(import.meta.url)],
   env: {
     PORT: vars.port(8080),
     DATABASE_URL: vars.url(),

@@ -239,11 +239,16 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
           }
         : r.successStatus === 204
           ? { description: 'Done; no content' }
-          : // google.api.HttpBody: the bytes themselves, with the content type the service chose (the rpc's description says which).
+          : // google.api.HttpBody: the bytes themselves, in the media types the rpc's policy declares.
             r.responseType.fullName === '.google.api.HttpBody'
             ? {
                 description: 'OK: the body as its Content-Type says',
-                content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+                content: Object.fromEntries(
+                  (r.contentTypes.length ? r.contentTypes : ['*/*']).map((type) => [
+                    type,
+                    { schema: { type: 'string', format: 'binary' } },
+                  ]),
+                ),
               }
             : {
                 description: r.successStatus === 201 ? 'Created' : 'OK',

@@ -2,8 +2,11 @@
  * The one handler behind every annotated route: match → downstream → authenticate and authorize
  * → request message → gRPC call → JSON response. Nothing here knows any endpoint.
  */
+import { once } from 'node:events';
+import * as grpc from '@grpc/grpc-js';
 import type { Request, Response } from 'express';
-import { callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
+import { DomainError, callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
+import type { Logger } from '@workauto/logger';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { accessLevels, requestCredential, type Authenticator } from './auth.js';
 import { gatewayErrors, toHttpError, type HttpError } from './errors.js';
@@ -84,6 +87,7 @@ export function transcodingHandler(
   auth: Authenticator,
   idempotency: IdempotencyStore,
   signer: CallerSigner,
+  logger: Logger,
 ) {
   const methods = new Map(routes.map((r) => [r, unaryMethod(r)]));
   return async (req: Request, res: Response): Promise<void> => {
@@ -109,6 +113,17 @@ export function transcodingHandler(
     const downstream = downstreams.get(route.downstream);
     if (!downstream)
       throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
+
+    if (route.stream) {
+      // GET only (routes.ts): nothing to record for an Idempotency-Key.
+      return streamHttpBody(res, route, logger, (signal) =>
+        downstream.stream(methods.get(route)!, encoded, {
+          metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
+          ...(route.deadlineMs ? { deadlineMs: route.deadlineMs } : {}),
+          signal,
+        }),
+      );
+    }
 
     const idempotencyKey = req.method === 'POST' ? IdempotencyStore.parseKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     const scope = (principal ? requestCredential(req)?.key : undefined) ?? 'anonymous';
@@ -157,6 +172,54 @@ function sendHttpBody(res: Response, route: Route, response: Record<string, unkn
     .status(route.successStatus)
     .type(type || 'application/octet-stream')
     .send(Buffer.from(data ?? new Uint8Array()));
+}
+
+/**
+ * A stream of google.api.HttpBody (a feed, an export) piped to the response as its chunks come, at
+ * the pace the client reads. The first chunk's content type is the response's. A failure before
+ * the first chunk is thrown, so the client gets the usual JSON error; after it the status has gone
+ * out, so the response is ended without its last chunk: the client sees a truncated transfer,
+ * never a 200 with a silently short body. A client that goes away cancels the call.
+ */
+async function streamHttpBody(
+  res: Response,
+  route: Route,
+  logger: Logger,
+  open: (signal: AbortSignal) => AsyncIterable<Record<string, unknown>>,
+): Promise<void> {
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!res.writableFinished)
+      gone.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the client closed the connection'));
+  };
+  res.on('close', onClose);
+  let started = false;
+  try {
+    for await (const chunk of open(gone.signal)) {
+      const { content_type: type, data } = chunk as { content_type?: string; data?: Uint8Array };
+      if (!started) {
+        res.status(route.successStatus).type(type || 'application/octet-stream');
+        started = true;
+      }
+      if (data?.length && !res.write(data)) await once(res, 'drain', { signal: gone.signal });
+    }
+    if (!started) res.status(route.successStatus).type('application/octet-stream');
+    res.end();
+  } catch (err) {
+    if (!started) throw err;
+    if (!gone.signal.aborted)
+      logger.error(
+        {
+          request_id: res.locals.requestId,
+          route: route.template,
+          cause: String((err as Error).message).slice(0, 500),
+        },
+        'a streamed response failed after its first chunk; the client sees it cut short',
+      );
+    res.destroy();
+  } finally {
+    res.off('close', onClose);
+  }
 }
 
 /** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */

@@ -171,4 +171,43 @@ describe('path templates', () => {
     assert.equal(buildRoutes(rootFromSource(raw('get')))[0]!.responseType.fullName, '.google.api.HttpBody');
     assert.throws(() => buildRoutes(rootFromSource(raw('post'))), /HttpBody responses are for GET routes only/);
   });
+
+  it('routes server-streaming rpcs of google.api.HttpBody (their chunks are piped), and no other stream', () => {
+    const source = (rpc: string) => `syntax = "proto3"; package workauto.raw.v1; import "google/api/annotations.proto";
+      import "google/api/httpbody.proto"; import "workauto/api/v1/policy.proto";
+      service RawService { ${rpc} } message Req { string id = 1; }`;
+    const [feed] = buildRoutes(
+      rootFromSource(
+        source(`rpc Export(Req) returns (stream google.api.HttpBody) {
+          option (google.api.http) = {get: "/api/v1/export/{id}"};
+          option (workauto.api.v1.policy) = {domain: "audit" level: ACCESS_LEVEL_ADMIN response_content_types: "application/x-ndjson" response_content_types: "text/csv"}; }`),
+      ),
+    );
+    assert.deepEqual([feed!.stream, feed!.contentTypes], [true, ['application/x-ndjson', 'text/csv']]);
+    const calendarFeed = loadRoutes().find((r) => r.template === '/api/v1/calendars/{id}/events.ics')!;
+    assert.deepEqual(
+      [calendarFeed.rpc, calendarFeed.stream, calendarFeed.contentTypes],
+      ['StreamCalendarFeed', true, ['text/calendar']],
+    );
+    assert.throws(
+      () =>
+        buildRoutes(
+          rootFromSource(
+            source('rpc Export(Req) returns (stream Req) { option (google.api.http) = {get: "/api/v1/x"}; }'),
+          ),
+        ),
+      /only a stream of google.api.HttpBody/,
+    );
+    assert.throws(
+      () =>
+        buildRoutes(
+          rootFromSource(
+            source(
+              'rpc Export(stream Req) returns (Req) { option (google.api.http) = {post: "/api/v1/x" body: "*"}; }',
+            ),
+          ),
+        ),
+      /client-streaming rpcs cannot be routed/,
+    );
+  });
 });

@@ -41,6 +41,10 @@ export interface Route {
   description: string;
   /** The policy's deadline_ms: this rpc's downstream deadline instead of the gateway's default. */
   deadlineMs?: number;
+  /** A server-streaming rpc of google.api.HttpBody: its chunks are sent to the client as they come. */
+  stream: boolean;
+  /** The media types of a google.api.HttpBody response (the policy's response_content_types). */
+  contentTypes: string[];
 }
 
 /** The public name of a route-table entry (what `Gateway.routes` holds). */
@@ -153,11 +157,11 @@ export function buildRoutes(root: protobuf.Root): Route[] {
             throw new Error(
               `${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`,
             );
-          if (method.requestStream || method.responseStream)
-            throw new Error(`${where}: streaming rpcs cannot be routed`);
+          if (method.requestStream) throw new Error(`${where}: client-streaming rpcs cannot be routed`);
           const verb = verbs[0]!;
           const template = http[verb]!;
           const policy = option<Record<string, string>>(method, '(workauto.api.v1.policy)') ?? {};
+          const contentTypes = [policy.response_content_types ?? []].flat() as string[];
           method.resolve();
           const requestType = method.resolvedRequestType!;
           const responseType = method.resolvedResponseType!;
@@ -166,8 +170,14 @@ export function buildRoutes(root: protobuf.Root): Route[] {
           const responseBody = http.response_body ?? '';
           checkBindings(where, requestType, responseType, compiled.params, body, responseBody);
           // A raw body is not replayable JSON (Idempotency-Key records): only reads may return one.
-          if (responseType.fullName === '.google.api.HttpBody' && verb !== 'get')
+          const httpBody = responseType.fullName === '.google.api.HttpBody';
+          if (httpBody && verb !== 'get')
             throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
+          // A stream goes to the client chunk by chunk: only raw bytes can, not a JSON document.
+          if (method.responseStream && !httpBody)
+            throw new Error(`${where}: only a stream of google.api.HttpBody can be routed (a server-streaming rpc)`);
+          if (contentTypes.length && !httpBody)
+            throw new Error(`${where}: response_content_types is for google.api.HttpBody responses`);
           const auth = AUTH[policy.auth ?? 'AUTH_UNSPECIFIED'];
           const level = LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'];
           if (!auth || !level) throw new Error(`${where}: unknown policy ${JSON.stringify(policy)}`);
@@ -197,6 +207,8 @@ export function buildRoutes(root: protobuf.Root): Route[] {
                     : 200,
             description: (method.comment ?? '').trim(),
             ...(Number(policy.deadline_ms) > 0 ? { deadlineMs: Number(policy.deadline_ms) } : {}),
+            stream: Boolean(method.responseStream),
+            contentTypes,
           });
         }
       } else if (obj instanceof protobuf.Namespace) {

@@ -1,11 +1,13 @@
 import { vars, z } from '@workauto/config';
-import { runService } from '@workauto/service/main';
+import { migrationsOf, runService } from '@workauto/service/main';
 // Loads openid-client, which uses fetch (not an instrumented module), so it may come before telemetry.
 import { providerSchema } from './oauth.js';
 
 await runService({
   name: 'identity',
   grpcPort: 50051,
+  // The migrate command's folders, as app.ts's spec lists them (the start checks they match).
+  migrations: [migrationsOf(import.meta.url)],
   env: {
     PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters'),
     ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),

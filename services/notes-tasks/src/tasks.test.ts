@@ -153,6 +153,27 @@ describe('tasks over gRPC', () => {
     );
     assert.deepEqual(await nt.client.call(S.updateTask, { id: task.id }, t.call), p, 'an empty patch changes nothing');
     assert.deepEqual(await nt.events(t.id), ['task.created', 'task.updated']);
+    // Times outside the years 1900-2999 are refused, naming the field.
+    assert.deepEqual(
+      await badFields(
+        nt.client.call(
+          S.updateTask,
+          { id: task.id, due_date: '1899-12-31', deadline: '3000-01-01', start_date: '0001-01-01' },
+          t.call,
+        ),
+      ),
+      ['due_date', 'deadline', 'start_date'],
+    );
+    assert.deepEqual(
+      await badFields(nt.client.call(S.createTask, { title: 'Far', due_at: new Date('9999-12-31T12:00:00Z') }, t.call)),
+      ['due_at'],
+    );
+    const edge = await nt.client.call(
+      S.createTask,
+      { title: 'Edge', due_date: '2999-12-31', start_date: '1900-01-01' },
+      t.call,
+    );
+    assert.deepEqual([edge.due_date, edge.start_date], ['2999-12-31', '1900-01-01']);
   });
 
   it('lists newest first with filters; snoozed tasks are hidden unless asked for', async () => {

@@ -1,4 +1,7 @@
--- last_success_at was written by every successful delivery and read by nothing (the API has no such
--- field); the write made each endpoint's row the hot spot of delivery recording. failing_since
--- (the auto-disable streak) is what the product uses.
-ALTER TABLE webhook_endpoints DROP COLUMN last_success_at;
+-- Empty on purpose. This file dropped webhook_endpoints.last_success_at in the release that stopped
+-- writing it; the previous release's pods still wrote it on every delivery during the rolling
+-- upgrade and failed until they were replaced (docs/operations.md, Upgrades). The column stays,
+-- nullable and unused, for one release; the release after drops it in a new file with
+-- `-- contract: webhook_endpoints.last_success_at` and DROP COLUMN IF EXISTS (installs that ran the
+-- old version of this file have dropped it already). The file keeps its name: those installs have
+-- recorded it, and the others record it now, so no install runs it twice.

@@ -1,4 +1,4 @@
-import { expandOccurrences, type Occurrence, type Series } from './recurrence.js';
+import { RecurrenceError, expandOccurrences, type Occurrence, type Series } from './recurrence.js';
 
 /**
  * GET /events: the occurrences of a window from the stored rows, in one order and paged exactly.
@@ -74,7 +74,9 @@ export function decodeOccurrenceCursor(text: string): OccurrenceKey | undefined 
 
 /**
  * The occurrences of masters in [from, to) after `after` that `include` accepts, those an exception
- * replaces (`<master id>/<epoch ms>` in `replaced`) left out. Unsorted.
+ * replaces (`<master id>/<epoch ms>` in `replaced`) left out. Unsorted. A master the engine refuses
+ * to expand over the window (a stored rule denser than its caps) is left out and passed to
+ * `refused`: one series never fails the listing of the others.
  */
 export function expandedAfter<R extends ListableRow>(
   masters: R[],
@@ -82,11 +84,20 @@ export function expandedAfter<R extends ListableRow>(
   replaced: ReadonlySet<string>,
   window: { from: Date; to: Date },
   after: OccurrenceKey | undefined,
-  include: (row: R, occurrence: Occurrence) => boolean = () => true,
+  include: (row: R, occurrence: Occurrence) => boolean,
+  refused: (row: R, err: RecurrenceError) => void,
 ): Listed<R>[] {
   const out: Listed<R>[] = [];
   for (const row of masters) {
-    for (const occurrence of expandOccurrences(seriesOf(row), window)) {
+    let occurrences: Occurrence[];
+    try {
+      occurrences = expandOccurrences(seriesOf(row), window);
+    } catch (err) {
+      if (!(err instanceof RecurrenceError)) throw err;
+      refused(row, err);
+      continue;
+    }
+    for (const occurrence of occurrences) {
       if (replaced.has(`${row.id}/${occurrence.recurrence_id.getTime()}`) || !include(row, occurrence)) continue;
       const key = { start: occurrence.recurrence_id, id: row.id, recurrenceId: occurrence.recurrence_id };
       if (!after || compareKeys(key, after) > 0) out.push({ row, key, occurrence });

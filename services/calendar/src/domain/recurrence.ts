@@ -1,3 +1,4 @@
+import { YEARS } from '@workauto/grpc';
 import { RRuleTemporal } from 'rrule-temporal';
 import { Temporal } from 'temporal-polyfill';
 import { RecurrenceError } from './errors.js';
@@ -89,6 +90,8 @@ const NUMERIC_PARTS: Record<string, { min: number; max: number; signed: boolean 
 };
 const PART_NAMES = ['FREQ', 'INTERVAL', 'COUNT', 'UNTIL', 'BYDAY', 'WKST', ...Object.keys(NUMERIC_PARTS)];
 const SUB_DAILY: readonly Freq[] = ['HOURLY', 'MINUTELY', 'SECONDLY'];
+/** Refused when storing a series (the engine still expands those stored before). */
+const SUB_HOURLY: readonly Freq[] = ['MINUTELY', 'SECONDLY'];
 const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 
 type Until = { kind: 'utc'; at: Date } | { kind: 'date'; date: Temporal.PlainDate };
@@ -444,6 +447,15 @@ function endOf(o: Occurrence, timezone: string): Date {
  */
 export function checkSeries(series: Series): void {
   const p = prepare(series);
+  const { until } = p.parsed;
+  const untilYear = until && (until.kind === 'utc' ? until.at.getUTCFullYear() : until.date.year);
+  if (untilYear && (untilYear < YEARS.min || untilYear > YEARS.max))
+    throw invalid(`has an UNTIL in ${untilYear}: UNTIL must be in the years ${YEARS.min} to ${YEARS.max}`);
+  if (SUB_HOURLY.includes(p.parsed.freq)) {
+    throw invalid(
+      `has FREQ=${p.parsed.freq}, which repeats more often than hourly: a listing window of a few hours would hold more occurrences than one listing expands. Use FREQ=HOURLY or coarser`,
+    );
+  }
   const first = guarded('rrule', () => p.ruleWithoutExdates().all((_, i) => i < 2));
   const startText = p.isAllDay
     ? p.dtstart.toPlainDate().toString()

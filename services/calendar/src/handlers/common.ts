@@ -1,4 +1,5 @@
 import type { Pool } from '@workauto/db';
+import type { Logger } from '@workauto/logger';
 import { enumMapping, errors } from '@workauto/grpc';
 import { resourceJsonOf } from '@workauto/protos';
 import {
@@ -34,12 +35,11 @@ export const LIMITS = {
   reminders: 20,
   reminderMinutes: 40_320,
   exdates: 1_000,
-  /** Events in one iCalendar feed. */
-  feedEvents: 5_000,
 };
 
 export interface CalendarDeps {
   pool: Pool;
+  logger: Logger;
   /** The clock next_occurrence is computed against (tests pin it). */
   now?: () => Date;
 }

@@ -127,6 +127,7 @@ function definedOf<T extends object>(o: T): Partial<T> {
 /**
  * next_occurrence: the first start after `now` of a series, exceptions taken into account (an
  * exception replaces its occurrence with its own start); null for other events and ended series.
+ * Throws the engine's RecurrenceError for a stored rule it refuses to evaluate.
  */
 export function nextOccurrenceOf(
   row: EventRow,
@@ -134,14 +135,12 @@ export function nextOccurrenceOf(
   now: Date,
 ): Date | null {
   if (!row.rrule || row.series_id) return null;
-  const fromRule = recurrence(() =>
-    nextOccurrence(
-      seriesOf(
-        row,
-        exceptions.map((e) => e.recurrence_id),
-      ),
-      now,
+  const fromRule = nextOccurrence(
+    seriesOf(
+      row,
+      exceptions.map((e) => e.recurrence_id),
     ),
+    now,
   );
   const moved = exceptions.map((e) => e.span_start).filter((s) => s.getTime() > now.getTime());
   const all = [...(fromRule ? [fromRule] : []), ...moved].sort((a, b) => a.getTime() - b.getTime());

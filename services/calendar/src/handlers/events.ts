@@ -3,8 +3,10 @@ import {
   errors,
   parsePage,
   patchNulls,
+  toPage,
   validate,
   changedFields,
+  checkYears,
   textOrNull,
   type CallContext,
   type Handlers,
@@ -25,6 +27,7 @@ import {
   type Listed,
 } from '../domain/listing.js';
 import {
+  RecurrenceError,
   canonicalTimezone,
   checkWindow,
   expandOccurrences,
@@ -135,13 +138,31 @@ const icalUid = (id: string) => `${id}@workauto`;
 
 export function eventHandlers({
   pool,
+  logger,
   now = () => new Date(),
 }: CalendarDeps): Pick<H, 'createEvent' | 'listEvents' | 'getEvent' | 'updateEvent' | 'deleteEvent'> {
+  /**
+   * next_occurrence of a master; null, with a log line, for a stored series the engine refuses to
+   * evaluate (its rule is denser than the engine's caps): reading it must not fail.
+   */
+  function nextOf(row: EventRow, exceptions: { recurrence_id: Date; span_start: Date }[], at: Date): Date | null {
+    try {
+      return nextOccurrenceOf(row, exceptions, at);
+    } catch (err) {
+      if (!(err instanceof RecurrenceError)) throw err;
+      logger.warn(
+        { tenant_id: row.tenant_id, event_id: row.id, rrule: row.rrule, reason: err.message },
+        'next_occurrence of a stored series cannot be computed; it is null',
+      );
+      return null;
+    }
+  }
+
   /** The API view of a stored row: next_occurrence computed now, from the master and its exceptions. */
   async function view(db: PoolClient | typeof pool, tenantId: string, row: EventRow): Promise<CalendarEvent> {
     if (!row.rrule || row.deleted_at) return toEvent(row);
     const exceptions = await events.exceptionStarts(db, tenantId, [row.id]);
-    return toEvent(row, { next_occurrence: nextOccurrenceOf(row, exceptions, now()) });
+    return toEvent(row, { next_occurrence: nextOf(row, exceptions, now()) });
   }
 
   /**
@@ -171,7 +192,7 @@ export function eventHandlers({
           .sort((a, b) => a.getTime() - b.getTime());
         out.set(m.id, all[0] ?? null);
       } else {
-        out.set(m.id, nextOccurrenceOf(m, await events.exceptionStarts(pool, tenantId, [m.id]), at));
+        out.set(m.id, nextOf(m, await events.exceptionStarts(pool, tenantId, [m.id]), at));
       }
     }
     return out;
@@ -377,19 +398,31 @@ export function eventHandlers({
           new Date(from.getTime() - longest),
           to,
         );
+        // A master without index rows (none were ever written for it) is expanded whole.
         const outside = (m: EventRow, o: Occurrence) =>
-          o.recurrence_id.getTime() < m.indexed_from!.getTime() ||
-          o.recurrence_id.getTime() >= m.indexed_until!.getTime();
+          !m.indexed_from ||
+          !m.indexed_until ||
+          o.recurrence_id.getTime() < m.indexed_from.getTime() ||
+          o.recurrence_id.getTime() >= m.indexed_until.getTime();
         items.push(
-          ...recurrence(() =>
-            expandedAfter(
-              unindexed,
-              (r) => seriesOf(r),
-              new Set(replaced.map((r) => `${r.series_id}/${r.recurrence_id.getTime()}`)),
-              window,
-              page.after,
-              outside,
-            ),
+          ...expandedAfter(
+            unindexed,
+            (r) => seriesOf(r),
+            new Set(replaced.map((r) => `${r.series_id}/${r.recurrence_id.getTime()}`)),
+            window,
+            page.after,
+            outside,
+            (m, err) =>
+              logger.warn(
+                {
+                  tenant_id: ctx.tenant,
+                  event_id: m.id,
+                  rrule: m.rrule,
+                  reason: err.message,
+                  request_id: ctx.requestId,
+                },
+                'a stored series cannot be expanded over this window; its occurrences outside the index are left out of the listing (change its rrule to fix it)',
+              ),
           ),
         );
       }
@@ -397,15 +430,14 @@ export function eventHandlers({
       // next_occurrence of the masters on this page.
       const pageMasters = new Map(listed.items.filter((i) => i.occurrence).map((i) => [i.row.id, i.row]));
       const next = await listedNextOccurrences([...pageMasters.values()], ctx.tenant);
-      return {
-        data: listed.items.map((i) =>
+      return toPage(
+        { rows: listed.items, keys: listed.items.map((i) => i.key), ...(listed.next ? { next: listed.next } : {}) },
+        (i) =>
           toEvent(i.row, {
             ...(i.occurrence ? { occurrence: i.occurrence, next_occurrence: next.get(i.row.id) ?? null } : {}),
           }),
-        ),
-        has_more: listed.next !== undefined,
-        ...(listed.next ? { next_cursor: encodeOccurrenceCursor(listed.next) } : {}),
-      };
+        encodeOccurrenceCursor,
+      );
     },
 
     async getEvent(req, ctx) {
@@ -558,7 +590,7 @@ export function eventHandlers({
     },
 
     async deleteEvent(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
+      checkYears(validate().uuid('id', req.id, { required: true }), 'recurrence_id', req.recurrence_id).done();
       const given = scopes.toDomain(req.update_scope) as Scope | undefined;
       await withTransaction(
         pool,

@@ -1,4 +1,4 @@
-import { checkEnum, checkMetadata, type Validator } from '@workauto/grpc';
+import { checkEnum, checkHttpUrl, checkMetadata, checkYears, type Validator } from '@workauto/grpc';
 import type {
   CreateEventRequest,
   Reminder,
@@ -7,18 +7,6 @@ import type {
 import { LIMITS, availabilities, eventTypes, reminderMethods, statuses, visibilities } from './common.js';
 
 // Field checks of this service, added to one Validator so a request's problems come together.
-
-export function checkUrl(v: Validator, field: string, value: string | undefined): Validator {
-  if (value === undefined || value === '') return v;
-  let ok = value.trim().length <= LIMITS.url;
-  try {
-    const url = new URL(value.trim());
-    ok &&= url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    ok = false;
-  }
-  return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${LIMITS.url} characters`);
-}
 
 function checkCoordinate(v: Validator, field: string, value: number | undefined, max: number): Validator {
   if (value === undefined) return v;
@@ -52,7 +40,7 @@ export function checkEventFields(
     .text('location', req.location, { min, max: LIMITS.location })
     .text('color', req.color, { min, max: LIMITS.color })
     .uuid('organizer_id', req.organizer_id === '' && clearable ? undefined : req.organizer_id);
-  checkUrl(v, 'conference_url', req.conference_url);
+  checkHttpUrl(v, 'conference_url', req.conference_url, LIMITS.url);
   checkCoordinate(v, 'location_lat', req.location_lat, 90);
   checkCoordinate(v, 'location_lng', req.location_lng, 180);
   checkEnum(v, 'event_type', req.event_type, eventTypes, false);
@@ -61,5 +49,8 @@ export function checkEventFields(
   checkEnum(v, 'visibility', req.visibility, visibilities, false);
   checkReminders(v, req.reminders);
   if (req.exdates.length > LIMITS.exdates) v.add('exdates', `must have at most ${LIMITS.exdates} dates`);
+  for (const f of ['start_at', 'end_at', 'start_date', 'end_date'] as const) checkYears(v, f, req[f]);
+  req.exdates.forEach((at, i) => checkYears(v, `exdates[${i}]`, at));
+  if ('recurrence_id' in req) checkYears(v, 'recurrence_id', req.recurrence_id);
   return checkMetadata(v, 'metadata', req.metadata);
 }

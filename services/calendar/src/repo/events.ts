@@ -193,17 +193,30 @@ export async function replacedOccurrences(
   return rows;
 }
 
-/** The calendar's live events for its feed: at most `limit`, those that end last first (series without an end first). */
-export async function feedEvents(
+/** The time zones the calendar's live timed events use (the feed's VTIMEZONEs; UTC needs none). */
+export async function feedZones(db: Queryable, tenantId: string, calendarId: string): Promise<string[]> {
+  const { rows } = await db.query<{ timezone: string }>(
+    `SELECT DISTINCT timezone FROM events
+      WHERE tenant_id = $1 AND calendar_id = $2 AND deleted_at IS NULL AND NOT is_all_day AND timezone <> 'UTC'
+      ORDER BY timezone`,
+    [tenantId, calendarId],
+  );
+  return rows.map((r) => r.timezone);
+}
+
+/** The calendar's live events after the id `after` in id order, at most `limit`: the feed reads them batch by batch. */
+export async function feedBatch(
   db: Queryable,
   tenantId: string,
   calendarId: string,
+  after: string | undefined,
   limit: number,
 ): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>(
-    `SELECT ${COLUMNS} FROM events WHERE tenant_id = $1 AND calendar_id = $2 AND deleted_at IS NULL
-      ORDER BY span_end DESC NULLS FIRST, id LIMIT $3`,
-    [tenantId, calendarId, limit],
+    `SELECT ${COLUMNS} FROM events
+      WHERE tenant_id = $1 AND calendar_id = $2 AND deleted_at IS NULL AND ($3::uuid IS NULL OR id > $3)
+      ORDER BY id LIMIT $4`,
+    [tenantId, calendarId, after ?? null, limit],
   );
   return rows;
 }

@@ -15,6 +15,7 @@ import {
   textOrNull,
   checkId,
   checkDate,
+  checkYears,
 } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type {
@@ -80,6 +81,7 @@ function checkTaskFields(v: Validator, req: CreateTaskRequest | UpdateTaskReques
   for (const f of ['parent_id', 'assignee_id', 'project_id', 'section_id', 'status_id'] as const)
     checkId(v, f, req[f], clearable);
   for (const f of ['due_date', 'deadline', 'start_date'] as const) checkDate(v, f, req[f], clearable);
+  for (const f of ['due_at', 'due_date', 'deadline', 'start_date'] as const) checkYears(v, f, req[f]);
   checkEnum(v, 'priority', req.priority, priorities, false);
   checkMinutes(v, 'estimation_minutes', req.estimation_minutes);
   checkMinutes(v, 'time_spent_minutes', req.time_spent_minutes);

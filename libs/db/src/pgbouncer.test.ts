@@ -1,0 +1,182 @@
+/**
+ * The migration runner through a real PgBouncer in transaction mode (what docs/decisions.md calls
+ * supported): there, consecutive statements of one client may run on different server connections,
+ * and a session-level advisory lock stays on whichever connection took it, shared by every client
+ * that lands there next. PgBouncer comes from Debian's package (.ci/pgbouncer.sh, cached).
+ */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { createPool, ensureDatabase } from './index.js';
+import { runMigrations } from './migrations.js';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const found = spawnSync(join(ROOT, '.ci/pgbouncer.sh'), { encoding: 'utf8' });
+const skip =
+  found.status === 3 ? found.stderr.trim() : !process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL is not set' : false;
+if (found.status !== 0 && found.status !== 3) throw new Error(`.ci/pgbouncer.sh failed:\n${found.stderr}`);
+const PGBOUNCER = found.stdout.trim();
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A PgBouncer in transaction mode with poolSize server connections per database, in front of the test server. */
+async function startBouncer(poolSize: number): Promise<{ url(db: string): string; stop(): Promise<void> }> {
+  const server = new URL(process.env.TEST_DATABASE_URL!);
+  const port = await freePort();
+  const dir = await mkdtemp(join(tmpdir(), 'pgbouncer-'));
+  chmodSync(dir, 0o755); // pgbouncer started as root switches to the postgres user, which reads the file
+  const ini = join(dir, 'pgbouncer.ini');
+  // trust still needs the user listed; the server password comes from the [databases] entry.
+  await writeFile(join(dir, 'users.txt'), `"${server.username}" ""\n`, { mode: 0o644 });
+  await writeFile(
+    ini,
+    [
+      '[databases]',
+      `* = host=${server.hostname} port=${server.port} user=${server.username} password=${server.password}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      'pool_mode = transaction',
+      `default_pool_size = ${poolSize}`,
+      'max_client_conn = 100',
+      // node-postgres sends the pool's statement_timeout as a startup parameter; PgBouncer 1.18
+      // refuses unknown ones (1.20+ can track it instead: track_extra_parameters).
+      'ignore_startup_parameters = statement_timeout',
+    ].join('\n'),
+  );
+  chmodSync(ini, 0o644);
+  const args = process.getuid?.() === 0 ? ['-u', 'postgres', ini] : [ini];
+  const proc: ChildProcess = spawn(PGBOUNCER, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout!.on('data', (c: Buffer) => (output += c.toString()));
+  proc.stderr!.on('data', (c: Buffer) => (output += c.toString()));
+  const url = (db: string) => `postgres://${server.username}:${server.password}@127.0.0.1:${port}/${db}`;
+  for (let i = 0; ; i++) {
+    const client = new pg.Client({ connectionString: url('postgres') });
+    const ok = await client.connect().then(
+      () => true,
+      () => false,
+    );
+    await client.end().catch(() => undefined);
+    if (ok) break;
+    if (i > 100 || proc.exitCode !== null) {
+      proc.kill('SIGKILL');
+      throw new Error(`pgbouncer did not start:\n${output}`);
+    }
+    await sleep(50);
+  }
+  return {
+    url,
+    async stop() {
+      proc.kill('SIGTERM');
+      if (proc.exitCode === null) await new Promise((r) => proc.once('exit', r));
+    },
+  };
+}
+
+async function migrationsDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+  for (const [name, sql] of Object.entries(files)) await writeFile(join(dir, name), sql);
+  return dir;
+}
+
+/** Three slow files, each appending to a log table without a key: a file applied twice shows as a duplicate row. */
+const quiet = { info: () => undefined, warn: () => undefined };
+
+const SLOW_FILES = {
+  '0001_log.sql': 'CREATE TABLE m_log (file text NOT NULL);',
+  '0002_a.sql': "SELECT pg_sleep(0.3); INSERT INTO m_log VALUES ('0002');",
+  '0003_b.sql': "SELECT pg_sleep(0.3); INSERT INTO m_log VALUES ('0003');",
+};
+
+describe('runMigrations behind PgBouncer in transaction mode', { skip }, () => {
+  let direct: pg.Pool;
+  before(() => {
+    direct = createPool(process.env.TEST_DATABASE_URL!, { max: 2 });
+  });
+  after(() => direct?.end());
+
+  for (const poolSize of [1, 4]) {
+    it(`two runners at once (${poolSize} server connection${poolSize > 1 ? 's' : ''}): each file applied once, no lock left behind`, async () => {
+      const name = `t_bouncer_${randomBytes(4).toString('hex')}`;
+      await ensureDatabase(process.env.TEST_DATABASE_URL!, name);
+      const bouncer = await startBouncer(poolSize);
+      const dir = await migrationsDir(SLOW_FILES);
+      const pools = [createPool(bouncer.url(name), { max: 3 }), createPool(bouncer.url(name), { max: 3 })];
+      try {
+        const runs = await Promise.allSettled(
+          pools.map((p) => runMigrations(p, [dir], { waitLogEveryMs: 100, logger: quiet })),
+        );
+        const failed = runs.filter((r) => r.status === 'rejected').map((r) => String(r.reason));
+        assert.deepEqual(failed, [], 'both runners succeed');
+        const applied = runs.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+        assert.deepEqual(applied.sort(), ['0001_log', '0002_a', '0003_b'], 'each file applied by one runner');
+        const db = createPool(bouncer.url(name), { max: 1 });
+        try {
+          assert.deepEqual((await db.query('SELECT file FROM m_log ORDER BY file')).rows, [
+            { file: '0002' },
+            { file: '0003' },
+          ]);
+        } finally {
+          await db.end();
+        }
+        // On the server itself: no server connection kept the lock (a session lock taken through
+        // the pooler stays on whichever connection ran it, and blocks the next release's start).
+        const { rows } = await direct.query(
+          `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = $1)`,
+          [name],
+        );
+        assert.deepEqual(rows, []);
+      } finally {
+        await Promise.all(pools.map((p) => p.end()));
+        await bouncer.stop();
+      }
+    });
+  }
+
+  it('applies a no-transaction file (CREATE INDEX CONCURRENTLY) through the pooler, between transactional ones', async () => {
+    const name = `t_bouncer_${randomBytes(4).toString('hex')}`;
+    await ensureDatabase(process.env.TEST_DATABASE_URL!, name);
+    const bouncer = await startBouncer(2);
+    const pool = createPool(bouncer.url(name), { max: 2 });
+    try {
+      const dir = await migrationsDir({
+        ...SLOW_FILES,
+        '0004_index.sql': '-- no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS m_log_file ON m_log (file);',
+        '0005_c.sql': "INSERT INTO m_log VALUES ('0005');",
+      });
+      assert.deepEqual(await runMigrations(pool, [dir], { logger: quiet }), [
+        '0001_log',
+        '0002_a',
+        '0003_b',
+        '0004_index',
+        '0005_c',
+      ]);
+      assert.deepEqual(
+        (await pool.query("SELECT indisvalid FROM pg_index WHERE indexrelid = 'm_log_file'::regclass")).rows,
+        [{ indisvalid: true }],
+      );
+    } finally {
+      await pool.end();
+      await bouncer.stop();
+    }
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * The two ways a process meets its migrations besides applying them at start: the `migrate`
+ * command (a Kubernetes Job before the rollout) and, with MIGRATE_ON_START=false, waiting until
+ * that Job has applied them. Loaded by main.ts only when needed (it imports pg).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPool, pendingMigrations, runMigrations } from '@workauto/db';
+import type { Logger } from '@workauto/logger';
+import { describeDatabase, untilDatabaseAnswers } from './database.js';
+
+/** How long the migrate command waits for an unreachable database before failing. */
+const MIGRATE_DATABASE_WAIT_MS = 120_000;
+
+/**
+ * Applies the migrations of dirs and resolves to the process's exit code: 0 once the database has
+ * every one, 1 after one fatal line naming the problem.
+ */
+export async function migrate(opts: {
+  name: string;
+  databaseUrl: string;
+  dirs: string[];
+  logger: Logger;
+}): Promise<number> {
+  const { logger } = opts;
+  const pool = createPool(opts.databaseUrl, { max: 2, applicationName: `${opts.name}:migrate` });
+  try {
+    const applied = await untilDatabaseAnswers(
+      opts.databaseUrl,
+      logger,
+      () => runMigrations(pool, opts.dirs, { logger }),
+      { timeoutMs: MIGRATE_DATABASE_WAIT_MS },
+    );
+    logger.info(
+      { applied, database: describeDatabase(opts.databaseUrl) },
+      applied.length ? `applied ${applied.length} migrations` : 'no migrations to apply: the database has every one',
+    );
+    return 0;
+  } catch (err) {
+    logger.fatal(
+      { err, database: describeDatabase(opts.databaseUrl) },
+      `migrate failed: ${(err as Error).message ?? String(err)}`,
+    );
+    return 1;
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+/** The database lacked some of the process's migrations for the whole wait. */
+export class MigrationsMissingError extends Error {
+  override name = 'MigrationsMissingError';
+}
+
+/**
+ * MIGRATE_ON_START=false: resolves once the database has recorded every migration of dirs (a
+ * newer release's extra ones do not matter), logging what it waits for; throws
+ * MigrationsMissingError after timeoutMs. Reads only, so the process needs no DDL rights.
+ */
+export async function waitUntilMigrated(opts: {
+  name: string;
+  databaseUrl: string;
+  dirs: string[];
+  logger: Logger;
+  timeoutMs: number;
+  /** How the operator runs the migrations, for the log lines. */
+  command: string;
+  pollMs?: number;
+  logEveryMs?: number;
+}): Promise<void> {
+  const { logger } = opts;
+  const where = describeDatabase(opts.databaseUrl);
+  const pool = createPool(opts.databaseUrl, { max: 1, applicationName: `${opts.name}:wait-for-migrations` });
+  const started = Date.now();
+  let logged = 0;
+  let lastMissing = '';
+  try {
+    for (;;) {
+      const left = Math.max(1, opts.timeoutMs - (Date.now() - started));
+      const missing = await untilDatabaseAnswers(opts.databaseUrl, logger, () => pendingMigrations(pool, opts.dirs), {
+        timeoutMs: left,
+      });
+      if (missing.length === 0) {
+        if (logged) logger.info({ waited_ms: Date.now() - started }, 'every migration is applied; starting');
+        return;
+      }
+      const waited = Date.now() - started;
+      if (waited >= opts.timeoutMs) {
+        throw new MigrationsMissingError(
+          `${where} still lacks migrations ${missing.join(', ')} after ${Math.round(waited / 1000)} s and ` +
+            `MIGRATE_ON_START=false, so this process does not apply them: run the migrate Job (${opts.command}), ` +
+            `or set MIGRATE_ON_START=true; MIGRATION_WAIT_TIMEOUT_MS (${opts.timeoutMs}) sets how long a start waits`,
+        );
+      }
+      const key = missing.join(',');
+      if (key !== lastMissing || Date.now() - logged >= (opts.logEveryMs ?? 5_000)) {
+        logger.warn(
+          { database: where, missing, waited_ms: waited },
+          `waiting for migrations ${missing.join(', ')} before serving (MIGRATE_ON_START=false): run the migrate Job (${opts.command})`,
+        );
+        logged = Date.now();
+        lastMissing = key;
+      }
+      await sleep(Math.min(opts.pollMs ?? 1_000, Math.max(1, opts.timeoutMs - waited)));
+    }
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
