@@ -9,7 +9,12 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { createPool, newId, type Pool } from '@workauto/db';
-import { IdentityServiceService as S } from '@workauto/protos/workauto/identity/v1/identity.js';
+import {
+  AuditLogExportFormat as F,
+  IdentityServiceService as S,
+} from '@workauto/protos/workauto/identity/v1/identity.js';
+import { parse } from 'csv-parse/sync';
+import { auditEntryJson } from './domain/audit-export.js';
 import { auditLogBatches, insertAuditEntry, type AuditFilter, type AuditRow } from './repo/audit-log.js';
 import { as, failure, startIdentity } from './test-support.js';
 
@@ -193,5 +198,86 @@ describe('audit log filters and export batches', () => {
         name,
       );
     }
+  });
+
+  it('exports every matching entry oldest first over several batches and chunks, in both formats', async () => {
+    // 1,200 entries with some weight: three reads of 500 and several chunks of 128 KiB.
+    const big = randomUUID();
+    const entries = Array.from({ length: 1_200 }, (_, i) => ({
+      ...entriesOf(big)[i % 40]!,
+      id: newId(),
+      created_at: new Date(T0 + i * 1_000),
+      metadata: { i, text: `line ${i}, with "quotes"\nand a break `.repeat(8) },
+    }));
+    for (const e of entries) await insertAuditEntry(pool, e);
+    const exportAs = async (tenantId: string, req: Record<string, unknown>) => {
+      const chunks = [];
+      for await (const c of identity.client.stream(
+        S.exportAuditLog,
+        { format: F.AUDIT_LOG_EXPORT_FORMAT_NDJSON, ...req },
+        as(tenantId, randomUUID()),
+      ))
+        chunks.push(c);
+      return {
+        types: new Set(chunks.map((c) => c.content_type)),
+        count: chunks.length,
+        text: Buffer.concat(chunks.map((c) => c.data)).toString(),
+      };
+    };
+    const ndjson = await exportAs(big, {});
+    assert.deepEqual([...ndjson.types], ['application/x-ndjson']);
+    assert.ok(ndjson.count > 3, `streamed in chunks, got ${ndjson.count}`);
+    const lines = ndjson.text.split('\n');
+    assert.equal(lines.pop(), '');
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l)),
+      entries.map(auditEntryJson),
+      'every entry, oldest first, in the list’s JSON shape',
+    );
+
+    const f: AuditFilter = {
+      actor_id: ACTORS[0],
+      resource_type: 'note',
+      from: new Date(T0 + 100_000),
+      to: new Date(T0 + 1_000_000),
+    };
+    const csv = await exportAs(big, { ...f, format: F.AUDIT_LOG_EXPORT_FORMAT_CSV });
+    assert.deepEqual([...csv.types], ['text/csv; charset=utf-8']);
+    const records = parse(csv.text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    const expected = matching(entries, f).reverse();
+    assert.ok(expected.length > 100);
+    assert.deepEqual(
+      records.map((r) => r.id),
+      expected.map((e) => e.id),
+    );
+    assert.deepEqual(JSON.parse(records[0]!.metadata!), expected[0]!.metadata);
+
+    // Nothing of another tenant, and an export with no match still says what it is.
+    assert.equal((await exportAs(tenant, {})).text.split('\n').length - 1, mine.length);
+    const none = await exportAs(big, { action: 'nothing.matches' });
+    assert.deepEqual([none.text, [...none.types]], ['', ['application/x-ndjson']]);
+    const header = await exportAs(big, { action: 'nothing.matches', format: F.AUDIT_LOG_EXPORT_FORMAT_CSV });
+    assert.equal(
+      header.text,
+      'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent\r\n',
+    );
+  });
+
+  it('refuses a bad export request before sending anything', async () => {
+    const err = await failure(
+      (async () => {
+        for await (const _ of identity.client.stream(
+          S.exportAuditLog,
+          { format: F.AUDIT_LOG_EXPORT_FORMAT_UNSPECIFIED, from: minute(2), to: minute(1) },
+          ctx,
+        ))
+          assert.fail('no chunk before the request is checked');
+      })(),
+    );
+    assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+    assert.deepEqual(
+      err.fieldViolations.map((v) => v.field),
+      ['format', 'to'],
+    );
   });
 });
