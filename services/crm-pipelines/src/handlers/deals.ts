@@ -23,7 +23,7 @@ import {
   normalizeCurrency,
   storedAmountProblem,
 } from '../domain/money.js';
-import type { StageType } from '../domain/weighting.js';
+import type { StageType } from '../repo/stages.js';
 import * as contacts from '../repo/contacts.js';
 import * as deals from '../repo/deals.js';
 import * as history from '../repo/history.js';

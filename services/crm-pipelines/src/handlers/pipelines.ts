@@ -19,7 +19,7 @@ import type {
 } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { minorUnitDigits, normalizeCurrency } from '../domain/money.js';
 import { moveTo, orderOfInputs } from '../domain/ordering.js';
-import type { StageType } from '../domain/weighting.js';
+import type { StageType } from '../repo/stages.js';
 import * as deals from '../repo/deals.js';
 import * as pipelines from '../repo/pipelines.js';
 import * as stages from '../repo/stages.js';

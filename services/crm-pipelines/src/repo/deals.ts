@@ -8,7 +8,7 @@ import {
   type PageQuery,
   type Queryable,
 } from '@workauto/db';
-import type { StageType } from '../domain/weighting.js';
+import type { StageType } from './stages.js';
 
 export interface DealRow {
   id: string;

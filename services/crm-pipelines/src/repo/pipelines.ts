@@ -129,12 +129,3 @@ export async function updatePipeline(
 ): Promise<PipelineRow> {
   return (await updateTenantRow<PipelineRow>(db, 'pipelines', COLUMNS, tenantId, id, patch))!;
 }
-
-/** Re-reads rows after order changes (display_order is in the response). */
-export async function findPipelines(db: Queryable, tenantId: string, ids: string[]): Promise<PipelineRow[]> {
-  const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
-    [tenantId, ids],
-  );
-  return rows;
-}

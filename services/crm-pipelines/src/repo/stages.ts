@@ -1,6 +1,8 @@
 import { updateTenantRow } from '@workauto/db';
 import type { Queryable } from '@workauto/db';
-import type { StageType } from '../domain/weighting.js';
+
+/** A stage's type: how its deals weigh in the pipeline summary (repo/summary.ts). */
+export type StageType = 'open' | 'won' | 'lost';
 
 export interface StageRow {
   id: string;

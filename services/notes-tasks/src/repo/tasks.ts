@@ -241,15 +241,6 @@ export async function children(db: Queryable, tenantId: string, parentId: string
   return rows;
 }
 
-/** Re-reads tasks (after positions changed). */
-export async function findTasks(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
-  const { rows } = await db.query<TaskRow>(
-    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
-    [tenantId, ids],
-  );
-  return rows;
-}
-
 export async function updateTask(db: Queryable, tenantId: string, id: string, patch: TaskPatch): Promise<TaskRow> {
   return (await updateTenantRow<TaskRow>(db, 'tasks', COLUMNS, tenantId, id, patch))!;
 }
