@@ -111,7 +111,10 @@ class TenantFairPool extends pg.Pool {
 /** Connections of a pool one tenant may hold at once (DATABASE_TENANT_CONNECTIONS; default half the pool). */
 function tenantShare(max: number): number {
   const half = Math.max(1, Math.floor(max / 2));
-  return Math.min(integerFromEnv('DATABASE_TENANT_CONNECTIONS', half, { min: 1, what: 'a positive whole number of connections' }), max);
+  return Math.min(
+    integerFromEnv('DATABASE_TENANT_CONNECTIONS', half, { min: 1, what: 'a positive whole number of connections' }),
+    max,
+  );
 }
 
 /** How long a checkout waits for a free connection, and for its tenant's share. */
@@ -230,8 +233,25 @@ export async function ensureDatabase(serverUrl: string, name: string): Promise<s
 }
 
 /**
+ * The columns a dynamic UPDATE or INSERT may write, named once in the repo as a record over its
+ * patch or row type (`const PATCH: Columns<TaskPatch> = { title: true, … }`: the compiler checks
+ * that it names every field and nothing else).
+ */
+export type Columns<T> = { readonly [K in keyof T]-?: true };
+
+/**
+ * Throws unless every key of `row` is one of `columns`. Column names are built into SQL text, so
+ * they come from the repo's list, never from whatever keys an object carries at run time (a
+ * request spread into a patch, `...req`, would otherwise put its keys into the statement).
+ */
+export function checkColumns(table: string, row: object, columns: Readonly<Record<string, true>>): void {
+  const unknown = Object.keys(row).filter((k) => !Object.hasOwn(columns, k));
+  if (unknown.length) throw new Error(`${table}: no writable column ${unknown.join(', ')}`);
+}
+
+/**
  * `UPDATE <table> SET <the patch's defined fields>, updated_at = now()` on one row of one tenant,
- * returning `returning`. Column names come from the repo's typed patch, never from input.
+ * returning `returning`. Every key of the patch must be one of `columns` (checkColumns).
  */
 export async function updateTenantRow<R extends pg.QueryResultRow>(
   db: Queryable,
@@ -239,8 +259,10 @@ export async function updateTenantRow<R extends pg.QueryResultRow>(
   returning: string,
   tenantId: string,
   id: string,
-  patch: Record<string, unknown>,
+  patch: object,
+  columns: Readonly<Record<string, true>>,
 ): Promise<R | undefined> {
+  checkColumns(table, patch, columns);
   const sets: string[] = [];
   const values: unknown[] = [tenantId, id];
   for (const [column, value] of Object.entries(patch)) {

@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 
 export interface PipelineRow {
   id: string;
@@ -121,11 +129,23 @@ export async function unsetDefault(db: Queryable, tenantId: string): Promise<Pip
   return rows[0];
 }
 
+export type PipelinePatch = Partial<
+  Pick<PipelineRow, 'name' | 'description' | 'currency' | 'is_default' | 'metadata' | 'deleted_at'>
+>;
+const PATCH: Columns<PipelinePatch> = {
+  name: true,
+  description: true,
+  currency: true,
+  is_default: true,
+  metadata: true,
+  deleted_at: true,
+};
+
 export async function updatePipeline(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<PipelineRow, 'name' | 'description' | 'currency' | 'is_default' | 'metadata' | 'deleted_at'>>,
+  patch: PipelinePatch,
 ): Promise<PipelineRow> {
-  return (await updateTenantRow<PipelineRow>(db, 'pipelines', COLUMNS, tenantId, id, patch))!;
+  return (await updateTenantRow<PipelineRow>(db, 'pipelines', COLUMNS, tenantId, id, patch, PATCH))!;
 }

@@ -3,6 +3,7 @@ import {
   newestFirst,
   preparedStatement,
   updateTenantRow,
+  type Columns,
   type KeysetPage,
   type PageQuery,
   type Queryable,
@@ -132,26 +133,34 @@ export async function listNotes(
   );
 }
 
-export async function updateNote(
-  db: Queryable,
-  tenantId: string,
-  id: string,
-  patch: Partial<
-    Pick<
-      NoteRow,
-      | 'title'
-      | 'body'
-      | 'is_archived'
-      | 'is_pinned'
-      | 'metadata'
-      | 'notebook_id'
-      | 'source_url'
-      | 'word_count'
-      | 'deleted_at'
-    >
-  >,
-): Promise<NoteRow> {
-  return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch))!;
+export type NotePatch = Partial<
+  Pick<
+    NoteRow,
+    | 'title'
+    | 'body'
+    | 'is_archived'
+    | 'is_pinned'
+    | 'metadata'
+    | 'notebook_id'
+    | 'source_url'
+    | 'word_count'
+    | 'deleted_at'
+  >
+>;
+const PATCH: Columns<NotePatch> = {
+  title: true,
+  body: true,
+  is_archived: true,
+  is_pinned: true,
+  metadata: true,
+  notebook_id: true,
+  source_url: true,
+  word_count: true,
+  deleted_at: true,
+};
+
+export async function updateNote(db: Queryable, tenantId: string, id: string, patch: NotePatch): Promise<NoteRow> {
+  return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 /**
