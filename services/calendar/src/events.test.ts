@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { ReminderMethod, type CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
-import { reindex } from './handlers/occurrence-index.js';
+import { reindex } from './occurrence-index.js';
 import {
   ALL,
   FOLLOWING,
