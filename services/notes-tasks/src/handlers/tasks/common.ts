@@ -7,25 +7,16 @@ import {
   checkMetadata,
   checkYears,
   type CallContext,
-  type Handlers,
   type Validator,
 } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
-import type {
-  CreateTaskRequest,
-  NotesTasksServiceService,
-  UpdateTaskRequest,
-} from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import type { CreateTaskRequest, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { dueInstant, nextOccurrence, rruleProblem, type Due } from '../../domain/recurrence.js';
 import type { TaskRow } from '../../repo/tasks.js';
 import { LIMITS, SOURCE, priorities, taskData } from '../common.js';
 import { checkMinutes } from '../validation.js';
 
-/** What the task handlers share: field checks, a task's recurrence columns, its events. */
-
-export type TaskHandler<K extends keyof Handlers<typeof NotesTasksServiceService>> = Handlers<
-  typeof NotesTasksServiceService
->[K];
+// What the task handlers share: field checks, a task's recurrence columns, its events.
 
 /** An optional id as stored: lowercase, or null when absent or empty. */
 export const lower = (id: string | undefined) => (id ? id.toLowerCase() : undefined);

@@ -4,12 +4,12 @@ import { parseTimestamp } from '../../domain/dates.js';
 import { RecurrenceLimitError, compareDue, dueInstant, nextOccurrence, type Due } from '../../domain/recurrence.js';
 import * as tasks from '../../repo/tasks.js';
 import type { TaskRow } from '../../repo/tasks.js';
-import { toTask, type NotesTasksDeps } from '../common.js';
-import { dueOf, emit, type TaskHandler } from './common.js';
+import { toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { dueOf, emit } from './common.js';
 
 const dueJson = (d: Due) => (d.kind === 'at' ? d.at.toISOString() : d.date);
 
-export function completeTask({ pool }: NotesTasksDeps): TaskHandler<'completeTask'> {
+export function completeTask({ pool }: NotesTasksDeps): Handler<'completeTask'> {
   return async (req, ctx) => {
     const v = validate().uuid('id', req.id, { required: true });
     const occurrence = req.occurrence;
@@ -126,7 +126,7 @@ function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | un
   }
 }
 
-export function reopenTask({ pool }: NotesTasksDeps): TaskHandler<'reopenTask'> {
+export function reopenTask({ pool }: NotesTasksDeps): Handler<'reopenTask'> {
   return async (req, ctx) => {
     validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;

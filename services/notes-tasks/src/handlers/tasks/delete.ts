@@ -1,10 +1,10 @@
 import { withTransaction } from '@workauto/db';
 import { errors, validate } from '@workauto/grpc';
 import * as tasks from '../../repo/tasks.js';
-import type { NotesTasksDeps } from '../common.js';
-import { emit, type TaskHandler } from './common.js';
+import type { Handler, NotesTasksDeps } from '../common.js';
+import { emit } from './common.js';
 
-export function deleteTask({ pool }: NotesTasksDeps): TaskHandler<'deleteTask'> {
+export function deleteTask({ pool }: NotesTasksDeps): Handler<'deleteTask'> {
   return async (req, ctx) => {
     validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;

@@ -1,9 +1,9 @@
 import { checkId, errors, parsePage, toPage, validate } from '@workauto/grpc';
 import * as tasks from '../../repo/tasks.js';
-import { toTask, type NotesTasksDeps } from '../common.js';
-import { lower, type TaskHandler } from './common.js';
+import { toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { lower } from './common.js';
 
-export function listTasks({ pool }: NotesTasksDeps): TaskHandler<'listTasks'> {
+export function listTasks({ pool }: NotesTasksDeps): Handler<'listTasks'> {
   return async (req, ctx) => {
     const page = parsePage(req);
     const v = validate();
@@ -29,7 +29,7 @@ export function listTasks({ pool }: NotesTasksDeps): TaskHandler<'listTasks'> {
   };
 }
 
-export function getTask({ pool }: NotesTasksDeps): TaskHandler<'getTask'> {
+export function getTask({ pool }: NotesTasksDeps): Handler<'getTask'> {
   return async (req, ctx) => {
     validate().uuid('id', req.id, { required: true }).done();
     const row = await tasks.findTask(pool, ctx.tenant, req.id);
@@ -38,7 +38,7 @@ export function getTask({ pool }: NotesTasksDeps): TaskHandler<'getTask'> {
   };
 }
 
-export function listSubtasks({ pool }: NotesTasksDeps): TaskHandler<'listSubtasks'> {
+export function listSubtasks({ pool }: NotesTasksDeps): Handler<'listSubtasks'> {
   return async (req, ctx) => {
     validate().uuid('id', req.id, { required: true }).done();
     const parent = await tasks.findTask(pool, ctx.tenant, req.id);

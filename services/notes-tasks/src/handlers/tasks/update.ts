@@ -6,8 +6,8 @@ import type { Priority } from '../../domain/priority.js';
 import { normalizeRrule } from '../../domain/recurrence.js';
 import * as tasks from '../../repo/tasks.js';
 import type { TaskRow } from '../../repo/tasks.js';
-import { LIMITS, priorities, toTask, type NotesTasksDeps } from '../common.js';
-import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence, type TaskHandler } from './common.js';
+import { LIMITS, priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence } from './common.js';
 
 /** Optional fields a PATCH clears with null (or, for text, ids and dates, also with ''). */
 const CLEARABLE = [
@@ -29,7 +29,7 @@ const CLEARABLE = [
 ] as const;
 type Clearable = (typeof CLEARABLE)[number];
 
-export function updateTask({ pool }: NotesTasksDeps): TaskHandler<'updateTask'> {
+export function updateTask({ pool }: NotesTasksDeps): Handler<'updateTask'> {
   return async (req, ctx) => {
     const v = validate().uuid('id', req.id, { required: true }).text('title', req.title, { max: LIMITS.taskTitle });
     checkTaskFields(v, req, true)
