@@ -6,7 +6,7 @@ import { AppStatus, AuthType, type App, type CreateAppRequest } from '@workauto/
 import { decodeEvent } from '@workauto/events';
 import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually, withAccess } from '@workauto/testing';
-import { S, badFields, failure, startApps, tenant, type Apps } from './service-support.js';
+import { S, badFields, failure, startApps, tenant, type Apps } from './test-support.js';
 import { pruneTools } from './repo/apps.js';
 import {
   downUrl,
@@ -14,7 +14,7 @@ import {
   startMcpServer,
   startPlainServer,
   type McpTestServer,
-} from './test-support.js';
+} from './testing/mcp-servers.js';
 
 // Logged at trace level (to look for secrets in every line), kept off the runner's output.
 if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_c, _e, done) => done() }));

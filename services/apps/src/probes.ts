@@ -10,9 +10,9 @@ import type { EgressPolicy } from '@workauto/egress';
 import { recordEvent, type EventContext } from '@workauto/events';
 import type { Logger } from '@workauto/logger';
 import type { Worker, WorkerContext } from '@workauto/service';
-import { authHeaders } from './domain/auth.js';
+import { sessionTarget } from './credentials.js';
 import { TOOL_LIMITS } from './domain/tools.js';
-import { appData, secretContext, SOURCE } from './handlers/common.js';
+import { appData, SOURCE } from './handlers/common.js';
 import { probeServer, type ProbeOutcome } from './mcp/operations.js';
 import * as apps from './repo/apps.js';
 import type { AppRow, ToolRow } from './repo/apps.js';
@@ -30,21 +30,6 @@ export interface ProberOptions {
   concurrency?: number;
   /** How often the loop looks for due probes when nothing woke it (default 1 s). */
   pollMs?: number;
-}
-
-/** The session options of an app: its URL and its decrypted credential. */
-export function sessionTarget(
-  keyring: Keyring,
-  app: AppRow,
-): { url: string; headers: Record<string, string>; secrets: string[] } {
-  const secret = app.auth_ciphertext
-    ? keyring.decrypt(app.auth_ciphertext, secretContext(app.tenant_id, app.id))
-    : null;
-  return {
-    url: app.mcp_server_url,
-    headers: authHeaders(app.auth_type, secret, app.auth_header_name),
-    secrets: secret ? [secret] : [],
-  };
 }
 
 export class Prober {
