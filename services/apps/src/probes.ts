@@ -67,6 +67,10 @@ export class Prober {
         if (current.target_version !== app.target_version) {
           // Probed the old URL or secret: say nothing about the new one (a new probe is due for a URL change).
           if (opts.scheduled) await apps.releaseProbeLease(tx, appId);
+          this.options.logger.debug(
+            { app_id: appId, tenant_id: tenantId },
+            "probe result dropped: the app's URL or credential changed while it ran",
+          );
           return { row: current, tools: (await apps.toolsOf(tx, tenantId, [appId])).get(appId)! };
         }
         const row = await this.writeOutcome(tx, current, outcome, opts.scheduled);

@@ -286,31 +286,34 @@ export interface DueProbe {
  * replicas never claim the same app). In the same statement each claimed app's next probe moves to
  * its next slot: app slots are spread over the interval by a phase taken from the app's id, so
  * 1,000 apps with a 5 min interval are probed a few per second rather than all at once, and every
- * app at most once per interval whatever the number of replicas.
+ * app at most once per interval whatever the number of replicas. `now` stands in for the database's
+ * clock (tests of the schedule); the loop leaves it out.
  */
 export async function claimDueProbes(
   db: Queryable,
   limit: number,
   intervalMs: number,
   leaseMs: number,
+  now?: Date,
 ): Promise<DueProbe[]> {
   const { rows } = await db.query<DueProbe>(
     `WITH due AS (
        SELECT id FROM apps
-        WHERE next_probe_at <= now() AND (probe_lease_until IS NULL OR probe_lease_until < now())
+        WHERE next_probe_at <= coalesce($4::timestamptz, now())
+          AND (probe_lease_until IS NULL OR probe_lease_until < coalesce($4, now()))
         ORDER BY next_probe_at LIMIT $1 FOR UPDATE SKIP LOCKED
      ), slot AS (
        SELECT id, (hashtextextended(id::text, 0) & 9007199254740991) % $2::bigint AS phase_ms,
-              floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms
+              floor(extract(epoch FROM coalesce($4, clock_timestamp())) * 1000)::bigint AS now_ms
          FROM due
      )
      UPDATE apps a
-        SET probe_lease_until = now() + $3::bigint * interval '1 millisecond',
+        SET probe_lease_until = coalesce($4, now()) + $3::bigint * interval '1 millisecond',
             next_probe_at = to_timestamp(((((s.now_ms - s.phase_ms) / $2::bigint) + 1) * $2::bigint + s.phase_ms) / 1000.0)
        FROM slot s
       WHERE a.id = s.id
       RETURNING a.id, a.tenant_id`,
-    [limit, intervalMs, leaseMs],
+    [limit, intervalMs, leaseMs, now ?? null],
   );
   return rows;
 }
