@@ -166,7 +166,7 @@ export async function updateNote(db: Queryable, tenantId: string, id: string, pa
 /**
  * Live notes of the tenant that mention the entity, most recently updated first: at most `limit`,
  * and no more than `maxBytes` of their text (always the first one), counted in SQL so the notes
- * past it never leave the database (1,000 notes of 100,000 characters were 300 MB in one answer).
+ * past it never leave the database (1,000 notes of 100,000 characters would be 300 MB in one answer).
  */
 export async function backlinks(
   db: Queryable,
