@@ -48,8 +48,8 @@ const preparedTexts = new Map<string, string>();
 
 /**
  * A statement on a hot path, prepared once per pooled connection: PostgreSQL parses it once and,
- * after its first few calls, reuses a generic plan instead of planning each call (on a short statement, planning can cost
- * more than running it: docs/benchmarks.md). Use it for fixed texts run
+ * after its first few calls, reuses a generic plan instead of planning each call (on a short
+ * statement, planning can cost more than running it: docs/benchmarks.md). Use it for fixed texts run
  * many times per second, not for SQL built per call. `db.query(FIND_WORK([id]))`.
  */
 export function preparedStatement<V extends unknown[] = unknown[]>(

@@ -13,7 +13,7 @@ import { updatePipeline } from './pipelines/update.js';
 
 export type { CrmDeps } from './common.js';
 
-/** Every rpc of CrmPipelinesService: pipelines and stages in pipelines/ (one file per rpc or concern), deals.ts, contacts.ts. */
+/** Every rpc of CrmPipelinesService: pipelines/ (one file per rpc or concern), deals.ts, contacts.ts. */
 export function crmHandlers(deps: CrmDeps): Handlers<typeof CrmPipelinesServiceService> {
   return {
     createPipeline: createPipeline(deps),

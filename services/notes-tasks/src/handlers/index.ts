@@ -10,7 +10,7 @@ import { updateTask } from './tasks/update.js';
 
 export type { NotesTasksDeps } from './common.js';
 
-/** Every rpc of NotesTasksService: notes, tags and backlinks in notes.ts, tasks in tasks/ (one file per rpc or concern). */
+/** Every rpc of NotesTasksService: notes, tags and backlinks in notes.ts; tasks/, one file per rpc or concern. */
 export function notesTasksHandlers(deps: NotesTasksDeps): Handlers<typeof NotesTasksServiceService> {
   return {
     ...noteHandlers(deps),

@@ -24,7 +24,10 @@ export async function editRow(e: Edit, row: EventRow): Promise<CalendarEvent> {
   return view(e.deps, e.tx, e.ctx.tenant, await save(e.deps, e.tx, e.ctx, row, applied(row, e.c), e.metadata));
 }
 
-/** `all` on a master: the master changes; carried descriptive fields reach its exceptions; exceptions the new rule no longer has go. */
+/**
+ * `all` on a master: the master changes; carried descriptive fields reach its exceptions;
+ * exceptions the new rule no longer has go.
+ */
 export async function editSeries(e: Edit, master: EventRow): Promise<CalendarEvent> {
   const { deps, tx, ctx, c } = e;
   const exceptions = await events.exceptionsOf(tx, ctx.tenant, master.id, 'update');

@@ -113,7 +113,10 @@ function givenOccurrence(occurrence: string, due: Due): Due {
   return given;
 }
 
-/** nextOccurrence at completion: a rule that finds none within its evaluation limits is a 409 the client resolves by changing the rule. */
+/**
+ * nextOccurrence at completion: a rule that finds none within its evaluation limits is a 409 the
+ * client resolves by changing the rule.
+ */
 function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | undefined {
   try {
     return nextOccurrence(rrule, anchor, after);
