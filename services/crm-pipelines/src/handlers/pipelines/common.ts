@@ -20,7 +20,7 @@ export async function stagesByPipeline(
   return by;
 }
 
-/** Unsets (and announces) the tenant's default, for the pipeline the caller makes it. Call under lockTenantPipelines. */
+/** Unsets (and announces) the tenant's default, for the caller's new one. Call under lockTenantPipelines. */
 export async function takeDefault(tx: PoolClient, ctx: CallContext, tenantId: string): Promise<void> {
   const previous = await pipelines.unsetDefault(tx, tenantId);
   if (previous) {
