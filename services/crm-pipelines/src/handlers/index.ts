@@ -1,8 +1,17 @@
 import type { Handlers } from '@workauto/grpc';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import type { CrmDeps } from './common.js';
-import { contactHandlers } from './contacts.js';
-import { dealHandlers } from './deals.js';
+import { createContact } from './contacts/create.js';
+import { createContactChannel } from './contacts/create-channel.js';
+import { deleteContact } from './contacts/delete.js';
+import { deleteContactChannel } from './contacts/delete-channel.js';
+import { getContact, listContactChannels, listContacts } from './contacts/reads.js';
+import { updateContact } from './contacts/update.js';
+import { updateContactChannel } from './contacts/update-channel.js';
+import { createDeal } from './deals/create.js';
+import { deleteDeal } from './deals/delete.js';
+import { getDeal, listDealHistory, listDeals } from './deals/reads.js';
+import { updateDeal } from './deals/update.js';
 import { createPipeline } from './pipelines/create.js';
 import { deletePipeline } from './pipelines/delete.js';
 import { deletePipelineStage } from './pipelines/delete-stage.js';
@@ -13,7 +22,7 @@ import { updatePipeline } from './pipelines/update.js';
 
 export type { CrmDeps } from './common.js';
 
-/** Every rpc of CrmPipelinesService: pipelines/ (one file per rpc or concern), deals.ts, contacts.ts. */
+/** Every rpc of CrmPipelinesService: pipelines/, deals/, contacts/ (one file per rpc or concern). */
 export function crmHandlers(deps: CrmDeps): Handlers<typeof CrmPipelinesServiceService> {
   return {
     createPipeline: createPipeline(deps),
@@ -25,7 +34,20 @@ export function crmHandlers(deps: CrmDeps): Handlers<typeof CrmPipelinesServiceS
     createPipelineStage: createPipelineStage(deps),
     updatePipelineStage: updatePipelineStage(deps),
     deletePipelineStage: deletePipelineStage(deps),
-    ...dealHandlers(deps),
-    ...contactHandlers(deps),
+    createDeal: createDeal(deps),
+    listDeals: listDeals(deps),
+    getDeal: getDeal(deps),
+    updateDeal: updateDeal(deps),
+    deleteDeal: deleteDeal(deps),
+    listDealHistory: listDealHistory(deps),
+    createContact: createContact(deps),
+    listContacts: listContacts(deps),
+    getContact: getContact(deps),
+    updateContact: updateContact(deps),
+    deleteContact: deleteContact(deps),
+    createContactChannel: createContactChannel(deps),
+    listContactChannels: listContactChannels(deps),
+    updateContactChannel: updateContactChannel(deps),
+    deleteContactChannel: deleteContactChannel(deps),
   };
 }
