@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { renderFeed } from './handlers/feed.js';
+import { renderFeed } from './domain/ical.js';
 import type { CalendarRow } from './repo/calendars.js';
 import type { EventRow } from './repo/events.js';
 
