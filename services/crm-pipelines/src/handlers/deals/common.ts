@@ -33,12 +33,7 @@ export async function checkContact(
 }
 
 /** A live stage, locked FOR SHARE until the transaction ends so it cannot be deleted under the deal. */
-async function lockStage(
-  tx: PoolClient,
-  tenantId: string,
-  stageId: string,
-  field: string,
-): Promise<stages.StageRow> {
+async function lockStage(tx: PoolClient, tenantId: string, stageId: string, field: string): Promise<stages.StageRow> {
   const stage = await stages.findStage(tx, tenantId, stageId, { lock: 'share' });
   if (!stage) throw errors.invalidField(field, `no stage ${stageId} in this tenant`);
   return stage;
