@@ -5,7 +5,7 @@ migrations.mode=job, its migration Job.
 
 {{/* Keys of a service's entry that are not per-workload settings. */}}
 {{- define "workauto.serviceKeys" -}}enabled grpcPort addrEnv databaseSecretKey secretEnv optionalSecretEnv calls publicEgress extraEgress{{- end -}}
-{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute downstreamDeadlineMs trustedProxies service ingress{{- end -}}
+{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency downstreamDeadlineMs trustedProxies service ingress{{- end -}}
 
 {{/* (dict "root" $ "component" "gateway"|service name): the context every workload helper takes, as YAML. */}}
 {{- define "workauto.workloadContext" -}}
@@ -36,6 +36,12 @@ migrations.mode=job, its migration Job.
   value: {{ .authCacheTtlMs | quote }}
 - name: RATE_LIMIT_PER_MINUTE
   value: {{ .rateLimitPerMinute | quote }}
+{{- if .tenantRateLimitPerMinute }}
+- name: RATE_LIMIT_PER_TENANT_PER_MINUTE
+  value: {{ .tenantRateLimitPerMinute | quote }}
+{{- end }}
+- name: GATEWAY_TENANT_CONCURRENCY
+  value: {{ .tenantConcurrency | quote }}
 - name: DOWNSTREAM_DEADLINE_MS
   value: {{ .downstreamDeadlineMs | quote }}
 {{- with .trustedProxies }}

@@ -30,7 +30,13 @@ export interface StackOptions {
   gatewayOptions?: Partial<
     Pick<
       GatewayOptions,
-      'authCacheTtlMs' | 'rateLimitPerMinute' | 'trustedProxies' | 'deadlineMs' | 'downstreamOptions' | 'downstreams'
+      | 'authCacheTtlMs'
+      | 'rateLimitPerMinute'
+      | 'trustedProxies'
+      | 'deadlineMs'
+      | 'downstreamOptions'
+      | 'downstreams'
+      | 'corsAllowedOrigins'
     >
   >;
   /** Identity providers for OAuth consent (none by default). */

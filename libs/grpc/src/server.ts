@@ -52,6 +52,8 @@ export interface GrpcServerOptions {
   callerSigner?: CallerSigner | undefined;
   /** gRPC server reflection (GRPC_REFLECTION=true): off by default, as it lists every rpc to anyone who can connect. */
   reflection?: boolean | undefined;
+  /** grpc-js server options over SERVER_CHANNEL_OPTIONS (a service with long streams lengthens the connection-age grace). */
+  channelOptions?: grpc.ServerOptions | undefined;
 }
 
 /**
@@ -73,13 +75,14 @@ export const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
  * caller token needed), reflection when enabled.
  */
 export class GrpcServer {
-  readonly server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+  readonly server: grpc.Server;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly serviceNames: string[] = [];
   /** rpc.server.call.duration (OpenTelemetry's RPC conventions): calls, latency and status per method. */
   private readonly callDuration: Histogram;
 
   constructor(private readonly options: GrpcServerOptions) {
+    this.server = new grpc.Server({ ...SERVER_CHANNEL_OPTIONS, ...options.channelOptions });
     // Taken here, not at module load: the meter provider is registered when telemetry starts.
     this.callDuration = metrics.getMeter('@workauto/grpc').createHistogram('rpc.server.call.duration', {
       description: 'Duration of gRPC calls this server answered',

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
-import { createPool, runMigrations, type Pool } from '@workauto/db';
+import { createPool, runMigrations, withTransaction, type Pool } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
 import { eventually, testDatabase } from '@workauto/testing';
 import {
@@ -14,6 +14,7 @@ import {
   JobQueue,
   PermanentFailure,
   RetryLater,
+  type Job,
   type JobWorker,
   type WorkerOptions,
 } from './index.js';
@@ -568,6 +569,34 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await eventually('run by another worker', async () => (await queue.status(pool, long))?.state === 'succeeded');
     await next.stop();
     assert.ok(ranAgain);
+  });
+
+  it('fences an attempt by its lease, tells the work of a release on shutdown, and says which keys have a job waiting', async () => {
+    await pool.query(`CREATE TABLE IF NOT EXISTS released_jobs (job_id text PRIMARY KEY)`);
+    const queue = newQueue<{ ms: number }>();
+    const long = await queue.enqueue(pool, { ms: 60_000 }, { key: 'a' });
+    await queue.enqueue(pool, { ms: 0 }, { key: 'b', runAt: new Date(Date.now() + 3_600_000) });
+    assert.deepEqual(await queue.queuedKeys(pool, ['a', 'b', 'c']), new Set(['a', 'b']));
+    let attempt: Job<{ ms: number }> | undefined;
+    const worker = queue.worker(replicaPool(), {
+      logger,
+      pollMs: 10,
+      handle: (job, signal) => {
+        attempt = job;
+        return sleep(job.payload.ms, undefined, { signal });
+      },
+      onRelease: async (tx, job) => void (await tx.query(`INSERT INTO released_jobs VALUES ($1)`, [job.id])),
+    });
+    const r = run(worker, 100);
+    await eventually('the long job runs', () => worker.running === 1);
+    assert.deepEqual(await queue.queuedKeys(pool, ['a', 'b']), new Set(['b']), 'a running job does not wait');
+    const holds = (job: Job<{ ms: number }>) => withTransaction(pool, (tx) => worker.holdsLease(tx, job));
+    assert.equal(await holds(attempt!), true);
+    assert.equal(await holds({ ...attempt!, attempt: attempt!.attempt + 1 }), false, 'another attempt of the job');
+    await r.stop();
+    assert.deepEqual((await pool.query(`SELECT job_id FROM released_jobs`)).rows, [{ job_id: long }]);
+    assert.equal((await queue.status(pool, long))?.state, 'queued');
+    assert.equal(await holds(attempt!), false, 'a released attempt holds nothing');
   });
 
   it('delivers thousands of jobs a second with per-key caps (two replicas)', async () => {

@@ -109,6 +109,12 @@ export interface WorkerOptions<P> {
    * stays pending behind a job that will not run again. Must be idempotent and cheap.
    */
   onDead?(tx: PoolClient, job: Job<P>, reason: string): Promise<void>;
+  /**
+   * Called in the transaction that gives a job back to the queue because this worker is stopping
+   * (its attempt outlasted the grace period), so the record the job works for can say so in the
+   * same commit (a run back to queued). Must be idempotent and cheap.
+   */
+  onRelease?(tx: PoolClient, job: Job<P>): Promise<void>;
 }
 
 /**
@@ -231,7 +237,7 @@ const START = preparedStatement<[string, number, string[]]>(
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
    WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`,
 );
-const RENEW = preparedStatement<[number, string[], string]>(
+export const RENEW = preparedStatement<[number, string[], string]>(
   'jobs_renew',
   `UPDATE jobs SET lease_expires_at = now() + $1 * interval '1 millisecond'
    WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`,
@@ -318,6 +324,20 @@ export class JobQueue<P> {
       [this.name, id],
     );
     return rowCount === 1;
+  }
+
+  /**
+   * Which of `keys` have a job waiting (queued, not yet running). Exact when the caller holds a lock
+   * that every enqueue of those keys takes too (the apps scheduler holds the apps' rows), so it can
+   * enqueue only what is not waiting already.
+   */
+  async queuedKeys(db: Queryable, keys: readonly string[]): Promise<Set<string>> {
+    if (!keys.length) return new Set();
+    const { rows } = await db.query<{ key: string }>(
+      `SELECT DISTINCT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'queued' AND concurrency_key = ANY($2)`,
+      [this.name, keys],
+    );
+    return new Set(rows.map((r) => r.key));
   }
 
   worker(pool: Pool, options: WorkerOptions<P>): JobWorker<P> {
@@ -425,6 +445,20 @@ export class JobWorker<P> {
       clearTimeout(this.wakeSoon);
       await stopListening();
     }
+  }
+
+  /**
+   * Whether this worker's attempt still holds the job's lease, locking the job's row (FOR SHARE)
+   * until `tx` ends: a handler writes its results in that transaction only when it is true, so an
+   * attempt whose lease was taken back (and may run elsewhere now) writes nothing, and the lease
+   * cannot be taken back or released between the check and the commit.
+   */
+  async holdsLease(tx: Queryable, job: Job<P>): Promise<boolean> {
+    const { rows } = await tx.query(
+      `SELECT 1 FROM jobs WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3 FOR SHARE`,
+      [job.id, this.owner, job.attempt],
+    );
+    return rows.length === 1;
   }
 
   /** Claims again at once (a job was enqueued, or an attempt ended). */
@@ -776,24 +810,28 @@ export class JobWorker<P> {
     const ids = left.map((a) => a.job.id);
     for (const id of ids) this.released.add(id);
     for (const a of left) a.abort.abort(new Error('the worker is stopping; the job was released to another worker'));
-    await this.pool
-      .query(
+    const { onRelease } = this.options;
+    await withTransaction(this.pool, async (tx) => {
+      const { rows } = await tx.query<ClaimedRow>(
         `UPDATE jobs SET state = 'queued', next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
            last_error = 'released: the worker stopped before the attempt ended'
-         WHERE id = ANY($1) AND state = 'running' AND lease_owner = $2`,
+         WHERE id = ANY($1) AND state = 'running' AND lease_owner = $2
+         RETURNING id, concurrency_key, payload, attempts, max_attempts`,
         [ids, this.owner],
-      )
-      .then(
-        (r) =>
-          this.options.logger.warn(
-            { queue: this.queue, released: r.rowCount },
-            'released unfinished jobs on shutdown; another worker runs them',
-          ),
-        (err: unknown) =>
-          this.options.logger.error(
-            { err, queue: this.queue },
-            'could not release unfinished jobs; they run again when their leases expire',
-          ),
       );
+      if (onRelease) for (const r of rows) await onRelease(tx, this.jobOf(r));
+      return rows.length;
+    }).then(
+      (released) =>
+        this.options.logger.warn(
+          { queue: this.queue, released },
+          'released unfinished jobs on shutdown; another worker runs them',
+        ),
+      (err: unknown) =>
+        this.options.logger.error(
+          { err, queue: this.queue },
+          'could not release unfinished jobs; they run again when their leases expire',
+        ),
+    );
   }
 }

@@ -21,6 +21,7 @@ import {
   GrpcServer,
   type CallContext,
   Resources,
+  type GrpcServerOptions,
   type Handlers,
   type UnaryServiceDefinition,
 } from '@workauto/grpc';
@@ -99,6 +100,8 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
   consumers?(pool: Pool, transport: EventTransport): Promise<Subscription[]>;
   /** Background loops (job workers, probes): started once the service serves, stopped first. */
   workers?(deps: WorkerDeps): Worker[];
+  /** grpc-js server options over the defaults (SERVER_CHANNEL_OPTIONS), e.g. a longer connection-age grace for long streams. */
+  grpcServerOptions?: GrpcServerOptions['channelOptions'];
 }
 
 export async function startService<S extends UnaryServiceDefinition>(
@@ -146,6 +149,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       callerVerifier,
       callerSigner,
       reflection: config.grpcReflection,
+      channelOptions: spec.grpcServerOptions,
     });
     server.add(spec.grpcService, spec.definition, inTenantScope(spec.handlers(pool)));
     const transport: EventTransport = config.transport ?? new LocalTransport();

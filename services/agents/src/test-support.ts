@@ -15,7 +15,7 @@ import {
   type AgentRun,
   type CreateAgentRunRequest,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
-import { createAgentsService, type AgentsConfig, type RunningService } from './app.js';
+import { createAgentsService, type AgentsConfig, type AgentsService } from './app.js';
 import { FakeProvider } from './testing/fake-provider.js';
 
 export { S, failure };
@@ -27,7 +27,7 @@ export async function startAgents(
   const databaseUrl = opts.databaseUrl ?? (await testDatabase('agents'));
   const fake = opts.fake ?? (await FakeProvider.start());
   const encryptionKeys = opts.config?.encryptionKeys ?? Keyring.generateSpec('k1');
-  const service: RunningService = await createAgentsService(
+  const service: AgentsService = await createAgentsService(
     {
       databaseUrl,
       host: '127.0.0.1',

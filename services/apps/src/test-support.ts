@@ -18,6 +18,8 @@ export interface StartOptions {
   toolResultMaxBytes?: number;
   encryptionKeys?: string;
   logLevel?: string;
+  /** The probe schedule's clock (a ManualClock of @workauto/testing); the system's by default. */
+  clock?: AppsConfig['clock'];
 }
 
 export async function startApps(options: StartOptions = {}) {
@@ -36,6 +38,7 @@ export async function startApps(options: StartOptions = {}) {
     probeTimeoutMs: options.probeTimeoutMs ?? 1_500,
     toolCallTimeoutMs: options.toolCallTimeoutMs ?? 1_500,
     ...(options.toolResultMaxBytes ? { toolResultMaxBytes: options.toolResultMaxBytes } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   };
   const service: RunningService = await createAppsService(config, createLogger('apps', options.logLevel ?? 'silent'));
   const client = new TestClient('apps', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });

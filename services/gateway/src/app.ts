@@ -16,9 +16,12 @@ import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
+import { corsHeaders, corsPreflight } from './cors.js';
+import { docsRoutes } from './docs.js';
 import { healthRoutes } from './health.js';
 import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
+import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { TenantLimits } from './tenant-limits.js';
@@ -53,6 +56,8 @@ export interface GatewayOptions {
   tenantConcurrency?: number;
   /** RATE_LIMIT_PER_TENANT_PER_MINUTE: one tenant's requests per minute, all its credentials together (default 10 × rateLimitPerMinute). */
   tenantRateLimitPerMinute?: number;
+  /** CORS_ALLOWED_ORIGINS: origins whose browser pages may call the API (default none: no CORS headers). */
+  corsAllowedOrigins?: string[];
 }
 
 export interface Gateway {
@@ -102,7 +107,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const deadlineMs = options.deadlineMs ?? 5_000;
   // A first request holds its key for its deadline plus a margin; after that a retry may take over.
   // The longest deadline any route declares bounds the hold, so a slow rpc's retry never runs it twice.
-  const longestDeadlineMs = Math.max(deadlineMs, ...routes.map((r) => r.deadlineMs ?? 0));
+  // Only POSTs take an Idempotency-Key (a GET stream's long deadline, e.g. run events, does not count).
+  const longestDeadlineMs = Math.max(
+    deadlineMs,
+    ...routes.filter((r) => r.method === 'POST').map((r) => r.deadlineMs ?? 0),
+  );
   const idempotency = new IdempotencyStore(pool, keyring, longestDeadlineMs + 10_000, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);
@@ -138,12 +147,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
     next();
   });
+  app.use(corsHeaders(options.corsAllowedOrigins ?? []));
 
   let serving = true;
   app.use(healthRoutes(downstreams, () => serving));
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  app.use(docsRoutes());
 
   const transcode = transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger);
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
@@ -151,6 +162,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     '/api',
     failedAuthLimiter(limitPerMinute, send),
     rateLimiter(limitPerMinute, send),
+    corsPreflight(options.corsAllowedOrigins ?? [], routes),
     // JSON bodies only (415 otherwise), at most 1 MiB (413).
     (req, _res, next) => {
       const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
@@ -168,6 +180,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
     bodyLimits(),
+    mcpEndpoint(downstreams, auth, callerSigner),
     async (req: Request, res: Response) => {
       try {
         await transcode(req, res);

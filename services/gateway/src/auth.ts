@@ -91,7 +91,7 @@ export class Authenticator {
 
   /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
   async authorize(
-    route: Route,
+    route: Pick<Route, 'auth' | 'method' | 'domain' | 'level'>,
     req: { get(name: string): string | undefined },
     metadata: () => grpc.Metadata,
   ): Promise<Principal | undefined> {

@@ -769,12 +769,16 @@ describe('gateway in front of identity', () => {
     );
   });
 
-  it('answers 501 SERVICE_NOT_CONFIGURED, not a 503 to retry, when the gateway runs without identity', async () => {
+  it('answers 501 SERVICE_NOT_CONFIGURED, not a 503 to retry, when the gateway runs without a service', async () => {
     const bare = await startGateway({ downstreams: {} });
     const res = await bare.api('GET', '/api/v1/members', { key: a.key });
     assertError(res, 501, 'SERVICE_NOT_CONFIGURED');
     assert.match(res.body.error.message, /IDENTITY_ADDR/);
     assert.equal((await bare.api('GET', '/readyz')).status, 200, 'nothing configured, nothing to wait for');
+    // With identity but without notes-tasks: the caller is authenticated, then told what is missing.
+    const notes = await api('GET', '/api/v1/notes', { key: a.key });
+    assertError(notes, 501, 'SERVICE_NOT_CONFIGURED');
+    assert.match(notes.body.error.message, /NOTES_TASKS_ADDR/);
   });
 
   it('never stores an unknown outcome for an Idempotency-Key: after a 504 the retry runs again', async () => {

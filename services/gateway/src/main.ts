@@ -1,6 +1,7 @@
 import { vars, z } from '@workauto/config';
 import { migrationsOf, runProcess } from '@workauto/service/main';
 import { isCidr } from './cidr.js';
+import { corsAllowedOriginsVar } from './cors.js';
 
 /** Downstream key (proto package segment) → its address variable. */
 const DOWNSTREAM_VARS = {
@@ -41,6 +42,7 @@ await runProcess({
             ctx.addIssue({ code: 'custom', message: `${entry} is not an IP address or CIDR (like 10.0.0.0/8)` });
         return list;
       }),
+    CORS_ALLOWED_ORIGINS: corsAllowedOriginsVar(),
     ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
   },
   async start(config, logger) {
@@ -65,6 +67,7 @@ await runProcess({
       deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
       callerSigningKey: config.CALLER_SIGNING_KEY,
       trustedProxies: config.TRUSTED_PROXIES,
+      corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS,
     });
     const port = await gateway.listen(config.HOST, config.PORT);
     logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');

@@ -155,9 +155,13 @@ describe('path variables and bodies', () => {
   it('map body "*" onto the request, and refuse a path variable repeated in the body', () => {
     assert.deepEqual(buildRequest(route('CreateThing'), {}, {}, { name: 'n', kind: 'small' }), { name: 'n', kind: 2 });
     assert.deepEqual(
-      buildRequest(route('CreateThing'), {}, {}, undefined),
-      {},
-      "no body is an empty message; required fields are the service's to check",
+      refused(() => buildRequest(route('CreateThing'), {}, {}, undefined)),
+      ['name'],
+      'a REQUIRED field (google.api.field_behavior) left out is refused here, as the OpenAPI document says',
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(route('CreateThing'), {}, {}, { name: null, kind: 'small' })),
+      ['name'],
     );
     assert.deepEqual(
       refused(() => buildRequest(route('CreateThing'), {}, {}, [1])),

@@ -6,12 +6,14 @@ import {
   fieldByName,
   fieldFromJson,
   messageFromJson,
+  optionOf,
   scalarFromJson,
   scalarName,
   setField,
   WRAPPERS,
   type Violation,
 } from '@workauto/protos';
+import { FieldBehavior } from '@workauto/protos/google/api/field_behavior.js';
 import { gatewayErrors } from './errors.js';
 import type { Route } from './routes.js';
 
@@ -23,6 +25,39 @@ const DECIMAL = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 export function updateMaskField(type: DescMessage): DescField | undefined {
   const field = fieldByName(type, 'update_mask');
   return field?.message?.typeName === 'google.protobuf.FieldMask' ? field : undefined;
+}
+
+/**
+ * `[(google.api.field_behavior) = REQUIRED]`: a request must carry the field. The one source of
+ * what is required: the gateway refuses a request without it (requiredViolations) and the OpenAPI
+ * document lists it in `required`.
+ */
+export function isRequiredField(field: DescField): boolean {
+  return optionOf<FieldBehavior[]>(field, 'google.api.field_behavior')?.includes(FieldBehavior.REQUIRED) ?? false;
+}
+
+/**
+ * The REQUIRED fields a JSON value of `type` leaves out (absent or null), at every level of the
+ * messages it carries: `owner.email`, `stages[1].name`. Wrong types are messageFromJson's to report.
+ */
+export function requiredViolations(type: DescMessage, value: unknown, path: string, skip: string[] = []): Violation[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
+  const given = value as Record<string, unknown>;
+  const out: Violation[] = [];
+  for (const f of type.fields) {
+    if (skip.includes(f.name)) continue;
+    const at = path ? `${path}.${f.name}` : f.name;
+    const v = given[f.name];
+    if (v === undefined || v === null) {
+      if (isRequiredField(f)) out.push({ field: at, description: 'is required' });
+      continue;
+    }
+    if (!f.message || f.message.typeName.startsWith('google.protobuf.')) continue;
+    if (f.fieldKind === 'list' && Array.isArray(v))
+      v.forEach((item, i) => out.push(...requiredViolations(f.message!, item, `${at}[${i}]`)));
+    else if (f.fieldKind === 'message') out.push(...requiredViolations(f.message, v, at));
+  }
+  return out;
 }
 
 /** A query or path value (always text) as the field's type. */
@@ -96,6 +131,7 @@ export function buildRequest(
         description: "is made from the body's keys; leave it out (send null to clear a field)",
       });
     }
+    out.push(...requiredViolations(type, body ?? {}, '', route.params));
     request = messageFromJson(type, body ?? {}, '', out) ?? {};
     // AIP-134 with JSON merge-patch semantics: the body's keys are the fields to change, and a key
     // whose value is null clears its field (the service reads it from update_mask).
@@ -108,6 +144,13 @@ export function buildRequest(
     }
   } else if (route.body) {
     const field = fieldByName(type, route.body)!;
+    if (body === undefined || body === null) {
+      if (isRequiredField(field)) out.push({ field: route.body, description: 'is required' });
+    } else if (field.message && field.fieldKind === 'message') {
+      out.push(...requiredViolations(field.message, body, route.body));
+    } else if (field.message && field.fieldKind === 'list' && Array.isArray(body)) {
+      body.forEach((item, i) => out.push(...requiredViolations(field.message!, item, `${route.body}[${i}]`)));
+    }
     const mapped = body === undefined ? undefined : fieldFromJson(field, body, route.body, out);
     if (mapped !== undefined) setField(request, field, mapped);
   } else if (hasBody) {
@@ -145,6 +188,13 @@ export function buildRequest(
       const v = fromText(field, values[0]!, name, out);
       if (v !== undefined) setField(request, field, v);
     }
+  }
+
+  // A REQUIRED query parameter (a list's window, say) left out.
+  if (route.body !== '*') {
+    for (const f of type.fields)
+      if (isRequiredField(f) && !(f.name in params) && f.name !== route.body && query[f.name] === undefined)
+        out.push({ field: f.name, description: 'is required (a query parameter)' });
   }
 
   if (out.length) throw gatewayErrors.badRequest(out);

@@ -21,6 +21,9 @@ import { toCents } from '../domain/costs.js';
 import type { Providers } from '../providers/index.js';
 import type { ConfigRow } from '../repo/configs.js';
 import type { RunRow, StepRow } from '../repo/runs.js';
+import type { RunEventHub } from '../live/hub.js';
+import type { ToolClients } from '../tools/clients.js';
+import type { RunEventSettings } from './run-events.js';
 
 export const SOURCE = 'agents';
 export const providers = enumMapping(Provider, 'PROVIDER_');
@@ -37,6 +40,12 @@ export interface AgentsDeps {
   providers: Providers;
   /** The policy a tenant's base_url is checked against when written (and called through). */
   egress: EgressPolicy;
+  /** Live progress (run events): this process's LISTEN fan-out and the streams' timings. */
+  live: { hub: RunEventHub; settings: RunEventSettings };
+  /** The services MCP tool calls reach, each call signed as the caller (handlers/mcp.ts). */
+  tools: ToolClients;
+  /** The time a schedule's next tick is counted from (the scheduler's clock). */
+  now(): Date;
 }
 
 /** AAD of a stored provider key: a ciphertext copied to another tenant or blueprint does not decrypt. */
@@ -124,5 +133,6 @@ export function toStep(row: StepRow): AgentRunStep {
 // whose ciphertext the config row does not even carry.
 export const configData = (row: ConfigRow) => resourceJson(AgentConfig, toConfig(row));
 export const runData = (row: RunRow) => resourceJson(AgentRun, toRun(row));
+export const stepData = (row: StepRow) => resourceJson(AgentRunStep, toStep(row));
 
 export type { ProviderName };

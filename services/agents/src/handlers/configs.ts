@@ -1,5 +1,14 @@
 import { withTransaction } from '@workauto/db';
-import { DomainError, errors, validate, type Handlers, type Validator } from '@workauto/grpc';
+import {
+  DomainError,
+  errors,
+  parsePage,
+  toPage,
+  validate,
+  type CursorCodec,
+  type Handlers,
+  type Validator,
+} from '@workauto/grpc';
 import * as grpc from '@grpc/grpc-js';
 import { Keyring } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
@@ -30,6 +39,15 @@ const MAX_BUDGET_CENTS = 100_000_000; // $1M: a typo guard, not a business limit
 // Printable ASCII without spaces: what a provider key is, and what an HTTP header can carry.
 const API_KEY = /^[\x21-\x7e]{8,1024}$/;
 const API_KEY_RULE = 'must be the provider key: 8 to 1024 printable ASCII characters without spaces';
+
+/** A blueprints page continues after the blueprint whose id the cursor names (base64url). */
+const BLUEPRINT_CURSOR: CursorCodec<string> = {
+  decode: (text) => {
+    const id = Buffer.from(text, 'base64url').toString();
+    return BLUEPRINTS.some((b) => b.id === id && Buffer.from(id).toString('base64url') === text) ? id : undefined;
+  },
+  encode: (id) => Buffer.from(id).toString('base64url'),
+};
 
 /** The probe's category as ProbeResult shows it: a request the provider could not serve says nothing about the key either. */
 const probeCategory = (c: ProviderErrorCategory) => (c === 'bad_request' ? 'provider_unavailable' : c);
@@ -106,26 +124,16 @@ export function configHandlers(
   const { pool } = deps;
   return {
     async listAgentBlueprints(req) {
-      // A short registry in code: one page; limit and cursor are checked as on every list.
-      if (req.limit !== undefined && (!Number.isInteger(req.limit) || req.limit < 1))
-        throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
-      const size = Math.min(req.limit ?? 50, 200);
-      let start = 0;
-      if (req.cursor) {
-        start = BLUEPRINTS.findIndex((b) => Buffer.from(b.id).toString('base64url') === req.cursor) + 1;
-        if (start === 0)
-          throw errors.invalidField(
-            'cursor',
-            'is not a cursor this API returned; pass next_cursor of the previous page unchanged',
-          );
-      }
-      const page = BLUEPRINTS.slice(start, start + size);
-      const more = start + size < BLUEPRINTS.length;
-      return {
-        data: page.map(toBlueprint),
-        has_more: more,
-        ...(more ? { next_cursor: Buffer.from(page[page.length - 1]!.id).toString('base64url') } : {}),
-      };
+      // A short registry in code, paged over the array by its ids.
+      const page = parsePage(req, BLUEPRINT_CURSOR);
+      const start = page.after === undefined ? 0 : BLUEPRINTS.findIndex((b) => b.id === page.after) + 1;
+      const rows = BLUEPRINTS.slice(start, start + page.size);
+      const more = start + page.size < BLUEPRINTS.length;
+      return toPage(
+        { rows, keys: rows.map((b) => b.id), ...(more ? { next: rows.at(-1)!.id } : {}) },
+        toBlueprint,
+        BLUEPRINT_CURSOR,
+      );
     },
 
     async listAgentConfigs(_req, ctx) {
@@ -177,7 +185,7 @@ export function configHandlers(
         deadline_default_seconds: req.deadline_default_seconds ?? null,
         guardrails,
         schedule,
-        schedule_next_at: schedule ? nextTick(schedule, new Date()) : null,
+        schedule_next_at: schedule ? nextTick(schedule, deps.now()) : null,
         ...model,
       };
       return withTransaction(

@@ -1,5 +1,15 @@
 import { withTransaction } from '@workauto/db';
-import { accessDenied, errors, parsePage, validate, type Handlers } from '@workauto/grpc';
+import {
+  accessDenied,
+  errors,
+  parsePage,
+  timestampCursor,
+  toPage,
+  validate,
+  type CursorCodec,
+  type Handlers,
+} from '@workauto/grpc';
+import type { KeysetCursor } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
 import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import * as configs from '../repo/configs.js';
@@ -11,7 +21,11 @@ import { SOURCE, blueprintOf, runData, runStatuses, toRun, toStep, type AgentsDe
 type H = Handlers<typeof AgentsServiceService>;
 
 const INPUT_MAX_BYTES = 65_536;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+/** The spec's cursor: the created_at of the last run returned (RFC 3339); the next page is strictly older. */
+const RUN_CURSOR: CursorCodec<KeysetCursor> = {
+  ...timestampCursor,
+  rule: 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',
+};
 
 export function runHandlers(
   deps: AgentsDeps,
@@ -59,23 +73,11 @@ export function runHandlers(
 
     async listAgentRuns(req, ctx) {
       const b = blueprintOf(req.blueprint);
-      const { size } = parsePage({ limit: req.limit });
+      const page = parsePage(req, RUN_CURSOR);
       const status = runStatuses.toDomain(req.status) as runs.RunStatus | undefined;
       if (req.status !== 0 && status === undefined)
         throw errors.invalidField('status', `must be one of ${runStatuses.names.join(', ')}`);
-      const cursor = req.cursor || undefined;
-      if (cursor !== undefined && (!RFC3339.test(cursor) || Number.isNaN(Date.parse(cursor)))) {
-        throw errors.invalidField(
-          'cursor',
-          'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',
-        );
-      }
-      const page = await runs.listRuns(pool, ctx.tenant, b.id, status, size, cursor);
-      return {
-        data: page.rows.map(toRun),
-        has_more: page.next !== undefined,
-        ...(page.next ? { next_cursor: page.next.at } : {}),
-      };
+      return toPage(await runs.listRuns(pool, ctx.tenant, b.id, status, page), toRun, RUN_CURSOR);
     },
 
     async getAgentRun(req, ctx) {

@@ -29,7 +29,9 @@ export type ChatStep =
       delayMs?: number;
     }
   | { error: Exclude<ProbeOutcome, 'ok' | 'hang'> }
-  | { hang: true };
+  | { hang: true }
+  /** In the test's process only: answers `then` once `gate` settles (a test holds the run at that call). */
+  | { gate: Promise<unknown>; then: ChatStep };
 
 /** A chat request's body as either provider receives it (the fields a script looks at). */
 export interface ChatBody {
@@ -172,9 +174,13 @@ export class FakeProvider {
       const probe = this.probes.get(key);
       if (probe === undefined) return this.error(res, provider, 401, key);
       const script = this.scripts.get(key);
-      const step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? {
+      let step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? {
         text: 'done',
       };
+      while ('gate' in step) {
+        await step.gate;
+        step = step.then;
+      }
       if ('hang' in step) return this.hang(req, res, record);
       if ('error' in step) return this.error(res, provider, step.error, key);
       if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
@@ -254,7 +260,7 @@ export class FakeProvider {
 
 let callIds = 0;
 
-function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true }>) {
+function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true } | { gate: unknown }>) {
   const usage = step.usage ?? DEFAULT_USAGE;
   const tools = 'tools' in step ? step.tools : [];
   return {
@@ -287,7 +293,10 @@ function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } 
   };
 }
 
-function anthropicAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true }>) {
+function anthropicAnswer(
+  model: string,
+  step: Exclude<ChatStep, { error: unknown } | { hang: true } | { gate: unknown }>,
+) {
   const usage = step.usage ?? DEFAULT_USAGE;
   const tools = 'tools' in step ? step.tools : [];
   return {

@@ -7,7 +7,7 @@ export function probeApp(deps: AppsDeps): Handler<'probeApp'> {
   return async (req, ctx) => {
     checkSlug(req.slug);
     const current = await mustFind(pool, ctx.tenant, req.slug);
-    const after = await prober.probe(ctx.tenant, current.id, ctx, { scheduled: false, signal: ctx.signal });
+    const after = await prober.probe(ctx.tenant, current.id, ctx, { signal: ctx.signal });
     if (!after) throw errors.notFound('app', req.slug);
     return toApp(after.row, after.tools, fullUrl(ctx));
   };

@@ -60,7 +60,6 @@ export function updateApp(deps: AppsDeps): Handler<'updateApp'> {
               consecutive_probe_failures: 0,
               target_version: current.target_version + 1,
               next_probe_at: new Date(0),
-              probe_lease_until: null,
             }
           : {};
         const row = await apps.updateApp(tx, tenantId, current.id, { ...patch, ...target });
