@@ -407,10 +407,10 @@ describe('apps over gRPC', () => {
     const before = server.requests.length;
     const state = async () =>
       (
-        await apps.db.query(
-          'SELECT key_version, next_probe_at FROM apps WHERE tenant_id = $1 AND slug = $2',
-          [t.id, 'rot'],
-        )
+        await apps.db.query('SELECT key_version, next_probe_at FROM apps WHERE tenant_id = $1 AND slug = $2', [
+          t.id,
+          'rot',
+        ])
       ).rows[0];
     const v1 = await state();
     const rotated = await apps.client.call(
