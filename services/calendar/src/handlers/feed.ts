@@ -1,3 +1,4 @@
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Queryable } from '@workauto/db';
 import { errors, validate, type CallContext, type Handlers } from '@workauto/grpc';
 import type { CalendarServiceService } from '@workauto/protos/workauto/calendar/v1/calendar.js';
@@ -22,9 +23,14 @@ async function* feedText(db: Queryable, tenantId: string, calendar: calendars.Ca
   for (;;) {
     const rows = await events.feedBatch(db, tenantId, calendar.id, after, FEED_BATCH);
     if (rows.length === 0) break;
-    const batch = feedEvents(rows);
-    yield batch.text;
-    for (const zone of batch.zones) if (!zones.has(zone)) late.add(zone);
+    for (let i = 0; i < rows.length; i += RENDER_SLICE) {
+      // Rendering is synchronous CPU (a few ms per large event): between slices other tenants' calls
+      // get the event loop, so one tenant's feed delays them by a slice, not by a whole batch.
+      if (i > 0) await turn();
+      const slice = feedEvents(rows.slice(i, i + RENDER_SLICE));
+      yield slice.text;
+      for (const zone of slice.zones) if (!zones.has(zone)) late.add(zone);
+    }
     after = rows[rows.length - 1]!.id;
     if (rows.length < FEED_BATCH) break;
   }
@@ -33,6 +39,8 @@ async function* feedText(db: Queryable, tenantId: string, calendar: calendars.Ca
 
 /** Events read per query while a feed streams. */
 const FEED_BATCH = 100;
+/** Events rendered between two turns of the event loop. */
+const RENDER_SLICE = 5;
 /** Text gathered before a chunk is sent. */
 const CHUNK_BYTES = 256 * 1024;
 /** The most the deprecated one-message GetCalendarFeed answers (a gRPC message may hold 4 MiB). */
