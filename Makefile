@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install migrations-check
+.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install migrations-check openapi-lint
 
 # Tools the checks build or download once (helm, kube-apiserver, the previous release, Kafka jars…) live
 # in .cache/, a link to one folder per user, so a fresh clone (CI) reuses what an earlier clone built.
@@ -21,13 +21,28 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-## proto: generate TypeScript from proto/ with buf + ts-proto (generated code is not committed)
+## proto: TypeScript from proto/ with buf + ts-proto, and the descriptor sets (with source comments) that
+## the gateway, event data and reflection read at run time; the test fixtures' too (nothing here is committed)
 proto: install
+	rm -rf libs/protos/src/gen
 	buf generate
+	buf build proto -o libs/protos/descriptor.binpb
+	buf build libs/protos/test-protos -o libs/protos/fixtures.binpb
 
-## build: protos, then every workspace with tsc -b (strict)
+## build: protos, the gateway, the OpenAPI document it serves (libs/client/openapi.json) and the typed client's
+## types generated from it, then every workspace with tsc -b (strict): a document that breaks a client call fails here
 build: proto
+	tsc -b services/gateway
+	node services/gateway/dist/write-openapi.js libs/client/openapi.json
+	node libs/client/scripts/generate.mjs libs/client/openapi.json libs/client/src/gen/openapi.ts
 	tsc -b tsconfig.json
+
+## openapi-lint: redocly lint, recommended rules (redocly.yaml), over the document the gateway serves: any error
+## or warning fails
+openapi-lint: build
+	@out=$$(redocly lint --max-problems 1000 libs/client/openapi.json 2>&1); status=$$?; echo "$$out"; \
+	if [ $$status -ne 0 ] || grep -q 'warning' <<< "$$out"; then \
+	  echo 'openapi-lint: redocly reported the problems above; fix them in services/gateway/src/openapi.ts or in the protos'"'"' comments and annotations'; exit 1; fi
 
 ## dev: the whole product on this machine (embedded PostgreSQL, all services, gateway on PORT)
 dev: build
@@ -36,7 +51,7 @@ dev: build
 ## test: the chart checks (offline and on a real API server), the migration checks, the previous release
 ## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
 ## a real Kafka broker (started and stopped here)
-test: build chart-check chart-install migrations-check
+test: build openapi-lint chart-check chart-install migrations-check
 	.ci/previous-release.sh > /dev/null
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
 
@@ -45,7 +60,7 @@ proto-lint: install
 
 ## proto-breaking: fails when proto/ breaks wire or source compatibility with main
 proto-breaking: install
-	buf breaking --against '.git#branch=main'
+	buf breaking proto --against '.git#branch=main'
 
 lint: proto-lint build chart-check migrations-check
 	prettier --check --log-level warn .
@@ -74,4 +89,4 @@ bench: build
 	@node scripts/bench-table.mjs
 
 clean:
-	rm -rf libs/*/dist services/*/dist deploy/embedded/dist libs/protos/src/gen **/*.tsbuildinfo
+	rm -rf libs/*/dist services/*/dist deploy/embedded/dist libs/protos/src/gen libs/protos/*.binpb **/*.tsbuildinfo libs/client/src/gen libs/client/openapi.json

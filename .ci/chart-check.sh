@@ -7,8 +7,9 @@
 #     by the PyPI package kubernetes-validate (strict: unknown fields are errors);
 #   - the "restricted" Pod Security level on every pod template, with the admission controller's own
 #     code (.ci/pod-security, k8s.io/pod-security-admission);
-#   - every object name a valid DNS label;
-#   - values.schema.json refuses each bad value listed below at render time.
+#   - every object name a valid DNS label (checks.py);
+#   - values.schema.json refuses each bad value listed below at render time;
+#   - the chart README's values table is what helm-docs makes of values.yaml (--readme rewrites it).
 # Tools are built or downloaded once from the Go module proxy and PyPI into .cache/chart-check.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,6 +19,8 @@ bin="$cache/bin"
 K8S_VERSION=1.33.0
 KUBECONFORM_VERSION=v0.7.0
 KUBERNETES_VALIDATE_VERSION=1.37.0
+HELM_DOCS_VERSION=v1.14.2
+PROMQL_PARSER_VERSION=0.11.0   # PyPI promql-parser: a PromQL parser (Rust, with type checks) for the alerts and the dashboard
 chart=charts/workauto
 helm() { scripts/helm.sh "$@"; }
 log() { echo "chart-check: $*"; }
@@ -27,6 +30,17 @@ mkdir -p "$bin"
 if [ ! -x "$bin/kubeconform" ]; then
   log "building kubeconform $KUBECONFORM_VERSION (once)…"
   GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
+fi
+if [ ! -x "$bin/helm-docs" ]; then
+  log "building helm-docs $HELM_DOCS_VERSION (once)…"
+  GOBIN="$bin" GOFLAGS=-mod=mod go install "github.com/norwoodj/helm-docs/cmd/helm-docs@$HELM_DOCS_VERSION"
+fi
+# The chart's README (its values table) from values.yaml's `# --` comments and README.md.gotmpl.
+helm_docs() { "$bin/helm-docs" --chart-search-root charts --chart-to-generate "$chart" --skip-version-footer --log-level warning "$@"; }
+if [ "${1:-}" = "--readme" ]; then
+  helm_docs
+  log "wrote $chart/README.md"
+  exit 0
 fi
 if [ ! -x "$bin/pod-security" ] || [ -n "$(find .ci/pod-security -newer "$bin/pod-security" -type f)" ]; then
   log "building the Pod Security evaluator (k8s.io/pod-security-admission; once)…"
@@ -56,6 +70,13 @@ with zipfile.ZipFile(glob.glob(os.path.join(wheel_dir, "*.whl"))[0]) as z:
 PY
 fi
 
+if [ ! -f "$cache/python/promql_parser-$PROMQL_PARSER_VERSION.installed" ]; then
+  log "installing promql-parser $PROMQL_PARSER_VERSION from PyPI (once)…"
+  rm -rf "$cache/python"
+  python3 -m pip install --quiet --target "$cache/python" "promql-parser==$PROMQL_PARSER_VERSION"
+  touch "$cache/python/promql_parser-$PROMQL_PARSER_VERSION.installed"
+fi
+
 # --- renders -------------------------------------------------------------------------------------
 # A folder per run: two runs side by side (two checkouts' make test) never read each other's renders.
 renders="$(mktemp -d "${TMPDIR:-/tmp}/chart-check.XXXXXX")"
@@ -67,92 +88,73 @@ made_secret=(--kube-version "$K8S_VERSION" --set kafka.brokers=kafka:9092
   --set-file secrets.callerSigningKey="$renders/jwk.json" --set-file secrets.callerVerifyKeys="$renders/jwks.json"
   --set-file secrets.agentsCallerSigningKey="$renders/jwk.json" --set-file secrets.oauthProviders="$renders/oauth.json" --set secrets.databaseUrls.gateway=postgres://db/gateway)
 for s in identity notes-tasks crm-pipelines calendar webhooks apps agents; do made_secret+=(--set "secrets.databaseUrls.$s=postgres://db/$s"); done
+# SASL with the username as a value and the password from a Secret (checks.py: check_plain_username).
+made_secret+=(--set kafka.sasl.mechanism=scram-sha-512 --set kafka.sasl.username=workauto --set kafka.sasl.existingSecret=kafka-password)
 
 log "helm lint --strict"
 helm lint --strict "${base[@]}" "$chart"
 helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml "$chart"
+helm lint --strict --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml -f .ci/chart/cloud-sql-values.yaml "$chart"
 
-helm template workauto "$chart" "${base[@]}" > "$renders/default.yaml"
-helm template workauto "$chart" --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml > "$renders/production.yaml"
-helm template workauto "$chart" "${made_secret[@]}" > "$renders/made-secret.yaml"
+# Renders run side by side (helm is single-threaded); a failed one fails the check.
+pids=()
+render() { local name="$1" release="$2"; shift 2; helm template "$release" "$chart" "$@" > "$renders/$name.yaml" & pids+=($!); }
+render default workauto "${base[@]}"
+render production workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml
+render made-secret workauto "${made_secret[@]}"
 long=platform-team-production-eu-west-1-blue-green-0000001   # 53 characters (Helm's maximum), fullname 62
-helm template "$long" "$chart" "${base[@]}" > "$renders/long-name.yaml"
+render long-name "$long" "${base[@]}"
+# One workload's own settings over production's defaults (checks.py: the defaults it does not name stay).
+render overrides workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  --set services.agents.resources.limits.memory=1Gi --set services.agents.autoscaling.maxReplicas=20 \
+  --set services.agents.pdb.maxUnavailable=2 --set defaults.env.NODE_OPTIONS=--max-old-space-size=384
+render cloud-sql workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/cloud-sql-values.yaml
+render kafka-mtls workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/kafka-mtls-values.yaml
+render migrations-job workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml \
+  -f .ci/chart/cloud-sql-values.yaml --set migrations.mode=job
+# Valid values a platform may well use (checks.py: check_edge).
+render edge workauto "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
+  --set gateway.ingress.enabled=true --set services.apps.enabled=false
+
+for pid in "${pids[@]}"; do wait "$pid"; done
 
 failed=0
+# One kubeconform run over every render: it loads each schema once.
+log "kubeconform ($(cd "$renders" && echo *.yaml))"
+"$bin/kubeconform" -strict -summary -skip ServiceMonitor,PrometheusRule,KafkaTopic,KafkaUser -kubernetes-version "$K8S_VERSION" \
+  -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$renders"/*.yaml || failed=1
 for r in "$renders"/*.yaml; do
-  name=$(basename "$r" .yaml)
-  log "kubeconform ($name)"
-  "$bin/kubeconform" -strict -summary -skip ServiceMonitor -kubernetes-version "$K8S_VERSION" \
-    -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$r" || failed=1
-  log "pod security, restricted ($name)"
+  log "pod security, restricted ($(basename "$r" .yaml))"
   "$bin/pod-security" < "$r" || failed=1
-  # Object names: DNS-1035 labels (Services) / DNS-1123 subdomains, at most 63 characters here.
-  python3 - "$r" <<'PY' || failed=1
-import re, sys, yaml
-bad = []
-for doc in yaml.safe_load_all(open(sys.argv[1])):
-    if not doc: continue
-    n = doc["metadata"]["name"]
-    if len(n) > 63 or not re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", n):
-        bad.append(f"{doc['kind']}/{n}")
-for b in bad: print(f"invalid object name (a DNS label of at most 63 characters is needed): {b}")
-sys.exit(1 if bad else 0)
-PY
 done
 
-# --- what the issue asks of the rendered objects (production-like values) --------------------------
-log "deployment properties (production)"
-python3 - "$renders/production.yaml" <<'PY' || failed=1
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-by = lambda kind: {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
-deployments, hpas, services, policies = by("Deployment"), by("HorizontalPodAutoscaler"), by("Service"), by("NetworkPolicy")
-problems = []
-component = lambda d: d["metadata"]["labels"]["app.kubernetes.io/component"]
-encryption_readers = {"gateway", "identity", "webhooks", "apps", "agents"}
-for name, d in deployments.items():
-    c, spec = component(d), d["spec"]["template"]["spec"]
-    container = spec["containers"][0]
-    env = {e["name"] for e in container.get("env", [])}
-    if name in hpas and "replicas" in d["spec"]:
-        problems.append(f"{name}: has replicas although an HPA scales it")
-    if ("ENCRYPTION_KEYS" in env) != (c in encryption_readers):
-        problems.append(f"{name}: ENCRYPTION_KEYS {'given to a service that never reads it' if 'ENCRYPTION_KEYS' in env else 'missing'}")
-    if spec.get("automountServiceAccountToken") is not False:
-        problems.append(f"{name}: the service account token is mounted")
-    pre = container["lifecycle"]["preStop"]["sleep"]["seconds"]
-    drain = 5 + 1 if c == "gateway" else 10 + 10 + 2  # gateway: deadline + 1 s; services: workers + gRPC drain + closing
-    if spec["terminationGracePeriodSeconds"] <= pre + drain:
-        problems.append(f"{name}: grace {spec['terminationGracePeriodSeconds']} s does not cover preStop {pre} s + drain {drain} s")
-    if not spec.get("topologySpreadConstraints"):
-        problems.append(f"{name}: no topology spread")
-for name, svc in services.items():
-    if component(svc) != "gateway" and svc["spec"].get("clusterIP") != "None":
-        problems.append(f"{name}: a gRPC Service must be headless (per-call balancing)")
-for name, np in policies.items():
-    c = component(np)
-    if c in ("gateway", "helm-test"):
-        continue
-    for rule in np["spec"]["ingress"]:
-        for peer in rule.get("from", [{}]) if "from" in rule else ([] if rule["ports"][0]["port"] == "metrics" else [{}]):
-            allowed = [e["values"] for e in peer.get("podSelector", {}).get("matchExpressions", []) if e["key"] == "app.kubernetes.io/component"]
-            if not allowed or not set(allowed[0]) <= {"gateway", "agents", "helm-test"}:
-                problems.append(f"NetworkPolicy {name}: accepts gRPC from {allowed or 'anyone'}")
-for p in problems: print("chart-check: FAIL:", p)
-print(f"checked {len(deployments)} Deployments, {len(services)} Services, {len(policies)} NetworkPolicies")
-sys.exit(1 if problems else 0)
-PY
+# --- what the issue asks of the rendered objects ---------------------------------------------------
+log "rendered objects (.ci/chart/checks.py)"
+PYTHONPATH="$cache/python" python3 .ci/chart/checks.py "$renders" || failed=1
+
+log "chart README current (helm-docs)"
+if ! diff -u "$chart/README.md" <(helm_docs --dry-run) > "$renders/readme.diff"; then
+  echo "chart-check: FAIL: $chart/README.md differs from values.yaml; run .ci/chart-check.sh --readme and commit it:"
+  head -40 "$renders/readme.diff"; failed=1
+fi
 
 # --- values the schema (or the templates) must refuse ----------------------------------------------
+# Each refusal is one helm run; they run four at a time, each writing its verdict to a file.
 refuse() {
   local why="$1"; shift
-  local out
-  if out=$(helm template workauto "$chart" "${base[@]}" "$@" 2>&1); then
-    echo "chart-check: FAIL: rendered although $why ($*)"; failed=1
-  elif ! grep -q "$why" <<<"$out"; then
-    echo "chart-check: FAIL: refused, but without naming '$why' ($*):"; echo "$out" | head -5; failed=1
-  fi
+  local out verdict="$renders/refused.$((++refusals))"
+  (
+    if out=$(helm template workauto "$chart" "${base[@]}" "$@" 2>&1); then
+      echo "chart-check: FAIL: rendered although $why ($*)"
+    elif ! grep -q "$why" <<<"$out"; then
+      echo "chart-check: FAIL: refused, but without naming '$why' ($*):"; echo "$out" | head -5
+    fi
+  ) > "$verdict" &
+  if [ $((refusals % 4)) = 0 ]; then wait; fi
 }
+refusals=0
 log "values the chart refuses"
 refuse "logLevel" --set logLevel=verbose
 refuse "defaults.replicas" --set defaults.replicas=0
@@ -170,6 +172,24 @@ refuse "secrets.platformAdminToken" --set secrets.platformAdminToken=short
 refuse "kafka.sasl.existingSecret is required" --set kafka.sasl.mechanism=scram-sha-256
 refuse "kafka.brokers is required" --set kafka.brokers=
 refuse "the Secret key [a-z-]* is required" --set secrets.existingSecret=
+# A PodDisruptionBudget that allows no disruption blocks every node drain.
+refuse "defaults.pdb.maxUnavailable" --set-string defaults.pdb.maxUnavailable=0
+refuse "services.agents.pdb.maxUnavailable" --set-string services.agents.pdb.maxUnavailable=0%
+refuse "pdb.minAvailable 2 leaves no pod of [a-z-]* to evict" --set defaults.pdb.minAvailable=2
+refuse "pdb.minAvailable 3 leaves no pod of identity to evict" --set defaults.autoscaling.enabled=true --set defaults.autoscaling.minReplicas=3 --set services.identity.pdb.minAvailable=3
+refuse "pdb.minAvailable" --set-string defaults.pdb.minAvailable=100%
+refuse "image is required" --set 'services.agents.extraContainers[0].name=proxy'
+refuse "mountPath is required" --set 'defaults.extraVolumeMounts[0].name=ca'
+refuse "databasePoolMax" --set gateway.databasePoolMax=0
+refuse "migrations.mode=job needs secrets.existingSecret" --set secrets.existingSecret= --set migrations.mode=job
+refuse "migrations.mode" --set migrations.mode=manual
+refuse "kafka.strimzi.cluster is required" --set kafka.strimzi.topics.enabled=true
+refuse "kafka.strimzi.user makes the Kafka credentials" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.sasl.mechanism=plain --set kafka.sasl.existingSecret=kafka
+refuse "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.strimzi.user.authentication=tls
+refuse "kafka.strimzi.user.authentication" --set kafka.strimzi.user.authentication=scram-sha-256
+refuse "kafka.tls.clientSecret needs kafka.tls.enabled" --set kafka.tls.clientSecret=kafka-client
+wait
+if grep -q . "$renders"/refused.*; then cat "$renders"/refused.*; failed=1; fi
 
 if [ "$failed" != 0 ]; then echo "chart-check: FAILED"; exit 1; fi
 log "all checks passed"

@@ -13,7 +13,8 @@
  * The two targets take turns, ROUNDS times (DURATION / ROUNDS seconds each): the machine's other load
  * then weighs on both alike.
  * Env: CONNECTIONS (32), DURATION (15), WARMUP (3), ROUNDS (3), SHAPE, CPU_PER_REQUEST=1 (where each
- * target's CPU went, per process kind, from /proc). Needs TEST_DATABASE_URL (with-infra sets it).
+ * target's CPU went, per process kind, from /proc), WRITES=1 (then POST /api/v1/notes through the
+ * gateway too: a mutation, with its outbox event). Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -62,9 +63,10 @@ const bare = app.listen(0, '127.0.0.1');
 await once(bare, 'listening');
 const bareBase = `http://127.0.0.1:${bare.address().port}`;
 
-/** autocannon in a child process; its JSON summary. */
-async function load(url, headers, seconds) {
+/** autocannon in a child process; its JSON summary. `body`: a JSON POST. */
+async function load(url, headers, seconds, body) {
   const args = [AUTOCANNON, '-c', String(CONNECTIONS), '-d', String(seconds), '-j'];
+  if (body !== undefined) args.push('-m', 'POST', '-b', JSON.stringify(body), '-H', 'content-type=application/json');
   for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}=${v}`);
   args.push(url);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -75,10 +77,10 @@ async function load(url, headers, seconds) {
   return JSON.parse(out);
 }
 
-async function measure(name, url, headers, seconds, warmup) {
-  const warm = warmup > 0 ? (await load(url, headers, warmup)).requests.total : 0;
+async function measure(name, url, headers, seconds, warmup, body) {
+  const warm = warmup > 0 ? (await load(url, headers, warmup, body)).requests.total : 0;
   const cpuBefore = cpuSnapshot();
-  const r = await load(url, headers, seconds);
+  const r = await load(url, headers, seconds, body);
   if (process.env.CPU_PER_REQUEST === '1') printCpuPerRequest(name, cpuBefore, cpuSnapshot(), r.requests.total);
   const bad = r.non2xx + r.errors + r.timeouts;
   const row = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total, bad };
@@ -147,6 +149,17 @@ try {
   report('notes_gateway_rps', 'GET /notes/{id} throughput through the gateway', g.rps, 'req/s');
   report('notes_bare_rps', 'GET /notes/{id} throughput of bare Express + pg', x.rps, 'req/s');
   report('notes_bare_p99', 'GET /notes/{id} p99 of bare Express + pg', x.p99, 'ms');
+  if (process.env.WRITES === '1') {
+    console.log(`POST /api/v1/notes (a note of ${body.length} characters), concurrency ${CONNECTIONS}, ${DURATION} s:`);
+    await measure(
+      'POST through the gateway',
+      `${base}/api/v1/notes`,
+      { authorization: `Bearer ${key}` },
+      DURATION,
+      WARMUP,
+      { title: 'Bench note', body, metadata: { source: 'bench' } },
+    );
+  }
   for (const service of ['notes_tasks', 'identity']) await printTopStatements(databaseUrl(service), 6);
 } finally {
   await check.end().catch(() => undefined);

@@ -6,6 +6,9 @@
 #   KAFKA_SECURE_KEYSTORE=<pem file: private key (PKCS#8, unencrypted) + certificate> adds a SASL_SSL
 #   listener (SCRAM-SHA-256 user `workauto` with password $KAFKA_SCRAM_PASSWORD, and unsecured-JWT
 #   OAUTHBEARER) and prints KAFKA_SECURE_BROKERS=127.0.0.1:<port> before the last line.
+#   With it, KAFKA_CLIENT_CA=<pem file: CA certificate(s)> adds an SSL listener that requires a client
+#   certificate signed by that CA (ssl.client.auth=required, as Strimzi's tls authentication) and
+#   prints KAFKA_MTLS_BROKERS=127.0.0.1:<port>.
 # Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -43,7 +46,7 @@ start_once() {
   stop_quietly
   fetch_jars
   mkdir -p "$run"
-  local port cport sport=""
+  local port cport sport="" mport=""
   port=$(free_port); cport=$(free_port)
   while [ "$cport" = "$port" ]; do cport=$(free_port); done
   local listeners="PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$cport" advertised="PLAINTEXT://127.0.0.1:$port" map="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
@@ -53,6 +56,11 @@ start_once() {
     while [ "$sport" = "$port" ] || [ "$sport" = "$cport" ]; do sport=$(free_port); done
     listeners="$listeners,SASL_SSL://127.0.0.1:$sport"; advertised="$advertised,SASL_SSL://127.0.0.1:$sport"; map="$map,SASL_SSL:SASL_SSL"
     format_extra=(--add-scram "SCRAM-SHA-256=[name=workauto,password=${KAFKA_SCRAM_PASSWORD:?KAFKA_SCRAM_PASSWORD is required with KAFKA_SECURE_KEYSTORE}]")
+    if [ -n "${KAFKA_CLIENT_CA:-}" ]; then
+      mport=$(free_port)
+      while [ "$mport" = "$port" ] || [ "$mport" = "$cport" ] || [ "$mport" = "$sport" ]; do mport=$(free_port); done
+      listeners="$listeners,MTLS://127.0.0.1:$mport"; advertised="$advertised,MTLS://127.0.0.1:$mport"; map="$map,MTLS:SSL"
+    fi
   fi
   cat > "$run/server.properties" <<PROPS
 process.roles=broker,controller
@@ -81,6 +89,15 @@ listener.name.sasl_ssl.ssl.keystore.type=PEM
 listener.name.sasl_ssl.ssl.keystore.location=$KAFKA_SECURE_KEYSTORE
 PROPS
   fi
+  if [ -n "$mport" ]; then
+    cat >> "$run/server.properties" <<PROPS
+listener.name.mtls.ssl.keystore.type=PEM
+listener.name.mtls.ssl.keystore.location=$KAFKA_SECURE_KEYSTORE
+listener.name.mtls.ssl.client.auth=required
+listener.name.mtls.ssl.truststore.type=PEM
+listener.name.mtls.ssl.truststore.location=$KAFKA_CLIENT_CA
+PROPS
+  fi
   cat > "$run/log4j.properties" <<'PROPS'
 log4j.rootLogger=WARN, file
 log4j.appender.file=org.apache.log4j.FileAppender
@@ -95,6 +112,7 @@ PROPS
     -c "$run/server.properties" --ignore-formatted "${format_extra[@]}" >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
   echo "$port" > "$run/port"
   if [ -n "$sport" ]; then echo "$sport" > "$run/secure-port"; fi
+  if [ -n "$mport" ]; then echo "$mport" > "$run/mtls-port"; fi
   launch
 }
 
@@ -110,6 +128,7 @@ launch() {
     if ! kill -0 "$(cat "$run/pid")" 2>/dev/null; then log "the broker exited; see $run/stdout.log and $run/server.log"; return 1; fi
     if grep -q "Kafka Server started\|\[KafkaRaftServer nodeId=1\] Kafka Server started" "$run/server.log" 2>/dev/null; then
       if [ -f "$run/secure-port" ]; then echo "KAFKA_SECURE_BROKERS=127.0.0.1:$(cat "$run/secure-port")"; fi
+      if [ -f "$run/mtls-port" ]; then echo "KAFKA_MTLS_BROKERS=127.0.0.1:$(cat "$run/mtls-port")"; fi
       echo "KAFKA_BROKERS=127.0.0.1:$port"
       return 0
     fi

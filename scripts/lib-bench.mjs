@@ -38,7 +38,7 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
     const cluster = await startServiceProcesses({
       ...common,
       extraReplicas,
-      env: { RATE_LIMIT_PER_MINUTE: '100000000' },
+      env: { RATE_LIMIT_PER_MINUTE: '100000000', GATEWAY_TENANT_CONCURRENCY: '100000' },
     });
     // output(): what every process printed (LOG_LEVEL warn: each 5xx the gateway answered, each unexpected error of a service).
     stack = { url: cluster.url, stop: () => cluster.stop(), output: () => cluster.output() };
@@ -48,7 +48,7 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
       callerKeys: generateCallerKeys('bench'),
       kafkaNamespace: `${prefix}.`,
       logger: createLogger('bench', 'warn'),
-      gatewayOptions: { rateLimitPerMinute: 100_000_000 },
+      gatewayOptions: { rateLimitPerMinute: 100_000_000, tenantConcurrency: 100_000 },
     });
   }
   async function api(method, path, key, body) {

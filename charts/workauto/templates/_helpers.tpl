@@ -38,6 +38,18 @@
 {{- end -}}
 {{- end -}}
 
+{{/*
+The migration Jobs' ServiceAccount: a pre-install hook runs before the release's own exists, so when
+the chart makes one, the Jobs get a hook-made twin (same annotations, e.g. a cloud identity binding).
+*/}}
+{{- define "workauto.migrationsServiceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- include "workauto.componentName" (dict "root" . "component" "migrations") -}}
+{{- else -}}
+{{- include "workauto.serviceAccountName" . -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "workauto.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
@@ -62,11 +74,13 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
-{{/* A workload's settings: the defaults, each key replaced by the workload's own (dict "root" $ "own" $svc). */}}
+{{/*
+A workload's settings: its own deep-merged over the defaults (dict "root" $ "own" $svc). Maps merge
+key by key (resources.limits.memory alone keeps the default requests and CPU limit; env adds to
+defaults.env); lists and scalars replace the default's.
+*/}}
 {{- define "workauto.settings" -}}
-{{- $cfg := deepCopy .root.Values.defaults -}}
-{{- range $k, $v := .own -}}{{- $_ := set $cfg $k $v -}}{{- end -}}
-{{- toYaml $cfg -}}
+{{- toYaml (mergeOverwrite (deepCopy .root.Values.defaults) (deepCopy .own)) -}}
 {{- end -}}
 
 {{- define "workauto.kafkaNamespace" -}}
@@ -85,6 +99,8 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
   value: {{ $root.Values.logLevel | quote }}
 - name: DATABASE_STATEMENT_TIMEOUT_MS
   value: {{ $root.Values.databaseStatementTimeoutMs | quote }}
+- name: DATABASE_POOL_MAX
+  value: {{ .cfg.databasePoolMax | int | quote }}
 - name: K8S_POD_NAME
   valueFrom: { fieldRef: { fieldPath: metadata.name } }
 - name: K8S_NAMESPACE_NAME
@@ -113,51 +129,127 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
 {{- end }}
 {{- end -}}
 
-{{/* Kafka's variables (services only: the gateway publishes no events). */}}
-{{- define "workauto.kafkaEnv" -}}
+{{/*
+How the services authenticate to Kafka, from kafka.tls, kafka.sasl and kafka.strimzi.user (a
+Strimzi-made user's Secret holds password and sasl.jaas.config, or user.crt and user.key: the
+username is the KafkaUser's name). YAML: tls, caSecret, caKey, clientSecret, certKey, keyKey,
+mechanism, username, usernameSecret, usernameKey, passwordSecret, passwordKey, tokenSecret, tokenKey.
+*/}}
+{{- define "workauto.kafkaAuth" -}}
 {{- $k := .Values.kafka -}}
+{{- $a := dict "tls" $k.tls.enabled "caSecret" $k.tls.caSecret "caKey" $k.tls.caKey "clientSecret" $k.tls.clientSecret "certKey" $k.tls.certKey "keyKey" $k.tls.keyKey "mechanism" $k.sasl.mechanism -}}
+{{- $user := $k.strimzi.user -}}
+{{- if $user.enabled -}}
+{{- $name := include "workauto.kafkaUserName" . -}}
+{{- if or $k.sasl.mechanism $k.tls.clientSecret -}}
+{{- fail "kafka.strimzi.user makes the Kafka credentials: leave kafka.sasl.mechanism and kafka.tls.clientSecret empty" -}}
+{{- end -}}
+{{- if eq $user.authentication "tls" -}}
+{{- if not $k.tls.enabled }}{{ fail "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled (client certificates are a TLS feature)" }}{{ end -}}
+{{- $_ := set $a "clientSecret" $name -}}{{- $_ := set $a "certKey" "user.crt" -}}{{- $_ := set $a "keyKey" "user.key" -}}
+{{- else -}}
+{{- $_ := set $a "mechanism" "scram-sha-512" -}}{{- $_ := set $a "username" $name -}}
+{{- $_ := set $a "passwordSecret" $name -}}{{- $_ := set $a "passwordKey" "password" -}}
+{{- end -}}
+{{- else if $a.mechanism -}}
+{{- $secret := required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" $k.sasl.existingSecret -}}
+{{- if eq $a.mechanism "oauthbearer" -}}
+{{- $_ := set $a "tokenSecret" $secret -}}{{- $_ := set $a "tokenKey" $k.sasl.tokenKey -}}
+{{- else -}}
+{{- if $k.sasl.username }}{{ $_ := set $a "username" $k.sasl.username }}{{ else }}{{ $_ := set $a "usernameSecret" $secret }}{{ $_ := set $a "usernameKey" $k.sasl.usernameKey }}{{ end -}}
+{{- $_ := set $a "passwordSecret" $secret -}}{{- $_ := set $a "passwordKey" $k.sasl.passwordKey -}}
+{{- end -}}
+{{- end -}}
+{{- if and $a.clientSecret (not $k.tls.enabled) }}{{ fail "kafka.tls.clientSecret needs kafka.tls.enabled" }}{{ end -}}
+{{- toYaml $a -}}
+{{- end -}}
+
+{{/* <fullname>-kafka: the User Operator's Secret of that name must not meet the chart's or yours. */}}
+{{- define "workauto.kafkaUserName" -}}{{ include "workauto.componentName" (dict "root" . "component" "kafka") }}{{- end -}}
+
+{{/* Topics as the services name them (libs/events TOPICS, after KAFKA_NAMESPACE), by a short key. */}}
+{{- define "workauto.kafkaTopics" -}}
+{{- $ns := include "workauto.kafkaNamespace" . -}}
+audit: {{ printf "%sworkauto.audit.v1" $ns }}
+domain-events: {{ printf "%sworkauto.domain-events.v1" $ns }}
+dead-letter: {{ printf "%sworkauto.dead-letter.v1" $ns }}
+{{- end -}}
+
+{{/* The services create their topics unless told not to, or unless the chart makes them (Strimzi). */}}
+{{- define "workauto.kafkaCreateTopics" -}}
+{{- and .Values.kafka.createTopics (not .Values.kafka.strimzi.topics.enabled) -}}
+{{- end -}}
+
+{{/*
+Kafka's variables (services only: the gateway publishes no events). A migration Job ("job") gets no
+credentials: migrating never connects to Kafka, and a Strimzi-made user's Secret does not exist yet
+when a pre-install hook runs. (dict "root" $ "job" bool)
+*/}}
+{{- define "workauto.kafkaEnv" -}}
+{{- $k := .root.Values.kafka }}
+{{- $a := include "workauto.kafkaAuth" .root | fromYaml }}
 - name: KAFKA_BROKERS
   value: {{ required "kafka.brokers is required (host:port[,…])" $k.brokers | quote }}
 - name: KAFKA_NAMESPACE
-  value: {{ include "workauto.kafkaNamespace" . | quote }}
+  value: {{ include "workauto.kafkaNamespace" .root | quote }}
 - name: KAFKA_CREATE_TOPICS
-  value: {{ $k.createTopics | quote }}
+  value: {{ include "workauto.kafkaCreateTopics" .root | quote }}
 - name: KAFKA_TOPIC_PARTITIONS
   value: {{ $k.topicPartitions | quote }}
 - name: KAFKA_TOPIC_REPLICATION_FACTOR
   value: {{ $k.topicReplicationFactor | quote }}
 - name: KAFKA_TOPIC_RETENTION_MS
   value: {{ $k.topicRetentionMs | quote }}
-{{- if $k.tls.enabled }}
+{{- if not .job }}
+{{- if $a.tls }}
 - name: KAFKA_TLS
   value: "true"
-{{- if $k.tls.caSecret }}
+{{- if $a.caSecret }}
 - name: KAFKA_TLS_CA_FILE
-  value: /etc/workauto/kafka-ca/{{ $k.tls.caKey }}
+  value: /etc/workauto/kafka-ca/{{ $a.caKey }}
+{{- end }}
+{{- if $a.clientSecret }}
+- name: KAFKA_TLS_CERT_FILE
+  value: /etc/workauto/kafka-client/{{ $a.certKey }}
+- name: KAFKA_TLS_KEY_FILE
+  value: /etc/workauto/kafka-client/{{ $a.keyKey }}
 {{- end }}
 {{- end }}
-{{- with $k.sasl.mechanism }}
+{{- with $a.mechanism }}
 - name: KAFKA_SASL_MECHANISM
   value: {{ . | quote }}
-{{- if eq . "oauthbearer" }}
+{{- end }}
+{{- if $a.tokenSecret }}
 - name: KAFKA_SASL_OAUTHBEARER_TOKEN_FILE
-  value: /etc/workauto/kafka-token/{{ $k.sasl.tokenKey }}
-{{- else }}
+  value: /etc/workauto/kafka-token/{{ $a.tokenKey }}
+{{- end }}
+{{- if $a.username }}
 - name: KAFKA_SASL_USERNAME
-  valueFrom: { secretKeyRef: { name: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" $k.sasl.existingSecret }}, key: {{ $k.sasl.usernameKey }} } }
+  value: {{ $a.username | quote }}
+{{- else if $a.usernameSecret }}
+- name: KAFKA_SASL_USERNAME
+  valueFrom: { secretKeyRef: { name: {{ $a.usernameSecret }}, key: {{ $a.usernameKey }} } }
+{{- end }}
+{{- if $a.passwordSecret }}
 - name: KAFKA_SASL_PASSWORD
-  valueFrom: { secretKeyRef: { name: {{ $k.sasl.existingSecret }}, key: {{ $k.sasl.passwordKey }} } }
+  valueFrom: { secretKeyRef: { name: {{ $a.passwordSecret }}, key: {{ $a.passwordKey }} } }
 {{- end }}
 {{- end }}
 {{- end -}}
 
 {{- define "workauto.kafkaVolumeMounts" -}}
-{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+{{- $a := include "workauto.kafkaAuth" . | fromYaml }}
+{{- if and $a.tls $a.caSecret }}
 - name: kafka-ca
   mountPath: /etc/workauto/kafka-ca
   readOnly: true
 {{- end }}
-{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+{{- if $a.clientSecret }}
+- name: kafka-client
+  mountPath: /etc/workauto/kafka-client
+  readOnly: true
+{{- end }}
+{{- if $a.tokenSecret }}
 - name: kafka-token
   mountPath: /etc/workauto/kafka-token
   readOnly: true
@@ -165,17 +257,22 @@ valueFrom: { secretKeyRef: { name: {{ include "workauto.secretName" .root }}, ke
 {{- end -}}
 
 {{- define "workauto.kafkaVolumes" -}}
-{{- if and .Values.kafka.tls.enabled .Values.kafka.tls.caSecret }}
+{{- $a := include "workauto.kafkaAuth" . | fromYaml }}
+{{- if and $a.tls $a.caSecret }}
 - name: kafka-ca
-  secret: { secretName: {{ .Values.kafka.tls.caSecret }} }
+  secret: { secretName: {{ $a.caSecret }} }
 {{- end }}
-{{- if eq .Values.kafka.sasl.mechanism "oauthbearer" }}
+{{- if $a.clientSecret }}
+- name: kafka-client
+  secret: { secretName: {{ $a.clientSecret }} }
+{{- end }}
+{{- if $a.tokenSecret }}
 - name: kafka-token
-  secret: { secretName: {{ required "kafka.sasl.existingSecret is required with kafka.sasl.mechanism" .Values.kafka.sasl.existingSecret }} }
+  secret: { secretName: {{ $a.tokenSecret }} }
 {{- end }}
 {{- end -}}
 
-{{/* A workload's own env: plain values (empty ones left out), then extraEnv. (dict "cfg" $cfg) */}}
+{{/* A workload's own env: plain values (empty ones left out), then extraEnv. (dict "cfg" $cfg), output starts with a newline */}}
 {{- define "workauto.workloadEnv" -}}
 {{- range $name, $value := .cfg.env }}
 {{- if or (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) $value }}
@@ -194,7 +291,7 @@ Pod-level spec shared by every Deployment (not the containers).
 */}}
 {{- define "workauto.podSpec" -}}
 {{- $root := .root -}}
-serviceAccountName: {{ include "workauto.serviceAccountName" $root }}
+serviceAccountName: {{ include (ternary "workauto.migrationsServiceAccountName" "workauto.serviceAccountName" (.job | default false)) $root }}
 automountServiceAccountToken: false
 enableServiceLinks: false
 securityContext: {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
@@ -205,6 +302,9 @@ terminationGracePeriodSeconds: {{ .cfg.terminationGracePeriodSeconds }}
 {{- with .cfg.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
+{{- if .job }}
+restartPolicy: Never
+{{- else }}
 topologySpreadConstraints:
 {{- if .cfg.topologySpreadConstraints }}
 {{- toYaml .cfg.topologySpreadConstraints | nindent 2 }}
@@ -220,6 +320,7 @@ topologySpreadConstraints:
     labelSelector:
       matchLabels: {{- include "workauto.selectorLabels" . | nindent 8 }}
 {{- end }}
+{{- end }}
 {{- with .cfg.nodeSelector }}
 nodeSelector: {{- toYaml . | nindent 2 }}
 {{- end }}
@@ -229,6 +330,24 @@ affinity: {{- toYaml . | nindent 2 }}
 {{- with .cfg.tolerations }}
 tolerations: {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- with .cfg.initContainers }}
+initContainers: {{- include "workauto.extraContainers" (dict "root" $root "containers" .) | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+Secrets a workload reads only at start (env, certificates), comma-separated: a change needs a
+restart. The OAUTHBEARER token is left out: it is read again at each authentication.
+(dict "root" $ "component" name "cfg" $cfg)
+*/}}
+{{- define "workauto.startSecrets" -}}
+{{- $a := include "workauto.kafkaAuth" .root | fromYaml -}}
+{{- $names := list (include "workauto.secretName" .root) -}}
+{{- if ne .component "gateway" -}}
+{{- range list ($a.tls | ternary $a.caSecret "") $a.clientSecret $a.usernameSecret $a.passwordSecret }}{{ if . }}{{ $names = append $names . }}{{ end }}{{ end -}}
+{{- end -}}
+{{- range .cfg.extraVolumes }}{{ with .secret }}{{ $names = append $names .secretName }}{{ end }}{{ end -}}
+{{- $names | uniq | join "," -}}
 {{- end -}}
 
 {{/* Deployment metadata and spec head, up to the pod template's spec. (dict "root" $ "component" name "cfg" $cfg) */}}
@@ -241,6 +360,16 @@ metadata:
   labels:
     {{- include "workauto.labels" $root | nindent 4 }}
     app.kubernetes.io/component: {{ .component }}
+  {{- if $root.Values.secrets.reloader }}
+  annotations:
+    # Stakater Reloader rolls the pods when one of these Secrets changes.
+    secret.reloader.stakater.com/reload: {{ include "workauto.startSecrets" . | quote }}
+    {{- $configMaps := list }}
+    {{- range .cfg.extraVolumes }}{{ with .configMap }}{{ $configMaps = append $configMaps .name }}{{ end }}{{ end }}
+    {{- with $configMaps }}
+    configmap.reloader.stakater.com/reload: {{ . | uniq | join "," | quote }}
+    {{- end }}
+  {{- end }}
 spec:
   {{- if not .cfg.autoscaling.enabled }}
   replicas: {{ .cfg.replicas }}
@@ -279,7 +408,16 @@ metadata:
     {{- include "workauto.labels" .root | nindent 4 }}
     app.kubernetes.io/component: {{ .component }}
 spec:
+  {{- $min := .cfg.pdb.minAvailable | toString }}
+  {{- if ne $min "" }}
+  {{- $replicas := ternary .cfg.autoscaling.minReplicas .cfg.replicas .cfg.autoscaling.enabled | int }}
+  {{- if and (not (hasSuffix "%" $min)) (ge (int $min) $replicas) }}
+  {{- fail (printf "pdb.minAvailable %s leaves no pod of %s to evict: a node drain would wait forever. Set it below %s (%d), or use maxUnavailable" $min .component (ternary "autoscaling.minReplicas" "replicas" .cfg.autoscaling.enabled) $replicas) }}
+  {{- end }}
+  minAvailable: {{ if hasSuffix "%" $min }}{{ $min | quote }}{{ else }}{{ int $min }}{{ end }}
+  {{- else }}
   maxUnavailable: {{ .cfg.pdb.maxUnavailable }}
+  {{- end }}
   selector:
     matchLabels: {{- include "workauto.selectorLabels" . | nindent 6 }}
 {{- end }}
@@ -307,6 +445,40 @@ spec:
 {{- end }}
 {{- end -}}
 
+{{/* Containers from values, each securityContext merged over the chart's. (dict "root" $ "containers" list) */}}
+{{- define "workauto.extraContainers" -}}
+{{- $out := list -}}
+{{- range .containers -}}
+{{- $c := deepCopy . -}}
+{{- $_ := set $c "securityContext" (mergeOverwrite (deepCopy $.root.Values.containerSecurityContext) ($c.securityContext | default dict)) -}}
+{{- $out = append $out $c -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The pod's volumes: /tmp, Kafka's (services), the workload's extraVolumes. (dict "root" $ "cfg" $cfg "kafka" bool) */}}
+{{- define "workauto.volumes" -}}
+- name: tmp
+  emptyDir: { sizeLimit: 64Mi }
+{{- if .kafka }}
+{{- include "workauto.kafkaVolumes" .root }}
+{{- end }}
+{{- with .cfg.extraVolumes }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "workauto.volumeMounts" -}}
+- name: tmp
+  mountPath: /tmp
+{{- if .kafka }}
+{{- include "workauto.kafkaVolumeMounts" .root }}
+{{- end }}
+{{- with .cfg.extraVolumeMounts }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
 {{- define "workauto.containerCommon" -}}
 image: {{ include "workauto.image" .root }}
 imagePullPolicy: {{ .root.Values.image.pullPolicy }}
@@ -321,16 +493,44 @@ envFrom: {{- toYaml . | nindent 2 }}
 {{- end -}}
 
 {{- define "workauto.metricsContainerPort" -}}
-{{- if .Values.metrics.enabled }}
+{{- if .Values.metrics.enabled -}}
 - name: metrics
   containerPort: {{ .Values.metrics.port }}
-{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* On the Services that carry the metrics port: the ServiceMonitor selects these only. */}}
+{{- define "workauto.metricsServiceLabel" -}}
+{{- if .Values.metrics.enabled }}workauto.io/metrics: "true"{{ end }}
 {{- end -}}
 
 {{- define "workauto.metricsServicePort" -}}
-{{- if .Values.metrics.enabled }}
+{{- if .Values.metrics.enabled -}}
 - name: metrics
   port: {{ .Values.metrics.port }}
   targetPort: metrics
-{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* One egress rule from networkPolicy.dns/postgresql/kafka/collector: its ports (DNS: 53, UDP and TCP), to its peers (none: anywhere). */}}
+{{- define "workauto.egressRule" -}}
+- ports: [{{ if .ports }}{{ range $i, $p := .ports }}{{ if $i }}, {{ end }}{ port: {{ $p }}, protocol: TCP }{{ end }}{{ else }}{ port: 53, protocol: UDP }, { port: 53, protocol: TCP }{{ end }}]
+  {{- with .to }}
+  to: {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+
+{{/*
+PromQL label matchers of this release's series, as the chart's ServiceMonitor scrapes them (job is
+the scraped Service's name, <fullname>-<component>), and of kube-state-metrics' series about its
+Deployments and pods. Used by the Grafana dashboard and the PrometheusRule.
+*/}}
+{{- define "workauto.promSelector" -}}
+namespace="{{ .Release.Namespace }}", job=~"{{ include "workauto.fullname" . }}-.+"
+{{- end -}}
+{{- define "workauto.ksmDeploymentSelector" -}}
+namespace="{{ .Release.Namespace }}", deployment=~"{{ include "workauto.fullname" . }}-.+"
+{{- end -}}
+{{- define "workauto.ksmPodSelector" -}}
+namespace="{{ .Release.Namespace }}", pod=~"{{ include "workauto.fullname" . }}-.+"
 {{- end -}}

@@ -12,6 +12,7 @@ import { createLogger } from '@workauto/logger';
 import { generateCallerKeys, installShutdownSignals } from '@workauto/grpc';
 import { startEmbeddedPostgres } from '@workauto/testing';
 import { egressVars } from '@workauto/egress';
+import { corsAllowedOriginsVar } from '@workauto/gateway';
 import { startStack } from './stack.js';
 
 const started = Date.now();
@@ -24,6 +25,7 @@ const config = loadConfig({
   ENCRYPTION_KEYS: z.string().optional(),
   KAFKA_BROKERS: z.string().optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  CORS_ALLOWED_ORIGINS: corsAllowedOriginsVar(),
   LOG_LEVEL: vars.logLevel(),
   // make dev reaches MCP servers on this machine (loopback, plain http) unless told otherwise.
   EGRESS_ALLOW_PRIVATE: egressVars.EGRESS_ALLOW_PRIVATE.default(true),
@@ -88,7 +90,7 @@ const stack = await startStack({
   gatewayHost: config.HOST,
   gatewayPort: config.PORT,
   kafkaBrokers: config.KAFKA_BROKERS,
-  gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE },
+  gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE, corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS },
   egress: { allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS },
   apps: { probeIntervalMs: config.APPS_PROBE_INTERVAL },
   agents: {

@@ -30,7 +30,13 @@ export interface StackOptions {
   gatewayOptions?: Partial<
     Pick<
       GatewayOptions,
-      'authCacheTtlMs' | 'rateLimitPerMinute' | 'trustedProxies' | 'deadlineMs' | 'downstreamOptions' | 'downstreams'
+      | 'authCacheTtlMs'
+      | 'rateLimitPerMinute'
+      | 'trustedProxies'
+      | 'deadlineMs'
+      | 'downstreamOptions'
+      | 'downstreams'
+      | 'corsAllowedOrigins'
     >
   >;
   /** Identity providers for OAuth consent (none by default). */
@@ -43,7 +49,7 @@ export interface StackOptions {
   healthCheckMs?: number;
   /** The webhooks service: settings over the WEBHOOK_* environment, and its egress policy (default devEgressPolicy()). */
   webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
-  /** The egress policy of calls to tenants' URLs (MCP servers); default devEgressPolicy(). */
+  /** The egress policy of calls to tenants' URLs (MCP servers, agent configs' base URLs); default devEgressPolicy(). */
   egress?: EgressPolicyOptions;
   /** The apps service's probe schedule and timeouts (tests shorten them). */
   apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
@@ -143,9 +149,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     );
     // Runs call notes-tasks, crm-pipelines, calendar and apps as their agent: started after them.
     const address = (name: string) => `${host}:${services[name]!.port}`;
-    services.agents = await createAgentsService(
+    const agentsEgress = opts.egress ? new EgressPolicy(opts.egress) : devEgressPolicy();
+    const agents = await createAgentsService(
       {
         ...common,
+        egress: agentsEgress,
         databaseUrl: await db('agents'),
         encryptionKeys: opts.encryptionKeys,
         callerSigningKey: agentsKeys.signingKey,
@@ -158,7 +166,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         ...opts.agents,
       },
       logger.child({ component: 'agents' }),
-    );
+    ).catch(async (err: unknown) => {
+      await agentsEgress.close();
+      throw err;
+    });
+    services.agents = { port: agents.port, stop: () => agents.stop().finally(() => agentsEgress.close()) };
     const downstreams = Object.fromEntries(Object.entries(services).map(([name, s]) => [name, `${host}:${s.port}`]));
     const gateway = await createGateway({
       logger: logger.child({ component: 'gateway' }),

@@ -127,6 +127,9 @@ export const kafkaVars = {
     .transform((v) => v === 'true'),
   /** PEM file of the CA(s) that signed the brokers' certificates (a mounted Secret). */
   KAFKA_TLS_CA_FILE: z.string().min(1).optional(),
+  /** Client certificate and key (PEM files) for brokers that require one (mTLS, e.g. Strimzi's user.crt/user.key). */
+  KAFKA_TLS_CERT_FILE: z.string().min(1).optional(),
+  KAFKA_TLS_KEY_FILE: z.string().min(1).optional(),
   /** SASL mechanism; unset means no SASL. */
   KAFKA_SASL_MECHANISM: z
     .enum(['plain', 'scram-sha-256', 'scram-sha-512', 'oauthbearer'], {

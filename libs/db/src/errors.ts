@@ -11,14 +11,18 @@ export function isForeignKeyViolation(err: unknown): boolean {
 /**
  * The database cannot be reached: connection exceptions (class 08), the server shutting down or
  * starting (57P01–57P03), a database not accepting connections (55000 from ALLOW_CONNECTIONS
- * false), too many connections (53300), or the socket failing under the driver.
+ * false), too many connections (53300), or the socket failing under the driver, including a name
+ * that does not resolve yet (a cluster's DNS record appears after the pods that need it).
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
   if (
     /^08[0-9A-Z]{3}$/.test(code) ||
-    ['57P01', '57P02', '57P03', '53300', '55000', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT'].includes(code)
+    [
+      ...['57P01', '57P02', '57P03', '53300', '55000'],
+      ...['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'],
+    ].includes(code)
   )
     return true;
   const message = typeof e?.message === 'string' ? e.message : '';

@@ -5,6 +5,8 @@ export {
   ensureDatabase,
   databaseUrlFor,
   updateTenantRow,
+  checkColumns,
+  type Columns,
   type TransactionOptions,
   type Pool,
   type PoolClient,
@@ -33,3 +35,4 @@ export {
 } from './pagination.js';
 export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
 export { newId, isUuid } from './ids.js';
+export { runForTenant, TenantShareBusyError } from './tenant-share.js';

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { integerFromEnv } from './env.js';
 import { isConcurrencyFailure } from './errors.js';
+import { TenantShares } from './tenant-share.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -47,8 +48,8 @@ const preparedTexts = new Map<string, string>();
 
 /**
  * A statement on a hot path, prepared once per pooled connection: PostgreSQL parses it once and,
- * after its first few calls, reuses a generic plan instead of planning each call (planning was
- * 40–80 % of a webhook delivery's statement time; docs/benchmarks.md). Use it for fixed texts run
+ * after its first few calls, reuses a generic plan instead of planning each call (on a short
+ * statement, planning can cost more than running it: docs/benchmarks.md). Use it for fixed texts run
  * many times per second, not for SQL built per call. `db.query(FIND_WORK([id]))`.
  */
 export function preparedStatement<V extends unknown[] = unknown[]>(
@@ -62,21 +63,82 @@ export function preparedStatement<V extends unknown[] = unknown[]>(
   return (values) => ({ name, text, values });
 }
 
+type ConnectCallback = (
+  err: Error | undefined,
+  client: pg.PoolClient | undefined,
+  done: (release?: unknown) => void,
+) => void;
+
+/** A pool whose checkouts in a tenant's scope (runForTenant) wait while that tenant holds its share. */
+class TenantFairPool extends pg.Pool {
+  constructor(
+    config: pg.PoolConfig,
+    private readonly shares: TenantShares,
+  ) {
+    super(config);
+  }
+
+  override connect(): Promise<pg.PoolClient>;
+  override connect(callback: ConnectCallback): void;
+  override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
+    const checkout = (async () => {
+      const slot = await this.shares.acquire();
+      if (!slot) return super.connect();
+      let client: pg.PoolClient;
+      try {
+        client = await super.connect();
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+      slot.checkedOut();
+      // pg-pool gives each checkout its own release function: this one also frees the tenant's slot.
+      const release = client.release.bind(client);
+      client.release = (err?: Error | boolean) => {
+        slot.release();
+        return release(err);
+      };
+      return client;
+    })();
+    if (!callback) return checkout;
+    checkout.then(
+      (client) => callback(undefined, client, (err) => client.release(err as Error | undefined)),
+      (err: Error) => callback(err, undefined, () => undefined),
+    );
+  }
+}
+
+/** Connections of a pool one tenant may hold at once (DATABASE_TENANT_CONNECTIONS; default half the pool). */
+function tenantShare(max: number): number {
+  const half = Math.max(1, Math.floor(max / 2));
+  return Math.min(
+    integerFromEnv('DATABASE_TENANT_CONNECTIONS', half, { min: 1, what: 'a positive whole number of connections' }),
+    max,
+  );
+}
+
+/** How long a checkout waits for a free connection, and for its tenant's share. */
+const CONNECTION_TIMEOUT_MS = 5_000;
+
 export function createPool(
   connectionString: string,
-  opts: { max?: number; applicationName?: string; statementTimeoutMs?: number } = {},
+  opts: { max?: number; applicationName?: string; statementTimeoutMs?: number; tenantShare?: number } = {},
 ): pg.Pool {
   // Read even when opts.max is given, so a bad value stops the start at its first pool.
   const envMax = poolMax();
-  const pool = new pg.Pool({
-    connectionString,
-    max: opts.max ?? envMax,
-    application_name: opts.applicationName,
-    statement_timeout: opts.statementTimeoutMs ?? statementTimeoutMs(),
-    // Fail a request fast rather than queueing forever when the database is gone.
-    connectionTimeoutMillis: 5_000,
-    idleTimeoutMillis: 30_000,
-  });
+  const max = opts.max ?? envMax;
+  const pool = new TenantFairPool(
+    {
+      connectionString,
+      max,
+      application_name: opts.applicationName,
+      statement_timeout: opts.statementTimeoutMs ?? statementTimeoutMs(),
+      // Fail a request fast rather than queueing forever when the database is gone.
+      connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
+      idleTimeoutMillis: 30_000,
+    },
+    new TenantShares(opts.tenantShare ?? tenantShare(max), CONNECTION_TIMEOUT_MS),
+  );
   // An idle client's error (e.g. the server restarted) must not crash the process.
   pool.on('error', () => undefined);
   // Nor may a checked-out client's: one that breaks between queries (the relay's transaction
@@ -171,8 +233,25 @@ export async function ensureDatabase(serverUrl: string, name: string): Promise<s
 }
 
 /**
+ * The columns a dynamic UPDATE or INSERT may write, named once in the repo as a record over its
+ * patch or row type (`const PATCH: Columns<TaskPatch> = { title: true, … }`: the compiler checks
+ * that it names every field and nothing else).
+ */
+export type Columns<T> = { readonly [K in keyof T]-?: true };
+
+/**
+ * Throws unless every key of `row` is one of `columns`. Column names are built into SQL text, so
+ * they come from the repo's list, never from whatever keys an object carries at run time (a
+ * request spread into a patch, `...req`, would otherwise put its keys into the statement).
+ */
+export function checkColumns(table: string, row: object, columns: Readonly<Record<string, true>>): void {
+  const unknown = Object.keys(row).filter((k) => !Object.hasOwn(columns, k));
+  if (unknown.length) throw new Error(`${table}: no writable column ${unknown.join(', ')}`);
+}
+
+/**
  * `UPDATE <table> SET <the patch's defined fields>, updated_at = now()` on one row of one tenant,
- * returning `returning`. Column names come from the repo's typed patch, never from input.
+ * returning `returning`. Every key of the patch must be one of `columns` (checkColumns).
  */
 export async function updateTenantRow<R extends pg.QueryResultRow>(
   db: Queryable,
@@ -180,8 +259,10 @@ export async function updateTenantRow<R extends pg.QueryResultRow>(
   returning: string,
   tenantId: string,
   id: string,
-  patch: Record<string, unknown>,
+  patch: object,
+  columns: Readonly<Record<string, true>>,
 ): Promise<R | undefined> {
+  checkColumns(table, patch, columns);
   const sets: string[] = [];
   const values: unknown[] = [tenantId, id];
   for (const [column, value] of Object.entries(patch)) {

@@ -169,7 +169,7 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
   const pruning = setInterval(() => void pruneProcessed(), 3_600_000);
   pruning.unref();
 
-  const subscription = await transport.subscribe({
+  const subscribing = transport.subscribe({
     groupId,
     topics: opts.topics,
     handle: async (batch) => {
@@ -192,6 +192,11 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
       }
       for (const item of decoded) await applyOne(item);
     },
+  });
+  // A subscription that could not start (the broker away at start-up) is retried by the caller: no timer left behind.
+  const subscription = await subscribing.catch((err: unknown) => {
+    clearInterval(pruning);
+    throw err;
   });
   return {
     stop: async () => {

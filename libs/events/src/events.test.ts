@@ -17,7 +17,9 @@ import { captureLogs, testDatabase } from '@workauto/testing';
 import type { ResourceJson } from '@workauto/protos';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
 import { decodeEvent } from './event.js';
-import { KafkaTransport } from './kafka-transport.js';
+import { KafkaTransport, isRetriableKafkaError } from './kafka-transport.js';
+// The error classes are spread into kafkajs's exports, which Node's named-export detection misses.
+import kafkajs from 'kafkajs';
 import { LocalTransport } from './local-transport.js';
 import { OUTBOX_MIGRATIONS, recordEvent } from './outbox.js';
 import { OutboxRelay } from './relay.js';
@@ -707,5 +709,46 @@ describe('in-process transport (make dev without Kafka)', () => {
     await relay.stop();
     await consumer.stop();
     await pool.end();
+  });
+});
+
+describe('which Kafka failures a start waits out', () => {
+  const protocolError = (code: number) =>
+    new kafkajs.KafkaJSProtocolError({
+      ...{
+        3: { type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: true },
+        38: { type: 'INVALID_REPLICATION_FACTOR', retriable: false },
+      }[code]!,
+      code,
+      message: { 3: 'This server does not host this topic-partition', 38: 'Replication-factor is invalid' }[code]!,
+    } as never);
+
+  /** kafkajs's types declare these constructors without arguments; at run time they take a message. */
+  const kafkaError = (type: unknown, message: string) => new (type as new (m: string) => Error)(message);
+
+  it('waits out a topic whose leader is still being elected, also wrapped in kafkajs retries, and its own timeouts', () => {
+    const notHosted = protocolError(3);
+    assert.equal(isRetriableKafkaError(notHosted), true);
+    assert.equal(
+      isRetriableKafkaError(new kafkajs.KafkaJSNumberOfRetriesExceeded(notHosted, { retryCount: 5, retryTime: 3_000 })),
+      true,
+    );
+    assert.equal(
+      isRetriableKafkaError(kafkaError(kafkajs.KafkaJSTimeout, 'Timed out while waiting for topic leaders')),
+      true,
+    );
+    assert.equal(
+      isRetriableKafkaError(new kafkajs.KafkaJSConnectionError('Connection error: connect ECONNREFUSED')),
+      true,
+    );
+  });
+
+  it('fails at once on what waiting cannot fix', () => {
+    assert.equal(isRetriableKafkaError(protocolError(38)), false);
+    assert.equal(
+      isRetriableKafkaError(kafkaError(kafkajs.KafkaJSSASLAuthenticationError, 'SASL SCRAM authentication failed')),
+      false,
+    );
+    assert.equal(isRetriableKafkaError(new Error('a bug in a consumer')), false);
   });
 });

@@ -9,7 +9,12 @@ export { recordEvent, eventChannels, OUTBOX_MIGRATIONS, type EventInput, type Ev
 export { decodeEvent, DATA_SCHEMA, type ConsumedEvent } from './event.js';
 export { OutboxRelay, type RelayOptions } from './relay.js';
 export { startConsumer, type ConsumerOptions } from './consumer.js';
-export { KafkaTransport, type KafkaTransportOptions } from './kafka-transport.js';
+export {
+  KafkaTransport,
+  TopicsMissingError,
+  isRetriableKafkaError,
+  type KafkaTransportOptions,
+} from './kafka-transport.js';
 export { kafkaClientSecurity, type KafkaClientSecurity, type KafkaSecurityConfig } from './kafka-security.js';
 export { LocalTransport } from './local-transport.js';
 export { TOPICS, type EventTransport, type TransportMessage, type Subscription } from './transport.js';

@@ -7,6 +7,9 @@ import type { SASLOptions } from 'kafkajs';
 export interface KafkaSecurityConfig {
   tls?: boolean | undefined;
   tlsCaFile?: string | undefined;
+  /** Client certificate and its key (PEM) for brokers that require one (mTLS; Strimzi's user.crt/user.key). */
+  tlsCertFile?: string | undefined;
+  tlsKeyFile?: string | undefined;
   saslMechanism?: 'plain' | 'scram-sha-256' | 'scram-sha-512' | 'oauthbearer' | undefined;
   saslUsername?: string | undefined;
   saslPassword?: string | undefined;
@@ -24,20 +27,25 @@ export interface KafkaClientSecurity {
  */
 export function kafkaClientSecurity(config: KafkaSecurityConfig): KafkaClientSecurity {
   const out: KafkaClientSecurity = {};
-  if (config.tlsCaFile && !config.tls)
-    throw new Error('KAFKA_TLS_CA_FILE is set but KAFKA_TLS is not true; set KAFKA_TLS=true to connect with TLS');
+  for (const [name, value] of [
+    ['KAFKA_TLS_CA_FILE', config.tlsCaFile],
+    ['KAFKA_TLS_CERT_FILE', config.tlsCertFile],
+    ['KAFKA_TLS_KEY_FILE', config.tlsKeyFile],
+  ] as const)
+    if (value && !config.tls)
+      throw new Error(`${name} is set but KAFKA_TLS is not true; set KAFKA_TLS=true to connect with TLS`);
+  if (!config.tlsCertFile !== !config.tlsKeyFile)
+    throw new Error(
+      'KAFKA_TLS_CERT_FILE and KAFKA_TLS_KEY_FILE go together: the client certificate and its private key (PEM)',
+    );
   if (config.tls) {
-    let ca: string | undefined;
-    if (config.tlsCaFile) {
-      try {
-        ca = readFileSync(config.tlsCaFile, 'utf8');
-      } catch (err) {
-        throw new Error(
-          `KAFKA_TLS_CA_FILE ${config.tlsCaFile} cannot be read (${(err as Error).message}); mount the CA certificate there`,
-        );
-      }
+    const ssl: ConnectionOptions = {};
+    if (config.tlsCaFile) ssl.ca = [pemFile('KAFKA_TLS_CA_FILE', config.tlsCaFile, 'the CA certificate')];
+    if (config.tlsCertFile && config.tlsKeyFile) {
+      ssl.cert = pemFile('KAFKA_TLS_CERT_FILE', config.tlsCertFile, 'the client certificate');
+      ssl.key = pemFile('KAFKA_TLS_KEY_FILE', config.tlsKeyFile, "the client certificate's key");
     }
-    out.ssl = ca ? { ca: [ca] } : true;
+    out.ssl = Object.keys(ssl).length ? ssl : true;
   }
   const mechanism = config.saslMechanism;
   if (!mechanism) {
@@ -63,4 +71,13 @@ export function kafkaClientSecurity(config: KafkaSecurityConfig): KafkaClientSec
   }
   out.sasl = { mechanism, username: config.saslUsername, password: config.saslPassword } as SASLOptions;
   return out;
+}
+
+/** Read once at start: a renewed certificate takes a restart (the chart's secrets.reloader). */
+function pemFile(variable: string, path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new Error(`${variable} ${path} cannot be read (${(err as Error).message}); mount ${what} there`);
+  }
 }

@@ -50,10 +50,12 @@ export class KafkaTransport implements EventTransport {
   private readonly ns: string;
   /** The retention of the topics this transport creates: consumers keep dedup ids longer (consumer.ts). */
   readonly retentionMs: number;
+  readonly where: string;
 
   constructor(private readonly opts: KafkaTransportOptions) {
     this.ns = opts.namespace ?? '';
     this.retentionMs = opts.retentionMs ?? 7 * 24 * 3_600_000;
+    this.where = `KAFKA_BROKERS=${opts.brokers.join(',')}`;
     const log = opts.logger;
     this.kafka = new Kafka({
       clientId: opts.clientId,
@@ -185,11 +187,7 @@ export class KafkaTransport implements EventTransport {
     try {
       const existing = new Set(await admin.listTopics());
       const missing = wanted.map((t) => this.ns + t).filter((t) => !existing.has(t));
-      if (missing.length && this.opts.createTopics === false) {
-        throw new Error(
-          `Kafka topics ${missing.join(', ')} do not exist; with KAFKA_CREATE_TOPICS=false they must be created by you or your operator (docs/operations.md lists them)`,
-        );
-      }
+      if (missing.length && this.opts.createTopics === false) throw new TopicsMissingError(missing);
       if (missing.length) {
         await admin.createTopics({
           waitForLeaders: true,
@@ -218,33 +216,60 @@ export class KafkaTransport implements EventTransport {
 /**
  * consumer.subscribe, retried while the broker answers with a retriable error: a topic another
  * process created a moment ago can exist before its partitions have a leader ("This server does not
- * host this topic-partition"), and kafkajs does not retry that here — several services starting at
- * once used to make one of them exit.
+ * host this topic-partition"), and kafkajs does not retry that here — without this, one of several
+ * services starting at once could exit.
  */
 async function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await consumer.subscribe({ topic, fromBeginning: true });
     } catch (err) {
-      if (!isTransient(err) || attempt >= 10) throw err;
+      if (!isRetriableKafkaError(err) || attempt >= 10) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(300 * 2 ** (attempt - 1), 3_000)));
     }
   }
 }
 
 /**
- * Retriable as kafkajs marks it, also when it comes wrapped: after its own retries kafkajs throws
- * KafkaJSNumberOfRetriesExceeded (retriable false) around the retriable protocol error, which made a
- * service starting beside five others exit on a topic whose leader was still being elected.
+ * Topics an operator must create (KAFKA_CREATE_TOPICS=false) are not there yet: worth waiting for,
+ * as the operator may be creating them right now.
  */
-function isTransient(err: unknown): boolean {
+export class TopicsMissingError extends Error {
+  override name = 'TopicsMissingError';
+  readonly retriable = true;
+  constructor(readonly topics: string[]) {
+    super(
+      `Kafka topics ${topics.join(', ')} do not exist; with KAFKA_CREATE_TOPICS=false they must be created by you or your operator (docs/operations.md lists them)`,
+    );
+  }
+}
+
+/**
+ * kafkajs errors that are final to kafkajs but pass with time: its own waits running out (topic
+ * leaders, a lock) and no group coordinator yet (a fresh cluster creates __consumer_offsets on demand).
+ */
+const TRANSIENT_NAMES = new Set(['KafkaJSTimeout', 'KafkaJSLockTimeout', 'KafkaJSGroupCoordinatorNotFound']);
+
+/**
+ * A Kafka failure that may pass by itself: retriable as kafkajs marks it, also when it comes
+ * wrapped (after its own retries kafkajs throws KafkaJSNumberOfRetriesExceeded, retriable false,
+ * around the retriable error: a broker that is away, a topic whose leader is still being elected,
+ * "This server does not host this topic-partition"). Refusals are not (a wrong SASL password, a
+ * replication factor above the brokers, a missing ACL): retrying cannot fix them.
+ */
+export function isRetriableKafkaError(err: unknown): boolean {
   for (
-    let e = err as { retriable?: boolean; originalError?: unknown; cause?: unknown; message?: string } | undefined,
+    let e = err as
+        { retriable?: boolean; name?: string; originalError?: unknown; cause?: unknown; message?: string } | undefined,
       depth = 0;
     e && depth < 5;
     depth++
   ) {
-    if (e.retriable || /does not host this topic-partition|leader not available|no leader/i.test(e.message ?? ''))
+    if (
+      e.retriable ||
+      TRANSIENT_NAMES.has(e.name ?? '') ||
+      /does not host this topic-partition|leader not available|no leader/i.test(e.message ?? '')
+    )
       return true;
     e = (e.originalError ?? e.cause) as typeof e;
   }

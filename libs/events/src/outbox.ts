@@ -32,8 +32,8 @@ export interface EventInput {
   /** Overrides the context's tenant (platform bootstrap creates a tenant it is not part of). */
   tenantId?: string;
   /**
-   * The resource after the change in exactly the JSON the REST API returns for it: made by the
-   * service's `resourceJsonOf` mapper from the same ts-proto message its handler returns. Must not
+   * The resource after the change in exactly the JSON the REST API returns for it: made by
+   * `resourceJson` (@workauto/protos) from the same ts-proto message its handler returns. Must not
    * hold secrets. Absent for a hard delete.
    */
   data?: ResourceJson;

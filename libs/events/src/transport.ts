@@ -14,6 +14,8 @@ export interface Subscription {
 export interface EventTransport {
   /** How long a published message stays redeliverable (Kafka: the topics' retention); undefined when unknown. */
   readonly retentionMs?: number | undefined;
+  /** Where the streams live, for log lines (Kafka: `KAFKA_BROKERS=host:port,…`; never credentials). */
+  readonly where?: string | undefined;
   /** Resolves only when every message is durably accepted (Kafka: acknowledged by all in-sync replicas). */
   publish(messages: TransportMessage[]): Promise<void>;
   /**

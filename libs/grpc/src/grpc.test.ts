@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { decodeStatusDetails, errors, toServiceError } from './errors.js';
-import { parsePage, toPage } from './pagination.js';
+import { parsePage, timestampCursor, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
 import { checkHttpUrl, checkYears } from './fields.js';
@@ -106,6 +106,37 @@ describe('pagination', () => {
     ]) {
       assert.throws(() => parsePage({ cursor }), /cursor/);
     }
+  });
+});
+
+describe('a timestamp cursor (agent runs: the created_at of the last item, next page strictly older)', () => {
+  const NO_ID = '00000000-0000-0000-0000-000000000000';
+  const after = (cursor: string) => parsePage({ cursor }, timestampCursor).after;
+
+  it('is the key as listPage writes it, both ways', () => {
+    const page = toPage(
+      {
+        rows: [1],
+        keys: [{ at: '2026-11-22T10:00:00.123000Z', id: randomUUID() }],
+        next: { at: '2026-11-22T10:00:00.123000Z', id: randomUUID() },
+      },
+      (n) => n,
+      timestampCursor,
+    );
+    assert.equal(page.next_cursor, '2026-11-22T10:00:00.123000Z');
+    assert.deepEqual(after(page.next_cursor!), { at: '2026-11-22T10:00:00.123000Z', id: NO_ID });
+  });
+
+  it('reads any RFC 3339 form in UTC at microseconds, rounding a finer one up (strictly older stays exact)', () => {
+    assert.deepEqual(after('2026-11-22T11:00:00+01:00'), { at: '2026-11-22T10:00:00.000000Z', id: NO_ID });
+    assert.equal(after('2026-11-22T10:00:00.123456Z')!.at, '2026-11-22T10:00:00.123456Z');
+    assert.equal(after('2026-11-22T10:00:00.1234561Z')!.at, '2026-11-22T10:00:00.123457Z');
+    assert.equal(after('2026-12-31T23:59:59.9999999Z')!.at, '2027-01-01T00:00:00.000000Z');
+  });
+
+  it("refuses anything else with the codec's rule", () => {
+    for (const cursor of ['yesterday', '2026-02-30T00:00:00Z', '2026-11-22', 'MjAyNi0xMS0yMg'])
+      assert.throws(() => after(cursor), /cursor.*RFC 3339|RFC 3339/);
   });
 });
 

@@ -31,7 +31,16 @@ export { CLIENT_CHANNEL_OPTIONS, Downstream, grpcTarget, type DownstreamOptions,
 export { installShutdownSignals } from './signals.js';
 export { validate, Validator, isIsoDate, patchNulls } from './validate.js';
 export { enumMapping } from './enums.js';
-export { parsePage, toPage, PAGE_MAX_BYTES, type FetchedPage, type Page, type PageRequest } from './pagination.js';
+export {
+  parsePage,
+  toPage,
+  timestampCursor,
+  PAGE_MAX_BYTES,
+  type CursorCodec,
+  type FetchedPage,
+  type Page,
+  type PageRequest,
+} from './pagination.js';
 export { encodedSizeBound } from './message-size.js';
 export { Resources } from './resources.js';
 export {

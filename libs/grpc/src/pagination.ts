@@ -1,4 +1,5 @@
-import { decodeCursor, encodeCursor, type KeysetPage, type PageQuery } from '@workauto/db';
+import { decodeCursor, encodeCursor, type KeysetCursor, type KeysetPage, type PageQuery } from '@workauto/db';
+import { parseRfc3339 } from '@workauto/protos';
 import { errors } from './errors.js';
 import { encodedSizeBound } from './message-size.js';
 
@@ -9,19 +10,55 @@ export const MAX_PAGE_SIZE = 200;
 /** A list request's page: pass it to the repo, which pages with `listPage` from @workauto/db. */
 export type PageRequest = PageQuery;
 
+/** A list's own cursor text, both ways: parsePage decodes it, toPage encodes it. */
+export interface CursorCodec<K> {
+  /** The key a cursor names, or undefined for text this list never issued. */
+  decode(text: string): K | undefined;
+  encode(key: K): string;
+  /** What the 400 of a cursor decode refuses says (default: pass next_cursor unchanged). */
+  rule?: string;
+}
+
+const NO_ID = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * A cursor that is a timestamp, for lists whose key is unique within the list and whose spec fixes
+ * the cursor as RFC 3339 (agent runs: the created_at of the last item, next page strictly older).
+ * Newest first: the next page holds the rows whose key is strictly before the cursor's instant. A
+ * cursor with more than microseconds (PostgreSQL's precision) is rounded up to the microsecond,
+ * which keeps "strictly before" exact. Encoded as listPage writes keys: UTC, six fractional digits.
+ */
+export const timestampCursor: CursorCodec<KeysetCursor> = {
+  decode(text) {
+    const ts = parseRfc3339(text);
+    if (!ts) return undefined;
+    const micros = Math.ceil(ts.nanos / 1_000);
+    const seconds = ts.seconds + Math.floor(micros / 1_000_000);
+    const at = `${new Date(seconds * 1_000).toISOString().slice(0, 19)}.${String(micros % 1_000_000).padStart(6, '0')}Z`;
+    // The smallest id: with the key unique, "(key, id) < (at, id)" is "key < at".
+    return { at, id: NO_ID };
+  },
+  encode: (key) => key.at,
+  rule: 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last item)',
+};
+
 /**
  * Reads `limit` and `cursor` of a list request; 0, negative or a foreign cursor is a 400. A list
- * whose order is not a keyset of one table (calendar occurrences) passes its own cursor decoder.
+ * whose order is not a keyset of one table (calendar occurrences), or whose cursor the spec fixes
+ * (agent runs), passes its own cursor decoder or codec.
  */
 export function parsePage(req: { limit?: number | undefined; cursor?: string | undefined }): PageRequest;
 export function parsePage<C>(
   req: { limit?: number | undefined; cursor?: string | undefined },
-  decode: (text: string) => C | undefined,
+  decode: ((text: string) => C | undefined) | CursorCodec<C>,
 ): { size: number; after?: C };
 export function parsePage<C>(
   req: { limit?: number | undefined; cursor?: string | undefined },
-  decode: (text: string) => C | undefined = decodeCursor as unknown as (text: string) => C | undefined,
+  cursor: ((text: string) => C | undefined) | CursorCodec<C> = decodeCursor as unknown as (
+    text: string,
+  ) => C | undefined,
 ): { size: number; after?: C } {
+  const decode = typeof cursor === 'function' ? cursor : (text: string) => cursor.decode(text);
   let size = DEFAULT_PAGE_SIZE;
   if (req.limit !== undefined) {
     if (!Number.isInteger(req.limit) || req.limit < 1)
@@ -33,7 +70,8 @@ export function parsePage<C>(
   if (!after)
     throw errors.invalidField(
       'cursor',
-      'is not a cursor this API returned; pass next_cursor of the previous page unchanged',
+      (typeof cursor === 'object' && cursor.rule) ||
+        'is not a cursor this API returned; pass next_cursor of the previous page unchanged',
     );
   return { size, after };
 }
@@ -65,12 +103,17 @@ export interface FetchedPage<R, K> {
  * cursor (calendar occurrences) passes the encoder of its keys.
  */
 export function toPage<R, T>(page: KeysetPage<R>, map: (r: R) => T): Page<T>;
-export function toPage<R, T, K>(page: FetchedPage<R, K>, map: (r: R) => T, encode: (key: K) => string): Page<T>;
 export function toPage<R, T, K>(
   page: FetchedPage<R, K>,
   map: (r: R) => T,
-  encode: (key: K) => string = encodeCursor as unknown as (key: K) => string,
+  encode: ((key: K) => string) | CursorCodec<K>,
+): Page<T>;
+export function toPage<R, T, K>(
+  page: FetchedPage<R, K>,
+  map: (r: R) => T,
+  cursor: ((key: K) => string) | CursorCodec<K> = encodeCursor as unknown as (key: K) => string,
 ): Page<T> {
+  const encode = typeof cursor === 'function' ? cursor : (key: K) => cursor.encode(key);
   const data: T[] = [];
   let bytes = 0;
   let next = page.next;

@@ -4,7 +4,7 @@ import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from '@workauto/logger';
-import { loadPackageDefinition } from '@workauto/protos';
+import { reflectionDefinition } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
@@ -52,6 +52,8 @@ export interface GrpcServerOptions {
   callerSigner?: CallerSigner | undefined;
   /** gRPC server reflection (GRPC_REFLECTION=true): off by default, as it lists every rpc to anyone who can connect. */
   reflection?: boolean | undefined;
+  /** grpc-js server options over SERVER_CHANNEL_OPTIONS (a service with long streams lengthens the connection-age grace). */
+  channelOptions?: grpc.ServerOptions | undefined;
 }
 
 /**
@@ -73,13 +75,14 @@ export const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
  * caller token needed), reflection when enabled.
  */
 export class GrpcServer {
-  readonly server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
+  readonly server: grpc.Server;
   private readonly health = new HealthImplementation({ '': 'NOT_SERVING' });
   private readonly serviceNames: string[] = [];
   /** rpc.server.call.duration (OpenTelemetry's RPC conventions): calls, latency and status per method. */
   private readonly callDuration: Histogram;
 
   constructor(private readonly options: GrpcServerOptions) {
+    this.server = new grpc.Server({ ...SERVER_CHANNEL_OPTIONS, ...options.channelOptions });
     // Taken here, not at module load: the meter provider is registered when telemetry starts.
     this.callDuration = metrics.getMeter('@workauto/grpc').createHistogram('rpc.server.call.duration', {
       description: 'Duration of gRPC calls this server answered',
@@ -87,7 +90,10 @@ export class GrpcServer {
       advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
     });
     this.health.addToServer(this.server);
-    if (options.reflection) new ReflectionService(loadPackageDefinition(options.protoFiles)).addToServer(this.server);
+    if (options.reflection) {
+      const { definition, services } = reflectionDefinition(options.protoFiles);
+      new ReflectionService(definition, { services }).addToServer(this.server);
+    }
   }
 
   add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {

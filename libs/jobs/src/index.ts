@@ -11,3 +11,4 @@ export {
   type EnqueueOptions,
   type WorkerOptions,
 } from './queue.js';
+export { PeriodicWorker, systemClock, type Clock, type PeriodicOptions, type TickContext } from './periodic.js';

@@ -4,7 +4,9 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPool, runMigrations, type Pool } from '@workauto/db';
+import { metrics } from '@opentelemetry/api';
+import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import { createPool, runMigrations, withTransaction, type Pool } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
 import { eventually, testDatabase } from '@workauto/testing';
 import {
@@ -12,6 +14,7 @@ import {
   JobQueue,
   PermanentFailure,
   RetryLater,
+  type Job,
   type JobWorker,
   type WorkerOptions,
 } from './index.js';
@@ -323,6 +326,42 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     );
   });
 
+  it("claims another group's job as fast with one group's backlog of 150,000 at its cap as without (the claim never scans a capped backlog)", async () => {
+    // A tenant whose receivers hang (or whose runs wait on slow tools) piles up queued jobs behind
+    // its cap. A claim that filtered that backlog row by row would cost more as it grew, until it
+    // outlasted the statement timeout and no job of any tenant started. Here the worker's
+    // statements get 40 ms (in production 3 s, which the same scan reaches at about 3 million).
+    const queue = newQueue<{ tenant: string }>();
+    const seeding = createPool(url, { statementTimeoutMs: 120_000 });
+    pools.push(seeding);
+    await seeding.query(
+      `INSERT INTO jobs (id, queue, concurrency_key, group_key, payload, max_attempts, next_attempt_at)
+       SELECT gen_random_uuid(), $1, 'noisy-endpoint-' || (i % 3), 'noisy', '{"tenant": "noisy"}', 10, now() - interval '1 hour'
+         FROM generate_series(1, 150000) AS i`,
+      [queue.name],
+    );
+    await seeding.query('ANALYZE jobs');
+    const workerPool = createPool(url, { statementTimeoutMs: 40 });
+    pools.push(workerPool);
+    const hanging = new Promise<void>(() => undefined);
+    const startedQuiet: string[] = [];
+    const worker = queue.worker(workerPool, {
+      logger,
+      concurrency: 6,
+      maxPerGroup: 2,
+      maxPerKey: 4,
+      pollMs: 20,
+      handle: async (job) => {
+        if (job.payload.tenant === 'quiet') startedQuiet.push(job.id);
+        else await hanging;
+      },
+    });
+    run(worker, 0);
+    await eventually('the noisy tenant is at its cap', async () => (await states(queue.name)).running === 2, 20_000);
+    const quiet = await queue.enqueue(pool, { tenant: 'quiet' }, { key: 'quiet-endpoint', group: 'quiet' });
+    await eventually("the quiet tenant's job started", () => startedQuiet.includes(quiet), 20_000);
+  });
+
   it('retries at next_attempt_at on the schedule, honours RetryLater, and gives up as dead', async () => {
     const queue = newQueue<{ kind: string }>();
     const flaky = await queue.enqueue(pool, { kind: 'flaky' }, { maxAttempts: 3 });
@@ -475,6 +514,36 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.equal(await queue.requeue(pool, ids.recentDead), true);
   });
 
+  it('reports how many due jobs wait, how long the oldest has waited, and how many run here (a queue backing up)', async () => {
+    const reader = new (class extends MetricReader {
+      protected async onForceFlush() {}
+      protected async onShutdown() {}
+    })();
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [reader] }));
+    const queue = newQueue();
+    const release = Promise.withResolvers<void>();
+    for (let i = 0; i < 5; i++) await queue.enqueue(pool, { i });
+    await pool.query(`UPDATE jobs SET next_attempt_at = now() - interval '90 seconds' WHERE queue = $1`, [queue.name]);
+    const worker = run(
+      queue.worker(replicaPool(), { logger, concurrency: 2, metricsEveryMs: 50, handle: () => release.promise }),
+    );
+    const gauge = async (name: string) => {
+      const { resourceMetrics } = await reader.collect();
+      const m = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((x) => x.descriptor.name === name);
+      const point = m?.dataPoints.find((p) => p.attributes.queue === queue.name);
+      return point?.value as number | undefined;
+    };
+    try {
+      await eventually('2 run and 3 wait', async () => (await gauge('workauto.jobs.waiting')) === 3);
+      assert.equal(await gauge('workauto.jobs.running'), 2);
+      assert.ok((await gauge('workauto.jobs.oldest_wait'))! >= 90, 'the oldest due job has waited 90 s');
+    } finally {
+      release.resolve();
+      await worker.stop();
+      metrics.disable();
+    }
+  });
+
   it('stops gracefully: lets a short attempt finish, releases one that outlasts the grace period', async () => {
     const queue = newQueue<{ ms: number }>();
     const short = await queue.enqueue(pool, { ms: 200 });
@@ -500,6 +569,34 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await eventually('run by another worker', async () => (await queue.status(pool, long))?.state === 'succeeded');
     await next.stop();
     assert.ok(ranAgain);
+  });
+
+  it('fences an attempt by its lease, tells the work of a release on shutdown, and says which keys have a job waiting', async () => {
+    await pool.query(`CREATE TABLE IF NOT EXISTS released_jobs (job_id text PRIMARY KEY)`);
+    const queue = newQueue<{ ms: number }>();
+    const long = await queue.enqueue(pool, { ms: 60_000 }, { key: 'a' });
+    await queue.enqueue(pool, { ms: 0 }, { key: 'b', runAt: new Date(Date.now() + 3_600_000) });
+    assert.deepEqual(await queue.queuedKeys(pool, ['a', 'b', 'c']), new Set(['a', 'b']));
+    let attempt: Job<{ ms: number }> | undefined;
+    const worker = queue.worker(replicaPool(), {
+      logger,
+      pollMs: 10,
+      handle: (job, signal) => {
+        attempt = job;
+        return sleep(job.payload.ms, undefined, { signal });
+      },
+      onRelease: async (tx, job) => void (await tx.query(`INSERT INTO released_jobs VALUES ($1)`, [job.id])),
+    });
+    const r = run(worker, 100);
+    await eventually('the long job runs', () => worker.running === 1);
+    assert.deepEqual(await queue.queuedKeys(pool, ['a', 'b']), new Set(['b']), 'a running job does not wait');
+    const holds = (job: Job<{ ms: number }>) => withTransaction(pool, (tx) => worker.holdsLease(tx, job));
+    assert.equal(await holds(attempt!), true);
+    assert.equal(await holds({ ...attempt!, attempt: attempt!.attempt + 1 }), false, 'another attempt of the job');
+    await r.stop();
+    assert.deepEqual((await pool.query(`SELECT job_id FROM released_jobs`)).rows, [{ job_id: long }]);
+    assert.equal((await queue.status(pool, long))?.state, 'queued');
+    assert.equal(await holds(attempt!), false, 'a released attempt holds nothing');
   });
 
   it('delivers thousands of jobs a second with per-key caps (two replicas)', async () => {

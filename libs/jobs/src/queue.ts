@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { metrics } from '@opentelemetry/api';
 import { newId, preparedStatement, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import type { QueryConfig } from 'pg';
@@ -94,6 +95,8 @@ export interface WorkerOptions<P> {
   keepDeadMs?: number;
   /** How often the worker deletes finished jobs past keepSucceededMs / keepDeadMs (default 60 s). */
   sweepEveryMs?: number;
+  /** How often the worker records the queue's gauges (workauto.jobs.*; default 15 s, one query each time). */
+  metricsEveryMs?: number;
   /**
    * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
    * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
@@ -106,7 +109,36 @@ export interface WorkerOptions<P> {
    * stays pending behind a job that will not run again. Must be idempotent and cheap.
    */
   onDead?(tx: PoolClient, job: Job<P>, reason: string): Promise<void>;
+  /**
+   * Called in the transaction that gives a job back to the queue because this worker is stopping
+   * (its attempt outlasted the grace period), so the record the job works for can say so in the
+   * same commit (a run back to queued). Must be idempotent and cheap.
+   */
+  onRelease?(tx: PoolClient, job: Job<P>): Promise<void>;
 }
+
+/**
+ * A queue backing up: due jobs that no worker runs yet and the age of the oldest (the same for every
+ * replica: take the max per queue), and the attempts running in this process. Looked up at each use:
+ * the meter provider is registered when telemetry starts.
+ */
+const gauges = () => {
+  const meter = metrics.getMeter('@workauto/jobs');
+  return {
+    waiting: meter.createGauge('workauto.jobs.waiting', { description: 'Due jobs not yet running', unit: '{job}' }),
+    oldestWait: meter.createGauge('workauto.jobs.oldest_wait', {
+      description: 'How long the oldest due job has waited to run',
+      unit: 's',
+    }),
+    running: meter.createGauge('workauto.jobs.running', {
+      description: 'Attempts running in this process',
+      unit: '{job}',
+    }),
+  };
+};
+/** Counted up to 100,000 (a bound on the query's cost); the oldest comes from the jobs_ready index. */
+const BACKLOG = `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() LIMIT 100000) AS due)::int AS waiting,
+    GREATEST(0, EXTRACT(EPOCH FROM now() - (SELECT min(next_attempt_at) FROM jobs WHERE queue = $1 AND state = 'queued')))::float8 AS oldest_s`;
 
 /** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
 export function exponentialBackoff(attempt: number, firstMs = 1_000, maxMs = 3_600_000): number {
@@ -157,12 +189,35 @@ const FULL = preparedStatement<[string, number, number]>(
    SELECT 'g', group_key FROM jobs WHERE queue = $1 AND state = 'running' AND group_key IS NOT NULL
    GROUP BY 2 HAVING count(*) >= $3`,
 );
+/**
+ * The oldest due jobs of keys and groups with room. The distinct (group, key) pairs with queued
+ * jobs are walked through the index (one probe each, a loose index scan), and only pairs with room
+ * are looked into: a capped key or group costs one probe however many of its jobs wait, where a
+ * scan in due order had to step over every one of them (and outlasted the statement timeout once a
+ * tenant's backlog reached millions, stopping every tenant's jobs).
+ */
 const CANDIDATES = preparedStatement<[string, string[], string[], number]>(
   'jobs_candidates',
-  `SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
-   WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now()
-     AND (concurrency_key IS NULL OR NOT (concurrency_key = ANY($2))) AND (group_key IS NULL OR NOT (group_key = ANY($3)))
-   ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED`,
+  `WITH RECURSIVE pairs(g, k) AS (
+     (SELECT coalesce(group_key, ''), coalesce(concurrency_key, '') FROM jobs
+       WHERE queue = $1 AND state = 'queued'
+       ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1)
+     UNION ALL
+     SELECT next.g, next.k FROM pairs p CROSS JOIN LATERAL (
+       SELECT coalesce(group_key, '') AS g, coalesce(concurrency_key, '') AS k FROM jobs
+        WHERE queue = $1 AND state = 'queued' AND (coalesce(group_key, ''), coalesce(concurrency_key, '')) > (p.g, p.k)
+        ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1) next
+   )
+   SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
+    WHERE id IN (SELECT due.id FROM pairs p CROSS JOIN LATERAL (
+                   SELECT id, next_attempt_at FROM jobs
+                    WHERE queue = $1 AND state = 'queued' AND coalesce(group_key, '') = p.g
+                      AND coalesce(concurrency_key, '') = p.k AND next_attempt_at <= now()
+                    ORDER BY next_attempt_at, id LIMIT $4) due
+                  WHERE NOT (p.k = ANY($2)) AND NOT (p.g = ANY($3))
+                  ORDER BY due.next_attempt_at, due.id LIMIT $4)
+      AND state = 'queued'
+    ORDER BY next_attempt_at, id FOR UPDATE SKIP LOCKED`,
 );
 /** Takes what it can of the keys' and groups' locks (never waits); returns the ones it holds. */
 const LOCK = preparedStatement<[string, string[], string[]]>(
@@ -182,7 +237,7 @@ const START = preparedStatement<[string, number, string[]]>(
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
    WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`,
 );
-const RENEW = preparedStatement<[number, string[], string]>(
+export const RENEW = preparedStatement<[number, string[], string]>(
   'jobs_renew',
   `UPDATE jobs SET lease_expires_at = now() + $1 * interval '1 millisecond'
    WHERE id = ANY($2) AND state = 'running' AND lease_owner = $3 RETURNING id`,
@@ -271,6 +326,20 @@ export class JobQueue<P> {
     return rowCount === 1;
   }
 
+  /**
+   * Which of `keys` have a job waiting (queued, not yet running). Exact when the caller holds a lock
+   * that every enqueue of those keys takes too (the apps scheduler holds the apps' rows), so it can
+   * enqueue only what is not waiting already.
+   */
+  async queuedKeys(db: Queryable, keys: readonly string[]): Promise<Set<string>> {
+    if (!keys.length) return new Set();
+    const { rows } = await db.query<{ key: string }>(
+      `SELECT DISTINCT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'queued' AND concurrency_key = ANY($2)`,
+      [this.name, keys],
+    );
+    return new Set(rows.map((r) => r.key));
+  }
+
   worker(pool: Pool, options: WorkerOptions<P>): JobWorker<P> {
     return new JobWorker(this.name, pool, options);
   }
@@ -324,8 +393,11 @@ export class JobWorker<P> {
    */
   async run(ctx: { signal: AbortSignal; graceMs: number; beat(): void }): Promise<void> {
     const { signal } = ctx;
-    const { logger, pollMs = 250, sweepEveryMs = 60_000 } = this.options;
+    const { logger, pollMs = 250, sweepEveryMs = 60_000, metricsEveryMs = 15_000 } = this.options;
     const renew = setInterval(() => void this.renewLeases(), Math.max(50, this.leaseMs / 3));
+    // On a timer, not in the claim loop: that loop waits for a free slot while the queue backs up.
+    // A failure (database away) is left to the loop's own warnings.
+    const gaugeTimer = setInterval(() => void this.recordGauges().catch(() => undefined), metricsEveryMs);
     const stopListening = this.options.listen ? this.listen(signal) : () => Promise.resolve();
     let failures = 0;
     let lastSweep = 0;
@@ -369,9 +441,24 @@ export class JobWorker<P> {
     } finally {
       await this.drain(ctx.graceMs);
       clearInterval(renew);
+      clearInterval(gaugeTimer);
       clearTimeout(this.wakeSoon);
       await stopListening();
     }
+  }
+
+  /**
+   * Whether this worker's attempt still holds the job's lease, locking the job's row (FOR SHARE)
+   * until `tx` ends: a handler writes its results in that transaction only when it is true, so an
+   * attempt whose lease was taken back (and may run elsewhere now) writes nothing, and the lease
+   * cannot be taken back or released between the check and the commit.
+   */
+  async holdsLease(tx: Queryable, job: Job<P>): Promise<boolean> {
+    const { rows } = await tx.query(
+      `SELECT 1 FROM jobs WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3 FOR SHARE`,
+      [job.id, this.owner, job.attempt],
+    );
+    return rows.length === 1;
   }
 
   /** Claims again at once (a job was enqueued, or an attempt ended). */
@@ -644,6 +731,15 @@ export class JobWorker<P> {
     };
   }
 
+  private async recordGauges(): Promise<void> {
+    const { rows } = await this.pool.query<{ waiting: number; oldest_s: number }>(BACKLOG, [this.queue]);
+    const g = gauges();
+    const attributes = { queue: this.queue };
+    g.waiting.record(rows[0]!.waiting, attributes);
+    g.oldestWait.record(rows[0]!.oldest_s, attributes);
+    g.running.record(this.inFlight.size, attributes);
+  }
+
   /** Attempts whose worker stopped renewing (crashed, stuck, cut off) go back to the queue, due now. */
   private async takeBackExpiredLeases(): Promise<void> {
     const reason = 'lease expired: the worker running the attempt stopped renewing it (crashed, stuck or cut off)';
@@ -714,24 +810,28 @@ export class JobWorker<P> {
     const ids = left.map((a) => a.job.id);
     for (const id of ids) this.released.add(id);
     for (const a of left) a.abort.abort(new Error('the worker is stopping; the job was released to another worker'));
-    await this.pool
-      .query(
+    const { onRelease } = this.options;
+    await withTransaction(this.pool, async (tx) => {
+      const { rows } = await tx.query<ClaimedRow>(
         `UPDATE jobs SET state = 'queued', next_attempt_at = now(), lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
            last_error = 'released: the worker stopped before the attempt ended'
-         WHERE id = ANY($1) AND state = 'running' AND lease_owner = $2`,
+         WHERE id = ANY($1) AND state = 'running' AND lease_owner = $2
+         RETURNING id, concurrency_key, payload, attempts, max_attempts`,
         [ids, this.owner],
-      )
-      .then(
-        (r) =>
-          this.options.logger.warn(
-            { queue: this.queue, released: r.rowCount },
-            'released unfinished jobs on shutdown; another worker runs them',
-          ),
-        (err: unknown) =>
-          this.options.logger.error(
-            { err, queue: this.queue },
-            'could not release unfinished jobs; they run again when their leases expire',
-          ),
       );
+      if (onRelease) for (const r of rows) await onRelease(tx, this.jobOf(r));
+      return rows.length;
+    }).then(
+      (released) =>
+        this.options.logger.warn(
+          { queue: this.queue, released },
+          'released unfinished jobs on shutdown; another worker runs them',
+        ),
+      (err: unknown) =>
+        this.options.logger.error(
+          { err, queue: this.queue },
+          'could not release unfinished jobs; they run again when their leases expire',
+        ),
+    );
   }
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadProtoRoot } from './index.js';
+import type { DescMessage } from '@bufbuild/protobuf';
+import { messageDesc, messageType } from './schema.js';
 import { Member, UpdateMemberRequest, MemberRole } from './gen/workauto/identity/v1/identity.js';
+import { Thing } from './gen/fixtures/fixture.js';
 import {
   MappingError,
   isIsoDate,
@@ -12,32 +14,30 @@ import {
   timestampToJson,
   type Violation,
 } from './json-mapping.js';
-import { FIXTURE_PROTO, rootFromSource } from './fixtures.js';
+import { fixtureMessage } from './fixtures.js';
 
-const root = loadProtoRoot(['workauto/identity/v1/identity.proto']);
-const memberType = root.lookupType('workauto.identity.v1.Member');
-const updateType = root.lookupType('workauto.identity.v1.UpdateMemberRequest');
-const fixture = rootFromSource(FIXTURE_PROTO);
-const thingType = fixture.lookupType('workauto.fixture.v1.Thing');
-const createType = fixture.lookupType('workauto.fixture.v1.CreateThingRequest');
+const memberType = messageDesc('workauto.identity.v1.Member');
+const updateType = messageDesc('workauto.identity.v1.UpdateMemberRequest');
+const thingType = fixtureMessage('workauto.fixture.v1.Thing');
+const createType = fixtureMessage('workauto.fixture.v1.CreateThingRequest');
 
-function fromJson(type: typeof memberType, json: unknown) {
+function fromJson(type: DescMessage, json: unknown) {
   const out: Violation[] = [];
   const obj = messageFromJson(type, json, '', out);
   if (out.length) throw new MappingError(out);
   return obj!;
 }
 
-function violations(type: typeof memberType, json: unknown): Violation[] {
+function violations(type: DescMessage, json: unknown): Violation[] {
   const out: Violation[] = [];
   messageFromJson(type, json, '', out);
   return out;
 }
 
-/** JSON → the bytes the gateway sends → decoded → JSON, as a response would come back. */
-function roundTrip(type: typeof memberType, json: unknown): Record<string, unknown> {
-  const bytes = type.encode(type.fromObject(fromJson(type, json))).finish();
-  return messageToJson(type, type.decode(bytes) as unknown as Record<string, unknown>) as Record<string, unknown>;
+/** JSON → the bytes the gateway sends (ts-proto) → decoded → JSON, as a response would come back. */
+function roundTrip(type: DescMessage, json: unknown): Record<string, unknown> {
+  const codec = messageType(type);
+  return messageToJson(type, codec.decode(codec.encode(fromJson(type, json)))) as Record<string, unknown>;
 }
 
 describe('JSON → proto', () => {
@@ -48,8 +48,7 @@ describe('JSON → proto', () => {
       role: 'viewer',
       metadata: { a: [1, 'two', { three: null }], ok: true },
     });
-    const bytes = updateType.encode(updateType.fromObject(obj)).finish();
-    const decoded = UpdateMemberRequest.decode(bytes); // as the service (ts-proto) sees it
+    const decoded = UpdateMemberRequest.decode(messageType(updateType).encode(obj)); // as the service sees it
     assert.equal(decoded.name, 'Ann');
     assert.equal(decoded.role, MemberRole.MEMBER_ROLE_VIEWER);
     assert.deepEqual(decoded.metadata, { a: [1, 'two', { three: null }], ok: true });
@@ -58,9 +57,7 @@ describe('JSON → proto', () => {
 
   it('treats null as not set, and keeps an explicit empty optional string', () => {
     const decoded = UpdateMemberRequest.decode(
-      updateType
-        .encode(updateType.fromObject(fromJson(updateType, { name: null, email: '', role: null, metadata: null })))
-        .finish(),
+      messageType(updateType).encode(fromJson(updateType, { name: null, email: '', role: null, metadata: null })),
     );
     assert.equal(decoded.name, undefined);
     assert.equal(decoded.email, '', 'proto3 optional keeps presence: "" is not "unset"');
@@ -130,11 +127,10 @@ describe('JSON → proto', () => {
   it('parses RFC 3339 timestamps with any offset and refuses other strings', () => {
     const out: Violation[] = [];
     const ts = messageFromJson(memberType, { created_at: '2026-11-22T10:00:00.123456+01:00' }, '', out) as {
-      created_at: { seconds: number; nanos: number };
+      created_at: Date;
     };
     assert.deepEqual(out, []);
-    assert.equal(ts.created_at.seconds, Date.UTC(2026, 10, 22, 9, 0, 0) / 1000);
-    assert.equal(ts.created_at.nanos, 123456000);
+    assert.equal(ts.created_at.toISOString(), '2026-11-22T09:00:00.123Z', 'a Date, as ts-proto holds Timestamps');
     assert.equal(
       roundTrip(createType, { name: 'x', at: '2026-11-22T10:00:00.5+02:00' }).at,
       '2026-11-22T08:00:00.500000Z',
@@ -196,7 +192,7 @@ describe('JSON → proto', () => {
 
 describe('proto → JSON', () => {
   it('writes every field: defaults, nulls for unset optionals, RFC 3339 with microseconds, raw metadata', () => {
-    const bytes = Member.encode({
+    const member: Member = {
       id: 'm1',
       tenant_id: 't1',
       name: 'Ann',
@@ -205,8 +201,9 @@ describe('proto → JSON', () => {
       metadata: { k: 'v', n: 2 },
       created_at: new Date('2026-11-22T10:00:00.123Z'),
       updated_at: undefined,
-    }).finish();
-    const json = messageToJson(memberType, memberType.decode(bytes) as unknown as Record<string, unknown>);
+    };
+    const json = messageToJson(memberType, Member.decode(Member.encode(member).finish()));
+    assert.deepEqual(messageToJson(memberType, member), json, "the handler's own object maps alike (event data)");
     assert.deepEqual(json, {
       id: 'm1',
       tenant_id: 't1',
@@ -219,14 +216,14 @@ describe('proto → JSON', () => {
       email: null,
       contact_id: null,
     });
-    assert.equal(timestampToJson(0, 5000), '1970-01-01T00:00:00.000005Z');
+    assert.equal(timestampToJson(new Date(5)), '1970-01-01T00:00:00.005000Z');
+    assert.equal(timestampToJson(new Date(-1)), '1969-12-31T23:59:59.999000Z');
+    assert.equal(timestampToJson(new Date(Date.UTC(10000, 0, 1))), null, "outside Timestamp's range");
   });
 
   it('writes an empty message with every default, and UNSPECIFIED enums as null', () => {
-    const json = messageToJson(
-      thingType,
-      thingType.decode(thingType.encode({}).finish()) as unknown as Record<string, unknown>,
-    );
+    const codec = messageType(thingType);
+    const json = messageToJson(thingType, codec.decode(codec.encode({})));
     assert.deepEqual(json, {
       id: '',
       amount: 0,
@@ -282,7 +279,40 @@ describe('proto → JSON', () => {
         { name: 'a', confidence: 0.5, display_order: 1 },
         { name: 'b', confidence: null, display_order: 2 },
       ],
+      at: '2026-11-22T10:00:00.123000Z', // milliseconds: ts-proto, as every service, holds Timestamps as Dates
       url: null,
     });
+  });
+
+  it("maps a handler's object as the bytes it becomes would map: event data and responses agree", () => {
+    const thing: Thing = {
+      ...Thing.fromPartial({}),
+      id: 'i',
+      amount: 7,
+      kind: 2,
+      stages: [{ name: 's', confidence: undefined, display_order: 1 }],
+      metadata: { kept: 1, dropped: undefined, nested: { at: [1, undefined, 'x'] } },
+      anything: undefined,
+      list: [null, undefined, true],
+      at: new Date('2026-11-22T10:00:00.001Z'),
+      note: undefined,
+      alias: '',
+      target: { $case: 'port', value: 9 },
+      label: { text: 't', color: 'c' },
+      blob: Buffer.from('b'),
+    };
+    const direct = messageToJson(thingType, thing);
+    assert.deepEqual(direct, messageToJson(thingType, Thing.decode(Thing.encode(thing).finish())));
+    assert.deepEqual((direct as Record<string, unknown>).metadata, { kept: 1, nested: { at: [1, null, 'x'] } });
+    assert.deepEqual((direct as Record<string, unknown>).list, [null, null, true]);
+  });
+
+  it("decodes a response nesting the API's deepest JSON a few levels down (a webhook event's payload)", () => {
+    let deep: Record<string, unknown> = { leaf: 'bottom' };
+    for (let i = 0; i < 36; i++) deep = { [`level_${i}`]: deep };
+    const codec = messageType(memberType);
+    const bytes = Member.encode({ ...Member.fromPartial({}), metadata: deep }).finish();
+    assert.throws(() => Member.decode(bytes), /recursion limit/, "ts-proto's own limit: 100 nested messages");
+    assert.deepEqual((messageToJson(memberType, codec.decode(bytes)) as Record<string, unknown>).metadata, deep);
   });
 });

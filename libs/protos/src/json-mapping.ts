@@ -1,10 +1,16 @@
 /**
- * JSON ↔ protobuf mapping of the contract (§1), over protobufjs reflection: the proto's
- * snake_case names, int64 as JSON numbers, Timestamp as RFC 3339, Struct/Value as raw JSON,
- * enums as lowercase names without their prefix, unknown fields rejected with their path.
- * Proto3 canonical JSON differs on most of these points, hence a mapping of our own.
+ * JSON ↔ protobuf mapping of the contract (§1), driven by the descriptor set and working on the
+ * objects ts-proto's codecs read and write (the objects handlers take and return): the proto's
+ * snake_case names, int64 as JSON numbers, Timestamp as RFC 3339, Struct/Value as raw JSON, enums as
+ * lowercase names without their prefix, unknown fields rejected with their path. Proto3 canonical
+ * JSON differs on most of these points, hence a mapping of our own. The gateway maps requests and
+ * responses with it, and every service its event data (resourceJson), so the two cannot drift apart.
+ *
+ * ts-proto's shapes (buf.gen.yaml): fields by their proto names, Timestamp as Date, Struct/Value/
+ * ListValue and the wrappers unwrapped to plain values, FieldMask as its paths, int64 as number, a
+ * oneof as `{ $case: <field name>, value }` under the oneof's name, enums as numbers.
  */
-import protobuf from 'protobufjs';
+import { ScalarType, type DescEnum, type DescField, type DescMessage } from '@bufbuild/protobuf';
 
 export interface Violation {
   field: string;
@@ -16,6 +22,17 @@ export class MappingError extends Error {
   constructor(readonly violations: Violation[]) {
     super(violations.map((v) => `${v.field}: ${v.description}`).join('; '));
   }
+}
+
+const SCALAR_NAMES = new Map(
+  Object.values(ScalarType)
+    .filter((v) => typeof v === 'number')
+    .map((v) => [v, ScalarType[v].toLowerCase()]),
+);
+
+/** A scalar's name as the .proto spells it (int64, string, …). */
+export function scalarName(type: ScalarType): string {
+  return SCALAR_NAMES.get(type)!;
 }
 
 const INT_TYPES = new Set([
@@ -35,47 +52,54 @@ const RANGE32 = { min: -(2 ** 31), max: 2 ** 31 - 1 };
 const UINT32_MAX = 2 ** 32 - 1;
 /** google.protobuf wrapper types ↔ their bare JSON value (null = not set). */
 export const WRAPPERS: Record<string, string> = {
-  '.google.protobuf.DoubleValue': 'double',
-  '.google.protobuf.FloatValue': 'float',
-  '.google.protobuf.Int64Value': 'int64',
-  '.google.protobuf.UInt64Value': 'uint64',
-  '.google.protobuf.Int32Value': 'int32',
-  '.google.protobuf.UInt32Value': 'uint32',
-  '.google.protobuf.BoolValue': 'bool',
-  '.google.protobuf.StringValue': 'string',
-  '.google.protobuf.BytesValue': 'bytes',
+  'google.protobuf.DoubleValue': 'double',
+  'google.protobuf.FloatValue': 'float',
+  'google.protobuf.Int64Value': 'int64',
+  'google.protobuf.UInt64Value': 'uint64',
+  'google.protobuf.Int32Value': 'int32',
+  'google.protobuf.UInt32Value': 'uint32',
+  'google.protobuf.BoolValue': 'bool',
+  'google.protobuf.StringValue': 'string',
+  'google.protobuf.BytesValue': 'bytes',
 };
+const TIMESTAMP = 'google.protobuf.Timestamp';
+const STRUCT = 'google.protobuf.Struct';
+const VALUE = 'google.protobuf.Value';
+const LIST_VALUE = 'google.protobuf.ListValue';
+const FIELD_MASK = 'google.protobuf.FieldMask';
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** Fields with presence: proto3 `optional` and members of a oneof (null when not set). */
-export function isOptional(field: protobuf.Field): boolean {
-  return Boolean(field.options?.proto3_optional) || field.partOf !== null;
+export function isOptional(field: DescField): boolean {
+  return field.proto.proto3Optional || field.oneof !== undefined;
 }
 
 /** `MEMBER_ROLE_OWNER` of enum MemberRole ↔ `owner`. */
-export function enumPrefix(e: protobuf.Enum): string {
+export function enumPrefix(e: DescEnum): string {
   return e.name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase() + '_';
 }
 
-export function enumNames(e: protobuf.Enum): string[] {
+export function enumNames(e: DescEnum): string[] {
   const prefix = enumPrefix(e);
-  return Object.entries(e.values)
-    .filter(([, v]) => v !== 0)
-    .map(([k]) => (k.startsWith(prefix) ? k.slice(prefix.length) : k).toLowerCase());
+  return e.values
+    .filter((v) => v.number !== 0)
+    .map(({ name }) => (name.startsWith(prefix) ? name.slice(prefix.length) : name).toLowerCase());
 }
 
-function enumToJson(e: protobuf.Enum, value: number): string | null {
+function enumToJson(e: DescEnum, value: number): string | null {
   if (value === 0) return null;
-  const name = e.valuesById[value];
+  const name = e.value[value]?.name;
   if (name === undefined) return null;
   const prefix = enumPrefix(e);
   return (name.startsWith(prefix) ? name.slice(prefix.length) : name).toLowerCase();
 }
 
-function enumFromJson(e: protobuf.Enum, value: string): number | undefined {
+/** The number of a lowercase enum name as the API spells it; undefined for UNSPECIFIED and unknown names. */
+export function enumFromJson(e: DescEnum, value: string): number | undefined {
+  if (value !== value.toLowerCase()) return undefined;
   const key = enumPrefix(e) + value.toUpperCase();
-  const n = e.values[key];
-  return n === undefined || n === 0 || value !== value.toLowerCase() ? undefined : n;
+  const n = e.values.find((v) => v.name === key)?.number;
+  return n === 0 ? undefined : n;
 }
 
 function typeOf(value: unknown): string {
@@ -84,17 +108,34 @@ function typeOf(value: unknown): string {
   return typeof value;
 }
 
-// ---------- JSON → protobufjs object ----------
+/** A message's fields by proto name (own properties only: `constructor` or `__proto__` are not fields). */
+const fieldMaps = new WeakMap<DescMessage, Map<string, DescField>>();
+export function fieldByName(desc: DescMessage, name: string): DescField | undefined {
+  let map = fieldMaps.get(desc);
+  if (!map) fieldMaps.set(desc, (map = new Map(desc.fields.map((f) => [f.name, f]))));
+  return map.get(name);
+}
+
+// ---------- JSON → ts-proto object ----------
 
 /** Maps a JSON value onto a message type; collects violations under `path`. */
 export function messageFromJson(
-  type: protobuf.Type,
+  desc: DescMessage,
   json: unknown,
   path: string,
   out: Violation[],
 ): Record<string, unknown> | undefined {
-  const wkt = wellKnownFromJson(type, json, path, out);
+  const wkt = wellKnownFromJson(desc, json, path, out);
   if (wkt !== NOT_WKT) return wkt as Record<string, unknown> | undefined;
+  return fieldsFromJson(desc, json, path, out);
+}
+
+function fieldsFromJson(
+  desc: DescMessage,
+  json: unknown,
+  path: string,
+  out: Violation[],
+): Record<string, unknown> | undefined {
   if (typeOf(json) !== 'object') {
     out.push({ field: path || '(body)', description: `must be a JSON object, got ${typeOf(json)}` });
     return undefined;
@@ -102,40 +143,45 @@ export function messageFromJson(
   const obj: Record<string, unknown> = {};
   const oneofs = new Map<string, string>();
   for (const [key, value] of Object.entries(json as Record<string, unknown>)) {
-    // Own properties only: `constructor` or `__proto__` are not fields.
-    const field = Object.prototype.hasOwnProperty.call(type.fields, key) ? type.fields[key] : undefined;
+    const field = fieldByName(desc, key);
     const at = path ? `${path}.${key}` : key;
     if (!field) {
       out.push({ field: at, description: 'is not a field of this request; check the spelling (names are snake_case)' });
       continue;
     }
     if (value === null) continue; // null = not set
-    const group = field.partOf && !field.options?.proto3_optional ? field.partOf.name : undefined;
-    if (group) {
-      const other = oneofs.get(group);
+    const oneof = field.oneof;
+    if (oneof) {
+      const other = oneofs.get(oneof.name);
       if (other) {
         out.push({
           field: at,
-          description: `cannot be set together with ${other}; give one of ${field.partOf!.oneof.join(', ')}`,
+          description: `cannot be set together with ${other}; give one of ${oneof.fields.map((f) => f.name).join(', ')}`,
         });
         continue;
       }
-      oneofs.set(group, key);
+      oneofs.set(oneof.name, key);
     }
     const mapped = fieldFromJson(field, value, at, out);
-    if (mapped !== undefined) obj[key] = mapped;
+    if (mapped !== undefined) setField(obj, field, mapped);
   }
   return obj;
 }
 
-export function fieldFromJson(field: protobuf.Field, value: unknown, path: string, out: Violation[]): unknown {
-  field.resolve();
-  if (field instanceof protobuf.MapField || field.map) {
+/** Sets a field of a ts-proto object: a oneof's member as `{ $case, value }` under the oneof's name. */
+export function setField(message: Record<string, unknown>, field: DescField, value: unknown): void {
+  if (field.oneof) message[field.oneof.name] = { $case: field.name, value };
+  else message[field.name] = value;
+}
+
+/** A field's value (a list, a map or a single value) from JSON, in ts-proto's shape. */
+export function fieldFromJson(field: DescField, value: unknown, path: string, out: Violation[]): unknown {
+  if (field.fieldKind === 'map') {
     if (typeOf(value) !== 'object') {
       out.push({ field: path, description: `must be a JSON object, got ${typeOf(value)}` });
       return undefined;
     }
-    const keyType = (field as unknown as protobuf.MapField).keyType;
+    const keyType = scalarName(field.mapKey);
     const m: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
       const at = `${path}.${k}`;
@@ -150,7 +196,7 @@ export function fieldFromJson(field: protobuf.Field, value: unknown, path: strin
     }
     return m;
   }
-  if (field.repeated) {
+  if (field.fieldKind === 'list') {
     if (!Array.isArray(value)) {
       out.push({ field: path, description: `must be an array, got ${typeOf(value)}` });
       return undefined;
@@ -160,25 +206,23 @@ export function fieldFromJson(field: protobuf.Field, value: unknown, path: strin
   return singleFromJson(field, value, path, out);
 }
 
-function singleFromJson(field: protobuf.Field, value: unknown, path: string, out: Violation[]): unknown {
-  const rt = field.resolvedType;
-  if (rt instanceof protobuf.Type) return messageFromJson(rt, value, path, out);
-  if (rt instanceof protobuf.Enum) {
+function singleFromJson(field: DescField, value: unknown, path: string, out: Violation[]): unknown {
+  if (field.message) return messageFromJson(field.message, value, path, out);
+  if (field.enum) {
+    const e = field.enum;
     if (typeof value !== 'string') {
-      out.push({ field: path, description: `must be one of ${enumNames(rt).join(', ')}` });
+      out.push({ field: path, description: `must be one of ${enumNames(e).join(', ')}` });
       return undefined;
     }
-    const n = enumFromJson(rt, value);
+    const n = enumFromJson(e, value);
     if (n === undefined)
-      out.push({
-        field: path,
-        description: `must be one of ${enumNames(rt).join(', ')}; got ${JSON.stringify(value)}`,
-      });
+      out.push({ field: path, description: `must be one of ${enumNames(e).join(', ')}; got ${JSON.stringify(value)}` });
     return n;
   }
-  return scalarFromJson(field.type, value, path, out);
+  return scalarFromJson(scalarName(field.scalar!), value, path, out);
 }
 
+/** A scalar (named as the .proto spells it) from its JSON value. */
 export function scalarFromJson(type: string, value: unknown, path: string, out: Violation[]): unknown {
   if (type === 'string') {
     if (typeof value !== 'string') out.push({ field: path, description: `must be a string, got ${typeOf(value)}` });
@@ -222,29 +266,33 @@ export function scalarFromJson(type: string, value: unknown, path: string, out: 
 
 const NOT_WKT = Symbol('not a well-known type');
 
-function wellKnownFromJson(type: protobuf.Type, json: unknown, path: string, out: Violation[]): unknown {
-  switch (type.fullName) {
-    case '.google.protobuf.Timestamp':
+function wellKnownFromJson(desc: DescMessage, json: unknown, path: string, out: Violation[]): unknown {
+  switch (desc.typeName) {
+    case TIMESTAMP:
       return timestampFromJson(json, path, out);
-    case '.google.protobuf.Struct':
+    case STRUCT:
       if (typeOf(json) !== 'object') {
         out.push({ field: path, description: `must be a JSON object, got ${typeOf(json)}` });
         return undefined;
       }
-      return structFromJson(json as Record<string, unknown>);
-    case '.google.protobuf.Value':
-      return valueFromJson(json);
-    case '.google.protobuf.ListValue':
+      return json;
+    case VALUE:
+      return json;
+    case LIST_VALUE:
       if (!Array.isArray(json)) {
         out.push({ field: path, description: `must be an array, got ${typeOf(json)}` });
         return undefined;
       }
-      return { values: json.map(valueFromJson) };
+      return json;
+    case FIELD_MASK: {
+      // Its JSON is the message's, {"paths": [...]}; ts-proto holds the paths alone.
+      const mask = fieldsFromJson(desc, json, path, out);
+      return mask && ((mask.paths as string[] | undefined) ?? []);
+    }
     default: {
-      const scalar = WRAPPERS[type.fullName];
+      const scalar = WRAPPERS[desc.typeName];
       if (!scalar) return NOT_WKT; // google.protobuf.Empty included: a plain message without fields
-      const v = scalarFromJson(scalar, json, path, out);
-      return v === undefined ? undefined : { value: v };
+      return scalarFromJson(scalar, json, path, out);
     }
   }
 }
@@ -299,120 +347,106 @@ export function parseTimestamp(text: string): Date | undefined {
   return ts && new Date(ts.seconds * 1000 + Math.floor(ts.nanos / 1_000_000));
 }
 
-function timestampFromJson(json: unknown, path: string, out: Violation[]): unknown {
+function timestampFromJson(json: unknown, path: string, out: Violation[]): Date | undefined {
   const ts = typeof json === 'string' ? parseRfc3339(json) : undefined;
   if (!ts) out.push({ field: path, description: 'must be an RFC 3339 timestamp like 2026-11-22T10:00:00Z' });
-  return ts;
+  // ts-proto holds Timestamps as Dates: milliseconds, as every service reads them.
+  return ts && new Date(ts.seconds * 1000 + Math.floor(ts.nanos / 1_000_000));
 }
 
-function structFromJson(obj: Record<string, unknown>): unknown {
-  return { fields: Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, valueFromJson(v)])) };
-}
-
-// protobufjs's built-in well-known types name their fields in camelCase, whatever keepCase says.
-function valueFromJson(v: unknown): unknown {
-  if (v === null || v === undefined) return { nullValue: 0 };
-  if (typeof v === 'number') return { numberValue: v };
-  if (typeof v === 'string') return { stringValue: v };
-  if (typeof v === 'boolean') return { boolValue: v };
-  if (Array.isArray(v)) return { listValue: { values: v.map(valueFromJson) } };
-  return { structValue: structFromJson(v as Record<string, unknown>) };
-}
-
-// ---------- protobufjs message → JSON ----------
-
-function num(v: unknown): number {
-  if (typeof v === 'number') return v;
-  if (v && typeof v === 'object' && 'toNumber' in v) return (v as { toNumber(): number }).toNumber();
-  return Number(v ?? 0);
-}
+// ---------- ts-proto object → JSON ----------
 
 /**
- * A decoded message as the API's JSON: every non-optional field present (defaults included),
- * unset optional and message fields as null, UNSPECIFIED enums as null.
+ * A message (a ts-proto object: decoded, or built by a handler) as the API's JSON: every
+ * non-optional field present (defaults included), unset optional and message fields as null,
+ * UNSPECIFIED enums as null.
  */
-export function messageToJson(type: protobuf.Type, msg: Record<string, unknown> | null | undefined): unknown {
-  const wkt = wellKnownToJson(type, msg);
+export function messageToJson(desc: DescMessage, msg: unknown): unknown {
+  const wkt = wellKnownToJson(desc, msg);
   if (wkt !== NOT_WKT) return wkt;
-  if (!msg) return null;
+  if (msg == null) return null;
+  const obj = msg as Record<string, unknown>;
   const out: Record<string, unknown> = {};
-  for (const field of type.fieldsArray) {
-    field.resolve();
-    const has = Object.prototype.hasOwnProperty.call(msg, field.name);
-    const value = msg[field.name];
-    if (field.map) {
+  for (const field of desc.fields) {
+    if (field.fieldKind === 'map') {
       out[field.name] = Object.fromEntries(
-        Object.entries((value as Record<string, unknown>) ?? {}).map(([k, v]) => [k, singleToJson(field, v)]),
+        Object.entries((obj[field.name] as Record<string, unknown>) ?? {}).map(([k, v]) => [k, singleToJson(field, v)]),
       );
-    } else if (field.repeated) {
-      out[field.name] = ((value as unknown[]) ?? []).map((v) => singleToJson(field, v));
-    } else if (isOptional(field) && !has) {
-      out[field.name] = null;
+    } else if (field.fieldKind === 'list') {
+      out[field.name] = ((obj[field.name] as unknown[]) ?? []).map((v) => singleToJson(field, v));
+    } else if (field.oneof) {
+      const set = obj[field.oneof.name] as { $case: string; value: unknown } | undefined;
+      out[field.name] = set?.$case === field.name ? singleToJson(field, set.value) : null;
+    } else if (field.proto.proto3Optional) {
+      const value = obj[field.name];
+      out[field.name] = value == null ? null : singleToJson(field, value);
     } else {
-      out[field.name] = singleToJson(field, value);
+      out[field.name] = singleToJson(field, obj[field.name]);
     }
   }
   return out;
 }
 
-function singleToJson(field: protobuf.Field, value: unknown): unknown {
-  const rt = field.resolvedType;
-  if (rt instanceof protobuf.Type) return value == null ? null : messageToJson(rt, value as Record<string, unknown>);
-  if (rt instanceof protobuf.Enum) return enumToJson(rt, num(value));
-  if (INT_TYPES.has(field.type)) return num(value);
-  if (field.type === 'bytes') return Buffer.from((value as Uint8Array) ?? []).toString('base64');
-  if (value === undefined) return field.type === 'string' ? '' : field.type === 'bool' ? false : 0;
-  return value;
+function singleToJson(field: DescField, value: unknown): unknown {
+  if (field.message) return value == null ? null : messageToJson(field.message, value);
+  if (field.enum) return enumToJson(field.enum, Number(value ?? 0));
+  switch (field.scalar) {
+    case ScalarType.STRING:
+      return value ?? '';
+    case ScalarType.BOOL:
+      return value ?? false;
+    case ScalarType.BYTES:
+      return Buffer.from((value as Uint8Array) ?? []).toString('base64');
+    case ScalarType.FLOAT:
+      return Math.fround(Number(value ?? 0)); // what the float's four bytes on the wire hold
+    default:
+      return Number(value ?? 0);
+  }
 }
 
-function wellKnownToJson(type: protobuf.Type, msg: Record<string, unknown> | null | undefined): unknown {
-  switch (type.fullName) {
-    case '.google.protobuf.Timestamp':
-      return msg ? timestampToJson(num(msg.seconds), num(msg.nanos)) : null;
-    case '.google.protobuf.Struct':
-      return msg ? structToJson(msg) : null;
-    case '.google.protobuf.Value':
-      return msg ? valueToJson(msg) : null;
-    case '.google.protobuf.ListValue':
-      return msg ? ((msg.values as Record<string, unknown>[]) ?? []).map(valueToJson) : null;
-    case '.google.protobuf.Empty':
-      return {};
+function wellKnownToJson(desc: DescMessage, msg: unknown): unknown {
+  switch (desc.typeName) {
+    case TIMESTAMP:
+      return msg instanceof Date ? timestampToJson(msg) : null;
+    case STRUCT:
+      return msg == null ? null : structToJson(msg as Record<string, unknown>);
+    case VALUE:
+      return valueToJson(msg);
+    case LIST_VALUE:
+      return msg == null ? null : (msg as unknown[]).map(valueToJson);
+    case FIELD_MASK:
+      return msg == null ? null : { paths: msg };
     default: {
-      const scalar = WRAPPERS[type.fullName];
+      const scalar = WRAPPERS[desc.typeName];
       if (!scalar) return NOT_WKT;
-      if (!msg) return null;
-      const v = msg.value;
+      if (msg == null) return null;
       return scalar === 'bytes'
-        ? Buffer.from((v as Uint8Array) ?? []).toString('base64')
-        : scalar === 'bool'
-          ? Boolean(v)
-          : scalar === 'string'
-            ? (v ?? '')
-            : num(v);
+        ? Buffer.from(msg as Uint8Array).toString('base64')
+        : scalar === 'bool' || scalar === 'string'
+          ? msg
+          : Number(msg);
     }
   }
 }
 
-/** RFC 3339 UTC with microseconds, as the contract shows: 2026-11-22T10:00:00.123456Z. */
-export function timestampToJson(seconds: number, nanos: number): string | null {
-  const date = new Date(seconds * 1000);
-  if (Number.isNaN(date.getTime()) || seconds < -62135596800 || seconds > 253402300799) return null; // outside Timestamp's range
-  const base = date.toISOString().slice(0, 19);
-  return `${base}.${String(Math.floor(Math.max(0, Math.min(nanos, 999_999_999)) / 1000)).padStart(6, '0')}Z`;
+/** RFC 3339 UTC with microseconds, as the contract shows: 2026-11-22T10:00:00.123000Z. */
+export function timestampToJson(date: Date): string | null {
+  const ms = date.getTime();
+  if (Number.isNaN(ms) || ms < -62135596800000 || ms >= 253402300800000) return null; // outside Timestamp's range
+  return `${date.toISOString().slice(0, 19)}.${String(date.getUTCMilliseconds() * 1000).padStart(6, '0')}Z`;
 }
 
-function structToJson(msg: Record<string, unknown>): Record<string, unknown> {
-  const fields = (msg.fields as Record<string, Record<string, unknown>>) ?? {};
-  return Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, valueToJson(v)]));
+// Struct and Value as ts-proto holds them (plain JSON values), as their encoding keeps them: a
+// Struct drops undefined members, a list holds null for them.
+function structToJson(obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) if (v !== undefined) out[k] = valueToJson(v);
+  return out;
 }
 
-function valueToJson(v: Record<string, unknown>): unknown {
-  // Only the oneof member that was on the wire is an own property of a decoded Value.
-  const own = (k: string) => Object.prototype.hasOwnProperty.call(v, k) && v[k] != null;
-  if (own('structValue')) return structToJson(v.structValue as Record<string, unknown>);
-  if (own('listValue')) return ((v.listValue as { values?: Record<string, unknown>[] }).values ?? []).map(valueToJson);
-  if (own('stringValue')) return v.stringValue;
-  if (own('numberValue')) return v.numberValue;
-  if (own('boolValue')) return v.boolValue;
-  return null;
+function valueToJson(v: unknown): unknown {
+  if (v === undefined || v === null) return null;
+  if (Array.isArray(v)) return v.map(valueToJson);
+  if (typeof v === 'object') return structToJson(v as Record<string, unknown>);
+  return v;
 }

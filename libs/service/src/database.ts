@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPool, isDatabaseUnavailable, type Pool } from '@workauto/db';
+import { isDatabaseUnavailable, type Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+import { DependencyUnavailableError } from './dependency-error.js';
 
 /** host:port/database of a URL, for log lines (never the credentials). */
 export function describeDatabase(databaseUrl: string): string {
@@ -16,14 +17,15 @@ export interface WaitOptions {
   /** First retry delay; doubles up to maxDelayMs (defaults 250 ms and 5 s). */
   firstDelayMs?: number;
   maxDelayMs?: number;
-  /** Gives up with the last error after this long (default: never; the orchestrator's startup probe bounds it). */
+  /** Gives up after this long with a DependencyUnavailableError naming the dependency (default: never). */
   timeoutMs?: number;
   signal?: AbortSignal;
 }
 
 /**
  * Runs step until it succeeds, retrying with backoff while isTransient(error), and logging what it
- * waits for (`what`, e.g. the database's host:port/name). Any other error is thrown at once.
+ * waits for (`what`, e.g. the database's host:port/name). Any other error is thrown at once; past
+ * timeoutMs, a DependencyUnavailableError that names the dependency and the last reason.
  */
 export async function untilAvailable<T>(
   what: { dependency: string; where: string; hint: string },
@@ -45,12 +47,16 @@ export async function untilAvailable<T>(
       return result;
     } catch (err) {
       if (!isTransient(err)) throw err;
-      if (options.timeoutMs !== undefined && Date.now() - started + delay > options.timeoutMs) throw err;
+      const waited = Date.now() - started;
+      const left = options.timeoutMs === undefined ? Infinity : options.timeoutMs - waited;
+      if (left <= 0)
+        throw new DependencyUnavailableError(what.dependency, what.where, waited, (err as Error).message, what.hint);
+      const wait = Math.min(delay, left);
       logger.warn(
-        { [what.dependency]: what.where, attempt, retry_in_ms: delay, reason: (err as Error).message },
+        { [what.dependency]: what.where, attempt, retry_in_ms: wait, reason: (err as Error).message },
         `waiting for the ${what.dependency} before serving (${what.hint})`,
       );
-      await sleep(delay, undefined, options.signal ? { signal: options.signal } : {});
+      await sleep(wait, undefined, options.signal ? { signal: options.signal } : {});
       delay = Math.min(delay * 2, options.maxDelayMs ?? 5_000);
     }
   }
@@ -72,16 +78,6 @@ export function untilDatabaseAnswers<T>(
     hint: 'check DATABASE_URL and that the server is up',
   };
   return untilAvailable(what, logger, step, isDatabaseUnavailable, options);
-}
-
-/** Returns once the database answers `SELECT 1` (see untilDatabaseAnswers). */
-export async function waitForDatabase(databaseUrl: string, logger: Logger, options: WaitOptions = {}): Promise<void> {
-  const pool = createPool(databaseUrl, { max: 1, applicationName: 'wait-for-database' });
-  try {
-    await untilDatabaseAnswers(databaseUrl, logger, () => pool.query('SELECT 1'), options);
-  } finally {
-    await pool.end();
-  }
 }
 
 /**

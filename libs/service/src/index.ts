@@ -6,11 +6,6 @@ export {
   type RunningService,
   type WorkerDeps,
 } from './service.js';
-export {
-  untilAvailable,
-  untilDatabaseAnswers,
-  waitForDatabase,
-  describeDatabase,
-  type WaitOptions,
-} from './database.js';
+export { untilAvailable, untilDatabaseAnswers, describeDatabase, type WaitOptions } from './database.js';
 export { WorkerSupervisor, type Worker, type WorkerContext, type WorkerOptions } from './workers.js';
+export { DependencyUnavailableError } from './dependency-error.js';

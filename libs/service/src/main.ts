@@ -13,11 +13,16 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, grpcServiceVars, kafkaVars, loadConfig, vars, z } from '@workauto/config';
 import { installShutdownSignals } from '@workauto/grpc/signals';
 import { createLogger, type Logger } from '@workauto/logger';
+import { DependencyUnavailableError } from './dependency-error.js';
 import type { RunningService, ServiceConfig } from './service.js';
 
 type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
 
-const processEnv = { LOG_LEVEL: vars.logLevel() };
+const processEnv = {
+  LOG_LEVEL: vars.logLevel(),
+  /** How long a start waits for its database and event broker before it exits naming them (5 min). */
+  STARTUP_TIMEOUT_MS: vars.milliseconds(5 * 60_000),
+};
 type ProcessEnv = Env<typeof processEnv>;
 
 /** The variables of a process that has migrations (docs/operations.md, Upgrades). */
@@ -143,7 +148,13 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
       await stopTelemetry().catch(() => undefined);
       process.exit(1);
     }
-    logger.fatal({ err }, `${opts.name} did not start`);
+    if (err instanceof DependencyUnavailableError)
+      // One line that says it all (no stack: the dependency, not the code, is what failed).
+      logger.fatal(
+        { dependency: err.dependency, where: err.where, waited_ms: err.waitedMs, reason: err.reason },
+        `${opts.name} did not start: ${err.message}`,
+      );
+    else logger.fatal({ err }, `${opts.name} did not start`);
     await stopTelemetry().catch(() => undefined);
     process.exit(1);
   }
@@ -205,6 +216,8 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
         security: {
           tls: all.KAFKA_TLS,
           tlsCaFile: all.KAFKA_TLS_CA_FILE,
+          tlsCertFile: all.KAFKA_TLS_CERT_FILE,
+          tlsKeyFile: all.KAFKA_TLS_KEY_FILE,
           saslMechanism: all.KAFKA_SASL_MECHANISM,
           saslUsername: all.KAFKA_SASL_USERNAME,
           saslPassword: all.KAFKA_SASL_PASSWORD,
@@ -222,6 +235,7 @@ export async function runService<S extends z.ZodRawShape = {}>(opts: {
           grpcReflection: all.GRPC_REFLECTION,
           migrateOnStart: env.MIGRATE_ON_START !== false,
           declaredMigrations: migrations,
+          startupTimeoutMs: env.STARTUP_TIMEOUT_MS,
         };
         const service = await opts.start(config, all, logger);
         return {

@@ -10,7 +10,16 @@ import pg from 'pg';
 import { databaseUrlFor } from '@workauto/db';
 import { createLogger, setLogTarget } from '@workauto/logger';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { captureLogs, eventually, freePort, healthStatus, testCallerKeys, testDatabase } from '@workauto/testing';
+import {
+  TestClient,
+  captureLogs,
+  eventually,
+  freePort,
+  healthStatus,
+  newTenant,
+  testCallerKeys,
+  testDatabase,
+} from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
 import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
 import {
@@ -48,6 +57,15 @@ function spec(
 
 /** The gRPC health status of `name` on loopback. */
 const health = (port: number, name: string) => healthStatus(`127.0.0.1:${port}`, name);
+
+/** The highest attempt a "waiting for the database" log line names. */
+const waitingAttempts = (lines: string[]) =>
+  Math.max(
+    0,
+    ...lines
+      .filter((l) => l.includes('waiting for the database'))
+      .map((l) => Number((JSON.parse(l) as { attempt?: number }).attempt ?? 0)),
+  );
 
 describe('@workauto/service: the start-up every service shares', () => {
   let admin: pg.Client;
@@ -109,7 +127,7 @@ describe('@workauto/service: the start-up every service shares', () => {
 
   it('survives a checked-out connection breaking while idle (a transaction awaiting Kafka during an outage)', async () => {
     const databaseUrl = await testDatabase('svc_broken_client');
-    let held: { release(): void } | undefined;
+    let held: pg.PoolClient | undefined;
     const holder: Worker = {
       name: 'holder',
       async run({ signal, beat }) {
@@ -126,9 +144,11 @@ describe('@workauto/service: the start-up every service shares', () => {
     const svc = await start(spec({ workers: (d) => ((deps = d), [holder]) }), { databaseUrl });
     await eventually('a connection is held', () => held !== undefined);
     // Without a listener, the terminated connection's 'error' event would crash this test process.
+    // (Not events.once: it would reject on the 'error' event this test expects.)
+    const ended = new Promise((resolve) => held!.once('end', resolve));
     await allowConnections(databaseUrl, false);
     await allowConnections(databaseUrl, true);
-    await sleep(300);
+    await ended; // the client saw its connection go, and the process is still here
     held!.release();
     await eventually('serving again', async () => (await health(svc.port, '')) === 'SERVING');
     await svc.stop();
@@ -141,8 +161,8 @@ describe('@workauto/service: the start-up every service shares', () => {
     let started: RunningService | undefined;
     const starting = start(spec(), { databaseUrl }).then((s) => (started = s));
     try {
-      await eventually('a log line says it waits', () => logs.text().includes('waiting for the database'), 10_000);
-      await sleep(1_000);
+      // A third attempt's line: it retried, and is still waiting rather than failed.
+      await eventually('a log line says it waits again', () => waitingAttempts(logs.lines) >= 3, 10_000);
       assert.equal(started, undefined, 'still waiting, not failed');
       const line = logs.lines.find((l) => l.includes('waiting for the database'))!;
       assert.match(line, new RegExp(new URL(databaseUrl).pathname.slice(1)), 'names the database');
@@ -231,6 +251,52 @@ describe('@workauto/service: the start-up every service shares', () => {
       socket.on('error', () => resolve(true));
     });
     assert.ok(refused, 'the gRPC port is closed again');
+  });
+
+  it("leaves other tenants database connections while one tenant's requests hold their share (half the pool)", async () => {
+    // Every call sleeps in the database for as long as its request says: tenant A's ten slow calls
+    // would hold the pool's ten connections, and B's quick call would wait for one of them to end.
+    const databaseUrl = await testDatabase('svc_tenant_share');
+    let deps!: { pool: WorkerDeps['pool'] };
+    const svc = await start(
+      spec({
+        handlers: (pool) => {
+          deps = { pool };
+          return {
+            listNotes: async (req: { q?: string }) => {
+              await pool.query('SELECT pg_sleep($1)', [Number(req.q ?? 0)]);
+              return { data: [], has_more: false };
+            },
+          } as unknown as Handlers<typeof NotesTasksServiceService>;
+        },
+      }),
+      { databaseUrl },
+    );
+    const client = new TestClient('kit', `127.0.0.1:${svc.port}`, { deadlineMs: 20_000 });
+    try {
+      const a = newTenant();
+      const b = newTenant();
+      const finished: string[] = [];
+      const slow = Array.from({ length: 10 }, (_, i) =>
+        client.call(NotesTasksServiceService.listNotes, { q: '1.5' }, a.call).then(() => finished.push(`A${i}`)),
+      );
+      await eventually(
+        "A's calls hold their connections",
+        async () =>
+          (
+            await deps.pool.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep%' AND state = 'active'",
+            )
+          ).rows[0]!.n >= 5,
+      );
+      await client.call(NotesTasksServiceService.listNotes, { q: '0' }, b.call);
+      finished.push('B');
+      await Promise.all(slow);
+      assert.equal(finished[0], 'B', `B's call ended first, not after A's: ${finished.join(' ')}`);
+    } finally {
+      client.close();
+      await svc.stop();
+    }
   });
 
   it('restarts a crashed worker loop, and turns liveness NOT_SERVING while a loop is stuck', async () => {

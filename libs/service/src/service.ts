@@ -6,11 +6,12 @@
  * start that fails half-way closes what it had opened.
  */
 import { resolve } from 'node:path';
-import { createPool, pendingMigrations, runMigrations, type Pool } from '@workauto/db';
+import { createPool, pendingMigrations, runForTenant, runMigrations, type Pool } from '@workauto/db';
 import {
   LocalTransport,
   OUTBOX_MIGRATIONS,
   OutboxRelay,
+  isRetriableKafkaError,
   type EventTransport,
   type Subscription,
 } from '@workauto/events';
@@ -18,7 +19,9 @@ import {
   CallerSigner,
   CallerVerifier,
   GrpcServer,
+  type CallContext,
   Resources,
+  type GrpcServerOptions,
   type Handlers,
   type UnaryServiceDefinition,
 } from '@workauto/grpc';
@@ -42,8 +45,14 @@ export interface ServiceConfig {
   transport?: EventTransport;
   /** How often the database is pinged for the readiness status (default 5 s). */
   healthCheckMs?: number;
-  /** How long the start waits for an unreachable database or event broker (default: until they answer). */
-  databaseWait?: WaitOptions;
+  /**
+   * STARTUP_TIMEOUT_MS: how long the start waits, in all, for a database or event broker that is
+   * away (default 5 minutes); past it the start fails naming the dependency. Keep it below the
+   * orchestrator's startup probe window, so the pod says why before it is killed.
+   */
+  startupTimeoutMs?: number;
+  /** Backoff of those waits (tests use short ones). */
+  startupBackoff?: Pick<WaitOptions, 'firstDelayMs' | 'maxDelayMs'>;
   /** CALLER_VERIFY_KEYS: the public keys (JWKS JSON) whose signed caller tokens this service accepts. */
   callerVerifyKeys: string;
   /** CALLER_SIGNING_KEY: this service's own private JWK, only if it calls other services on a caller's behalf. */
@@ -91,6 +100,8 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
   consumers?(pool: Pool, transport: EventTransport): Promise<Subscription[]>;
   /** Background loops (job workers, probes): started once the service serves, stopped first. */
   workers?(deps: WorkerDeps): Worker[];
+  /** grpc-js server options over the defaults (SERVER_CHANNEL_OPTIONS), e.g. a longer connection-age grace for long streams. */
+  grpcServerOptions?: GrpcServerOptions['channelOptions'];
 }
 
 export async function startService<S extends UnaryServiceDefinition>(
@@ -104,6 +115,9 @@ export async function startService<S extends UnaryServiceDefinition>(
     ? new CallerSigner(config.callerSigningKey, { issuer: spec.name })
     : undefined;
   const resources = new Resources();
+  const deadline = Date.now() + (config.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
+  /** Each wait gets what is left of the one start-up deadline. */
+  const wait = (): WaitOptions => ({ ...config.startupBackoff, timeoutMs: Math.max(0, deadline - Date.now()) });
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
     const migrations = [OUTBOX_MIGRATIONS, ...[spec.migrations].flat()];
@@ -124,7 +138,7 @@ export async function startService<S extends UnaryServiceDefinition>(
           );
         return [];
       },
-      config.databaseWait,
+      wait(),
     );
     if (applied.length) logger.info({ applied }, 'migrations applied');
     const server = new GrpcServer({
@@ -135,18 +149,32 @@ export async function startService<S extends UnaryServiceDefinition>(
       callerVerifier,
       callerSigner,
       reflection: config.grpcReflection,
+      channelOptions: spec.grpcServerOptions,
     });
-    server.add(spec.grpcService, spec.definition, spec.handlers(pool));
-    const transport = config.transport ?? new LocalTransport();
-    for (const consumer of (await spec.consumers?.(pool, transport)) ?? []) resources.add(consumer, (c) => c.stop());
-    // Creating the topics needs Kafka: wait for it too. Every failure counts as transient (kafkajs
-    // reports a broker that stays away as non-retriable); the log line says why it still waits.
+    server.add(spec.grpcService, spec.definition, inTenantScope(spec.handlers(pool)));
+    const transport: EventTransport = config.transport ?? new LocalTransport();
+    // Consumers and topics need Kafka: a broker that is away or still electing leaders is waited
+    // for (a fresh cluster's deploy starts every service at once); a refusal (credentials, ACLs,
+    // a replication factor above the brokers) fails the start at once.
+    const broker = {
+      dependency: 'event broker',
+      where: transport.where ?? 'KAFKA_BROKERS',
+      hint: 'check that the brokers are reachable from this pod and that KAFKA_BROKERS names them',
+    };
+    const consumers = await untilAvailable(
+      broker,
+      logger,
+      () => startConsumers(spec, pool, transport),
+      isRetriableKafkaError,
+      wait(),
+    );
+    for (const consumer of consumers) resources.add(consumer, (c) => c.stop());
     const relay = await untilAvailable(
-      { dependency: 'event broker', where: 'KAFKA_BROKERS', hint: 'check that Kafka is reachable' },
+      broker,
       logger,
       () => OutboxRelay.start({ pool, transport, source: spec.name, logger }),
-      () => true,
-      config.databaseWait,
+      isRetriableKafkaError,
+      wait(),
     );
     resources.add(relay, (r) => r.stop());
     resources.add(server, (s) => s.shutdown());
@@ -182,4 +210,52 @@ export async function startService<S extends UnaryServiceDefinition>(
     logger.info({ port, workers: workers.map((w) => w.name) }, `${spec.name} serving`);
     return { port, stop: () => resources.close() };
   });
+}
+
+const DEFAULT_STARTUP_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * The spec's consumers, all or none: when one fails to start (to be tried again), the ones that
+ * had started are stopped, or each try would leave a consumer group member behind.
+ */
+async function startConsumers<S extends UnaryServiceDefinition>(
+  spec: ServiceSpec<S>,
+  pool: Pool,
+  transport: EventTransport,
+): Promise<Subscription[]> {
+  if (!spec.consumers) return [];
+  const started: Subscription[] = [];
+  const tracking: EventTransport = {
+    retentionMs: transport.retentionMs,
+    where: transport.where,
+    publish: (messages) => transport.publish(messages),
+    ensureTopics: (topics) => transport.ensureTopics(topics),
+    close: () => transport.close(),
+    subscribe: async (opts) => {
+      const subscription = await transport.subscribe(opts);
+      started.push(subscription);
+      return subscription;
+    },
+  };
+  try {
+    return await spec.consumers(pool, tracking);
+  } catch (err) {
+    await Promise.all(started.map((s) => s.stop().catch(() => undefined)));
+    throw err;
+  }
+}
+
+/**
+ * Each call runs in its tenant's scope, so its database checkouts count against that tenant's share
+ * of the pool (@workauto/db): one tenant's slow requests leave the other tenants connections.
+ */
+function inTenantScope<S extends UnaryServiceDefinition>(handlers: Handlers<S>): Handlers<S> {
+  return Object.fromEntries(
+    Object.entries(handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>).map(
+      ([name, handle]) => [
+        name,
+        (req: unknown, ctx: CallContext) => runForTenant(ctx.tenantId, () => handle.call(handlers, req, ctx)),
+      ],
+    ),
+  ) as Handlers<S>;
 }

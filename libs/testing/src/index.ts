@@ -14,3 +14,5 @@ export {
 } from './grpc.js';
 export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';
+export { ManualClock } from './clock.js';
+export { startPrivateKafka, type PrivateKafka } from './kafka.js';

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
-import { JOBS_MIGRATIONS } from '@workauto/jobs';
+import { EgressPolicy } from '@workauto/egress';
+import { JOBS_MIGRATIONS, type Clock } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
@@ -12,12 +13,19 @@ import { CallerSigner } from '@workauto/grpc';
 import { ToolClients, type ToolService } from './tools/clients.js';
 import { DEFAULT_RUN_SETTINGS, RunWorker, type RunSettings } from './worker/runs.js';
 import { schedulerWorker } from './worker/scheduler.js';
+import { RunEventHub } from './live/hub.js';
+import { DEFAULT_RUN_EVENT_SETTINGS, type RunEventSettings } from './handlers/run-events.js';
 
 export interface AgentsConfig extends ServiceConfig {
   /** Keyring for provider keys at rest (`id:base64key,…`, first active); see @workauto/crypto. */
   encryptionKeys: string;
   /** Provider base URLs (as the official SDKs take them), timeouts and retries. */
   providers?: Partial<ProviderSettings>;
+  /**
+   * The policy calls to tenants' base URLs go through (EgressPolicy.fromEnv in main: EGRESS_ALLOW_PRIVATE,
+   * EGRESS_ALLOWED_CIDRS). Default: https to public addresses only, owned and closed by the service.
+   */
+  egress?: EgressPolicy;
   /** The platform's own keys (OPENAI_API_KEY, ANTHROPIC_API_KEY): runs of tenants without a key of their own. */
   platformKeys?: Partial<Record<ProviderName, string>>;
   /** AGENT_PLATFORM_FEE_BPS: the fee on runs that used a platform key, in basis points of their cost. */
@@ -26,6 +34,15 @@ export interface AgentsConfig extends ServiceConfig {
   downstreams?: Partial<Record<ToolService, string>>;
   /** Run workers and the scheduler. */
   runs?: Partial<RunSettings>;
+  /** Live run events: heartbeat, longest stream, client retry (AGENT_EVENTS_*). */
+  runEvents?: Partial<RunEventSettings>;
+  /** The clock schedules are read and checked by (tests move one by hand); the system's by default. */
+  clock?: Clock;
+}
+
+/** The running service, and what its tests look at: the event streams open in this process. */
+export interface AgentsService extends RunningService {
+  openEventStreams(): number;
 }
 
 export type { RunningService };
@@ -39,16 +56,24 @@ export const DEFAULT_PROVIDER_SETTINGS: ProviderSettings = {
 };
 
 /** agents with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
-export function createAgentsService(
+export async function createAgentsService(
   config: AgentsConfig,
   logger: Logger = createLogger('agents'),
-): Promise<RunningService> {
+): Promise<AgentsService> {
   const keyring = Keyring.fromEnv(config.encryptionKeys);
-  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers });
+  const ownEgress = config.egress ? undefined : new EgressPolicy();
+  const egress = config.egress ?? ownEgress!;
+  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers }, egress);
   // Runs call other services as their agent, signed with this service's own key.
   const signer = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: 'agents' }) : undefined;
   const settings = { ...DEFAULT_RUN_SETTINGS, ...config.runs };
-  return startService(
+  const live = {
+    hub: new RunEventHub(config.databaseUrl, logger),
+    settings: { ...DEFAULT_RUN_EVENT_SETTINGS, ...config.runEvents },
+  };
+  // MCP tool calls act as the calling member, signed with this service's own key (ctx.toMetadata).
+  const tools = new ToolClients(config.downstreams ?? {});
+  const running = await startService(
     {
       name: 'agents',
       errorDomain: 'agents.workauto',
@@ -56,7 +81,8 @@ export function createAgentsService(
       grpcService: 'workauto.agents.v1.AgentsService',
       definition: AgentsServiceService,
       migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
-      handlers: (pool) => agentsHandlers({ pool, keyring, providers }),
+      handlers: (pool) =>
+        agentsHandlers({ pool, keyring, providers, egress, live, tools, now: () => config.clock?.now() ?? new Date() }),
       workers: ({ pool }) => {
         const clients = new ToolClients(config.downstreams ?? {});
         const runs = new RunWorker({
@@ -71,14 +97,32 @@ export function createAgentsService(
           platformFeeBps: config.platformFeeBps ?? 0,
         }).worker();
         return [
-          rewrapKeysWorker(pool, keyring, logger),
+          rewrapKeysWorker(pool, keyring, logger, config.clock),
           // The connections close with the service (not when a crashed loop is restarted).
           { name: runs.name, run: (ctx) => runs.run(ctx).finally(() => ctx.signal.aborted && clients.close()) },
-          schedulerWorker(pool, logger, settings.schedulerPollMs),
+          schedulerWorker(pool, logger, settings.schedulerPollMs, config.clock),
+          live.hub.worker(),
         ];
       },
+      // An event stream holds its call for minutes: the connection it came on outlives its max age
+      // (which rebalances clients over replicas) until the longest stream has ended, instead of
+      // cutting it 30 s after.
+      grpcServerOptions: { 'grpc.max_connection_age_grace_ms': live.settings.maxStreamMs + 30_000 },
     },
     config,
     logger,
-  );
+  ).catch(async (err: unknown) => {
+    tools.close();
+    await ownEgress?.close();
+    throw err;
+  });
+  return {
+    port: running.port,
+    stop: () =>
+      running.stop().finally(async () => {
+        tools.close();
+        await ownEgress?.close();
+      }),
+    openEventStreams: () => live.hub.streams,
+  };
 }

@@ -338,7 +338,7 @@ describe('provider keys: probe, encrypt, store', () => {
       const e = decodeEvent(r.payload);
       assert.equal(e.data?.byok_status, r.event_type.endsWith('removed') ? 'unset' : 'valid');
     }
-    assert.deepEqual(decodeEvent(rows[1].payload).metadata, { provider: 'openai', key_version: 2 });
+    assert.deepEqual(decodeEvent(rows[1].payload).metadata, { provider: 'openai', key_version: 2, base_url: null });
   });
 
   it('byok-key on an unknown blueprint is a 404 before any probe', async () => {

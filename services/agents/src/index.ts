@@ -1,1 +1,7 @@
-export { createAgentsService, DEFAULT_PROVIDER_SETTINGS, type AgentsConfig, type RunningService } from './app.js';
+export {
+  createAgentsService,
+  DEFAULT_PROVIDER_SETTINGS,
+  type AgentsConfig,
+  type AgentsService,
+  type RunningService,
+} from './app.js';

@@ -28,13 +28,21 @@ await runService({
     AGENT_RUN_LEASE_MS: vars.milliseconds(30_000),
     AGENT_RUN_HEARTBEAT_MS: z.coerce.number().int().min(100).max(5_000).default(2_000),
     AGENT_SCHEDULER_POLL_MS: vars.milliseconds(1_000),
+    // Live run events: a comment when a stream had nothing to say for this long (proxies close
+    // quiet connections after 30–60 s), and the longest stream (below the route's gateway
+    // deadline of 630 s); the client then reconnects with Last-Event-ID.
+    AGENT_EVENTS_HEARTBEAT_MS: z.coerce.number().int().min(1_000).max(60_000).default(15_000),
+    AGENT_EVENTS_MAX_STREAM_MS: z.coerce.number().int().min(10_000).max(600_000).default(300_000),
   },
-  // Imported here, after telemetry started, so its instrumentations see grpc and pg.
+  // Imported here, after telemetry started, so its instrumentations see grpc and pg. The egress
+  // policy of tenants' base URLs reads EGRESS_ALLOW_PRIVATE / EGRESS_ALLOWED_CIDRS and fails the
+  // start with a message naming a bad one.
   start: async (config, env, logger) =>
     (await import('./app.js')).createAgentsService(
       {
         ...config,
         encryptionKeys: env.ENCRYPTION_KEYS,
+        egress: (await import('@workauto/egress')).EgressPolicy.fromEnv(),
         providers: {
           openaiBaseUrl: env.OPENAI_BASE_URL,
           anthropicBaseUrl: env.ANTHROPIC_BASE_URL,
@@ -57,6 +65,7 @@ await runService({
           heartbeatMs: env.AGENT_RUN_HEARTBEAT_MS,
           schedulerPollMs: env.AGENT_SCHEDULER_POLL_MS,
         },
+        runEvents: { heartbeatMs: env.AGENT_EVENTS_HEARTBEAT_MS, maxStreamMs: env.AGENT_EVENTS_MAX_STREAM_MS },
       },
       logger,
     ),

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { decodeEvent } from '@workauto/events';
-import { eventually, freePort } from '@workauto/testing';
+import { eventually, freePort, ManualClock } from '@workauto/testing';
 import {
   AgentRunStatus,
   ByokStatus,
@@ -16,7 +16,7 @@ import {
   type AgentRun,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { NotesTasksServiceService as Notes } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { S, failure, newKey, startRunStack, tenant } from './test-support.js';
+import { S, failure, newKey, runUntilDone as runUntil, startRunStack, tenant } from './test-support.js';
 import type { ChatStep } from './testing/fake-provider.js';
 import { scheduleDueRuns } from './worker/scheduler.js';
 
@@ -41,28 +41,11 @@ describe('agent runs', () => {
     return { ...t, key: k };
   }
 
-  async function runUntilDone(
+  const runUntilDone = (
     t: ReturnType<typeof tenant>,
     blueprint: string,
     body: Partial<{ input: unknown; budget_usd_cents: number; deadline_seconds: number }> = {},
-  ): Promise<AgentRun> {
-    const run = await stack.client.call(S.createAgentRun, { blueprint, input: 'go', ...body }, t.call);
-    assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_QUEUED);
-    let last = run;
-    await eventually(
-      `run ${run.id} ends`,
-      async () => {
-        last = await stack.client.call(S.getAgentRun, { blueprint, id: run.id }, t.call);
-        return (
-          last.status !== AgentRunStatus.AGENT_RUN_STATUS_QUEUED &&
-          last.status !== AgentRunStatus.AGENT_RUN_STATUS_RUNNING
-        );
-      },
-      20_000,
-      50,
-    );
-    return last;
-  }
+  ): Promise<AgentRun> => runUntil(stack.client, t, blueprint, body);
 
   it('calls a built-in tool as its agent (a task is really created), then answers: succeeded, output, cost from usage', async () => {
     const t = await tenantWithKey('task-triage', [
@@ -483,8 +466,13 @@ describe('agent runs', () => {
 
 describe('the scheduler with two replicas', () => {
   let stack: Awaited<ReturnType<typeof startRunStack>>;
+  // Schedules run on a clock the tests move: half a second past an even second, ten minutes ago
+  // (runs are due at their tick, which is then in the past for the run workers too).
+  const clock = new ManualClock(Math.floor((Date.now() - 600_000) / 2_000) * 2_000 + 500);
   before(async () => {
-    stack = await startRunStack({ replicas: 2 });
+    stack = await startRunStack({ replicas: 2, config: { clock } });
+    // Each replica's scheduler and key rewrap: the loops the clock moves.
+    await eventually('every loop waits on the clock', () => clock.sleeping === 4);
   });
   after(() => stack.stop());
 
@@ -494,17 +482,18 @@ describe('the scheduler with two replicas', () => {
     stack.fake.script(k, []);
     await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule: '*/2 * * * * *' }, t.call);
-    await new Promise((r) => setTimeout(r, 7_000));
+    const first = Math.ceil(clock.now().getTime() / 2_000) * 2_000;
+    for (let i = 0; i < 3; i++) await clock.advance(2_000);
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage' }, t.call); // stop the schedule
     const { rows } = await stack.db.query(
       `SELECT scheduled_for FROM agent_runs WHERE tenant_id = $1 ORDER BY scheduled_for`,
       [t.id],
     );
-    assert.ok(rows.length >= 3 && rows.length <= 4, `${rows.length} runs in 7 s`);
-    const ticks = rows.map((r) => (r.scheduled_for as Date).getTime());
-    assert.equal(new Set(ticks).size, ticks.length, 'one run per tick');
-    for (let i = 1; i < ticks.length; i++) assert.equal(ticks[i]! - ticks[i - 1]!, 2_000, 'every tick, none skipped');
-    assert.ok(ticks.every((x) => x % 2_000 === 0));
+    assert.deepEqual(
+      rows.map((r) => (r.scheduled_for as Date).getTime()),
+      [first, first + 2_000, first + 4_000],
+      'one run per tick, none skipped, none twice',
+    );
     await eventually('the scheduled runs succeed', async () => {
       const r = await stack.db.query(
         `SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1 AND status = 'succeeded'`,
@@ -537,37 +526,38 @@ describe('the scheduler with two replicas', () => {
     );
     await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: k, provider: 0 }, t.call);
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage', schedule: '* * * * * *' }, t.call);
-    await eventually(
-      'the schedule pauses',
-      async () => {
-        const r = await stack.db.query(`SELECT disable_reason FROM agent_configs WHERE tenant_id = $1`, [t.id]);
-        return r.rows[0].disable_reason !== null;
-      },
-      20_000,
-      100,
-    );
-    await new Promise((r) => setTimeout(r, 2_500));
-    const count = async () =>
-      (await stack.db.query(`SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1`, [t.id])).rows[0]
-        .n as number;
-    const paused = await count();
+    const count = async (status?: string) =>
+      (
+        await stack.db.query(
+          `SELECT count(*)::int AS n FROM agent_runs WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)`,
+          [t.id, status ?? null],
+        )
+      ).rows[0].n as number;
+    // One tick at a time, each run failed before the next tick.
+    for (let i = 1; i <= 5; i++) {
+      await clock.advance(1_000);
+      await eventually(`run ${i} failed`, async () => (await count('failed')) === i, 20_000, 50);
+    }
+    const disabled = await stack.db.query(`SELECT disable_reason FROM agent_configs WHERE tenant_id = $1`, [t.id]);
+    assert.notEqual(disabled.rows[0].disable_reason, null, 'paused');
     const failed = await stack.db.query(
       `SELECT consecutive_failures FROM agent_runs WHERE tenant_id = $1 AND status = 'failed' ORDER BY finished_at`,
       [t.id],
     );
     assert.deepEqual(
-      failed.rows.slice(0, 5).map((r) => r.consecutive_failures),
+      failed.rows.map((r) => r.consecutive_failures),
       [1, 2, 3, 4, 5],
     );
-    await new Promise((r) => setTimeout(r, 2_000));
-    assert.equal(await count(), paused, 'no run while paused');
+    for (let i = 0; i < 3; i++) await clock.advance(1_000);
+    assert.equal(await count(), 5, 'no run while paused');
     const resumed = await stack.client.call(
       S.putAgentConfig,
       { blueprint: 'task-triage', schedule: '* * * * * *' },
       t.call,
     );
     assert.equal(resumed.schedule, '* * * * * *');
-    await eventually('runs again after the PUT', async () => (await count()) > paused, 5_000, 100);
+    await clock.advance(1_000);
+    assert.equal(await count(), 6, 'runs again at the first tick after the PUT');
     await stack.client.call(S.putAgentConfig, { blueprint: 'task-triage' }, t.call);
   });
 });

@@ -2,15 +2,20 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { Keyring } from '@workauto/crypto';
 import { createLogger, type Logger } from '@workauto/logger';
-import { testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
+import { eventually, testDatabase, failure, testCallerKeys, TestClient } from '@workauto/testing';
 import { generateCallerKeys, mergeVerifyKeys, type AccessLevels, type Caller } from '@workauto/grpc';
 import { createNotesTasksService } from '@workauto/notes-tasks';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { createAppsService } from '@workauto/apps';
 import { EgressPolicy } from '@workauto/egress';
 import { AppsServiceService as Apps } from '@workauto/protos/workauto/apps/v1/apps.js';
-import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
-import { createAgentsService, type AgentsConfig, type RunningService } from './app.js';
+import {
+  AgentRunStatus,
+  AgentsServiceService as S,
+  type AgentRun,
+  type CreateAgentRunRequest,
+} from '@workauto/protos/workauto/agents/v1/agents.js';
+import { createAgentsService, type AgentsConfig, type AgentsService } from './app.js';
 import { FakeProvider } from './testing/fake-provider.js';
 
 export { S, failure };
@@ -22,7 +27,7 @@ export async function startAgents(
   const databaseUrl = opts.databaseUrl ?? (await testDatabase('agents'));
   const fake = opts.fake ?? (await FakeProvider.start());
   const encryptionKeys = opts.config?.encryptionKeys ?? Keyring.generateSpec('k1');
-  const service: RunningService = await createAgentsService(
+  const service: AgentsService = await createAgentsService(
     {
       databaseUrl,
       host: '127.0.0.1',
@@ -185,4 +190,29 @@ export function withAccess(t: { id: string; memberId: string }, access: AccessLe
       actor: { type: 'api_key', id: randomUUID(), memberId: t.memberId, access },
     },
   };
+}
+
+/** Creates a run (input "go" unless given) and waits until it ends: the run as GET shows it then. */
+export async function runUntilDone(
+  client: TestClient,
+  t: { call: { caller: Caller } },
+  blueprint: string,
+  body: Partial<Omit<CreateAgentRunRequest, 'blueprint'>> = {},
+): Promise<AgentRun> {
+  const run = await client.call(S.createAgentRun, { blueprint, input: 'go', ...body }, t.call);
+  if (run.status !== AgentRunStatus.AGENT_RUN_STATUS_QUEUED) throw new Error(`run ${run.id} was not created queued`);
+  let last = run;
+  await eventually(
+    `run ${run.id} ends`,
+    async () => {
+      last = await client.call(S.getAgentRun, { blueprint, id: run.id }, t.call);
+      return (
+        last.status !== AgentRunStatus.AGENT_RUN_STATUS_QUEUED &&
+        last.status !== AgentRunStatus.AGENT_RUN_STATUS_RUNNING
+      );
+    },
+    20_000,
+    50,
+  );
+  return last;
 }

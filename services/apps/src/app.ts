@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { EgressPolicy } from '@workauto/egress';
+import { JOBS_MIGRATIONS, type Clock } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
@@ -22,6 +23,8 @@ export interface AppsConfig extends ServiceConfig {
   toolResultMaxBytes?: number;
   /** Probes one replica runs at once (default 8). */
   probeConcurrency?: number;
+  /** The clock the probe schedule is read by (tests move one by hand); the system's by default. */
+  clock?: Clock;
 }
 export type { RunningService };
 
@@ -43,6 +46,7 @@ export function createAppsService(config: AppsConfig, logger: Logger = createLog
       intervalMs: config.probeIntervalMs ?? PROBE_INTERVAL_MS,
       timeoutMs: config.probeTimeoutMs ?? PROBE_TIMEOUT_MS,
       ...(config.probeConcurrency ? { concurrency: config.probeConcurrency } : {}),
+      ...(config.clock ? { clock: config.clock } : {}),
     }));
   return startService(
     {
@@ -51,7 +55,8 @@ export function createAppsService(config: AppsConfig, logger: Logger = createLog
       protoFile: 'workauto/apps/v1/apps.proto',
       grpcService: 'workauto.apps.v1.AppsService',
       definition: AppsServiceService,
-      migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
+      // The jobs table: one job per scheduled probe.
+      migrations: [JOBS_MIGRATIONS, fileURLToPath(new URL('../migrations', import.meta.url))],
       handlers: (pool) =>
         appsHandlers({
           pool,
@@ -62,7 +67,7 @@ export function createAppsService(config: AppsConfig, logger: Logger = createLog
           toolCallTimeoutMs: config.toolCallTimeoutMs ?? TOOL_CALL_TIMEOUT_MS,
           toolResultMaxBytes: config.toolResultMaxBytes ?? TOOL_RESULT_MAX_BYTES,
         }),
-      workers: ({ pool }) => [proberOf(pool).worker()],
+      workers: ({ pool }) => proberOf(pool).workers(),
     },
     config,
     logger,

@@ -5,7 +5,7 @@ await runService({
   name: 'apps',
   grpcPort: 50056,
   // The migrate command's folders, as app.ts's spec lists them (the start checks they match).
-  migrations: [migrationsOf(import.meta.url)],
+  migrations: [migrationsOf(import.meta.resolve('@workauto/jobs')), migrationsOf(import.meta.url)],
   env: {
     ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
     APPS_PROBE_INTERVAL: vars.duration('5m').refine((ms) => ms >= 1_000, 'must be at least 1s'),

@@ -1,18 +1,20 @@
 /**
  * Probing apps: one probe (a real MCP session, then its result written under the app's row lock)
- * and the scheduled loop that probes every app once per APPS_PROBE_INTERVAL across all replicas.
+ * and the schedule that probes every app once per APPS_PROBE_INTERVAL across all replicas: each
+ * replica's periodic worker enqueues the probes of due apps, one job per app, and the probe jobs
+ * are claimed across replicas under the job queue's lease (@workauto/jobs).
  */
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Keyring } from '@workauto/crypto';
 import { withTransaction, type Pool } from '@workauto/db';
 import type { EgressPolicy } from '@workauto/egress';
 import { recordEvent, type EventContext } from '@workauto/events';
+import { JobQueue, PeriodicWorker, type Clock, type Job } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
-import type { Worker, WorkerContext } from '@workauto/service';
-import { authHeaders } from './domain/auth.js';
+import type { Worker } from '@workauto/service';
+import { sessionTarget } from './credentials.js';
 import { TOOL_LIMITS } from './domain/tools.js';
-import { appData, secretContext, SOURCE } from './handlers/common.js';
+import { appData, SOURCE } from './handlers/common.js';
 import { probeServer, type ProbeOutcome } from './mcp/operations.js';
 import * as apps from './repo/apps.js';
 import type { AppRow, ToolRow } from './repo/apps.js';
@@ -28,36 +30,40 @@ export interface ProberOptions {
   timeoutMs: number;
   /** Probes one replica runs at once (default 8). */
   concurrency?: number;
-  /** How often the loop looks for due probes when nothing woke it (default 1 s). */
+  /** How often a replica looks for due probes when nothing woke it (default 1 s). */
   pollMs?: number;
+  /** The clock the schedule is read by (tests move one by hand); the system's by default. */
+  clock?: Clock;
 }
 
-/** The session options of an app: its URL and its decrypted credential. */
-export function sessionTarget(
-  keyring: Keyring,
-  app: AppRow,
-): { url: string; headers: Record<string, string>; secrets: string[] } {
-  const secret = app.auth_ciphertext
-    ? keyring.decrypt(app.auth_ciphertext, secretContext(app.tenant_id, app.id))
-    : null;
-  return {
-    url: app.mcp_server_url,
-    headers: authHeaders(app.auth_type, secret, app.auth_header_name),
-    secrets: secret ? [secret] : [],
-  };
+/** A scheduled probe: one job per due app, its key the app (one probe of an app at a time). */
+interface ProbeJob {
+  app_id: string;
+  tenant_id: string;
 }
+
+const probeQueue = new JobQueue<ProbeJob>('app-probes');
+/** Due apps taken per statement; a tick takes batches until fewer are due. */
+const DUE_BATCH = 500;
 
 export class Prober {
-  private readonly concurrency: number;
-  private wakeUp: (() => void) | undefined;
+  private readonly schedule: PeriodicWorker;
 
   constructor(private readonly options: ProberOptions) {
-    this.concurrency = options.concurrency ?? 8;
+    this.schedule = new PeriodicWorker({
+      name: 'app-probe-schedule',
+      // Every replica: the due apps' rows are taken with SKIP LOCKED, and a wake is this replica's.
+      replicas: 'every',
+      everyMs: options.pollMs ?? 1_000,
+      logger: options.logger,
+      ...(options.clock ? { clock: options.clock } : {}),
+      tick: ({ now, beat }) => this.enqueueDue(now, beat),
+    });
   }
 
-  /** Asks this replica's loop to look for due probes now (an app was created or its URL changed). */
+  /** Asks this replica to look for due probes now (an app was created or its URL changed). */
   wake(): void {
-    this.wakeUp?.();
+    this.schedule.wake();
   }
 
   /**
@@ -68,7 +74,7 @@ export class Prober {
     tenantId: string,
     appId: string,
     ctx: EventContext,
-    opts: { scheduled: boolean; signal?: AbortSignal },
+    opts: { signal?: AbortSignal } = {},
   ): Promise<{ row: AppRow; tools: ToolRow[] } | undefined> {
     const { pool, keyring, egress, timeoutMs } = this.options;
     const app = await apps.findAppById(pool, tenantId, appId);
@@ -81,10 +87,13 @@ export class Prober {
         if (!current) return undefined;
         if (current.target_version !== app.target_version) {
           // Probed the old URL or secret: say nothing about the new one (a new probe is due for a URL change).
-          if (opts.scheduled) await apps.releaseProbeLease(tx, appId);
+          this.options.logger.debug(
+            { app_id: appId, tenant_id: tenantId },
+            "probe result dropped: the app's URL or credential changed while it ran",
+          );
           return { row: current, tools: (await apps.toolsOf(tx, tenantId, [appId])).get(appId)! };
         }
-        const row = await this.writeOutcome(tx, current, outcome, opts.scheduled);
+        const row = await this.writeOutcome(tx, current, outcome);
         const tools = (await apps.toolsOf(tx, tenantId, [appId])).get(appId)!;
         if (row.status !== current.status) {
           await recordEvent(tx, SOURCE, ctx, {
@@ -105,10 +114,8 @@ export class Prober {
     tx: Parameters<typeof apps.updateApp>[0],
     current: AppRow,
     outcome: ProbeOutcome,
-    scheduled: boolean,
   ): Promise<AppRow> {
     const now = new Date();
-    const lease = scheduled ? { probe_lease_until: null } : {};
     if (outcome.ok) {
       await apps.applyListing(tx, current.tenant_id, current.id, outcome.listing.tools, outcome.listing.complete);
       await apps.pruneTools(tx, current.tenant_id, current.id, TOOL_LIMITS.tools, TOOL_LIMITS.storedBytes);
@@ -118,7 +125,6 @@ export class Prober {
         consecutive_probe_failures: 0,
         last_probed_at: now,
         last_healthy_at: now,
-        ...lease,
       });
     }
     return apps.updateApp(tx, current.tenant_id, current.id, {
@@ -126,58 +132,68 @@ export class Prober {
       status_reason: outcome.failure.reason,
       consecutive_probe_failures: current.consecutive_probe_failures + 1,
       last_probed_at: now,
-      ...lease,
     });
   }
 
-  /** The scheduled probes of this replica: a service worker (@workauto/service). */
-  worker(): Worker {
-    return { name: 'app-probes', run: (ctx) => this.run(ctx) };
-  }
-
-  private async run(ctx: WorkerContext): Promise<void> {
-    const { pool, logger, intervalMs, timeoutMs, pollMs = 1_000 } = this.options;
-    // A claim outlives the probe (timeout plus the write); a replica that died mid-probe frees its apps after it.
+  /** The schedule and the scheduled probes of this replica: service workers (@workauto/service). */
+  workers(): Worker[] {
+    const { pool, logger, timeoutMs, concurrency = 8 } = this.options;
+    // A claim outlives the probe (timeout plus the write); a replica that died mid-probe frees its app after it.
     const leaseMs = timeoutMs * 2 + 10_000;
-    const running = new Set<Promise<void>>();
-    while (!ctx.signal.aborted) {
-      ctx.beat();
-      const free = this.concurrency - running.size;
-      if (free > 0) {
-        let due: apps.DueProbe[] = [];
-        try {
-          due = await apps.claimDueProbes(pool, free, intervalMs, leaseMs);
-        } catch (err) {
-          logger.warn({ err }, 'could not claim due app probes; retrying');
-        }
-        for (const app of due) {
-          const done: Promise<void> = this.scheduledProbe(app, ctx.signal).finally(() => running.delete(done));
-          running.add(done);
-        }
-        if (due.length === free) continue; // more may be due
-      }
-      const woken = new Promise<void>((resolve) => (this.wakeUp = resolve));
-      await Promise.race([
-        sleep(pollMs, undefined, { signal: ctx.signal }).catch(() => undefined),
-        woken,
-        ...(running.size >= this.concurrency ? [Promise.race(running)] : []),
-      ]);
-    }
-    // Shutdown: in-flight probes end with the signal (their requests abort); their leases expire.
-    await Promise.allSettled([...running]);
+    const probes = probeQueue.worker(pool, {
+      logger,
+      concurrency,
+      maxPerKey: 1,
+      leaseMs,
+      attemptTimeoutMs: leaseMs,
+      // Enqueued probes wake the workers (listen); the poll only backs that up.
+      listen: true,
+      pollMs: 1_000,
+      // A row per probe: kept a little while for operators, not the default day.
+      keepSucceededMs: 600_000,
+      handle: (job, signal) => this.scheduledProbe(job, signal),
+    });
+    return [this.schedule, probes];
   }
 
-  private async scheduledProbe(app: apps.DueProbe, signal: AbortSignal): Promise<void> {
+  /** Enqueues the probes of the apps due at `now` that have none waiting; their next slots move on. */
+  private async enqueueDue(now: Date, beat: () => void): Promise<void> {
+    for (;;) {
+      const taken = await withTransaction(this.options.pool, async (tx) => {
+        const due = await apps.takeDueProbes(tx, now, DUE_BATCH, this.options.intervalMs);
+        const waiting = await probeQueue.queuedKeys(
+          tx,
+          due.map((d) => d.id),
+        );
+        await probeQueue.enqueueMany(
+          tx,
+          due
+            .filter((d) => !waiting.has(d.id))
+            .map((d) => ({
+              payload: { app_id: d.id, tenant_id: d.tenant_id },
+              // The next slot probes it again: a probe is not retried.
+              options: { key: d.id, maxAttempts: 1 },
+            })),
+        );
+        return due.length;
+      });
+      beat();
+      if (taken < DUE_BATCH) return;
+    }
+  }
+
+  private async scheduledProbe(job: Job<ProbeJob>, signal: AbortSignal): Promise<void> {
+    const { app_id: appId, tenant_id: tenantId } = job.payload;
     const ctx: EventContext = {
-      tenantId: app.tenant_id,
+      tenantId,
       requestId: `probe-${randomUUID()}`,
       actor: { type: 'system', id: 'system' },
     };
     try {
-      await this.probe(app.tenant_id, app.id, ctx, { scheduled: true, signal });
+      await this.probe(tenantId, appId, ctx, { signal });
     } catch (err) {
       if (signal.aborted) return;
-      this.options.logger.error({ err, app_id: app.id, tenant_id: app.tenant_id }, 'scheduled app probe failed');
+      this.options.logger.error({ err, app_id: appId, tenant_id: tenantId }, 'scheduled app probe failed');
     }
   }
 }

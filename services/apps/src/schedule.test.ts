@@ -1,26 +1,33 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppStatus } from '@workauto/protos/workauto/apps/v1/apps.js';
-import { eventually } from '@workauto/testing';
-import { S, startApps, tenant, type Apps } from './service-support.js';
-import { startMcpServer, type McpTestServer } from './test-support.js';
+import { eventually, ManualClock } from '@workauto/testing';
+import { S, startApps, tenant, type Apps } from './test-support.js';
+import { startMcpServer, type McpTestServer } from './testing/mcp-servers.js';
 
-const INTERVAL_MS = 3_000;
+const INTERVAL_MS = 15_000;
+/** Longer than the schedule's turn (1 s and its jitter): each step is one turn of both replicas. */
+const STEP_MS = 1_500;
+const STEPS_PER_INTERVAL = INTERVAL_MS / STEP_MS;
 const APPS = 20;
 
 describe('scheduled probes across two replicas', () => {
   let first: Apps;
   let second: Apps;
   let server: McpTestServer;
+  // Ahead of the database's time, so an app created now is due at once.
+  const clock = new ManualClock(Date.now() + 60_000);
   before(async () => {
     server = await startMcpServer({ transport: 'streamable', tools: [{ name: 'a' }] });
-    first = await startApps({ probeIntervalMs: INTERVAL_MS });
+    first = await startApps({ probeIntervalMs: INTERVAL_MS, clock });
     // The deployment shape: a second replica on the same database.
     second = await startApps({
       probeIntervalMs: INTERVAL_MS,
       databaseUrl: first.databaseUrl,
       encryptionKeys: first.encryptionKeys,
+      clock,
     });
+    await eventually("both replicas' schedules wait on the clock", () => clock.sleeping === 2);
   });
   after(async () => {
     await second.stop();
@@ -42,32 +49,39 @@ describe('scheduled probes across two replicas', () => {
       const { data } = await first.client.call(S.listApps, { limit: 50 }, t.call);
       return data.length === APPS && data.every((a) => a.status === AppStatus.APP_STATUS_HEALTHY);
     });
-    const from = Date.now();
-    await new Promise((r) => setTimeout(r, 3 * INTERVAL_MS));
-    const to = Date.now();
-    const probes = new Map<string, number[]>();
-    for (const { at, url } of server.initializeLog) {
-      if (at < from || at > to) continue;
-      const app = new URL(url, 'http://x').searchParams.get('app')!;
-      probes.set(app, [...(probes.get(app) ?? []), at]);
-    }
-    assert.equal(probes.size, APPS, 'every app was probed by the schedule');
-    for (const [app, times] of probes) {
-      // Three intervals hold three slots of each app; a probe runs up to a poll (1 s) after its slot,
-      // so a window edge can cut one off or let one in — but never two probes within one interval.
-      assert.ok(times.length >= 2 && times.length <= 4, `app ${app} probed ${times.length} times in 3 intervals`);
-      for (let i = 1; i < times.length; i++) {
-        assert.ok(
-          times[i]! - times[i - 1]! > INTERVAL_MS - 1_500,
-          `app ${app} probed twice within ${times[i]! - times[i - 1]!} ms`,
-        );
+    assert.equal(server.initializeLog.length, APPS, 'one probe per app at its creation');
+    // Three intervals in steps of the clock; each app's probes by the step they ran at.
+    const steps = new Map<string, number[]>();
+    let seen = server.initializeLog.length;
+    for (let step = 1; step <= 3 * STEPS_PER_INTERVAL; step++) {
+      await clock.advance(STEP_MS);
+      await eventually(
+        'the probes of this step ran',
+        async () =>
+          (
+            await first.db.query(
+              `SELECT 1 FROM jobs WHERE queue = 'app-probes' AND state IN ('queued', 'running') LIMIT 1`,
+            )
+          ).rowCount === 0,
+      );
+      for (const { url } of server.initializeLog.slice(seen)) {
+        const app = new URL(url, 'http://x').searchParams.get('app')!;
+        steps.set(app, [...(steps.get(app) ?? []), step]);
       }
+      seen = server.initializeLog.length;
     }
-    // Spread: the first scheduled probes of the 20 apps do not all fall in one instant.
-    const firsts = [...probes.values()].map((times) => times[0]! % INTERVAL_MS).sort((a, b) => a - b);
+    assert.equal(steps.size, APPS, 'every app was probed by the schedule');
+    for (const [app, at] of steps)
+      assert.deepEqual(
+        at.slice(1).map((s, i) => s - at[i]!),
+        [STEPS_PER_INTERVAL, STEPS_PER_INTERVAL],
+        `app ${app}: once per interval, at its slot (probed at steps ${at.join(', ')})`,
+      );
+    // Spread: the apps' slots do not all fall in one instant of the interval.
+    const firsts = [...steps.values()].map((at) => at[0]!);
     assert.ok(
-      firsts.at(-1)! - firsts[0]! > INTERVAL_MS / 3,
-      `probes spread over the interval (offsets ${firsts.join(', ')})`,
+      Math.max(...firsts) - Math.min(...firsts) > STEPS_PER_INTERVAL / 3,
+      `probes spread over the interval (first at steps ${firsts.join(', ')})`,
     );
   });
 });

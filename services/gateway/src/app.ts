@@ -10,16 +10,21 @@ import * as grpc from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { createPool, runMigrations } from '@workauto/db';
+import { untilDatabaseAnswers } from '@workauto/service';
 import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
+import { corsHeaders, corsPreflight } from './cors.js';
+import { docsRoutes } from './docs.js';
 import { healthRoutes } from './health.js';
 import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
+import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
+import { TenantLimits } from './tenant-limits.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
@@ -45,6 +50,14 @@ export interface GatewayOptions {
   trustedProxies?: string[];
   /** Downstream circuit tuning (tests use short timings). */
   downstreamOptions?: Omit<DownstreamOptions, 'deadlineMs'>;
+  /** STARTUP_TIMEOUT_MS: how long the start waits for its database (default 5 minutes), then fails naming it. */
+  startupTimeoutMs?: number;
+  /** GATEWAY_TENANT_CONCURRENCY: one tenant's requests in flight at once (default 128). */
+  tenantConcurrency?: number;
+  /** RATE_LIMIT_PER_TENANT_PER_MINUTE: one tenant's requests per minute, all its credentials together (default 10 × rateLimitPerMinute). */
+  tenantRateLimitPerMinute?: number;
+  /** CORS_ALLOWED_ORIGINS: origins whose browser pages may call the API (default none: no CORS headers). */
+  corsAllowedOrigins?: string[];
 }
 
 export interface Gateway {
@@ -65,26 +78,40 @@ const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
   const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
-  const routes = loadRoutes();
+  const routes = await loadRoutes();
   const downstreams = new Map(
     Object.entries(options.downstreams).map(([name, addr]) => [
       name,
       new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 }),
     ]),
   );
-  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000);
+  const limitPerMinute = options.rateLimitPerMinute ?? 600;
+  const tenantLimits = new TenantLimits({
+    concurrency: options.tenantConcurrency ?? 128,
+    perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
+  });
+  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
   const pool = createPool(options.databaseUrl, { applicationName: 'gateway' });
   try {
-    await runMigrations(pool, [MIGRATIONS]);
+    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
+    await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
+      timeoutMs: options.startupTimeoutMs ?? 5 * 60_000,
+    });
   } catch (err) {
+    for (const d of downstreams.values()) d.close();
+    tenantLimits.stop();
     await pool.end();
     throw err;
   }
   const deadlineMs = options.deadlineMs ?? 5_000;
   // A first request holds its key for its deadline plus a margin; after that a retry may take over.
   // The longest deadline any route declares bounds the hold, so a slow rpc's retry never runs it twice.
-  const longestDeadlineMs = Math.max(deadlineMs, ...routes.map((r) => r.deadlineMs ?? 0));
+  // Only POSTs take an Idempotency-Key (a GET stream's long deadline, e.g. run events, does not count).
+  const longestDeadlineMs = Math.max(
+    deadlineMs,
+    ...routes.filter((r) => r.method === 'POST').map((r) => r.deadlineMs ?? 0),
+  );
   const idempotency = new IdempotencyStore(pool, keyring, longestDeadlineMs + 10_000, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);
@@ -120,19 +147,22 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
     next();
   });
+  app.use(corsHeaders(options.corsAllowedOrigins ?? []));
 
   let serving = true;
   app.use(healthRoutes(downstreams, () => serving));
   app.get('/api/v1/openapi.json', (_req, res) => {
     res.json(openapi);
   });
+  app.use(docsRoutes());
 
-  const limitPerMinute = options.rateLimitPerMinute ?? 600;
+  const transcode = transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger);
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
   app.use(
     '/api',
     failedAuthLimiter(limitPerMinute, send),
     rateLimiter(limitPerMinute, send),
+    corsPreflight(options.corsAllowedOrigins ?? [], routes),
     // JSON bodies only (415 otherwise), at most 1 MiB (413).
     (req, _res, next) => {
       const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
@@ -150,7 +180,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
     bodyLimits(),
-    transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger),
+    mcpEndpoint(downstreams, auth, callerSigner),
+    async (req: Request, res: Response) => {
+      try {
+        await transcode(req, res);
+      } finally {
+        auth.finished(req);
+      }
+    },
   );
 
   app.use((req: Request, _res: Response, next: NextFunction) =>
@@ -200,6 +237,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
+      tenantLimits.stop();
       await pool.end();
     },
   };

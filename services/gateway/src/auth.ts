@@ -12,6 +12,7 @@ import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { gatewayErrors } from './errors.js';
 import type { Level, Route } from './routes.js';
+import type { TenantLimits } from './tenant-limits.js';
 
 const LEVEL_OF: Record<number, Level> = {
   [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
@@ -69,19 +70,28 @@ export function requestCredential(req: { get(name: string): string | undefined }
 export class Authenticator {
   /** SHA-256 of the token → the lookup (pending or done) and when it stops counting. */
   private readonly cache = new Map<string, { lookup: Promise<Principal>; expires: number }>();
+  /** What ends each admitted request's hold on its tenant's limits (finished(req) calls it). */
+  private readonly admitted = new WeakMap<object, () => void>();
 
   constructor(
     private readonly identity: () => Downstream | undefined,
     private readonly ttlMs: number,
+    private readonly tenantLimits?: TenantLimits,
   ) {}
 
   clear(): void {
     this.cache.clear();
   }
 
+  /** The request is answered (or failed): its tenant's in-flight count goes down. */
+  finished(req: object): void {
+    this.admitted.get(req)?.();
+    this.admitted.delete(req);
+  }
+
   /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
   async authorize(
-    route: Route,
+    route: Pick<Route, 'auth' | 'method' | 'domain' | 'level'>,
     req: { get(name: string): string | undefined },
     metadata: () => grpc.Metadata,
   ): Promise<Principal | undefined> {
@@ -116,6 +126,8 @@ export class Authenticator {
         );
       }
     }
+    // Held until finished(req): the request's whole life, its downstream call included.
+    if (this.tenantLimits) this.admitted.set(req, await this.tenantLimits.admit(principal.tenant_id));
     return principal;
   }
 
@@ -129,8 +141,7 @@ export class Authenticator {
     const hit = this.cache.get(key);
     if (hit && hit.expires > now && !fresh) return hit.lookup;
     const identity = this.identity();
-    if (!identity)
-      return Promise.reject(gatewayErrors.unavailable('the identity service is not configured; set IDENTITY_ADDR'));
+    if (!identity) return Promise.reject(gatewayErrors.notConfigured('identity', 'IDENTITY_ADDR'));
     const lookup = identity.call(
       IdentityServiceService.authenticateToken,
       { token },

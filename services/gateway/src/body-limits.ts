@@ -1,6 +1,6 @@
 /**
  * Shape limits of a JSON request body, checked right after parsing and before the JSON → protobuf
- * mapping (which recurses, and whose output protobufjs encodes recursively): a body past them is
+ * mapping (which recurses, and whose output the codec encodes recursively): a body past them is
  * the client's 400, never a stack overflow, a serialiser failure or a downstream INTERNAL.
  *
  * The walk is iterative (an explicit stack), so a 100,000-deep body costs a loop, not the call stack.

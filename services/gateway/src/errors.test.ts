@@ -106,6 +106,24 @@ describe('error responses', () => {
     assert.doesNotMatch(JSON.stringify(bug.body), /Cannot read|at |\.ts|\.js/);
   });
 
+  it('never answer 429 (retry later) for a message over the size limit: the same request would get it again', () => {
+    const tooLarge = toHttpError(
+      bare(grpc.status.RESOURCE_EXHAUSTED, 'Received message larger than max (5242880 vs. 4194304)'),
+      'r',
+    );
+    assert.equal(tooLarge.status, 500);
+    assert.equal(tooLarge.headers['Retry-After'], undefined);
+    const body = tooLarge.body as Body;
+    assert.equal(body.error.details[0]!.reason, 'MESSAGE_TOO_LARGE');
+    assert.match(body.error.message, /ask for less/);
+    assert.doesNotMatch(body.error.message, /retry/);
+    // A service's own RESOURCE_EXHAUSTED (a quota that passes) stays a 429.
+    assert.equal(
+      toHttpError(fromService(new DomainError(grpc.status.RESOURCE_EXHAUSTED, 'QUOTA', 'm')), 'r').status,
+      429,
+    );
+  });
+
   it('carry the headers and status of gateway errors (405 Allow, 429 Retry-After)', () => {
     const e = toHttpError(gatewayErrors.methodNotAllowed('PUT', ['GET', 'PATCH']), 'r');
     assert.equal(e.status, 405);

@@ -32,8 +32,6 @@ const GENERIC_MESSAGES: Partial<Record<number, string>> = {
   [grpc.status.DATA_LOSS]: 'internal error; retry later, and report the request id if it persists',
   [grpc.status.UNIMPLEMENTED]: 'this operation is not implemented by the service behind the gateway',
   [grpc.status.CANCELLED]: 'the call was cancelled',
-  [grpc.status.RESOURCE_EXHAUSTED]:
-    'a service behind the gateway is overloaded or the message is too large; retry later',
 };
 
 /** An error the gateway itself raises, in the same terms a service would. */
@@ -89,7 +87,18 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
     if (err instanceof GatewayError) headers = err.headers;
   } else if (isServiceError(err)) {
     d = decodeStatusDetails(err);
-    if (!d.reason) {
+    if (!d.reason && d.code === grpc.status.RESOURCE_EXHAUSTED) {
+      // grpc-js's own RESOURCE_EXHAUSTED: a message over the 4 MiB limit. The same request gets
+      // it again, so never a 429 ("retry later"): a 500 that says how to ask for less.
+      d = {
+        ...d,
+        code: grpc.status.INTERNAL,
+        reason: 'MESSAGE_TOO_LARGE',
+        domain: GATEWAY_DOMAIN,
+        message:
+          'the answer (or the request) was larger than the 4 MiB a service exchanges at once; ask for less per request (a smaller limit, narrower filters) and report the request id',
+      };
+    } else if (!d.reason) {
       // A status without details comes from grpc-js itself (service down, deadline, a broken
       // message): its text names addresses and internals, so the client gets a fixed message.
       d.reason = grpc.status[d.code] ?? 'UNKNOWN';
@@ -167,4 +176,13 @@ export const gatewayErrors = {
       { headers: { Allow: allowed.join(', ') } },
     ),
   unavailable: (message: string) => new GatewayError(grpc.status.UNAVAILABLE, 'SERVICE_UNAVAILABLE', message),
+  /** A service this deployment runs without: no retry helps, only an operator (501, not 503). */
+  notConfigured: (service: string, variable: string) =>
+    new GatewayError(
+      grpc.status.UNIMPLEMENTED,
+      'SERVICE_NOT_CONFIGURED',
+      `this deployment runs without the ${service} service; an operator must set ${variable} on the gateway`,
+      501,
+      { metadata: { service } },
+    ),
 };

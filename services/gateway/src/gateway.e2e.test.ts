@@ -9,7 +9,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import protobuf from 'protobufjs';
+import { ScalarType } from '@bufbuild/protobuf';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger, setLogTarget } from '@workauto/logger';
@@ -22,6 +22,7 @@ import {
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
+import { fieldByName } from '@workauto/protos';
 import type { Route } from './routes.js';
 
 // Every log line of the run (gateway and identity) is captured to check that no secret reaches it,
@@ -141,16 +142,12 @@ function pathOf(route: Route, replace: Record<string, string> = {}): string {
 
 /** A body field of the route and a JSON value of the wrong type for it. */
 function wrongTypedField(route: Route): { field: string; value: unknown } | undefined {
-  const type =
-    route.body === '*'
-      ? route.requestType
-      : (route.requestType.fields[route.body]?.resolvedType as protobuf.Type | null);
-  if (!(type instanceof protobuf.Type)) return undefined;
-  for (const f of type.fieldsArray) {
+  const type = route.body === '*' ? route.requestType.desc : fieldByName(route.requestType.desc, route.body)?.message;
+  if (!type) return undefined;
+  for (const f of type.fields) {
     if (route.body === '*' && route.params.includes(f.name)) continue;
-    f.resolve();
-    if (f.resolvedType?.fullName === '.google.protobuf.Value') continue; // any JSON is right
-    const value = f.type === 'string' && !f.repeated && !f.map ? 12345 : 'wrong';
+    if (f.message?.typeName === 'google.protobuf.Value') continue; // any JSON is right
+    const value = f.fieldKind === 'scalar' && f.scalar === ScalarType.STRING ? 12345 : 'wrong';
     return { field: route.body === '*' ? f.name : `${route.body}.${f.name}`, value };
   }
   return undefined;
@@ -716,10 +713,72 @@ describe('gateway in front of identity', () => {
     assert.ok(res.status >= 400 && res.status < 600 && res.body?.error, `an answer in the contract shape: ${res.text}`);
   });
 
-  it('answers 503 for a route whose service is not configured', async () => {
+  it("keeps a tenant to GATEWAY_TENANT_CONCURRENCY requests in flight: another tenant's calls are served while it waits on slow ones", async () => {
+    // The calls to a service are capped per gateway replica (maxInFlight); without a cap per tenant,
+    // one tenant's slow calls took every slot and the other tenants got 503 SERVICE_OVERLOADED.
+    const { api: capped } = await startGateway({ tenantConcurrency: 4, downstreamOptions: { maxInFlight: 6 } });
+    const lock = new pg.Client({ connectionString: identityDatabaseUrl });
+    await lock.connect();
+    await lock.query('BEGIN');
+    // Tenant A's invitation lists wait behind this lock; authentication and members do not touch the table.
+    await lock.query('LOCK TABLE invitations IN ACCESS EXCLUSIVE MODE');
+    let slow: Promise<Res>[] = [];
+    try {
+      slow = Array.from({ length: 8 }, () => capped('GET', '/api/v1/invitations', { key: a.key }));
+      const refused = await Promise.race([Promise.all(slow.slice(4)), sleep(2_500).then(() => undefined)]);
+      assert.ok(refused, "A's requests past its 4 in flight were answered at once, not queued");
+      for (const res of refused) {
+        assertError(res, 429, 'TENANT_CONCURRENCY_LIMITED');
+        assert.equal(res.headers.get('retry-after'), '1');
+      }
+      const other = await capped('GET', '/api/v1/members', { key: b.key });
+      assert.equal(other.status, 200, `tenant B is served meanwhile: ${other.text.slice(0, 200)}`);
+    } finally {
+      await lock.query('ROLLBACK');
+      await lock.end();
+    }
+    for (const res of await Promise.all(slow.slice(0, 4)))
+      assert.notEqual(
+        res.status,
+        429,
+        "A's first 4 ran (the lock ends them with 200, or 503 past identity's statement timeout)",
+      );
+    const after = await capped('GET', '/api/v1/invitations', { key: a.key });
+    assert.equal(after.status, 200, 'and A is served again once its requests finished');
+  });
+
+  it("limits a tenant's requests per minute across all its credentials (RATE_LIMIT_PER_TENANT_PER_MINUTE)", async () => {
+    const { api: limited } = await startGateway({ rateLimitPerMinute: 5, tenantRateLimitPerMinute: 8 });
+    const keys = [a.key];
+    for (let i = 0; i < 2; i++) {
+      const created = await api('POST', '/api/v1/api-keys', { key: a.key, body: { name: `spread ${i}` } });
+      assert.equal(created.status, 201, created.text);
+      secrets.push(created.body.api_key);
+      keys.push(created.body.api_key);
+    }
+    const statuses: number[] = [];
+    for (let i = 0; i < 9; i++) statuses.push((await limited('GET', '/api/v1/members', { key: keys[i % 3] })).status);
+    assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 429], 'each key stayed under its 5');
+    const over = await limited('GET', '/api/v1/members', { key: keys[0] });
+    assertError(over, 429, 'TENANT_RATE_LIMITED');
+    assert.ok(Number(over.headers.get('retry-after')) >= 1);
+    assert.equal(
+      (await limited('GET', '/api/v1/members', { key: b.key })).status,
+      200,
+      'another tenant is not limited',
+    );
+  });
+
+  it('answers 501 SERVICE_NOT_CONFIGURED, not a 503 to retry, when the gateway runs without a service', async () => {
     const bare = await startGateway({ downstreams: {} });
-    assertError(await bare.api('GET', '/api/v1/members', { key: a.key }), 503, 'SERVICE_UNAVAILABLE');
+    const res = await bare.api('GET', '/api/v1/members', { key: a.key });
+    assertError(res, 501, 'SERVICE_NOT_CONFIGURED');
+    assert.match(res.body.error.message, /IDENTITY_ADDR/);
     assert.equal((await bare.api('GET', '/readyz')).status, 200, 'nothing configured, nothing to wait for');
+    // With identity but without notes-tasks: the caller is authenticated, then told what is missing.
+    const notes = await api('GET', '/api/v1/notes', { key: a.key });
+    assertError(notes, 501, 'SERVICE_NOT_CONFIGURED');
+    assert.match(notes.body.error.message, /NOTES_TASKS_ADDR/);
   });
 
   it('never stores an unknown outcome for an Idempotency-Key: after a 504 the retry runs again', async () => {

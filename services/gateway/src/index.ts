@@ -1,2 +1,3 @@
 export { createGateway, type Gateway, type GatewayOptions } from './app.js';
 export type { Route, RouteInfo } from './routes.js';
+export { corsAllowedOriginsVar } from './cors.js';

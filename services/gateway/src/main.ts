@@ -1,6 +1,7 @@
 import { vars, z } from '@workauto/config';
 import { migrationsOf, runProcess } from '@workauto/service/main';
 import { isCidr } from './cidr.js';
+import { corsAllowedOriginsVar } from './cors.js';
 
 /** Downstream key (proto package segment) → its address variable. */
 const DOWNSTREAM_VARS = {
@@ -24,6 +25,8 @@ await runProcess({
     HOST: z.string().default('0.0.0.0'),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
+    RATE_LIMIT_PER_TENANT_PER_MINUTE: z.coerce.number().int().positive().optional(),
+    GATEWAY_TENANT_CONCURRENCY: z.coerce.number().int().positive().default(128),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
     CALLER_SIGNING_KEY: vars.callerSigningKey(),
     TRUSTED_PROXIES: z
@@ -39,6 +42,7 @@ await runProcess({
             ctx.addIssue({ code: 'custom', message: `${entry} is not an IP address or CIDR (like 10.0.0.0/8)` });
         return list;
       }),
+    CORS_ALLOWED_ORIGINS: corsAllowedOriginsVar(),
     ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
   },
   async start(config, logger) {
@@ -47,20 +51,23 @@ await runProcess({
       Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
     );
     // Imported here, after telemetry started, so its instrumentations see http, grpc and pg.
-    const { waitForDatabase } = await import('@workauto/service');
     const { createGateway } = await import('./app.js');
-    // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
-    await waitForDatabase(config.DATABASE_URL, logger);
     const gateway = await createGateway({
+      startupTimeoutMs: config.STARTUP_TIMEOUT_MS,
       logger,
       downstreams,
       databaseUrl: config.DATABASE_URL,
       encryptionKeys: config.ENCRYPTION_KEYS,
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+      tenantConcurrency: config.GATEWAY_TENANT_CONCURRENCY,
+      ...(config.RATE_LIMIT_PER_TENANT_PER_MINUTE
+        ? { tenantRateLimitPerMinute: config.RATE_LIMIT_PER_TENANT_PER_MINUTE }
+        : {}),
       deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
       callerSigningKey: config.CALLER_SIGNING_KEY,
       trustedProxies: config.TRUSTED_PROXIES,
+      corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS,
     });
     const port = await gateway.listen(config.HOST, config.PORT);
     logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');

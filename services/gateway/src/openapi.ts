@@ -4,9 +4,11 @@
  * a response always carries every field (null when unset), a request may leave out all but the
  * REQUIRED ones and is refused with any other field.
  */
-import protobuf from 'protobufjs';
-import { updateMaskField } from './transcode.js';
-import { WRAPPERS, enumNames, isOptional } from '@workauto/protos';
+import type { DescField, DescFile, DescMessage } from '@bufbuild/protobuf';
+import { EVENT_TYPES, type EventType } from '@workauto/events';
+import { isRequiredField, updateMaskField } from './transcode.js';
+import { WRAPPERS, commentOf, enumNames, fieldByName, isOptional, scalarName } from '@workauto/protos';
+import { EXAMPLES } from './openapi-examples.js';
 import type { Route } from './routes.js';
 
 type Schema = Record<string, unknown>;
@@ -60,124 +62,296 @@ function isUuidField(name: string): boolean {
   return (name === 'id' || name.endsWith('_id')) && !NON_UUID_ID_FIELDS.has(name);
 }
 
-const ERROR_SCHEMA: Schema = {
+/** One entry of a BadRequest detail. */
+const FIELD_VIOLATION: Schema = {
   type: 'object',
-  required: ['error'],
+  description: 'One invalid field of the request.',
+  required: ['field', 'description'],
   properties: {
-    error: {
+    field: {
+      type: 'string',
+      description: 'Where: a body path such as `stages[1].name`, a query or path parameter, or `(body)`.',
+    },
+    description: { type: 'string', description: 'What is wrong with it and what the value must be.' },
+  },
+};
+
+const ERROR_INFO: Schema = {
+  type: 'object',
+  description: 'Why the request failed, as a stable machine-readable reason (always the first detail).',
+  required: ['@type', 'reason', 'domain', 'metadata'],
+  properties: {
+    '@type': { const: 'type.googleapis.com/google.rpc.ErrorInfo', description: 'The detail type.' },
+    reason: {
+      type: 'string',
+      description: 'UPPER_SNAKE_CASE reason to branch on, e.g. NOTE_NOT_FOUND, RATE_LIMITED, IDEMPOTENCY_KEY_REUSED.',
+    },
+    domain: { type: 'string', description: 'Who raised it, e.g. `notes.workauto` or `gateway.workauto`.' },
+    metadata: {
       type: 'object',
-      required: ['code', 'status', 'message', 'details', 'request_id'],
-      properties: {
-        code: { type: 'integer', description: 'The HTTP status.' },
-        status: { type: 'string', description: 'The gRPC status name, e.g. INVALID_ARGUMENT.' },
-        message: { type: 'string' },
-        details: {
-          type: 'array',
-          items: {
-            oneOf: [
-              {
-                type: 'object',
-                required: ['@type', 'reason', 'domain', 'metadata'],
-                properties: {
-                  '@type': { const: 'type.googleapis.com/google.rpc.ErrorInfo' },
-                  reason: { type: 'string' },
-                  domain: { type: 'string' },
-                  metadata: { type: 'object', additionalProperties: { type: 'string' } },
-                },
-              },
-              {
-                type: 'object',
-                required: ['@type', 'field_violations'],
-                properties: {
-                  '@type': { const: 'type.googleapis.com/google.rpc.BadRequest' },
-                  field_violations: {
-                    type: 'array',
-                    items: {
-                      type: 'object',
-                      required: ['field', 'description'],
-                      properties: { field: { type: 'string' }, description: { type: 'string' } },
-                    },
-                  },
-                },
-              },
-            ],
-          },
-        },
-        request_id: { type: 'string' },
-      },
+      additionalProperties: { type: 'string' },
+      description: 'Facts about the failure as strings, e.g. `service` or `retry_after_seconds`.',
     },
   },
 };
 
-const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+const BAD_REQUEST: Schema = {
+  type: 'object',
+  description: 'The invalid fields of an INVALID_ARGUMENT error (at most 50, then one `(more)` entry).',
+  required: ['@type', 'field_violations'],
+  properties: {
+    '@type': { const: 'type.googleapis.com/google.rpc.BadRequest', description: 'The detail type.' },
+    field_violations: {
+      type: 'array',
+      items: { $ref: '#/components/schemas/FieldViolation' },
+      description: 'Each invalid field with what is wrong.',
+    },
+  },
+};
 
-export function buildOpenApi(routes: Route[]): Record<string, unknown> {
-  const schemas: Record<string, Schema> = { Error: ERROR_SCHEMA, JsonValue: JSON_VALUE_SCHEMA };
+const ERROR_SCHEMA: Schema = {
+  type: 'object',
+  description: 'The body of every error response (AIP-193).',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      description: 'What went wrong.',
+      required: ['code', 'status', 'message', 'details', 'request_id'],
+      properties: {
+        code: { type: 'integer', description: 'The HTTP status.' },
+        status: { type: 'string', description: 'The gRPC status name, e.g. INVALID_ARGUMENT.' },
+        message: { type: 'string', description: 'For the developer: what went wrong and what to do next.' },
+        details: {
+          type: 'array',
+          description: 'An ErrorInfo first; a BadRequest after it when fields are invalid.',
+          items: {
+            oneOf: [{ $ref: '#/components/schemas/ErrorInfo' }, { $ref: '#/components/schemas/BadRequest' }],
+          },
+        },
+        request_id: { type: 'string', description: 'The X-Request-Id of the request: quote it when asking for help.' },
+      },
+    },
+  },
+  examples: [
+    {
+      error: {
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        message: 'title: is required',
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'INVALID_ARGUMENT',
+            domain: 'gateway.workauto',
+            metadata: {},
+          },
+          {
+            '@type': 'type.googleapis.com/google.rpc.BadRequest',
+            field_violations: [{ field: 'title', description: 'is required' }],
+          },
+        ],
+        request_id: '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+      },
+    },
+  ],
+};
+
+const ref = (kind: string, name: string): Schema => ({ $ref: `#/components/${kind}/${name}` });
+
+/** Response headers (contract §1, docs/api.md): every /api/v1 response carries the first three. */
+const HEADERS: Record<string, Schema> = {
+  'X-Request-Id': {
+    description:
+      "The request's id: the client's own X-Request-Id when it is 1–128 characters of `A-Z a-z 0-9 . _ : -`, else a new UUID. Error bodies and the audit log carry it too.",
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description:
+      'What is left of the per-credential limit (IETF RateLimit header fields, draft 8): `r` requests remain for `t` seconds, e.g. `"600-in-1min"; r=598; t=41`.',
+    schema: { type: 'string' },
+  },
+  'RateLimit-Policy': {
+    description: 'The per-credential limit: `q` requests per `w` seconds, e.g. `"600-in-1min"; q=600; w=60`.',
+    schema: { type: 'string' },
+  },
+  'Retry-After': {
+    description: 'Seconds to wait before sending the request again.',
+    schema: { type: 'integer', minimum: 1 },
+  },
+  'Idempotent-Replayed': {
+    description:
+      '`true` when this is the stored response of an earlier request with the same Idempotency-Key: nothing was done again.',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  'WWW-Authenticate': {
+    description: '`Bearer`: send an API key as `Authorization: Bearer wk_…`.',
+    schema: { type: 'string' },
+  },
+};
+
+const COMMON_HEADERS = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy'];
+const headerRefs = (names: string[]): Schema => Object.fromEntries(names.map((n) => [n, ref('headers', n)]));
+
+function errorResponse(description: string, headers: string[] = []): Schema {
+  return {
+    description,
+    headers: headerRefs([...COMMON_HEADERS, ...headers]),
+    content: { 'application/json': { schema: ref('schemas', 'Error') } },
+  };
+}
+
+/** The error responses operations refer to, by status (contract §2). */
+const RESPONSES: Record<string, Schema> = {
+  BadRequest: errorResponse(
+    'INVALID_ARGUMENT: malformed JSON, an unknown or missing field, a wrong type, enum value or UUID. The BadRequest detail names each field; fix them and send again.',
+  ),
+  Unauthorized: errorResponse(
+    'UNAUTHENTICATED: no credential, or one that is unknown, revoked or of a deactivated member. Send a valid API key as `Authorization: Bearer wk_…`.',
+    ['WWW-Authenticate'],
+  ),
+  Forbidden: errorResponse(
+    "PERMISSION_DENIED: the credential is valid, but its member's role or access policy does not allow this (the message names the domain and level needed).",
+  ),
+  NotFound: errorResponse(
+    'NOT_FOUND: no such record for this tenant (it never existed, was deleted, or belongs to another tenant).',
+  ),
+  Conflict: errorResponse(
+    'A conflict: ALREADY_EXISTS (a duplicate), FAILED_PRECONDITION (the record is in a state that forbids this), ABORTED `CONCURRENT_MODIFICATION` (another request changed the same records: send it again as is), or an Idempotency-Key used with another body (`IDEMPOTENCY_KEY_REUSED`) or still in use by the first request (`IDEMPOTENCY_KEY_IN_USE`, with Retry-After).',
+    ['Retry-After'],
+  ),
+  Gone: errorResponse('FAILED_PRECONDITION: the invitation expired or was revoked; ask for a new one.'),
+  PayloadTooLarge: errorResponse('The body is over 1 MiB (`BODY_TOO_LARGE`): send less data per request.'),
+  UnsupportedMediaType: errorResponse(
+    'The body is not JSON (`UNSUPPORTED_MEDIA_TYPE`): send it with `Content-Type: application/json`, without Content-Encoding other than gzip, deflate or br.',
+  ),
+  TooManyRequests: errorResponse(
+    'RESOURCE_EXHAUSTED `RATE_LIMITED`: over the limit of the credential, the tenant or the client address. Wait Retry-After seconds.',
+    ['Retry-After'],
+  ),
+  ServerError: errorResponse(
+    'A server-side failure: 503 UNAVAILABLE (a service is down or overloaded; Retry-After when known), 504 DEADLINE_EXCEEDED, or 500 INTERNAL (quote the request id). A 5xx never carries a stack trace.',
+    ['Retry-After'],
+  ),
+};
+
+const PARAMETERS: Record<string, Schema> = {
+  IdempotencyKey: {
+    name: 'Idempotency-Key',
+    in: 'header',
+    required: false,
+    description:
+      'Makes a retry safe: a repeat with the same key by the same credential within 24 hours gets the first response (with `Idempotent-Replayed: true`) without the work being done again; the same key with another body is a 409. 1–255 printable ASCII characters, e.g. a UUID per logical request.',
+    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7E]+$' },
+  },
+  RequestId: {
+    name: 'X-Request-Id',
+    in: 'header',
+    required: false,
+    description:
+      'Your id for this request (1–128 characters of `A-Z a-z 0-9 . _ : -`), echoed in the response, error bodies and logs; another value is replaced by a new UUID.',
+    schema: { type: 'string' },
+  },
+};
+
+/** The rpcs whose FAILED_PRECONDITION can be a 410 (the service says so per call). */
+const GONE_RPCS = new Set(['ClaimInvitation']);
+
+/** Event resource types whose data is not the message of the same name (docs/events.md). */
+const EVENT_DATA_MESSAGES: Record<string, string> = { access_policies: 'ListAccessPoliciesResponse' };
+/** Event types that carry no data (null). */
+const EVENTS_WITHOUT_DATA = new Set(['integration_key.deleted']);
+
+const LICENSE = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
+
+export interface OpenApiOptions {
+  /** The event types of the `webhooks` section (default: the catalogue GET /webhook-event-types lists). */
+  eventTypes?: readonly EventType[];
+}
+
+const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
+const pascal = (snake: string) => snake.replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+
+export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Record<string, unknown> {
+  const schemas: Record<string, Schema> = {
+    Error: ERROR_SCHEMA,
+    ErrorInfo: ERROR_INFO,
+    BadRequest: BAD_REQUEST,
+    FieldViolation: FIELD_VIOLATION,
+    JsonValue: JSON_VALUE_SCHEMA,
+  };
   /** Body schema name → the path variables it leaves out (one message can back several bodies). */
   const bodyVariants = new Map<string, string>();
 
   /** A message as a schema: a $ref to a named component, or inline for the well-known types. */
-  const messageRef = (type: protobuf.Type, dir: Direction, exclude: string[] = []): Schema => {
-    switch (type.fullName) {
-      case '.google.protobuf.Timestamp':
+  const messageRef = (type: DescMessage, dir: Direction, exclude: string[] = []): Schema => {
+    switch (type.typeName) {
+      case 'google.protobuf.Timestamp':
         return { type: 'string', format: 'date-time' };
-      case '.google.protobuf.Struct':
+      case 'google.protobuf.Struct':
         return { type: 'object', additionalProperties: JSON_VALUE_REF };
-      case '.google.protobuf.Value':
+      case 'google.protobuf.Value':
         return { ...JSON_VALUE_REF };
-      case '.google.protobuf.ListValue':
+      case 'google.protobuf.ListValue':
         return { type: 'array', items: JSON_VALUE_REF };
     }
-    const wrapped = WRAPPERS[type.fullName];
+    const wrapped = WRAPPERS[type.typeName];
     if (wrapped) return { ...SCALARS[wrapped] };
     // '-' never occurs in a proto name, so a request variant cannot collide with a message (AccessPolicyInput).
-    const base = type.fullName.slice(1).replace(/^workauto\./, '');
+    const base = type.typeName.replace(/^workauto\./, '');
     let name = dir === 'output' ? base : exclude.length ? `${base}-Body` : `${base}-Request`;
     const variant = exclude.join(',');
     if (bodyVariants.has(name) && bodyVariants.get(name) !== variant) name = `${name}-without-${exclude.join('-')}`;
     if (exclude.length) bodyVariants.set(name, variant);
     if (!schemas[name]) {
       schemas[name] = {}; // placeholder against recursive messages
-      schemas[name] = messageSchema(type, dir, exclude);
+      const schema = messageSchema(type, dir, exclude);
+      const example = dir === 'output' ? EXAMPLES[base] : undefined;
+      schemas[name] = example ? { ...schema, examples: [completeExample(schema, example)] } : schema;
     }
     return { $ref: `#/components/schemas/${name}` };
   };
 
-  const fieldSchema = (field: protobuf.Field, dir: Direction): Schema => {
-    field.resolve();
-    const rt = field.resolvedType;
-    let s: Schema =
-      rt instanceof protobuf.Type
-        ? messageRef(rt, dir)
-        : rt instanceof protobuf.Enum
-          ? { type: 'string', enum: enumNames(rt) }
-          : field.type === 'string' && isUuidField(field.name)
-            ? { ...UUID_SCHEMA }
-            : { ...SCALARS[field.type] };
-    if (field.map) return { type: 'object', additionalProperties: s };
-    if (field.repeated) return { type: 'array', items: s };
-    // Null means "not set": for optional fields, messages and enums (whose UNSPECIFIED value is null).
-    const canBeNull = isOptional(field) || rt instanceof protobuf.Type || rt instanceof protobuf.Enum;
-    if (canBeNull && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
-    // In a request, null is accepted for any field: left out, except in a PATCH, where it clears the field.
-    else if (dir === 'input' && rt?.fullName !== '.google.protobuf.Value') s = nullable(s);
-    return s;
+  /**
+   * A field's schema. Null means "not set": optional fields, messages and enums (UNSPECIFIED) may be
+   * null in responses; in a request any field may be null (left out; in a PATCH it clears the
+   * field) except a REQUIRED one, which must carry a value.
+   */
+  const fieldSchema = (field: DescField, dir: Direction, required = false): Schema => {
+    const scalar = field.scalar === undefined ? undefined : scalarName(field.scalar);
+    let s: Schema = field.message
+      ? messageRef(field.message, dir)
+      : field.enum
+        ? { type: 'string', enum: enumNames(field.enum) }
+        : scalar === 'string' && isUuidField(field.name)
+          ? { ...UUID_SCHEMA }
+          : { ...SCALARS[scalar!] };
+    if (field.fieldKind === 'map') return { type: 'object', additionalProperties: s };
+    if (field.fieldKind === 'list') return { type: 'array', items: s };
+    const isValue = field.message?.typeName === 'google.protobuf.Value';
+    if (required || isValue) return s;
+    const canBeNull = isOptional(field) || field.message !== undefined || field.enum !== undefined;
+    return canBeNull || dir === 'input' ? nullable(s) : s;
   };
 
-  const messageSchema = (type: protobuf.Type, dir: Direction, exclude: string[]): Schema => {
+  const messageSchema = (type: DescMessage, dir: Direction, exclude: string[]): Schema => {
     const properties: Record<string, Schema> = {};
     const required: string[] = [];
     const mask = dir === 'input' ? updateMaskField(type) : undefined;
-    for (const f of type.fieldsArray) {
+    for (const f of type.fields) {
       if (exclude.includes(f.name) || f === mask) continue; // update_mask is made from the body's keys
-      properties[f.name] = fieldSchema(f, dir);
-      if (f.comment) properties[f.name] = { ...properties[f.name], description: f.comment.trim() };
-      const behavior = f.options?.['(google.api.field_behavior)'];
-      if (dir === 'output' || behavior === 'REQUIRED') required.push(f.name);
+      const isRequired = dir === 'input' && isRequiredField(f);
+      properties[f.name] = {
+        ...fieldSchema(f, dir, isRequired),
+        ...(commentOf(f) ? { description: commentOf(f) } : {}),
+        ...(f.deprecated ? { deprecated: true } : {}),
+      };
+      if (dir === 'output' || isRequired) required.push(f.name);
     }
+    const comment = commentOf(type);
     return {
       type: 'object',
-      ...(type.comment ? { description: type.comment.trim() } : {}),
+      ...(comment ? { description: comment } : {}),
       properties,
       ...(required.length ? { required } : {}),
       ...(dir === 'input' ? { additionalProperties: false } : {}),
@@ -186,63 +360,76 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
 
   const paths: Record<string, Record<string, unknown>> = {};
   const operationIds = new Set<string>();
+  const tags = new Map<string, string>();
   for (const r of routes) {
-    const parameters: Schema[] = r.params.map((p) => ({
-      name: p,
-      in: 'path',
-      required: true,
-      schema: pathSchema(r.requestType.fields[p]!, fieldSchema),
-    }));
+    const { service, method } = rpcOf(r);
+    if (!tags.has(r.downstream))
+      tags.set(r.downstream, (service && commentOf(service)) || `The ${r.downstream.replace(/_/g, ' ')} service.`);
+    const parameters: Schema[] = r.params.map((p) => {
+      const field = fieldByName(r.requestType.desc, p)!;
+      return {
+        name: p,
+        in: 'path',
+        required: true,
+        ...(commentOf(field) ? { description: commentOf(field) } : {}),
+        schema: pathSchema(field, fieldSchema),
+      };
+    });
     if (r.body !== '*') {
-      for (const f of r.requestType.fieldsArray) {
-        if (r.params.includes(f.name) || f.name === r.body || f.map) continue;
-        f.resolve();
-        if (
-          f.resolvedType instanceof protobuf.Type &&
-          f.resolvedType.fullName !== '.google.protobuf.Timestamp' &&
-          !WRAPPERS[f.resolvedType.fullName]
-        )
-          continue;
+      for (const f of r.requestType.desc.fields) {
+        if (r.params.includes(f.name) || f.name === r.body || f.fieldKind === 'map') continue;
+        if (f.message && f.message.typeName !== 'google.protobuf.Timestamp' && !WRAPPERS[f.message.typeName]) continue;
         parameters.push({
           name: f.name,
           in: 'query',
-          required: false,
-          ...(f.repeated ? { style: 'form', explode: true } : {}),
-          ...(f.comment ? { description: f.comment.trim() } : {}),
+          required: isRequiredField(f),
+          ...(f.fieldKind === 'list' ? { style: 'form', explode: true } : {}),
+          ...(commentOf(f) ? { description: commentOf(f) } : {}),
+          ...(f.deprecated ? { deprecated: true } : {}),
           // Contract §3: limit 1…, a value over 200 is clamped to 200 (so no maximum).
           schema:
-            f.name === 'limit' && f.type === 'int32'
+            f.name === 'limit' && f.scalar !== undefined && scalarName(f.scalar) === 'int32'
               ? { type: 'integer', minimum: 1, default: 50 }
               : queryParamSchema(f, fieldSchema),
         });
       }
     }
+    parameters.push(ref('parameters', 'RequestId'));
+    if (r.method === 'POST') parameters.push(ref('parameters', 'IdempotencyKey'));
     let responseSchema: Schema | undefined;
-    if (r.successStatus !== 204 && r.successStatus !== 302) {
+    if (r.successStatus !== 204 && r.successStatus !== 302 && r.responseType.desc.typeName !== 'google.api.HttpBody') {
       responseSchema = r.responseBody
-        ? fieldSchema(r.responseType.fields[r.responseBody]!, 'output')
-        : messageRef(r.responseType, 'output');
+        ? fieldSchema(fieldByName(r.responseType.desc, r.responseBody)!, 'output')
+        : messageRef(r.responseType.desc, 'output');
     }
     const requestSchema =
       r.body === '*'
-        ? messageRef(r.requestType, 'input', r.params)
+        ? messageRef(r.requestType.desc, 'input', r.params)
         : r.body
-          ? fieldSchema(r.requestType.fields[r.body]!, 'input')
+          ? fieldSchema(fieldByName(r.requestType.desc, r.body)!, 'input')
           : undefined;
     const operationId = operationIds.has(r.rpc) ? `${r.downstream}_${r.rpc}` : r.rpc;
     operationIds.add(operationId);
+    const successHeaders = headerRefs([...COMMON_HEADERS, ...(r.method === 'POST' ? ['Idempotent-Replayed'] : [])]);
     const success =
       r.successStatus === 302
         ? {
             description: 'Redirect to Location',
-            headers: { Location: { schema: { type: 'string', format: 'uri-reference' } } },
+            headers: {
+              ...successHeaders,
+              Location: {
+                description: 'Where the browser goes next.',
+                schema: { type: 'string', format: 'uri-reference' },
+              },
+            },
           }
         : r.successStatus === 204
-          ? { description: 'Done; no content' }
+          ? { description: 'Done; no content', headers: successHeaders }
           : // google.api.HttpBody: the bytes themselves, in the media types the rpc's policy declares.
-            r.responseType.fullName === '.google.api.HttpBody'
+            r.responseType.desc.typeName === 'google.api.HttpBody'
             ? {
                 description: 'OK: the body as its Content-Type says',
+                headers: successHeaders,
                 content: Object.fromEntries(
                   (r.contentTypes.length ? r.contentTypes : ['*/*']).map((type) => [
                     type,
@@ -252,46 +439,59 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
               }
             : {
                 description: r.successStatus === 201 ? 'Created' : 'OK',
+                headers: successHeaders,
                 content: { 'application/json': { schema: responseSchema } },
               };
     const op: Record<string, unknown> = {
       operationId,
       tags: [r.downstream],
-      summary: r.rpc,
-      ...(r.description ? { description: r.description } : {}),
-      ...(parameters.length ? { parameters } : {}),
+      ...operationText(r),
+      ...(method?.deprecated ? { deprecated: true } : {}),
+      parameters,
       ...(requestSchema
         ? {
             requestBody: {
-              required: r.body !== '*' || hasRequired(r.requestType, r.params),
+              required: r.body !== '*' || hasRequired(r.requestType.desc, r.params),
               content: { 'application/json': { schema: requestSchema } },
             },
           }
         : {}),
-      responses: {
-        [String(r.successStatus)]: success,
-        default: {
-          description: "Error (the contract's §2 shape)",
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-        },
-      },
+      responses: { [String(r.successStatus)]: success, ...errorResponsesOf(r, requestSchema !== undefined) },
       ...(r.auth === 'none' ? { security: [] } : {}),
       'x-workauto-policy': { auth: r.auth, ...(r.domain ? { domain: r.domain, level: r.level } : {}) },
     };
     (paths[r.template] ??= {})[r.method.toLowerCase()] = op;
   }
+
+  const webhooks = webhooksOf(routes, options.eventTypes ?? EVENT_TYPES, messageRef);
   return {
     openapi: '3.1.0',
     info: {
       title: 'workauto API',
       version: 'v1',
-      description: 'Generated at start-up from the protos (google.api.http and workauto.api.v1.policy annotations).',
+      description: INFO_DESCRIPTION,
+      license: LICENSE,
     },
-    servers: [{ url: '/' }],
+    servers: [{ url: '/', description: 'This gateway' }],
     security: [{ bearer: [] }],
+    tags: [
+      ...[...tags].map(([name, description]) => ({ name, description })),
+      ...(Object.keys(webhooks).length
+        ? [
+            {
+              name: 'webhook-events',
+              description: 'What the webhooks service POSTs to your endpoints, per event type.',
+            },
+          ]
+        : []),
+    ],
     paths,
+    webhooks,
     components: {
       schemas,
+      responses: RESPONSES,
+      parameters: PARAMETERS,
+      headers: HEADERS,
       securitySchemes: {
         bearer: {
           type: 'http',
@@ -303,20 +503,169 @@ export function buildOpenApi(routes: Route[]): Record<string, unknown> {
   };
 }
 
-function hasRequired(type: protobuf.Type, exclude: string[]): boolean {
-  return type.fieldsArray.some(
-    (f) => !exclude.includes(f.name) && f.options?.['(google.api.field_behavior)'] === 'REQUIRED',
-  );
+const INFO_DESCRIPTION = [
+  'The REST API of workauto, generated from the protos (google.api.http and workauto.api.v1.policy annotations).',
+  '',
+  '- **Authentication**: `Authorization: Bearer <API key>` (wk_…); the platform admin token for `POST /api/v1/admin/tenants`.',
+  '- **Errors**: every 4xx and 5xx has the `Error` body (AIP-193): a status, a message saying what to do, an ErrorInfo reason and, for invalid input, the invalid fields.',
+  '- **Lists**: `{data, has_more, next_cursor}`; pass `next_cursor` as `cursor` for the next page; `limit` 1–200 (default 50).',
+  '- **Retries**: send an `Idempotency-Key` with a POST to make its retry safe.',
+  '- **Rate limits**: per credential and per tenant; a 429 carries Retry-After.',
+  '- **Webhooks**: the `webhooks` section lists what each event type delivers to your endpoints.',
+].join('\n');
+
+/** The service and the rpc a route comes from (for its tag's and deprecation's sake). */
+function rpcOf(r: Route) {
+  const [, serviceName, rpc] = r.grpcPath.split('/');
+  const service = r.requestType.desc.file.services.find((s) => s.typeName === serviceName);
+  return { service, method: service?.methods.find((m) => m.name === rpc) };
+}
+
+/** Which of the contract's 4xx an operation can answer (§2), plus the 5xx as `default`. */
+function errorResponsesOf(r: Route, hasBody: boolean): Record<string, Schema> {
+  const out: Record<string, Schema> = { '400': ref('responses', 'BadRequest') };
+  if (r.auth !== 'none') {
+    out['401'] = ref('responses', 'Unauthorized');
+    out['403'] = ref('responses', 'Forbidden');
+  }
+  // A path id, or an id in the body that names another record (a calendar_id of another tenant is a 404).
+  const refersToRecord =
+    r.params.length > 0 ||
+    (r.body === '*' && r.requestType.desc.fields.some((f) => f.name.endsWith('_id') && isUuidField(f.name)));
+  if (refersToRecord || r.auth === 'none') out['404'] = ref('responses', 'NotFound');
+  // Every change can meet a concurrent one (ABORTED) or a state conflict; every POST an Idempotency-Key conflict.
+  if (r.method !== 'GET') out['409'] = ref('responses', 'Conflict');
+  if (GONE_RPCS.has(r.rpc)) out['410'] = ref('responses', 'Gone');
+  if (hasBody) {
+    out['413'] = ref('responses', 'PayloadTooLarge');
+    out['415'] = ref('responses', 'UnsupportedMediaType');
+  }
+  out['429'] = ref('responses', 'TooManyRequests');
+  out.default = ref('responses', 'ServerError');
+  return out;
+}
+
+/**
+ * The `webhooks` section: what the webhooks service POSTs to an endpoint for each event type of the
+ * catalogue (GET /webhook-event-types). `data` is the resource as the REST API returns it.
+ */
+function webhooksOf(
+  routes: Route[],
+  eventTypes: readonly EventType[],
+  messageRef: (type: DescMessage, dir: Direction) => Schema,
+): Record<string, unknown> {
+  if (!eventTypes.length) return {};
+  const files = new Set<DescFile>(routes.map((r) => r.requestType.desc.file));
+  const messages = new Map<string, DescMessage>();
+  for (const file of files) for (const m of file.messages) messages.set(m.name, m);
+  const out: Record<string, unknown> = {};
+  for (const t of eventTypes) {
+    const resource = t.name.slice(0, t.name.indexOf('.'));
+    const message = messages.get(EVENT_DATA_MESSAGES[resource] ?? pascal(resource));
+    const data: Schema = EVENTS_WITHOUT_DATA.has(t.name)
+      ? { type: 'null', description: 'This event carries no data.' }
+      : message
+        ? {
+            ...messageRef(message, 'output'),
+            description: `The ${resource.replace(/_/g, ' ')} after the change, as the REST API returns it.`,
+          }
+        : { type: 'object', additionalProperties: JSON_VALUE_REF, description: 'The resource after the change.' };
+    const [summary = t.name] = t.description.split(/:\s|\.\s|\.$/);
+    out[t.name] = {
+      post: {
+        operationId: `webhook_${t.name.replace(/\./g, '_')}`,
+        summary,
+        description: `${t.description}\n\nDelivered to every enabled endpoint subscribed to \`${t.name}\` (or to its resource's channel), signed per Standard Webhooks: verify \`webhook-signature\` over \`{webhook-id}.{webhook-timestamp}.{body}\` with the endpoint's signing secret, and deduplicate on \`webhook-id\`.`,
+        tags: ['webhook-events'],
+        security: [],
+        parameters: [
+          {
+            name: 'webhook-id',
+            in: 'header',
+            required: true,
+            description: "The event's id: the same on every retry (deduplicate on it).",
+            schema: { type: 'string', format: 'uuid' },
+          },
+          {
+            name: 'webhook-timestamp',
+            in: 'header',
+            required: true,
+            description: 'When this attempt was signed, in Unix seconds (refuse one more than 5 minutes off).',
+            schema: { type: 'string' },
+          },
+          {
+            name: 'webhook-signature',
+            in: 'header',
+            required: true,
+            description:
+              'Space-separated `v1,<base64 HMAC-SHA256>` signatures (two while a rotated secret is in its grace period).',
+            schema: { type: 'string' },
+          },
+        ],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['type', 'timestamp', 'data'],
+                properties: {
+                  type: { const: t.name, description: 'The event type.' },
+                  timestamp: { type: 'string', format: 'date-time', description: 'When the change happened.' },
+                  data,
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': { description: 'Any 2xx within the timeout (15 s by default): delivered.' },
+          '4XX': {
+            description:
+              'Any other status, a redirect, or no answer in time: the attempt failed and is retried on the retry schedule; after days of failures the endpoint is disabled.',
+          },
+        },
+      },
+    };
+  }
+  return out;
+}
+
+/** An example with every property of its schema: the ones it leaves out are null (or [] / {}). */
+function completeExample(schema: Schema, example: Record<string, unknown>): Record<string, unknown> {
+  const properties = (schema.properties ?? {}) as Record<string, Schema>;
+  const out: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(properties)) {
+    if (name in example) out[name] = example[name];
+    else if (s.type === 'array') out[name] = [];
+    else if (s.type === 'object') out[name] = {};
+    else out[name] = null;
+  }
+  return out;
+}
+
+/**
+ * An rpc's comment as the protos write it: a one-line summary, a blank line, then the description
+ * (a comment of one paragraph is the description; the rpc's name is the summary then).
+ */
+function operationText(r: Route): { summary: string; description: string } {
+  const [first = '', ...rest] = r.description.split(/\n\s*\n/);
+  if (!rest.length) return { summary: r.rpc, description: first || r.rpc };
+  return { summary: first.replace(/\s*\n\s*/g, ' '), description: rest.join('\n\n') };
+}
+
+function hasRequired(type: DescMessage, exclude: string[]): boolean {
+  return type.fields.some((f) => !exclude.includes(f.name) && isRequiredField(f));
 }
 
 /** Path variables are never null. */
-function pathSchema(field: protobuf.Field, fieldSchema: (f: protobuf.Field, dir: Direction) => Schema): Schema {
+function pathSchema(field: DescField, fieldSchema: (f: DescField, dir: Direction) => Schema): Schema {
   const s = fieldSchema(field, 'output');
   return (s.anyOf as Schema[] | undefined)?.[0] ?? s;
 }
 
-function queryParamSchema(field: protobuf.Field, fieldSchema: (f: protobuf.Field, dir: Direction) => Schema): Schema {
+function queryParamSchema(field: DescField, fieldSchema: (f: DescField, dir: Direction) => Schema): Schema {
   const s = fieldSchema(field, 'output');
-  if (field.repeated) return s;
+  if (field.fieldKind === 'list') return s;
   return (s.anyOf as Schema[] | undefined)?.[0] ?? s;
 }

@@ -34,12 +34,12 @@ const IDENTITY_AUDIENCE = callerAudience(IdentityServiceService.authenticateToke
  * authenticated) the principal. Signed per call into x-caller-token (services trust nothing else);
  * unauthenticated routes and the platform admin carry one too, without a tenant.
  */
-function requestCaller(req: Request, requestId: string): Caller {
+export function requestCaller(req: Request, requestId: string): Caller {
   const ua = req.get('user-agent');
   return { requestId, ...(req.ip ? { clientIp: req.ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
 }
 
-function addPrincipal(caller: Caller, principal: Principal): Caller {
+export function addPrincipal(caller: Caller, principal: Principal): Caller {
   return {
     ...caller,
     ...(principal.tenant_id ? { tenantId: principal.tenant_id } : {}),
@@ -53,27 +53,27 @@ function addPrincipal(caller: Caller, principal: Principal): Caller {
 
 /**
  * A route's method in the shape Downstream.call takes. The request is encoded before the call
- * (encodeRequest), so a message protobufjs cannot encode is answered here and never reaches the
+ * (encodeRequest), so a message that cannot be encoded is answered here and never reaches the
  * downstream or its circuit breaker as a failed call.
  */
 function unaryMethod(route: Route) {
   return {
     path: route.grpcPath,
     requestSerialize: (encoded: Buffer) => encoded,
-    responseDeserialize: (b: Buffer) => route.responseType.decode(b) as unknown as Record<string, unknown>,
+    responseDeserialize: (b: Buffer) => route.responseType.decode(b),
   };
 }
 
-/** The request message's bytes; a value the mapping let through but protobufjs refuses is the client's 400. */
+/** The request message's bytes; a value the mapping let through but the codec refuses is the client's 400. */
 function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
   try {
-    return Buffer.from(route.requestType.encode(route.requestType.fromObject(request)).finish());
+    return Buffer.from(route.requestType.encode(request));
   } catch (err) {
     throw gatewayErrors.badRequest(
       [
         {
           field: '(body)',
-          description: `cannot be encoded as ${route.requestType.name}: ${String((err as Error).message).slice(0, 200)}`,
+          description: `cannot be encoded as ${route.requestType.desc.name}: ${String((err as Error).message).slice(0, 200)}`,
         },
       ],
       'the request cannot be encoded for its service; check the body against /api/v1/openapi.json',
@@ -107,12 +107,11 @@ export function transcodingHandler(
     if (principal) res.locals[AUTHENTICATED] = true; // the failed-auth limiter never blocks this credential
     let caller = principal ? addPrincipal(anonymous, principal) : anonymous;
 
-    const request = buildRequest(route, params, req.query as Record<string, unknown>, req.body);
+    const request = buildRequest(route, params, withLastEventId(route, req), req.body);
     const encoded = encodeRequest(route, request);
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);
-    if (!downstream)
-      throw gatewayErrors.unavailable(`the ${route.downstream} service is not configured in this gateway`);
+    if (!downstream) throw gatewayErrors.notConfigured(route.downstream, `${route.downstream.toUpperCase()}_ADDR`);
 
     if (route.stream) {
       // GET only (routes.ts): nothing to record for an Idempotency-Key.
@@ -156,15 +155,36 @@ export function transcodingHandler(
     } finally {
       if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
-    if (route.responseType.fullName === HTTP_BODY) return sendHttpBody(res, route, response);
-    const out = render(route, messageToJson(route.responseType, response) as Record<string, unknown>);
+    if (route.responseType.desc.typeName === HTTP_BODY) return sendHttpBody(res, route, response);
+    const out = render(route, messageToJson(route.responseType.desc, response) as Record<string, unknown>);
     if (idempotencyKey) await idempotency.record(scope, idempotencyKey, out);
     send(res, out);
   };
 }
 
+/** The request field the Last-Event-ID header fills (Server-Sent Events: what an EventSource sends when it reconnects). */
+const LAST_EVENT_ID = 'last_event_id';
+
+/**
+ * The query, with `last_event_id` from the Last-Event-ID header when the route's request has such
+ * a field and the query does not set it: an EventSource reconnects with the header and cannot
+ * change its URL, while a client that can prefers the query (which wins). Validated as the query
+ * parameter would be.
+ */
+function withLastEventId(route: Route, req: Request): Record<string, unknown> {
+  const query = req.query as Record<string, unknown>;
+  const header = req.get('last-event-id');
+  if (
+    header === undefined ||
+    !route.requestType.desc.fields.some((f) => f.name === LAST_EVENT_ID) ||
+    query[LAST_EVENT_ID] !== undefined
+  )
+    return query;
+  return { ...query, [LAST_EVENT_ID]: header.trim() };
+}
+
 /** A google.api.HttpBody response (AIP-style non-JSON bodies, e.g. an iCalendar feed): its bytes with its content type. */
-export const HTTP_BODY = '.google.api.HttpBody';
+export const HTTP_BODY = 'google.api.HttpBody';
 
 function sendHttpBody(res: Response, route: Route, response: Record<string, unknown>): void {
   const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };
@@ -179,7 +199,13 @@ function sendHttpBody(res: Response, route: Route, response: Record<string, unkn
  * the pace the client reads. The first chunk's content type is the response's. A failure before
  * the first chunk is thrown, so the client gets the usual JSON error; after it the status has gone
  * out, so the response is ended without its last chunk: the client sees a truncated transfer,
- * never a 200 with a silently short body. A client that goes away cancels the call.
+ * never a 200 with a silently short body. A client that goes away cancels the call. A stream that
+ * ends without a chunk is a 204 (no content; an EventSource does not reconnect after one).
+ *
+ * Server-Sent Events (`text/event-stream`) are sent as they come, never held by a cache or a proxy
+ * (`Cache-Control: no-cache`, `X-Accel-Buffering: no`; the gateway compresses nothing). Their
+ * chunks are whole events, so a failure after the first one ends the response cleanly with a
+ * comment: the client's EventSource reconnects with Last-Event-ID and resumes where it was.
  */
 async function streamHttpBody(
   res: Response,
@@ -194,33 +220,44 @@ async function streamHttpBody(
   };
   res.on('close', onClose);
   let started = false;
+  let events = false;
   try {
     for await (const chunk of open(gone.signal)) {
       const { content_type: type, data } = chunk as { content_type?: string; data?: Uint8Array };
       if (!started) {
         res.status(route.successStatus).type(type || 'application/octet-stream');
+        events = isEventStream(type);
+        if (events) {
+          res.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+          res.flushHeaders();
+        }
         started = true;
       }
       if (data?.length && !res.write(data)) await once(res, 'drain', { signal: gone.signal });
     }
-    if (!started) res.status(route.successStatus).type('application/octet-stream');
+    if (!started) res.status(204);
     res.end();
   } catch (err) {
     if (!started) throw err;
     if (!gone.signal.aborted)
-      logger.error(
+      logger[events ? 'warn' : 'error'](
         {
           request_id: res.locals.requestId,
           route: route.template,
           cause: String((err as Error).message).slice(0, 500),
         },
-        'a streamed response failed after its first chunk; the client sees it cut short',
+        events
+          ? 'an event stream failed after its first event; it was ended for the client to reconnect with Last-Event-ID'
+          : 'a streamed response failed after its first chunk; the client sees it cut short',
       );
-    res.destroy();
+    if (events && !gone.signal.aborted) res.end(': the stream was interrupted; reconnect with Last-Event-ID\n\n');
+    else res.destroy();
   } finally {
     res.off('close', onClose);
   }
 }
+
+const isEventStream = (type: string | undefined) => /^text\/event-stream\s*(;|$)/i.test(type ?? '');
 
 /** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */
 const RETRYABLE = new Set([

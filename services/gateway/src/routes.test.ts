@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadProtoRoot } from '@workauto/protos';
-import { buildRoutes, compileTemplate, loadRoutes, matchRoute } from './routes.js';
-import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
+import type { DescFile } from '@bufbuild/protobuf';
+import { loadSchema } from '@workauto/protos';
+import { buildRoutes, compileTemplate, loadRoutes, matchRoute, serviceFiles } from './routes.js';
+import { fixtureFile } from '@workauto/protos/fixtures';
 
-const identityRoutes = buildRoutes(loadProtoRoot(['workauto/identity/v1/identity.proto']));
-const fixtureRoutes = buildRoutes(rootFromSource(FIXTURE_PROTO));
-
-/** A fixture service whose one rpc carries the given http option body. */
-function withHttp(http: string, request = 'message Req { string id = 1; string name = 2; }'): string {
-  return `syntax = "proto3"; package workauto.bad.v1; import "google/api/annotations.proto";
-    service BadService { rpc Do(Req) returns (Req) { option (google.api.http) = {${http}}; } } ${request}`;
-}
+/** Files of the product's descriptor set (their codecs loaded by loadRoutes). */
+const routes = await loadRoutes();
+const protoFile = (name: string): DescFile[] => serviceFiles(loadSchema()).filter((f) => f.proto.name === name);
+const identityRoutes = buildRoutes(protoFile('workauto/identity/v1/identity.proto'));
+const fixtureRoutes = buildRoutes(fixtureFile('fixture'));
 
 describe('route table', () => {
   it('is built from the annotations, literal segments first', () => {
@@ -39,7 +37,6 @@ describe('route table', () => {
   });
 
   it('matches every path as a scan of all routes in order would (the index only narrows the candidates)', () => {
-    const routes = loadRoutes();
     const scan = (method: string, path: string) => {
       const hits = routes.filter((r) => r.pattern.test(path));
       const route = hits.find((r) => r.method === method);
@@ -101,7 +98,6 @@ describe('route table', () => {
   });
 
   it('loads every service proto of the repository', () => {
-    const routes = loadRoutes();
     assert.ok(routes.some((r) => r.rpc === 'CreateTenant'));
     assert.ok(routes.every((r) => !['api', 'events'].includes(r.downstream)));
   });
@@ -129,7 +125,7 @@ describe('path templates', () => {
   });
 
   it("give rpcs that wait on a tenant's server their declared deadline; internal apps rpcs get no route", () => {
-    const apps = buildRoutes(loadProtoRoot(['workauto/apps/v1/apps.proto']));
+    const apps = buildRoutes(protoFile('workauto/apps/v1/apps.proto'));
     const by = (rpc: string) => apps.find((r) => r.rpc === rpc);
     assert.equal(by('ProbeApp')!.deadlineMs, 20_000);
     assert.equal(by('CallTool')!.deadlineMs, 70_000);
@@ -145,69 +141,28 @@ describe('path templates', () => {
   });
 
   it('must bind real fields, and two rpcs cannot claim one route', () => {
-    assert.throws(() => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x/{nope}"'))), /\{nope\} is not a field/);
-    assert.throws(() => buildRoutes(rootFromSource(withHttp('post: "/api/v1/x" body: "nope"'))), /body "nope"/);
-    assert.throws(
-      () => buildRoutes(rootFromSource(withHttp('get: "/api/v1/x" response_body: "nope"'))),
-      /response_body "nope"/,
-    );
-    assert.throws(
-      () => buildRoutes(rootFromSource(withHttp('custom: {kind: "HEAD" path: "/api/v1/x"}'))),
-      /exactly one of/,
-    );
-    const twice = `syntax = "proto3"; package workauto.bad.v1; import "google/api/annotations.proto";
-      service BadService {
-        rpc A(Req) returns (Req) { option (google.api.http) = {get: "/api/v1/x/{id}"}; }
-        rpc B(Req) returns (Req) { option (google.api.http) = {get: "/api/v1/x/{name}"}; }
-      } message Req { string id = 1; string name = 2; }`;
-    assert.throws(() => buildRoutes(rootFromSource(twice)), /both claim GET/);
+    // libs/protos/test-protos/fixtures/bad_*.proto
+    assert.throws(() => buildRoutes(fixtureFile('bad_path')), /\{nope\} is not a field/);
+    assert.throws(() => buildRoutes(fixtureFile('bad_body')), /body "nope"/);
+    assert.throws(() => buildRoutes(fixtureFile('bad_response_body')), /response_body "nope"/);
+    assert.throws(() => buildRoutes(fixtureFile('bad_custom')), /exactly one of/);
+    assert.throws(() => buildRoutes(fixtureFile('bad_twice')), /both claim GET/);
   });
 
   it('serves google.api.HttpBody responses on GET routes only (a raw body is not a replayable JSON response)', () => {
-    const raw = (
-      verb: string,
-    ) => `syntax = "proto3"; package workauto.raw.v1; import "google/api/annotations.proto"; import "google/api/httpbody.proto";
-      service RawService { rpc Feed(Req) returns (google.api.HttpBody) { option (google.api.http) = {${verb}: "/api/v1/feed/{id}"}; } } message Req { string id = 1; }`;
-    assert.equal(buildRoutes(rootFromSource(raw('get')))[0]!.responseType.fullName, '.google.api.HttpBody');
-    assert.throws(() => buildRoutes(rootFromSource(raw('post'))), /HttpBody responses are for GET routes only/);
+    assert.equal(buildRoutes(fixtureFile('raw_get'))[0]!.responseType.desc.typeName, 'google.api.HttpBody');
+    assert.throws(() => buildRoutes(fixtureFile('raw_post')), /HttpBody responses are for GET routes only/);
   });
 
   it('routes server-streaming rpcs of google.api.HttpBody (their chunks are piped), and no other stream', () => {
-    const source = (rpc: string) => `syntax = "proto3"; package workauto.raw.v1; import "google/api/annotations.proto";
-      import "google/api/httpbody.proto"; import "workauto/api/v1/policy.proto";
-      service RawService { ${rpc} } message Req { string id = 1; }`;
-    const [feed] = buildRoutes(
-      rootFromSource(
-        source(`rpc Export(Req) returns (stream google.api.HttpBody) {
-          option (google.api.http) = {get: "/api/v1/export/{id}"};
-          option (workauto.api.v1.policy) = {domain: "audit" level: ACCESS_LEVEL_ADMIN response_content_types: "application/x-ndjson" response_content_types: "text/csv"}; }`),
-      ),
-    );
+    const [feed] = buildRoutes(fixtureFile('stream_feed'));
     assert.deepEqual([feed!.stream, feed!.contentTypes], [true, ['application/x-ndjson', 'text/csv']]);
-    const calendarFeed = loadRoutes().find((r) => r.template === '/api/v1/calendars/{id}/events.ics')!;
+    const calendarFeed = routes.find((r) => r.template === '/api/v1/calendars/{id}/events.ics')!;
     assert.deepEqual(
       [calendarFeed.rpc, calendarFeed.stream, calendarFeed.contentTypes],
       ['StreamCalendarFeed', true, ['text/calendar']],
     );
-    assert.throws(
-      () =>
-        buildRoutes(
-          rootFromSource(
-            source('rpc Export(Req) returns (stream Req) { option (google.api.http) = {get: "/api/v1/x"}; }'),
-          ),
-        ),
-      /only a stream of google.api.HttpBody/,
-    );
-    assert.throws(
-      () =>
-        buildRoutes(
-          rootFromSource(
-            source(
-              'rpc Export(stream Req) returns (Req) { option (google.api.http) = {post: "/api/v1/x" body: "*"}; }',
-            ),
-          ),
-        ),
-      /client-streaming rpcs cannot be routed/,
-    );
+    assert.throws(() => buildRoutes(fixtureFile('stream_json')), /only a stream of google.api.HttpBody/);
+    assert.throws(() => buildRoutes(fixtureFile('stream_client')), /client-streaming rpcs cannot be routed/);
   });
 });

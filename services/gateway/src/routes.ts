@@ -3,15 +3,23 @@
  * route, with the policy its (workauto.api.v1.policy) option declares. Nothing here is written
  * per endpoint. A malformed annotation fails start-up, so a typo never becomes a silent 404.
  */
-import { readdirSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
-import protobuf from 'protobufjs';
-import type { AccessLevel } from '@workauto/grpc';
-import { PROTO_ROOT, loadProtoRoot } from '@workauto/protos';
+import type { DescFile, DescMessage, DescMethod } from '@bufbuild/protobuf';
+import type { AccessLevel as Level } from '@workauto/grpc';
+import {
+  commentOf,
+  fieldByName,
+  loadCodecs,
+  loadSchema,
+  messageType,
+  optionOf,
+  type MessageType,
+  type Schema,
+} from '@workauto/protos';
+import { AccessLevel, Auth } from '@workauto/protos/workauto/api/v1/policy.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type AuthKind = 'api_key' | 'platform_admin' | 'none';
-export type Level = AccessLevel;
+export type { Level };
 
 export interface Route {
   method: HttpMethod;
@@ -27,8 +35,9 @@ export interface Route {
   rpc: string;
   /** Downstream key: the proto package segment (workauto.<key>.v1). */
   downstream: string;
-  requestType: protobuf.Type;
-  responseType: protobuf.Type;
+  /** The request and response messages: descriptor (fields, options) and ts-proto codec. */
+  requestType: MessageType;
+  responseType: MessageType;
   /** '' no body, '*' the whole request, else the request field the body maps to. */
   body: string;
   /** '' the whole response, else the response field sent as the body. */
@@ -51,43 +60,45 @@ export interface Route {
 export type RouteInfo = Route;
 
 const VERBS = ['get', 'post', 'put', 'patch', 'delete'] as const;
-const AUTH: Record<string, AuthKind> = {
-  AUTH_UNSPECIFIED: 'api_key',
-  AUTH_API_KEY: 'api_key',
-  AUTH_PLATFORM_ADMIN: 'platform_admin',
-  AUTH_NONE: 'none',
+const AUTH: Record<number, AuthKind> = {
+  [Auth.AUTH_UNSPECIFIED]: 'api_key',
+  [Auth.AUTH_API_KEY]: 'api_key',
+  [Auth.AUTH_PLATFORM_ADMIN]: 'platform_admin',
+  [Auth.AUTH_NONE]: 'none',
 };
-const LEVEL: Record<string, Level> = {
-  ACCESS_LEVEL_UNSPECIFIED: 'none',
-  ACCESS_LEVEL_NONE: 'none',
-  ACCESS_LEVEL_READ: 'read',
-  ACCESS_LEVEL_WRITE: 'write',
-  ACCESS_LEVEL_ADMIN: 'admin',
+const LEVEL: Record<number, Level> = {
+  [AccessLevel.ACCESS_LEVEL_UNSPECIFIED]: 'none',
+  [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
+  [AccessLevel.ACCESS_LEVEL_READ]: 'read',
+  [AccessLevel.ACCESS_LEVEL_WRITE]: 'write',
+  [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
 };
 /** Packages that hold shared messages, not services. */
 const SKIPPED_PACKAGES = new Set(['api', 'events']);
 const PARAM = /^\{([a-z_][a-z0-9_]*)\}$/;
 const LITERAL = /^[A-Za-z0-9._~-]+$/;
 
-/** proto/workauto/<pkg>/v1/*.proto of every package that can hold services. */
-export function serviceProtoFiles(): string[] {
-  const base = join(PROTO_ROOT, 'workauto');
-  const files: string[] = [];
-  for (const pkg of readdirSync(base).sort()) {
-    if (SKIPPED_PACKAGES.has(pkg)) continue;
-    const dir = join(base, pkg, 'v1');
-    if (!existsSync(dir)) continue;
-    for (const f of readdirSync(dir)
-      .filter((n) => n.endsWith('.proto'))
-      .sort())
-      files.push(`workauto/${pkg}/v1/${f}`);
-  }
-  return files;
+/** The options as optionOf reads them (@bufbuild/protobuf's messages name fields in lowerCamel). */
+interface HttpRule {
+  pattern: { case: string | undefined; value?: unknown };
+  body: string;
+  responseBody: string;
+  additionalBindings: unknown[];
+}
+interface Policy {
+  auth: number;
+  domain: string;
+  level: number;
+  deadlineMs: number;
+  responseContentTypes: string[];
 }
 
-function option<T>(method: protobuf.Method, name: string): T | undefined {
-  for (const o of (method.parsedOptions ?? []) as Record<string, unknown>[]) if (name in o) return o[name] as T;
-  return undefined;
+/** The files of workauto/<pkg>/v1/ of every package that can hold services. */
+export function serviceFiles(schema: Schema): DescFile[] {
+  return schema.files.filter((f) => {
+    const [root, pkg] = f.proto.package.split('.');
+    return root === 'workauto' && pkg !== undefined && !SKIPPED_PACKAGES.has(pkg);
+  });
 }
 
 /**
@@ -121,102 +132,91 @@ export function compileTemplate(template: string): { pattern: RegExp; params: st
 /** Checks an annotation against its messages: every name it uses must be a field that can carry it. */
 function checkBindings(
   where: string,
-  request: protobuf.Type,
-  response: protobuf.Type,
+  request: DescMessage,
+  response: DescMessage,
   params: string[],
   body: string,
   responseBody: string,
 ): void {
   for (const p of params) {
-    const f = request.fields[p];
+    const f = fieldByName(request, p);
     if (!f) throw new Error(`${where}: path variable {${p}} is not a field of ${request.name}`);
-    f.resolve();
-    if (f.repeated || f.map || f.resolvedType instanceof protobuf.Type)
+    if (f.fieldKind !== 'scalar' && f.fieldKind !== 'enum')
       throw new Error(`${where}: path variable {${p}} must be a scalar or enum field`);
   }
   if (body && body !== '*') {
-    if (!request.fields[body]) throw new Error(`${where}: body "${body}" is not a field of ${request.name}`);
+    if (!fieldByName(request, body)) throw new Error(`${where}: body "${body}" is not a field of ${request.name}`);
     if (params.includes(body)) throw new Error(`${where}: body "${body}" is also a path variable`);
   }
-  if (responseBody && !response.fields[responseBody])
+  if (responseBody && !fieldByName(response, responseBody))
     throw new Error(`${where}: response_body "${responseBody}" is not a field of ${response.name}`);
 }
 
-export function buildRoutes(root: protobuf.Root): Route[] {
-  const routes: Route[] = [];
-  const visit = (ns: protobuf.NamespaceBase) => {
-    for (const obj of ns.nestedArray) {
-      if (obj instanceof protobuf.Service) {
-        const pkg = obj.fullName.split('.')[2] ?? '';
-        for (const method of obj.methodsArray) {
-          const http = option<Record<string, string>>(method, '(google.api.http)');
-          if (!http) continue; // internal rpcs (AuthenticateToken) are not routable
-          const where = `${obj.fullName.slice(1)}.${method.name}`;
-          const verbs = VERBS.filter((v) => typeof http[v] === 'string');
-          if (verbs.length !== 1)
-            throw new Error(
-              `${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`,
-            );
-          if (method.requestStream) throw new Error(`${where}: client-streaming rpcs cannot be routed`);
-          const verb = verbs[0]!;
-          const template = http[verb]!;
-          const policy = option<Record<string, string>>(method, '(workauto.api.v1.policy)') ?? {};
-          const contentTypes = [policy.response_content_types ?? []].flat() as string[];
-          method.resolve();
-          const requestType = method.resolvedRequestType!;
-          const responseType = method.resolvedResponseType!;
-          const compiled = compileTemplate(template);
-          const body = http.body ?? '';
-          const responseBody = http.response_body ?? '';
-          checkBindings(where, requestType, responseType, compiled.params, body, responseBody);
-          // A raw body is not replayable JSON (Idempotency-Key records): only reads may return one.
-          const httpBody = responseType.fullName === '.google.api.HttpBody';
-          if (httpBody && verb !== 'get')
-            throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
-          // A stream goes to the client chunk by chunk: only raw bytes can, not a JSON document.
-          if (method.responseStream && !httpBody)
-            throw new Error(`${where}: only a stream of google.api.HttpBody can be routed (a server-streaming rpc)`);
-          if (contentTypes.length && !httpBody)
-            throw new Error(`${where}: response_content_types is for google.api.HttpBody responses`);
-          const auth = AUTH[policy.auth ?? 'AUTH_UNSPECIFIED'];
-          const level = LEVEL[policy.level ?? 'ACCESS_LEVEL_UNSPECIFIED'];
-          if (!auth || !level) throw new Error(`${where}: unknown policy ${JSON.stringify(policy)}`);
-          if (policy.domain && level === 'none')
-            throw new Error(`${where}: policy names domain ${policy.domain} without a level`);
-          routes.push({
-            method: verb.toUpperCase() as HttpMethod,
-            template,
-            ...compiled,
-            grpcPath: `/${obj.fullName.slice(1)}/${method.name}`,
-            rpc: method.name,
-            downstream: pkg,
-            requestType,
-            responseType,
-            body,
-            responseBody,
-            auth,
-            domain: policy.domain ?? '',
-            level,
-            successStatus:
-              responseType.fullName === '.workauto.api.v1.Redirect'
-                ? 302
-                : responseType.fullName === '.google.protobuf.Empty'
-                  ? 204
-                  : method.name.startsWith('Create')
-                    ? 201
-                    : 200,
-            description: (method.comment ?? '').trim(),
-            ...(Number(policy.deadline_ms) > 0 ? { deadlineMs: Number(policy.deadline_ms) } : {}),
-            stream: Boolean(method.responseStream),
-            contentTypes,
-          });
-        }
-      } else if (obj instanceof protobuf.Namespace) {
-        visit(obj);
-      }
-    }
+function routeOf(method: DescMethod): Route | undefined {
+  const http = optionOf<HttpRule>(method, 'google.api.http');
+  if (!http) return undefined; // internal rpcs (AuthenticateToken) are not routable
+  const where = `${method.parent.typeName}.${method.name}`;
+  const verb = VERBS.find((v) => v === http.pattern.case);
+  if (!verb || http.additionalBindings.length)
+    throw new Error(
+      `${where}: google.api.http needs exactly one of ${VERBS.join(', ')} (custom verbs and additional_bindings are not supported)`,
+    );
+  if (method.methodKind === 'client_streaming' || method.methodKind === 'bidi_streaming')
+    throw new Error(`${where}: client-streaming rpcs cannot be routed`);
+  const template = http.pattern.value as string;
+  const policy: Partial<Policy> = optionOf<Policy>(method, 'workauto.api.v1.policy') ?? {};
+  const compiled = compileTemplate(template);
+  const { body, responseBody } = http;
+  checkBindings(where, method.input, method.output, compiled.params, body, responseBody);
+  // A raw body is not replayable JSON (Idempotency-Key records): only reads may return one.
+  const httpBody = method.output.typeName === 'google.api.HttpBody';
+  if (httpBody && verb !== 'get') throw new Error(`${where}: google.api.HttpBody responses are for GET routes only`);
+  // A stream goes to the client chunk by chunk: only raw bytes can, not a JSON document.
+  const stream = method.methodKind === 'server_streaming';
+  if (stream && !httpBody)
+    throw new Error(`${where}: only a stream of google.api.HttpBody can be routed (a server-streaming rpc)`);
+  const contentTypes = policy.responseContentTypes ?? [];
+  if (contentTypes.length && !httpBody)
+    throw new Error(`${where}: response_content_types is for google.api.HttpBody responses`);
+  const auth = AUTH[policy.auth ?? Auth.AUTH_UNSPECIFIED];
+  const level = LEVEL[policy.level ?? AccessLevel.ACCESS_LEVEL_UNSPECIFIED];
+  const domain = policy.domain ?? '';
+  if (!auth || !level) throw new Error(`${where}: unknown policy auth ${policy.auth}, level ${policy.level}`);
+  if (domain && level === 'none') throw new Error(`${where}: policy names domain ${domain} without a level`);
+  return {
+    method: verb.toUpperCase() as HttpMethod,
+    template,
+    ...compiled,
+    grpcPath: `/${method.parent.typeName}/${method.name}`,
+    rpc: method.name,
+    downstream: method.parent.typeName.split('.')[1] ?? '',
+    requestType: messageType(method.input),
+    responseType: messageType(method.output),
+    body,
+    responseBody,
+    auth,
+    domain,
+    level,
+    successStatus:
+      method.output.typeName === 'workauto.api.v1.Redirect'
+        ? 302
+        : method.output.typeName === 'google.protobuf.Empty'
+          ? 204
+          : method.name.startsWith('Create')
+            ? 201
+            : 200,
+    description: commentOf(method),
+    ...(policy.deadlineMs ? { deadlineMs: policy.deadlineMs } : {}),
+    stream,
+    contentTypes,
   };
-  visit(root);
+}
+
+/** The routes of the services declared in `files`. */
+export function buildRoutes(files: DescFile[]): Route[] {
+  const routes = files.flatMap((file) =>
+    file.services.flatMap((service) => service.methods.flatMap((m) => routeOf(m) ?? [])),
+  );
   const seen = new Map<string, string>();
   for (const r of routes) {
     // Same shape, different variable names, would make one of the two unreachable.
@@ -230,8 +230,11 @@ export function buildRoutes(root: protobuf.Root): Route[] {
   );
 }
 
-export function loadRoutes(): Route[] {
-  return buildRoutes(loadProtoRoot(serviceProtoFiles()));
+/** The product's routes, from the descriptor set, with the codecs of their messages loaded. */
+export async function loadRoutes(): Promise<Route[]> {
+  const files = serviceFiles(loadSchema());
+  await loadCodecs(files);
+  return buildRoutes(files);
 }
 
 export type Match =

@@ -3,18 +3,10 @@ import { describe, it } from 'node:test';
 import { DomainError } from '@workauto/grpc';
 import { buildRoutes, type Route } from './routes.js';
 import { buildRequest } from './transcode.js';
-import { FIXTURE_PROTO, rootFromSource } from '@workauto/protos/fixtures';
+import { fixtureFile } from '@workauto/protos/fixtures';
+import { ListThingsRequest } from '@workauto/protos/fixtures/fixture.js';
 
-/** PUT routes with and without an update_mask (PUT /events/{id} updates only the fields it carries). */
-const PUT_PROTO = `syntax = "proto3"; package workauto.put.v1; import "google/api/annotations.proto"; import "google/protobuf/field_mask.proto";
-  service PutService {
-    rpc Carried(Carried) returns (Carried) { option (google.api.http) = {put: "/api/v1/carried/{id}" body: "*"}; }
-    rpc Replace(Replace) returns (Replace) { option (google.api.http) = {put: "/api/v1/replaced/{id}" body: "*"}; }
-  }
-  message Carried { string id = 1; optional string title = 2; optional string note = 3; google.protobuf.FieldMask update_mask = 4; }
-  message Replace { string id = 1; optional string title = 2; }`;
-
-const routes = buildRoutes(rootFromSource(FIXTURE_PROTO));
+const routes = buildRoutes(fixtureFile('fixture'));
 const route = (rpc: string): Route => routes.find((r) => r.rpc === rpc)!;
 const ID = '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d';
 
@@ -52,11 +44,16 @@ describe('query parameters', () => {
       limit: 20,
       archived: false,
       kinds: [1, 2],
-      since: { seconds: Date.UTC(2026, 0, 1) / 1000, nanos: 0 },
+      since: new Date(Date.UTC(2026, 0, 1)),
       min_amount: -5,
       min_ratio: 0.5,
-      alias: { value: 'a' },
+      alias: 'a',
     });
+    assert.deepEqual(
+      ListThingsRequest.decode(list.requestType.encode(req)),
+      { ...ListThingsRequest.fromPartial({}), ...req },
+      'the service reads what the query said',
+    );
     assert.deepEqual(
       buildRequest(list, {}, { kinds: 'small' }, undefined),
       { kinds: [2] },
@@ -158,9 +155,13 @@ describe('path variables and bodies', () => {
   it('map body "*" onto the request, and refuse a path variable repeated in the body', () => {
     assert.deepEqual(buildRequest(route('CreateThing'), {}, {}, { name: 'n', kind: 'small' }), { name: 'n', kind: 2 });
     assert.deepEqual(
-      buildRequest(route('CreateThing'), {}, {}, undefined),
-      {},
-      "no body is an empty message; required fields are the service's to check",
+      refused(() => buildRequest(route('CreateThing'), {}, {}, undefined)),
+      ['name'],
+      'a REQUIRED field (google.api.field_behavior) left out is refused here, as the OpenAPI document says',
+    );
+    assert.deepEqual(
+      refused(() => buildRequest(route('CreateThing'), {}, {}, { name: null, kind: 'small' })),
+      ['name'],
     );
     assert.deepEqual(
       refused(() => buildRequest(route('CreateThing'), {}, {}, [1])),
@@ -200,12 +201,12 @@ describe('path variables and bodies', () => {
 });
 
 describe('PUT with an update_mask', () => {
-  const put = buildRoutes(rootFromSource(PUT_PROTO));
+  const put = buildRoutes(fixtureFile('put')); // PUT /events/{id} updates only the fields it carries
   const by = (rpc: string) => put.find((r) => r.rpc === rpc)!;
 
   it("gets the body's keys as the mask, nulls included (they clear), as PATCH does", () => {
     const req = buildRequest(by('Carried'), { id: ID }, {}, { title: 'x', note: null });
-    assert.deepEqual(req, { id: ID, title: 'x', update_mask: { paths: ['title', 'note'] } });
+    assert.deepEqual(req, { id: ID, title: 'x', update_mask: ['title', 'note'] });
     assert.ok(
       refused(() => buildRequest(by('Carried'), { id: ID }, {}, { update_mask: 'title' })).includes('update_mask'),
       "the mask is not the client's to send",

@@ -1,14 +1,19 @@
-/** HTTP request → gRPC request object for a route: path parameters, query parameters and the JSON body. */
-import protobuf from 'protobufjs';
+/** HTTP request → gRPC request object (ts-proto's shape) for a route: path parameters, query parameters and the JSON body. */
+import type { DescField, DescMessage } from '@bufbuild/protobuf';
 import {
+  enumFromJson,
+  enumNames,
+  fieldByName,
   fieldFromJson,
   messageFromJson,
+  optionOf,
   scalarFromJson,
-  enumNames,
-  enumPrefix,
+  scalarName,
+  setField,
   WRAPPERS,
   type Violation,
 } from '@workauto/protos';
+import { FieldBehavior } from '@workauto/protos/google/api/field_behavior.js';
 import { gatewayErrors } from './errors.js';
 import type { Route } from './routes.js';
 
@@ -17,37 +22,64 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DECIMAL = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 
 /** The request's `google.protobuf.FieldMask update_mask`, when it has one (Update rpcs). */
-export function updateMaskField(type: protobuf.Type): protobuf.Field | undefined {
-  const field = type.fields.update_mask;
-  if (!field) return undefined;
-  field.resolve();
-  return field.resolvedType?.fullName === '.google.protobuf.FieldMask' ? field : undefined;
+export function updateMaskField(type: DescMessage): DescField | undefined {
+  const field = fieldByName(type, 'update_mask');
+  return field?.message?.typeName === 'google.protobuf.FieldMask' ? field : undefined;
+}
+
+/**
+ * `[(google.api.field_behavior) = REQUIRED]`: a request must carry the field. The one source of
+ * what is required: the gateway refuses a request without it (requiredViolations) and the OpenAPI
+ * document lists it in `required`.
+ */
+export function isRequiredField(field: DescField): boolean {
+  return optionOf<FieldBehavior[]>(field, 'google.api.field_behavior')?.includes(FieldBehavior.REQUIRED) ?? false;
+}
+
+/**
+ * The REQUIRED fields a JSON value of `type` leaves out (absent or null), at every level of the
+ * messages it carries: `owner.email`, `stages[1].name`. Wrong types are messageFromJson's to report.
+ */
+export function requiredViolations(type: DescMessage, value: unknown, path: string, skip: string[] = []): Violation[] {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
+  const given = value as Record<string, unknown>;
+  const out: Violation[] = [];
+  for (const f of type.fields) {
+    if (skip.includes(f.name)) continue;
+    const at = path ? `${path}.${f.name}` : f.name;
+    const v = given[f.name];
+    if (v === undefined || v === null) {
+      if (isRequiredField(f)) out.push({ field: at, description: 'is required' });
+      continue;
+    }
+    if (!f.message || f.message.typeName.startsWith('google.protobuf.')) continue;
+    if (f.fieldKind === 'list' && Array.isArray(v))
+      v.forEach((item, i) => out.push(...requiredViolations(f.message!, item, `${at}[${i}]`)));
+    else if (f.fieldKind === 'message') out.push(...requiredViolations(f.message, v, at));
+  }
+  return out;
 }
 
 /** A query or path value (always text) as the field's type. */
-function fromText(field: protobuf.Field, text: string, path: string, out: Violation[]): unknown {
-  field.resolve();
-  const rt = field.resolvedType;
-  if (rt instanceof protobuf.Enum) {
-    const key = enumPrefix(rt) + text.toUpperCase();
-    const n = Object.prototype.hasOwnProperty.call(rt.values, key) ? rt.values[key] : undefined;
-    if (n === undefined || n === 0 || text !== text.toLowerCase()) {
-      out.push({ field: path, description: `must be one of ${enumNames(rt).join(', ')}; got ${JSON.stringify(text)}` });
-      return undefined;
+function fromText(field: DescField, text: string, path: string, out: Violation[]): unknown {
+  if (field.enum) {
+    const n = enumFromJson(field.enum, text);
+    if (n === undefined) {
+      out.push({
+        field: path,
+        description: `must be one of ${enumNames(field.enum).join(', ')}; got ${JSON.stringify(text)}`,
+      });
     }
     return n;
   }
-  if (rt instanceof protobuf.Type) {
-    if (rt.fullName === '.google.protobuf.Timestamp') return messageFromJson(rt, text, path, out);
-    const wrapped = WRAPPERS[rt.fullName];
-    if (wrapped) {
-      const v = scalarText(wrapped, text, path, out);
-      return v === undefined ? undefined : { value: v };
-    }
+  if (field.message) {
+    if (field.message.typeName === 'google.protobuf.Timestamp') return messageFromJson(field.message, text, path, out);
+    const wrapped = WRAPPERS[field.message.typeName];
+    if (wrapped) return scalarText(wrapped, text, path, out);
     out.push({ field: path, description: 'cannot be given in the URL' });
     return undefined;
   }
-  return scalarText(field.type, text, path, out);
+  return scalarText(scalarName(field.scalar!), text, path, out);
 }
 
 function scalarText(type: string, text: string, path: string, out: Violation[]): unknown {
@@ -72,7 +104,7 @@ function scalarText(type: string, text: string, path: string, out: Violation[]):
 }
 
 /**
- * The request message (as a protobufjs plain object) of one HTTP call. Throws one
+ * The request message (a ts-proto object; fields left out take their defaults) of one HTTP call. Throws one
  * INVALID_ARGUMENT listing every violation of the path, the query and the body.
  */
 export function buildRequest(
@@ -82,7 +114,7 @@ export function buildRequest(
   body: unknown,
 ): Record<string, unknown> {
   const out: Violation[] = [];
-  const type = route.requestType;
+  const type = route.requestType.desc;
   let request: Record<string, unknown> = {};
   const hasBody =
     body !== undefined &&
@@ -99,10 +131,11 @@ export function buildRequest(
         description: "is made from the body's keys; leave it out (send null to clear a field)",
       });
     }
+    out.push(...requiredViolations(type, body ?? {}, '', route.params));
     request = messageFromJson(type, body ?? {}, '', out) ?? {};
     // AIP-134 with JSON merge-patch semantics: the body's keys are the fields to change, and a key
     // whose value is null clears its field (the service reads it from update_mask).
-    if (maskField && given) request[maskField.name] = { paths: Object.keys(given) };
+    if (maskField && given) request[maskField.name] = Object.keys(given); // ts-proto holds a FieldMask's paths
     // The path names the resource; a second, possibly different, value in the body is a mistake.
     for (const p of route.params) {
       if (body && typeof body === 'object' && Object.prototype.hasOwnProperty.call(body, p)) {
@@ -110,40 +143,58 @@ export function buildRequest(
       }
     }
   } else if (route.body) {
-    const field = type.fields[route.body]!;
+    const field = fieldByName(type, route.body)!;
+    if (body === undefined || body === null) {
+      if (isRequiredField(field)) out.push({ field: route.body, description: 'is required' });
+    } else if (field.message && field.fieldKind === 'message') {
+      out.push(...requiredViolations(field.message, body, route.body));
+    } else if (field.message && field.fieldKind === 'list' && Array.isArray(body)) {
+      body.forEach((item, i) => out.push(...requiredViolations(field.message!, item, `${route.body}[${i}]`)));
+    }
     const mapped = body === undefined ? undefined : fieldFromJson(field, body, route.body, out);
-    if (mapped !== undefined) request[route.body] = mapped;
+    if (mapped !== undefined) setField(request, field, mapped);
   } else if (hasBody) {
     out.push({ field: '(body)', description: 'this endpoint takes no request body' });
   }
 
   for (const [name, text] of Object.entries(params)) {
-    const field = type.fields[name]!; // routes.ts checked every path variable is a field
+    const field = fieldByName(type, name)!; // routes.ts checked every path variable is a field
     if ((name === 'id' || name.endsWith('_id')) && !UUID.test(text)) {
       out.push({ field: name, description: `must be a UUID, got ${JSON.stringify(text.slice(0, 64))}` });
       continue;
     }
     const v = fromText(field, text, name, out);
-    if (v !== undefined) request[name] = v;
+    if (v !== undefined) setField(request, field, v);
   }
 
   // A redirect route is a browser round trip whose URL a third party writes (an OAuth provider adds
   // scope, iss, session_state, …): there, parameters the request does not name are dropped, not refused.
   const dropUnknown = route.successStatus === 302;
   for (const [name, raw] of Object.entries(query)) {
-    const field = Object.prototype.hasOwnProperty.call(type.fields, name) ? type.fields[name] : undefined;
-    if (!field || name in params || name === route.body || route.body === '*' || field.map) {
+    const field = fieldByName(type, name);
+    if (!field || name in params || name === route.body || route.body === '*' || field.fieldKind === 'map') {
       if (!dropUnknown) out.push({ field: name, description: 'is not a query parameter of this endpoint' });
       continue;
     }
     const values = Array.isArray(raw) ? raw.map(String) : [String(raw)];
-    if (field.repeated) {
-      request[name] = values.map((t, i) => fromText(field, t, `${name}[${i}]`, out));
+    if (field.fieldKind === 'list') {
+      setField(
+        request,
+        field,
+        values.map((t, i) => fromText(field, t, `${name}[${i}]`, out)),
+      );
     } else {
       if (values.length > 1) out.push({ field: name, description: 'is given more than once' });
       const v = fromText(field, values[0]!, name, out);
-      if (v !== undefined) request[name] = v;
+      if (v !== undefined) setField(request, field, v);
     }
+  }
+
+  // A REQUIRED query parameter (a list's window, say) left out.
+  if (route.body !== '*') {
+    for (const f of type.fields)
+      if (isRequiredField(f) && !(f.name in params) && f.name !== route.body && query[f.name] === undefined)
+        out.push({ field: f.name, description: 'is required (a query parameter)' });
   }
 
   if (out.length) throw gatewayErrors.badRequest(out);

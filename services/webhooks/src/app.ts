@@ -1,13 +1,12 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import type { Pool } from '@workauto/db';
 import { EgressPolicy } from '@workauto/egress';
 import { startConsumer, TOPICS } from '@workauto/events';
-import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
+import { JOBS_MIGRATIONS, JobQueue, PeriodicWorker } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { WebhooksServiceService } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
-import { startService, type RunningService, type ServiceConfig, type Worker } from '@workauto/service';
+import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
 import { INTAKE_GROUP, takeIn } from './delivery/intake.js';
 import { deliveryWorker } from './delivery/worker.js';
 import { DELIVERY_QUEUE, type DeliveryJob, type WebhooksDeps } from './handlers/common.js';
@@ -26,34 +25,28 @@ export interface WebhooksConfig extends ServiceConfig {
 export type { RunningService };
 
 /**
- * Deletes events older than the retention, hourly (beating while it waits): batch after batch until
- * none is left, so a backlog larger than one batch does not outgrow the sweep.
+ * Deletes events older than the retention, hourly on one replica at a time (and when a replica
+ * starts): batch after batch until none is left, so a backlog larger than one batch does not
+ * outgrow the sweep.
  */
-function retentionWorker(pool: Pool, days: number, logger: Logger): Worker {
-  return {
+function retentionWorker(pool: Pool, days: number, logger: Logger): PeriodicWorker {
+  return new PeriodicWorker({
     name: 'webhooks:retention',
-    async run(ctx) {
-      while (!ctx.signal.aborted) {
-        ctx.beat();
-        try {
-          let deleted = 0;
-          let batch: number;
-          do {
-            ctx.beat();
-            batch = await events.deleteOlderThan(pool, days);
-            deleted += batch;
-          } while (batch === events.RETENTION_BATCH && !ctx.signal.aborted);
-          if (deleted) logger.info({ deleted, days }, 'deleted webhook events past their retention');
-        } catch (err) {
-          logger.warn({ err }, 'could not delete old webhook events; retrying in an hour');
-        }
-        for (let waited = 0; waited < 3_600_000 && !ctx.signal.aborted; waited += 20_000) {
-          ctx.beat();
-          await sleep(20_000, undefined, { signal: ctx.signal }).catch(() => undefined);
-        }
-      }
+    replicas: 'one',
+    pool,
+    everyMs: 3_600_000,
+    logger,
+    tick: async ({ signal, beat }) => {
+      let deleted = 0;
+      let batch: number;
+      do {
+        beat();
+        batch = await events.deleteOlderThan(pool, days);
+        deleted += batch;
+      } while (batch === events.RETENTION_BATCH && !signal.aborted);
+      if (deleted) logger.info({ deleted, days }, 'deleted webhook events past their retention');
     },
-  };
+  });
 }
 
 /**

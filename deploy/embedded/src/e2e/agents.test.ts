@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { FakeProvider } from '@workauto/agents/testing';
-import { startMcpServer } from '@workauto/apps/test-support';
+import { FakeProvider, FakeProviderProcess } from '@workauto/agents/testing';
+import { startMcpServer } from '@workauto/apps/testing/mcp-servers';
 import { captureLogs, eventually } from '@workauto/testing';
 import { createLogger } from '@workauto/logger';
 import {
@@ -289,6 +289,36 @@ describe('agents through the gateway', () => {
     });
     assert.equal(run.cost_usd_cents, 2);
     assert.equal(run.failure_category ?? null, null);
+    const steps = await call('GET', `/agents/task-triage/runs/${run.id}/steps`, a.key);
+    assert.equal(steps.status, 200, JSON.stringify(steps.body));
+    assert.deepEqual(
+      steps.body.data.map((x: { index: number; type: string; tool_name?: string }) => [
+        x.index,
+        x.type,
+        x.tool_name ?? null,
+      ]),
+      [
+        [0, 'model_call', null],
+        [1, 'tool_call', 'create_task'],
+        [2, 'model_call', null],
+      ],
+    );
+    assertRecord(
+      steps.body.data[0],
+      { index: 'integer', type: 'string', started_at: 'date-time', ended_at: 'date-time' },
+      'step',
+    );
+    assert.deepEqual(
+      [steps.body.data[0].input_tokens, steps.body.data[0].output_tokens, steps.body.data[0].cost_usd_cents],
+      [10_000, 1_000, 0.56],
+    );
+    assert.deepEqual(steps.body.data[1].arguments, { title: 'Call ACME back' });
+    assert.equal(steps.body.data[1].is_error, false);
+    assert.equal(JSON.parse(steps.body.data[1].result).title, 'Call ACME back');
+    assert.equal(steps.body.data[2].result, 'One task created.');
+    assert.equal((await call('GET', `/agents/task-triage/runs/${run.id}/steps`, member)).status, 200, 'read suffices');
+    assertError(await call('GET', `/agents/task-triage/runs/${run.id}/steps`, viewer), 403);
+    assertError(await call('GET', `/agents/task-triage/runs/${run.id}/steps`, b.key), 404, 'AGENT_RUN_NOT_FOUND');
     const tasks = await call('GET', '/tasks', a.key);
     assert.deepEqual(
       tasks.body.data.map((x: { title: string }) => x.title),
@@ -427,6 +457,19 @@ describe('agents through the gateway', () => {
           (e: { actor_type: string; actor_id: string }) => e.actor_type === 'agent' && e.actor_id === run.id,
         );
       });
+      let toolCalled: any;
+      await eventually('the audit entry of the app tool call, by the run', async () => {
+        const log = await call('GET', '/audit-log?action=app.tool_called', a.key);
+        toolCalled = log.body.data?.find((e: { actor_id: string }) => e.actor_id === run.id);
+        return toolCalled !== undefined;
+      });
+      assert.equal(toolCalled.actor_type, 'agent');
+      assert.equal(toolCalled.resource_type, 'app');
+      assert.deepEqual(
+        [toolCalled.metadata.app_slug, toolCalled.metadata.tool, toolCalled.metadata.outcome],
+        ['crm-app', 'lookup', 'ok'],
+      );
+      assert.ok(!JSON.stringify(toolCalled).includes('acme'), 'never the arguments');
 
       await mcp.close();
       const k2 = key('sk-');
@@ -451,6 +494,65 @@ describe('agents through the gateway', () => {
       assert.ok(!run.failure_detail.includes(secret));
     } finally {
       await mcp.close().catch(() => undefined);
+    }
+  });
+
+  it("runs a model of the tenant's choosing on its own OpenAI-compatible server (a process of its own) through the API", async () => {
+    const server = await FakeProviderProcess.start({ only: 'openai' });
+    try {
+      const k = key('sk-');
+      await server.probe(k, 'ok');
+      const noKey = await call('PUT', '/agent-configs/pipeline-review', b.key, { base_url: server.openaiBaseUrl });
+      assertError(noKey, 400);
+      assert.deepEqual(violations(noKey), ['base_url']);
+      const probed = await call('POST', '/agent-configs/validate-key', b.key, {
+        api_key: k,
+        provider: 'openai',
+        base_url: server.openaiBaseUrl,
+      });
+      assert.deepEqual([probed.status, probed.body.status], [200, 'valid']);
+      assert.deepEqual(
+        violations(
+          await call('POST', '/agent-configs/validate-key', b.key, { api_key: k, base_url: 'https://x.test/v 1' }),
+        ),
+        ['base_url'],
+      );
+      const stored = await call('PUT', '/agent-configs/pipeline-review/byok-key', b.key, {
+        api_key: k,
+        provider: 'openai',
+        base_url: server.openaiBaseUrl,
+      });
+      assert.equal(stored.status, 200, JSON.stringify(stored.body));
+      const config = await call('PUT', '/agent-configs/pipeline-review', b.key, {
+        model: 'qwen2.5:7b',
+        base_url: server.openaiBaseUrl,
+        input_price_cents_per_mtok: 0,
+        output_price_cents_per_mtok: 0,
+      });
+      assert.equal(config.status, 200, JSON.stringify(config.body));
+      assert.deepEqual(
+        [config.body.model, config.body.base_url, config.body.input_price_cents_per_mtok, config.body.provider ?? null],
+        ['qwen2.5:7b', server.openaiBaseUrl, 0, null],
+      );
+      await server.script(k, [{ text: 'Reviewed on our own hardware.' }]);
+      const created = await call('POST', '/agents/pipeline-review/runs', b.key, { input: 'review' });
+      let run: any;
+      await eventually(
+        'the run ends',
+        async () => {
+          run = (await call('GET', `/agents/pipeline-review/runs/${created.body.id}`, b.key)).body;
+          return run.status === 'succeeded' || run.status === 'failed';
+        },
+        20_000,
+        50,
+      );
+      assert.equal(run.status, 'succeeded', JSON.stringify(run));
+      assert.equal(run.cost_usd_cents, 0);
+      const [chat] = await server.chats(k);
+      assert.equal(JSON.parse(chat!.body).model, 'qwen2.5:7b');
+      assert.equal(fake.chats(k).length, 0, "the platform's provider got nothing");
+    } finally {
+      await server.stop();
     }
   });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { captureLogs, eventually } from '@workauto/testing';
-import { startMcpServer, type McpTestServer } from '@workauto/apps/test-support';
+import { startMcpServer, type McpTestServer } from '@workauto/apps/testing/mcp-servers';
 import {
   assertError,
   assertRecord,
@@ -179,6 +179,45 @@ describe('apps through the gateway', () => {
     for (let i = 0; i < 6; i++)
       assertError(await call('POST', '/apps/gone/tools/echo/call', a.key, { arguments: {} }), 503, 'APP_UNREACHABLE');
     assert.equal((await call('GET', '/apps/gone', a.key)).status, 200);
+  });
+
+  it('audits each tool call in the audit log: who, which app and tool, the outcome and duration, never the arguments or result', async () => {
+    const ARG = 'e2e-argument-sentinel-0d4f';
+    const RESULT = 'e2e-result-sentinel-a71c';
+    const audited = await startMcpServer({
+      transport: 'streamable',
+      tools: [{ name: 'look' }],
+      onCall: () => ({ content: [{ type: 'text', text: RESULT }] }),
+    });
+    await call('POST', '/apps', a.key, { slug: 'audited', display_name: 'Audited', mcp_server_url: audited.url });
+    const app = await settled(a.key, 'audited');
+    await call('PATCH', '/apps/audited', a.key, { enabled_tools: ['look'] });
+    const ok = await call('POST', '/apps/audited/tools/look/call', a.key, { arguments: { q: ARG } });
+    assert.equal(ok.status, 200);
+    await audited.close();
+    assertError(await call('POST', '/apps/audited/tools/look/call', a.key, { arguments: { q: ARG } }), 503);
+    const entries = async () =>
+      (await call('GET', '/audit-log?action=app.tool_called&resource_type=app', a.key)).body.data.filter(
+        (e: { resource_id: string }) => e.resource_id === app.id,
+      );
+    await eventually('both audit entries', async () => (await entries()).length === 2);
+    const [failed, succeeded] = await entries(); // newest first
+    for (const e of [failed, succeeded]) {
+      assert.equal(e.actor_type, 'api_key');
+      assert.equal(e.resource_type, 'app');
+      assert.equal(typeof e.metadata.duration_ms, 'number');
+      assert.equal(e.metadata.member_id, a.ownerId);
+    }
+    assert.deepEqual(
+      [succeeded.metadata.app_slug, succeeded.metadata.tool, succeeded.metadata.outcome],
+      ['audited', 'look', 'ok'],
+    );
+    assert.deepEqual([failed.metadata.outcome, failed.metadata.failure_category], ['failed', 'unreachable']);
+    const text = JSON.stringify(await entries());
+    assert.ok(
+      !text.includes(ARG) && !text.includes(RESULT),
+      'neither the arguments nor the result are in the audit log',
+    );
   });
 
   it('answers a 5 MB tool result with 200 and is_error saying it passed the limit, not 429', async () => {

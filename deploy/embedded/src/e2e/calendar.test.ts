@@ -4,6 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import ICAL from 'ical.js';
 import {
   assertError,
+  fails,
+  ok,
   assertRecord,
   startTestStack,
   violations,
@@ -76,16 +78,21 @@ describe('calendar through the gateway', () => {
     stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
   it('serves calendars: create, list, get, patch, delete (which takes the events)', async () => {
-    const created = await call('POST', '/calendars', a.key, {
-      name: 'Team',
-      description: 'Our team',
-      timezone: 'America/New_York',
-      color: '#336699',
-      metadata: { k: 1 },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const api = stack.client(a.key);
+    const created = await ok(
+      api.POST('/api/v1/calendars', {
+        body: {
+          name: 'Team',
+          description: 'Our team',
+          timezone: 'America/New_York',
+          color: '#336699',
+          metadata: { k: 1 },
+        },
+      }),
+      201,
+    );
     assertRecord(
-      created.body,
+      created,
       {
         id: 'uuid',
         tenant_id: 'uuid',
@@ -97,63 +104,67 @@ describe('calendar through the gateway', () => {
       },
       'Calendar',
     );
-    const id = created.body.id as string;
-    assert.equal((await call('GET', `/calendars/${id}`, a.key)).body.name, 'Team');
-    const list = await call('GET', '/calendars?limit=1', a.key);
-    assert.deepEqual([list.body.data.length, list.body.has_more, list.body.next_cursor], [1, false, null]);
-    const patched = await call('PATCH', `/calendars/${id}`, a.key, { description: null, timezone: 'Europe/Berlin' });
-    assert.deepEqual(
-      [patched.status, patched.body.description ?? null, patched.body.timezone],
-      [200, null, 'Europe/Berlin'],
+    const calendar = { params: { path: { id: created.id } } };
+    assert.equal((await ok(api.GET('/api/v1/calendars/{id}', calendar))).name, 'Team');
+    const list = await ok(api.GET('/api/v1/calendars', { params: { query: { limit: 1 } } }));
+    assert.deepEqual([list.data.length, list.has_more, list.next_cursor], [1, false, null]);
+    const patched = await ok(
+      api.PATCH('/api/v1/calendars/{id}', { ...calendar, body: { description: null, timezone: 'Europe/Berlin' } }),
     );
-    const ev = await call('POST', '/events', a.key, {
-      calendar_id: id,
-      title: 'E',
-      start_at: '2026-06-01T09:00:00Z',
-      end_at: '2026-06-01T10:00:00Z',
-    });
-    assert.equal(ev.body.timezone, 'Europe/Berlin');
-    assert.equal((await call('DELETE', `/calendars/${id}`, a.key)).status, 204);
-    assertError(await call('GET', `/calendars/${id}`, a.key), 404);
-    assertError(await call('GET', `/events/${ev.body.id}`, a.key), 404);
+    assert.deepEqual([patched.description ?? null, patched.timezone], [null, 'Europe/Berlin']);
+    const ev = await ok(
+      api.POST('/api/v1/events', {
+        body: { calendar_id: created.id, title: 'E', start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' },
+      }),
+      201,
+    );
+    assert.equal(ev.timezone, 'Europe/Berlin');
+    assert.equal((await api.DELETE('/api/v1/calendars/{id}', calendar)).response.status, 204);
+    await fails(api.GET('/api/v1/calendars/{id}', calendar), 404);
+    await fails(api.GET('/api/v1/events/{id}', { params: { path: { id: ev.id } } }), 404);
   });
 
   it('serves events: create, list occurrences, get, PUT with scopes and nulls, DELETE with scopes', async () => {
-    const cal = (await call('POST', '/calendars', a.key, { name: 'Work', timezone: 'America/New_York' })).body;
-    const created = await call('POST', '/events', a.key, {
-      calendar_id: cal.id,
-      title: 'Weekly',
-      start_at: '2026-10-26T13:00:00Z',
-      end_at: '2026-10-26T14:00:00Z',
-      rrule: 'FREQ=WEEKLY;COUNT=4',
-      description: 'Sync',
-      location: 'Room 1',
-      location_lat: 40.7,
-      location_lng: -74,
-      conference_url: 'https://meet.example/x',
-      color: 'blue',
-      event_type: 'focus_time',
-      status: 'tentative',
-      availability: 'free',
-      visibility: 'private',
-      reminders: [{ method: 'email', minutes: 30 }],
-      metadata: { a: 1 },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    assertRecord(created.body, EVENT_FIELDS, 'CalendarEvent');
-    const m = created.body;
+    const api = stack.client(a.key);
+    const cal = await ok(api.POST('/api/v1/calendars', { body: { name: 'Work', timezone: 'America/New_York' } }), 201);
+    const m = await ok(
+      api.POST('/api/v1/events', {
+        body: {
+          calendar_id: cal.id,
+          title: 'Weekly',
+          start_at: '2026-10-26T13:00:00Z',
+          end_at: '2026-10-26T14:00:00Z',
+          rrule: 'FREQ=WEEKLY;COUNT=4',
+          description: 'Sync',
+          location: 'Room 1',
+          location_lat: 40.7,
+          location_lng: -74,
+          conference_url: 'https://meet.example/x',
+          color: 'blue',
+          event_type: 'focus_time',
+          status: 'tentative',
+          availability: 'free',
+          visibility: 'private',
+          reminders: [{ method: 'email', minutes: 30 }],
+          metadata: { a: 1 },
+        },
+      }),
+      201,
+    );
+    assertRecord(m, EVENT_FIELDS, 'CalendarEvent');
     assert.deepEqual(
       [m.event_type, m.status, m.availability, m.visibility, m.sequence, m.reminders, m.rrule, m.exdates],
       ['focus_time', 'tentative', 'free', 'private', 0, [{ method: 'email', minutes: 30 }], 'FREQ=WEEKLY;COUNT=4', []],
     );
-    assert.match(m.ical_uid, /@workauto$/);
+    assert.match(String(m.ical_uid), /@workauto$/);
 
-    const window = `from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z&calendar_id=${cal.id}`;
-    const listed = await call('GET', `/events?${window}`, a.key);
-    assert.equal(listed.status, 200);
+    const window = { from: '2026-10-01T00:00:00Z', to: '2026-12-01T00:00:00Z', calendar_id: cal.id };
+    const events = (query: { limit?: number; cursor?: string } = {}) =>
+      ok(api.GET('/api/v1/events', { params: { query: { ...window, ...query } } }));
+    const listed = await events();
     // 09:00 New York each week, across the fall-back on Nov 1: the UTC hour moves from 13 to 14.
     assert.deepEqual(
-      listed.body.data.map((e: any) => e.start_at),
+      listed.data.map((e) => e.start_at),
       [
         '2026-10-26T13:00:00.000000Z',
         '2026-11-02T14:00:00.000000Z',
@@ -161,95 +172,73 @@ describe('calendar through the gateway', () => {
         '2026-11-16T14:00:00.000000Z',
       ],
     );
-    assert.ok(
-      listed.body.data.every((e: any) => e.id === m.id && e.series_id === m.id && e.recurrence_id === e.start_at),
-    );
-    assert.deepEqual([listed.body.has_more, listed.body.next_cursor], [false, null]);
-    const page = await call('GET', `/events?${window}&limit=3`, a.key);
-    const rest = await call('GET', `/events?${window}&limit=3&cursor=${page.body.next_cursor}`, a.key);
+    assert.ok(listed.data.every((e) => e.id === m.id && e.series_id === m.id && e.recurrence_id === e.start_at));
+    assert.deepEqual([listed.has_more, listed.next_cursor], [false, null]);
+    const page = await events({ limit: 3 });
+    const rest = await events({ limit: 3, cursor: page.next_cursor! });
     assert.deepEqual(
-      [...page.body.data, ...rest.body.data].map((e: any) => e.start_at),
-      listed.body.data.map((e: any) => e.start_at),
+      [...page.data, ...rest.data].map((e) => e.start_at),
+      listed.data.map((e) => e.start_at),
     );
+    const occurrence = (i: number) => listed.data[i]!.recurrence_id!;
 
-    const second = listed.body.data[1];
-    const ex = await call('PUT', `/events/${m.id}`, a.key, {
-      update_scope: 'this',
-      recurrence_id: second.recurrence_id,
-      title: 'Moved',
-      start_at: '2026-11-02T15:00:00Z',
-      end_at: '2026-11-02T16:00:00Z',
-      description: null,
-    });
-    assert.equal(ex.status, 200, JSON.stringify(ex.body));
-    assert.deepEqual(
-      [
-        ex.body.series_id,
-        ex.body.recurrence_id,
-        ex.body.title,
-        ex.body.description ?? null,
-        ex.body.location,
-        ex.body.sequence,
-      ],
-      [m.id, second.recurrence_id, 'Moved', null, 'Room 1', 1],
+    const event = (id: string) => ({ params: { path: { id } } });
+    const ex = await ok(
+      api.PUT('/api/v1/events/{id}', {
+        ...event(m.id),
+        body: {
+          update_scope: 'this',
+          recurrence_id: occurrence(1),
+          title: 'Moved',
+          start_at: '2026-11-02T15:00:00Z',
+          end_at: '2026-11-02T16:00:00Z',
+          description: null,
+        },
+      }),
     );
-    const all = await call('PUT', `/events/${m.id}`, a.key, { location: null, reminders: [] });
     assert.deepEqual(
-      [all.body.location ?? null, all.body.reminders, all.body.sequence, all.body.title],
+      [ex.series_id, ex.recurrence_id, ex.title, ex.description ?? null, ex.location, ex.sequence],
+      [m.id, occurrence(1), 'Moved', null, 'Room 1', 1],
+    );
+    const all = await ok(api.PUT('/api/v1/events/{id}', { ...event(m.id), body: { location: null, reminders: [] } }));
+    assert.deepEqual(
+      [all.location ?? null, all.reminders, all.sequence, all.title],
       [null, [], 1, 'Weekly'],
       'default scope all; null and [] clear',
     );
     assert.equal(
-      (await call('GET', `/events/${ex.body.id}`, a.key)).body.location ?? null,
+      (await ok(api.GET('/api/v1/events/{id}', event(ex.id)))).location ?? null,
       null,
       'the exception got the change too',
     );
-    const following = await call('PUT', `/events/${m.id}`, a.key, {
-      update_scope: 'this_and_following',
-      recurrence_id: listed.body.data[2].recurrence_id,
-      title: 'Later',
-    });
-    assert.deepEqual(
-      [following.status, following.body.rrule, following.body.sequence],
-      [200, 'FREQ=WEEKLY;COUNT=2', 2],
+    const following = await ok(
+      api.PUT('/api/v1/events/{id}', {
+        ...event(m.id),
+        body: { update_scope: 'this_and_following', recurrence_id: occurrence(2), title: 'Later' },
+      }),
     );
-    const after = (await call('GET', `/events?${window}`, a.key)).body.data;
+    assert.deepEqual([following.rrule, following.sequence], ['FREQ=WEEKLY;COUNT=2', 2]);
     assert.deepEqual(
-      after.map((e: any) => `${e.title} ${e.recurrence_id}`),
-      [
-        `Weekly ${listed.body.data[0].recurrence_id}`,
-        `Moved ${listed.body.data[1].recurrence_id}`,
-        `Later ${listed.body.data[2].recurrence_id}`,
-        `Later ${listed.body.data[3].recurrence_id}`,
-      ],
+      (await events()).data.map((e) => `${e.title} ${e.recurrence_id}`),
+      [`Weekly ${occurrence(0)}`, `Moved ${occurrence(1)}`, `Later ${occurrence(2)}`, `Later ${occurrence(3)}`],
     );
 
+    const remove = (id: string, query?: { update_scope: 'this' | 'this_and_following'; recurrence_id: string }) =>
+      api.DELETE('/api/v1/events/{id}', { params: { path: { id }, ...(query ? { query } : {}) } });
     assert.equal(
-      (
-        await call(
-          'DELETE',
-          `/events/${following.body.id}?update_scope=this&recurrence_id=${listed.body.data[3].recurrence_id}`,
-          a.key,
-        )
-      ).status,
+      (await remove(following.id, { update_scope: 'this', recurrence_id: occurrence(3) })).response.status,
       204,
     );
-    assert.equal((await call('GET', `/events/${following.body.id}`, a.key)).body.exdates.length, 1);
+    assert.equal((await ok(api.GET('/api/v1/events/{id}', event(following.id)))).exdates.length, 1);
     assert.equal(
-      (
-        await call(
-          'DELETE',
-          `/events/${m.id}?update_scope=this_and_following&recurrence_id=${listed.body.data[1].recurrence_id}`,
-          a.key,
-        )
-      ).status,
+      (await remove(m.id, { update_scope: 'this_and_following', recurrence_id: occurrence(1) })).response.status,
       204,
     );
-    assertError(await call('GET', `/events/${ex.body.id}`, a.key), 404);
-    assert.equal((await call('DELETE', `/events/${m.id}`, a.key)).status, 204);
-    assertError(await call('GET', `/events/${m.id}`, a.key), 404);
+    await fails(api.GET('/api/v1/events/{id}', event(ex.id)), 404);
+    assert.equal((await remove(m.id)).response.status, 204);
+    await fails(api.GET('/api/v1/events/{id}', event(m.id)), 404);
     assert.deepEqual(
-      (await call('GET', `/events?${window}`, a.key)).body.data.map((e: any) => e.title),
+      (await events()).data.map((e) => e.title),
       ['Later'],
     );
   });

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import type { paths, Schemas } from '@workauto/client';
 import {
   assertError,
   assertRecord,
+  fails,
+  ok,
   startTestStack,
   violations,
   type ApiResponse,
@@ -76,7 +79,8 @@ const CHANNEL = {
   preference_order: 'integer',
 } as const;
 
-const SALES = [
+type Stage = Schemas['crm_pipelines.v1.PipelineStage'];
+const SALES: Schemas['crm_pipelines.v1.StageInput-Request'][] = [
   { name: 'Lead', stage_type: 'open', default_confidence: 0.1, display_order: 1 },
   { name: 'Proposal', stage_type: 'open', display_order: 2 },
   { name: 'Won', stage_type: 'won', display_order: 3 },
@@ -103,21 +107,20 @@ describe('crm-pipelines end to end', () => {
     stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
   it('serves every pipeline and stage endpoint with the spec’s records', async () => {
-    const created = await call('POST', '/pipelines', a.key, {
-      name: 'Sales',
-      description: 'New business',
-      is_default: true,
-      stages: SALES,
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const p = created.body;
+    const api = stack.client(a.key);
+    const p = await ok(
+      api.POST('/api/v1/pipelines', {
+        body: { name: 'Sales', description: 'New business', is_default: true, stages: SALES },
+      }),
+      201,
+    );
     assertRecord(p, PIPELINE, 'Pipeline');
     assert.deepEqual(
       [p.currency, p.is_default, p.description, p.deleted_at, p.tenant_id],
       ['USD', true, 'New business', null, a.id],
     );
     assert.deepEqual(
-      p.stages.map((s: any) => [s.name, s.stage_type, s.display_order]),
+      p.stages.map((s) => [s.name, s.stage_type, s.display_order]),
       [
         ['Lead', 'open', 1],
         ['Proposal', 'open', 2],
@@ -126,49 +129,43 @@ describe('crm-pipelines end to end', () => {
       ],
     );
     for (const s of p.stages) assertRecord(s, STAGE, 'PipelineStage');
-    assert.equal(p.stages[0].default_confidence, 0.1);
-    assert.equal(p.stages[1].default_confidence, null);
+    assert.equal(p.stages[0]!.default_confidence, 0.1);
+    assert.equal(p.stages[1]!.default_confidence, null);
 
-    const got = await call('GET', `/pipelines/${p.id}`, a.key);
-    assert.equal(got.status, 200);
-    assert.deepEqual(got.body, p);
-    const list = await call('GET', '/pipelines?limit=10', a.key);
-    assert.equal(list.status, 200);
-    assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
-    assert.deepEqual(
-      [list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor],
-      [[p.id], false, null],
+    const pipeline = { params: { path: { id: p.id } } };
+    assert.deepEqual(await ok(api.GET('/api/v1/pipelines/{id}', pipeline)), p);
+    const list = await ok(api.GET('/api/v1/pipelines', { params: { query: { limit: 10 } } }));
+    assert.deepEqual(Object.keys(list).sort(), ['data', 'has_more', 'next_cursor']);
+    assert.deepEqual([list.data.map((x) => x.id), list.has_more, list.next_cursor], [[p.id], false, null]);
+
+    const patched = await ok(
+      api.PATCH('/api/v1/pipelines/{id}', {
+        ...pipeline,
+        body: { name: 'Sales EU', currency: 'EUR', metadata: { region: 'eu' } },
+      }),
     );
+    assert.deepEqual([patched.name, patched.currency, patched.metadata], ['Sales EU', 'EUR', { region: 'eu' }]);
 
-    const patched = await call('PATCH', `/pipelines/${p.id}`, a.key, {
-      name: 'Sales EU',
-      currency: 'EUR',
-      metadata: { region: 'eu' },
-    });
-    assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    assert.deepEqual(
-      [patched.body.name, patched.body.currency, patched.body.metadata],
-      ['Sales EU', 'EUR', { region: 'eu' }],
+    const stage = await ok(
+      api.POST('/api/v1/pipelines/{pipeline_id}/stages', {
+        params: { path: { pipeline_id: p.id } },
+        body: { name: 'Demo', stage_type: 'open', default_confidence: 0.4, display_order: 2 },
+      }),
+      201,
     );
-
-    const stage = await call('POST', `/pipelines/${p.id}/stages`, a.key, {
-      name: 'Demo',
-      stage_type: 'open',
-      default_confidence: 0.4,
-      display_order: 2,
-    });
-    assert.equal(stage.status, 201, JSON.stringify(stage.body));
-    assertRecord(stage.body, STAGE, 'PipelineStage');
-    assert.deepEqual([stage.body.display_order, stage.body.default_confidence, stage.body.pipeline_id], [2, 0.4, p.id]);
-    const moved = await call('PATCH', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key, {
-      name: 'Live demo',
-      display_order: 1,
-    });
-    assert.equal(moved.status, 200, JSON.stringify(moved.body));
-    assert.deepEqual([moved.body.name, moved.body.display_order], ['Live demo', 1]);
-    const reordered = await call('GET', `/pipelines/${p.id}`, a.key);
+    assertRecord(stage, STAGE, 'PipelineStage');
+    assert.deepEqual([stage.display_order, stage.default_confidence, stage.pipeline_id], [2, 0.4, p.id]);
+    const onStage = { params: { path: { pipeline_id: p.id, stage_id: stage.id } } };
+    const moved = await ok(
+      api.PATCH('/api/v1/pipelines/{pipeline_id}/stages/{stage_id}', {
+        ...onStage,
+        body: { name: 'Live demo', display_order: 1 },
+      }),
+    );
+    assert.deepEqual([moved.name, moved.display_order], ['Live demo', 1]);
+    const reordered = await ok(api.GET('/api/v1/pipelines/{id}', pipeline));
     assert.deepEqual(
-      reordered.body.stages.map((s: any) => [s.name, s.display_order]),
+      reordered.stages.map((s) => [s.name, s.display_order]),
       [
         ['Live demo', 1],
         ['Lead', 2],
@@ -177,35 +174,42 @@ describe('crm-pipelines end to end', () => {
         ['Lost', 5],
       ],
     );
-    const delStage = await call('DELETE', `/pipelines/${p.id}/stages/${stage.body.id}`, a.key);
-    assert.equal(delStage.status, 204);
-    assert.equal(delStage.body, undefined);
+    const delStage = await api.DELETE('/api/v1/pipelines/{pipeline_id}/stages/{stage_id}', onStage);
+    assert.equal(delStage.response.status, 204);
+    assert.equal(await delStage.response.text(), '');
 
-    const second = await call('POST', '/pipelines', a.key, {
-      name: 'Partners',
-      stages: [{ name: 'Open', stage_type: 'open' }],
-    });
-    assert.deepEqual([second.status, second.body.is_default, second.body.currency], [201, false, 'USD']);
-    const del = await call('DELETE', `/pipelines/${second.body.id}`, a.key);
-    assert.equal(del.status, 204);
-    assertError(await call('GET', `/pipelines/${second.body.id}`, a.key), 404, 'PIPELINE_NOT_FOUND');
+    const second = await ok(
+      api.POST('/api/v1/pipelines', { body: { name: 'Partners', stages: [{ name: 'Open', stage_type: 'open' }] } }),
+      201,
+    );
+    assert.deepEqual([second.is_default, second.currency], [false, 'USD']);
+    const other = { params: { path: { id: second.id } } };
+    assert.equal((await api.DELETE('/api/v1/pipelines/{id}', other)).response.status, 204);
+    await fails(api.GET('/api/v1/pipelines/{id}', other), 404, 'PIPELINE_NOT_FOUND');
   });
 
   it('serves deals, their history and the pipeline summary', async () => {
-    const p = (await call('POST', '/pipelines', a.key, { name: 'Forecast', is_default: true, stages: SALES })).body;
-    const [lead, proposal, won, lost] = p.stages;
-    const contact = (await call('POST', '/contacts', a.key, { name: 'Dana' })).body;
-    const created = await call('POST', '/deals', a.key, {
-      title: 'Acme renewal',
-      amount: 1200.5,
-      confidence: 0.5,
-      contact_id: contact.id,
-      owner_id: a.ownerId,
-      expected_close_date: '2026-12-31',
-      metadata: { src: 'e2e' },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const d = created.body;
+    const api = stack.client(a.key);
+    const p = await ok(
+      api.POST('/api/v1/pipelines', { body: { name: 'Forecast', is_default: true, stages: SALES } }),
+      201,
+    );
+    const [lead, proposal, won, lost] = p.stages as [Stage, Stage, Stage, Stage];
+    const contact = await ok(api.POST('/api/v1/contacts', { body: { name: 'Dana' } }), 201);
+    const d = await ok(
+      api.POST('/api/v1/deals', {
+        body: {
+          title: 'Acme renewal',
+          amount: 1200.5,
+          confidence: 0.5,
+          contact_id: contact.id,
+          owner_id: a.ownerId,
+          expected_close_date: '2026-12-31',
+          metadata: { src: 'e2e' },
+        },
+      }),
+      201,
+    );
     assertRecord(d, DEAL, 'Deal');
     assert.deepEqual(
       [
@@ -222,53 +226,43 @@ describe('crm-pipelines end to end', () => {
       ],
       [p.id, lead.id, 'open', 1200.5, 'USD', 0.5, contact.id, a.ownerId, '2026-12-31', null],
     );
-    const d2 = (await call('POST', '/deals', a.key, { title: 'Small', amount: 99.99, stage_id: proposal.id })).body;
-    const d3 = (await call('POST', '/deals', a.key, { title: 'Lost one', amount: 500, stage_id: lost.id })).body;
+    const newDeal = (title: string, amount: number, stage_id: string) =>
+      ok(api.POST('/api/v1/deals', { body: { title, amount, stage_id } }), 201);
+    const d2 = await newDeal('Small', 99.99, proposal.id);
+    const d3 = await newDeal('Lost one', 500, lost.id);
     assert.equal(d3.status, 'lost');
 
-    assert.deepEqual((await call('GET', `/deals/${d.id}`, a.key)).body, d);
-    const patched = await call('PATCH', `/deals/${d.id}`, a.key, { stage_id: proposal.id, amount: 1300 });
-    assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    const closed = await call('PATCH', `/deals/${d.id}`, a.key, { stage_id: won.id });
-    assert.deepEqual([closed.body.status, closed.body.amount], ['won', 1300]);
+    const deal = (id: string) => ({ params: { path: { id } } });
+    assert.deepEqual(await ok(api.GET('/api/v1/deals/{id}', deal(d.id))), d);
+    await ok(api.PATCH('/api/v1/deals/{id}', { ...deal(d.id), body: { stage_id: proposal.id, amount: 1300 } }));
+    const closed = await ok(api.PATCH('/api/v1/deals/{id}', { ...deal(d.id), body: { stage_id: won.id } }));
+    assert.deepEqual([closed.status, closed.amount], ['won', 1300]);
 
-    const history = await call('GET', `/deals/${d.id}/history`, a.key);
-    assert.equal(history.status, 200);
-    assert.ok(Array.isArray(history.body), 'a bare array');
-    for (const h of history.body) assertRecord(h, HISTORY, 'DealStageHistoryEntry');
+    const history = await ok(api.GET('/api/v1/deals/{id}/history', deal(d.id)));
+    assert.ok(Array.isArray(history), 'a bare array');
+    for (const h of history) assertRecord(h, HISTORY, 'DealStageHistoryEntry');
     assert.deepEqual(
-      history.body.map((h: any) => [h.from_stage_name, h.to_stage_name, h.amount_at_change, h.confidence_at_change]),
+      history.map((h) => [h.from_stage_name, h.to_stage_name, h.amount_at_change, h.confidence_at_change]),
       [
         [null, 'Lead', 1200.5, 0.5],
         ['Lead', 'Proposal', 1300, 0.5],
         ['Proposal', 'Won', 1300, 0.5],
       ],
     );
-    assert.equal(history.body[1].from_stage_id, lead.id);
+    assert.equal(history[1]!.from_stage_id, lead.id);
 
-    const list = await call('GET', `/deals?pipeline_id=${p.id}&status=open`, a.key);
-    assert.equal(list.status, 200);
-    assert.deepEqual(
-      list.body.data.map((x: any) => x.id),
-      [d2.id],
-    );
-    assert.deepEqual(
-      (await call('GET', `/deals?contact_id=${contact.id}&owner_id=${a.ownerId}`, a.key)).body.data.map(
-        (x: any) => x.id,
-      ),
-      [d.id],
-    );
-    assert.deepEqual(
-      (await call('GET', `/deals?stage_id=${lost.id}`, a.key)).body.data.map((x: any) => x.id),
-      [d3.id],
-    );
+    const deals = async (query: paths['/api/v1/deals']['get']['parameters']['query']) =>
+      (await ok(api.GET('/api/v1/deals', { params: { query } }))).data.map((x) => x.id);
+    assert.deepEqual(await deals({ pipeline_id: p.id, status: 'open' }), [d2.id]);
+    assert.deepEqual(await deals({ contact_id: contact.id, owner_id: a.ownerId }), [d.id]);
+    assert.deepEqual(await deals({ stage_id: lost.id }), [d3.id]);
 
-    const summary = await call('GET', `/pipelines/${p.id}/summary`, a.key);
-    assert.equal(summary.status, 200);
-    assertRecord(summary.body, SUMMARY, 'PipelineSummary');
-    for (const s of summary.body.stages) assertRecord(s, STAGE_SUMMARY, 'StageSummary');
+    const pipeline = { params: { path: { id: p.id } } };
+    const summary = await ok(api.GET('/api/v1/pipelines/{id}/summary', pipeline));
+    assertRecord(summary, SUMMARY, 'PipelineSummary');
+    for (const s of summary.stages) assertRecord(s, STAGE_SUMMARY, 'StageSummary');
     assert.deepEqual(
-      summary.body.stages.map((s: any) => [s.stage_name, s.stage_type, s.deal_count, s.total_value, s.weighted_value]),
+      summary.stages.map((s) => [s.stage_name, s.stage_type, s.deal_count, s.total_value, s.weighted_value]),
       [
         ['Lead', 'open', 0, 0, 0],
         ['Proposal', 'open', 1, 99.99, 0],
@@ -276,26 +270,24 @@ describe('crm-pipelines end to end', () => {
         ['Lost', 'lost', 1, 500, 0],
       ],
     );
-    assert.deepEqual(
-      [summary.body.total_deals, summary.body.total_value, summary.body.weighted_value],
-      [3, 1899.99, 1300],
-    );
+    assert.deepEqual([summary.total_deals, summary.total_value, summary.weighted_value], [3, 1899.99, 1300]);
 
-    assert.equal((await call('DELETE', `/deals/${d3.id}`, a.key)).status, 204);
-    assertError(await call('GET', `/deals/${d3.id}`, a.key), 404, 'DEAL_NOT_FOUND');
-    assertError(await call('GET', `/deals/${d3.id}/history`, a.key), 404);
-    const after = (await call('GET', `/pipelines/${p.id}/summary`, a.key)).body;
+    assert.equal((await api.DELETE('/api/v1/deals/{id}', deal(d3.id))).response.status, 204);
+    await fails(api.GET('/api/v1/deals/{id}', deal(d3.id)), 404, 'DEAL_NOT_FOUND');
+    await fails(api.GET('/api/v1/deals/{id}/history', deal(d3.id)), 404);
+    const after = await ok(api.GET('/api/v1/pipelines/{id}/summary', pipeline));
     assert.deepEqual([after.total_deals, after.total_value], [2, 1399.99]);
 
     // A stage holding deals: 409, unless the body names where they go.
-    assertError(await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key), 409, 'STAGE_HAS_DEALS');
-    assert.equal(
-      (await call('DELETE', `/pipelines/${p.id}/stages/${proposal.id}`, a.key, { move_deals_to_stage_id: lead.id }))
-        .status,
-      204,
-    );
-    assert.equal((await call('GET', `/deals/${d2.id}`, a.key)).body.stage_id, lead.id);
-    assertError(await call('DELETE', `/pipelines/${p.id}`, a.key), 409, 'PIPELINE_HAS_DEALS');
+    const onProposal = { params: { path: { pipeline_id: p.id, stage_id: proposal.id } } };
+    await fails(api.DELETE('/api/v1/pipelines/{pipeline_id}/stages/{stage_id}', onProposal), 409, 'STAGE_HAS_DEALS');
+    const movedAway = await api.DELETE('/api/v1/pipelines/{pipeline_id}/stages/{stage_id}', {
+      ...onProposal,
+      body: { move_deals_to_stage_id: lead.id },
+    });
+    assert.equal(movedAway.response.status, 204);
+    assert.equal((await ok(api.GET('/api/v1/deals/{id}', deal(d2.id)))).stage_id, lead.id);
+    await fails(api.DELETE('/api/v1/pipelines/{id}', pipeline), 409, 'PIPELINE_HAS_DEALS');
   });
 
   it('serves contacts and their channels', async () => {

@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { setLogTarget } from '@workauto/logger';
 import { databaseUrlFor } from '@workauto/db';
 import { generateCallerKeys } from '@workauto/grpc';
+import { createClient, type WorkautoClient } from '@workauto/client';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
 export interface ApiResponse<T = any> {
@@ -28,6 +29,11 @@ export interface TestStack extends Stack {
     path: string,
     opts?: { key?: string; body?: unknown; headers?: Record<string, string> },
   ): Promise<ApiResponse<T>>;
+  /**
+   * The typed client (@workauto/client, generated from the OpenAPI document) acting with `key`:
+   * workflow tests call the API through it, so a document that no longer fits them fails tsc.
+   */
+  client(key?: string): WorkautoClient;
   /** A new tenant through the platform bootstrap endpoint. */
   createTenant(name?: string): Promise<TenantFixture>;
   /** postgres://… of one service's database (to check what is stored, never to set up state). */
@@ -85,7 +91,8 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
     return { id: res.body.tenant.id, ownerId: res.body.member.id, key: res.body.api_key };
   };
   const databaseUrl = (service: string) => databaseUrlFor(server, `${run}_${service}`);
-  return { ...stack, adminToken, api, createTenant, databaseUrl };
+  const client = (key?: string) => createClient({ baseUrl: stack.url, ...(key ? { apiKey: key } : {}) });
+  return { ...stack, adminToken, api, client, createTenant, databaseUrl };
 }
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -127,6 +134,24 @@ export function assertError(res: ApiResponse, status: number, reason?: string): 
   assert.equal(typeof e.details[0].reason, 'string');
   if (reason) assert.equal(e.details[0].reason, reason);
   assert.equal(e.request_id, res.headers.get('x-request-id'));
+}
+
+/** What a typed client call answers (openapi-fetch): data on success, the contract's error body otherwise. */
+type Answer<T> = { data?: T; error?: unknown; response: Response };
+
+/** The data of a typed client call that must succeed with `status` (the error body is the message otherwise). */
+export async function ok<T>(call: Promise<Answer<T>>, status = 200): Promise<Exclude<T, undefined>> {
+  const { data, error, response } = await call;
+  assert.equal(response.status, status, JSON.stringify(error ?? data));
+  return data as Exclude<T, undefined>;
+}
+
+/** A typed client call that must fail with `status` (and `reason`) in the contract's error shape. */
+export async function fails(call: Promise<Answer<unknown>>, status: number, reason?: string): Promise<ApiResponse> {
+  const { error, response } = await call;
+  const res = { status: response.status, headers: response.headers, body: error };
+  assertError(res, status, reason);
+  return res;
 }
 
 /** The fields named by a 400's BadRequest detail. */

@@ -577,6 +577,34 @@ describe('identity end to end', () => {
     );
   });
 
+  it('refuses a return_to with control characters or whitespace (400), and resource filters (400 RESOURCE_FILTER_UNSUPPORTED)', async () => {
+    const crlf = await stack.api('POST', '/api/v1/oauth/fake/authorize', {
+      key: tenant.key,
+      body: {
+        connection_id: randomUUID(),
+        return_to: 'https://app.example.com/x\r\nLocation: https://evil.example.net',
+      },
+    });
+    assert.equal(crlf.status, 400, JSON.stringify(crlf.body));
+    const badRequest = (body: any) =>
+      body.error.details.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest')).field_violations;
+    assert.equal(badRequest(crlf.body)[0].field, 'return_to');
+    const target = (await newMember('member')).id;
+    const filtered = await stack.api('PUT', `/api/v1/members/${target}/access-policies`, {
+      key: tenant.key,
+      body: { policies: [{ domain: 'notes', access_level: 'read', resource_filter: { tag: 'mine' } }] },
+    });
+    assert.equal(filtered.status, 400, JSON.stringify(filtered.body));
+    assert.equal(filtered.body.error.details[0].reason, 'RESOURCE_FILTER_UNSUPPORTED');
+    assert.equal(badRequest(filtered.body)[0].field, 'policies[0].resource_filter');
+    const unfiltered = await stack.api('PUT', `/api/v1/members/${target}/access-policies`, {
+      key: tenant.key,
+      body: { policies: [{ domain: 'notes', access_level: 'write', resource_filter: null }] },
+    });
+    assert.equal(unfiltered.status, 200, JSON.stringify(unfiltered.body));
+    assert.deepEqual(unfiltered.body[0].resource_filter, {});
+  });
+
   it('never shows a secret again, in a response or in a log line', async () => {
     const views = await Promise.all(
       [

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import type { paths } from '@workauto/client';
 import {
   assertError,
   assertRecord,
+  fails,
+  ok,
   startTestStack,
   violations,
   type ApiResponse,
@@ -86,17 +89,21 @@ describe('notes-tasks end to end', () => {
     stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
   it('serves every note endpoint with the spec’s Note record', async () => {
+    const api = stack.client(a.key);
     const notebook = randomUUID();
-    const created = await call('POST', '/notes', a.key, {
-      title: 'Kickoff',
-      body: 'Budget and **timeline**',
-      is_pinned: true,
-      notebook_id: notebook,
-      source_url: 'https://example.com/a',
-      metadata: { src: 'e2e' },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const n = created.body;
+    const n = await ok(
+      api.POST('/api/v1/notes', {
+        body: {
+          title: 'Kickoff',
+          body: 'Budget and **timeline**',
+          is_pinned: true,
+          notebook_id: notebook,
+          source_url: 'https://example.com/a',
+          metadata: { src: 'e2e' },
+        },
+      }),
+      201,
+    );
     assertNote(n);
     assert.deepEqual(
       [
@@ -112,84 +119,78 @@ describe('notes-tasks end to end', () => {
       ],
       [a.id, 'Kickoff', true, false, 3, notebook, 'https://example.com/a', null, { src: 'e2e' }],
     );
-    const got = await call('GET', `/notes/${n.id}`, a.key);
-    assert.equal(got.status, 200);
-    assert.deepEqual(got.body, n);
+    const byId = { params: { path: { id: n.id } } };
+    assert.deepEqual(await ok(api.GET('/api/v1/notes/{id}', byId)), n);
 
-    const list = await call('GET', '/notes?limit=10&pinned=true&q=TIMELINE', a.key);
-    assert.equal(list.status, 200, JSON.stringify(list.body));
-    assert.deepEqual(Object.keys(list.body).sort(), ['data', 'has_more', 'next_cursor']);
-    assert.deepEqual(
-      [list.body.data.map((x: any) => x.id), list.body.has_more, list.body.next_cursor],
-      [[n.id], false, null],
+    const list = await ok(api.GET('/api/v1/notes', { params: { query: { limit: 10, pinned: true, q: 'TIMELINE' } } }));
+    assert.deepEqual(Object.keys(list).sort(), ['data', 'has_more', 'next_cursor']);
+    assert.deepEqual([list.data.map((x) => x.id), list.has_more, list.next_cursor], [[n.id], false, null]);
+    for (const x of list.data) assertNote(x);
+
+    const patched = await ok(
+      api.PATCH('/api/v1/notes/{id}', {
+        ...byId,
+        body: { body: 'one two three four five', is_archived: true, source_url: '' },
+      }),
     );
-    for (const x of list.body.data) assertNote(x);
-
-    const patched = await call('PATCH', `/notes/${n.id}`, a.key, {
-      body: 'one two three four five',
-      is_archived: true,
-      source_url: '',
-    });
-    assert.equal(patched.status, 200, JSON.stringify(patched.body));
-    assertNote(patched.body);
-    assert.deepEqual([patched.body.word_count, patched.body.is_archived, patched.body.source_url], [5, true, null]);
+    assertNote(patched);
+    assert.deepEqual([patched.word_count, patched.is_archived, patched.source_url], [5, true, null]);
+    const archived = (value: boolean) => ok(api.GET('/api/v1/notes', { params: { query: { archived: value } } }));
     assert.deepEqual(
-      (await call('GET', '/notes?archived=true', a.key)).body.data.map((x: any) => x.id),
+      (await archived(true)).data.map((x) => x.id),
       [n.id],
     );
-    assert.deepEqual((await call('GET', '/notes?archived=false', a.key)).body.data, []);
+    assert.deepEqual((await archived(false)).data, []);
 
-    const del = await call('DELETE', `/notes/${n.id}`, a.key);
-    assert.equal(del.status, 204);
-    assert.equal(del.body, undefined);
-    assertError(await call('GET', `/notes/${n.id}`, a.key), 404, 'NOTE_NOT_FOUND');
-    assertError(await call('PATCH', `/notes/${n.id}`, a.key, { title: 'x' }), 404, 'NOTE_NOT_FOUND');
-    assertError(await call('DELETE', `/notes/${n.id}`, a.key), 404, 'NOTE_NOT_FOUND');
+    const del = await api.DELETE('/api/v1/notes/{id}', byId);
+    assert.equal(del.response.status, 204);
+    assert.equal(await del.response.text(), '');
+    await fails(api.GET('/api/v1/notes/{id}', byId), 404, 'NOTE_NOT_FOUND');
+    await fails(api.PATCH('/api/v1/notes/{id}', { ...byId, body: { title: 'x' } }), 404, 'NOTE_NOT_FOUND');
+    await fails(api.DELETE('/api/v1/notes/{id}', byId), 404, 'NOTE_NOT_FOUND');
   });
 
   it('serves tag endpoints: attach by name (case-insensitive, idempotent), list, detach', async () => {
-    const n = (await call('POST', '/notes', a.key, { title: 'Tagged', body: '' })).body;
-    const first = await call('POST', `/notes/${n.id}/tags`, a.key, { name: ' Customer ' });
-    assert.equal(first.status, 200, JSON.stringify(first.body));
-    assertTag(first.body);
-    assert.deepEqual([first.body.name, first.body.tenant_id, first.body.metadata], ['Customer', a.id, {}]);
-    const again = await call('POST', `/notes/${n.id}/tags`, a.key, { name: 'CUSTOMER' });
-    assert.equal(again.status, 200);
-    assert.deepEqual(again.body, first.body);
-    await call('POST', `/notes/${n.id}/tags`, a.key, { name: 'billing' });
+    const api = stack.client(a.key);
+    const n = await ok(api.POST('/api/v1/notes', { body: { title: 'Tagged', body: '' } }), 201);
+    const onNote = { params: { path: { id: n.id } } };
+    const tag = (name: string) => ok(api.POST('/api/v1/notes/{id}/tags', { ...onNote, body: { name } }));
+    const first = await tag(' Customer ');
+    assertTag(first);
+    assert.deepEqual([first.name, first.tenant_id, first.metadata], ['Customer', a.id, {}]);
+    assert.deepEqual(await tag('CUSTOMER'), first);
+    await tag('billing');
 
-    const mine = await call('GET', `/notes/${n.id}/tags`, a.key);
-    assert.equal(mine.status, 200);
-    assert.ok(Array.isArray(mine.body), 'a bare array');
+    const mine = await ok(api.GET('/api/v1/notes/{id}/tags', onNote));
+    assert.ok(Array.isArray(mine), 'a bare array');
     assert.deepEqual(
-      mine.body.map((x: any) => x.name),
+      mine.map((x) => x.name),
       ['billing', 'Customer'],
     );
-    for (const x of mine.body) assertTag(x);
-    const all = await call('GET', '/tags?limit=1', a.key);
-    assert.equal(all.status, 200);
-    assert.deepEqual([all.body.data.length, all.body.has_more, typeof all.body.next_cursor], [1, true, 'string']);
-    assertTag(all.body.data[0]);
-    const rest = await call('GET', `/tags?limit=1&cursor=${all.body.next_cursor}`, a.key);
+    for (const x of mine) assertTag(x);
+    const all = await ok(api.GET('/api/v1/tags', { params: { query: { limit: 1 } } }));
+    assert.deepEqual([all.data.length, all.has_more, typeof all.next_cursor], [1, true, 'string']);
+    assertTag(all.data[0]);
+    const rest = await ok(api.GET('/api/v1/tags', { params: { query: { limit: 1, cursor: all.next_cursor! } } }));
     assert.deepEqual(
-      rest.body.data
-        .map((x: any) => x.name)
-        .concat(all.body.data.map((x: any) => x.name))
+      rest.data
+        .map((x) => x.name)
+        .concat(all.data.map((x) => x.name))
         .sort(),
       ['Customer', 'billing'],
     );
     assert.deepEqual(
-      (await call('GET', '/notes?tag=customer', a.key)).body.data.map((x: any) => x.id),
+      (await ok(api.GET('/api/v1/notes', { params: { query: { tag: 'customer' } } }))).data.map((x) => x.id),
       [n.id],
     );
 
-    const detached = await call('DELETE', `/notes/${n.id}/tags/${first.body.id}`, a.key);
-    assert.equal(detached.status, 204);
+    const detach = { params: { path: { id: n.id, tag_id: first.id } } };
+    assert.equal((await api.DELETE('/api/v1/notes/{id}/tags/{tag_id}', detach)).response.status, 204);
     assert.deepEqual(
-      (await call('GET', `/notes/${n.id}/tags`, a.key)).body.map((x: any) => x.name),
+      (await ok(api.GET('/api/v1/notes/{id}/tags', onNote))).map((x) => x.name),
       ['billing'],
     );
-    assertError(await call('DELETE', `/notes/${n.id}/tags/${first.body.id}`, a.key), 404, 'NOTE_TAG_NOT_FOUND');
+    await fails(api.DELETE('/api/v1/notes/{id}/tags/{tag_id}', detach), 404, 'NOTE_TAG_NOT_FOUND');
   });
 
   it('serves backlinks: live notes of the tenant that mention the entity, most recently updated first', async () => {
@@ -236,21 +237,25 @@ describe('notes-tasks end to end', () => {
   });
 
   it('serves every task endpoint with the spec’s Task record', async () => {
-    const created = await call('POST', '/tasks', a.key, {
-      title: 'Launch',
-      description: 'v1',
-      priority: 'high',
-      due_at: '2026-06-01T09:00:00Z',
-      deadline: '2026-06-05',
-      start_date: '2026-05-20',
-      assignee_id: a.ownerId,
-      estimation_minutes: 120,
-      external_id: 'EXT-1',
-      identifier: 'L-1',
-      metadata: { team: 'core' },
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const t = created.body;
+    const api = stack.client(a.key);
+    const t = await ok(
+      api.POST('/api/v1/tasks', {
+        body: {
+          title: 'Launch',
+          description: 'v1',
+          priority: 'high',
+          due_at: '2026-06-01T09:00:00Z',
+          deadline: '2026-06-05',
+          start_date: '2026-05-20',
+          assignee_id: a.ownerId,
+          estimation_minutes: 120,
+          external_id: 'EXT-1',
+          identifier: 'L-1',
+          metadata: { team: 'core' },
+        },
+      }),
+      201,
+    );
     assertTask(t);
     assert.deepEqual(
       [
@@ -280,20 +285,18 @@ describe('notes-tasks end to end', () => {
         null,
       ],
     );
-    assert.deepEqual((await call('GET', `/tasks/${t.id}`, a.key)).body, t);
+    const byId = (id: string) => ({ params: { path: { id } } });
+    assert.deepEqual(await ok(api.GET('/api/v1/tasks/{id}', byId(t.id))), t);
 
     const subs = [];
-    for (const title of ['design', 'build', 'test']) {
-      const s = await call('POST', '/tasks', a.key, { title, parent_id: t.id });
-      assert.equal(s.status, 201);
-      subs.push(s.body);
-    }
-    const listed = await call('GET', `/tasks/${t.id}/subtasks`, a.key);
-    assert.equal(listed.status, 200);
-    assert.ok(Array.isArray(listed.body), 'a bare array');
-    for (const x of listed.body) assertTask(x);
+    for (const title of ['design', 'build', 'test'])
+      subs.push(await ok(api.POST('/api/v1/tasks', { body: { title, parent_id: t.id } }), 201));
+    const subtasks = () => ok(api.GET('/api/v1/tasks/{id}/subtasks', byId(t.id)));
+    const listed = await subtasks();
+    assert.ok(Array.isArray(listed), 'a bare array');
+    for (const x of listed) assertTask(x);
     assert.deepEqual(
-      listed.body.map((x: any) => [x.title, x.position]),
+      listed.map((x) => [x.title, x.position]),
       [
         ['design', 1],
         ['build', 2],
@@ -301,59 +304,46 @@ describe('notes-tasks end to end', () => {
       ],
     );
 
-    const moved = await call('PATCH', `/tasks/${subs[2].id}`, a.key, { before_id: subs[0].id, priority: 'urgent' });
-    assert.equal(moved.status, 200, JSON.stringify(moved.body));
-    assertTask(moved.body);
-    assert.deepEqual(
-      [moved.body.position, moved.body.priority, moved.body.priority_key],
-      [1, 'urgent', '0-0000000001'],
+    const moved = await ok(
+      api.PATCH('/api/v1/tasks/{id}', { ...byId(subs[2]!.id), body: { before_id: subs[0]!.id, priority: 'urgent' } }),
     );
+    assertTask(moved);
+    assert.deepEqual([moved.position, moved.priority, moved.priority_key], [1, 'urgent', '0-0000000001']);
     assert.deepEqual(
-      (await call('GET', `/tasks/${t.id}/subtasks`, a.key)).body.map((x: any) => x.title),
+      (await subtasks()).map((x) => x.title),
       ['test', 'design', 'build'],
     );
 
-    const page = await call('GET', `/tasks?parent_id=${t.id}&limit=2`, a.key);
-    assert.equal(page.status, 200);
-    assert.deepEqual(Object.keys(page.body).sort(), ['data', 'has_more', 'next_cursor']);
-    assert.deepEqual([page.body.data.map((x: any) => x.title), page.body.has_more], [['test', 'build'], true]);
+    const tasks = (query: paths['/api/v1/tasks']['get']['parameters']['query']) =>
+      ok(api.GET('/api/v1/tasks', { params: { query } }));
+    const page = await tasks({ parent_id: t.id, limit: 2 });
+    assert.deepEqual(Object.keys(page).sort(), ['data', 'has_more', 'next_cursor']);
+    assert.deepEqual([page.data.map((x) => x.title), page.has_more], [['test', 'build'], true]);
     assert.deepEqual(
-      (await call('GET', `/tasks?due_before=2026-06-02T00:00:00Z&due_after=2026-06-01T00:00:00Z`, a.key)).body.data.map(
-        (x: any) => x.id,
-      ),
+      (await tasks({ due_before: '2026-06-02T00:00:00Z', due_after: '2026-06-01T00:00:00Z' })).data.map((x) => x.id),
       [t.id],
     );
     assert.deepEqual(
-      (await call('GET', `/tasks?assignee_id=${a.ownerId}&completed=false&top_level=true`, a.key)).body.data.map(
-        (x: any) => x.id,
-      ),
+      (await tasks({ assignee_id: a.ownerId, completed: false, top_level: true })).data.map((x) => x.id),
       [t.id],
     );
 
-    const done = await call('POST', `/tasks/${t.id}/complete`, a.key);
-    assert.equal(done.status, 200, JSON.stringify(done.body));
-    assertTask(done.body);
-    assert.match(done.body.completed_at, /Z$/);
-    for (const x of (await call('GET', `/tasks/${t.id}/subtasks`, a.key)).body)
-      assert.ok(x.completed_at, 'subtasks complete with their parent');
+    const done = await ok(api.POST('/api/v1/tasks/{id}/complete', byId(t.id)));
+    assertTask(done);
+    assert.match(String(done.completed_at), /Z$/);
+    for (const x of await subtasks()) assert.ok(x.completed_at, 'subtasks complete with their parent');
     assert.deepEqual(
-      (await call('POST', `/tasks/${t.id}/complete`, a.key)).body,
-      done.body,
+      await ok(api.POST('/api/v1/tasks/{id}/complete', byId(t.id))),
+      done,
       'a second completion changes nothing',
     );
-    const reopened = await call('POST', `/tasks/${t.id}/reopen`, a.key, {});
-    assert.equal(reopened.status, 200);
-    assert.equal(reopened.body.completed_at, null);
-    assert.deepEqual((await call('GET', '/tasks?completed=true', a.key)).body.data.map((x: any) => x.title).sort(), [
-      'build',
-      'design',
-      'test',
-    ]);
+    const reopened = await ok(api.POST('/api/v1/tasks/{id}/reopen', { ...byId(t.id), body: {} }));
+    assert.equal(reopened.completed_at, null);
+    assert.deepEqual((await tasks({ completed: true })).data.map((x) => x.title).sort(), ['build', 'design', 'test']);
 
-    const del = await call('DELETE', `/tasks/${t.id}`, a.key);
-    assert.equal(del.status, 204);
-    for (const x of [t, ...subs]) assertError(await call('GET', `/tasks/${x.id}`, a.key), 404, 'TASK_NOT_FOUND');
-    assertError(await call('GET', `/tasks/${t.id}/subtasks`, a.key), 404, 'TASK_NOT_FOUND');
+    assert.equal((await api.DELETE('/api/v1/tasks/{id}', byId(t.id))).response.status, 204);
+    for (const x of [t, ...subs]) await fails(api.GET('/api/v1/tasks/{id}', byId(x.id)), 404, 'TASK_NOT_FOUND');
+    await fails(api.GET('/api/v1/tasks/{id}/subtasks', byId(t.id)), 404, 'TASK_NOT_FOUND');
   });
 
   it('advances a recurring task once per occurrence', async () => {

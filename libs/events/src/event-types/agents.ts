@@ -19,4 +19,9 @@ export const AGENTS_EVENT_TYPES: readonly EventType[] = [
   { name: 'agent_run.succeeded', description: 'An agent run ended with a final answer.' },
   { name: 'agent_run.failed', description: 'An agent run failed; failure_category and failure_detail say why.' },
   { name: 'agent_run.cancelled', description: 'An agent run was cancelled while queued or running.' },
+  {
+    name: 'mcp_tool.called',
+    description:
+      "A tool of the product's MCP server (POST /api/v1/mcp) was called by a member's key: tool, outcome, duration; never the arguments or the result.",
+  },
 ];

@@ -16,4 +16,9 @@ export const APPS_EVENT_TYPES: readonly EventType[] = [
     description: "A probe changed an app's status (pending, healthy, auth_failed, unreachable, protocol_error)",
   },
   { name: 'app.deleted', description: 'An app was deleted: DELETE /apps/{slug}' },
+  {
+    name: 'app.tool_called',
+    description:
+      "An app's tool was called (POST /apps/{slug}/tools/{name}/call, or by an agent run): tool, outcome, duration; never the arguments or the result",
+  },
 ];

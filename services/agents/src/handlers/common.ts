@@ -1,12 +1,15 @@
 import type { Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
+import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import { enumMapping, errors } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   AgentBlueprint,
   AgentConfig,
   AgentRun,
   AgentRunStatus,
+  AgentRunStep,
+  StepType,
   ByokStatus,
   FailureCategory,
   ProbeCategory,
@@ -17,7 +20,10 @@ import { findBlueprint, type Blueprint, type ProviderName } from '../domain/blue
 import { toCents } from '../domain/costs.js';
 import type { Providers } from '../providers/index.js';
 import type { ConfigRow } from '../repo/configs.js';
-import type { RunRow } from '../repo/runs.js';
+import type { RunRow, StepRow } from '../repo/runs.js';
+import type { RunEventHub } from '../live/hub.js';
+import type { ToolClients } from '../tools/clients.js';
+import type { RunEventSettings } from './run-events.js';
 
 export const SOURCE = 'agents';
 export const providers = enumMapping(Provider, 'PROVIDER_');
@@ -26,11 +32,20 @@ export const probeStatuses = enumMapping(ProbeStatus, 'PROBE_STATUS_');
 export const probeCategories = enumMapping(ProbeCategory, 'PROBE_CATEGORY_');
 export const runStatuses = enumMapping(AgentRunStatus, 'AGENT_RUN_STATUS_');
 export const failureCategories = enumMapping(FailureCategory, 'FAILURE_CATEGORY_');
+export const stepTypes = enumMapping(StepType, 'STEP_TYPE_');
 
 export interface AgentsDeps {
   pool: Pool;
   keyring: Keyring;
   providers: Providers;
+  /** The policy a tenant's base_url is checked against when written (and called through). */
+  egress: EgressPolicy;
+  /** Live progress (run events): this process's LISTEN fan-out and the streams' timings. */
+  live: { hub: RunEventHub; settings: RunEventSettings };
+  /** The services MCP tool calls reach, each call signed as the caller (handlers/mcp.ts). */
+  tools: ToolClients;
+  /** The time a schedule's next tick is counted from (the scheduler's clock). */
+  now(): Date;
 }
 
 /** AAD of a stored provider key: a ciphertext copied to another tenant or blueprint does not decrypt. */
@@ -47,7 +62,12 @@ export function toBlueprint(b: Blueprint): AgentBlueprint {
   return { id: b.id, name: b.name, description: b.description, models: { ...b.models }, tools: [...b.tools] };
 }
 
-export function toConfig(row: ConfigRow): AgentConfig {
+/**
+ * A config as the API shows it. `reduceUrls`: a caller below admin on agents sees base_url reduced
+ * to scheme, host and port (paths and queries of such URLs may carry tokens), as app and webhook
+ * URLs are.
+ */
+export function toConfig(row: ConfigRow, reduceUrls = false): AgentConfig {
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -61,6 +81,11 @@ export function toConfig(row: ConfigRow): AgentConfig {
     byok_status_reason: row.byok_status_reason ?? undefined,
     deadline_default_seconds: row.deadline_default_seconds ?? undefined,
     schedule: row.schedule ?? undefined,
+    provider: row.provider ? providers.fromDomain(row.provider) : undefined,
+    model: row.model ?? undefined,
+    base_url: row.base_url === null ? undefined : reduceUrls ? reducedUrl(row.base_url) : row.base_url,
+    input_price_cents_per_mtok: row.input_price_cents_per_mtok ?? undefined,
+    output_price_cents_per_mtok: row.output_price_cents_per_mtok ?? undefined,
   };
 }
 
@@ -87,10 +112,27 @@ export function toRun(row: RunRow): AgentRun {
   };
 }
 
+/** A step as the API shows it: exact cost in cents (the run's cost_usd_cents is the sum, rounded up). */
+export function toStep(row: StepRow): AgentRunStep {
+  return {
+    index: row.step_index,
+    type: stepTypes.fromDomain(row.type),
+    started_at: row.started_at,
+    ended_at: row.ended_at,
+    tool_name: row.tool_name ?? undefined,
+    arguments: row.arguments ?? undefined,
+    result: row.result ?? undefined,
+    is_error: row.is_error ?? undefined,
+    input_tokens: row.input_tokens ?? undefined,
+    output_tokens: row.output_tokens ?? undefined,
+    cost_usd_cents: row.cost_micro_cents === null ? undefined : row.cost_micro_cents / 1_000_000,
+  };
+}
+
 // Event data is the resource exactly as the REST API returns it (docs/events.md): never the key,
 // whose ciphertext the config row does not even carry.
-const resourceJson = resourceJsonOf('workauto/agents/v1/agents.proto', 'workauto.agents.v1');
-export const configData = (row: ConfigRow) => resourceJson('AgentConfig', AgentConfig, toConfig(row));
-export const runData = (row: RunRow) => resourceJson('AgentRun', AgentRun, toRun(row));
+export const configData = (row: ConfigRow) => resourceJson(AgentConfig, toConfig(row));
+export const runData = (row: RunRow) => resourceJson(AgentRun, toRun(row));
+export const stepData = (row: StepRow) => resourceJson(AgentRunStep, toStep(row));
 
 export type { ProviderName };

@@ -1,21 +1,35 @@
 import { withTransaction } from '@workauto/db';
-import { accessDenied, errors, parsePage, validate, type Handlers } from '@workauto/grpc';
+import {
+  accessDenied,
+  errors,
+  parsePage,
+  timestampCursor,
+  toPage,
+  validate,
+  type CursorCodec,
+  type Handlers,
+} from '@workauto/grpc';
+import type { KeysetCursor } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
 import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
 import * as configs from '../repo/configs.js';
 import * as runs from '../repo/runs.js';
 import { accessToStart } from '../tools/builtin.js';
 import { enqueueRun } from '../worker/queue.js';
-import { SOURCE, blueprintOf, runData, runStatuses, toRun, type AgentsDeps } from './common.js';
+import { SOURCE, blueprintOf, runData, runStatuses, toRun, toStep, type AgentsDeps } from './common.js';
 
 type H = Handlers<typeof AgentsServiceService>;
 
 const INPUT_MAX_BYTES = 65_536;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/i;
+/** The spec's cursor: the created_at of the last run returned (RFC 3339); the next page is strictly older. */
+const RUN_CURSOR: CursorCodec<KeysetCursor> = {
+  ...timestampCursor,
+  rule: 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',
+};
 
 export function runHandlers(
   deps: AgentsDeps,
-): Pick<H, 'createAgentRun' | 'listAgentRuns' | 'getAgentRun' | 'cancelAgentRun'> {
+): Pick<H, 'createAgentRun' | 'listAgentRuns' | 'getAgentRun' | 'listAgentRunSteps' | 'cancelAgentRun'> {
   const { pool } = deps;
   return {
     async createAgentRun(req, ctx) {
@@ -59,23 +73,11 @@ export function runHandlers(
 
     async listAgentRuns(req, ctx) {
       const b = blueprintOf(req.blueprint);
-      const { size } = parsePage({ limit: req.limit });
+      const page = parsePage(req, RUN_CURSOR);
       const status = runStatuses.toDomain(req.status) as runs.RunStatus | undefined;
       if (req.status !== 0 && status === undefined)
         throw errors.invalidField('status', `must be one of ${runStatuses.names.join(', ')}`);
-      const cursor = req.cursor || undefined;
-      if (cursor !== undefined && (!RFC3339.test(cursor) || Number.isNaN(Date.parse(cursor)))) {
-        throw errors.invalidField(
-          'cursor',
-          'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',
-        );
-      }
-      const page = await runs.listRuns(pool, ctx.tenant, b.id, status, size, cursor);
-      return {
-        data: page.rows.map(toRun),
-        has_more: page.next !== undefined,
-        ...(page.next ? { next_cursor: page.next.at } : {}),
-      };
+      return toPage(await runs.listRuns(pool, ctx.tenant, b.id, status, page), toRun, RUN_CURSOR);
     },
 
     async getAgentRun(req, ctx) {
@@ -84,6 +86,15 @@ export function runHandlers(
       const row = await runs.findRun(pool, ctx.tenant, b.id, req.id);
       if (!row) throw errors.notFound('agent_run', req.id);
       return toRun(row);
+    },
+
+    async listAgentRunSteps(req, ctx) {
+      const b = blueprintOf(req.blueprint);
+      validate().uuid('id', req.id, { required: true }).done();
+      // The run first: another tenant's run (or another blueprint's) is a 404, not an empty list.
+      const row = await runs.findRun(pool, ctx.tenant, b.id, req.id);
+      if (!row) throw errors.notFound('agent_run', req.id);
+      return { data: (await runs.listSteps(pool, ctx.tenant, row.id)).map(toStep) };
     },
 
     async cancelAgentRun(req, ctx) {

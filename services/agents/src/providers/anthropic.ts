@@ -1,21 +1,30 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { toProviderError } from './errors.js';
 import type { AdapterOptions } from './openai.js';
-import type { ChatRequest, ChatResponse, ProviderAdapter, ToolCall } from './types.js';
+import { policyFetch } from './policy-fetch.js';
+import type { ChatRequest, ChatResponse, ProviderAdapter, ProviderTarget, ToolCall } from './types.js';
 
 /** Anthropic through its official SDK: models list for the probe, messages with tool use. */
 export class AnthropicAdapter implements ProviderAdapter {
   readonly name = 'anthropic' as const;
   constructor(private readonly options: AdapterOptions) {}
 
-  private client(apiKey: string, timeout: number, maxRetries: number): Anthropic {
-    // The key given here is the client's only credential: the SDK reads no ANTHROPIC_* key from the environment.
-    return new Anthropic({ apiKey, baseURL: this.options.baseURL, timeout, maxRetries, logLevel: 'off' });
+  private client(target: ProviderTarget, timeout: number, maxRetries: number): Anthropic {
+    // The key given here is the client's only credential: the SDK reads no ANTHROPIC_* key from the
+    // environment. The platform's URL is the operator's; a tenant's goes through the egress policy.
+    return new Anthropic({
+      apiKey: target.apiKey,
+      baseURL: target.baseURL ?? this.options.baseURL,
+      ...(target.baseURL ? { fetch: policyFetch(this.options.egress, timeout) } : {}),
+      timeout,
+      maxRetries,
+      logLevel: 'off',
+    });
   }
 
-  async probe(apiKey: string, signal?: AbortSignal): Promise<void> {
+  async probe(target: ProviderTarget, signal?: AbortSignal): Promise<void> {
     try {
-      await this.client(apiKey, this.options.probeTimeoutMs, 0).models.list({}, { signal });
+      await this.client(target, this.options.probeTimeoutMs, 0).models.list({}, { signal });
     } catch (err) {
       throw toProviderError('Anthropic', Anthropic, err, signal);
     }
@@ -49,11 +58,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       input_schema: t.inputSchema as Anthropic.Tool.InputSchema,
     }));
     try {
-      const res = await this.client(
-        req.apiKey,
-        this.options.chatTimeoutMs,
-        this.options.chatMaxRetries,
-      ).messages.create(
+      const res = await this.client(req, this.options.chatTimeoutMs, this.options.chatMaxRetries).messages.create(
         {
           model: req.model,
           system: req.system,

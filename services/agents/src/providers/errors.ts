@@ -1,3 +1,5 @@
+import { EgressConnectionError, EgressError, EgressRefusedError, EgressResponseTooLargeError } from '@workauto/egress';
+
 /**
  * Provider failures → the contract's categories, in one place for both SDKs and both uses (the key
  * probe's ProbeResult.category, a run's failure_category, byok_status). Messages are ours, never the
@@ -86,6 +88,36 @@ export interface SdkErrorClasses {
   APIUserAbortError: abstract new (...args: never[]) => Error;
 }
 
+/** The egress policy's error behind an SDK's error (its cause, or the cause's), if any. */
+function egressCause(err: unknown): EgressError | undefined {
+  let e: unknown = err;
+  for (let depth = 0; e instanceof Error && depth < 4; depth++, e = e.cause) if (e instanceof EgressError) return e;
+  return undefined;
+}
+
+/**
+ * A call to a tenant's base_url the egress policy stopped, or whose server failed: said with the
+ * rule or what happened, never the address a name resolved to (libs/egress words it so).
+ */
+function egressFailure(provider: string, err: EgressError): ProviderError | undefined {
+  if (err instanceof EgressRefusedError)
+    return new ProviderError(
+      'network_error',
+      `${provider} was not called at the config's base_url: ${err.reason}; or set another base_url with PUT byok-key`,
+    );
+  if (err instanceof EgressResponseTooLargeError)
+    return new ProviderError(
+      'provider_unavailable',
+      `${provider} at the config's base_url answered with more than ${err.limit} bytes, which is not a chat answer; check base_url`,
+    );
+  if (err instanceof EgressConnectionError)
+    return new ProviderError(
+      'network_error',
+      `${provider} could not be reached at the config's base_url (${err.message}); check base_url and that the server runs`,
+    );
+  return undefined; // a timeout: the SDK reports it as one
+}
+
 /**
  * What an SDK threw, as a ProviderError; our own abort (cancel, deadline) comes back as the
  * signal's reason, and anything else unchanged.
@@ -94,6 +126,9 @@ export function toProviderError(provider: string, sdk: SdkErrorClasses, err: unk
   if (err instanceof ProviderError) return err;
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof sdk.APIUserAbortError) return err;
+  const egress = egressCause(err);
+  const fromEgress = egress && egressFailure(provider, egress);
+  if (fromEgress) return fromEgress;
   if (err instanceof sdk.APIConnectionTimeoutError)
     return new ProviderError('provider_unavailable', MESSAGES.provider_unavailable(provider));
   if (err instanceof sdk.APIConnectionError)

@@ -1,3 +1,4 @@
+import type { EgressPolicy } from '@workauto/egress';
 import type { ProviderName } from '../domain/blueprints.js';
 import { AnthropicAdapter } from './anthropic.js';
 import { OpenAiAdapter, type AdapterOptions } from './openai.js';
@@ -16,8 +17,10 @@ export interface ProviderSettings {
 
 export type Providers = Record<ProviderName, ProviderAdapter>;
 
-export function createProviders(s: ProviderSettings): Providers {
+/** The adapters; calls to a tenant's base_url go through `egress`. */
+export function createProviders(s: ProviderSettings, egress: EgressPolicy): Providers {
   const common: Omit<AdapterOptions, 'baseURL'> = {
+    egress,
     probeTimeoutMs: s.probeTimeoutMs,
     chatTimeoutMs: s.chatTimeoutMs,
     chatMaxRetries: s.chatMaxRetries,

@@ -1,11 +1,15 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { EgressPolicy } from '@workauto/egress';
 import { toProviderError } from './errors.js';
-import type { ChatRequest, ChatResponse, ProviderAdapter, ToolCall } from './types.js';
+import { policyFetch } from './policy-fetch.js';
+import type { ChatRequest, ChatResponse, ProviderAdapter, ProviderTarget, ToolCall } from './types.js';
 
 export interface AdapterOptions {
-  /** As the SDK takes it: OPENAI_BASE_URL includes /v1; ANTHROPIC_BASE_URL does not. */
+  /** The platform's URL, as the SDK takes it: OPENAI_BASE_URL includes /v1; ANTHROPIC_BASE_URL does not. */
   baseURL: string;
+  /** The policy every call to a tenant's base_url goes through (EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS). */
+  egress: EgressPolicy;
   /** Per request: the key probe's and each chat call's timeout. */
   probeTimeoutMs: number;
   chatTimeoutMs: number;
@@ -18,11 +22,13 @@ export class OpenAiAdapter implements ProviderAdapter {
   readonly name = 'openai' as const;
   constructor(private readonly options: AdapterOptions) {}
 
-  private client(apiKey: string, timeout: number, maxRetries: number): OpenAI {
-    // Every setting given here, so the SDK reads none of OPENAI_* from the environment.
+  private client(target: ProviderTarget, timeout: number, maxRetries: number): OpenAI {
+    // Every setting given here, so the SDK reads none of OPENAI_* from the environment. The
+    // platform's URL is the operator's; a tenant's goes through the egress policy.
     return new OpenAI({
-      apiKey,
-      baseURL: this.options.baseURL,
+      apiKey: target.apiKey,
+      baseURL: target.baseURL ?? this.options.baseURL,
+      ...(target.baseURL ? { fetch: policyFetch(this.options.egress, timeout) } : {}),
       organization: null,
       project: null,
       timeout,
@@ -31,9 +37,9 @@ export class OpenAiAdapter implements ProviderAdapter {
     });
   }
 
-  async probe(apiKey: string, signal?: AbortSignal): Promise<void> {
+  async probe(target: ProviderTarget, signal?: AbortSignal): Promise<void> {
     try {
-      await this.client(apiKey, this.options.probeTimeoutMs, 0).models.list({ signal });
+      await this.client(target, this.options.probeTimeoutMs, 0).models.list({ signal });
     } catch (err) {
       throw toProviderError('OpenAI', OpenAI, err, signal);
     }
@@ -65,7 +71,7 @@ export class OpenAiAdapter implements ProviderAdapter {
     }));
     try {
       const res = await this.client(
-        req.apiKey,
+        req,
         this.options.chatTimeoutMs,
         this.options.chatMaxRetries,
       ).chat.completions.create(

@@ -31,8 +31,16 @@ export type ChatMessage =
   | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
   | { role: 'tool'; results: ToolResult[] };
 
-export interface ChatRequest {
+/**
+ * Where a call goes and with which key: `baseURL` is a tenant's server (its config's base_url,
+ * called through the egress policy); without it, the platform's URL for the provider.
+ */
+export interface ProviderTarget {
   apiKey: string;
+  baseURL?: string | undefined;
+}
+
+export interface ChatRequest extends ProviderTarget {
   model: string;
   system: string;
   messages: ChatMessage[];
@@ -52,6 +60,6 @@ export interface ChatResponse {
 export interface ProviderAdapter {
   readonly name: ProviderName;
   /** Lists models with the key (costs nothing); throws ProviderError on any refusal or failure. */
-  probe(apiKey: string, signal?: AbortSignal): Promise<void>;
+  probe(target: ProviderTarget, signal?: AbortSignal): Promise<void>;
   chat(request: ChatRequest, signal?: AbortSignal): Promise<ChatResponse>;
 }

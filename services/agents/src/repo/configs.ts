@@ -21,6 +21,12 @@ export interface ConfigRow {
   schedule_next_at: Date | null;
   schedule_failure_streak: number;
   disable_reason: string | null;
+  provider: ProviderName | null;
+  model: string | null;
+  /** The server the stored key was checked against and runs call; only with a key (domain/models.ts). */
+  base_url: string | null;
+  input_price_cents_per_mtok: number | null;
+  output_price_cents_per_mtok: number | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -30,12 +36,15 @@ export interface StoredKey {
   provider: ProviderName;
   ciphertext: string;
   version: number;
+  /** The server it was checked against (null: the provider's own URL). */
+  base_url: string | null;
 }
 
 // Never the ciphertext: a row read for the API cannot carry it by mistake.
 const COLUMNS = `id, tenant_id, agent_blueprint, budget_default_cents, deadline_default_seconds, guardrails, schedule,
   byok_status, byok_status_reason, byok_last_probed_at, byok_provider, byok_key_version, schedule_next_at,
-  schedule_failure_streak, disable_reason, created_at, updated_at`;
+  schedule_failure_streak, disable_reason, provider, model, base_url, input_price_cents_per_mtok,
+  output_price_cents_per_mtok, created_at, updated_at`;
 
 export async function listConfigs(db: Queryable, tenantId: string): Promise<ConfigRow[]> {
   const { rows } = await db.query<ConfigRow>(
@@ -65,6 +74,11 @@ export interface ConfigFields {
   schedule: string | null;
   /** The schedule's first tick after now (null without a schedule). */
   schedule_next_at: Date | null;
+  provider: ProviderName | null;
+  model: string | null;
+  base_url: string | null;
+  input_price_cents_per_mtok: number | null;
+  output_price_cents_per_mtok: number | null;
 }
 
 /** PUT: the config's fields replaced as a whole; a paused schedule resumes (streak and reason cleared). */
@@ -75,11 +89,14 @@ export async function replaceConfig(
   f: ConfigFields,
 ): Promise<ConfigRow> {
   const { rows } = await db.query<ConfigRow>(
-    `INSERT INTO agent_configs (id, tenant_id, agent_blueprint, budget_default_cents, deadline_default_seconds, guardrails, schedule, schedule_next_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    `INSERT INTO agent_configs (id, tenant_id, agent_blueprint, budget_default_cents, deadline_default_seconds, guardrails, schedule,
+       schedule_next_at, provider, model, base_url, input_price_cents_per_mtok, output_price_cents_per_mtok)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
      ON CONFLICT (tenant_id, agent_blueprint) DO UPDATE SET
        budget_default_cents = EXCLUDED.budget_default_cents, deadline_default_seconds = EXCLUDED.deadline_default_seconds,
        guardrails = EXCLUDED.guardrails, schedule = EXCLUDED.schedule, schedule_next_at = EXCLUDED.schedule_next_at,
+       provider = EXCLUDED.provider, model = EXCLUDED.model, base_url = EXCLUDED.base_url,
+       input_price_cents_per_mtok = EXCLUDED.input_price_cents_per_mtok, output_price_cents_per_mtok = EXCLUDED.output_price_cents_per_mtok,
        schedule_failure_streak = 0, disable_reason = NULL, updated_at = now()
      RETURNING ${COLUMNS}`,
     [
@@ -91,36 +108,45 @@ export async function replaceConfig(
       JSON.stringify(f.guardrails),
       f.schedule,
       f.schedule_next_at,
+      f.provider,
+      f.model,
+      f.base_url,
+      f.input_price_cents_per_mtok,
+      f.output_price_cents_per_mtok,
     ],
   );
   return rows[0]!;
 }
 
-/** A key that passed its probe: stored encrypted (version + 1), status valid, probed now. Creates the config if needed. */
+/**
+ * A key that passed its probe: stored encrypted (version + 1), status valid, probed now, with the
+ * server it was probed at as the config's base_url. Creates the config if needed.
+ */
 export async function storeKey(
   db: Queryable,
   tenantId: string,
   blueprint: string,
-  key: { provider: ProviderName; ciphertext: string; keyId: string },
+  key: { provider: ProviderName; ciphertext: string; keyId: string; baseUrl: string | null },
 ): Promise<ConfigRow> {
   const { rows } = await db.query<ConfigRow>(
-    `INSERT INTO agent_configs (id, tenant_id, agent_blueprint, byok_provider, byok_ciphertext, byok_key_id, byok_key_version, byok_status, byok_last_probed_at)
-     VALUES ($1, $2, $3, $4, $5, $6, 1, 'valid', now())
+    `INSERT INTO agent_configs (id, tenant_id, agent_blueprint, byok_provider, byok_ciphertext, byok_key_id, byok_key_version, byok_status,
+       byok_last_probed_at, base_url)
+     VALUES ($1, $2, $3, $4, $5, $6, 1, 'valid', now(), $7)
      ON CONFLICT (tenant_id, agent_blueprint) DO UPDATE SET
        byok_provider = EXCLUDED.byok_provider, byok_ciphertext = EXCLUDED.byok_ciphertext, byok_key_id = EXCLUDED.byok_key_id,
        byok_key_version = agent_configs.byok_key_version + 1, byok_status = 'valid', byok_status_reason = NULL,
-       byok_last_probed_at = now(), updated_at = now()
+       byok_last_probed_at = now(), base_url = EXCLUDED.base_url, updated_at = now()
      RETURNING ${COLUMNS}`,
-    [newId(), tenantId, blueprint, key.provider, key.ciphertext, key.keyId],
+    [newId(), tenantId, blueprint, key.provider, key.ciphertext, key.keyId, key.baseUrl],
   );
   return rows[0]!;
 }
 
-/** DELETE byok-key: the key is gone, status unset. Undefined when the tenant has no config for it. */
+/** DELETE byok-key: the key and its server (base_url) are gone, status unset. Undefined when the tenant has no config for it. */
 export async function clearKey(db: Queryable, tenantId: string, blueprint: string): Promise<ConfigRow | undefined> {
   const { rows } = await db.query<ConfigRow>(
     `UPDATE agent_configs SET byok_provider = NULL, byok_ciphertext = NULL, byok_key_id = NULL, byok_status = 'unset',
-       byok_status_reason = NULL, updated_at = now()
+       byok_status_reason = NULL, base_url = NULL, updated_at = now()
      WHERE tenant_id = $1 AND agent_blueprint = $2 RETURNING ${COLUMNS}`,
     [tenantId, blueprint],
   );
@@ -133,13 +159,14 @@ export async function storedKey(db: Queryable, tenantId: string, blueprint: stri
     byok_provider: ProviderName | null;
     byok_ciphertext: string | null;
     byok_key_version: number;
+    base_url: string | null;
   }>(
-    `SELECT byok_provider, byok_ciphertext, byok_key_version FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
+    `SELECT byok_provider, byok_ciphertext, byok_key_version, base_url FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
     [tenantId, blueprint],
   );
   const r = rows[0];
   return r?.byok_provider && r.byok_ciphertext
-    ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext, version: r.byok_key_version }
+    ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext, version: r.byok_key_version, base_url: r.base_url }
     : undefined;
 }
 

@@ -1,4 +1,4 @@
-import { listPage, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
+import { listPage, newestFirst, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
 import type { AccessLevels } from '@workauto/grpc';
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -28,6 +28,20 @@ export interface RunRow {
   updated_at: Date;
 }
 
+/**
+ * The channel every run status change and every step NOTIFYs, in the transaction of the change
+ * (delivered on commit only): a replica serving a run's live progress LISTENs on it while another
+ * replica executes the run. Payload: {"run_id", "tenant_id", "change": "status", "status"} or
+ * {"run_id", "tenant_id", "change": "step", "index"} (docs/agents.md).
+ */
+export const RUN_CHANNEL = 'agent_runs';
+
+/** Wraps a statement whose RETURNING gives run rows (`u`) so each row also NOTIFYs its status, in the same statement. */
+const withStatusNotify = (statement: string) =>
+  `WITH u AS (${statement})
+   SELECT u.* FROM u CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
+     json_build_object('run_id', u.id, 'tenant_id', u.tenant_id, 'change', 'status', 'status', u.status)::text)) n`;
+
 const COLUMNS = `id, tenant_id, agent_blueprint, status, input, output, run_at, budget_usd_cents, deadline_seconds, deadline_at,
   cost_micro_cents, platform_fee_cents, used_platform_key, failure_category, failure_detail, consecutive_failures,
   scheduled_for, starter_access, claims, created_at, updated_at`;
@@ -43,35 +57,52 @@ export interface NewRun {
   starter_access?: AccessLevels | null;
 }
 
+/** Tries for a free created_at before giving up (each try follows a run that took the one tried before). */
+const CREATED_AT_TRIES = 100;
+
 /**
- * Inserts a queued run. Runs of one tenant never share a created_at: under a per-tenant lock (held
- * to commit) a run created in the same instant as the tenant's latest moves just after it, so the
- * RFC 3339 cursor of the runs list is exact. The step is 1 ms, not the contract's 1 µs: responses
- * carry timestamps through JS Dates (milliseconds), and a created_at shown to the client must be
- * the very value its cursor names (docs/agents.md). A scheduled run that exists already for its
- * tick inserts nothing (undefined).
+ * Inserts a queued run. Runs of one tenant never share a created_at, so the RFC 3339 cursor of the
+ * runs list is exact: a run takes the current millisecond, or 1 ms after the tenant's latest run
+ * if that is later; a unique index on (tenant_id, created_at) refuses a second run at the same
+ * instant, and the insert that met it tries again. No lock: only inserts that meet on the very
+ * same instant wait for each other. The instant is a whole
+ * millisecond, not the contract's microsecond: responses carry timestamps as JS Dates
+ * (milliseconds), and a created_at shown to the client must be the very value its cursor names
+ * (docs/agents.md). A scheduled run that exists already for its tick inserts nothing (undefined).
  */
 export async function insertRun(tx: Queryable, run: NewRun): Promise<RunRow | undefined> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('agent_runs:' || $1, 0))`, [run.tenant_id]);
-  const { rows } = await tx.query<RunRow>(
-    `INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
-     SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8, $9,
-            greatest(date_trunc('milliseconds', clock_timestamp()), (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
-     ON CONFLICT (tenant_id, agent_blueprint, scheduled_for) WHERE scheduled_for IS NOT NULL DO NOTHING
-     RETURNING ${COLUMNS}`,
-    [
-      newId(),
-      run.tenant_id,
-      run.agent_blueprint,
-      JSON.stringify(run.input ?? null),
-      run.run_at,
-      run.budget_usd_cents,
-      run.deadline_seconds,
-      run.scheduled_for ?? null,
-      run.starter_access ? JSON.stringify(run.starter_access) : null,
-    ],
-  );
-  return rows[0];
+  const id = newId();
+  for (let attempt = 0; attempt < CREATED_AT_TRIES; attempt++) {
+    // Without a conflict target, DO NOTHING covers both unique indexes: the tick's and created_at's.
+    const { rows } = await tx.query<RunRow>(
+      withStatusNotify(`INSERT INTO agent_runs (id, tenant_id, agent_blueprint, input, run_at, budget_usd_cents, deadline_seconds, scheduled_for, starter_access, created_at)
+       SELECT $1, $2, $3, $4, coalesce($5, now()), $6, $7, $8, $9,
+              greatest(date_trunc('milliseconds', clock_timestamp()),
+                       (SELECT max(created_at) + interval '1 millisecond' FROM agent_runs WHERE tenant_id = $2))
+       ON CONFLICT DO NOTHING
+       RETURNING ${COLUMNS}`),
+      [
+        id,
+        run.tenant_id,
+        run.agent_blueprint,
+        JSON.stringify(run.input ?? null),
+        run.run_at,
+        run.budget_usd_cents,
+        run.deadline_seconds,
+        run.scheduled_for ?? null,
+        run.starter_access ? JSON.stringify(run.starter_access) : null,
+      ],
+    );
+    if (rows[0]) return rows[0];
+    if (run.scheduled_for) {
+      const taken = await tx.query(
+        `SELECT 1 FROM agent_runs WHERE tenant_id = $1 AND agent_blueprint = $2 AND scheduled_for = $3`,
+        [run.tenant_id, run.agent_blueprint, run.scheduled_for],
+      );
+      if (taken.rowCount) return undefined;
+    }
+  }
+  throw new Error(`no free created_at for a run of tenant ${run.tenant_id} after ${CREATED_AT_TRIES} tries`);
 }
 
 export async function findRun(
@@ -104,21 +135,16 @@ export async function runForWorker(
 
 /**
  * A page of a blueprint's runs, newest first. The cursor is the created_at of the last run
- * returned (RFC 3339); created_at is unique per tenant, so "strictly older" is exact — expressed to
- * listPage as a keyset boundary with the smallest id.
+ * returned (timestampCursor of @workauto/grpc): created_at is unique per tenant, so "strictly
+ * older" is exact.
  */
 export async function listRuns(
   db: Queryable,
   tenantId: string,
   blueprint: string,
   status: RunStatus | undefined,
-  size: number,
-  before: string | undefined,
+  page: PageQuery,
 ): Promise<KeysetPage<RunRow>> {
-  const page: PageQuery = {
-    size,
-    ...(before ? { after: { at: before, id: '00000000-0000-0000-0000-000000000000' } } : {}),
-  };
   return listPage<RunRow>(
     db,
     {
@@ -126,7 +152,7 @@ export async function listRuns(
       from: 'agent_runs',
       where: `tenant_id = $1 AND agent_blueprint = $2 AND ($3::text IS NULL OR status = $3)`,
       params: [tenantId, blueprint, status ?? null],
-      order: { key: 'created_at', id: 'id', direction: 'newest_first' },
+      order: newestFirst(),
     },
     page,
   );
@@ -135,51 +161,120 @@ export async function listRuns(
 /** queued/running → cancelled (the streak stays as it was: a cancelled run does not change it). */
 export async function cancelRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
   const { rows } = await tx.query<RunRow>(
-    `UPDATE agent_runs SET status = 'cancelled', finished_at = now(), updated_at = now(),
+    withStatusNotify(`UPDATE agent_runs SET status = 'cancelled', finished_at = now(), updated_at = now(),
        consecutive_failures = (SELECT coalesce((SELECT r.consecutive_failures FROM agent_runs r
                                  WHERE r.tenant_id = agent_runs.tenant_id AND r.agent_blueprint = agent_runs.agent_blueprint
                                    AND r.status IN ('succeeded', 'failed') ORDER BY r.finished_at DESC, r.id DESC LIMIT 1), 0))
-     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
     [tenantId, id],
   );
   return rows[0]!;
 }
 
-/** A run a worker claimed: running under this worker (first claim: started_at and deadline_at set now). */
-export async function startRun(tx: Queryable, tenantId: string, id: string, workerId: string): Promise<RunRow> {
+/**
+ * A run a worker claimed (its job's lease is the run's lease): running, one more start counted
+ * (first start: started_at and deadline_at set now).
+ */
+export async function startRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
   const { rows } = await tx.query<RunRow>(
-    `UPDATE agent_runs SET status = 'running', worker_id = $3, claims = claims + 1, last_heartbeat_at = now(),
+    withStatusNotify(`UPDATE agent_runs SET status = 'running', claims = claims + 1,
        started_at = coalesce(started_at, now()),
        deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
        consecutive_failures = 0, updated_at = now()
-     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, id, workerId],
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
+    [tenantId, id],
   );
   return rows[0]!;
 }
 
-/** The worker's heartbeat: the run's status now (undefined if another worker holds it). */
-export async function heartbeat(db: Queryable, id: string, workerId: string): Promise<RunStatus | undefined> {
-  const { rows } = await db.query<{ status: RunStatus }>(
-    `UPDATE agent_runs SET last_heartbeat_at = CASE WHEN status = 'running' THEN now() ELSE last_heartbeat_at END
-     WHERE id = $1 AND worker_id = $2 RETURNING status`,
-    [id, workerId],
-  );
+/** A run's status now (its worker looks for a cancel). */
+export async function runStatus(db: Queryable, id: string): Promise<RunStatus | undefined> {
+  const { rows } = await db.query<{ status: RunStatus }>(`SELECT status FROM agent_runs WHERE id = $1`, [id]);
   return rows[0]?.status;
 }
 
-/** Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. */
+/**
+ * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
+ * by the attempt holding the run's job lease, in the transaction that checked it.
+ */
 export async function recordProgress(
   db: Queryable,
   id: string,
-  workerId: string,
   p: { costMicroCents: number; feeCents: number; output: unknown },
 ): Promise<void> {
   await db.query(
-    `UPDATE agent_runs SET cost_micro_cents = $3, platform_fee_cents = $4, output = $5, updated_at = now()
-     WHERE id = $1 AND worker_id = $2 AND status IN ('running', 'cancelled')`,
-    [id, workerId, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
+    `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
+     WHERE id = $1 AND status IN ('running', 'cancelled')`,
+    [id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
   );
+}
+
+/** One step of a run as stored (text already cut and cleaned of secrets: domain/steps.ts). */
+export interface StepRow {
+  step_index: number;
+  type: 'model_call' | 'tool_call';
+  started_at: Date;
+  ended_at: Date;
+  tool_name: string | null;
+  arguments: unknown;
+  result: string | null;
+  is_error: boolean | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  cost_micro_cents: number | null;
+}
+
+const STEP_COLUMNS = `step_index, type, started_at, ended_at, tool_name, arguments, result, is_error, input_tokens,
+  output_tokens, cost_micro_cents`;
+
+/** Where a run's next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them). */
+export async function nextStepIndex(db: Queryable, runId: string): Promise<number> {
+  const { rows } = await db.query<{ next: number }>(
+    `SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
+    [runId],
+  );
+  return rows[0]!.next;
+}
+
+/**
+ * A step that ended, written while the run is running (or was cancelled while it ran) by the
+ * attempt holding the run's job lease, in the transaction that checked it; its NOTIFY in the same
+ * statement. False when the run is no longer running.
+ */
+export async function insertStep(db: Queryable, runId: string, step: StepRow): Promise<boolean> {
+  const { rows } = await db.query(
+    `WITH ins AS (
+       INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
+       SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled')
+       RETURNING tenant_id, run_id, step_index)
+     SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
+       json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
+    [
+      runId,
+      step.step_index,
+      step.type,
+      step.started_at,
+      step.ended_at,
+      step.tool_name,
+      step.arguments === undefined || step.arguments === null ? null : JSON.stringify(step.arguments),
+      step.result,
+      step.is_error,
+      step.input_tokens,
+      step.output_tokens,
+      step.cost_micro_cents,
+    ],
+  );
+  return rows.length === 1;
+}
+
+/** A run's steps in order (the run's tenant only). */
+export async function listSteps(db: Queryable, tenantId: string, runId: string): Promise<StepRow[]> {
+  const { rows } = await db.query<StepRow>(
+    `SELECT ${STEP_COLUMNS} FROM agent_run_steps WHERE tenant_id = $1 AND run_id = $2 ORDER BY step_index`,
+    [tenantId, runId],
+  );
+  return rows;
 }
 
 /** Which key the run uses (a platform key's runs pay the platform fee). */
@@ -217,9 +312,9 @@ export interface Finish {
 /** A run's end, written only while it is still running (a cancel that came first wins). */
 export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
   const { rows } = await tx.query<RunRow>(
-    `UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
-       failure_detail = $7, consecutive_failures = $8, finished_at = now(), worker_id = NULL, updated_at = now()
-     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`,
+    withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
+       failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
+     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
     [
       id,
       f.status,
@@ -234,11 +329,14 @@ export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<R
   return rows[0];
 }
 
-/** A run whose worker stopped (shutdown): queued again, its claim not counted as a lost worker. */
-export async function releaseRun(db: Queryable, id: string, workerId: string): Promise<void> {
+/**
+ * A run whose worker stopped (shutdown): queued again, its start not counted as a lost worker.
+ * In the transaction that gives its job back to the queue.
+ */
+export async function releaseRun(db: Queryable, id: string): Promise<void> {
   await db.query(
-    `UPDATE agent_runs SET status = 'queued', worker_id = NULL, claims = greatest(claims - 1, 0), updated_at = now()
-     WHERE id = $1 AND worker_id = $2 AND status = 'running'`,
-    [id, workerId],
+    withStatusNotify(`UPDATE agent_runs SET status = 'queued', claims = greatest(claims - 1, 0), updated_at = now()
+     WHERE id = $1 AND status = 'running' RETURNING id, tenant_id, status`),
+    [id],
   );
 }

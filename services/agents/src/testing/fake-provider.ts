@@ -4,9 +4,17 @@
  * Anthropic (`GET /v1/models`, `POST /v1/messages`, told apart by the `anthropic-version` header) —
  * with each key's behaviour set by the test: a probe outcome, and for chat a script of steps
  * (answer, tool calls, an error, a hang).
+ *
+ * In the test's process (FakeProvider.start), or as a process of its own on its own port
+ * (FakeProviderProcess.start: a tenant's OpenAI- or Anthropic-compatible server), scripted over
+ * its control routes (`/_fake/…`).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 
 /** What GET /v1/models answers for a key. */
 export type ProbeOutcome = 'ok' | 401 | 402 | 403 | 'quota' | 429 | 500 | 529 | 'hang';
@@ -21,7 +29,9 @@ export type ChatStep =
       delayMs?: number;
     }
   | { error: Exclude<ProbeOutcome, 'ok' | 'hang'> }
-  | { hang: true };
+  | { hang: true }
+  /** In the test's process only: answers `then` once `gate` settles (a test holds the run at that call). */
+  | { gate: Promise<unknown>; then: ChatStep };
 
 /** A chat request's body as either provider receives it (the fields a script looks at). */
 export interface ChatBody {
@@ -50,6 +60,15 @@ export interface RecordedRequest {
 
 const DEFAULT_USAGE = { input: 1_000, output: 200 };
 
+export interface FakeProviderOptions {
+  /** Serve one API only (the other's requests get 404), as a real provider's server does. */
+  only?: 'openai' | 'anthropic' | undefined;
+  /** A path the APIs live under, e.g. `/openrouter/api` (OpenRouter's base URL is https://openrouter.ai/api/v1). */
+  prefix?: string | undefined;
+  /** Serve the control routes (`POST /_fake/probes`, `POST /_fake/scripts`, `GET /_fake/requests`). */
+  control?: boolean | undefined;
+}
+
 export class FakeProvider {
   readonly requests: RecordedRequest[] = [];
   /** GET /v1/models per key; unknown keys get 401. */
@@ -58,17 +77,20 @@ export class FakeProvider {
   private readonly scripts = new Map<string, ChatStep[] | ((body: ChatBody) => ChatStep)>();
   private readonly sockets = new Set<Socket>();
   private server!: Server;
+  private options: FakeProviderOptions = {};
+  /** Origin and prefix: the base the APIs live under. */
   url = '';
 
-  static async start(): Promise<FakeProvider> {
+  static async start(options: FakeProviderOptions = {}): Promise<FakeProvider> {
     const fake = new FakeProvider();
+    fake.options = options;
     fake.server = createServer((req, res) => void fake.handle(req, res));
     fake.server.on('connection', (s) => {
       fake.sockets.add(s);
       s.on('close', () => fake.sockets.delete(s));
     });
     await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
-    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}${options.prefix ?? ''}`;
     return fake;
   }
 
@@ -99,6 +121,8 @@ export class FakeProvider {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
+    if (this.options.control && req.url?.startsWith('/_fake/'))
+      return this.control(req, res, Buffer.concat(chunks).toString('utf8'));
     const provider = req.headers['anthropic-version'] ? 'anthropic' : 'openai';
     const record: RecordedRequest = {
       provider,
@@ -111,7 +135,13 @@ export class FakeProvider {
     this.requests.push(record);
     const auth = req.headers.authorization ?? '';
     const key = auth.startsWith('Bearer ') ? auth.slice(7) : String(req.headers['x-api-key'] ?? '');
-    const path = (req.url ?? '').split('?')[0];
+    const prefix = this.options.prefix ?? '';
+    const fullPath = (req.url ?? '').split('?')[0]!;
+    const path = fullPath.startsWith(`${prefix}/`) ? fullPath.slice(prefix.length) : `(outside ${prefix}) ${fullPath}`;
+    if (this.options.only && provider !== this.options.only)
+      return this.json(res, 404, {
+        error: { message: `this server speaks the ${this.options.only} API only`, type: 'invalid_request_error' },
+      });
     if (req.method === 'GET' && path === '/v1/models') {
       const outcome = this.probes.get(key) ?? 401;
       if (outcome === 'hang') return this.hang(req, res, record);
@@ -144,9 +174,13 @@ export class FakeProvider {
       const probe = this.probes.get(key);
       if (probe === undefined) return this.error(res, provider, 401, key);
       const script = this.scripts.get(key);
-      const step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? {
+      let step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? {
         text: 'done',
       };
+      while ('gate' in step) {
+        await step.gate;
+        step = step.then;
+      }
       if ('hang' in step) return this.hang(req, res, record);
       if ('error' in step) return this.error(res, provider, step.error, key);
       if (step.delayMs) await new Promise((r) => setTimeout(r, step.delayMs));
@@ -158,6 +192,22 @@ export class FakeProvider {
       );
     }
     this.json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'invalid_request_error' } });
+  }
+
+  /** The control routes of a fake in its own process: what a test would set on the object in its own. */
+  private control(req: IncomingMessage, res: ServerResponse, body: string): void {
+    const path = req.url?.split('?')[0];
+    if (req.method === 'GET' && path === '/_fake/requests') return this.json(res, 200, this.requests);
+    const input = (body ? JSON.parse(body) : {}) as { key: string; outcome?: ProbeOutcome; steps?: ChatStep[] };
+    if (req.method === 'POST' && path === '/_fake/probes') {
+      this.probes.set(input.key, input.outcome ?? 'ok');
+      return this.json(res, 200, {});
+    }
+    if (req.method === 'POST' && path === '/_fake/scripts') {
+      this.script(input.key, input.steps ?? []);
+      return this.json(res, 200, {});
+    }
+    this.json(res, 404, { error: `no control route ${req.method} ${path}` });
   }
 
   private hang(req: IncomingMessage, res: ServerResponse, record: RecordedRequest): void {
@@ -210,7 +260,7 @@ export class FakeProvider {
 
 let callIds = 0;
 
-function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true }>) {
+function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true } | { gate: unknown }>) {
   const usage = step.usage ?? DEFAULT_USAGE;
   const tools = 'tools' in step ? step.tools : [];
   return {
@@ -243,7 +293,10 @@ function openaiAnswer(model: string, step: Exclude<ChatStep, { error: unknown } 
   };
 }
 
-function anthropicAnswer(model: string, step: Exclude<ChatStep, { error: unknown } | { hang: true }>) {
+function anthropicAnswer(
+  model: string,
+  step: Exclude<ChatStep, { error: unknown } | { hang: true } | { gate: unknown }>,
+) {
   const usage = step.usage ?? DEFAULT_USAGE;
   const tools = 'tools' in step ? step.tools : [];
   return {
@@ -259,4 +312,86 @@ function anthropicAnswer(model: string, step: Exclude<ChatStep, { error: unknown
     ],
     usage: { input_tokens: usage.input, output_tokens: usage.output },
   };
+}
+
+/**
+ * A fake provider in a process of its own, on its own port: a tenant's server as base_url names
+ * it. Scripted over its control routes; `stop` ends the process this started.
+ */
+export class FakeProviderProcess {
+  private constructor(
+    private readonly child: ChildProcess,
+    /** Origin and prefix: the base the APIs live under. */
+    readonly url: string,
+  ) {}
+
+  /** Spawns testing/fake-provider-main.js and waits until it listens. */
+  static async start(options: Omit<FakeProviderOptions, 'control'> = {}): Promise<FakeProviderProcess> {
+    const main = fileURLToPath(new URL('./fake-provider-main.js', import.meta.url));
+    const child = spawn(process.execPath, [main, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: child.stdout! });
+    const first = await Promise.race([
+      once(lines, 'line').then(([line]) => line as string),
+      once(child, 'exit').then(([code]) => {
+        throw new Error(`the fake provider process exited (${code}) before it listened`);
+      }),
+    ]);
+    lines.close();
+    return new FakeProviderProcess(child, (JSON.parse(first) as { url: string }).url);
+  }
+
+  /** As the SDKs take them: OpenAI's base URL includes /v1, Anthropic's does not. */
+  get openaiBaseUrl(): string {
+    return `${this.url}/v1`;
+  }
+  get anthropicBaseUrl(): string {
+    return this.url;
+  }
+  get port(): number {
+    return Number(new URL(this.url).port);
+  }
+
+  /** What GET /v1/models answers for a key. */
+  probe(apiKey: string, outcome: ProbeOutcome): Promise<void> {
+    return this.post('/_fake/probes', { key: apiKey, outcome });
+  }
+
+  /** What a key's chats answer, in order. */
+  script(apiKey: string, steps: ChatStep[]): Promise<void> {
+    return this.post('/_fake/scripts', { key: apiKey, steps });
+  }
+
+  /** Every API request the process received, in order. */
+  async requests(): Promise<RecordedRequest[]> {
+    const res = await fetch(`${this.origin}/_fake/requests`);
+    return (await res.json()) as RecordedRequest[];
+  }
+
+  /** Chat requests made with a key. */
+  async chats(apiKey: string): Promise<RecordedRequest[]> {
+    return (await this.requests()).filter(
+      (r) =>
+        r.method === 'POST' && (r.headers.authorization === `Bearer ${apiKey}` || r.headers['x-api-key'] === apiKey),
+    );
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    const exited = once(this.child, 'exit');
+    this.child.kill('SIGTERM');
+    await exited;
+  }
+
+  private get origin(): string {
+    return new URL(this.url).origin;
+  }
+
+  private async post(path: string, body: unknown): Promise<void> {
+    const res = await fetch(`${this.origin}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`fake provider ${path}: HTTP ${res.status}`);
+  }
 }

@@ -5,7 +5,7 @@
  */
 import type { CallContext } from '@workauto/grpc';
 import { enumMapping } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   CrmPipelinesServiceService as Crm,
   DealStatus,
@@ -41,9 +41,6 @@ export interface BuiltinTool extends ToolSpec {
   call(args: Record<string, unknown>, ctx: CallContext, clients: ToolClients): Promise<unknown>;
 }
 
-const notesJson = resourceJsonOf('workauto/notes_tasks/v1/notes_tasks.proto', 'workauto.notes_tasks.v1');
-const calendarJson = resourceJsonOf('workauto/calendar/v1/calendar.proto', 'workauto.calendar.v1');
-const crmJson = resourceJsonOf('workauto/crm_pipelines/v1/crm_pipelines.proto', 'workauto.crm_pipelines.v1');
 const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
 const dealStatuses = enumMapping(DealStatus, 'DEAL_STATUS_');
 
@@ -103,7 +100,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         { limit: limit(args), completed: status === 'completed' },
         ctx,
       );
-      return notesJson('ListTasksResponse', ListTasksResponse, res);
+      return resourceJson(ListTasksResponse, res);
     },
   },
   {
@@ -133,7 +130,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         },
         ctx,
       );
-      return notesJson('Task', Task, task);
+      return resourceJson(Task, task);
     },
   },
   {
@@ -152,7 +149,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         { q: text(args, 'query', { required: true, max: 200 }), limit: limit(args) },
         ctx,
       );
-      return notesJson('ListNotesResponse', ListNotesResponse, res);
+      return resourceJson(ListNotesResponse, res);
     },
   },
   {
@@ -171,7 +168,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         },
         ctx,
       );
-      return notesJson('Note', Note, note);
+      return resourceJson(Note, note);
     },
   },
   {
@@ -196,7 +193,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         },
         ctx,
       );
-      return crmJson('ListDealsResponse', ListDealsResponse, res);
+      return resourceJson(ListDealsResponse, res);
     },
   },
   {
@@ -214,12 +211,12 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
         if (!chosen)
           return {
             message: 'the tenant has no pipeline yet',
-            pipelines: crmJson('ListPipelinesResponse', ListPipelinesResponse, pipelines),
+            pipelines: resourceJson(ListPipelinesResponse, pipelines),
           };
         id = chosen.id;
       }
       const summary = await clients.call('crm_pipelines', Crm.getPipelineSummary, { id }, ctx);
-      return crmJson('PipelineSummary', PipelineSummary, summary);
+      return resourceJson(PipelineSummary, summary);
     },
   },
   {
@@ -245,7 +242,7 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       const from = instant('from', new Date());
       const to = instant('to', new Date(from.getTime() + 86_400_000));
       const res = await clients.call('calendar', Calendar.listEvents, { from, to, limit: limit(args) }, ctx);
-      return calendarJson('ListEventsResponse', ListEventsResponse, res);
+      return resourceJson(ListEventsResponse, res);
     },
   },
 ];

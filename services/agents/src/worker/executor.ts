@@ -8,7 +8,8 @@
 import type { AccessLevels, CallContext } from '@workauto/grpc';
 import { allows, decodeStatusDetails } from '@workauto/grpc';
 import type { Blueprint, ProviderName, ToolAccess } from '../domain/blueprints.js';
-import { costMicroCents, toCents } from '../domain/costs.js';
+import { costMicroCents, toCents, type Price } from '../domain/costs.js';
+import { stepArguments, stepText } from '../domain/steps.js';
 import {
   blockPatterns,
   blockedBy,
@@ -29,8 +30,14 @@ import {
 import { builtinTool, ToolInputError, type BuiltinTool } from '../tools/builtin.js';
 import { ToolUnavailable, type ToolClients } from '../tools/clients.js';
 import { APP_TOOL_ACCESS, callAppTool, listAppTools, type AppTool } from '../tools/apps.js';
+import type { StepRow } from '../repo/runs.js';
 
 export const MAX_STEPS = 20;
+/**
+ * Tool calls a run makes at most, whatever its guardrails: with MAX_STEPS model calls and each
+ * step's texts cut to 4 KiB, a run's steps stay well inside one response of GET …/steps.
+ */
+export const MAX_TOOL_CALLS = 200;
 const MAX_OUTPUT_TOKENS = 1_024;
 const TOOL_RESULT_MAX_CHARS = 20_000;
 
@@ -94,6 +101,11 @@ export interface Execution {
   /** The access levels of the member who started the run; undefined: not restricted (a scheduled run). */
   starterAccess: AccessLevels | undefined;
   provider: ProviderName;
+  model: string;
+  /** The tenant's server (its config's base_url), or null for the platform's URL. */
+  baseUrl: string | null;
+  /** What the model's tokens cost (the config's price, or the table's). */
+  price: Price;
   apiKey: string;
   budgetCents: number | null;
   deadlineAt: Date | null;
@@ -103,8 +115,13 @@ export interface Execution {
   signal: AbortSignal;
   /** The run acting as its agent, for tool calls that abort with `signal`. */
   actAs(signal: AbortSignal): CallContext;
-  /** Called after each provider call with the cost and output so far (the worker persists them). */
-  progress(costMicroCents: number, output: RunOutput): Promise<void>;
+  /** The index of the run's first step (after the steps of earlier attempts). */
+  firstStepIndex: number;
+  /**
+   * Called when a step ended, with the run's cost and output so far after a model call: the worker
+   * writes them (and NOTIFYs) in one transaction.
+   */
+  recordStep(step: StepRow, progress?: { costMicroCents: number; output: RunOutput }): Promise<void>;
 }
 
 export interface ExecutorDeps {
@@ -183,15 +200,30 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
     );
   }
   const messages: ChatMessage[] = [{ role: 'user', text: inputText(run.input) }];
-  const model = run.blueprint.models[run.provider];
+  const secrets = [run.apiKey];
+  let stepIndex = run.firstStepIndex;
+  const step = (fields: Partial<StepRow> & Pick<StepRow, 'type' | 'started_at'>): StepRow => ({
+    step_index: stepIndex++,
+    ended_at: new Date(),
+    tool_name: null,
+    arguments: null,
+    result: null,
+    is_error: null,
+    input_tokens: null,
+    output_tokens: null,
+    cost_micro_cents: null,
+    ...fields,
+  });
   try {
     const { offered, known } = await toolsFor(deps, run, ctx);
     const byName = new Map(offered.map((t) => [t.spec.name, t]));
-    for (let step = 1; step <= MAX_STEPS; step++) {
+    for (let call = 1; call <= MAX_STEPS; call++) {
+      const started = new Date();
       const answer = await deps.providers[run.provider].chat(
         {
           apiKey: run.apiKey,
-          model,
+          baseURL: run.baseUrl ?? undefined,
+          model: run.model,
           system: run.blueprint.prompt,
           messages,
           tools: offered.map((t) => t.spec),
@@ -199,56 +231,92 @@ export async function execute(deps: ExecutorDeps, run: Execution): Promise<Outco
         },
         signal,
       );
-      output.steps = step;
-      cost += costMicroCents(model, answer.usage);
-      if (answer.text) output.text = answer.text;
-      await run.progress(cost, output);
+      const ended = new Date();
+      output.steps = call;
+      const callCost = costMicroCents(run.price, answer.usage);
+      cost += callCost;
+      const final = answer.toolCalls.length === 0;
+      // A final answer a block_pattern matches is withheld, in the step too; max_output_chars cuts it.
+      const blocked = final ? blockedBy(blocking.patterns, answer.text) : undefined;
+      const cap = final ? maxOutputChars(run.guardrails) : undefined;
+      const shown =
+        blocked !== undefined
+          ? ''
+          : cap !== undefined && answer.text.length > cap
+            ? answer.text.slice(0, cap)
+            : answer.text;
+      if (blocked !== undefined) output.text = '';
+      else if (shown) output.text = shown;
+      await run.recordStep(
+        step({
+          type: 'model_call',
+          started_at: started,
+          ended_at: ended,
+          result: shown ? stepText(shown, secrets) : null,
+          input_tokens: answer.usage.inputTokens,
+          output_tokens: answer.usage.outputTokens,
+          cost_micro_cents: callCost,
+        }),
+        { costMicroCents: cost, output },
+      );
       if (run.budgetCents !== null && toCents(cost) > run.budgetCents) {
         return fail(
           'budget_exceeded',
-          `the run cost ${toCents(cost)} cents after ${step} provider calls, more than its budget of ${run.budgetCents} cents; raise budget_usd_cents to let it finish`,
+          `the run cost ${toCents(cost)} cents after ${call} provider calls, more than its budget of ${run.budgetCents} cents; raise budget_usd_cents to let it finish`,
         );
       }
       if (run.deadlineAt && Date.now() > run.deadlineAt.getTime()) throw new RunStop('deadline');
-      if (answer.toolCalls.length === 0) {
-        const blocked = blockedBy(blocking.patterns, answer.text);
-        if (blocked !== undefined) {
-          output.text = ''; // what the pattern blocks is not shown either
+      if (final) {
+        if (blocked !== undefined)
           return fail(
             'guardrail_blocked',
             `the answer matches the block_pattern of guardrails[${blocked}] and was withheld`,
           );
-        }
-        const cap = maxOutputChars(run.guardrails);
-        if (cap !== undefined && output.text.length > cap) output.text = output.text.slice(0, cap);
         return { status: 'succeeded', output, costMicroCents: cost };
       }
       const results: ToolResult[] = [];
-      for (const call of answer.toolCalls) {
+      for (const toolCall of answer.toolCalls) {
         if (toolCallCap !== undefined && output.tool_calls.length >= toolCallCap) {
           return fail('guardrail_blocked', `the model asked for more than ${toolCallCap} tool calls (max_tool_calls)`);
         }
-        const tool = byName.get(call.name);
+        if (output.tool_calls.length >= MAX_TOOL_CALLS) {
+          return fail(
+            'guardrail_blocked',
+            `the model asked for more than ${MAX_TOOL_CALLS} tool calls, the most one run makes; split the work over several runs`,
+          );
+        }
+        const tool = byName.get(toolCall.name);
+        const toolStarted = new Date();
+        const toolStep = (result: string, isError: boolean) =>
+          step({
+            type: 'tool_call',
+            started_at: toolStarted,
+            tool_name: toolCall.name,
+            arguments: stepArguments(toolCall.arguments, secrets),
+            result: stepText(result, secrets),
+            is_error: isError,
+          });
         if (!tool) {
-          if (known.has(call.name)) {
+          if (known.has(toolCall.name)) {
             return fail(
               'guardrail_blocked',
-              `the model called ${call.name}, which the guardrails do not allow (allow_tools / deny_tools)`,
+              `the model called ${toolCall.name}, which the guardrails do not allow (allow_tools / deny_tools)`,
             );
           }
-          output.tool_calls.push({ name: call.name, is_error: true });
-          results.push({
-            callId: call.id,
-            name: call.name,
-            content: `unknown tool ${call.name}; use one of: ${[...byName.keys()].join(', ')}`,
-            isError: true,
-          });
+          const content = `unknown tool ${toolCall.name}; use one of: ${[...byName.keys()].join(', ')}`;
+          output.tool_calls.push({ name: toolCall.name, is_error: true });
+          results.push({ callId: toolCall.id, name: toolCall.name, content, isError: true });
+          await run.recordStep(toolStep(content, true));
           continue;
         }
-        const result = await callTool(deps, tool, call.arguments, ctx);
-        if ('failure' in result) return fail(result.failure, result.detail);
-        output.tool_calls.push({ name: call.name, is_error: result.isError });
-        results.push({ callId: call.id, name: call.name, content: result.content, isError: result.isError });
+        const result = await callTool(deps, tool, toolCall.arguments, ctx);
+        if ('failure' in result) {
+          await run.recordStep(toolStep(result.detail, true));
+          return fail(result.failure, result.detail);
+        }
+        output.tool_calls.push({ name: toolCall.name, is_error: result.isError });
+        results.push({ callId: toolCall.id, name: toolCall.name, content: result.content, isError: result.isError });
+        await run.recordStep(toolStep(result.content, result.isError));
       }
       messages.push({ role: 'assistant', text: answer.text, toolCalls: answer.toolCalls }, { role: 'tool', results });
     }

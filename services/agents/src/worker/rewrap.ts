@@ -1,15 +1,14 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Keyring } from '@workauto/crypto';
 import { Keyring as K } from '@workauto/crypto';
 import type { Pool } from '@workauto/db';
+import { PeriodicWorker, type Clock } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
-import type { Worker } from '@workauto/service';
 import { keyContext } from '../handlers/common.js';
 import * as configs from '../repo/configs.js';
 
 /**
  * After a keyring rotation (a new first key in ENCRYPTION_KEYS), re-encrypts every stored provider
- * key under the active key at start-up, so the old key can be dropped once this ran. Idempotent;
+ * key under the active key, so the old key can be dropped once this ran. Idempotent;
  * each key is rewritten only if it is still the ciphertext that was read.
  */
 export async function rewrapKeys(pool: Pool, keyring: Keyring, signal?: AbortSignal): Promise<number> {
@@ -27,22 +26,24 @@ export async function rewrapKeys(pool: Pool, keyring: Keyring, signal?: AbortSig
   }
 }
 
-export function rewrapKeysWorker(pool: Pool, keyring: Keyring, logger: Logger): Worker {
-  return {
+/**
+ * Every replica rewraps with its own keyring when it starts, then hourly: a key stored meanwhile
+ * by a replica that still ran with the previous keyring (a rolling rotation) is rewrapped too.
+ */
+export function rewrapKeysWorker(pool: Pool, keyring: Keyring, logger: Logger, clock?: Clock): PeriodicWorker {
+  return new PeriodicWorker({
     name: 'rewrap-provider-keys',
-    async run(ctx) {
-      ctx.beat();
-      const n = await rewrapKeys(pool, keyring, ctx.signal);
+    replicas: 'every',
+    everyMs: 3_600_000,
+    logger,
+    ...(clock ? { clock } : {}),
+    tick: async ({ signal }) => {
+      const n = await rewrapKeys(pool, keyring, signal);
       if (n)
         logger.info(
           { rewrapped: n, key_id: keyring.activeKeyId },
           'provider keys re-encrypted under the active keyring key',
         );
-      // Done; idle (beating) until shutdown.
-      while (!ctx.signal.aborted) {
-        ctx.beat();
-        await sleep(10_000, undefined, { signal: ctx.signal }).catch(() => undefined);
-      }
     },
-  };
+  });
 }

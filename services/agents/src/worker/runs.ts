@@ -1,20 +1,21 @@
 /**
  * Run workers: a run's job (@workauto/jobs, claimed with FOR UPDATE SKIP LOCKED under a renewed
- * lease) starts the run, a heartbeat of its own every heartbeatMs tells the worker when the run
- * was cancelled (and aborts the provider and tool calls in flight), and the end is written only
- * while the run is still running. A worker that vanished loses its job's lease; the job comes back
- * and the run is re-run once, then failed `worker_lost`.
+ * lease) starts the run; the job's lease is the run's only one. The attempt writes steps, progress
+ * and the end only while it holds that lease (in the same transaction), and looks at the run's
+ * status every heartbeatMs to learn of a cancel (aborting the provider and tool calls in flight).
+ * A worker that vanished loses its job's lease; the job comes back and the run is re-run once,
+ * then failed `worker_lost` (the run's `claims` counts its starts). A worker stopping gives the job
+ * back and the run goes back to queued in the same transaction.
  */
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { CallerSigner } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { withTransaction, type Pool, type PoolClient } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import type { Job } from '@workauto/jobs';
+import type { Job, JobWorker } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import type { Worker } from '@workauto/service';
 import { findBlueprint, type ProviderName } from '../domain/blueprints.js';
+import { runModel } from '../domain/models.js';
 import { platformFeeCents } from '../domain/costs.js';
 import type { Guardrail } from '../domain/guardrails.js';
 import { SOURCE, configData, keyContext, runData } from '../handlers/common.js';
@@ -32,7 +33,7 @@ export interface RunSettings {
   tenantConcurrency: number;
   /** A job's lease; a worker that stops renewing it for this long has vanished. */
   leaseMs: number;
-  /** How often a running run checks for a cancel (at most 5 s by the contract). */
+  /** How often a running run looks at its status for a cancel (at most 5 s by the contract). */
   heartbeatMs: number;
   /** How often an idle worker looks for due runs. */
   pollMs: number;
@@ -74,14 +75,10 @@ interface KeyRefusal {
 const emptyOutput = (): RunOutput => ({ text: '', steps: 0, tool_calls: [] });
 
 export class RunWorker {
-  readonly workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  /** Aborted when the service stops: a run cut short by it goes back to the queue, not counted as lost. */
-  private stopping: AbortSignal | undefined;
+  private readonly jobs: JobWorker<RunJob>;
 
-  constructor(private readonly deps: RunDeps) {}
-
-  worker(): Worker {
-    const jobs = runQueue.worker(this.deps.pool, {
+  constructor(private readonly deps: RunDeps) {
+    this.jobs = runQueue.worker(this.deps.pool, {
       logger: this.deps.logger,
       concurrency: this.deps.settings.concurrency,
       // Jobs are grouped by tenant (enqueueRun): at most this many of one tenant's runs at once, across replicas.
@@ -93,14 +90,13 @@ export class RunWorker {
       handle: (job, signal) => this.handle(job, signal),
       // The job gave up (its attempts ran out outside the run, e.g. the database away through each): the run must not stay queued or running.
       onDead: (tx, job, reason) => this.abandon(tx, job.payload, reason),
+      // Stopping: the run goes back to queued with its job, its claim not counted as a lost worker.
+      onRelease: (tx, job) => runs.releaseRun(tx, job.payload.run_id),
     });
-    return {
-      name: 'agent-runs',
-      run: (ctx) => {
-        this.stopping = ctx.signal;
-        return jobs.run(ctx);
-      },
-    };
+  }
+
+  worker(): Worker {
+    return { name: 'agent-runs', run: (ctx) => this.jobs.run(ctx) };
   }
 
   private async handle(job: Job<RunJob>, jobSignal: AbortSignal): Promise<void> {
@@ -121,7 +117,7 @@ export class RunWorker {
         return undefined;
       }
       const wasQueued = row.status === 'queued';
-      const running = await runs.startRun(tx, tenantId, runId, this.workerId);
+      const running = await runs.startRun(tx, tenantId, runId);
       if (wasQueued)
         await recordEvent(tx, SOURCE, events, {
           type: 'agent_run.started',
@@ -138,25 +134,26 @@ export class RunWorker {
     });
     if (!started) return;
 
-    // The run's signal: the job's (lease lost, shutdown) and the heartbeat's (cancelled).
+    // The run's signal: the job's (lease lost, shutdown) and the status's (cancelled).
     const stop = new AbortController();
     const onJobAbort = () => stop.abort(new RunStop('released'));
     jobSignal.addEventListener('abort', onJobAbort, { once: true });
+    if (jobSignal.aborted) onJobAbort();
     const beat = setInterval(() => {
-      void runs.heartbeat(pool, runId, this.workerId).then(
+      void runs.runStatus(pool, runId).then(
         (status) => {
           if (status !== 'running') stop.abort(new RunStop(status === 'cancelled' ? 'cancelled' : 'released'));
         },
         (err: unknown) =>
           this.deps.logger.warn(
             { err, run_id: runId },
-            'agent run heartbeat failed; retrying (is the database reachable?)',
+            'could not look for a cancel of the agent run; retrying (is the database reachable?)',
           ),
       );
     }, this.deps.settings.heartbeatMs);
     try {
-      const { outcome, refused } = await this.run(started, stop.signal);
-      await this.record(started, outcome, refused);
+      const { outcome, refused } = await this.run(started, job, stop.signal);
+      await this.record(started, job, outcome, refused);
     } finally {
       clearInterval(beat);
       jobSignal.removeEventListener('abort', onJobAbort);
@@ -164,7 +161,11 @@ export class RunWorker {
   }
 
   /** The run's key and loop. Everything that goes wrong becomes an Outcome with a category. */
-  private async run(row: runs.RunRow, signal: AbortSignal): Promise<{ outcome: Outcome; refused?: KeyRefusal }> {
+  private async run(
+    row: runs.RunRow,
+    job: Job<RunJob>,
+    signal: AbortSignal,
+  ): Promise<{ outcome: Outcome; refused?: KeyRefusal }> {
     const { pool, keyring } = this.deps;
     const blueprint = findBlueprint(row.agent_blueprint);
     // A run re-run after a lost worker keeps what its first attempt already cost.
@@ -175,10 +176,16 @@ export class RunWorker {
     if (!blueprint) return fail('internal', `blueprint ${row.agent_blueprint} is no longer offered by this deployment`);
     const config = await configs.findConfig(pool, row.tenant_id, blueprint.id);
     const stored = await configs.storedKey(pool, row.tenant_id, blueprint.id);
-    let provider: ProviderName;
+    const platform = new Set(
+      (Object.entries(this.deps.platformKeys) as [ProviderName, string | undefined][]).flatMap(([p, k]) =>
+        k ? [p] : [],
+      ),
+    );
+    const chosen = runModel(config, stored, blueprint, platform);
+    if ('failure' in chosen) return fail(chosen.failure.category, chosen.failure.detail);
+    const { provider, model, baseUrl, price, platformKey: usedPlatformKey } = chosen.ok;
     let apiKey: string;
     if (stored) {
-      provider = stored.provider;
       try {
         apiKey = keyring.decrypt(stored.ciphertext, keyContext(row.tenant_id, blueprint.id));
       } catch {
@@ -187,19 +194,10 @@ export class RunWorker {
           'the stored provider key cannot be decrypted with ENCRYPTION_KEYS (was its keyring key removed?); set the key again with PUT byok-key',
         );
       }
-    } else {
-      provider = blueprint.defaultProvider;
-      const platformKey = this.deps.platformKeys[provider];
-      if (!platformKey)
-        return fail(
-          'provider_auth',
-          `no provider key: set the tenant's key with PUT /agent-configs/${blueprint.id}/byok-key (this deployment has no platform key for ${provider})`,
-        );
-      apiKey = platformKey;
-    }
-    const usedPlatformKey = !stored;
+    } else apiKey = this.deps.platformKeys[provider]!;
     await runs.markKeyUse(pool, row.id, usedPlatformKey);
     const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
+    const firstStepIndex = await runs.nextStepIndex(pool, row.id);
     try {
       const outcome = await execute(
         {
@@ -213,14 +211,28 @@ export class RunWorker {
           guardrails: (config?.guardrails ?? []) as Guardrail[],
           starterAccess: row.starter_access ?? undefined,
           provider,
+          model,
+          baseUrl,
+          price,
           apiKey,
           budgetCents: row.budget_usd_cents,
           deadlineAt: row.deadline_at,
           signal,
           spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
-          progress: (cost, output) =>
-            runs.recordProgress(pool, row.id, this.workerId, { costMicroCents: cost, feeCents: fee(cost), output }),
+          firstStepIndex,
+          // The step, the cost and output so far, and the NOTIFY: one transaction, under the job's lease.
+          recordStep: (step, progress) =>
+            withTransaction(pool, async (tx) => {
+              if (!(await this.jobs.holdsLease(tx, job))) return;
+              await runs.insertStep(tx, row.id, step);
+              if (progress)
+                await runs.recordProgress(tx, row.id, {
+                  costMicroCents: progress.costMicroCents,
+                  feeCents: fee(progress.costMicroCents),
+                  output: progress.output,
+                });
+            }),
         },
       );
       if (outcome.status === 'failed' && outcome.providerCategory && stored) {
@@ -242,14 +254,16 @@ export class RunWorker {
     }
   }
 
-  private async record(row: runs.RunRow, outcome: Outcome, refused: KeyRefusal | undefined): Promise<void> {
-    if (outcome.status === 'stopped') {
-      // Cancelled: the cancel wrote the run; the cost so far was recorded step by step.
-      if (outcome.reason.kind === 'released' && this.stopping?.aborted)
-        await runs.releaseRun(this.deps.pool, row.id, this.workerId);
-      return;
-    }
+  private async record(
+    row: runs.RunRow,
+    job: Job<RunJob>,
+    outcome: Outcome,
+    refused: KeyRefusal | undefined,
+  ): Promise<void> {
+    // Cancelled: the cancel wrote the run; released: onRelease did, or the lease went to another attempt.
+    if (outcome.status === 'stopped') return;
     await withTransaction(this.deps.pool, async (tx) => {
+      if (!(await this.jobs.holdsLease(tx, job))) return; // taken back: the run is another attempt's now
       const locked = await runs.runForWorker(tx, row.tenant_id, row.id, { lock: true });
       if (!locked || locked.status !== 'running') return; // cancelled meanwhile: the cancel wins
       await this.finish(tx, locked, outcome);

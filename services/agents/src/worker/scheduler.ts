@@ -1,14 +1,15 @@
 /**
- * The scheduler: every config with a schedule gets one run per cron tick (UTC). Any number of
- * replicas run it: a due config is locked with SKIP LOCKED by one of them, and the run's unique
- * (tenant, blueprint, tick) makes a second run of a tick impossible even so. After downtime only
- * the latest missed tick runs. A paused schedule (5 failures in a row) is skipped until a PUT.
+ * The scheduler: every config with a schedule gets one run per cron tick (UTC). One replica at a
+ * time checks the schedules (a periodic worker under the job queue's lease); a due config is
+ * locked with SKIP LOCKED all the same, and the run's unique (tenant, blueprint, tick) makes a
+ * second run of a tick impossible even when two checks overlap (a lease taken over). After
+ * downtime only the latest missed tick runs. A paused schedule (5 failures in a row) is skipped
+ * until a PUT.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { withTransaction, type Pool } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
+import { PeriodicWorker, type Clock } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
-import type { Worker } from '@workauto/service';
 import { latestTick, nextTick } from '../domain/schedule.js';
 import { SOURCE, runData } from '../handlers/common.js';
 import * as configs from '../repo/configs.js';
@@ -55,19 +56,15 @@ export async function scheduleDueRuns(pool: Pool, now = new Date()): Promise<num
   });
 }
 
-export function schedulerWorker(pool: Pool, logger: Logger, pollMs: number): Worker {
-  return {
+/** Checks the schedules every pollMs (AGENT_SCHEDULER_POLL_MS) on one replica at a time. */
+export function schedulerWorker(pool: Pool, logger: Logger, pollMs: number, clock?: Clock): PeriodicWorker {
+  return new PeriodicWorker({
     name: 'agent-scheduler',
-    async run(ctx) {
-      while (!ctx.signal.aborted) {
-        ctx.beat();
-        try {
-          await scheduleDueRuns(pool);
-        } catch (err) {
-          logger.warn({ err }, 'could not schedule due agent runs; retrying (is the database reachable?)');
-        }
-        await sleep(pollMs, undefined, { signal: ctx.signal }).catch(() => undefined);
-      }
-    },
-  };
+    replicas: 'one',
+    pool,
+    everyMs: pollMs,
+    logger,
+    ...(clock ? { clock } : {}),
+    tick: async ({ now }) => void (await scheduleDueRuns(pool, now)),
+  });
 }

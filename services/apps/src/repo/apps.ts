@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 import type { ListedTool } from '../domain/tools.js';
 
 export type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error';
@@ -140,11 +148,30 @@ export interface AppPatch {
   last_healthy_at?: Date | undefined;
   target_version?: number | undefined;
   next_probe_at?: Date | undefined;
-  probe_lease_until?: null | undefined;
 }
+const PATCH: Columns<AppPatch> = {
+  display_name: true,
+  description: true,
+  mcp_server_url: true,
+  enabled_tools: true,
+  metadata: true,
+  auth_type: true,
+  auth_header_name: true,
+  auth_ciphertext: true,
+  auth_key_id: true,
+  auth_hint: true,
+  key_version: true,
+  status: true,
+  status_reason: true,
+  consecutive_probe_failures: true,
+  last_probed_at: true,
+  last_healthy_at: true,
+  target_version: true,
+  next_probe_at: true,
+};
 
 export async function updateApp(db: Queryable, tenantId: string, id: string, patch: AppPatch): Promise<AppRow> {
-  const row = await updateTenantRow<AppRow>(db, 'apps', RETURNING, tenantId, id, patch as Record<string, unknown>);
+  const row = await updateTenantRow<AppRow>(db, 'apps', RETURNING, tenantId, id, patch, PATCH);
   if (!row) throw new Error(`app ${id} vanished under its lock`);
   return row;
 }
@@ -253,47 +280,28 @@ export interface DueProbe {
 }
 
 /**
- * Claims up to `limit` apps whose probe is due, for this replica (FOR UPDATE SKIP LOCKED: two
- * replicas never claim the same app). In the same statement each claimed app's next probe moves to
- * its next slot: app slots are spread over the interval by a phase taken from the app's id, so
- * 1,000 apps with a 5 min interval are probed a few per second rather than all at once, and every
- * app at most once per interval whatever the number of replicas.
+ * Takes up to `limit` apps whose probe is due at `now` (FOR UPDATE SKIP LOCKED: two replicas never
+ * take the same app; the rows stay locked until the caller's transaction ends, which enqueues
+ * their probes). In the same statement each app's next probe moves to its next slot: app slots
+ * are spread over the interval by a phase taken from the app's id, so 1,000 apps with a 5 min
+ * interval are probed a few per second rather than all at once, and every app at most once per
+ * interval whatever the number of replicas.
  */
-export async function claimDueProbes(
-  db: Queryable,
-  limit: number,
-  intervalMs: number,
-  leaseMs: number,
-): Promise<DueProbe[]> {
-  const { rows } = await db.query<DueProbe>(
+export async function takeDueProbes(tx: Queryable, now: Date, limit: number, intervalMs: number): Promise<DueProbe[]> {
+  const { rows } = await tx.query<DueProbe>(
     `WITH due AS (
-       SELECT id FROM apps
-        WHERE next_probe_at <= now() AND (probe_lease_until IS NULL OR probe_lease_until < now())
-        ORDER BY next_probe_at LIMIT $1 FOR UPDATE SKIP LOCKED
+       SELECT id FROM apps WHERE next_probe_at <= $3 ORDER BY next_probe_at LIMIT $1 FOR UPDATE SKIP LOCKED
      ), slot AS (
        SELECT id, (hashtextextended(id::text, 0) & 9007199254740991) % $2::bigint AS phase_ms,
-              floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now_ms
+              floor(extract(epoch FROM $3::timestamptz) * 1000)::bigint AS now_ms
          FROM due
      )
      UPDATE apps a
-        SET probe_lease_until = now() + $3::bigint * interval '1 millisecond',
-            next_probe_at = to_timestamp(((((s.now_ms - s.phase_ms) / $2::bigint) + 1) * $2::bigint + s.phase_ms) / 1000.0)
+        SET next_probe_at = to_timestamp(((((s.now_ms - s.phase_ms) / $2::bigint) + 1) * $2::bigint + s.phase_ms) / 1000.0)
        FROM slot s
       WHERE a.id = s.id
       RETURNING a.id, a.tenant_id`,
-    [limit, intervalMs, leaseMs],
+    [limit, intervalMs, now],
   );
   return rows;
-}
-
-/** Makes an app due now (created, or its URL changed): the next poll of any replica probes it. */
-export async function probeSoon(db: Queryable, tenantId: string, id: string): Promise<void> {
-  await db.query('UPDATE apps SET next_probe_at = now(), probe_lease_until = NULL WHERE tenant_id = $1 AND id = $2', [
-    tenantId,
-    id,
-  ]);
-}
-
-export async function releaseProbeLease(db: Queryable, id: string): Promise<void> {
-  await db.query('UPDATE apps SET probe_lease_until = NULL WHERE id = $1', [id]);
 }

@@ -1,6 +1,6 @@
 import type { Pool } from '@workauto/db';
-import { enumMapping } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { enumMapping, type Handlers } from '@workauto/grpc';
+import { resourceJson } from '@workauto/protos';
 import {
   ChannelType,
   DealStatus,
@@ -11,6 +11,7 @@ import {
   DealStageHistoryEntry,
   Pipeline,
   PipelineStage,
+  type CrmPipelinesServiceService,
 } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { toNumber } from '../domain/money.js';
 import type { ChannelRow } from '../repo/channels.js';
@@ -35,11 +36,17 @@ export const LIMITS = {
   query: 200,
   stagesPerPipeline: 50,
   channelsPerContact: 50,
+  /** GET /deals/{id}/history answers the last this many changes. */
+  historyEntries: 1_000,
 };
 
 export interface CrmDeps {
   pool: Pool;
 }
+
+type H = Handlers<typeof CrmPipelinesServiceService>;
+/** The handler of one rpc. */
+export type Handler<K extends keyof H> = H[K];
 
 export function toStage(row: StageRow): PipelineStage {
   return {
@@ -144,12 +151,9 @@ export function toChannel(row: ChannelRow): ContactChannel {
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md): the same
 // message the handler returns, through the gateway's JSON mapping.
-const resourceJson = resourceJsonOf('workauto/crm_pipelines/v1/crm_pipelines.proto', 'workauto.crm_pipelines.v1');
-export const stageData = (row: StageRow) => resourceJson('PipelineStage', PipelineStage, toStage(row));
-export const pipelineData = (row: PipelineRow, stages: StageRow[]) =>
-  resourceJson('Pipeline', Pipeline, toPipeline(row, stages));
-export const dealData = (row: DealRow) => resourceJson('Deal', Deal, toDeal(row));
-export const historyData = (row: HistoryRow) =>
-  resourceJson('DealStageHistoryEntry', DealStageHistoryEntry, toHistory(row));
-export const contactData = (row: ContactRow) => resourceJson('Contact', Contact, toContact(row));
-export const channelData = (row: ChannelRow) => resourceJson('ContactChannel', ContactChannel, toChannel(row));
+export const stageData = (row: StageRow) => resourceJson(PipelineStage, toStage(row));
+export const pipelineData = (row: PipelineRow, stages: StageRow[]) => resourceJson(Pipeline, toPipeline(row, stages));
+export const dealData = (row: DealRow) => resourceJson(Deal, toDeal(row));
+export const historyData = (row: HistoryRow) => resourceJson(DealStageHistoryEntry, toHistory(row));
+export const contactData = (row: ContactRow) => resourceJson(Contact, toContact(row));
+export const channelData = (row: ChannelRow) => resourceJson(ContactChannel, toChannel(row));

@@ -56,11 +56,20 @@ export async function appendHistory(
   return rows[0]!;
 }
 
-/** The deal's changes, oldest first. */
-export async function listHistory(db: Queryable, tenantId: string, dealId: string): Promise<HistoryRow[]> {
+/**
+ * The deal's last `limit` changes, oldest first: the list has no pages and a deal moved all day
+ * would otherwise answer more than one message holds (the UNIQUE (deal_id, seq) index serves it).
+ */
+export async function listHistory(
+  db: Queryable,
+  tenantId: string,
+  dealId: string,
+  limit: number,
+): Promise<HistoryRow[]> {
   const { rows } = await db.query<HistoryRow>(
-    `SELECT ${COLUMNS} FROM deal_stage_history WHERE tenant_id = $1 AND deal_id = $2 ORDER BY seq`,
-    [tenantId, dealId],
+    `SELECT ${COLUMNS} FROM (SELECT ${COLUMNS} FROM deal_stage_history WHERE tenant_id = $1 AND deal_id = $2
+                               ORDER BY seq DESC LIMIT $3) last ORDER BY seq`,
+    [tenantId, dealId, limit],
   );
   return rows;
 }

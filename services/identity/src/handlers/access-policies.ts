@@ -4,7 +4,7 @@ import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { effectiveAccess } from '../domain/access.js';
 import { assertAccessWithin, assertNotOutranked, assertNotOwn } from '../domain/grants.js';
-import { policyViolations, type PolicyInput } from '../domain/policies.js';
+import { assertNoResourceFilters, policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
 import { SOURCE, accessOf, accessPoliciesData, caller, levels, toPolicy, type IdentityDeps } from './common.js';
@@ -23,8 +23,8 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
       const inputs = req.policies.map((p) => ({
         domain: p.domain,
         access_level: levels.toDomain(p.access_level),
-        resource_filter: p.resource_filter ?? {},
       }));
+      assertNoResourceFilters('policies', req.policies);
       const v = validate().uuid('member_id', req.member_id, { required: true });
       for (const violation of policyViolations('policies', inputs)) v.add(violation.field, violation.description);
       v.done();

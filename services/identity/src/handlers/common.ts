@@ -2,7 +2,7 @@ import type { Pool, Queryable } from '@workauto/db';
 import { enumMapping, errors, type CallContext } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   InvitationStatus,
   MemberRole,
@@ -108,17 +108,15 @@ export function toIntegrationKey(row: IntegrationKeyRow): IntegrationKey {
 // Event data is the resource exactly as the REST API returns it (docs/events.md): the same
 // message the handler returns, through the gateway's JSON mapping — so never a key, code or
 // credential (the API never returns them outside their creation).
-const resourceJson = resourceJsonOf('workauto/identity/v1/identity.proto', 'workauto.identity.v1');
 export const tenantData = (row: TenantRow) =>
-  resourceJson('Tenant', Tenant, { id: row.id, name: row.name, created_at: row.created_at });
-export const memberData = (row: members.MemberRow) => resourceJson('Member', Member, toMember(row));
-export const apiKeyData = (row: apiKeys.ApiKeyRow) => resourceJson('ApiKey', ApiKey, toApiKey(row));
-export const invitationData = (row: InvitationRow) => resourceJson('Invitation', Invitation, toInvitation(row));
-export const integrationKeyData = (row: IntegrationKeyRow) =>
-  resourceJson('IntegrationKey', IntegrationKey, toIntegrationKey(row));
+  resourceJson(Tenant, { id: row.id, name: row.name, created_at: row.created_at });
+export const memberData = (row: members.MemberRow) => resourceJson(Member, toMember(row));
+export const apiKeyData = (row: apiKeys.ApiKeyRow) => resourceJson(ApiKey, toApiKey(row));
+export const invitationData = (row: InvitationRow) => resourceJson(Invitation, toInvitation(row));
+export const integrationKeyData = (row: IntegrationKeyRow) => resourceJson(IntegrationKey, toIntegrationKey(row));
 /** A member's policies: `data` holds the list GET /members/{id}/access-policies returns. */
 export const accessPoliciesData = (rows: policies.AccessPolicyRow[]) =>
-  resourceJson('ListAccessPoliciesResponse', ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
+  resourceJson(ListAccessPoliciesResponse, { data: rows.map(toPolicy) });
 
 /** A member's effective access: its role's defaults with its policy rows applied. */
 export async function accessOf(db: Queryable, member: members.MemberRow): Promise<Record<Domain, Level>> {

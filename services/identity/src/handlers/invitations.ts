@@ -7,7 +7,7 @@ import type { IdentityServiceService } from '@workauto/protos/workauto/identity/
 import { NO_ACCESS, effectiveAccess, isRole, type Role } from '../domain/access.js';
 import { assertAccessWithin, assertRoleWithin } from '../domain/grants.js';
 import { DEFAULT_EXPIRY_HOURS, MAX_EXPIRY_HOURS, assertClaimable, invitationStatus } from '../domain/invitations.js';
-import { policyViolations, type PolicyInput } from '../domain/policies.js';
+import { assertNoResourceFilters, policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as invitations from '../repo/invitations.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
@@ -37,8 +37,8 @@ export function invitationHandlers({
       const inputs = req.access_policies.map((p) => ({
         domain: p.domain,
         access_level: levels.toDomain(p.access_level),
-        resource_filter: p.resource_filter ?? {},
       }));
+      assertNoResourceFilters('access_policies', req.access_policies);
       const v = validate()
         .email('email', req.email, { required: true })
         .text('name', req.name, { max: 200 })

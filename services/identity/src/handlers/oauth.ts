@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as client from 'openid-client';
 import { withTransaction } from '@workauto/db';
-import { DomainError, errors, validate, type Handlers } from '@workauto/grpc';
+import { DomainError, errors, urlTextProblem, validate, type Handlers } from '@workauto/grpc';
 import { sha256Hex } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -29,18 +29,29 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
   return {
     async startOAuthAuthorization(req, ctx) {
       if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
+      // The URL parser drops tabs and newlines and would let them through to the stored redirect.
+      const returnToProblem = urlTextProblem(req.return_to);
       validate()
         .uuid('connection_id', req.connection_id, { required: true })
+        .check(!returnToProblem, 'return_to', returnToProblem ?? '')
         .check(
-          oauth.isAllowedReturnTo(req.return_to),
+          returnToProblem !== undefined || oauth.isAllowedReturnTo(req.return_to),
           'return_to',
           `must be a URL on an allowed origin (${oauth.settings.allowedReturnOrigins.join(', ') || 'none configured: set OAUTH_ALLOWED_RETURN_ORIGINS'})`,
         )
         .done();
       const config = await oauth.configuration(req.idp).catch((err: unknown) => {
-        throw errors.unavailable(
-          'IDP_UNAVAILABLE',
-          `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`,
+        if (isProviderOutage(err))
+          throw errors.unavailable(
+            'IDP_UNAVAILABLE',
+            `identity provider ${req.idp} could not be reached (${(err as Error).message}); retry later`,
+          );
+        // The provider answered, with something that is no discovery document: a retry gets the same.
+        throw new DomainError(
+          grpc.status.INTERNAL,
+          'IDP_MISCONFIGURED',
+          `identity provider ${req.idp} cannot be used (${(err as Error).message}); an operator must check its issuer in OAUTH_PROVIDERS`,
+          { metadata: { idp: req.idp } },
         );
       });
       const scopes = oauth.provider(req.idp).scopes;

@@ -22,19 +22,21 @@ export async function listPolicies(db: Queryable, tenantId: string, memberId: st
   return rows;
 }
 
-/** Replaces the member's whole set in the caller's transaction. */
+/** Replaces the member's whole set in the caller's transaction (resource_filter stays its empty default). */
 export async function replacePolicies(
   db: Queryable,
   tenantId: string,
   memberId: string,
-  policies: { domain: string; access_level: string; resource_filter: Record<string, unknown> }[],
+  policies: { domain: string; access_level: string }[],
 ): Promise<AccessPolicyRow[]> {
   await db.query('DELETE FROM access_policies WHERE tenant_id = $1 AND member_id = $2', [tenantId, memberId]);
   for (const p of policies) {
-    await db.query(
-      `INSERT INTO access_policies (tenant_id, member_id, domain, access_level, resource_filter) VALUES ($1, $2, $3, $4, $5)`,
-      [tenantId, memberId, p.domain, p.access_level, p.resource_filter],
-    );
+    await db.query(`INSERT INTO access_policies (tenant_id, member_id, domain, access_level) VALUES ($1, $2, $3, $4)`, [
+      tenantId,
+      memberId,
+      p.domain,
+      p.access_level,
+    ]);
   }
   return listPolicies(db, tenantId, memberId);
 }

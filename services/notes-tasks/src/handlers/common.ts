@@ -1,7 +1,14 @@
 import type { Pool } from '@workauto/db';
-import { enumMapping } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
-import { EntityType, TaskPriority, Note, Tag, Task } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { enumMapping, type Handlers } from '@workauto/grpc';
+import { resourceJson } from '@workauto/protos';
+import {
+  EntityType,
+  TaskPriority,
+  Note,
+  Tag,
+  Task,
+  type NotesTasksServiceService,
+} from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { priorityKey } from '../domain/priority.js';
 import type { NoteRow } from '../repo/notes.js';
 import type { TagRow } from '../repo/tags.js';
@@ -23,12 +30,21 @@ export const LIMITS = {
   externalId: 200,
   identifier: 200,
   minutes: 1_000_000,
+  /** Backlinks answer at most this many notes, and at most backlinkBytes of them (under the 4 MiB message limit). */
   backlinks: 1_000,
+  backlinkBytes: 3 * 1024 * 1024,
+  /** Bare-array lists have no pages: their size is bounded at write (409 past these). */
+  subtasksPerTask: 1_000,
+  tagsPerNote: 100,
 };
 
 export interface NotesTasksDeps {
   pool: Pool;
 }
+
+type H = Handlers<typeof NotesTasksServiceService>;
+/** The handler of one rpc. */
+export type Handler<K extends keyof H> = H[K];
 
 export function toNote(row: NoteRow): Note {
   return {
@@ -98,10 +114,9 @@ export function toTask(row: TaskRow): Task {
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md): the same
 // message the handler returns, through the gateway's JSON mapping.
-const resourceJson = resourceJsonOf('workauto/notes_tasks/v1/notes_tasks.proto', 'workauto.notes_tasks.v1');
-export const noteData = (row: NoteRow) => resourceJson('Note', Note, toNote(row));
-export const tagData = (row: TagRow) => resourceJson('Tag', Tag, toTag(row));
-export const taskData = (row: TaskRow) => resourceJson('Task', Task, toTask(row));
+export const noteData = (row: NoteRow) => resourceJson(Note, toNote(row));
+export const tagData = (row: TagRow) => resourceJson(Tag, toTag(row));
+export const taskData = (row: TaskRow) => resourceJson(Task, toTask(row));
 
 /** The key tag names are compared by: NFC, lowercased with Unicode rules. */
 export function tagKey(name: string): string {

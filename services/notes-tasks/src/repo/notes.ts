@@ -3,6 +3,7 @@ import {
   newestFirst,
   preparedStatement,
   updateTenantRow,
+  type Columns,
   type KeysetPage,
   type PageQuery,
   type Queryable,
@@ -132,47 +133,62 @@ export async function listNotes(
   );
 }
 
-export async function updateNote(
-  db: Queryable,
-  tenantId: string,
-  id: string,
-  patch: Partial<
-    Pick<
-      NoteRow,
-      | 'title'
-      | 'body'
-      | 'is_archived'
-      | 'is_pinned'
-      | 'metadata'
-      | 'notebook_id'
-      | 'source_url'
-      | 'word_count'
-      | 'deleted_at'
-    >
-  >,
-): Promise<NoteRow> {
-  return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch))!;
+export type NotePatch = Partial<
+  Pick<
+    NoteRow,
+    | 'title'
+    | 'body'
+    | 'is_archived'
+    | 'is_pinned'
+    | 'metadata'
+    | 'notebook_id'
+    | 'source_url'
+    | 'word_count'
+    | 'deleted_at'
+  >
+>;
+const PATCH: Columns<NotePatch> = {
+  title: true,
+  body: true,
+  is_archived: true,
+  is_pinned: true,
+  metadata: true,
+  notebook_id: true,
+  source_url: true,
+  word_count: true,
+  deleted_at: true,
+};
+
+export async function updateNote(db: Queryable, tenantId: string, id: string, patch: NotePatch): Promise<NoteRow> {
+  return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
-/** Live notes of the tenant that mention the entity, most recently updated first. */
+/**
+ * Live notes of the tenant that mention the entity, most recently updated first: at most `limit`,
+ * and no more than `maxBytes` of their text (always the first one), counted in SQL so the notes
+ * past it never leave the database (1,000 notes of 100,000 characters would be 300 MB in one answer).
+ */
 export async function backlinks(
   db: Queryable,
   tenantId: string,
   entityType: string,
   entityId: string,
   limit: number,
+  maxBytes: number,
 ): Promise<NoteRow[]> {
-  const { rows } = await listPage<NoteRow>(
-    db,
-    {
-      columns: N_COLUMNS,
-      from: 'note_links l JOIN notes n ON n.id = l.note_id',
-      where:
-        'l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL',
-      params: [tenantId, entityType, entityId],
-      order: { key: 'n.updated_at', id: 'n.id', direction: 'newest_first' },
-    },
-    { size: limit },
+  const { rows } = await db.query<NoteRow>(
+    `SELECT ${COLUMNS} FROM (
+       SELECT ${N_COLUMNS},
+              row_number() OVER w AS n,
+              sum(octet_length(n.body) + octet_length(n.title) + octet_length(n.metadata::text)
+                  + coalesce(octet_length(n.source_url), 0) + 512) OVER w AS running_bytes
+         FROM note_links l JOIN notes n ON n.id = l.note_id
+        WHERE l.tenant_id = $1 AND l.entity_type = $2 AND l.entity_id = $3 AND n.tenant_id = $1 AND n.deleted_at IS NULL
+       WINDOW w AS (ORDER BY n.updated_at DESC, n.id DESC)
+        ORDER BY n.updated_at DESC, n.id DESC LIMIT $4) linked
+      WHERE n = 1 OR running_bytes <= $5
+      ORDER BY updated_at DESC, id DESC`,
+    [tenantId, entityType, entityId, limit, maxBytes],
   );
   return rows;
 }

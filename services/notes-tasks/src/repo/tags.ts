@@ -37,6 +37,28 @@ export async function upsertTag(
   return { tag: rows[0]!, created: false };
 }
 
+/**
+ * Whether the note may have the tag of this name key: it has it already, or has fewer than max
+ * tags. Takes the note's tag lock until commit, so parallel attaches cannot pass max together
+ * (attaches to one note are a few ms each; they queue here, not on the note's row).
+ */
+export async function roomFor(
+  db: Queryable,
+  tenantId: string,
+  noteId: string,
+  nameKey: string,
+  max: number,
+): Promise<boolean> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('nt.note_tags:' || $1, 0))`, [noteId]);
+  const { rows } = await db.query<{ n: number; has: boolean }>(
+    `SELECT count(*)::int AS n, coalesce(bool_or(t.name_key = $3), false) AS has
+       FROM note_tags nt JOIN tags t ON t.id = nt.tag_id
+      WHERE nt.tenant_id = $1 AND nt.note_id = $2 AND t.tenant_id = $1`,
+    [tenantId, noteId, nameKey],
+  );
+  return rows[0]!.has || rows[0]!.n < max;
+}
+
 /** Attaches; false when the note had the tag already. */
 export async function attach(db: Queryable, tenantId: string, noteId: string, tagId: string): Promise<boolean> {
   const { rowCount } = await db.query(

@@ -3,7 +3,7 @@ import type { Pool } from '@workauto/db';
 import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import type { JobQueue } from '@workauto/jobs';
 import { enumMapping } from '@workauto/grpc';
-import { resourceJsonOf } from '@workauto/protos';
+import { resourceJson } from '@workauto/protos';
 import {
   WebhookAttemptTrigger,
   WebhookDeliveryStatus,
@@ -111,7 +111,5 @@ export function toEventDetail(
 }
 
 // Event data is the resource exactly as the REST API returns it (docs/events.md); never the secret.
-const resourceJson = resourceJsonOf('workauto/webhooks/v1/webhooks.proto', 'workauto.webhooks.v1');
-export const endpointData = (row: EndpointRow) =>
-  resourceJson('WebhookEndpoint', WebhookEndpoint, toEndpoint(row, { fullUrl: true }));
-export const eventData = (row: EventRow) => resourceJson('WebhookEvent', WebhookEvent, toEvent(row));
+export const endpointData = (row: EndpointRow) => resourceJson(WebhookEndpoint, toEndpoint(row, { fullUrl: true }));
+export const eventData = (row: EventRow) => resourceJson(WebhookEvent, toEvent(row));

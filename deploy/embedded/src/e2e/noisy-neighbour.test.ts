@@ -1,0 +1,431 @@
+/**
+ * One tenant never slows or starves another. In the deployment shape (each service its own process,
+ * as a cluster runs them), tenant A does the worst the API lets it: the worst tool glob and
+ * block_pattern it can store on an agent config and runs that evaluate them, runs and direct calls
+ * on an MCP tool that hangs, past the run cap, a tool whose result is several MB, and a large calendar
+ * (hundreds of events with long descriptions) listed and fed over and over. Meanwhile tenant B's
+ * ordinary requests are timed against the same requests while A is idle (windows of each, alternating),
+ * and B starts a run.
+ *
+ * What is asserted: B's p99 stays within twice its idle p99 (with a floor, for a loaded 2-core
+ * machine), B's run starts within 5 s, A's large listings and feed and its oversized tool result
+ * get the answers the API promises (200), and A itself needs no restart: its ordinary requests
+ * succeed afterwards.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Keyring, generateToken } from '@workauto/crypto';
+import { FakeProvider, hasToolResult } from '@workauto/agents/testing';
+import { eventually } from '@workauto/testing';
+import { startMcpServer, type McpTestServer } from '@workauto/apps/testing/mcp-servers';
+import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
+
+/** The glob's backtracking grows with the a's of the name it is tried on: a tool name A picks. */
+const A_TOOL = 'a'.repeat(30);
+/** Ten stars and no final match: a backtracking matcher tries every split of the a's between them. */
+const WORST_GLOB = `${'*a'.repeat(10)}*b`;
+/** Alternatives that overlap: a backtracking engine tries every way to split a run of a's. RE2 accepts it. */
+const WORST_PATTERN = '^(a|aa)+$';
+const BLOCKED_ANSWER = `${'a'.repeat(34)}!`;
+/** A tool result of 6 MB (past the 1 MiB the apps service reads, and past the 4 MiB of one message). */
+const BIG_RESULT = { content: [{ type: 'text' as const, text: 'x'.repeat(6 * 1024 * 1024) }] };
+/** The hanging tool's calls, ended only when the test is done with them. */
+const hangs: (() => void)[] = [];
+const releaseHangs = () => {
+  for (const end of hangs.splice(0)) end();
+};
+
+interface Sample {
+  route: string;
+  ms: number;
+  status: number;
+}
+
+const p99 = (samples: Sample[]) => {
+  const sorted = samples.map((s) => s.ms).sort((x, y) => x - y);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)]!;
+};
+
+describe(
+  'one tenant never slows or starves another (noisy neighbour)',
+  {
+    skip: process.env.KAFKA_BROKERS ? false : 'KAFKA_BROKERS is not set (make test starts a broker)',
+    // About a minute; more while a service freezes (the run then says which assertion it breaks).
+    timeout: 240_000,
+  },
+  () => {
+    let cluster: ServiceProcesses;
+    let fake: FakeProvider;
+    let mcp: McpTestServer;
+    const adminToken = generateToken('wkadmin_', 40);
+    let a: { key: string };
+    let b: { key: string };
+    let bCalendar: string;
+    let aCalendar: string;
+    const bKey = `sk-b-${randomUUID()}`;
+    const aKey = `sk-a-${randomUUID()}`;
+
+    async function api(method: string, path: string, key: string, body?: unknown) {
+      const res = await fetch(`${cluster.url}/api/v1${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      let parsed: any = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON (the iCalendar feed)
+      }
+      return { status: res.status, body: parsed, bytes: text.length };
+    }
+
+    /**
+     * A's large reads, their status only: the body is read as bytes and dropped, so that this process
+     * (which also times B) does not spend its event loop decoding and parsing megabytes of A's JSON.
+     */
+    async function statusOf(path: string, key: string) {
+      const res = await fetch(`${cluster.url}/api/v1${path}`, { headers: { authorization: `Bearer ${key}` } });
+      await res.arrayBuffer();
+      return res.status;
+    }
+
+    /** B's ordinary requests, each timed: reads and writes over identity, notes-tasks, calendar and agents. */
+    const bRoutes: [string, () => Promise<{ status: number }>][] = [
+      ['GET /notes', () => api('GET', '/notes?limit=20', b.key)],
+      ['POST /notes', () => api('POST', '/notes', b.key, { title: 'ordinary', body: 'a note of B' })],
+      ['GET /tasks', () => api('GET', '/tasks?limit=20', b.key)],
+      ['POST /tasks', () => api('POST', '/tasks', b.key, { title: 'ordinary task' })],
+      ['GET /members', () => api('GET', '/members', b.key)],
+      ['GET /agent-configs', () => api('GET', '/agent-configs', b.key)],
+      [
+        'GET /events',
+        () => api('GET', `/events?from=2027-01-01T00:00:00Z&to=2027-02-01T00:00:00Z&calendar_id=${bCalendar}`, b.key),
+      ],
+    ];
+
+    /** Rounds of B's routes until both `rounds` and `minMs` are reached, or `maxMs` passed (a B that is starved). */
+    async function measureB(rounds: number, minMs: number, maxMs = 25_000): Promise<Sample[]> {
+      const samples: Sample[] = [];
+      const start = Date.now();
+      for (let i = 0; (i < rounds || Date.now() - start < minMs) && Date.now() - start < maxMs; i++) {
+        for (const [route, call] of bRoutes) {
+          const t = performance.now();
+          const { status } = await call();
+          samples.push({ route, ms: performance.now() - t, status });
+        }
+      }
+      return samples;
+    }
+
+    const idle: Sample[] = [];
+    const busy: Sample[] = [];
+    let bRunStartMs = Infinity;
+    let bRunDetail = '';
+    const aOutcomes = {
+      listings: [] as number[],
+      feeds: [] as number[],
+      big: [] as { status: number; isError?: boolean }[],
+      hangCalls: [] as number[],
+      secondly: 0,
+      runCreates: [] as number[],
+    };
+    let pendingHangs: Promise<unknown>[] = [];
+    const aRuns: string[] = [];
+
+    before(async () => {
+      fake = await FakeProvider.start();
+      mcp = await startMcpServer({
+        transport: 'streamable',
+        tools: [{ name: 'hang' }, { name: 'big' }, { name: 'ok' }, { name: A_TOOL }],
+        onCall: ((name: string, args: Record<string, unknown>) => {
+          if (name === 'hang')
+            return new Promise((resolve) => hangs.push(() => resolve({ content: [{ type: 'text', text: 'late' }] })));
+          if (name === 'big') return BIG_RESULT;
+          return { content: [{ type: 'text', text: `${name}:${JSON.stringify(args)}` }] };
+        }) as never,
+      });
+      const server = process.env.TEST_DATABASE_URL;
+      assert.ok(server, 'TEST_DATABASE_URL is set by the test wrapper');
+      cluster = await startServiceProcesses({
+        databaseServerUrl: server,
+        databasePrefix: `noisy_${randomBytes(4).toString('hex')}`,
+        platformAdminToken: adminToken,
+        encryptionKeys: Keyring.generateSpec(),
+        kafkaBrokers: process.env.KAFKA_BROKERS,
+        env: {
+          // B's hundreds of timed requests are not what is tested here.
+          RATE_LIMIT_PER_MINUTE: '100000',
+          OPENAI_BASE_URL: fake.openaiBaseUrl,
+          AGENT_PROVIDER_MAX_RETRIES: '0',
+          AGENT_RUN_HEARTBEAT_MS: '200',
+          AGENT_SCHEDULER_POLL_MS: '200',
+          AGENT_RUN_CONCURRENCY: '8',
+          AGENT_TENANT_CONCURRENCY: '4',
+          // Runs and calls on the hanging tool hold their slots through the whole test.
+          APPS_TOOL_CALL_TIMEOUT_MS: '60000',
+          APPS_PROBE_INTERVAL: '1h',
+        },
+      });
+      const tenant = async (name: string) => {
+        const res = await api('POST', '/admin/tenants', adminToken, {
+          name,
+          owner: { name: `${name} owner`, email: `owner@${name.toLowerCase()}.test` },
+        });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        return { key: res.body.api_key as string };
+      };
+      a = await tenant('Noisy');
+      b = await tenant('Quiet');
+
+      // B: a calendar with a few events, and a config whose runs answer at once.
+      bCalendar = (await api('POST', '/calendars', b.key, { name: 'B', timezone: 'UTC' })).body.id;
+      for (let i = 0; i < 5; i++)
+        await api('POST', '/events', b.key, {
+          calendar_id: bCalendar,
+          title: `B ${i}`,
+          start_at: `2027-01-0${i + 1}T09:00:00Z`,
+          end_at: `2027-01-0${i + 1}T10:00:00Z`,
+        });
+      fake.script(bKey, [{ text: 'B is done' }]);
+      assert.equal((await api('PUT', '/agent-configs/task-triage', b.key, {})).status, 200);
+      assert.equal(
+        (await api('PUT', '/agent-configs/task-triage/byok-key', b.key, { api_key: bKey, provider: 'openai' })).status,
+        200,
+      );
+
+      // A: its MCP server as an app with every tool enabled.
+      const app = await api('POST', '/apps', a.key, {
+        slug: 'noisy',
+        display_name: 'Noisy tools',
+        mcp_server_url: mcp.url,
+      });
+      assert.equal(app.status, 201, JSON.stringify(app.body));
+      const probe = await api('POST', '/apps/noisy/probe', a.key, {});
+      assert.equal(probe.body?.status, 'healthy', JSON.stringify(probe.body));
+      const enabled = await api('PATCH', '/apps/noisy', a.key, { enabled_tools: ['hang', 'big', 'ok', A_TOOL] });
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body));
+      // A: the worst guardrails it can store. deny_tools (not allow_tools) so that every tool stays offered
+      // and the glob is tried on every tool name of every run.
+      const config = await api('PUT', '/agent-configs/task-triage', a.key, {
+        guardrails: [
+          { type: 'deny_tools', tools: [WORST_GLOB] },
+          { type: 'block_pattern', pattern: WORST_PATTERN },
+        ],
+      });
+      assert.equal(config.status, 200, `A stores its guardrails: ${JSON.stringify(config.body)}`);
+      // A's runs: "block" ones answer text the pattern is tried on; the others call the hanging tool.
+      fake.script(aKey, (body) => {
+        if (hasToolResult(body)) return { text: 'never reached while the tool hangs' };
+        return JSON.stringify(body.messages).includes('NOISY-BLOCK')
+          ? { text: BLOCKED_ANSWER }
+          : { tools: [{ name: 'noisy__hang', arguments: {} }] };
+      });
+      assert.equal(
+        (await api('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: aKey, provider: 'openai' })).status,
+        200,
+      );
+      // A: a large calendar, 200 events of 12,000 two-byte characters each (4.8 MB of descriptions,
+      // past what one message carries), and the worst rule it may store (FREQ=SECONDLY, if accepted).
+      aCalendar = (await api('POST', '/calendars', a.key, { name: 'A', timezone: 'Europe/Berlin' })).body.id;
+      const description = 'é'.repeat(12_000);
+      for (let i = 0; i < 200; i += 20)
+        await Promise.all(
+          Array.from({ length: 20 }, async (_, j) => {
+            const day = String(((i + j) % 28) + 1).padStart(2, '0');
+            const res = await api('POST', '/events', a.key, {
+              calendar_id: aCalendar,
+              title: `A ${i + j}`,
+              description,
+              start_at: `2027-01-${day}T${String((i + j) % 24).padStart(2, '0')}:00:00Z`,
+              end_at: `2027-01-${day}T${String((i + j) % 24).padStart(2, '0')}:30:00Z`,
+            });
+            assert.equal(res.status, 201, JSON.stringify(res.body).slice(0, 300));
+          }),
+        );
+      aOutcomes.secondly = (
+        await api('POST', '/events', a.key, {
+          calendar_id: aCalendar,
+          title: 'every second',
+          start_at: '2027-01-01T00:00:00Z',
+          end_at: '2027-01-01T00:00:01Z',
+          rrule: 'FREQ=SECONDLY',
+        })
+      ).status;
+
+      await measureB(3, 0); // warm-up
+
+      // A at its worst. Its CPU-heavy loops (large listings and feeds, the big tool result) are
+      // paused and resumed below, so B's idle and noisy samples alternate in short windows and
+      // whatever else loads the machine (another test file) weighs on both alike.
+      let stop = false;
+      let paused = true;
+      const loops: Promise<void>[] = [];
+      const loop = (body: () => Promise<void>) =>
+        loops.push(
+          (async () => {
+            while (!stop) {
+              if (paused) await sleep(20);
+              else await body();
+            }
+          })(),
+        );
+      // Runs past every cap: 10 on the hanging tool, 2 whose answer meets the pattern, each one
+      // trying the glob on every tool name.
+      for (let i = 0; i < 12; i++) {
+        const run = await api('POST', '/agents/task-triage/runs', a.key, {
+          input: i % 6 === 0 ? 'NOISY-BLOCK' : 'NOISY-HANG',
+        });
+        aOutcomes.runCreates.push(run.status);
+        if (run.status === 201) aRuns.push(run.body.id);
+      }
+      // Direct calls on the hanging tool: 120 in flight (the gateway admits 128 of a tenant's requests
+      // at once; A keeps a few for its other abuse), each holding a call slot to the apps service and
+      // a connection of the apps service to the MCP server.
+      const hanging = Array.from({ length: 120 }, () =>
+        api('POST', '/apps/noisy/tools/hang/call', a.key, { arguments: {} }).then((r) =>
+          aOutcomes.hangCalls.push(r.status),
+        ),
+      );
+      await eventually('the hanging calls reached the MCP server', () => hangs.length >= 100, 20_000);
+      loop(async () => {
+        // A few of them: the 6 MB are made in this process, which also times B.
+        if (aOutcomes.big.length >= 3) return void (await sleep(200));
+        const r = await api('POST', '/apps/noisy/tools/big/call', a.key, { arguments: {} });
+        aOutcomes.big.push({ status: r.status, isError: r.body?.is_error });
+      });
+      loop(async () => {
+        aOutcomes.listings.push(
+          await statusOf(
+            `/events?from=2027-01-01T00:00:00Z&to=2027-02-01T00:00:00Z&calendar_id=${aCalendar}&limit=200`,
+            a.key,
+          ),
+        );
+      });
+      loop(async () => {
+        aOutcomes.feeds.push(await statusOf(`/calendars/${aCalendar}/events.ics`, a.key));
+      });
+      const windows = async () => {
+        // Many short windows, so that a burst of whatever else runs on the machine weighs on both alike.
+        for (let w = 0; w < 8; w++) {
+          paused = true;
+          await sleep(300); // A's requests in flight end
+          idle.push(...(await measureB(5, 0)));
+          paused = false;
+          await sleep(300);
+          busy.push(...(await measureB(5, 1_000)));
+        }
+      };
+      // B's run, while A's wait on the hanging tool.
+      paused = false;
+      await sleep(1_000);
+      const measuring = windows();
+      const created = Date.now();
+      const bRun = await api('POST', '/agents/task-triage/runs', b.key, { input: 'quick' });
+      if (bRun.status !== 201) bRunDetail = `POST answered ${bRun.status}: ${JSON.stringify(bRun.body).slice(0, 300)}`;
+      else
+        for (;;) {
+          const run = await api('GET', `/agents/task-triage/runs/${bRun.body.id}`, b.key);
+          if (run.body?.status !== 'queued') {
+            bRunStartMs = Date.now() - created;
+            bRunDetail = `${run.body?.status} ${run.body?.failure_detail ?? ''}`;
+            break;
+          }
+          if (Date.now() - created > 30_000) break;
+          await sleep(100);
+        }
+      await measuring;
+      stop = true;
+      await Promise.all(loops);
+      pendingHangs = hanging;
+    });
+
+    after(async () => {
+      releaseHangs();
+      for (const id of aRuns)
+        await api('POST', `/agents/task-triage/runs/${id}/cancel`, a.key, {}).catch(() => undefined);
+      await mcp?.close();
+      await cluster?.stop();
+      await fake?.stop();
+    });
+
+    it("keeps B's p99 within twice its p99 while A is idle (floor 150 ms)", (t) => {
+      assert.ok(idle.length >= 200, `${idle.length} samples with A idle`);
+      const before = p99(idle);
+      const during = p99(busy);
+      const slowest = [...busy]
+        .sort((x, y) => y.ms - x.ms)
+        .slice(0, 5)
+        .map((s) => `${s.route} ${Math.round(s.ms)} ms`);
+      t.diagnostic(
+        `B's p99: ${Math.round(before)} ms with A idle, ${Math.round(during)} ms with A noisy; slowest: ${slowest.join(', ')}`,
+      );
+      assert.ok(
+        during <= 2 * Math.max(before, 150),
+        `B's p99 was ${Math.round(before)} ms with A idle and ${Math.round(during)} ms with A noisy (${busy.length} requests); slowest: ${slowest.join(', ')}`,
+      );
+      const failed = busy.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status}`);
+      assert.deepEqual([...new Set(failed)], [], `B's requests all succeed while A is noisy (${failed.length} failed)`);
+    });
+
+    it("starts B's run within 5 s while A has runs waiting on a hanging tool", () => {
+      assert.ok(aRuns.length >= 1, `A's runs were accepted (${aOutcomes.runCreates.join(',')})`);
+      assert.ok(
+        mcp.calls.some((c) => c.name === 'hang') || fake.chats(aKey).length > 0,
+        "A's runs ran (the model was asked, the hanging tool called)",
+      );
+      assert.ok(bRunStartMs <= 5_000, `B's run left queued after ${bRunStartMs} ms (${bRunDetail})`);
+    });
+
+    it("answers A's large listings and feed with 200 (a page stops early, the feed streams)", () => {
+      assert.ok(aOutcomes.listings.length > 0 && aOutcomes.feeds.length > 0, 'A listed and fetched its feed');
+      assert.deepEqual([...new Set(aOutcomes.listings)], [200], `listings: ${aOutcomes.listings.join(',')}`);
+      assert.deepEqual([...new Set(aOutcomes.feeds)], [200], `feeds: ${aOutcomes.feeds.join(',')}`);
+      assert.ok([201, 400].includes(aOutcomes.secondly), `FREQ=SECONDLY: ${aOutcomes.secondly}`);
+    });
+
+    it("answers A's oversized tool result with 200 and is_error (the result cut at APPS_TOOL_RESULT_MAX_BYTES)", () => {
+      assert.ok(aOutcomes.big.length > 0, 'A called the big tool');
+      assert.ok(
+        mcp.calls.some((c) => c.name === 'big'),
+        'the MCP server was asked for the 6 MB result',
+      );
+      assert.deepEqual([...new Set(aOutcomes.big.map((r) => `${r.status} ${r.isError}`))], ['200 true']);
+    });
+
+    it('needs no restart: A is served again as before, and its hanging calls end when the tool answers', async () => {
+      releaseHangs();
+      const ended = await Promise.race([Promise.all(pendingHangs).then(() => true), sleep(20_000).then(() => false)]);
+      assert.ok(ended, 'every call on the hanging tool got its answer once the tool answered');
+      assert.ok(aOutcomes.hangCalls.includes(200), `answers: ${aOutcomes.hangCalls.join(',')}`);
+      // On its own, within seconds (a service the gateway marked down is checked again every 5 s).
+      const served = async (what: string, call: () => Promise<{ status: number; body: any }>, status: number) => {
+        let last: { status: number; body: any } | undefined;
+        await eventually(
+          `${what} answers ${status}`,
+          async () => (last = await call()).status === status,
+          20_000,
+        ).catch(() =>
+          assert.fail(`${what} answered ${last?.status}: ${JSON.stringify(last?.body ?? null).slice(0, 200)}`),
+        );
+        return last!;
+      };
+      await served('POST /notes', () => api('POST', '/notes', a.key, { title: 'after the storm' }), 201);
+      await served('GET /notes', () => api('GET', '/notes', a.key), 200);
+      await served('GET /calendars/{id}', () => api('GET', `/calendars/${aCalendar}`, a.key), 200);
+      await served('GET /agent-configs', () => api('GET', '/agent-configs', a.key), 200);
+      const ok = await served(
+        'a tool call',
+        () => api('POST', '/apps/noisy/tools/ok/call', a.key, { arguments: { n: 1 } }),
+        200,
+      );
+      assert.equal(ok.body.is_error, false);
+    });
+  },
+);

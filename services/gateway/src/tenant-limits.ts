@@ -1,0 +1,72 @@
+/**
+ * What one tenant may take of a gateway replica, however many credentials it uses: requests in
+ * flight (so its slow calls cannot fill the calls each service takes at once from this replica,
+ * and leave the other tenants 503 SERVICE_OVERLOADED) and requests per minute (the per-credential
+ * limit multiplies with its members' keys). Both pass: a refusal is a 429 with Retry-After.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { MemoryStore } from 'express-rate-limit';
+import { GatewayError } from './errors.js';
+
+const WINDOW_MS = 60_000;
+
+export interface TenantLimitOptions {
+  /** Requests of one tenant in flight at once on this replica (GATEWAY_TENANT_CONCURRENCY). */
+  concurrency: number;
+  /** Requests of one tenant per minute on this replica (RATE_LIMIT_PER_TENANT_PER_MINUTE). */
+  perMinute: number;
+}
+
+export class TenantLimits {
+  private readonly inFlight = new Map<string, number>();
+  private readonly minute = new MemoryStore();
+
+  constructor(readonly options: TenantLimitOptions) {
+    this.minute.init({ windowMs: WINDOW_MS } as Parameters<MemoryStore['init']>[0]);
+  }
+
+  /** Admits one request of the tenant and returns what ends it (call it once); a 429 when the tenant is at a limit. */
+  async admit(tenant: string): Promise<() => void> {
+    const { concurrency, perMinute } = this.options;
+    const held = this.inFlight.get(tenant) ?? 0;
+    if (held >= concurrency)
+      throw limited(
+        'TENANT_CONCURRENCY_LIMITED',
+        `this tenant has ${concurrency} requests in flight on this gateway, the most it may have at once; retry after one of them has finished`,
+        1,
+        { limit_in_flight: String(concurrency) },
+      );
+    this.inFlight.set(tenant, held + 1);
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      const n = (this.inFlight.get(tenant) ?? 1) - 1;
+      if (n > 0) this.inFlight.set(tenant, n);
+      else this.inFlight.delete(tenant);
+    };
+    const { totalHits, resetTime } = await this.minute.increment(tenant);
+    if (totalHits > perMinute) {
+      release();
+      const retryAfter = Math.max(1, Math.ceil(((resetTime?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
+      throw limited(
+        'TENANT_RATE_LIMITED',
+        `this tenant made ${perMinute} requests this minute on this gateway, the most it may make; retry after ${retryAfter} s`,
+        retryAfter,
+        { limit_per_minute: String(perMinute), retry_after_seconds: String(retryAfter) },
+      );
+    }
+    return release;
+  }
+
+  stop(): void {
+    this.minute.shutdown();
+  }
+}
+
+function limited(reason: string, message: string, retryAfter: number, metadata: Record<string, string>): GatewayError {
+  return new GatewayError(grpc.status.RESOURCE_EXHAUSTED, reason, message, undefined, {
+    headers: { 'Retry-After': String(retryAfter) },
+    metadata,
+  });
+}
