@@ -44,15 +44,13 @@ export type AuditEntryJson = Record<(typeof AUDIT_EXPORT_COLUMNS)[number], unkno
  * round trip per entry costs more than reading it.
  */
 export function auditEntryJson(row: AuditEntryRow): AuditEntryJson {
-  const ms = row.created_at.getTime();
-  const seconds = Math.floor(ms / 1000);
   return {
     id: row.id,
     tenant_id: row.tenant_id,
     action: row.action,
     actor_id: row.actor_id,
     actor_type: row.actor_type,
-    created_at: timestampToJson(seconds, (ms - seconds * 1000) * 1_000_000),
+    created_at: timestampToJson(row.created_at),
     metadata: row.metadata,
     ip_address: row.ip_address ?? null,
     resource_id: row.resource_id ?? null,
