@@ -10,7 +10,7 @@
  */
 import { EgressPolicy } from '../libs/egress/dist/index.js';
 import { probeServer } from '../services/apps/dist/mcp/operations.js';
-import { startMcpServer } from '../services/apps/dist/test-support.js';
+import { startMcpServer } from '../services/apps/dist/testing/mcp-servers.js';
 import { startBenchStack, summarize } from './lib-bench.mjs';
 
 const PROBES = Number(process.env.PROBES ?? 200);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  checkColumns,
   createPool,
   decodeCursor,
   preparedStatement,
@@ -335,8 +336,9 @@ describe('updateTenantRow', () => {
       `INSERT INTO items (id, tenant_id, name, updated_at) VALUES ($1, $2, 'old', now() - interval '1 hour')`,
       [id, tenant],
     );
+    const columns = { name: true, created_at: true } as const;
     assert.equal(
-      await updateTenantRow(pool, 'items', 'id, name', other, id, { name: 'stolen' }),
+      await updateTenantRow(pool, 'items', 'id, name', other, id, { name: 'stolen' }, columns),
       undefined,
       "another tenant's row is not found",
     );
@@ -347,11 +349,27 @@ describe('updateTenantRow', () => {
       tenant,
       id,
       { name: 'new', created_at: undefined },
+      columns,
     );
     assert.equal(row?.name, 'new');
     assert.ok(row && Date.now() - row.updated_at.getTime() < 60_000, 'updated_at moved to now');
-    const same = await updateTenantRow<{ name: string }>(pool, 'items', 'name', tenant, id, {});
+    const same = await updateTenantRow<{ name: string }>(pool, 'items', 'name', tenant, id, {}, columns);
     assert.equal(same?.name, 'new', 'an empty patch only touches updated_at');
+  });
+
+  it('refuses a key that is not one of its columns before any SQL is built', async () => {
+    const [tenant, id] = [newId(), newId()];
+    await pool.query(`INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, 'kept')`, [id, tenant]);
+    // What a request's keys spread into a patch would bring: one a column, one SQL.
+    const fromRequest = JSON.parse('{"name": "new", "name = \'x\', tenant_id": "y"}') as object;
+    await assert.rejects(
+      updateTenantRow(pool, 'items', 'id', tenant, id, fromRequest, { name: true }),
+      /items: no writable column name = 'x', tenant_id/,
+    );
+    assert.throws(() => checkColumns('items', { id: 'x', name: 'n' }, { name: true }), /items: no writable column id/);
+    assert.doesNotThrow(() => checkColumns('items', { name: undefined }, { name: true }));
+    const { rows } = await pool.query('SELECT name FROM items WHERE id = $1', [id]);
+    assert.equal(rows[0].name, 'kept', 'nothing was written');
   });
 });
 

@@ -5,6 +5,8 @@ export {
   ensureDatabase,
   databaseUrlFor,
   updateTenantRow,
+  checkColumns,
+  type Columns,
   type TransactionOptions,
   type Pool,
   type PoolClient,

@@ -48,8 +48,8 @@ const preparedTexts = new Map<string, string>();
 
 /**
  * A statement on a hot path, prepared once per pooled connection: PostgreSQL parses it once and,
- * after its first few calls, reuses a generic plan instead of planning each call (planning was
- * 40–80 % of a webhook delivery's statement time; docs/benchmarks.md). Use it for fixed texts run
+ * after its first few calls, reuses a generic plan instead of planning each call (on a short
+ * statement, planning can cost more than running it: docs/benchmarks.md). Use it for fixed texts run
  * many times per second, not for SQL built per call. `db.query(FIND_WORK([id]))`.
  */
 export function preparedStatement<V extends unknown[] = unknown[]>(
@@ -233,8 +233,25 @@ export async function ensureDatabase(serverUrl: string, name: string): Promise<s
 }
 
 /**
+ * The columns a dynamic UPDATE or INSERT may write, named once in the repo as a record over its
+ * patch or row type (`const PATCH: Columns<TaskPatch> = { title: true, … }`: the compiler checks
+ * that it names every field and nothing else).
+ */
+export type Columns<T> = { readonly [K in keyof T]-?: true };
+
+/**
+ * Throws unless every key of `row` is one of `columns`. Column names are built into SQL text, so
+ * they come from the repo's list, never from whatever keys an object carries at run time (a
+ * request spread into a patch, `...req`, would otherwise put its keys into the statement).
+ */
+export function checkColumns(table: string, row: object, columns: Readonly<Record<string, true>>): void {
+  const unknown = Object.keys(row).filter((k) => !Object.hasOwn(columns, k));
+  if (unknown.length) throw new Error(`${table}: no writable column ${unknown.join(', ')}`);
+}
+
+/**
  * `UPDATE <table> SET <the patch's defined fields>, updated_at = now()` on one row of one tenant,
- * returning `returning`. Column names come from the repo's typed patch, never from input.
+ * returning `returning`. Every key of the patch must be one of `columns` (checkColumns).
  */
 export async function updateTenantRow<R extends pg.QueryResultRow>(
   db: Queryable,
@@ -242,8 +259,10 @@ export async function updateTenantRow<R extends pg.QueryResultRow>(
   returning: string,
   tenantId: string,
   id: string,
-  patch: Record<string, unknown>,
+  patch: object,
+  columns: Readonly<Record<string, true>>,
 ): Promise<R | undefined> {
+  checkColumns(table, patch, columns);
   const sets: string[] = [];
   const values: unknown[] = [tenantId, id];
   for (const [column, value] of Object.entries(patch)) {

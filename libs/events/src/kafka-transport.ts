@@ -216,8 +216,8 @@ export class KafkaTransport implements EventTransport {
 /**
  * consumer.subscribe, retried while the broker answers with a retriable error: a topic another
  * process created a moment ago can exist before its partitions have a leader ("This server does not
- * host this topic-partition"), and kafkajs does not retry that here — several services starting at
- * once used to make one of them exit.
+ * host this topic-partition"), and kafkajs does not retry that here — without this, one of several
+ * services starting at once could exit.
  */
 async function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {

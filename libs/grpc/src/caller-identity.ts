@@ -9,8 +9,8 @@
  * A token is per (principal, target service), not per call: the signer reuses it for the first half
  * of its life and each service verifies it once (a bounded cache keyed by the token, entries expiring
  * with it). The per-request fields (request id, client ip, user agent, idempotency key) travel beside
- * it as plain metadata. Signing and verifying Ed25519 per call was most of the gateway hop's cost;
- * the trade-off is in docs/decisions.md (caller identity).
+ * it as plain metadata. Signing and verifying Ed25519 on every call would be most of the gateway
+ * hop's cost; the trade-off is in docs/decisions.md (caller identity).
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';

@@ -328,8 +328,8 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
 
   it("claims another group's job as fast with one group's backlog of 150,000 at its cap as without (the claim never scans a capped backlog)", async () => {
     // A tenant whose receivers hang (or whose runs wait on slow tools) piles up queued jobs behind
-    // its cap. The claim used to filter that backlog row by row: its cost grew with the backlog
-    // until it outlasted the statement timeout and no job of any tenant started. Here the worker's
+    // its cap. A claim that filtered that backlog row by row would cost more as it grew, until it
+    // outlasted the statement timeout and no job of any tenant started. Here the worker's
     // statements get 40 ms (in production 3 s, which the same scan reaches at about 3 million).
     const queue = newQueue<{ tenant: string }>();
     const seeding = createPool(url, { statementTimeoutMs: 120_000 });

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { startMcpServer, type McpTestServer, type McpTestServerOptions } from '@workauto/apps/test-support';
+import { startMcpServer, type McpTestServer, type McpTestServerOptions } from '@workauto/apps/testing/mcp-servers';
 import { eventually } from '@workauto/testing';
 import {
   AgentRunStatus,

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import type { AccessLevels } from '@workauto/grpc';
-import { startMcpServer, type McpTestServer } from '@workauto/apps/test-support';
+import { startMcpServer, type McpTestServer } from '@workauto/apps/testing/mcp-servers';
 import { eventually } from '@workauto/testing';
 import { AgentRunStatus, Provider } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { S, failure, newKey, startRunStack, tenant, withAccess } from './test-support.js';

@@ -12,9 +12,9 @@ import { recordEvent, type EventContext } from '@workauto/events';
 import { JobQueue, PeriodicWorker, type Clock, type Job } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import type { Worker } from '@workauto/service';
-import { authHeaders } from './domain/auth.js';
+import { sessionTarget } from './credentials.js';
 import { TOOL_LIMITS } from './domain/tools.js';
-import { appData, secretContext, SOURCE } from './handlers/common.js';
+import { appData, SOURCE } from './handlers/common.js';
 import { probeServer, type ProbeOutcome } from './mcp/operations.js';
 import * as apps from './repo/apps.js';
 import type { AppRow, ToolRow } from './repo/apps.js';
@@ -45,21 +45,6 @@ interface ProbeJob {
 const probeQueue = new JobQueue<ProbeJob>('app-probes');
 /** Due apps taken per statement; a tick takes batches until fewer are due. */
 const DUE_BATCH = 500;
-
-/** The session options of an app: its URL and its decrypted credential. */
-export function sessionTarget(
-  keyring: Keyring,
-  app: AppRow,
-): { url: string; headers: Record<string, string>; secrets: string[] } {
-  const secret = app.auth_ciphertext
-    ? keyring.decrypt(app.auth_ciphertext, secretContext(app.tenant_id, app.id))
-    : null;
-  return {
-    url: app.mcp_server_url,
-    headers: authHeaders(app.auth_type, secret, app.auth_header_name),
-    secrets: secret ? [secret] : [],
-  };
-}
 
 export class Prober {
   private readonly schedule: PeriodicWorker;
@@ -102,6 +87,10 @@ export class Prober {
         if (!current) return undefined;
         if (current.target_version !== app.target_version) {
           // Probed the old URL or secret: say nothing about the new one (a new probe is due for a URL change).
+          this.options.logger.debug(
+            { app_id: appId, tenant_id: tenantId },
+            "probe result dropped: the app's URL or credential changed while it ran",
+          );
           return { row: current, tools: (await apps.toolsOf(tx, tenantId, [appId])).get(appId)! };
         }
         const row = await this.writeOutcome(tx, current, outcome);

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AppStatus } from '@workauto/protos/workauto/apps/v1/apps.js';
 import { eventually, ManualClock } from '@workauto/testing';
-import { S, startApps, tenant, type Apps } from './service-support.js';
-import { startMcpServer, type McpTestServer } from './test-support.js';
+import { S, startApps, tenant, type Apps } from './test-support.js';
+import { startMcpServer, type McpTestServer } from './testing/mcp-servers.js';
 
 const INTERVAL_MS = 15_000;
 /** Longer than the schedule's turn (1 s and its jitter): each step is one turn of both replicas. */

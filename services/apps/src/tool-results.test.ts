@@ -11,8 +11,8 @@ import { Writable } from 'node:stream';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { setLogTarget } from '@workauto/logger';
 import { AppStatus } from '@workauto/protos/workauto/apps/v1/apps.js';
-import { S, startApps, tenant, type Apps } from './service-support.js';
-import { startMcpServer, type McpTestServerOptions } from './test-support.js';
+import { S, startApps, tenant, type Apps } from './test-support.js';
+import { startMcpServer, type McpTestServerOptions } from './testing/mcp-servers.js';
 
 if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_c, _e, done) => done() }));
 

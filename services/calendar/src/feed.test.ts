@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { renderFeed } from './handlers/feed.js';
+import { foldLines as libraryFold } from 'ical-generator';
+import { foldLines, renderFeed } from './domain/ical.js';
 import type { CalendarRow } from './repo/calendars.js';
 import type { EventRow } from './repo/events.js';
 
@@ -41,6 +42,16 @@ const base = {
 const calendar = { name: 'Cal', description: null } as CalendarRow;
 
 describe('iCalendar feed text', () => {
+  it('folds content lines as ical-generator does: 74 octets, never inside a UTF-8 sequence', () => {
+    const lines: string[] = [];
+    for (const unit of ['a', 'é', '€', '😀', 'a😀', 'ab€'])
+      for (let n = 0; n < 200; n += 7) lines.push(`DESCRIPTION:${unit.repeat(n)}`);
+    for (const text of [...lines, lines.join('\r\n'), '']) assert.equal(foldLines(text), libraryFold(text));
+    const folded = foldLines(`X:${'😀'.repeat(100)}`).split('\r\n');
+    assert.ok(folded.length > 1 && folded.every((l) => Buffer.byteLength(l) <= 75), folded.join('|'));
+    assert.ok(!folded.join('').includes('\uFFFD'), 'no sequence cut in two');
+  });
+
   it('writes all-day series as RFC 5545 needs them: DATE UNTIL, DATE EXDATE and a DATE RECURRENCE-ID', () => {
     const text = renderFeed(calendar, [
       {

@@ -2,7 +2,7 @@ import { withTransaction, type Pool } from '@workauto/db';
 import { PeriodicWorker } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import { INDEX_HORIZON_DAYS, INDEX_REFRESH_DAYS } from './domain/occurrence-index.js';
-import { reindex } from './handlers/occurrence-index.js';
+import { reindex } from './occurrence-index.js';
 import * as events from './repo/events.js';
 
 const DAY_MS = 86_400_000;

@@ -4,7 +4,6 @@ import { describe, it } from 'node:test';
 import { KEY_VERSION, canonicalize } from './domain/channels.js';
 import { amountProblem, confidenceProblem, minorUnitDigits, normalizeCurrency } from './domain/money.js';
 import { moveTo, orderOfInputs } from './domain/ordering.js';
-import { add, effectiveConfidence, formatDecimal, parseDecimal, round, weightedValue } from './domain/weighting.js';
 
 const canon = (type: Parameters<typeof canonicalize>[0], value: string, region?: string) => {
   const c = canonicalize(type, value, region);
@@ -84,32 +83,6 @@ describe('money', () => {
   it('accepts confidences that are fractions 0..1 with at most 4 decimals', () => {
     for (const ok of [0, 1, 0.5, 0.1234]) assert.equal(confidenceProblem(ok), undefined, String(ok));
     for (const bad of [-0.1, 1.01, 0.12345, Number.NaN]) assert.ok(confidenceProblem(bad), String(bad));
-  });
-});
-
-describe('weighted value', () => {
-  it('weighs won at 1, lost at 0, open at deal ?? stage default ?? 0', () => {
-    assert.equal(effectiveConfidence('won', '0.2', '0.3'), '1');
-    assert.equal(effectiveConfidence('lost', '0.2', '0.3'), '0');
-    assert.equal(effectiveConfidence('open', '0.2', '0.3'), '0.2');
-    assert.equal(effectiveConfidence('open', '0', '0.3'), '0', 'a deal confidence of 0 is not "unset"');
-    assert.equal(effectiveConfidence('open', null, '0.3'), '0.3');
-    assert.equal(effectiveConfidence('open', null, null), '0');
-  });
-
-  it('multiplies and sums exactly, rounding half away from zero only at the end', () => {
-    assert.equal(formatDecimal(weightedValue('100.01', 'open', '0.3333', null)), '33.333333');
-    assert.equal(formatDecimal(weightedValue('100.01', 'won', '0.3333', null)), '100.01');
-    assert.equal(formatDecimal(weightedValue('100.01', 'lost', null, '0.5')), '0.00');
-    // Rounded per deal, 3 × 0.005 would give 3 × 0.01 = 0.03; summed first, 0.015 rounds to 0.02.
-    const sum = [0.005, 0.005, 0.005].map((x) => parseDecimal(String(x))).reduce(add);
-    assert.equal(formatDecimal(round(sum, 2)), '0.02');
-    assert.equal(formatDecimal(round(parseDecimal('2.345'), 2)), '2.35');
-    assert.equal(formatDecimal(round(parseDecimal('-2.345'), 2)), '-2.35');
-    assert.equal(formatDecimal(round(parseDecimal('2.344999'), 2)), '2.34');
-    assert.equal(formatDecimal(round(parseDecimal('7'), 2)), '7.00');
-    // Binary floating point gets this wrong: 0.1 + 0.2 !== 0.3.
-    assert.equal(formatDecimal(add(parseDecimal('0.1'), parseDecimal('0.2'))), '0.3');
   });
 });
 

@@ -154,6 +154,78 @@ describe('pipeline summary over gRPC', () => {
     assert.equal(s.weighted_value, money(toCents(expected.reduce((a, e) => a + e.weighted, 0n))));
   });
 
+  it('weighs won at 1, lost at 0, open at the deal’s confidence, else the stage’s default, else 0', async () => {
+    const t = tenant();
+    const p = await crm.client.call(
+      S.createPipeline,
+      {
+        name: 'Rule',
+        stages: [
+          { name: 'Defaulted', stage_type: OPEN, default_confidence: 0.3 },
+          { name: 'No default', stage_type: OPEN },
+          { name: 'Won', stage_type: WON, default_confidence: 0.3 },
+          { name: 'Lost', stage_type: LOST, default_confidence: 0.5 },
+        ],
+      },
+      t.call,
+    );
+    const deal = (stage: number, amount: number, confidence?: number) =>
+      crm.client.call(
+        S.createDeal,
+        {
+          title: 'd',
+          pipeline_id: p.id,
+          stage_id: p.stages[stage]!.id,
+          amount,
+          ...(confidence === undefined ? {} : { confidence }),
+        },
+        t.call,
+      );
+    await deal(0, 10, 0.2); // its own confidence: 2
+    await deal(0, 10, 0); // a confidence of 0 is not "unset": 0
+    await deal(0, 10); // the stage's default: 3
+    await deal(1, 10); // neither: 0
+    await deal(1, 100.01, 0.3333); // 33.333333, exact until the end
+    await deal(2, 100.01, 0.3333); // won: the whole amount
+    await deal(3, 100.01, 0.2); // lost: nothing
+    const s = await crm.client.call(S.getPipelineSummary, { id: p.id }, t.call);
+    assert.deepEqual(
+      s.stages.map((x) => [x.stage_name, x.total_value, x.weighted_value]),
+      [
+        ['Defaulted', 30, 5],
+        ['No default', 110.01, 33.33],
+        ['Won', 100.01, 100.01],
+        ['Lost', 100.01, 0],
+      ],
+    );
+    // 5 + 33.333333 + 100.01 = 138.343333, rounded from the exact sum.
+    assert.equal(s.weighted_value, 138.34);
+  });
+
+  it('sums exactly and rounds half away from zero once, at the end', async () => {
+    const t = tenant();
+    const summaryOf = async (deals: { amount: number; confidence?: number }[], stageType = OPEN) => {
+      const p = await crm.client.call(
+        S.createPipeline,
+        { name: 'R', stages: [{ name: 'S', stage_type: stageType }] },
+        t.call,
+      );
+      for (const d of deals)
+        await crm.client.call(S.createDeal, { title: 'd', pipeline_id: p.id, stage_id: p.stages[0]!.id, ...d }, t.call);
+      return crm.client.call(S.getPipelineSummary, { id: p.id }, t.call);
+    };
+    // Rounded per deal, 3 × 0.005 would give 3 × 0.01 = 0.03; summed first, 0.015 rounds to 0.02.
+    const halves = await summaryOf([0, 1, 2].map(() => ({ amount: 0.01, confidence: 0.5 })));
+    assert.deepEqual([halves.stages[0]!.weighted_value, halves.weighted_value], [0.02, 0.02]);
+    // 4.69 × 0.5 = 2.345: half away from zero is 2.35 (half to even would be 2.34).
+    assert.equal((await summaryOf([{ amount: 4.69, confidence: 0.5 }])).weighted_value, 2.35);
+    // 4.69 × 0.4999 = 2.344531: below the half, down.
+    assert.equal((await summaryOf([{ amount: 4.69, confidence: 0.4999 }])).weighted_value, 2.34);
+    // Binary floating point gets this wrong: 0.1 + 0.2 !== 0.3.
+    const tenths = await summaryOf([{ amount: 0.1 }, { amount: 0.2 }], WON);
+    assert.deepEqual([tenths.total_value, tenths.weighted_value], [0.3, 0.3]);
+  });
+
   it('lists every stage with zeros for an empty pipeline, and rounds to the currency’s minor unit', async () => {
     const t = tenant();
     const empty = await crm.client.call(S.createPipeline, { name: 'Empty', stages: STAGES.slice(0, 3) }, t.call);

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { IdentityServiceService as S, MemberRole, ActorType } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import pg from 'pg';
+import { updateMember } from './repo/members.js';
 import { ADMIN_TOKEN as ADMIN, as, failure, startIdentity } from './test-support.js';
 
 describe('identity over gRPC', () => {
@@ -30,18 +32,41 @@ describe('identity over gRPC', () => {
     assert.equal(principal.access.audit, AccessLevel.ACCESS_LEVEL_ADMIN);
   });
 
-  it('stores only the hash of an API key', async () => {
+  it('stores only the SHA-256 of an API key, and no encoding of the key itself', async () => {
     const created = await bootstrap('Hashy');
+    const key = created.api_key;
     const db = new pg.Client(dbUrl);
     await db.connect();
-    const { rows } = await db.query('SELECT key_hash, key_hint FROM api_keys WHERE member_id = $1', [
-      created.member?.id,
-    ]);
+    const { rows } = await db.query('SELECT * FROM api_keys WHERE member_id = $1', [created.member?.id]);
     await db.end();
     assert.equal(rows.length, 1);
-    assert.notEqual(rows[0].key_hash, created.api_key);
-    assert.equal(rows[0].key_hint, created.api_key.slice(-4));
-    assert.equal(JSON.stringify(rows).includes(created.api_key), false);
+    assert.equal(rows[0].key_hash, createHash('sha256').update(key).digest('hex'));
+    assert.equal(rows[0].key_hint, key.slice(-4));
+    const stored = JSON.stringify(rows);
+    const secret = key.slice('wk_'.length);
+    for (const value of [key, secret])
+      for (const encoding of ['utf8', 'base64', 'base64url', 'hex'] as const) {
+        const encoded = Buffer.from(value).toString(encoding);
+        assert.equal(stored.includes(encoded), false, `the key (${encoding}) is not in the row`);
+      }
+  });
+
+  it('refuses a member change naming a column the repo does not list, before any SQL', async () => {
+    const created = await bootstrap('Columns');
+    const db = new pg.Client(dbUrl);
+    await db.connect();
+    try {
+      // What a request spread into the patch would bring: keys that are SQL, not columns.
+      const fromRequest = JSON.parse('{"name": "x", "role = \'owner\', is_active": true}') as object;
+      await assert.rejects(
+        updateMember(db, created.tenant!.id, created.member!.id, fromRequest),
+        /members: no writable column role = 'owner', is_active/,
+      );
+      const { rows } = await db.query('SELECT name FROM members WHERE id = $1', [created.member!.id]);
+      assert.equal(rows[0].name, 'Columns owner', 'nothing was written');
+    } finally {
+      await db.end();
+    }
   });
 
   it('rejects unknown tokens, and recognises the platform admin token', async () => {

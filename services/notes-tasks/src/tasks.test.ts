@@ -7,6 +7,7 @@ import {
   type CreateTaskRequest,
   type Task,
 } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { insertTask, updateTask, type NewTask } from './repo/tasks.js';
 import { S, badFields, failure, startNotesTasks, tenant, type NotesTasks } from './test-support.js';
 
 type T = ReturnType<typeof tenant>;
@@ -448,6 +449,51 @@ describe('tasks over gRPC', () => {
       [mine.id],
     );
     assert.equal(mine.position, 1, 'positions are per tenant');
+  });
+
+  it('writes only the columns the repo lists: a task carrying any other key throws before any SQL', async () => {
+    const t = tenant();
+    const task = await create(t, { title: 'kept' });
+    // What a request spread into the row would bring: a key that is SQL, not a column.
+    const fromRequest = JSON.parse('{"title = \'x\', tenant_id": "y"}') as object;
+    const row: NewTask = {
+      id: randomUUID(),
+      tenant_id: t.id,
+      parent_id: null,
+      title: 'new',
+      description: null,
+      position: 2,
+      priority: 'none',
+      assignee_id: null,
+      creator_id: null,
+      project_id: null,
+      section_id: null,
+      status_id: null,
+      due_at: null,
+      due_date: null,
+      deadline: null,
+      start_date: null,
+      rrule: null,
+      rrule_anchor: null,
+      next_occurrence: null,
+      estimation_minutes: null,
+      time_spent_minutes: null,
+      external_id: null,
+      identifier: null,
+      snoozed_until: null,
+      metadata: {},
+    };
+    await assert.rejects(
+      insertTask(nt.db, { ...row, ...fromRequest }),
+      /tasks: no writable column title = 'x', tenant_id/,
+    );
+    await assert.rejects(updateTask(nt.db, t.id, task.id, { title: 'changed', ...fromRequest }), /no writable column/);
+    assert.deepEqual(
+      (await nt.client.call(S.listTasks, {}, t.call)).data.map((x) => x.title),
+      ['kept'],
+      'nothing was written',
+    );
+    assert.equal((await insertTask(nt.db, row)).title, 'new', 'the listed columns are written');
   });
 
   it('refuses bad input with field violations (limits in docs/notes-tasks.md)', async () => {

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeEvent } from '@workauto/events';
 import { setLogTarget } from '@workauto/logger';
 import { captureLogs, eventually } from '@workauto/testing';
@@ -56,6 +55,21 @@ async function settled(w: Webhooks, t: Tenant, eventId: string, ms = 15_000) {
     ms,
   );
   return detail;
+}
+
+/** Whether the event's delivery succeeded (its attempt recorded). */
+async function delivered(w: Webhooks, t: Tenant, eventId: string): Promise<boolean> {
+  const detail = await w.client.call(S.getWebhookEvent, { id: eventId }, t.call);
+  return detail.deliveries.some((d) => d.status === SUCCEEDED);
+}
+
+/** How many delivery jobs of an endpoint are in each state. */
+async function jobStates(w: Webhooks, endpointId: string): Promise<Record<string, number>> {
+  const { rows } = await w.db.query<{ state: string; n: number }>(
+    'SELECT state, count(*)::int AS n FROM jobs WHERE concurrency_key = $1 GROUP BY state ORDER BY state',
+    [endpointId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
 }
 
 /** The webhooks service's own events (its outbox), newest last. */
@@ -111,8 +125,15 @@ describe('webhook deliveries', () => {
     assert.equal(detail.status, WebhookEventStatus.WEBHOOK_EVENT_STATUS_DELIVERED);
     assert.equal(detail.deliveries[0]!.status, SUCCEEDED);
     assert.equal(detail.deliveries[0]!.attempts[0]!.http_status, 200);
-    await sleep(300);
-    assert.equal(r.received.length, 1, 'delivered once');
+    // A later event to the same endpoint arrives: a second send of the first would have come before it.
+    const later = await w.publish({ tenantId: t.id, type: 'note.updated' });
+    await r.waitFor(2);
+    await settled(w, t, later);
+    assert.deepEqual(
+      r.received.map((x) => x.headers['webhook-id']),
+      [id, later],
+      'delivered once',
+    );
     assert.ok(logs.lines.length > 0, 'the service logged (the capture works)');
     assert.ok(!logs.text().includes(ep.signing_secret!.slice(6)), 'the secret is never logged');
     const { rows } = await w.db.query<{ secret: string }>('SELECT secret FROM webhook_endpoint_secrets');
@@ -135,9 +156,18 @@ describe('webhook deliveries', () => {
     await w.client.call(S.deleteWebhookEndpoint, { id: deleted.id }, t.call);
     await endpoint(w, t, r.url, { event_types: ['deal.*'] });
     await w.publish({ tenantId: t.id, type: 'note.created' });
-    await sleep(500);
-    assert.equal(r.received.length, 0);
-    assert.equal((await w.client.call(S.listWebhookEvents, {}, t.call)).data.length, 0);
+    // A later event the enabled endpoint does match arrives alone: the note event was taken in and sent nowhere.
+    const deal = await w.publish({ tenantId: t.id, type: 'deal.created' });
+    await r.waitFor(1);
+    await settled(w, t, deal);
+    assert.deepEqual(
+      r.received.map((x) => x.headers['webhook-id']),
+      [deal],
+    );
+    assert.deepEqual(
+      (await w.client.call(S.listWebhookEvents, {}, t.call)).data.map((e) => e.id),
+      [deal],
+    );
   });
 
   it('retries a 500 on the schedule with the same webhook-id, records each attempt, and fails after the last', async () => {
@@ -257,7 +287,13 @@ describe('webhook deliveries', () => {
     assert.equal(disabled.length, 1);
     assert.equal(disabled[0]!.actor?.type, 'system');
     const count = r.received.length;
-    await sleep(1_500);
+    // Every job of the endpoint's deliveries ran to its end (the failed ones find nothing to send).
+    await eventually(
+      'no delivery job of the endpoint is left',
+      async () =>
+        (await w.db.query("SELECT 1 FROM jobs WHERE concurrency_key = $1 AND state IN ('queued', 'running')", [ep.id]))
+          .rowCount === 0,
+    );
     assert.equal(r.received.length, count, 'no attempt after the 410');
     assert.equal(
       (await w.client.call(S.retryWebhookEvent, { id: first }, t.call)).requeued,
@@ -275,48 +311,61 @@ describe('webhook deliveries', () => {
   });
 
   it('keeps a slow receiver from holding up a fast one (per-endpoint cap)', async () => {
-    const t = tenant();
-    const slow = await receiver(() => ({ status: 200, hang: true }));
-    const fast = await receiver();
-    await endpoint(w, t, slow.url);
-    await endpoint(w, t, fast.url);
-    const started = performance.now();
-    for (let i = 0; i < 12; i++) await w.publish({ tenantId: t.id, type: 'note.updated' });
-    await fast.waitFor(12, 5_000);
-    const last = Math.max(...fast.received.map((x) => x.at)) - started;
-    assert.ok(
-      last < 1_200,
-      `the fast receiver had all 12 after ${Math.round(last)} ms (the slow one holds its attempts for 1.5 s)`,
-    );
-    assert.ok(
-      slow.received.length <= 4,
-      `at most 4 attempts in flight to the slow endpoint (got ${slow.received.length})`,
-    );
+    // Attempts to the hanging receiver end only when it closes (the timeout is a minute): the fast
+    // receiver must get everything while the slow one holds its four slots.
+    const capped = await startWebhooks({ settings: { timeoutMs: 60_000 } });
+    const slow = await startReceiver(() => ({ status: 200, hang: true }));
+    const fast = await startReceiver();
+    try {
+      const t = tenant();
+      const slowEndpoint = await endpoint(capped, t, slow.url);
+      await endpoint(capped, t, fast.url);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) ids.push(await capped.publish({ tenantId: t.id, type: 'note.updated' }));
+      await fast.waitFor(12);
+      for (const id of ids)
+        await eventually(`event ${id} delivered to the fast receiver`, () => delivered(capped, t, id));
+      await slow.waitFor(4);
+      assert.deepEqual(
+        await jobStates(capped, slowEndpoint.id),
+        { running: 4, queued: 8 },
+        'four attempts in flight to the slow endpoint, the rest waiting for a slot',
+      );
+      assert.equal(slow.received.length, 4);
+    } finally {
+      await slow.close();
+      await fast.close();
+      await capped.stop();
+    }
   });
 
   it("keeps one tenant's many hanging receivers from taking every slot (per-tenant cap)", async () => {
-    // 20 endpoints × 4 attempts in flight each would take more than the replica's 64 slots, each
-    // held for the 1.5 s timeout; WEBHOOK_TENANT_CONCURRENCY (32) leaves the other tenants room.
-    const noisy = tenant();
-    const quiet = tenant();
-    const hanging = await receiver(() => ({ status: 200, hang: true }));
-    for (let i = 0; i < 20; i++) await endpoint(w, noisy, `${hanging.url}?e=${i}`);
-    const fast = await receiver();
-    await endpoint(w, quiet, fast.url);
-    for (let i = 0; i < 4; i++) await w.publish({ tenantId: noisy.id, type: 'note.updated' });
-    await eventually("the noisy tenant's attempts hold their slots", async () => hanging.received.length >= 32, 5_000);
-    const started = performance.now();
-    for (let i = 0; i < 5; i++) await w.publish({ tenantId: quiet.id, type: 'note.updated' });
-    await fast.waitFor(5, 5_000);
-    const last = Math.max(...fast.received.map((x) => x.at)) - started;
-    assert.ok(
-      last < 1_000,
-      `the quiet tenant's receiver had all 5 after ${Math.round(last)} ms (the noisy tenant's attempts hang for 1.5 s)`,
-    );
-    assert.ok(
-      hanging.received.length <= 32 + 4,
-      `at most 32 attempts of the noisy tenant in flight at first (got ${hanging.received.length})`,
-    );
+    // 20 endpoints × 4 attempts in flight each would take more than the replica's 64 slots (the
+    // attempts hang until the receiver closes); WEBHOOK_TENANT_CONCURRENCY (32) leaves the other
+    // tenants room.
+    const capped = await startWebhooks({ settings: { timeoutMs: 60_000 } });
+    const hanging = await startReceiver(() => ({ status: 200, hang: true }));
+    const fast = await startReceiver();
+    try {
+      const noisy = tenant();
+      const quiet = tenant();
+      for (let i = 0; i < 20; i++) await endpoint(capped, noisy, `${hanging.url}?e=${i}`);
+      await endpoint(capped, quiet, fast.url);
+      for (let i = 0; i < 4; i++) await capped.publish({ tenantId: noisy.id, type: 'note.updated' });
+      await hanging.waitFor(32);
+      for (let i = 0; i < 5; i++) await capped.publish({ tenantId: quiet.id, type: 'note.updated' });
+      await fast.waitFor(5);
+      const { rows } = await capped.db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM jobs WHERE group_key = $1 AND state = 'running'",
+        [noisy.id],
+      );
+      assert.equal(rows[0]!.n, 32, "32 of the noisy tenant's attempts in flight, the rest waiting");
+      assert.equal(hanging.received.length, 32, 'while the quiet tenant got all of its deliveries');
+    } finally {
+      await hanging.close();
+      await fast.close();
+      await capped.stop();
+    }
   });
 
   it('answers a test delivery: success, the status of a failing receiver, and an unreachable one', async () => {
@@ -373,10 +422,15 @@ describe('webhook deliveries', () => {
       await assert.rejects(call(), /NOT_FOUND|not found/);
     assert.equal((await w.client.call(S.listWebhookEndpoints, {}, b.call)).data.length, 0);
     assert.equal((await w.client.call(S.listWebhookEvents, {}, b.call)).data.length, 0);
-    // b's events never reach a's endpoint.
+    // b's events never reach a's endpoint: a's later event arrives alone.
     await w.publish({ tenantId: b.id, type: 'note.created' });
-    await sleep(300);
-    assert.equal(r.received.length, 1);
+    const later = await w.publish({ tenantId: a.id, type: 'note.updated' });
+    await r.waitFor(2);
+    await settled(w, a, later);
+    assert.deepEqual(
+      r.received.map((x) => x.headers['webhook-id']),
+      [id, later],
+    );
   });
 });
 
@@ -408,7 +462,7 @@ describe('webhook endpoints over time', () => {
   });
 
   it('signs with both secrets (new first) during the rotation grace, then with the new one only', async () => {
-    const w = await startWebhooks({ settings: { secretGraceMs: 1_500 } });
+    const w = await startWebhooks({ settings: { secretGraceMs: 3_600_000 } });
     const r = await startReceiver();
     try {
       const t = tenant();
@@ -438,7 +492,18 @@ describe('webhook endpoints over time', () => {
         ),
         'the old one second',
       );
-      await sleep(1_600);
+      // The old secret's grace is the setting, counted from the rotation; then it ends (moved to the past here).
+      const { rows } = await w.db.query<{ grace_ms: number }>(
+        `SELECT (extract(epoch FROM old.expires_at - new.created_at) * 1000)::int AS grace_ms
+           FROM webhook_endpoint_secrets old, webhook_endpoint_secrets new
+          WHERE old.endpoint_id = $1 AND new.endpoint_id = $1 AND old.expires_at IS NOT NULL AND new.expires_at IS NULL`,
+        [ep.id],
+      );
+      assert.deepEqual(rows, [{ grace_ms: 3_600_000 }]);
+      await w.db.query(
+        `UPDATE webhook_endpoint_secrets SET expires_at = now() - interval '1 second' WHERE endpoint_id = $1 AND expires_at IS NOT NULL`,
+        [ep.id],
+      );
       await w.publish({ tenantId: t.id, type: 'note.updated' });
       const [, afterGrace] = await r.waitFor(2);
       assert.equal(signaturesOf(afterGrace!).length, 1);

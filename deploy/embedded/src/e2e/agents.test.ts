@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider, FakeProviderProcess } from '@workauto/agents/testing';
-import { startMcpServer } from '@workauto/apps/test-support';
+import { startMcpServer } from '@workauto/apps/testing/mcp-servers';
 import { captureLogs, eventually } from '@workauto/testing';
 import { createLogger } from '@workauto/logger';
 import {

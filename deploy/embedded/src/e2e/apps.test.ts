@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { captureLogs, eventually } from '@workauto/testing';
-import { startMcpServer, type McpTestServer } from '@workauto/apps/test-support';
+import { startMcpServer, type McpTestServer } from '@workauto/apps/testing/mcp-servers';
 import {
   assertError,
   assertRecord,

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
+import { assertError, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
 interface Entry {
   id: string;
@@ -171,6 +171,73 @@ function auditSuite(name: string, kafka: boolean) {
         assert.equal(clamped.body.data.length, 200, 'a limit over 200 is clamped to 200');
         assert.equal((await log(acme.key, '?limit=0')).status, 400);
         assert.equal((await log(acme.key)).body.data.length, 50, 'limit defaults to 50');
+      });
+
+      it('filters by actor, resource and a created_at window given in the query string', async () => {
+        const bot = await stack.api('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'filter-bot' } });
+        assert.equal(bot.status, 201);
+        const notes: string[] = [];
+        for (let i = 0; i < 3; i++) {
+          const n = await stack.api('POST', '/api/v1/notes', { key: bot.body.api_key, body: { title: `bot ${i}` } });
+          assert.equal(n.status, 201);
+          notes.push(n.body.id);
+        }
+        for (const title of ['first edit', 'second edit'])
+          assert.equal(
+            (await stack.api('PATCH', `/api/v1/notes/${notes[0]}`, { key: acme.key, body: { title } })).status,
+            200,
+          );
+        const byBot = await eventually('the bot key’s three notes are audited', async () => {
+          const page = await log(acme.key, `?actor_id=${bot.body.id}`);
+          return page.body.data.length === 3 ? (page.body.data as Entry[]) : undefined;
+        });
+        assert.deepEqual(
+          byBot.map((e) => e.resource_id),
+          [...notes].reverse(),
+          'only its entries, newest first',
+        );
+        assert.ok(byBot.every((e) => e.actor_type === 'api_key' && e.action === 'note.created'));
+        const history = await eventually('both edits are audited', async () => {
+          const page = await log(acme.key, `?resource_id=${notes[0]}`);
+          return page.body.data.length === 3 ? (page.body.data as Entry[]) : undefined;
+        });
+        assert.deepEqual(
+          history.map((e) => e.action),
+          ['note.updated', 'note.updated', 'note.created'],
+        );
+        // from inclusive, to exclusive: the window [first, third) holds the first two notes.
+        const [third, second, first] = byBot;
+        const window = await log(
+          acme.key,
+          `?actor_id=${bot.body.id}&from=${encodeURIComponent(first!.created_at)}&to=${encodeURIComponent(third!.created_at)}`,
+        );
+        assert.equal(window.status, 200);
+        assert.deepEqual(
+          (window.body.data as Entry[]).map((e) => e.id),
+          [second!.id, first!.id],
+        );
+        const combined = await log(
+          acme.key,
+          `?action=note.updated&resource_type=note&resource_id=${notes[0]}&actor_id=${history[0]!.actor_id}&from=${encodeURIComponent(history[1]!.created_at)}`,
+        );
+        assert.deepEqual(
+          (combined.body.data as Entry[]).map((e) => e.id),
+          [history[0]!.id, history[1]!.id],
+        );
+        // The other tenant's log has none of them, whatever the filter.
+        assert.deepEqual((await log(other.key, `?actor_id=${bot.body.id}`)).body.data, []);
+        assert.deepEqual((await log(other.key, `?resource_id=${notes[0]}`)).body.data, []);
+        // Bad values: a 400 in the contract's shape naming the field.
+        const bad = async (query: string, field: string) => {
+          const res = await log(acme.key, query);
+          assertError(res, 400);
+          assert.deepEqual(violations(res), [field], query);
+        };
+        await bad('?from=yesterday', 'from');
+        await bad('?to=2026-13-01T00:00:00Z', 'to');
+        await bad(`?from=${encodeURIComponent(first!.created_at)}&to=${encodeURIComponent(first!.created_at)}`, 'to');
+        await bad('?from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z', 'to');
+        await bad('?resource_id=not-a-uuid', 'resource_id');
       });
 
       it("never shows another tenant's entries", async () => {

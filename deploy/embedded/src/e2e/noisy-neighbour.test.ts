@@ -19,7 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { FakeProvider, hasToolResult } from '@workauto/agents/testing';
 import { eventually } from '@workauto/testing';
-import { startMcpServer, type McpTestServer } from '@workauto/apps/test-support';
+import { startMcpServer, type McpTestServer } from '@workauto/apps/testing/mcp-servers';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
 /** The glob's backtracking grows with the a's of the name it is tried on: a tool name A picks. */
@@ -84,6 +84,16 @@ describe(
         // not JSON (the iCalendar feed)
       }
       return { status: res.status, body: parsed, bytes: text.length };
+    }
+
+    /**
+     * A's large reads, their status only: the body is read as bytes and dropped, so that this process
+     * (which also times B) does not spend its event loop decoding and parsing megabytes of A's JSON.
+     */
+    async function statusOf(path: string, key: string) {
+      const res = await fetch(`${cluster.url}/api/v1${path}`, { headers: { authorization: `Bearer ${key}` } });
+      await res.arrayBuffer();
+      return res.status;
     }
 
     /** B's ordinary requests, each timed: reads and writes over identity, notes-tasks, calendar and agents. */
@@ -291,24 +301,25 @@ describe(
         aOutcomes.big.push({ status: r.status, isError: r.body?.is_error });
       });
       loop(async () => {
-        const r = await api(
-          'GET',
-          `/events?from=2027-01-01T00:00:00Z&to=2027-02-01T00:00:00Z&calendar_id=${aCalendar}&limit=200`,
-          a.key,
+        aOutcomes.listings.push(
+          await statusOf(
+            `/events?from=2027-01-01T00:00:00Z&to=2027-02-01T00:00:00Z&calendar_id=${aCalendar}&limit=200`,
+            a.key,
+          ),
         );
-        aOutcomes.listings.push(r.status);
       });
       loop(async () => {
-        aOutcomes.feeds.push((await api('GET', `/calendars/${aCalendar}/events.ics`, a.key)).status);
+        aOutcomes.feeds.push(await statusOf(`/calendars/${aCalendar}/events.ics`, a.key));
       });
       const windows = async () => {
-        for (let w = 0; w < 4; w++) {
+        // Many short windows, so that a burst of whatever else runs on the machine weighs on both alike.
+        for (let w = 0; w < 8; w++) {
           paused = true;
           await sleep(300); // A's requests in flight end
-          idle.push(...(await measureB(8, 0)));
+          idle.push(...(await measureB(5, 0)));
           paused = false;
           await sleep(300);
-          busy.push(...(await measureB(8, 2_000)));
+          busy.push(...(await measureB(5, 1_000)));
         }
       };
       // B's run, while A's wait on the hanging tool.
@@ -344,7 +355,7 @@ describe(
       await fake?.stop();
     });
 
-    it("keeps B's p99 within twice its p99 while A is idle (floor 150 ms)", () => {
+    it("keeps B's p99 within twice its p99 while A is idle (floor 150 ms)", (t) => {
       assert.ok(idle.length >= 200, `${idle.length} samples with A idle`);
       const before = p99(idle);
       const during = p99(busy);
@@ -352,6 +363,9 @@ describe(
         .sort((x, y) => y.ms - x.ms)
         .slice(0, 5)
         .map((s) => `${s.route} ${Math.round(s.ms)} ms`);
+      t.diagnostic(
+        `B's p99: ${Math.round(before)} ms with A idle, ${Math.round(during)} ms with A noisy; slowest: ${slowest.join(', ')}`,
+      );
       assert.ok(
         during <= 2 * Math.max(before, 150),
         `B's p99 was ${Math.round(before)} ms with A idle and ${Math.round(during)} ms with A noisy (${busy.length} requests); slowest: ${slowest.join(', ')}`,

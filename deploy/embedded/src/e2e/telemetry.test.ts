@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
-import { startMcpServer } from '@workauto/apps/test-support';
+import { startMcpServer } from '@workauto/apps/testing/mcp-servers';
 import { FakeProvider } from '@workauto/agents/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 

@@ -1,10 +1,16 @@
 import type { Keyring } from '@workauto/crypto';
 import type { Pool } from '@workauto/db';
 import { reducedUrl, type EgressPolicy } from '@workauto/egress';
-import { enumMapping, type CallContext } from '@workauto/grpc';
+import { enumMapping, type CallContext, type Handlers } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { resourceJson } from '@workauto/protos';
-import { App, AppStatus, AuthType, type DiscoveredTool } from '@workauto/protos/workauto/apps/v1/apps.js';
+import {
+  App,
+  AppStatus,
+  AuthType,
+  type AppsServiceService,
+  type DiscoveredTool,
+} from '@workauto/protos/workauto/apps/v1/apps.js';
 import type { AppRow, ToolRow } from '../repo/apps.js';
 import type { Prober } from '../probes.js';
 
@@ -32,8 +38,9 @@ export interface AppsDeps {
   toolResultMaxBytes: number;
 }
 
-/** AAD of an app's stored secret: a ciphertext copied to another app or tenant does not decrypt. */
-export const secretContext = (tenantId: string, appId: string) => `app_auth:${tenantId}:${appId}`;
+type H = Handlers<typeof AppsServiceService>;
+/** The handler of one rpc. */
+export type Handler<K extends keyof H> = H[K];
 
 export function toTool(row: ToolRow): DiscoveredTool {
   return {

@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 import type { ListedTool } from '../domain/tools.js';
 
 export type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error';
@@ -141,9 +149,29 @@ export interface AppPatch {
   target_version?: number | undefined;
   next_probe_at?: Date | undefined;
 }
+const PATCH: Columns<AppPatch> = {
+  display_name: true,
+  description: true,
+  mcp_server_url: true,
+  enabled_tools: true,
+  metadata: true,
+  auth_type: true,
+  auth_header_name: true,
+  auth_ciphertext: true,
+  auth_key_id: true,
+  auth_hint: true,
+  key_version: true,
+  status: true,
+  status_reason: true,
+  consecutive_probe_failures: true,
+  last_probed_at: true,
+  last_healthy_at: true,
+  target_version: true,
+  next_probe_at: true,
+};
 
 export async function updateApp(db: Queryable, tenantId: string, id: string, patch: AppPatch): Promise<AppRow> {
-  const row = await updateTenantRow<AppRow>(db, 'apps', RETURNING, tenantId, id, patch as Record<string, unknown>);
+  const row = await updateTenantRow<AppRow>(db, 'apps', RETURNING, tenantId, id, patch, PATCH);
   if (!row) throw new Error(`app ${id} vanished under its lock`);
   return row;
 }

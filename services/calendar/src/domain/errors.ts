@@ -1,3 +1,5 @@
+import { errors } from '@workauto/grpc';
+
 /** Why a recurrence input was refused; each one is a 400 INVALID_ARGUMENT on `field` for the API. */
 export type RecurrenceErrorKind =
   | 'INVALID_RRULE'
@@ -20,5 +22,15 @@ export class RecurrenceError extends Error {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/** Runs recurrence-engine work; its refusals become the 400 on the field they name. */
+export function recurrence<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (err) {
+    if (err instanceof RecurrenceError) throw errors.invalidField(err.field, err.message);
+    throw err;
   }
 }

@@ -6,8 +6,8 @@ import { canonicalTimezone } from './timezones.js';
 
 /**
  * Recurring calendar events (api-contract §5 "Calendar"): the pure recurrence engine of the calendar
- * service. Only this module exists so far — no handlers, proto, SQL or server: the service is a later
- * issue built on libs/ (see docs/calendar.md).
+ * service, its only expander (docs/calendar.md). No I/O: the handlers and the occurrence index call
+ * it with stored rows.
  *
  * A series is an event with an `rrule`: an RFC 5545 RRULE value (`FREQ=WEEKLY;BYDAY=MO`) without the
  * `RRULE:` prefix and without DTSTART — the event's start is DTSTART and must be the first occurrence.
@@ -18,8 +18,9 @@ import { canonicalTimezone } from './timezones.js';
  *
  * Every expansion is bounded: windows of at most MAX_WINDOW_DAYS, at most MAX_OCCURRENCES per
  * expansion, COUNT at most MAX_COUNT, and the library scans at most MAX_PERIODS recurrence periods and
- * MAX_CANDIDATES candidate times per call (measured: under 0.5 s of CPU for the worst rules tried). Beyond
- * those a RecurrenceError (a 400 on the named field) is thrown, never a hang.
+ * MAX_CANDIDATES candidate times per call, so the worst rule costs a bounded amount of CPU (the tests
+ * hold it under a second; docs/calendar.md). Beyond those a RecurrenceError (a 400 on the named field)
+ * is thrown, never a hang.
  */
 
 export { RecurrenceError, type RecurrenceErrorKind } from './errors.js';
@@ -28,8 +29,8 @@ export { canonicalTimezone } from './timezones.js';
 export const RRULE_MAX_LENGTH = 500;
 /**
  * COUNT above this is refused. A COUNT series is expanded from its start on every listing (its
- * occurrences depend on their index), about 0.05 ms of CPU each; a longer series uses UNTIL, which
- * is expanded from the window.
+ * occurrences depend on their index), so its cost grows with COUNT (docs/calendar.md); a longer
+ * series uses UNTIL, which is expanded from the window.
  */
 export const MAX_COUNT = 1_000;
 export const MAX_INTERVAL = 1_000;

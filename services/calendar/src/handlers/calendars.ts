@@ -12,21 +12,13 @@ import {
 } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CalendarServiceService } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { recurrence } from '../domain/errors.js';
 import { canonicalTimezone } from '../domain/recurrence.js';
 import * as calendars from '../repo/calendars.js';
 import * as events from '../repo/events.js';
 import * as feedTokens from '../repo/feed-tokens.js';
 import { feedTokenHandlers } from './feed-tokens.js';
-import {
-  LIMITS,
-  SOURCE,
-  calendarData,
-  recurrence,
-  toCalendar,
-  toEvent,
-  eventData,
-  type CalendarDeps,
-} from './common.js';
+import { LIMITS, SOURCE, calendarData, toCalendar, toEvent, eventData, type CalendarDeps } from './common.js';
 
 type H = Handlers<typeof CalendarServiceService>;
 

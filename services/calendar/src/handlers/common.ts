@@ -1,6 +1,6 @@
 import type { Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
-import { enumMapping, errors } from '@workauto/grpc';
+import { enumMapping, type Handlers } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
 import {
   Availability,
@@ -11,8 +11,9 @@ import {
   ReminderMethod,
   UpdateScope,
   Visibility,
+  type CalendarServiceService,
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
-import { RecurrenceError, type Occurrence, type Series } from '../domain/recurrence.js';
+import type { Occurrence } from '../domain/recurrence.js';
 import type { CalendarRow } from '../repo/calendars.js';
 import type { EventRow } from '../repo/events.js';
 
@@ -44,6 +45,10 @@ export interface CalendarDeps {
   now?: () => Date;
 }
 
+type H = Handlers<typeof CalendarServiceService>;
+/** The handler of one rpc. */
+export type Handler<K extends keyof H> = H[K];
+
 export function toCalendar(row: CalendarRow): Calendar {
   return {
     id: row.id,
@@ -55,18 +60,6 @@ export function toCalendar(row: CalendarRow): Calendar {
     metadata: row.metadata,
     created_at: row.created_at,
     updated_at: row.updated_at,
-  };
-}
-
-/** The master's series as the recurrence engine takes it. */
-export function seriesOf(row: EventRow, extraExdates: readonly Date[] = []): Series {
-  return {
-    times: row.is_all_day
-      ? { is_all_day: true, start_date: row.start_date!, end_date: row.end_date! }
-      : { is_all_day: false, start_at: row.start_at!, end_at: row.end_at! },
-    timezone: row.timezone,
-    rrule: row.rrule!,
-    exdates: extraExdates.length ? [...row.exdates, ...extraExdates] : row.exdates,
   };
 }
 
@@ -126,13 +119,3 @@ export function toEvent(
 // Event data is the resource exactly as the REST API returns it (docs/events.md).
 export const calendarData = (row: CalendarRow) => resourceJson(Calendar, toCalendar(row));
 export const eventData = (event: CalendarEvent) => resourceJson(CalendarEvent, event);
-
-/** Runs recurrence-engine work; its refusals become the 400 on the field they name. */
-export function recurrence<T>(work: () => T): T {
-  try {
-    return work();
-  } catch (err) {
-    if (err instanceof RecurrenceError) throw errors.invalidField(err.field, err.message);
-    throw err;
-  }
-}

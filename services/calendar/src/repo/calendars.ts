@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 
 export interface CalendarRow {
   id: string;
@@ -63,13 +71,16 @@ export async function listCalendars(
   );
 }
 
+export type CalendarPatch = Partial<Pick<CalendarRow, 'name' | 'description' | 'timezone' | 'color' | 'metadata'>>;
+const PATCH: Columns<CalendarPatch> = { name: true, description: true, timezone: true, color: true, metadata: true };
+
 export async function updateCalendar(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<CalendarRow, 'name' | 'description' | 'timezone' | 'color' | 'metadata'>>,
+  patch: CalendarPatch,
 ): Promise<CalendarRow> {
-  return (await updateTenantRow<CalendarRow>(db, 'calendars', COLUMNS, tenantId, id, patch))!;
+  return (await updateTenantRow<CalendarRow>(db, 'calendars', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 export async function softDeleteCalendar(db: Queryable, tenantId: string, id: string): Promise<CalendarRow> {

@@ -1,5 +1,5 @@
 import type { Pool } from '@workauto/db';
-import { enumMapping } from '@workauto/grpc';
+import { enumMapping, type Handlers } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
 import {
   ChannelType,
@@ -11,6 +11,7 @@ import {
   DealStageHistoryEntry,
   Pipeline,
   PipelineStage,
+  type CrmPipelinesServiceService,
 } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { toNumber } from '../domain/money.js';
 import type { ChannelRow } from '../repo/channels.js';
@@ -42,6 +43,10 @@ export const LIMITS = {
 export interface CrmDeps {
   pool: Pool;
 }
+
+type H = Handlers<typeof CrmPipelinesServiceService>;
+/** The handler of one rpc. */
+export type Handler<K extends keyof H> = H[K];
 
 export function toStage(row: StageRow): PipelineStage {
   return {

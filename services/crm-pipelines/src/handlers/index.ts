@@ -1,17 +1,53 @@
 import type { Handlers } from '@workauto/grpc';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import type { CrmDeps } from './common.js';
-import { contactHandlers } from './contacts.js';
-import { dealHandlers } from './deals.js';
-import { pipelineHandlers } from './pipelines.js';
+import { createContact } from './contacts/create.js';
+import { createContactChannel } from './contacts/create-channel.js';
+import { deleteContact } from './contacts/delete.js';
+import { deleteContactChannel } from './contacts/delete-channel.js';
+import { getContact, listContactChannels, listContacts } from './contacts/reads.js';
+import { updateContact } from './contacts/update.js';
+import { updateContactChannel } from './contacts/update-channel.js';
+import { createDeal } from './deals/create.js';
+import { deleteDeal } from './deals/delete.js';
+import { getDeal, listDealHistory, listDeals } from './deals/reads.js';
+import { updateDeal } from './deals/update.js';
+import { createPipeline } from './pipelines/create.js';
+import { deletePipeline } from './pipelines/delete.js';
+import { deletePipelineStage } from './pipelines/delete-stage.js';
+import { getPipeline, listPipelines } from './pipelines/reads.js';
+import { createPipelineStage, updatePipelineStage } from './pipelines/stages.js';
+import { getPipelineSummary } from './pipelines/summary.js';
+import { updatePipeline } from './pipelines/update.js';
 
 export type { CrmDeps } from './common.js';
 
-/** Every rpc of CrmPipelinesService; each area's handlers live in the file of its name. */
+/** Every rpc of CrmPipelinesService: pipelines/, deals/, contacts/ (one file per rpc or concern). */
 export function crmHandlers(deps: CrmDeps): Handlers<typeof CrmPipelinesServiceService> {
   return {
-    ...pipelineHandlers(deps),
-    ...dealHandlers(deps),
-    ...contactHandlers(deps),
+    createPipeline: createPipeline(deps),
+    listPipelines: listPipelines(deps),
+    getPipeline: getPipeline(deps),
+    updatePipeline: updatePipeline(deps),
+    deletePipeline: deletePipeline(deps),
+    getPipelineSummary: getPipelineSummary(deps),
+    createPipelineStage: createPipelineStage(deps),
+    updatePipelineStage: updatePipelineStage(deps),
+    deletePipelineStage: deletePipelineStage(deps),
+    createDeal: createDeal(deps),
+    listDeals: listDeals(deps),
+    getDeal: getDeal(deps),
+    updateDeal: updateDeal(deps),
+    deleteDeal: deleteDeal(deps),
+    listDealHistory: listDealHistory(deps),
+    createContact: createContact(deps),
+    listContacts: listContacts(deps),
+    getContact: getContact(deps),
+    updateContact: updateContact(deps),
+    deleteContact: deleteContact(deps),
+    createContactChannel: createContactChannel(deps),
+    listContactChannels: listContactChannels(deps),
+    updateContactChannel: updateContactChannel(deps),
+    deleteContactChannel: deleteContactChannel(deps),
   };
 }

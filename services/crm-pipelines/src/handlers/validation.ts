@@ -1,6 +1,5 @@
 import type { Validator } from '@workauto/grpc';
 import { confidenceProblem, normalizeCurrency } from '../domain/money.js';
-import { LIMITS } from './common.js';
 
 /** Field checks shared by the handlers, added to one Validator so a request's problems come together. */
 export function checkConfidence(v: Validator, field: string, value: number | undefined): Validator {

@@ -1,4 +1,4 @@
-import { updateTenantRow } from '@workauto/db';
+import { updateTenantRow, type Columns } from '@workauto/db';
 import type { Queryable } from '@workauto/db';
 import type { ChannelType } from '../domain/channels.js';
 
@@ -108,15 +108,27 @@ export async function demotePrimary(
   return rows[0];
 }
 
+export type ChannelPatch = Partial<
+  Pick<ChannelRow, 'value' | 'canonical_value' | 'key_version' | 'label' | 'is_primary' | 'is_verified' | 'metadata'>
+> & { deleted_at?: Date };
+const PATCH: Columns<ChannelPatch> = {
+  value: true,
+  canonical_value: true,
+  key_version: true,
+  label: true,
+  is_primary: true,
+  is_verified: true,
+  metadata: true,
+  deleted_at: true,
+};
+
 export async function updateChannel(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<
-    Pick<ChannelRow, 'value' | 'canonical_value' | 'key_version' | 'label' | 'is_primary' | 'is_verified' | 'metadata'>
-  > & { deleted_at?: Date },
+  patch: ChannelPatch,
 ): Promise<ChannelRow> {
-  return (await updateTenantRow<ChannelRow>(db, 'contact_channels', COLUMNS, tenantId, id, patch))!;
+  return (await updateTenantRow<ChannelRow>(db, 'contact_channels', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 /** Sets preference_order 1..n in the order of `ids` (channels of one contact and type). */

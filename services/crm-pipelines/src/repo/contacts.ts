@@ -3,6 +3,7 @@ import {
   newestFirst,
   preparedStatement,
   updateTenantRow,
+  type Columns,
   type KeysetPage,
   type PageQuery,
   type Queryable,
@@ -92,11 +93,14 @@ export async function listContacts(
   );
 }
 
+export type ContactPatch = Partial<Pick<ContactRow, 'name' | 'company' | 'job_title' | 'metadata' | 'deleted_at'>>;
+const PATCH: Columns<ContactPatch> = { name: true, company: true, job_title: true, metadata: true, deleted_at: true };
+
 export async function updateContact(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<ContactRow, 'name' | 'company' | 'job_title' | 'metadata' | 'deleted_at'>>,
+  patch: ContactPatch,
 ): Promise<ContactRow> {
-  return (await updateTenantRow<ContactRow>(db, 'contacts', COLUMNS, tenantId, id, patch))!;
+  return (await updateTenantRow<ContactRow>(db, 'contacts', COLUMNS, tenantId, id, patch, PATCH))!;
 }

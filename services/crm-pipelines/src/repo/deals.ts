@@ -4,11 +4,12 @@ import {
   newId,
   preparedStatement,
   updateTenantRow,
+  type Columns,
   type KeysetPage,
   type PageQuery,
   type Queryable,
 } from '@workauto/db';
-import type { StageType } from '../domain/weighting.js';
+import type { StageType } from './stages.js';
 
 export interface DealRow {
   id: string;
@@ -131,28 +132,38 @@ export async function listDeals(
   );
 }
 
-export async function updateDeal(
-  db: Queryable,
-  tenantId: string,
-  id: string,
-  patch: Partial<
-    Pick<
-      DealRow,
-      | 'title'
-      | 'pipeline_id'
-      | 'stage_id'
-      | 'amount'
-      | 'currency'
-      | 'confidence'
-      | 'contact_id'
-      | 'owner_id'
-      | 'expected_close_date'
-      | 'metadata'
-      | 'deleted_at'
-    >
-  >,
-): Promise<DealRow> {
-  await updateTenantRow(db, 'deals', 'id', tenantId, id, patch);
+export type DealPatch = Partial<
+  Pick<
+    DealRow,
+    | 'title'
+    | 'pipeline_id'
+    | 'stage_id'
+    | 'amount'
+    | 'currency'
+    | 'confidence'
+    | 'contact_id'
+    | 'owner_id'
+    | 'expected_close_date'
+    | 'metadata'
+    | 'deleted_at'
+  >
+>;
+const PATCH: Columns<DealPatch> = {
+  title: true,
+  pipeline_id: true,
+  stage_id: true,
+  amount: true,
+  currency: true,
+  confidence: true,
+  contact_id: true,
+  owner_id: true,
+  expected_close_date: true,
+  metadata: true,
+  deleted_at: true,
+};
+
+export async function updateDeal(db: Queryable, tenantId: string, id: string, patch: DealPatch): Promise<DealRow> {
+  await updateTenantRow(db, 'deals', 'id', tenantId, id, patch, PATCH);
   const { rows } = await db.query<DealRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2`, [
     tenantId,
     id,

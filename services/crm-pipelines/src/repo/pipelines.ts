@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 
 export interface PipelineRow {
   id: string;
@@ -121,20 +129,23 @@ export async function unsetDefault(db: Queryable, tenantId: string): Promise<Pip
   return rows[0];
 }
 
+export type PipelinePatch = Partial<
+  Pick<PipelineRow, 'name' | 'description' | 'currency' | 'is_default' | 'metadata' | 'deleted_at'>
+>;
+const PATCH: Columns<PipelinePatch> = {
+  name: true,
+  description: true,
+  currency: true,
+  is_default: true,
+  metadata: true,
+  deleted_at: true,
+};
+
 export async function updatePipeline(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<PipelineRow, 'name' | 'description' | 'currency' | 'is_default' | 'metadata' | 'deleted_at'>>,
+  patch: PipelinePatch,
 ): Promise<PipelineRow> {
-  return (await updateTenantRow<PipelineRow>(db, 'pipelines', COLUMNS, tenantId, id, patch))!;
-}
-
-/** Re-reads rows after order changes (display_order is in the response). */
-export async function findPipelines(db: Queryable, tenantId: string, ids: string[]): Promise<PipelineRow[]> {
-  const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
-    [tenantId, ids],
-  );
-  return rows;
+  return (await updateTenantRow<PipelineRow>(db, 'pipelines', COLUMNS, tenantId, id, patch, PATCH))!;
 }

@@ -1,6 +1,8 @@
-import { updateTenantRow } from '@workauto/db';
+import { updateTenantRow, type Columns } from '@workauto/db';
 import type { Queryable } from '@workauto/db';
-import type { StageType } from '../domain/weighting.js';
+
+/** A stage's type: how its deals weigh in the pipeline summary (repo/summary.ts). */
+export type StageType = 'open' | 'won' | 'lost';
 
 export interface StageRow {
   id: string;
@@ -99,13 +101,11 @@ export async function lockStagesOf(db: Queryable, tenantId: string, pipelineId: 
   );
 }
 
-export async function updateStage(
-  db: Queryable,
-  tenantId: string,
-  id: string,
-  patch: Partial<Pick<StageRow, 'name' | 'stage_type' | 'default_confidence' | 'metadata'>>,
-): Promise<StageRow> {
-  return (await updateTenantRow<StageRow>(db, 'pipeline_stages', COLUMNS, tenantId, id, patch))!;
+export type StagePatch = Partial<Pick<StageRow, 'name' | 'stage_type' | 'default_confidence' | 'metadata'>>;
+const PATCH: Columns<StagePatch> = { name: true, stage_type: true, default_confidence: true, metadata: true };
+
+export async function updateStage(db: Queryable, tenantId: string, id: string, patch: StagePatch): Promise<StageRow> {
+  return (await updateTenantRow<StageRow>(db, 'pipeline_stages', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 /** Sets display_order 1..n in the order of `ids`. */

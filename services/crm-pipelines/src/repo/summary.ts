@@ -1,5 +1,5 @@
 import type { Queryable } from '@workauto/db';
-import type { StageType } from '../domain/weighting.js';
+import type { StageType } from './stages.js';
 
 export interface StageSummaryRow {
   stage_id: string;

@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 import type { Role } from '../domain/access.js';
 
 export interface MemberRow {
@@ -68,11 +76,21 @@ export async function lockActiveOwners(db: Queryable, tenantId: string): Promise
   return rows.map((r) => r.id);
 }
 
+export type MemberPatch = Partial<Pick<MemberRow, 'name' | 'email' | 'role' | 'contact_id' | 'metadata' | 'is_active'>>;
+const PATCH: Columns<MemberPatch> = {
+  name: true,
+  email: true,
+  role: true,
+  contact_id: true,
+  metadata: true,
+  is_active: true,
+};
+
 export async function updateMember(
   db: Queryable,
   tenantId: string,
   id: string,
-  patch: Partial<Pick<MemberRow, 'name' | 'email' | 'role' | 'contact_id' | 'metadata' | 'is_active'>>,
+  patch: MemberPatch,
 ): Promise<MemberRow> {
-  return (await updateTenantRow<MemberRow>(db, 'members', COLUMNS, tenantId, id, patch))!;
+  return (await updateTenantRow<MemberRow>(db, 'members', COLUMNS, tenantId, id, patch, PATCH))!;
 }

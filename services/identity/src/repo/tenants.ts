@@ -13,8 +13,3 @@ export async function insertTenant(db: Queryable, t: { id: string; name: string 
   );
   return rows[0]!;
 }
-
-export async function countTenants(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tenants');
-  return rows[0]!.n;
-}

@@ -35,9 +35,9 @@ const PROBE_START = Temporal.ZonedDateTime.from('2026-01-05T09:00:00+00:00[UTC]'
 
 /**
  * Bounds of one rule evaluation: FREQ periods stepped through (1,000 days of a DAILY rule, 1,000
- * years of a YEARLY one) and candidate instants tested. They bound its CPU time too (a few ms to
- * ~40 ms for the worst rules, where the library's defaults took ~0.3 s and then threw): the library
- * is synchronous, so its work is bounded by count, not by a clock.
+ * years of a YEARLY one) and candidate instants tested. They bound its CPU time too
+ * (docs/notes-tasks.md, Recurrence): the library is synchronous, so its work is bounded by count,
+ * not by a clock.
  */
 export const RRULE_EVALUATION_LIMITS = { maxIterations: 1_000, maxCandidateEvaluations: 10_000 } as const;
 

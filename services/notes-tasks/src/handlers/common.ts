@@ -1,7 +1,14 @@
 import type { Pool } from '@workauto/db';
-import { enumMapping } from '@workauto/grpc';
+import { enumMapping, type Handlers } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
-import { EntityType, TaskPriority, Note, Tag, Task } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import {
+  EntityType,
+  TaskPriority,
+  Note,
+  Tag,
+  Task,
+  type NotesTasksServiceService,
+} from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { priorityKey } from '../domain/priority.js';
 import type { NoteRow } from '../repo/notes.js';
 import type { TagRow } from '../repo/tags.js';
@@ -34,6 +41,10 @@ export const LIMITS = {
 export interface NotesTasksDeps {
   pool: Pool;
 }
+
+type H = Handlers<typeof NotesTasksServiceService>;
+/** The handler of one rpc. */
+export type Handler<K extends keyof H> = H[K];
 
 export function toNote(row: NoteRow): Note {
   return {

@@ -3,6 +3,7 @@ import {
   newestFirst,
   preparedStatement,
   updateTenantRow,
+  type Columns,
   type KeysetPage,
   type PageQuery,
   type Queryable,
@@ -132,32 +133,40 @@ export async function listNotes(
   );
 }
 
-export async function updateNote(
-  db: Queryable,
-  tenantId: string,
-  id: string,
-  patch: Partial<
-    Pick<
-      NoteRow,
-      | 'title'
-      | 'body'
-      | 'is_archived'
-      | 'is_pinned'
-      | 'metadata'
-      | 'notebook_id'
-      | 'source_url'
-      | 'word_count'
-      | 'deleted_at'
-    >
-  >,
-): Promise<NoteRow> {
-  return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch))!;
+export type NotePatch = Partial<
+  Pick<
+    NoteRow,
+    | 'title'
+    | 'body'
+    | 'is_archived'
+    | 'is_pinned'
+    | 'metadata'
+    | 'notebook_id'
+    | 'source_url'
+    | 'word_count'
+    | 'deleted_at'
+  >
+>;
+const PATCH: Columns<NotePatch> = {
+  title: true,
+  body: true,
+  is_archived: true,
+  is_pinned: true,
+  metadata: true,
+  notebook_id: true,
+  source_url: true,
+  word_count: true,
+  deleted_at: true,
+};
+
+export async function updateNote(db: Queryable, tenantId: string, id: string, patch: NotePatch): Promise<NoteRow> {
+  return (await updateTenantRow<NoteRow>(db, 'notes', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 /**
  * Live notes of the tenant that mention the entity, most recently updated first: at most `limit`,
  * and no more than `maxBytes` of their text (always the first one), counted in SQL so the notes
- * past it never leave the database (1,000 notes of 100,000 characters were 300 MB in one answer).
+ * past it never leave the database (1,000 notes of 100,000 characters would be 300 MB in one answer).
  */
 export async function backlinks(
   db: Queryable,

@@ -1,8 +1,10 @@
 import {
+  checkColumns,
   listPage,
   newestFirst,
   preparedStatement,
   updateTenantRow,
+  type Columns,
   type KeysetPage,
   type PageQuery,
   type Queryable,
@@ -55,6 +57,34 @@ const ROOT = '00000000-0000-0000-0000-000000000000';
 export type NewTask = Omit<TaskRow, 'created_at' | 'updated_at' | 'deleted_at' | 'completed_at' | 'canceled_at'>;
 export type TaskPatch = Partial<Omit<TaskRow, 'id' | 'tenant_id' | 'created_at' | 'updated_at' | 'creator_id'>>;
 
+/** The columns a create and a change both write. */
+const FIELDS = {
+  parent_id: true,
+  title: true,
+  description: true,
+  position: true,
+  priority: true,
+  assignee_id: true,
+  project_id: true,
+  section_id: true,
+  status_id: true,
+  due_at: true,
+  due_date: true,
+  deadline: true,
+  start_date: true,
+  rrule: true,
+  rrule_anchor: true,
+  next_occurrence: true,
+  estimation_minutes: true,
+  time_spent_minutes: true,
+  external_id: true,
+  identifier: true,
+  snoozed_until: true,
+  metadata: true,
+} as const;
+const NEW: Columns<NewTask> = { ...FIELDS, id: true, tenant_id: true, creator_id: true };
+const PATCH: Columns<TaskPatch> = { ...FIELDS, completed_at: true, canceled_at: true, deleted_at: true };
+
 /**
  * Lock order of every change to the task tree (so concurrent ones never deadlock):
  *   1. the tenant's tree lock: shared for changes inside sibling sets (create, move among the same
@@ -81,6 +111,7 @@ export async function lockSiblingSets(db: Queryable, tenantId: string, parents: 
 }
 
 export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
+  checkColumns('tasks', t, NEW);
   const entries = Object.entries(t);
   const { rows } = await db.query<TaskRow>(
     `INSERT INTO tasks (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
@@ -241,17 +272,8 @@ export async function children(db: Queryable, tenantId: string, parentId: string
   return rows;
 }
 
-/** Re-reads tasks (after positions changed). */
-export async function findTasks(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
-  const { rows } = await db.query<TaskRow>(
-    `SELECT ${COLUMNS} FROM tasks WHERE tenant_id = $1 AND id = ANY($2::uuid[])`,
-    [tenantId, ids],
-  );
-  return rows;
-}
-
 export async function updateTask(db: Queryable, tenantId: string, id: string, patch: TaskPatch): Promise<TaskRow> {
-  return (await updateTenantRow<TaskRow>(db, 'tasks', COLUMNS, tenantId, id, patch))!;
+  return (await updateTenantRow<TaskRow>(db, 'tasks', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 /** Sets completed_at on those of the tasks that are open; returns them. */

@@ -30,6 +30,7 @@ export const EVENT_DOMAINS: Readonly<Record<string, Domain>> = {
   calendar_event: 'calendar',
   agent_config: 'agents',
   agent_run: 'agents',
+  mcp_tool: 'agents',
 };
 
 /** The event type whose data is another webhook event, payload included. */

@@ -1,4 +1,12 @@
-import { listPage, newestFirst, updateTenantRow, type KeysetPage, type PageQuery, type Queryable } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  updateTenantRow,
+  type Columns,
+  type KeysetPage,
+  type PageQuery,
+  type Queryable,
+} from '@workauto/db';
 
 export interface EndpointRow {
   id: string;
@@ -97,6 +105,18 @@ export interface EndpointPatch {
   failing_since?: Date | null | undefined;
   deleted_at?: Date | undefined;
 }
+const PATCH: Columns<EndpointPatch> = {
+  url: true,
+  description: true,
+  event_types: true,
+  channels: true,
+  metadata: true,
+  is_enabled: true,
+  disabled_at: true,
+  disabled_reason: true,
+  failing_since: true,
+  deleted_at: true,
+};
 
 export async function updateEndpoint(
   db: Queryable,
@@ -104,5 +124,5 @@ export async function updateEndpoint(
   id: string,
   patch: EndpointPatch,
 ): Promise<EndpointRow> {
-  return (await updateTenantRow<EndpointRow>(db, 'webhook_endpoints', COLUMNS, tenantId, id, { ...patch }))!;
+  return (await updateTenantRow<EndpointRow>(db, 'webhook_endpoints', COLUMNS, tenantId, id, patch, PATCH))!;
 }

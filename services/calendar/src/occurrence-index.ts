@@ -1,9 +1,15 @@
 import type { PoolClient } from '@workauto/db';
-import { seriesIndex } from '../domain/occurrence-index.js';
-import { expandOccurrences, startOfDay, type Occurrence } from '../domain/recurrence.js';
-import * as events from '../repo/events.js';
-import type { EventRow, IndexEntry } from '../repo/events.js';
-import { recurrence, seriesOf } from './common.js';
+import { recurrence } from './domain/errors.js';
+import { seriesOf } from './domain/event-state.js';
+import { seriesIndex } from './domain/occurrence-index.js';
+import { expandOccurrences, startOfDay, type Occurrence } from './domain/recurrence.js';
+import * as events from './repo/events.js';
+import type { EventRow, IndexEntry } from './repo/events.js';
+
+/**
+ * Keeps the occurrence index (docs/calendar.md) in step with the events, in the transaction of each
+ * change; the index extender (index-extender.ts) moves it forward as time passes.
+ */
 
 /** The index row of a single event or an exception. */
 function entryOf(row: EventRow): IndexEntry {

@@ -1,12 +1,24 @@
 import { errors, isIsoDate } from '@workauto/grpc';
-import { checkSeries, nextOccurrence, seriesEnd, startOfDay } from '../domain/recurrence.js';
 import type { EventFields, EventRow, ReminderRow } from '../repo/events.js';
-import { recurrence, seriesOf } from './common.js';
+import { recurrence } from './errors.js';
+import { checkSeries, nextOccurrence, seriesEnd, startOfDay, type Series } from './recurrence.js';
 
 /**
  * An event's stored state and the changes a request carries, proto-independent: how a change
  * applies to a row (times resolved and checked, span recomputed), shared by create, PUT and DELETE.
  */
+
+/** The master's series as the recurrence engine takes it. */
+export function seriesOf(row: EventRow, extraExdates: readonly Date[] = []): Series {
+  return {
+    times: row.is_all_day
+      ? { is_all_day: true, start_date: row.start_date!, end_date: row.end_date! }
+      : { is_all_day: false, start_at: row.start_at!, end_at: row.end_at! },
+    timezone: row.timezone,
+    rrule: row.rrule!,
+    exdates: extraExdates.length ? [...row.exdates, ...extraExdates] : row.exdates,
+  };
+}
 
 /** When an event happens and how it repeats. */
 export type Timing = Pick<

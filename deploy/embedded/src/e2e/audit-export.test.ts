@@ -1,0 +1,192 @@
+/**
+ * GET /api/v1/audit-log/export end to end: entries made through the API, exported through the
+ * gateway's streaming route as NDJSON and CSV, and compared with what GET /audit-log lists.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parse } from 'csv-parse/sync';
+import { assertError, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
+
+type Entry = Record<string, unknown> & { id: string; action: string; actor_id: string; created_at: string };
+
+// The header the contract's field list gives, written out here rather than taken from the code under test.
+const COLUMNS =
+  'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent'.split(
+    ',',
+  );
+
+describe('audit log export', () => {
+  let stack: TestStack;
+  let acme: TenantFixture;
+  let other: TenantFixture;
+  let bot: { id: string; key: string };
+  const otherNotes: string[] = [];
+
+  /** The export as the client receives it: status, content type and the body's text. */
+  const exportOf = async (key: string, query: string) => {
+    const res = await fetch(`${stack.url}/api/v1/audit-log/export?${query}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    return { status: res.status, type: res.headers.get('content-type'), headers: res.headers, text: await res.text() };
+  };
+  /** Every page of GET /audit-log with a query, newest first. */
+  const listAll = async (key: string, query = '') => {
+    const all: Entry[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await stack.api(
+        'GET',
+        `/api/v1/audit-log?limit=200${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        { key },
+      );
+      assert.equal(page.status, 200, JSON.stringify(page.body));
+      all.push(...page.body.data);
+      cursor = page.body.has_more ? page.body.next_cursor : undefined;
+    } while (cursor);
+    return all;
+  };
+  const notes = (key: string, count: number, prefix: string) =>
+    Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const res = await stack.api('POST', '/api/v1/notes', {
+          key,
+          // A user agent a CSV writer must quote (and metadata, JSON text, always is).
+          headers: { 'user-agent': 'export-e2e/1.0 (comma, "quote")' },
+          body: { title: `${prefix} ${i}` },
+        });
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        return res.body.id as string;
+      }),
+    );
+
+  before(async () => {
+    stack = await startTestStack({ kafkaBrokers: undefined, gatewayOptions: { rateLimitPerMinute: 100_000 } });
+    acme = await stack.createTenant('Acme');
+    other = await stack.createTenant('Other');
+    const key = await stack.api('POST', '/api/v1/api-keys', { key: acme.key, body: { name: 'export-bot' } });
+    bot = { id: key.body.id, key: key.body.api_key };
+    // A few hundred entries in all: 200 notes by the owner's key, 100 by the bot's, in parallel groups.
+    for (let i = 0; i < 20; i++) await notes(acme.key, 10, `owner ${i}`);
+    for (let i = 0; i < 10; i++) await notes(bot.key, 10, `bot ${i}`);
+    for (let i = 0; i < 2; i++) otherNotes.push(...(await notes(other.key, 10, `other ${i}`)));
+    // Identity applies the audit stream shortly after each commit: wait until every note is in.
+    for (let tries = 0; ; tries++) {
+      const created = await listAll(acme.key, '&action=note.created');
+      const others = await listAll(other.key, '&action=note.created');
+      if (created.length === 300 && others.length === 20) break;
+      assert.ok(tries < 200, `300 and 20 note.created entries, have ${created.length} and ${others.length}`);
+      await sleep(50);
+    }
+  });
+  after(() => stack?.stop());
+
+  it('streams every entry as NDJSON, oldest first, exactly as the list shows them', async () => {
+    const listed = await listAll(acme.key);
+    assert.ok(listed.length >= 303, `${listed.length} entries`);
+    const res = await exportOf(acme.key, 'format=ndjson');
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.type, 'application/x-ndjson');
+    assert.ok(res.text.endsWith('\n'));
+    const lines = res.text.slice(0, -1).split('\n');
+    assert.deepEqual(
+      lines.map((l) => JSON.parse(l)),
+      [...listed].reverse(),
+    );
+    for (const id of otherNotes) assert.ok(!res.text.includes(id), 'no entry about another tenant’s note');
+  });
+
+  it('streams the same entries as CSV that a CSV parser reads back field for field', async () => {
+    const listed = [...(await listAll(acme.key))].reverse();
+    const res = await exportOf(acme.key, 'format=csv');
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.type, 'text/csv; charset=utf-8');
+    const rows = parse(res.text, { record_delimiter: '\r\n' }) as string[][];
+    assert.deepEqual(rows[0], COLUMNS, 'a header row');
+    const records = parse(res.text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    assert.equal(records.length, listed.length);
+    for (const [i, entry] of listed.entries()) {
+      const record = records[i]!;
+      for (const column of COLUMNS) {
+        const value = entry[column];
+        if (column === 'metadata') assert.deepEqual(JSON.parse(record.metadata!), value, `metadata of ${entry.id}`);
+        else assert.equal(record[column], value === null ? '' : String(value), `${column} of ${entry.id}`);
+      }
+    }
+    assert.ok(records.some((r) => r.user_agent === 'export-e2e/1.0 (comma, "quote")'));
+  });
+
+  it('applies the list’s filters, from inclusive and to exclusive', async () => {
+    const byBot = [...(await listAll(acme.key, `&actor_id=${bot.id}`))].reverse();
+    assert.equal(byBot.length, 100);
+    const from = byBot[10]!.created_at;
+    const to = byBot[90]!.created_at;
+    const query = `action=note.created&resource_type=note&actor_id=${bot.id}&from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
+    const expected = byBot.filter((e) => e.created_at >= from && e.created_at < to);
+    assert.ok(expected.length >= 80, 'the window holds the 10th to the 89th entry, and any at the same instant');
+    assert.deepEqual([...(await listAll(acme.key, `&${query}`))].reverse(), expected, 'the list filters the same');
+    const csv = await exportOf(acme.key, `format=csv&${query}`);
+    assert.equal(csv.status, 200, csv.text);
+    const records = parse(csv.text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    assert.deepEqual(
+      records.map((r) => r.id),
+      expected.map((e) => e.id),
+    );
+    const ndjson = await exportOf(acme.key, `format=ndjson&${query}`);
+    assert.deepEqual(
+      ndjson.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).id),
+      expected.map((e) => e.id),
+    );
+    // The other tenant's export of the same filter is empty, and its own holds only its entries.
+    assert.equal((await exportOf(other.key, `format=ndjson&actor_id=${bot.id}`)).text, '');
+    const theirs = await exportOf(other.key, 'format=ndjson&action=note.created');
+    assert.deepEqual(
+      theirs.text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).resource_id)
+        .sort(),
+      [...otherNotes].sort(),
+    );
+  });
+
+  it('answers a bad request or a caller without admin on audit with a JSON error', async () => {
+    const bad = async (query: string, field: string) => {
+      const res = await stack.api('GET', `/api/v1/audit-log/export${query}`, { key: acme.key });
+      assertError(res, 400);
+      assert.deepEqual(violations(res), [field], query);
+    };
+    await bad('', 'format');
+    await bad('?format=xml', 'format');
+    await bad('?format=csv&from=last-week', 'from');
+    await bad('?format=csv&from=2026-02-01T00:00:00Z&to=2026-01-01T00:00:00Z', 'to');
+    await bad('?format=ndjson&resource_id=42', 'resource_id');
+    const inv = await stack.api('POST', '/api/v1/invitations', {
+      key: acme.key,
+      body: { email: `m-${randomBytes(3).toString('hex')}@acme.test`, name: 'Mo', role: 'member' },
+    });
+    const member = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+    assertError(await stack.api('GET', '/api/v1/audit-log/export?format=csv', { key: member.body.api_key }), 403);
+    assertError(await stack.api('GET', '/api/v1/audit-log/export?format=csv'), 401);
+  });
+
+  it('is described in the OpenAPI document with both media types', async () => {
+    const doc = await stack.api('GET', '/api/v1/openapi.json');
+    const op = doc.body.paths['/api/v1/audit-log/export'].get;
+    assert.deepEqual(Object.keys(op.responses['200'].content).sort(), ['application/x-ndjson', 'text/csv']);
+    const query = op.parameters.filter((p: { in?: string }) => p.in === 'query'); // headers are $refs
+    assert.deepEqual(query.map((p: { name: string }) => p.name).sort(), [
+      'action',
+      'actor_id',
+      'format',
+      'from',
+      'resource_id',
+      'resource_type',
+      'to',
+    ]);
+  });
+});

@@ -1,0 +1,39 @@
+import { checkEnum, errors, validate, type Validator } from '@workauto/grpc';
+import { checkAuth, SLUG, type AuthInput, type AuthType } from '../../domain/auth.js';
+import * as apps from '../../repo/apps.js';
+import type { AppRow } from '../../repo/apps.js';
+import { authTypes, toApp } from '../common.js';
+
+// What the app handlers share: the slug and auth checks, finding an app, its API view with its tools.
+
+export const SLUG_RULE =
+  'must match ^[a-z][a-z0-9-]{1,62}$ (lowercase letter first, then 1-62 lowercase letters, digits or -)';
+
+export const checkSlug = (slug: string) => validate().check(SLUG.test(slug), 'slug', SLUG_RULE).done();
+
+/** The auth fields of a request: the enum mapped, then checked (domain/auth.ts). */
+export function authOf(
+  v: Validator,
+  auth: { type: number; secret?: string | undefined; header_name?: string | undefined } | undefined,
+  allowNone: boolean,
+): AuthInput {
+  if (auth) checkEnum(v, 'auth.type', auth.type, authTypes, !allowNone);
+  const type = auth ? (authTypes.toDomain(auth.type) as AuthType | undefined) : undefined;
+  return checkAuth(v, 'auth', auth && { type, secret: auth.secret, header_name: auth.header_name }, { allowNone });
+}
+
+/** The tenant's app of that slug (locked with 'update'), or a 404. */
+export async function mustFind(
+  db: Parameters<typeof apps.findApp>[0],
+  tenantId: string,
+  slug: string,
+  lock?: 'update',
+): Promise<AppRow> {
+  const row = await apps.findApp(db, tenantId, slug, lock);
+  if (!row) throw errors.notFound('app', slug);
+  return row;
+}
+
+/** The App of a row with its discovered tools. */
+export const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow, full: boolean) =>
+  toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!, full);

@@ -1,0 +1,67 @@
+import { newId, withTransaction } from '@workauto/db';
+import { recordEvent } from '@workauto/events';
+import { checkMetadata, errors, textOrNull, validate } from '@workauto/grpc';
+import { sealed } from '../../credentials.js';
+import { SLUG } from '../../domain/auth.js';
+import * as apps from '../../repo/apps.js';
+import { appData, fullUrl, LIMITS, SOURCE, toApp, type AppsDeps, type Handler } from '../common.js';
+import { authOf, SLUG_RULE } from './common.js';
+
+export function createApp(deps: AppsDeps): Handler<'createApp'> {
+  const { pool, keyring, egress, prober } = deps;
+  return async (req, ctx) => {
+    const v = validate()
+      .check(SLUG.test(req.slug), 'slug', SLUG_RULE)
+      .text('display_name', req.display_name, { required: true, max: LIMITS.displayName })
+      .text('description', req.description, { min: 0, max: LIMITS.description })
+      .text('mcp_server_url', req.mcp_server_url, { required: true, max: 2048 });
+    checkMetadata(v, 'metadata', req.metadata);
+    const auth = authOf(v, req.auth, true);
+    v.done();
+    // Checked and stored as sent: whitespace anywhere (surrounding too) is refused, never trimmed away.
+    egress.checkUrl(req.mcp_server_url, 'mcp_server_url');
+    const url = req.mcp_server_url;
+    const tenantId = ctx.tenant;
+    const id = newId();
+    const app = await withTransaction(
+      pool,
+      async (tx) => {
+        const row = await apps.insertApp(tx, {
+          id,
+          tenant_id: tenantId,
+          slug: req.slug,
+          display_name: req.display_name.trim(),
+          description: textOrNull(req.description) ?? null,
+          mcp_server_url: url,
+          auth_type: auth.type,
+          auth_header_name: auth.headerName,
+          ...sealed(keyring, tenantId, id, auth),
+          key_version: auth.secret ? 1 : 0,
+          metadata: req.metadata ?? {},
+        });
+        if (!row)
+          throw errors.alreadyExists(
+            'APP_SLUG_TAKEN',
+            `an app with slug ${req.slug} already exists; choose another slug or PATCH /api/v1/apps/${req.slug}`,
+            { slug: req.slug },
+          );
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'app.created',
+          resourceType: 'app',
+          resourceId: row.id,
+          data: appData(row, []),
+          metadata: {
+            slug: row.slug,
+            display_name: row.display_name,
+            mcp_server_url: row.mcp_server_url,
+            auth_type: row.auth_type,
+          },
+        });
+        return toApp(row, [], fullUrl(ctx));
+      },
+      { signal: ctx.signal },
+    );
+    prober.wake(); // its first probe is due now
+    return app;
+  };
+}

@@ -1,0 +1,37 @@
+import { newId, withTransaction } from '@workauto/db';
+import { validate, checkMetadata, textOrNull } from '@workauto/grpc';
+import { recordEvent } from '@workauto/events';
+import * as contacts from '../../repo/contacts.js';
+import { LIMITS, SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
+
+export function createContact(deps: CrmDeps): Handler<'createContact'> {
+  const { pool } = deps;
+  return async (req, ctx) => {
+    const v = validate()
+      .text('name', req.name, { required: true, max: LIMITS.name })
+      .text('company', req.company, { min: 0, max: LIMITS.name })
+      .text('job_title', req.job_title, { min: 0, max: LIMITS.name });
+    checkMetadata(v, 'metadata', req.metadata).done();
+    return withTransaction(
+      pool,
+      async (tx) => {
+        const row = await contacts.insertContact(tx, {
+          id: newId(),
+          tenant_id: ctx.tenant,
+          name: req.name.trim(),
+          company: textOrNull(req.company) ?? null,
+          job_title: textOrNull(req.job_title) ?? null,
+          metadata: req.metadata ?? {},
+        });
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'contact.created',
+          resourceType: 'contact',
+          resourceId: row.id,
+          data: contactData(row),
+        });
+        return toContact(row);
+      },
+      { signal: ctx.signal },
+    );
+  };
+}

@@ -1,0 +1,27 @@
+import { errors, parsePage, toPage, validate } from '@workauto/grpc';
+import * as pipelines from '../../repo/pipelines.js';
+import * as stages from '../../repo/stages.js';
+import { toPipeline, type CrmDeps, type Handler } from '../common.js';
+import { stagesByPipeline } from './common.js';
+
+export function listPipelines({ pool }: CrmDeps): Handler<'listPipelines'> {
+  return async (req, ctx) => {
+    const page = parsePage(req);
+    const listed = await pipelines.listPipelines(pool, ctx.tenant, page);
+    const by = await stagesByPipeline(
+      pool,
+      ctx.tenant,
+      listed.rows.map((r) => r.id),
+    );
+    return toPage(listed, (r) => toPipeline(r, by.get(r.id) ?? []));
+  };
+}
+
+export function getPipeline({ pool }: CrmDeps): Handler<'getPipeline'> {
+  return async (req, ctx) => {
+    validate().uuid('id', req.id, { required: true }).done();
+    const row = await pipelines.findPipeline(pool, ctx.tenant, req.id);
+    if (!row) throw errors.notFound('pipeline', req.id);
+    return toPipeline(row, await stages.listStages(pool, ctx.tenant, [row.id]));
+  };
+}

@@ -1,0 +1,121 @@
+import { newId, withTransaction } from '@workauto/db';
+import { changedFields, checkEnum, checkMetadata, errors, patchNulls, validate } from '@workauto/grpc';
+import { recordEvent } from '@workauto/events';
+import { moveTo } from '../../domain/ordering.js';
+import * as pipelines from '../../repo/pipelines.js';
+import * as stages from '../../repo/stages.js';
+import type { StageType } from '../../repo/stages.js';
+import { LIMITS, SOURCE, stageData, stageTypes, toStage, type CrmDeps, type Handler } from '../common.js';
+import { checkConfidence, checkPosition } from '../validation.js';
+import { decimalOrNull } from './common.js';
+
+export function createPipelineStage({ pool }: CrmDeps): Handler<'createPipelineStage'> {
+  return async (req, ctx) => {
+    const v = validate()
+      .uuid('pipeline_id', req.pipeline_id, { required: true })
+      .text('name', req.name, { required: true, max: LIMITS.name });
+    checkEnum(v, 'stage_type', req.stage_type, stageTypes, true);
+    checkConfidence(v, 'default_confidence', req.default_confidence);
+    checkPosition(v, 'display_order', req.display_order);
+    checkMetadata(v, 'metadata', req.metadata).done();
+    const tenantId = ctx.tenant;
+    return withTransaction(
+      pool,
+      async (tx) => {
+        // The pipeline's row lock serialises changes to its set of stages.
+        const pipeline = await pipelines.findPipeline(tx, tenantId, req.pipeline_id, 'update');
+        if (!pipeline) throw errors.notFound('pipeline', req.pipeline_id);
+        const siblings = await stages.listStages(tx, tenantId, [pipeline.id]);
+        if (siblings.length >= LIMITS.stagesPerPipeline) {
+          throw errors.failedPrecondition(
+            'TOO_MANY_STAGES',
+            `a pipeline has at most ${LIMITS.stagesPerPipeline} stages`,
+          );
+        }
+        const [inserted] = await stages.insertStages(tx, [
+          {
+            id: newId(),
+            tenant_id: tenantId,
+            pipeline_id: pipeline.id,
+            name: req.name.trim(),
+            stage_type: stageTypes.toDomain(req.stage_type) as StageType,
+            default_confidence: decimalOrNull(req.default_confidence) ?? null,
+            display_order: siblings.length + 1,
+            metadata: req.metadata ?? {},
+          },
+        ]);
+        let row = inserted!;
+        if (req.display_order !== undefined && req.display_order <= siblings.length) {
+          await stages.setStageOrder(
+            tx,
+            tenantId,
+            pipeline.id,
+            moveTo([...siblings.map((s) => s.id), row.id], row.id, req.display_order),
+          );
+          row = (await stages.findStage(tx, tenantId, row.id))!;
+        }
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'pipeline_stage.created',
+          resourceType: 'pipeline_stage',
+          resourceId: row.id,
+          parent: { type: 'pipeline', id: row.pipeline_id },
+          data: stageData(row),
+        });
+        return toStage(row);
+      },
+      { signal: ctx.signal },
+    );
+  };
+}
+
+export function updatePipelineStage({ pool }: CrmDeps): Handler<'updatePipelineStage'> {
+  return async (patchRequest, ctx) => {
+    const v = validate();
+    const { req, cleared } = patchNulls(patchRequest, { other: ['default_confidence'] }, v);
+    v.uuid('pipeline_id', req.pipeline_id, { required: true })
+      .uuid('stage_id', req.stage_id, { required: true })
+      .text('name', req.name, { max: LIMITS.name });
+    checkEnum(v, 'stage_type', req.stage_type, stageTypes, false);
+    checkConfidence(v, 'default_confidence', req.default_confidence);
+    checkPosition(v, 'display_order', req.display_order);
+    checkMetadata(v, 'metadata', req.metadata).done();
+    const tenantId = ctx.tenant;
+    return withTransaction(
+      pool,
+      async (tx) => {
+        const pipeline = await pipelines.findPipeline(tx, tenantId, req.pipeline_id, 'update');
+        if (!pipeline) throw errors.notFound('pipeline', req.pipeline_id);
+        const current = await stages.findStage(tx, tenantId, req.stage_id, {
+          pipelineId: pipeline.id,
+          lock: 'update',
+        });
+        if (!current) throw errors.notFound('pipeline_stage', req.stage_id);
+        if (req.display_order !== undefined) {
+          const ids = (await stages.listStages(tx, tenantId, [pipeline.id])).map((s) => s.id);
+          await stages.setStageOrder(tx, tenantId, pipeline.id, moveTo(ids, current.id, req.display_order));
+        }
+        const patch = {
+          name: req.name?.trim(),
+          stage_type: stageTypes.toDomain(req.stage_type) as StageType | undefined,
+          default_confidence: cleared.has('default_confidence') ? null : decimalOrNull(req.default_confidence),
+          metadata: req.metadata,
+        };
+        const updated = await stages.updateStage(tx, tenantId, current.id, patch);
+        await recordEvent(tx, SOURCE, ctx, {
+          type: 'pipeline_stage.updated',
+          resourceType: 'pipeline_stage',
+          resourceId: updated.id,
+          parent: { type: 'pipeline', id: updated.pipeline_id },
+          data: stageData(updated),
+          metadata: changedFields({
+            ...patch,
+            default_confidence: req.default_confidence,
+            display_order: req.display_order,
+          }),
+        });
+        return toStage(updated);
+      },
+      { signal: ctx.signal },
+    );
+  };
+}

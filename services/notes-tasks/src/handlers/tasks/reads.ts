@@ -1,0 +1,48 @@
+import { checkId, errors, parsePage, toPage, validate } from '@workauto/grpc';
+import * as tasks from '../../repo/tasks.js';
+import { toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { lower } from './common.js';
+
+export function listTasks({ pool }: NotesTasksDeps): Handler<'listTasks'> {
+  return async (req, ctx) => {
+    const page = parsePage(req);
+    const v = validate();
+    for (const f of ['parent_id', 'assignee_id', 'status_id', 'project_id'] as const) checkId(v, f, req[f]);
+    v.check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id').done();
+    const listed = await tasks.listTasks(
+      pool,
+      ctx.tenant,
+      {
+        parentId: lower(req.parent_id) || undefined,
+        topLevel: req.top_level,
+        assigneeId: lower(req.assignee_id) || undefined,
+        statusId: lower(req.status_id) || undefined,
+        projectId: lower(req.project_id) || undefined,
+        completed: req.completed,
+        dueBefore: req.due_before,
+        dueAfter: req.due_after,
+        includeSnoozed: req.include_snoozed,
+      },
+      page,
+    );
+    return toPage(listed, toTask);
+  };
+}
+
+export function getTask({ pool }: NotesTasksDeps): Handler<'getTask'> {
+  return async (req, ctx) => {
+    validate().uuid('id', req.id, { required: true }).done();
+    const row = await tasks.findTask(pool, ctx.tenant, req.id);
+    if (!row) throw errors.notFound('task', req.id);
+    return toTask(row);
+  };
+}
+
+export function listSubtasks({ pool }: NotesTasksDeps): Handler<'listSubtasks'> {
+  return async (req, ctx) => {
+    validate().uuid('id', req.id, { required: true }).done();
+    const parent = await tasks.findTask(pool, ctx.tenant, req.id);
+    if (!parent) throw errors.notFound('task', req.id);
+    return { data: (await tasks.children(pool, ctx.tenant, parent.id)).map(toTask) };
+  };
+}
