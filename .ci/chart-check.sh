@@ -165,6 +165,7 @@ refuse "kafka.sasl.mechanism" --set kafka.sasl.mechanism=gssapi
 refuse "kafka.topicReplicationFactor" --set kafka.topicReplicationFactor=0
 refuse "image.digest" --set image.digest=latest
 refuse "gateway.port" --set gateway.port=70000
+refuse "gateway.publicBaseUrl" --set gateway.publicBaseUrl=https://api.example.com/api/v1
 refuse "metrics.serviceMonitor.interval" --set metrics.serviceMonitor.interval=often
 refuse "services.identity.grpcPort" --set services.identity.grpcPort=abc
 refuse "services.billing" --set services.billing.grpcPort=50060

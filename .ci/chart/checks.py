@@ -292,6 +292,10 @@ def check_production(scenario="production"):
             fail(scenario, f"{name}: NODE_EXTRA_CA_CERTS is not set")
         if env_of(container).get("DATABASE_POOL_MAX", {}).get("value") != ("5" if component(d) == "gateway" else "10"):
             fail(scenario, f"{name}: DATABASE_POOL_MAX is {env_of(container).get('DATABASE_POOL_MAX')}, not databasePoolMax")
+        # gateway.publicBaseUrl: the origin of the feed URLs it hands out, the gateway's alone.
+        base = env_of(container).get("PUBLIC_BASE_URL", {}).get("value")
+        if base != ("https://api.example.com" if component(d) == "gateway" else None):
+            fail(scenario, f"{name}: PUBLIC_BASE_URL is {base!r}")
     print(f"checks.py: {scenario}: {len(deployments)} Deployments, {len(services)} Services")
 
 

@@ -5,7 +5,7 @@ migrations.mode=job, its migration Job.
 
 {{/* Keys of a service's entry that are not per-workload settings. */}}
 {{- define "workauto.serviceKeys" -}}enabled grpcPort addrEnv databaseSecretKey secretEnv optionalSecretEnv calls publicEgress extraEgress{{- end -}}
-{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency downstreamDeadlineMs trustedProxies service ingress{{- end -}}
+{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency downstreamDeadlineMs trustedProxies publicBaseUrl service ingress{{- end -}}
 
 {{/* (dict "root" $ "component" "gateway"|service name): the context every workload helper takes, as YAML. */}}
 {{- define "workauto.workloadContext" -}}
@@ -46,6 +46,10 @@ migrations.mode=job, its migration Job.
   value: {{ .downstreamDeadlineMs | quote }}
 {{- with .trustedProxies }}
 - name: TRUSTED_PROXIES
+  value: {{ . | quote }}
+{{- end }}
+{{- with .publicBaseUrl }}
+- name: PUBLIC_BASE_URL
   value: {{ . | quote }}
 {{- end }}
 {{- end }}

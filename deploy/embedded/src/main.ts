@@ -12,7 +12,7 @@ import { createLogger } from '@workauto/logger';
 import { generateCallerKeys, installShutdownSignals } from '@workauto/grpc';
 import { startEmbeddedPostgres } from '@workauto/testing';
 import { egressVars } from '@workauto/egress';
-import { corsAllowedOriginsVar } from '@workauto/gateway';
+import { corsAllowedOriginsVar, publicBaseUrlVar } from '@workauto/gateway';
 import { startStack } from './stack.js';
 
 const started = Date.now();
@@ -26,6 +26,7 @@ const config = loadConfig({
   KAFKA_BROKERS: z.string().optional(),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
   CORS_ALLOWED_ORIGINS: corsAllowedOriginsVar(),
+  PUBLIC_BASE_URL: publicBaseUrlVar(),
   LOG_LEVEL: vars.logLevel(),
   // make dev reaches MCP servers on this machine (loopback, plain http) unless told otherwise.
   EGRESS_ALLOW_PRIVATE: egressVars.EGRESS_ALLOW_PRIVATE.default(true),
@@ -90,7 +91,11 @@ const stack = await startStack({
   gatewayHost: config.HOST,
   gatewayPort: config.PORT,
   kafkaBrokers: config.KAFKA_BROKERS,
-  gatewayOptions: { rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE, corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS },
+  gatewayOptions: {
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS,
+    ...(config.PUBLIC_BASE_URL ? { publicBaseUrl: config.PUBLIC_BASE_URL } : {}),
+  },
   egress: { allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS },
   apps: { probeIntervalMs: config.APPS_PROBE_INTERVAL },
   agents: {

@@ -37,6 +37,7 @@ export interface StackOptions {
       | 'downstreamOptions'
       | 'downstreams'
       | 'corsAllowedOrigins'
+      | 'publicBaseUrl'
     >
   >;
   /** Identity providers for OAuth consent (none by default). */

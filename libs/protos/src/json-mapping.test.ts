@@ -28,9 +28,9 @@ function fromJson(type: DescMessage, json: unknown) {
   return obj!;
 }
 
-function violations(type: DescMessage, json: unknown): Violation[] {
+function violations(type: DescMessage, json: unknown, hidden: string[] = []): Violation[] {
   const out: Violation[] = [];
-  messageFromJson(type, json, '', out);
+  messageFromJson(type, json, '', out, hidden);
   return out;
 }
 
@@ -82,6 +82,39 @@ describe('JSON → proto', () => {
     assert.throws(() => fromJson(updateType, ['not', 'an', 'object']), /JSON object/);
     assert.throws(() => fromJson(updateType, JSON.parse('{"__proto__": {"name": "x"}}')), /__proto__/);
     assert.throws(() => fromJson(updateType, { constructor: 'x' }), /constructor/);
+  });
+
+  it("tells an unknown field the message's name and its fields, at most 30 of them", () => {
+    const createCalendar = messageDesc('workauto.calendar.v1.CreateCalendarRequest');
+    assert.deepEqual(violations(createCalendar, { display_name: 'Team', name: 'Team' }), [
+      {
+        field: 'display_name',
+        description:
+          'is not a field of CreateCalendarRequest; its fields are name, description, timezone, color, metadata',
+      },
+    ]);
+    assert.deepEqual(
+      violations(messageDesc('workauto.calendar.v1.UpdateCalendarRequest'), { nam: 'x' }, ['id', 'update_mask']),
+      [
+        {
+          field: 'nam',
+          description:
+            'is not a field of UpdateCalendarRequest; its fields are name, description, timezone, color, metadata',
+        },
+      ],
+      'fields the caller hides (a path variable, the mask) are not offered',
+    );
+    const nested = violations(messageDesc('workauto.calendar.v1.CreateEventRequest'), {
+      reminders: [{ method: 'popup', minute: 5 }],
+    });
+    assert.deepEqual(nested, [
+      { field: 'reminders[0].minute', description: 'is not a field of Reminder; its fields are method, minutes' },
+    ]);
+    // CalendarEvent has 33 fields: the first 30 are named, then how many more.
+    const [wide] = violations(messageDesc('workauto.calendar.v1.CalendarEvent'), { nope: 1 });
+    const listed = /its fields are (.*) and 3 more$/.exec(wide!.description)?.[1]?.split(', ');
+    assert.equal(listed?.length, 30, wide!.description);
+    assert.equal(listed?.[0], 'id');
   });
 
   it('names nested and repeated paths: stages[1].nme, stages[0].display_order', () => {

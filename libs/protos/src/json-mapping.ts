@@ -118,16 +118,41 @@ export function fieldByName(desc: DescMessage, name: string): DescField | undefi
 
 // ---------- JSON → ts-proto object ----------
 
-/** Maps a JSON value onto a message type; collects violations under `path`. */
+/** How many field names an unknown field's violation lists at most. */
+export const LISTED_FIELDS = 30;
+
+/** `a, b, c` — at most LISTED_FIELDS names, then "and N more". */
+export function listNames(names: readonly string[]): string {
+  if (names.length <= LISTED_FIELDS) return names.join(', ');
+  return `${names.slice(0, LISTED_FIELDS).join(', ')} and ${names.length - LISTED_FIELDS} more`;
+}
+
+/**
+ * What a key that is not a field of `desc` is told: the message's name and the fields it has (a
+ * typo is seen at a glance, and so is a field of another message), leaving out `hidden` ones.
+ */
+export function unknownFieldDescription(desc: DescMessage, hidden: readonly string[] = []): string {
+  const names = desc.fields.map((f) => f.name).filter((n) => !hidden.includes(n));
+  return names.length
+    ? `is not a field of ${desc.name}; its fields are ${listNames(names)}`
+    : `is not a field of ${desc.name}, which has no fields`;
+}
+
+/**
+ * Maps a JSON value onto a message type; collects violations under `path`. `hidden`: fields of
+ * the top-level message that an unknown key's violation does not list (the gateway's own, path
+ * variables), though they map like any other.
+ */
 export function messageFromJson(
   desc: DescMessage,
   json: unknown,
   path: string,
   out: Violation[],
+  hidden: readonly string[] = [],
 ): Record<string, unknown> | undefined {
   const wkt = wellKnownFromJson(desc, json, path, out);
   if (wkt !== NOT_WKT) return wkt as Record<string, unknown> | undefined;
-  return fieldsFromJson(desc, json, path, out);
+  return fieldsFromJson(desc, json, path, out, hidden);
 }
 
 function fieldsFromJson(
@@ -135,6 +160,7 @@ function fieldsFromJson(
   json: unknown,
   path: string,
   out: Violation[],
+  hidden: readonly string[] = [],
 ): Record<string, unknown> | undefined {
   if (typeOf(json) !== 'object') {
     out.push({ field: path || '(body)', description: `must be a JSON object, got ${typeOf(json)}` });
@@ -146,7 +172,7 @@ function fieldsFromJson(
     const field = fieldByName(desc, key);
     const at = path ? `${path}.${key}` : key;
     if (!field) {
-      out.push({ field: at, description: 'is not a field of this request; check the spelling (names are snake_case)' });
+      out.push({ field: at, description: unknownFieldDescription(desc, hidden) });
       continue;
     }
     if (value === null) continue; // null = not set

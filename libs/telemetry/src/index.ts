@@ -4,13 +4,25 @@ import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
 
+/** Query parameters whose values spans never record: the instrumentation's own list (signed URLs) and our feed tokens. */
+const REDACTED_QUERY_PARAMS = [
+  'sig',
+  'Signature',
+  'AWSAccessKeyId',
+  'X-Goog-Signature',
+  'X-Amz-Signature',
+  'X-Amz-Credential',
+  'X-Amz-Security-Token',
+  'token',
+];
+
 /**
  * Starts OpenTelemetry, each half on its own switch, so `make dev` needs neither:
  * - traces (and OTLP metrics) when OTEL_EXPORTER_OTLP_ENDPOINT is set (the SDK reads the standard
  *   OTEL_* variables: sampler, resource attributes…);
  * - metrics on a Prometheus endpoint (GET :METRICS_PORT/metrics) when METRICS_PORT is set, with or
  *   without a trace collector.
- * Call it before the modules it instruments are loaded. Spans carry no request bodies or headers:
+ * Call it before the modules it instruments are loaded. Spans carry no request bodies or headers, nor a feed token of a URL's query:
  * the pg instrumentation is told not to record statement values.
  */
 export function startTelemetry(serviceName: string): () => Promise<void> {
@@ -25,6 +37,9 @@ export function startTelemetry(serviceName: string): () => Promise<void> {
     instrumentations: [
       new HttpInstrumentation({
         headersToSpanAttributes: { client: { requestHeaders: [] }, server: { requestHeaders: [] } },
+        // Spans record url.query: a calendar feed URL's `token` is a secret (shown as REDACTED).
+        redactedQueryParams: REDACTED_QUERY_PARAMS,
+        redactedQueryParamsServer: REDACTED_QUERY_PARAMS,
       }),
       new GrpcInstrumentation(),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),

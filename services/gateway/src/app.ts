@@ -58,6 +58,8 @@ export interface GatewayOptions {
   tenantRateLimitPerMinute?: number;
   /** CORS_ALLOWED_ORIGINS: origins whose browser pages may call the API (default none: no CORS headers). */
   corsAllowedOrigins?: string[];
+  /** PUBLIC_BASE_URL: the origin of absolute URLs in responses (a feed_url); default each request's scheme and Host. */
+  publicBaseUrl?: string;
 }
 
 export interface Gateway {
@@ -156,7 +158,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   app.use(docsRoutes());
 
-  const transcode = transcodingHandler(routes, downstreams, auth, idempotency, callerSigner, logger);
+  const transcode = transcodingHandler(
+    routes,
+    downstreams,
+    auth,
+    idempotency,
+    callerSigner,
+    logger,
+    options.publicBaseUrl,
+  );
   // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
   app.use(
     '/api',

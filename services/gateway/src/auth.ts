@@ -11,7 +11,7 @@ import { DOMAINS, levelAtLeast, type AccessLevels, type Domain, type Downstream 
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { gatewayErrors } from './errors.js';
-import type { Level, Route } from './routes.js';
+import { TOKEN_FIELD, type Level, type Route } from './routes.js';
 import type { TenantLimits } from './tenant-limits.js';
 
 const LEVEL_OF: Record<number, Level> = {
@@ -67,6 +67,12 @@ export function requestCredential(req: { get(name: string): string | undefined }
   return credential ?? undefined;
 }
 
+/** Whether a query carries the token of an AUTH_API_KEY_OR_TOKEN route (given twice it is the service's 400 to answer). */
+function hasToken(query: unknown): boolean {
+  const token = (query as Record<string, unknown> | undefined)?.[TOKEN_FIELD];
+  return token !== undefined && token !== '';
+}
+
 export class Authenticator {
   /** SHA-256 of the token → the lookup (pending or done) and when it stops counting. */
   private readonly cache = new Map<string, { lookup: Promise<Principal>; expires: number }>();
@@ -92,16 +98,21 @@ export class Authenticator {
   /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
   async authorize(
     route: Pick<Route, 'auth' | 'method' | 'domain' | 'level'>,
-    req: { get(name: string): string | undefined },
+    req: { get(name: string): string | undefined; query?: unknown },
     metadata: () => grpc.Metadata,
   ): Promise<Principal | undefined> {
     if (route.auth === 'none') return undefined;
+    // A token the service checks (a feed URL's): no Authorization header, a non-empty `token`, no principal.
+    if (route.auth === 'api_key_or_token' && req.get('authorization') === undefined && hasToken(req.query))
+      return undefined;
     const credential = requestCredential(req);
     if (!credential) {
       throw gatewayErrors.unauthenticated(
         req.get('authorization')
           ? 'the Authorization header must be "Bearer <key>"'
-          : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
+          : route.auth === 'api_key_or_token'
+            ? `this endpoint needs an API key (send "Authorization: Bearer <key>") or its feed URL's ${TOKEN_FIELD} parameter`
+            : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
       );
     }
     const principal = await this.resolve(credential, metadata, route.method !== 'GET');

@@ -16,29 +16,34 @@ export const CORS_EXPOSE_HEADERS = 'X-Request-Id, RateLimit, RateLimit-Policy, R
 export const CORS_MAX_AGE = '600';
 
 /**
+ * `https://app.example.com` (a trailing `/` is allowed) → its origin; anything else (a path, a
+ * query, user info, another scheme) throws, naming it and showing `example`.
+ */
+export function parseOrigin(entry: string, example = 'https://app.example.com'): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(entry);
+  } catch {
+    // not a URL: refused below
+  }
+  const origin = url && (url.protocol === 'https:' || url.protocol === 'http:') ? url.origin : undefined;
+  if (!origin || (entry !== origin && entry !== `${origin}/`))
+    throw new Error(
+      `${JSON.stringify(entry)} is not an origin: write scheme://host[:port] with no path, e.g. ${example}`,
+    );
+  return origin;
+}
+
+/**
  * `https://app.example.com,http://localhost:5173` → the origins; an entry that is not an origin
  * (scheme, host and port only) throws, naming it.
  */
 export function parseAllowedOrigins(text: string): string[] {
-  const origins: string[] = [];
-  for (const entry of text
+  return text
     .split(',')
     .map((s) => s.trim())
-    .filter(Boolean)) {
-    let url: URL | undefined;
-    try {
-      url = new URL(entry);
-    } catch {
-      // not a URL: refused below
-    }
-    const origin = url && (url.protocol === 'https:' || url.protocol === 'http:') ? url.origin : undefined;
-    if (!origin || (entry !== origin && entry !== `${origin}/`))
-      throw new Error(
-        `${JSON.stringify(entry)} is not an origin: write scheme://host[:port] with no path, e.g. https://app.example.com`,
-      );
-    origins.push(origin);
-  }
-  return origins;
+    .filter(Boolean)
+    .map((entry) => parseOrigin(entry));
 }
 
 /** The CORS_ALLOWED_ORIGINS variable: a bad entry stops the start, naming the variable and the entry. */

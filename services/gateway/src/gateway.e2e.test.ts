@@ -18,6 +18,8 @@ import { errors, generateCallerKeys, toServiceError } from '@workauto/grpc';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
 import {
   CalendarServiceService,
+  type CalendarFeedToken,
+  type CreateCalendarFeedTokenRequest,
   type StreamCalendarFeedRequest,
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
@@ -434,7 +436,8 @@ describe('gateway in front of identity', () => {
     };
     for (const route of gw.routes) {
       const label = (what: string) => `${route.method} ${route.template} ${what}`;
-      const key = route.auth === 'platform_admin' ? ADMIN_TOKEN : route.auth === 'api_key' ? a.key : undefined;
+      const tenantKey = route.auth === 'api_key' || route.auth === 'api_key_or_token';
+      const key = route.auth === 'platform_admin' ? ADMIN_TOKEN : tenantKey ? a.key : undefined;
       const path = pathOf(route);
       if (route.auth !== 'none') {
         await check(label('without credential'), api(route.method, path), 401);
@@ -450,7 +453,7 @@ describe('gateway in front of identity', () => {
         );
         await check(
           label('with the wrong kind of credential'),
-          api(route.method, path, { key: route.auth === 'api_key' ? ADMIN_TOKEN : b.key }),
+          api(route.method, path, { key: tenantKey ? ADMIN_TOKEN : b.key }),
           403,
         );
       }
@@ -678,6 +681,107 @@ describe('gateway in front of identity', () => {
         req.end();
       });
       await cancelled.promise;
+    } finally {
+      calendar.forceShutdown();
+    }
+  });
+
+  it("passes a feed request with a token and no credential to the service without a principal; neither is a 401; feed URLs start at PUBLIC_BASE_URL or the request's own origin", async () => {
+    const ID = randomUUID();
+    const TOKEN = `wkcal_${randomBytes(24).toString('hex')}`;
+    secrets.push(TOKEN);
+    /** What the calendar service received: the request's token and the tenant its caller identity signed. */
+    const seen: { token: string | undefined; tenant: unknown }[] = [];
+    const principal = (md: grpc.Metadata) =>
+      JSON.parse(Buffer.from(String(md.get('x-caller-token')[0]).split('.')[1]!, 'base64url').toString()) as Record<
+        string,
+        unknown
+      >;
+    const calendar = new grpc.Server();
+    calendar.addService(
+      {
+        StreamCalendarFeed: CalendarServiceService.streamCalendarFeed,
+        CreateCalendarFeedToken: CalendarServiceService.createCalendarFeedToken,
+      } as grpc.ServiceDefinition,
+      {
+        StreamCalendarFeed: (call: grpc.ServerWritableStream<StreamCalendarFeedRequest, HttpBody>) => {
+          seen.push({ token: call.request.token, tenant: principal(call.metadata).tenant_id });
+          call.write({ content_type: 'text/calendar', data: Buffer.from('BEGIN:VCALENDAR\r\n'), extensions: [] });
+          call.end();
+        },
+        CreateCalendarFeedToken: (
+          call: grpc.ServerUnaryCall<CreateCalendarFeedTokenRequest, CalendarFeedToken>,
+          done: grpc.sendUnaryData<CalendarFeedToken>,
+        ) =>
+          done(null, {
+            feed_url: `${call.request.public_base_url}/api/v1/calendars/${call.request.id}/events.ics?token=x`,
+            created_at: new Date(),
+          }),
+      },
+    );
+    const port = await new Promise<number>((resolve, reject) =>
+      calendar.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
+        e ? reject(e) : resolve(p),
+      ),
+    );
+    const downstreams = { identity: `127.0.0.1:${identity.port}`, calendar: `127.0.0.1:${port}` };
+    try {
+      const { api: feeds } = await startGateway({ downstreams, rateLimitPerMinute: 4 });
+      const feed = `/api/v1/calendars/${ID}/events.ics`;
+      const byToken = await feeds('GET', `${feed}?token=${TOKEN}`);
+      assert.equal(byToken.status, 200, byToken.text);
+      assert.deepEqual(seen.pop(), { token: TOKEN, tenant: undefined }, 'the service gets the token and no tenant');
+
+      const neither = await feeds('GET', feed);
+      assertError(neither, 401, 'UNAUTHENTICATED');
+      assert.match(neither.body.error.message, /API key .*or its feed URL's token parameter/);
+      assertError(await feeds('GET', `${feed}?token=`), 401, 'UNAUTHENTICATED');
+      assertError(await feeds('GET', `${feed}?token=${TOKEN}`, { key: 'not-a-key' }), 401);
+      assert.equal(seen.length, 0, 'none of them reached the service');
+
+      const byKey = await feeds('GET', feed, { key: a.key });
+      assert.equal(byKey.status, 200, byKey.text);
+      assert.deepEqual(seen.pop(), { token: undefined, tenant: a.tenantId }, 'an API key works as before');
+      // Requests without a credential, tokens included, count against their address's limit (4 a minute here; 3 so far).
+      assert.equal((await feeds('GET', `${feed}?token=other`)).status, 200);
+      assertError(await feeds('GET', `${feed}?token=${TOKEN}`), 429, 'RATE_LIMITED');
+
+      // feed_url's origin: the request's scheme and Host, X-Forwarded-* only from a trusted proxy, or PUBLIC_BASE_URL.
+      const forwarded = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'calendar.example.com' };
+      const create = async (to: string, headers: Record<string, string> = {}) => {
+        const res = await rawRequest(
+          `${to}/api/v1/calendars/${ID}/feed-token`,
+          'POST',
+          {
+            authorization: `Bearer ${a.key}`,
+            ...headers,
+          },
+          '',
+        );
+        assert.equal(res.status, 201, res.text);
+        return new URL(JSON.parse(res.text).feed_url as string).origin;
+      };
+      const direct = await startGateway({ downstreams });
+      assert.equal(await create(direct.base), direct.base);
+      assert.equal(await create(direct.base, { host: 'api.example.com:8443' }), 'http://api.example.com:8443');
+      assert.equal(
+        await create(direct.base, forwarded),
+        direct.base,
+        'forwarded headers of an untrusted peer are ignored',
+      );
+      const proxied = await startGateway({ downstreams, trustedProxies: ['127.0.0.1/32', '::1/128'] });
+      assert.equal(await create(proxied.base, forwarded), 'https://calendar.example.com');
+      const configured = await startGateway({ downstreams, publicBaseUrl: 'https://api.example.com' });
+      assert.equal(await create(configured.base, forwarded), 'https://api.example.com');
+      const sent = await configured.api(
+        'POST',
+        `/api/v1/calendars/${ID}/feed-token?public_base_url=https://evil.example`,
+        {
+          key: a.key,
+        },
+      );
+      assertError(sent, 400, 'INVALID_ARGUMENT');
+      assert.equal(sent.body.error.message, 'public_base_url: is set by the gateway; leave it out');
     } finally {
       calendar.forceShutdown();
     }

@@ -2,6 +2,7 @@ import { vars, z } from '@workauto/config';
 import { migrationsOf, runProcess } from '@workauto/service/main';
 import { isCidr } from './cidr.js';
 import { corsAllowedOriginsVar } from './cors.js';
+import { publicBaseUrlVar } from './public-url.js';
 
 /** Downstream key (proto package segment) → its address variable. */
 const DOWNSTREAM_VARS = {
@@ -43,6 +44,7 @@ await runProcess({
         return list;
       }),
     CORS_ALLOWED_ORIGINS: corsAllowedOriginsVar(),
+    PUBLIC_BASE_URL: publicBaseUrlVar(),
     ...Object.fromEntries(Object.values(DOWNSTREAM_VARS).map((v) => [v, vars.address().optional()])),
   },
   async start(config, logger) {
@@ -68,6 +70,7 @@ await runProcess({
       callerSigningKey: config.CALLER_SIGNING_KEY,
       trustedProxies: config.TRUSTED_PROXIES,
       corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS,
+      ...(config.PUBLIC_BASE_URL ? { publicBaseUrl: config.PUBLIC_BASE_URL } : {}),
     });
     const port = await gateway.listen(config.HOST, config.PORT);
     logger.info({ port, downstreams: Object.keys(downstreams) }, 'gateway listening');

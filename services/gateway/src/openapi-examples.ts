@@ -86,6 +86,11 @@ export const EXAMPLES: Record<string, Record<string, unknown>> = {
     created_at: AT,
     updated_at: AT,
   },
+  'calendar.v1.CalendarFeedToken': {
+    feed_url:
+      'https://api.example.com/api/v1/calendars/0193a1b2-5550-7e5f-8a9b-0c1d2e3f4a5b/events.ics?token=wkcal_3xAmPLe0nLy0000000000000000000000000000000',
+    created_at: AT,
+  },
   'webhooks.v1.WebhookEndpoint': {
     id: '0193a1b2-6666-7e5f-8a9b-0c1d2e3f4a5b',
     tenant_id: TENANT,

@@ -6,7 +6,8 @@
  */
 import type { DescField, DescFile, DescMessage } from '@bufbuild/protobuf';
 import { EVENT_TYPES, type EventType } from '@workauto/events';
-import { isRequiredField, updateMaskField } from './transcode.js';
+import { isGatewayField, isRequiredField, queryParameters, updateMaskField } from './transcode.js';
+import { TOKEN_FIELD } from './routes.js';
 import { WRAPPERS, commentOf, enumNames, fieldByName, isOptional, scalarName } from '@workauto/protos';
 import { EXAMPLES } from './openapi-examples.js';
 import type { Route } from './routes.js';
@@ -339,7 +340,8 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
     const required: string[] = [];
     const mask = dir === 'input' ? updateMaskField(type) : undefined;
     for (const f of type.fields) {
-      if (exclude.includes(f.name) || f === mask) continue; // update_mask is made from the body's keys
+      // update_mask is made from the body's keys; the gateway's own fields are never the client's.
+      if (exclude.includes(f.name) || f === mask || (dir === 'input' && isGatewayField(f))) continue;
       const isRequired = dir === 'input' && isRequiredField(f);
       properties[f.name] = {
         ...fieldSchema(f, dir, isRequired),
@@ -375,24 +377,22 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
         schema: pathSchema(field, fieldSchema),
       };
     });
-    if (r.body !== '*') {
-      for (const f of r.requestType.desc.fields) {
-        if (r.params.includes(f.name) || f.name === r.body || f.fieldKind === 'map') continue;
-        if (f.message && f.message.typeName !== 'google.protobuf.Timestamp' && !WRAPPERS[f.message.typeName]) continue;
-        parameters.push({
-          name: f.name,
-          in: 'query',
-          required: isRequiredField(f),
-          ...(f.fieldKind === 'list' ? { style: 'form', explode: true } : {}),
-          ...(commentOf(f) ? { description: commentOf(f) } : {}),
-          ...(f.deprecated ? { deprecated: true } : {}),
-          // Contract §3: limit 1…, a value over 200 is clamped to 200 (so no maximum).
-          schema:
-            f.name === 'limit' && f.scalar !== undefined && scalarName(f.scalar) === 'int32'
-              ? { type: 'integer', minimum: 1, default: 50 }
-              : queryParamSchema(f, fieldSchema),
-        });
-      }
+    for (const f of queryParameters(r)) {
+      // A token route's token is a security scheme of the operation (below), not a parameter.
+      if (r.auth === 'api_key_or_token' && f.name === TOKEN_FIELD) continue;
+      parameters.push({
+        name: f.name,
+        in: 'query',
+        required: isRequiredField(f),
+        ...(f.fieldKind === 'list' ? { style: 'form', explode: true } : {}),
+        ...(commentOf(f) ? { description: commentOf(f) } : {}),
+        ...(f.deprecated ? { deprecated: true } : {}),
+        // limit is 1…; a value over 200 is taken as 200 (so no maximum).
+        schema:
+          f.name === 'limit' && f.scalar !== undefined && scalarName(f.scalar) === 'int32'
+            ? { type: 'integer', minimum: 1, default: 50 }
+            : queryParamSchema(f, fieldSchema),
+      });
     }
     parameters.push(ref('parameters', 'RequestId'));
     if (r.method === 'POST') parameters.push(ref('parameters', 'IdempotencyKey'));
@@ -458,6 +458,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
         : {}),
       responses: { [String(r.successStatus)]: success, ...errorResponsesOf(r, requestSchema !== undefined) },
       ...(r.auth === 'none' ? { security: [] } : {}),
+      ...(r.auth === 'api_key_or_token' ? { security: [{ bearer: [] }, { token: [] }] } : {}),
       'x-workauto-policy': { auth: r.auth, ...(r.domain ? { domain: r.domain, level: r.level } : {}) },
     };
     (paths[r.template] ??= {})[r.method.toLowerCase()] = op;
@@ -497,6 +498,13 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
           type: 'http',
           scheme: 'bearer',
           description: 'An API key (wk_…), or the platform admin token for /admin routes.',
+        },
+        token: {
+          type: 'apiKey',
+          in: 'query',
+          name: TOKEN_FIELD,
+          description:
+            "A resource's own secret for clients that cannot send an Authorization header, on the operations that list it: a calendar's feed token, the `token` of the feed_url POST /api/v1/calendars/{id}/feed-token returns. It reads that one resource and nothing else.",
         },
       },
     },

@@ -14,6 +14,7 @@ import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './ide
 import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
+import { PUBLIC_BASE_URL_FIELD, publicBaseUrlOf } from './public-url.js';
 import { buildRequest } from './transcode.js';
 
 const ACTOR_TYPES: Record<number, string> = {
@@ -88,6 +89,8 @@ export function transcodingHandler(
   idempotency: IdempotencyStore,
   signer: CallerSigner,
   logger: Logger,
+  /** PUBLIC_BASE_URL: the origin of absolute URLs in responses (default: each request's scheme and Host). */
+  publicBaseUrl?: string,
 ) {
   const methods = new Map(routes.map((r) => [r, unaryMethod(r)]));
   return async (req: Request, res: Response): Promise<void> => {
@@ -107,7 +110,9 @@ export function transcodingHandler(
     if (principal) res.locals[AUTHENTICATED] = true; // the failed-auth limiter never blocks this credential
     let caller = principal ? addPrincipal(anonymous, principal) : anonymous;
 
-    const request = buildRequest(route, params, withLastEventId(route, req), req.body);
+    const request = buildRequest(route, params, withLastEventId(route, req), req.body, {
+      [PUBLIC_BASE_URL_FIELD]: () => publicBaseUrlOf(req, publicBaseUrl),
+    });
     const encoded = encodeRequest(route, request);
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);

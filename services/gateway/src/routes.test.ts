@@ -147,6 +147,13 @@ describe('path templates', () => {
     assert.throws(() => buildRoutes(fixtureFile('bad_response_body')), /response_body "nope"/);
     assert.throws(() => buildRoutes(fixtureFile('bad_custom')), /exactly one of/);
     assert.throws(() => buildRoutes(fixtureFile('bad_twice')), /both claim GET/);
+    assert.throws(() => buildRoutes(fixtureFile('bad_token')), /AUTH_API_KEY_OR_TOKEN needs a GET route/);
+    assert.throws(() => buildRoutes(fixtureFile('bad_token_field')), /string request field `token`/);
+  });
+
+  it('let the calendar feed alone take a token instead of an API key', () => {
+    const byToken = routes.filter((r) => r.auth === 'api_key_or_token').map((r) => `${r.method} ${r.template}`);
+    assert.deepEqual(byToken, ['GET /api/v1/calendars/{id}/events.ics']);
   });
 
   it('serves google.api.HttpBody responses on GET routes only (a raw body is not a replayable JSON response)', () => {

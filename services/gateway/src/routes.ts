@@ -3,7 +3,7 @@
  * route, with the policy its (workauto.api.v1.policy) option declares. Nothing here is written
  * per endpoint. A malformed annotation fails start-up, so a typo never becomes a silent 404.
  */
-import type { DescFile, DescMessage, DescMethod } from '@bufbuild/protobuf';
+import { ScalarType, type DescFile, type DescMessage, type DescMethod } from '@bufbuild/protobuf';
 import type { AccessLevel as Level } from '@workauto/grpc';
 import {
   commentOf,
@@ -18,7 +18,7 @@ import {
 import { AccessLevel, Auth } from '@workauto/protos/workauto/api/v1/policy.js';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type AuthKind = 'api_key' | 'platform_admin' | 'none';
+export type AuthKind = 'api_key' | 'platform_admin' | 'none' | 'api_key_or_token';
 export type { Level };
 
 export interface Route {
@@ -65,7 +65,10 @@ const AUTH: Record<number, AuthKind> = {
   [Auth.AUTH_API_KEY]: 'api_key',
   [Auth.AUTH_PLATFORM_ADMIN]: 'platform_admin',
   [Auth.AUTH_NONE]: 'none',
+  [Auth.AUTH_API_KEY_OR_TOKEN]: 'api_key_or_token',
 };
+/** The request field an AUTH_API_KEY_OR_TOKEN route's token comes in (a query parameter). */
+export const TOKEN_FIELD = 'token';
 const LEVEL: Record<number, Level> = {
   [AccessLevel.ACCESS_LEVEL_UNSPECIFIED]: 'none',
   [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
@@ -183,6 +186,14 @@ function routeOf(method: DescMethod): Route | undefined {
   const domain = policy.domain ?? '';
   if (!auth || !level) throw new Error(`${where}: unknown policy auth ${policy.auth}, level ${policy.level}`);
   if (domain && level === 'none') throw new Error(`${where}: policy names domain ${domain} without a level`);
+  if (auth === 'api_key_or_token') {
+    // The token travels in the URL, which only a read may carry (a URL is logged by proxies and kept in histories).
+    const token = fieldByName(method.input, TOKEN_FIELD);
+    if (verb !== 'get' || token?.fieldKind !== 'scalar' || token.scalar !== ScalarType.STRING)
+      throw new Error(
+        `${where}: AUTH_API_KEY_OR_TOKEN needs a GET route and a string request field \`${TOKEN_FIELD}\``,
+      );
+  }
   return {
     method: verb.toUpperCase() as HttpMethod,
     template,

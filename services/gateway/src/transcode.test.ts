@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DomainError } from '@workauto/grpc';
-import { buildRoutes, type Route } from './routes.js';
+import { buildRoutes, loadRoutes, type Route } from './routes.js';
 import { buildRequest } from './transcode.js';
 import { fixtureFile } from '@workauto/protos/fixtures';
 import { ListThingsRequest } from '@workauto/protos/fixtures/fixture.js';
@@ -215,5 +215,78 @@ describe('PUT with an update_mask', () => {
 
   it('leaves a full-replace PUT (no update_mask field) as it was', () => {
     assert.deepEqual(buildRequest(by('Replace'), { id: ID }, {}, { title: 'x' }), { id: ID, title: 'x' });
+  });
+});
+
+describe('what an unknown name is told (the product routes)', async () => {
+  const product = await loadRoutes();
+  const by = (rpc: string) => product.find((r) => r.rpc === rpc)!;
+  /** The violations of a refused request, as the 400 lists them. */
+  const told = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      assert.ok(err instanceof DomainError);
+      return { message: err.message, violations: err.extra.fieldViolations ?? [] };
+    }
+    assert.fail('expected INVALID_ARGUMENT');
+  };
+
+  it("an unknown body field: the message's name and the fields a body may carry", () => {
+    const create = told(() => buildRequest(by('CreateCalendar'), {}, {}, { name: 'Team', display_name: 'Team' }));
+    assert.equal(
+      create.message,
+      'display_name: is not a field of CreateCalendarRequest; its fields are name, description, timezone, color, metadata',
+    );
+    const patch = told(() => buildRequest(by('UpdateCalendar'), { id: ID }, {}, { nam: 'x' }));
+    assert.equal(
+      patch.violations[0]!.description,
+      'is not a field of UpdateCalendarRequest; its fields are name, description, timezone, color, metadata',
+      'not the path id nor the update_mask, which a body must not carry',
+    );
+  });
+
+  it('an unknown query parameter: the query parameters the route takes, or that it takes none', () => {
+    const list = told(() =>
+      buildRequest(by('ListEvents'), {}, { form: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, undefined),
+    );
+    assert.deepEqual(list.violations, [
+      {
+        field: 'form',
+        description:
+          'is not a query parameter of GET /api/v1/events; its query parameters are limit, cursor, from, to, calendar_id',
+      },
+      { field: 'from', description: 'is required (a query parameter)' },
+    ]);
+    const get = told(() => buildRequest(by('GetCalendar'), { id: ID }, { expand: 'events' }, undefined));
+    assert.deepEqual(get.violations, [
+      { field: 'expand', description: 'is not a query parameter of GET /api/v1/calendars/{id}, which takes none' },
+    ]);
+  });
+
+  it('fills public_base_url itself, and never takes it from the client', () => {
+    const create = by('CreateCalendarFeedToken');
+    assert.deepEqual(
+      buildRequest(create, { id: ID }, {}, undefined, { public_base_url: () => 'https://api.example.com' }),
+      { id: ID, public_base_url: 'https://api.example.com' },
+    );
+    assert.deepEqual(
+      told(() =>
+        buildRequest(create, { id: ID }, { public_base_url: 'https://evil.example' }, undefined, {
+          public_base_url: () => 'https://api.example.com',
+        }),
+      ).violations,
+      [{ field: 'public_base_url', description: 'is set by the gateway; leave it out' }],
+    );
+    let asked = 0;
+    buildRequest(by('GetCalendar'), { id: ID }, {}, undefined, { public_base_url: () => String(++asked) });
+    assert.equal(asked, 0, 'a route whose request has no such field never computes it');
+  });
+
+  it('the feed takes its token as a query parameter', () => {
+    assert.deepEqual(buildRequest(by('StreamCalendarFeed'), { id: ID }, { token: 'wkcal_x' }, undefined), {
+      id: ID,
+      token: 'wkcal_x',
+    });
   });
 });

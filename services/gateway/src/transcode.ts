@@ -10,11 +10,13 @@ import {
   scalarFromJson,
   scalarName,
   setField,
+  listNames,
   WRAPPERS,
   type Violation,
 } from '@workauto/protos';
 import { FieldBehavior } from '@workauto/protos/google/api/field_behavior.js';
 import { gatewayErrors } from './errors.js';
+import { PUBLIC_BASE_URL_FIELD } from './public-url.js';
 import type { Route } from './routes.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,6 +27,42 @@ const DECIMAL = /^-?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 export function updateMaskField(type: DescMessage): DescField | undefined {
   const field = fieldByName(type, 'update_mask');
   return field?.message?.typeName === 'google.protobuf.FieldMask' ? field : undefined;
+}
+
+/**
+ * Request fields the gateway fills itself and never takes from the client (a string field of one
+ * of these names): `public_base_url`, the origin of absolute URLs a response hands out. They are
+ * not in the OpenAPI document.
+ */
+export const GATEWAY_FIELDS: readonly string[] = [PUBLIC_BASE_URL_FIELD];
+
+/** Values of the gateway's own fields for one request, computed only when the route's request has the field. */
+export type GatewayFieldValues = Partial<Record<string, () => string>>;
+
+export function isGatewayField(field: DescField): boolean {
+  return GATEWAY_FIELDS.includes(field.name) && field.fieldKind === 'scalar' && scalarName(field.scalar) === 'string';
+}
+
+/** Whether a field can be a query parameter at all: a scalar, an enum, a Timestamp or a wrapper (or a list of them). */
+function fitsQuery(field: DescField): boolean {
+  if (field.fieldKind === 'map' || isGatewayField(field)) return false;
+  return !field.message || field.message.typeName === 'google.protobuf.Timestamp' || !!WRAPPERS[field.message.typeName];
+}
+
+/** The query parameters a route takes, in field order (what its OpenAPI operation lists, and an unknown one's 400). */
+export function queryParameters(route: Pick<Route, 'requestType' | 'params' | 'body'>): DescField[] {
+  if (route.body === '*') return [];
+  return route.requestType.desc.fields.filter(
+    (f) => !route.params.includes(f.name) && f.name !== route.body && fitsQuery(f),
+  );
+}
+
+/** What an unknown query parameter is told: the route's query parameters, or that it takes none. */
+function unknownQueryDescription(route: Route): string {
+  const names = queryParameters(route).map((f) => f.name);
+  return names.length
+    ? `is not a query parameter of ${route.method} ${route.template}; its query parameters are ${listNames(names)}`
+    : `is not a query parameter of ${route.method} ${route.template}, which takes none`;
 }
 
 /**
@@ -112,6 +150,7 @@ export function buildRequest(
   params: Record<string, string>,
   query: Record<string, unknown>,
   body: unknown,
+  gatewayValues: GatewayFieldValues = {},
 ): Record<string, unknown> {
   const out: Violation[] = [];
   const type = route.requestType.desc;
@@ -119,11 +158,13 @@ export function buildRequest(
   const hasBody =
     body !== undefined &&
     !(typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0);
+  const gatewayFields = type.fields.filter(isGatewayField);
+  const own = (field: string) => ({ field, description: 'is set by the gateway; leave it out' });
 
   if (route.body === '*') {
     // PATCH, and a PUT that updates only the fields it carries (PUT /events/{id}) when its request has an update_mask.
     const maskField = route.method === 'PATCH' || route.method === 'PUT' ? updateMaskField(type) : undefined;
-    const given =
+    let given =
       body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
     if (maskField && given && Object.prototype.hasOwnProperty.call(given, maskField.name)) {
       out.push({
@@ -131,8 +172,19 @@ export function buildRequest(
         description: "is made from the body's keys; leave it out (send null to clear a field)",
       });
     }
-    out.push(...requiredViolations(type, body ?? {}, '', route.params));
-    request = messageFromJson(type, body ?? {}, '', out) ?? {};
+    if (given && gatewayFields.some((f) => Object.prototype.hasOwnProperty.call(given, f.name))) {
+      given = { ...given };
+      for (const f of gatewayFields) {
+        if (!Object.prototype.hasOwnProperty.call(given, f.name)) continue;
+        out.push(own(f.name));
+        delete given[f.name];
+      }
+      body = given;
+    }
+    out.push(...requiredViolations(type, body ?? {}, '', [...route.params, ...gatewayFields.map((f) => f.name)]));
+    // An unknown key's violation lists the fields a body may carry: not the path's, the mask or the gateway's own.
+    const hidden = [...route.params, ...(maskField ? [maskField.name] : []), ...gatewayFields.map((f) => f.name)];
+    request = messageFromJson(type, body ?? {}, '', out, hidden) ?? {};
     // AIP-134 with JSON merge-patch semantics: the body's keys are the fields to change, and a key
     // whose value is null clears its field (the service reads it from update_mask).
     if (maskField && given) request[maskField.name] = Object.keys(given); // ts-proto holds a FieldMask's paths
@@ -172,8 +224,12 @@ export function buildRequest(
   const dropUnknown = route.successStatus === 302;
   for (const [name, raw] of Object.entries(query)) {
     const field = fieldByName(type, name);
+    if (field && isGatewayField(field)) {
+      if (!dropUnknown) out.push(own(name));
+      continue;
+    }
     if (!field || name in params || name === route.body || route.body === '*' || field.fieldKind === 'map') {
-      if (!dropUnknown) out.push({ field: name, description: 'is not a query parameter of this endpoint' });
+      if (!dropUnknown) out.push({ field: name, description: unknownQueryDescription(route) });
       continue;
     }
     const values = Array.isArray(raw) ? raw.map(String) : [String(raw)];
@@ -193,10 +249,21 @@ export function buildRequest(
   // A REQUIRED query parameter (a list's window, say) left out.
   if (route.body !== '*') {
     for (const f of type.fields)
-      if (isRequiredField(f) && !(f.name in params) && f.name !== route.body && query[f.name] === undefined)
+      if (
+        isRequiredField(f) &&
+        !isGatewayField(f) &&
+        !(f.name in params) &&
+        f.name !== route.body &&
+        query[f.name] === undefined
+      )
         out.push({ field: f.name, description: 'is required (a query parameter)' });
   }
 
   if (out.length) throw gatewayErrors.badRequest(out);
+  // Last, so a client's invalid request is its 400 whatever these would say.
+  for (const f of gatewayFields) {
+    const value = gatewayValues[f.name];
+    if (value) setField(request, f, value());
+  }
   return request;
 }

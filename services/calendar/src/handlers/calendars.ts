@@ -16,14 +16,28 @@ import { recurrence } from '../domain/errors.js';
 import { canonicalTimezone } from '../domain/recurrence.js';
 import * as calendars from '../repo/calendars.js';
 import * as events from '../repo/events.js';
+import * as feedTokens from '../repo/feed-tokens.js';
+import { feedTokenHandlers } from './feed-tokens.js';
 import { LIMITS, SOURCE, calendarData, toCalendar, toEvent, eventData, type CalendarDeps } from './common.js';
 
 type H = Handlers<typeof CalendarServiceService>;
 
-export function calendarHandlers({
-  pool,
-}: CalendarDeps): Pick<H, 'createCalendar' | 'listCalendars' | 'getCalendar' | 'updateCalendar' | 'deleteCalendar'> {
+/** The calendars' rpcs, their feed URLs' (feed-tokens.ts) included. */
+export function calendarHandlers(
+  deps: CalendarDeps,
+): Pick<
+  H,
+  | 'createCalendar'
+  | 'listCalendars'
+  | 'getCalendar'
+  | 'updateCalendar'
+  | 'deleteCalendar'
+  | 'createCalendarFeedToken'
+  | 'deleteCalendarFeedToken'
+> {
+  const { pool } = deps;
   return {
+    ...feedTokenHandlers(deps),
     async createCalendar(req, ctx) {
       const v = validate()
         .text('name', req.name, { required: true, max: LIMITS.calendarName })
@@ -112,6 +126,8 @@ export function calendarHandlers({
           const current = await calendars.findCalendar(tx, ctx.tenant, req.id.toLowerCase(), 'update');
           if (!current) throw errors.notFound('calendar', req.id);
           const row = await calendars.softDeleteCalendar(tx, ctx.tenant, current.id);
+          // Its feed URL goes with it (the feed of a deleted calendar is a 404 either way).
+          await feedTokens.deleteFeedToken(tx, ctx.tenant, current.id);
           await recordEvent(tx, SOURCE, ctx, {
             type: 'calendar.deleted',
             resourceType: 'calendar',

@@ -1,12 +1,13 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { Queryable } from '@workauto/db';
-import { errors, validate, type CallContext, type Handlers } from '@workauto/grpc';
+import { errors, type CallContext, type Handlers } from '@workauto/grpc';
 import type { CalendarServiceService } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
 import { feedEvents, feedHead, feedTail } from '../domain/ical.js';
 import * as calendars from '../repo/calendars.js';
 import * as events from '../repo/events.js';
 import type { CalendarDeps } from './common.js';
+import { feedCalendar } from './feed-tokens.js';
 
 type H = Handlers<typeof CalendarServiceService>;
 
@@ -48,14 +49,15 @@ const ONE_MESSAGE_MAX_BYTES = 3 * 1024 * 1024;
 const CONTENT_TYPE = 'text/calendar; charset=utf-8';
 
 export function feedHandlers({ pool }: CalendarDeps): Pick<H, 'streamCalendarFeed' | 'getCalendarFeed'> {
-  /** The feed in chunks of about CHUNK_BYTES; a calendar that is not the tenant's is a 404 before the first. */
-  async function* chunks(id: string, ctx: CallContext): AsyncGenerator<HttpBody> {
-    validate().uuid('id', id, { required: true }).done();
-    const calendar = await calendars.findCalendar(pool, ctx.tenant, id.toLowerCase());
-    if (!calendar) throw errors.notFound('calendar', id);
+  /**
+   * The feed in chunks of about CHUNK_BYTES. The calendar is the tenant's, or the one a feed token
+   * names (feed-tokens.ts); anything else is a 404 before the first chunk.
+   */
+  async function* chunks(id: string, token: string, ctx: CallContext): AsyncGenerator<HttpBody> {
+    const calendar = await feedCalendar({ pool }, id, token, ctx);
     let pending: Buffer[] = [];
     let size = 0;
-    for await (const text of feedText(pool, ctx.tenant, calendar)) {
+    for await (const text of feedText(pool, calendar.tenant_id, calendar)) {
       const bytes = Buffer.from(text);
       pending.push(bytes);
       size += bytes.length;
@@ -69,12 +71,12 @@ export function feedHandlers({ pool }: CalendarDeps): Pick<H, 'streamCalendarFee
   }
 
   return {
-    streamCalendarFeed: (req, ctx) => chunks(req.id, ctx),
+    streamCalendarFeed: (req, ctx) => chunks(req.id, req.token ?? '', ctx),
 
     async getCalendarFeed(req, ctx) {
       const parts: Buffer[] = [];
       let size = 0;
-      for await (const chunk of chunks(req.id, ctx)) {
+      for await (const chunk of chunks(req.id, '', ctx)) {
         size += chunk.data.length;
         if (size > ONE_MESSAGE_MAX_BYTES)
           throw errors.failedPrecondition(

@@ -21,7 +21,8 @@ export interface CalendarRow {
   deleted_at: Date | null;
 }
 
-const COLUMNS = 'id, tenant_id, name, description, timezone, color, metadata, created_at, updated_at, deleted_at';
+export const COLUMNS =
+  'id, tenant_id, name, description, timezone, color, metadata, created_at, updated_at, deleted_at';
 
 export async function insertCalendar(
   db: Queryable,
