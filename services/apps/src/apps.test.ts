@@ -559,6 +559,37 @@ describe('apps over gRPC', () => {
     app = await settled(t, 'endless');
     assert.equal(app.status, AppStatus.APP_STATUS_HEALTHY);
     assert.equal(app.discovered_tools.length, 64, 'at most 64 pages');
+
+    // A page past what a probe reads (4 MiB): not read on, and the app says why.
+    const huge = keep(
+      await startMcpServer({ transport: 'streamable', tools: [{ name: 'big', description: 'd'.repeat(5_000_000) }] }),
+    );
+    await create(t, { slug: 'huge', mcp_server_url: huge.url });
+    app = await settled(t, 'huge');
+    assert.equal(app.status, AppStatus.APP_STATUS_PROTOCOL_ERROR);
+    assert.match(app.status_reason ?? '', /exceeded 4194304 bytes and was not read/);
+  });
+
+  it("blanks the app's credential out of a tool result that echoes it (text, structured content, keys)", async () => {
+    const t = tenant();
+    const secret = 'echoed-secret-7d2e9b41';
+    const server = keep(
+      await startMcpServer({
+        transport: 'streamable',
+        auth: { header: 'authorization', value: `Bearer ${secret}` },
+        tools: [{ name: 'whoami' }],
+        onCall: () => ({
+          content: [{ type: 'text', text: `you sent Bearer ${secret}` }],
+          structuredContent: { [secret]: [`x${secret}x`] },
+        }),
+      }),
+    );
+    await create(t, { slug: 'echo', mcp_server_url: server.url, auth: { type: AuthType.AUTH_TYPE_BEARER, secret } });
+    assert.equal((await settled(t, 'echo')).status, AppStatus.APP_STATUS_HEALTHY);
+    await apps.client.call(S.updateApp, { slug: 'echo', enabled_tools: ['whoami'] }, t.call);
+    const result = await apps.client.call(S.callTool, { slug: 'echo', name: 'whoami' }, t.call);
+    assert.deepEqual(result.content, [{ type: 'text', text: 'you sent Bearer [redacted]' }]);
+    assert.deepEqual(result.structured_content, { '[redacted]': ['x[redacted]x'] });
   });
 
   it('calls enabled tools with the stored auth; 409 when not enabled or stale, 503 when the server is down', async () => {

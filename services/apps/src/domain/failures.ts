@@ -92,3 +92,21 @@ export function redact(text: string, secrets: string[]): string {
   out = out.replace(/[\r\n\t]+/g, ' ');
   return out.length > REASON_MAX ? `${out.slice(0, REASON_MAX - 1)}…` : out;
 }
+
+/**
+ * A tool result with every secret blanked out of its strings, at any depth (keys too): a server that
+ * echoes the credential it was sent, in a result a member or a model reads, does not leak it.
+ */
+export function redactSecrets<T>(value: T, secrets: string[]): T {
+  const live = secrets.filter((s) => s.length > 0);
+  if (live.length === 0) return value;
+  const text = (s: string) => live.reduce((out, secret) => out.split(secret).join('[redacted]'), s);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return text(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, inner]) => [text(k), walk(inner)]));
+    return v;
+  };
+  return walk(value) as T;
+}

@@ -1,20 +1,35 @@
 /** The two things the service does with an MCP server: probe it (initialize + tools/list) and call a tool. */
 import { EgressResponseTooLargeError } from '@workauto/egress';
 import { collectListing, type Listing } from '../domain/tools.js';
-import type { Failure } from '../domain/failures.js';
+import { redactSecrets, type Failure } from '../domain/failures.js';
 import { McpExchangeError, withMcpSession, type SessionOptions } from './session.js';
 
 export type ProbeOutcome = { ok: true; listing: Listing } | { ok: false; failure: Failure };
 
+/**
+ * The most one answer of a probe may hold (initialize, a tools/list page). What a listing keeps is
+ * bounded by domain/tools.ts; this bounds what is read, so a server answering without end costs
+ * the service at most this much memory per probe.
+ */
+export const PROBE_ANSWER_MAX_BYTES = 4 * 1024 * 1024;
+
 /** A real MCP session: initialize, then tools/list following nextCursor (domain/tools.ts caps it). */
 export async function probeServer(options: SessionOptions): Promise<ProbeOutcome> {
   try {
-    const listing = await withMcpSession(options, (client, request) =>
+    const listing = await withMcpSession({ ...options, maxResponseBytes: PROBE_ANSWER_MAX_BYTES }, (client, request) =>
       collectListing(async (cursor) => client.listTools(cursor === undefined ? undefined : { cursor }, request)),
     );
     return { ok: true, listing };
   } catch (err) {
     if (err instanceof McpExchangeError) return { ok: false, failure: err.failure };
+    if (err instanceof EgressResponseTooLargeError)
+      return {
+        ok: false,
+        failure: {
+          status: 'protocol_error',
+          reason: `an answer of the server exceeded ${err.limit} bytes and was not read; list fewer tools per tools/list page`,
+        },
+      };
     throw err;
   }
 }
@@ -57,7 +72,11 @@ export async function callServerTool(
   }
 }
 
-function callOnce(options: SessionOptions, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+async function callOnce(options: SessionOptions, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  return redactSecrets(await callUnredacted(options, name, args), options.secrets);
+}
+
+function callUnredacted(options: SessionOptions, name: string, args: Record<string, unknown>): Promise<ToolResult> {
   return withMcpSession(options, async (client, request) => {
     let result: Awaited<ReturnType<typeof client.callTool>>;
     try {
