@@ -183,4 +183,18 @@ describe('event visibility', () => {
     );
     assert.equal(reducedUrl('not a url'), '…');
   });
+
+  it("reduces an agent config's provider base_url below admin on agents, as the agents API shows it", () => {
+    const config = {
+      type: 'agent_config.updated',
+      data: { blueprint: 'task-triage', base_url: 'https://llm.example.com/v1/key-in-path' },
+    };
+    const reader = urlView(levels({ webhooks: 'admin', agents: 'read' }));
+    assert.deepEqual(reducePayloadUrls(config, reader, reducedUrl).data, {
+      blueprint: 'task-triage',
+      base_url: 'https://llm.example.com/…',
+    });
+    const agentsAdmin = urlView(levels({ webhooks: 'read', agents: 'admin' }));
+    assert.deepEqual(reducePayloadUrls(config, agentsAdmin, reducedUrl), config);
+  });
 });

@@ -2,7 +2,7 @@
  * Which webhook events a caller sees, and how: an event belongs to the domain of its resource type
  * (the part of its type before the dot) and is shown only to callers with read there. A
  * webhook_event.retried carries the event it retried in its data (which may be a retried one
- * again), so it needs read on each of their domains. Below admin on webhooks (or apps), destination
+ * again), so it needs read on each of their domains. Below admin on webhooks (or apps, or agents), destination
  * URLs in payloads are reduced. Pure.
  */
 import type { AccessLevel, Domain } from '@workauto/grpc';
@@ -58,11 +58,24 @@ export interface UrlView {
   endpoints: boolean;
   /** `mcp_server_url` of app.* data (below admin on apps). */
   apps: boolean;
+  /** `base_url` of agent_config.* data (below admin on agents), as the agents API shows it. */
+  agents: boolean;
 }
 
 export function urlView(ctx: Levels): UrlView {
-  return { endpoints: !ctx.allows('webhooks', 'admin'), apps: !ctx.allows('apps', 'admin') };
+  return {
+    endpoints: !ctx.allows('webhooks', 'admin'),
+    apps: !ctx.allows('apps', 'admin'),
+    agents: !ctx.allows('agents', 'admin'),
+  };
 }
+
+/** The URL field of each resource type's event data that may carry a token, by the view's switch. */
+const URL_FIELDS: readonly { prefix: string; field: string; view: keyof UrlView }[] = [
+  { prefix: 'webhook_endpoint.', field: 'url', view: 'endpoints' },
+  { prefix: 'app.', field: 'mcp_server_url', view: 'apps' },
+  { prefix: 'agent_config.', field: 'base_url', view: 'agents' },
+];
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -71,12 +84,7 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 export function reducePayloadUrls(payload: Json, view: UrlView, reduce: (url: string) => string): Json {
   const { type, data } = payload;
   if (!isObject(data) || typeof type !== 'string') return payload;
-  const field =
-    view.endpoints && type.startsWith('webhook_endpoint.')
-      ? 'url'
-      : view.apps && type.startsWith('app.')
-        ? 'mcp_server_url'
-        : undefined;
+  const field = URL_FIELDS.find((f) => view[f.view] && type.startsWith(f.prefix))?.field;
   if (field !== undefined && typeof data[field] === 'string')
     return { ...payload, data: { ...data, [field]: reduce(data[field]) } };
   if (type === RETRIED && isObject(data.payload))
