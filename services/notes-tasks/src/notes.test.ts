@@ -158,6 +158,15 @@ describe('notes over gRPC', () => {
       ),
       ['metadata'],
     );
+    // A URL parser drops a tab or a line break and still accepts the URL; the stored text would keep it.
+    for (const source_url of ['https://a.example/x\r\nSet-Cookie: y', 'https://a.example/\tx', 'https://a .example'])
+      assert.deepEqual(
+        await badFields(nt.client.call(S.updateNote, { id: n.id, source_url }, t.call)),
+        ['source_url'],
+        JSON.stringify(source_url),
+      );
+    const trimmed = await nt.client.call(S.updateNote, { id: n.id, source_url: '  https://a.example/x  ' }, t.call);
+    assert.equal(trimmed.source_url, 'https://a.example/x');
     assert.deepEqual(await badFields(nt.client.call(S.updateNote, { id: n.id, title: 'x'.repeat(501) }, t.call)), [
       'title',
     ]);

@@ -1,4 +1,4 @@
-import type { Validator } from '@workauto/grpc';
+import { checkHttpUrl, type Validator } from '@workauto/grpc';
 import { LIMITS } from './common.js';
 
 // Field checks of this service, added to one Validator so a request's problems come together.
@@ -10,17 +10,12 @@ export function checkMinutes(v: Validator, field: string, value: number | undefi
     : v.add(field, `must be a whole number of minutes from 0 to ${LIMITS.minutes}`);
 }
 
+/** A link the note keeps (source_url): trimmed, then an absolute http(s) URL without whitespace or control characters inside. */
 export function checkUrl(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
   if (value === undefined || (clearable && value === '')) return v;
-  const text = value.trim();
-  let ok = text.length <= LIMITS.url;
-  try {
-    const url = new URL(text);
-    ok &&= url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    ok = false;
-  }
-  return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${LIMITS.url} characters`);
+  const text = value.trim(); // surrounding whitespace is trimmed before the URL is stored
+  if (!text) return v.add(field, `must be an absolute http(s) URL of at most ${LIMITS.url} characters`);
+  return checkHttpUrl(v, field, text, LIMITS.url);
 }
 
 /** Length of text that is not trimmed (a note body keeps its whitespace). */
