@@ -114,12 +114,19 @@ describe('identity over gRPC', () => {
     const err = await failure(
       client.call(
         S.updateMember,
-        { id: t.member!.id, name: '', email: 'not-an-email', contact_id: 'x', role: 0 },
+        {
+          id: t.member!.id,
+          name: '',
+          email: 'not-an-email',
+          contact_id: 'x',
+          role: 0,
+          metadata: { big: 'z'.repeat(20_000) }, // past the 16 KiB every record's metadata may hold
+        },
         as(t.tenant!.id, t.member!.id),
       ),
     );
     assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
-    assert.deepEqual(err.fieldViolations.map((v) => v.field).sort(), ['contact_id', 'email', 'name']);
+    assert.deepEqual(err.fieldViolations.map((v) => v.field).sort(), ['contact_id', 'email', 'metadata', 'name']);
   });
 
   it('pages members newest first with an opaque cursor', async () => {

@@ -45,7 +45,7 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
           if (!member.is_active)
             throw errors.failedPrecondition(
               'MEMBER_INACTIVE',
-              'the member is deactivated; reactivate it before giving it keys',
+              'the member is deactivated and cannot hold keys (deactivation is final); create the key for an active member',
             );
           // The member row lock above serialises concurrent creates, so the count cannot be overtaken.
           assertMayAddApiKey(await apiKeys.countActiveApiKeys(tx, ctx.tenant, member.id));

@@ -1,5 +1,5 @@
 import { withTransaction, newId, isUniqueViolation, type PoolClient } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
+import { checkMetadata, errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
 import { generateToken, hint, sha256Hex, secretsEqual } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import { ActorType, MemberRole, type IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -114,6 +114,7 @@ export function memberHandlers({
       const v = validate();
       const { req } = patchNulls(patchRequest, { text: ['contact_id'] }, v);
       const role = roles.toDomain(req.role);
+      checkMetadata(v, 'metadata', req.metadata);
       v.uuid('id', req.id, { required: true })
         .text('name', req.name, { max: 200 })
         .email('email', req.email)
