@@ -37,6 +37,13 @@ const releaseHangs = () => {
   for (const end of hangs.splice(0)) end();
 };
 
+/**
+ * The idle p99 the bound is taken from is at least this: on a 2-core machine running other test
+ * files, B's idle p99 alone moves between about 30 and 140 ms. A tenant that freezes a service
+ * (the defects this test guards against cost B seconds) is far past twice this.
+ */
+const IDLE_P99_FLOOR_MS = 200;
+
 interface Sample {
   route: string;
   ms: number;
@@ -355,7 +362,7 @@ describe(
       await fake?.stop();
     });
 
-    it("keeps B's p99 within twice its p99 while A is idle (floor 150 ms)", (t) => {
+    it("keeps B's p99 within twice its p99 while A is idle (floor 200 ms)", (t) => {
       assert.ok(idle.length >= 200, `${idle.length} samples with A idle`);
       const before = p99(idle);
       const during = p99(busy);
@@ -367,7 +374,7 @@ describe(
         `B's p99: ${Math.round(before)} ms with A idle, ${Math.round(during)} ms with A noisy; slowest: ${slowest.join(', ')}`,
       );
       assert.ok(
-        during <= 2 * Math.max(before, 150),
+        during <= 2 * Math.max(before, IDLE_P99_FLOOR_MS),
         `B's p99 was ${Math.round(before)} ms with A idle and ${Math.round(during)} ms with A noisy (${busy.length} requests); slowest: ${slowest.join(', ')}`,
       );
       const failed = busy.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status}`);
