@@ -119,10 +119,12 @@ describe('Downstream balancing over replicas', () => {
   });
 
   it('finds a replica added after it connected once the servers end old connections (max_connection_age)', async () => {
+    // Connections age out every half second here (2 min in production): the grace, 30 s there, must
+    // outlast a call on a loaded machine, or the call in flight ends UNAVAILABLE.
     const short = {
       ...SERVER_CHANNEL_OPTIONS,
       'grpc.max_connection_age_ms': 500,
-      'grpc.max_connection_age_grace_ms': 200,
+      'grpc.max_connection_age_grace_ms': 5_000,
     };
     const first = await startReplica('127.0.0.4', 0, short);
     const second = await startReplica('127.0.0.5', first.port, short);
