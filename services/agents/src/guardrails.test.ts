@@ -78,12 +78,13 @@ describe('tool globs', () => {
     const names = ['a'.repeat(max), `${'a'.repeat(max - 1)}b`, 'ab'.repeat(max / 2)];
     const started = performance.now();
     let matched = 0;
-    for (let i = 0; i < 1_000; i++) for (const g of globs) for (const n of names) if (globMatches(g, n)) matched++;
+    for (let i = 0; i < 100; i++) for (const g of globs) for (const n of names) if (globMatches(g, n)) matched++;
     const ms = performance.now() - started;
-    // 15,000 worst-case matches: a backtracking regex needs years for the first one.
-    assert.ok(ms < 1_000, `15,000 worst-case glob matches took ${Math.round(ms)} ms`);
+    // 1,500 worst-case matches, a few tens of ms here: a backtracking regex needs years for the
+    // first one, so the bound is loose enough for any loaded machine and still fails on the defect.
+    assert.ok(ms < 1_000, `1,500 worst-case glob matches took ${Math.round(ms)} ms`);
     // Per round: the a…b glob matches a×127 b, '*a'×64 matches a×128; names never end in Z.
-    assert.equal(matched, 2_000);
+    assert.equal(matched, 200);
   });
 
   it('decide which tools are offered: every allow_tools rule matches and no deny_tools rule does', () => {
