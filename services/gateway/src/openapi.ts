@@ -320,7 +320,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
    */
   const fieldSchema = (field: DescField, dir: Direction, required = false): Schema => {
     const scalar = field.scalar === undefined ? undefined : scalarName(field.scalar);
-    let s: Schema = field.message
+    const s: Schema = field.message
       ? messageRef(field.message, dir)
       : field.enum
         ? { type: 'string', enum: enumNames(field.enum) }

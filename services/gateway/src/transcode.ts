@@ -92,7 +92,7 @@ export function requiredViolations(type: DescMessage, value: unknown, path: stri
     }
     if (!f.message || f.message.typeName.startsWith('google.protobuf.')) continue;
     if (f.fieldKind === 'list' && Array.isArray(v))
-      v.forEach((item, i) => out.push(...requiredViolations(f.message!, item, `${at}[${i}]`)));
+      v.forEach((item, i) => out.push(...requiredViolations(f.message, item, `${at}[${i}]`)));
     else if (f.fieldKind === 'message') out.push(...requiredViolations(f.message, v, at));
   }
   return out;
@@ -117,7 +117,7 @@ function fromText(field: DescField, text: string, path: string, out: Violation[]
     out.push({ field: path, description: 'cannot be given in the URL' });
     return undefined;
   }
-  return scalarText(scalarName(field.scalar!), text, path, out);
+  return scalarText(scalarName(field.scalar), text, path, out);
 }
 
 function scalarText(type: string, text: string, path: string, out: Violation[]): unknown {
@@ -201,7 +201,7 @@ export function buildRequest(
     } else if (field.message && field.fieldKind === 'message') {
       out.push(...requiredViolations(field.message, body, route.body));
     } else if (field.message && field.fieldKind === 'list' && Array.isArray(body)) {
-      body.forEach((item, i) => out.push(...requiredViolations(field.message!, item, `${route.body}[${i}]`)));
+      body.forEach((item, i) => out.push(...requiredViolations(field.message, item, `${route.body}[${i}]`)));
     }
     const mapped = body === undefined ? undefined : fieldFromJson(field, body, route.body, out);
     if (mapped !== undefined) setField(request, field, mapped);

@@ -63,7 +63,7 @@ export const movesSeries = (c: Changes) =>
 export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
   const allDay = c.is_all_day ?? base.is_all_day;
   const given = <K extends keyof Timing>(k: K, fallback: Timing[K]): Timing[K] =>
-    c[k] === undefined ? fallback : (c[k] as Timing[K]);
+    c[k] === undefined ? fallback : c[k];
   if (allDay) {
     if (c.start_at || c.end_at)
       throw errors.invalidField(

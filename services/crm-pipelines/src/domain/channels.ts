@@ -36,7 +36,7 @@ export function canonicalize(type: ChannelType, value: string, region?: string):
         const upper = region.trim().toUpperCase();
         if (!/^[A-Z]{2}$/.test(upper) || !isSupportedCountry(upper))
           return fail('region', 'must be an ISO 3166-1 alpha-2 region code like US or GB');
-        country = upper as CountryCode;
+        country = upper;
       } else if (!v.startsWith('+')) {
         return fail('value', 'must be in international form (+14155550123), or give region for a national number');
       }

@@ -44,7 +44,7 @@ export async function takeIn(
     tx,
     matched.map((endpoint, i) => ({
       payload: { delivery_id: deliveryIds[i]! },
-      options: jobOptions(deps, event.tenant_id!, endpoint.id),
+      options: jobOptions(deps, event.tenant_id, endpoint.id),
     })),
   );
   await deliveries.insertDeliveries(
