@@ -34,7 +34,7 @@ export function updateMaskField(type: DescMessage): DescField | undefined {
  * of these names): `public_base_url`, the origin of absolute URLs a response hands out. They are
  * not in the OpenAPI document.
  */
-export const GATEWAY_FIELDS: readonly string[] = [PUBLIC_BASE_URL_FIELD];
+const GATEWAY_FIELDS: readonly string[] = [PUBLIC_BASE_URL_FIELD];
 
 /** Values of the gateway's own fields for one request, computed only when the route's request has the field. */
 export type GatewayFieldValues = Partial<Record<string, () => string>>;
@@ -78,7 +78,7 @@ export function isRequiredField(field: DescField): boolean {
  * The REQUIRED fields a JSON value of `type` leaves out (absent or null), at every level of the
  * messages it carries: `owner.email`, `stages[1].name`. Wrong types are messageFromJson's to report.
  */
-export function requiredViolations(type: DescMessage, value: unknown, path: string, skip: string[] = []): Violation[] {
+function requiredViolations(type: DescMessage, value: unknown, path: string, skip: string[] = []): Violation[] {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
   const given = value as Record<string, unknown>;
   const out: Violation[] = [];

@@ -1,5 +1,5 @@
 import { errors, isIsoDate } from '@workauto/grpc';
-import type { EventFields, EventRow, ReminderRow } from '../repo/events.js';
+import type { EventFields, EventRow } from '../repo/events.js';
 import { recurrence } from './errors.js';
 import { checkSeries, nextOccurrence, seriesEnd, startOfDay, type Series } from './recurrence.js';
 
@@ -27,7 +27,7 @@ export type Timing = Pick<
 >;
 
 /** What an event is about: the fields an `all` edit also gives the series' exceptions. */
-export type Descriptive = Pick<
+type Descriptive = Pick<
   EventRow,
   | 'title'
   | 'description'
@@ -158,5 +158,3 @@ export function nextOccurrenceOf(
   const all = [...(fromRule ? [fromRule] : []), ...moved].sort((a, b) => a.getTime() - b.getTime());
   return all[0] ?? null;
 }
-
-export type { ReminderRow };

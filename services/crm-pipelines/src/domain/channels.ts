@@ -5,8 +5,7 @@
 import { isSupportedCountry, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 
 export const KEY_VERSION = 1;
-export const CHANNEL_TYPES = ['email', 'phone', 'url', 'linkedin', 'other'] as const;
-export type ChannelType = (typeof CHANNEL_TYPES)[number];
+export type ChannelType = 'email' | 'phone' | 'url' | 'linkedin' | 'other';
 
 // Deliberately loose, as most APIs are: one @, no spaces, a dot in the domain.
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
