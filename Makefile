@@ -62,8 +62,12 @@ proto-lint: install
 proto-breaking: install
 	buf breaking proto --against '.git#branch=main'
 
+## lint: buf lint, the chart and migration checks, Prettier, eslint with type information (eslint.config.js;
+## after build: it reads the workspaces' .d.ts) and knip (knip.jsonc: unused files, exports, dependencies)
 lint: proto-lint build chart-check migrations-check
 	prettier --check --log-level warn .
+	eslint .
+	knip
 
 ## format: Prettier over the tree (.prettierrc.json: 120 columns)
 format: install

@@ -165,8 +165,8 @@ export async function startServiceProcesses(opts: {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const output: string[] = [];
-    proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-    proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+    proc.stdout.on('data', (d: Buffer) => output.push(d.toString()));
+    proc.stderr.on('data', (d: Buffer) => output.push(d.toString()));
     children.set(child, { proc, output });
   }
   const url = `http://127.0.0.1:${ports.gateway}`;

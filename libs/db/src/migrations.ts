@@ -143,7 +143,7 @@ export async function runMigrations(pool: pg.Pool, dirs: string[], options: Migr
   const applied: string[] = [];
   for (;;) {
     const client = await pool.connect();
-    let step: 'done' | 'more' | { busy: string } = 'done';
+    let step: 'done' | 'more' | { busy: string };
     let open = true;
     try {
       await client.query('BEGIN');

@@ -24,7 +24,7 @@ function refusal(policy: EgressPolicy, url: string, field = 'url'): string {
     assert.ok(err instanceof DomainError, `${url}: expected a DomainError, got ${String(err)}`);
     assert.equal(err.reason, 'INVALID_ARGUMENT');
     assert.equal(err.extra.fieldViolations?.[0]?.field, field);
-    return err.extra.fieldViolations[0]!.description;
+    return err.extra.fieldViolations[0].description;
   }
   assert.fail(`${url} was allowed`);
 }

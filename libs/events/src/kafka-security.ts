@@ -69,7 +69,7 @@ export function kafkaClientSecurity(config: KafkaSecurityConfig): KafkaClientSec
   if (!config.saslUsername || !config.saslPassword) {
     throw new Error(`KAFKA_SASL_MECHANISM=${mechanism} needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD`);
   }
-  out.sasl = { mechanism, username: config.saslUsername, password: config.saslPassword } as SASLOptions;
+  out.sasl = { mechanism, username: config.saslUsername, password: config.saslPassword };
   return out;
 }
 
@@ -78,6 +78,8 @@ function pemFile(variable: string, path: string, what: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw new Error(`${variable} ${path} cannot be read (${(err as Error).message}); mount ${what} there`);
+    throw new Error(`${variable} ${path} cannot be read (${(err as Error).message}); mount ${what} there`, {
+      cause: err,
+    });
   }
 }

@@ -165,7 +165,7 @@ export class OutboxRelay {
 
   private async acquire(): Promise<void> {
     const client = await this.opts.pool.connect();
-    let locked = false;
+    let locked: boolean;
     try {
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock(hashtext($1)) AS locked', [
         LOCK_KEY,

@@ -69,7 +69,7 @@ async function startServer(opts: { reflection?: boolean; verifyKeys?: string; si
     port,
     client,
     seen: () => seen,
-    list: (metadata?: grpc.Metadata) => client.call(S.listNotes, {} as never, metadata ? { metadata } : {}),
+    list: (metadata?: grpc.Metadata) => client.call(S.listNotes, {}, metadata ? { metadata } : {}),
     async stop() {
       client.close();
       await server.shutdown(100);

@@ -106,6 +106,7 @@ function importKey(
   } catch (err) {
     throw new Error(
       `caller key ${jwk.kid ?? ''} is not a valid ${kind} JWK (${(err as Error).message}); ${WHAT_TO_SET}`,
+      { cause: err },
     );
   }
   const type = key.asymmetricKeyType;

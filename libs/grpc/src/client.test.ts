@@ -239,7 +239,7 @@ describe('Downstream circuit breaker', () => {
       d.call(HANG, Buffer.alloc(0), { deadlineMs: 200 }).catch((e: unknown) => e),
     );
     const outcomes = await Promise.all([...expiring, ...inFlight]);
-    const lost = (await Promise.all(inFlight)) as unknown[];
+    const lost: unknown[] = await Promise.all(inFlight);
     assert.ok(
       lost.every((e) => e instanceof DomainError),
       `every call in flight failed when the connection ended: ${String(lost.find((e) => !(e instanceof DomainError)))}`,
@@ -347,8 +347,7 @@ describe('field violation cap', () => {
         },
       },
       {
-        Bad: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) =>
-          cb(toServiceError(errors.invalidArgument(many), 'x') as grpc.ServiceError),
+        Bad: (_c: unknown, cb: grpc.sendUnaryData<Buffer>) => cb(toServiceError(errors.invalidArgument(many), 'x')),
       },
     );
     const port = await new Promise<number>((resolve, reject) =>

@@ -111,10 +111,7 @@ const SERVICE_UNWELL_REASONS = new Set([
   'SERVICE_UNAVAILABLE',
 ]);
 
-const HealthClient = grpc.makeClientConstructor(
-  healthService as unknown as grpc.ServiceDefinition,
-  'grpc.health.v1.Health',
-);
+const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.Health');
 
 type Breaker = CircuitBreaker<[() => Promise<unknown>], unknown>;
 

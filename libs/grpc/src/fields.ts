@@ -70,6 +70,7 @@ export function changedFields(patch: Record<string, unknown>): Record<string, un
 
 // C0 and C1 controls, DEL, and Unicode whitespace: the WHATWG URL parser drops tabs and newlines
 // silently, so a URL that parses can still carry them in the text that was stored.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point: they are refused
 const URL_FORBIDDEN_CHARACTERS = /[\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]/;
 
 /** Why a URL's text is refused before it is parsed: whitespace or control characters, anywhere. */

@@ -124,7 +124,7 @@ describe('a timestamp cursor (agent runs: the created_at of the last item, next 
       timestampCursor,
     );
     assert.equal(page.next_cursor, '2026-11-22T10:00:00.123000Z');
-    assert.deepEqual(after(page.next_cursor!), { at: '2026-11-22T10:00:00.123000Z', id: NO_ID });
+    assert.deepEqual(after(page.next_cursor), { at: '2026-11-22T10:00:00.123000Z', id: NO_ID });
   });
 
   it('reads any RFC 3339 form in UTC at microseconds, rounding a finer one up (strictly older stays exact)', () => {

@@ -4,8 +4,8 @@ import { errors } from './errors.js';
 import { encodedSizeBound } from './message-size.js';
 
 /** Page sizes of the contract (§3): default 50, larger values clamped to 200. */
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 200;
+const DEFAULT_PAGE_SIZE = 50;
+const MAX_PAGE_SIZE = 200;
 
 /** A list request's page: pass it to the repo, which pages with `listPage` from @workauto/db. */
 export type PageRequest = PageQuery;

@@ -14,15 +14,15 @@ export class Resources {
 
   /** Closes everything, newest first; every closer runs even if one fails (the first error is thrown). */
   async close(): Promise<void> {
-    let first: unknown;
+    let first: { err: unknown } | undefined;
     while (this.closers.length) {
       try {
         await this.closers.pop()!();
       } catch (err) {
-        first ??= err;
+        first ??= { err };
       }
     }
-    if (first !== undefined) throw first;
+    if (first) throw first.err;
   }
 
   /** Runs start-up; if it throws, closes what it had opened and rethrows. */

@@ -58,10 +58,6 @@ export function validate(): Validator {
   return new Validator();
 }
 
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
-
 /** A real calendar date in YYYY-MM-DD form: the API's one date check lives with its timestamp parser. */
 export { isIsoDate } from '@workauto/protos';
 

@@ -60,7 +60,7 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     const fixture = fileURLToPath(new URL('./fixtures/hanging-worker.js', import.meta.url));
     const child = spawn(process.execPath, [fixture, url, queueName], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const killed = once(child, 'exit');
     try {
       await eventually('the replica started the attempt', () => out.includes(`started ${id}`));

@@ -154,7 +154,7 @@ describe('JSON → proto', () => {
     assert.equal(roundTrip(createType, { name: 'x', kind: 'big_box' }).kind, 'big_box');
     const [v] = violations(createType, { name: 'x', kind: 'huge' });
     assert.equal(v?.field, 'kind');
-    assert.match(v!.description, /big_box, small/);
+    assert.match(v.description, /big_box, small/);
   });
 
   it('parses RFC 3339 timestamps with any offset and refuses other strings', () => {

@@ -245,7 +245,7 @@ function singleFromJson(field: DescField, value: unknown, path: string, out: Vio
       out.push({ field: path, description: `must be one of ${enumNames(e).join(', ')}; got ${JSON.stringify(value)}` });
     return n;
   }
-  return scalarFromJson(scalarName(field.scalar!), value, path, out);
+  return scalarFromJson(scalarName(field.scalar), value, path, out);
 }
 
 /** A scalar (named as the .proto spells it) from its JSON value. */
@@ -313,7 +313,7 @@ function wellKnownFromJson(desc: DescMessage, json: unknown, path: string, out: 
     case FIELD_MASK: {
       // Its JSON is the message's, {"paths": [...]}; ts-proto holds the paths alone.
       const mask = fieldsFromJson(desc, json, path, out);
-      return mask && ((mask.paths as string[] | undefined) ?? []);
+      return mask && (mask.paths ?? []);
     }
     default: {
       const scalar = WRAPPERS[desc.typeName];

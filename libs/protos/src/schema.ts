@@ -22,7 +22,7 @@ import {
 import { FileDescriptorSetSchema, type SourceCodeInfo_Location } from '@bufbuild/protobuf/wkt';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import * as protoLoader from '@grpc/proto-loader';
-import { messageTypeRegistry, type MessageType as Codec } from './gen/typeRegistry.js';
+import { messageTypeRegistry } from './gen/typeRegistry.js';
 
 /** The product's descriptor set (proto/), beside this package's dist/. */
 export const DESCRIPTOR_SET = fileURLToPath(new URL('../descriptor.binpb', import.meta.url));
@@ -78,12 +78,12 @@ const types = new WeakMap<DescMessage, MessageType>();
 export function messageType(desc: DescMessage): MessageType {
   let type = types.get(desc);
   if (!type) {
-    const codec = messageTypeRegistry.get(desc.typeName) as Codec<any> | undefined; // any message of the set
+    const codec = messageTypeRegistry.get(desc.typeName); // any message of the set
     if (!codec) throw new Error(`no ts-proto codec for ${desc.typeName}: import its generated module (loadCodecs)`);
     type = {
       desc,
       encode: (message) => codec.encode(codec.fromPartial(message)).finish(),
-      decode: (bytes) => codec.decode(deepReader(bytes)),
+      decode: (bytes) => codec.decode(deepReader(bytes)) as Record<string, unknown>, // a ts-proto message object
     };
     types.set(desc, type);
   }

@@ -87,7 +87,7 @@ export function untilDatabaseAnswers<T>(
 export function watchDatabase(pool: Pool, everyMs: number, onChange: (reachable: boolean) => void): NodeJS.Timeout {
   let reachable = true;
   let checking = false;
-  const timer = setInterval(async () => {
+  const check = async () => {
     if (checking) return;
     checking = true;
     const ok = await pool.query('SELECT 1').then(
@@ -98,7 +98,9 @@ export function watchDatabase(pool: Pool, everyMs: number, onChange: (reachable:
     if (ok === reachable) return;
     reachable = ok;
     onChange(ok);
-  }, everyMs);
+  };
+  // check() rejects only if onChange throws, which is the caller's bug: it surfaces as an unhandled rejection.
+  const timer = setInterval(() => void check(), everyMs);
   timer.unref();
   return timer;
 }

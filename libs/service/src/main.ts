@@ -184,7 +184,7 @@ type MigrationEnv = Partial<Env<typeof migrationEnv>>;
  * `start(config, env, logger)` — which imports the service's app.ts dynamically and calls its
  * create…Service(config, logger) with `config` (the shared ServiceConfig) and its own settings.
  */
-export async function runService<S extends z.ZodRawShape = {}>(opts: {
+export async function runService<S extends z.ZodRawShape = Record<never, never>>(opts: {
   name: string;
   grpcPort: number;
   /**

@@ -47,7 +47,7 @@ export async function migrate(opts: {
 }
 
 /** The database lacked some of the process's migrations for the whole wait. */
-export class MigrationsMissingError extends Error {
+class MigrationsMissingError extends Error {
   override name = 'MigrationsMissingError';
 }
 

@@ -1,10 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 
-const HealthClient = grpc.makeClientConstructor(
-  healthService as unknown as grpc.ServiceDefinition,
-  'grpc.health.v1.Health',
-);
+const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.Health');
 type HealthCheck = (
   req: { service: string },
   opts: grpc.CallOptions,

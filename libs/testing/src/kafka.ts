@@ -35,7 +35,7 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
       return stdout.trim().split('\n').pop() ?? '';
     } catch (err) {
       const e = err as { code?: unknown; stderr?: string };
-      throw new Error(`kafka.sh ${command} failed (${String(e.code)}): ${e.stderr ?? ''}`);
+      throw new Error(`kafka.sh ${command} failed (${String(e.code)}): ${e.stderr ?? ''}`, { cause: err });
     }
   };
   const line = await kafka('start');

@@ -101,6 +101,7 @@ export async function startEmbeddedPostgres(opts: {
         : '';
     throw new Error(
       `PostgreSQL did not start in ${opts.dir} on port ${port}: ${err instanceof Error ? err.message : String(err)}\n${recent.join('\n')}${hint}`,
+      { cause: err },
     );
   }
   return {

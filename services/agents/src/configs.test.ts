@@ -355,7 +355,7 @@ describe('provider keys: probe, encrypt, store', () => {
     const k = key('openai', 'ok');
     await agents.client.call(S.putByokKey, { blueprint: 'daily-briefing', api_key: k, provider: 0 }, t.call);
     const rotated = Keyring.fromEnv(`${Keyring.generateSpec('k2')},${agents.encryptionKeys}`);
-    assert.ok((await rewrapKeys(agents.db as never, rotated)) >= 1);
+    assert.ok((await rewrapKeys(agents.db, rotated)) >= 1);
     const { rows } = await agents.db.query(
       'SELECT byok_ciphertext, byok_key_id FROM agent_configs WHERE tenant_id = $1',
       [t.id],

@@ -98,7 +98,7 @@ describe('MCP tools (ListMcpTools, CallMcpTool)', () => {
     );
     const entries = audit.rows.map((r) => decodeEvent(r.payload));
     assert.deepEqual(
-      entries.map((e) => [e.resource!.id, e.metadata!.outcome, e.metadata!.member_id]),
+      entries.map((e) => [e.resource!.id, e.metadata.outcome, e.metadata.member_id]),
       [
         ['create_task', 'ok', t.memberId],
         ['create_task', 'access_denied', t.memberId],

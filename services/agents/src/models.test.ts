@@ -8,14 +8,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { EgressPolicy } from '@workauto/egress';
-import { eventually } from '@workauto/testing';
 import {
   AgentRunStatus,
   FailureCategory,
   ProbeCategory,
   ProbeStatus,
   Provider,
-  type AgentRun,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { S, failure, newKey, runUntilDone, startAgents, startRunStack, tenant, withAccess } from './test-support.js';
 import { FakeProviderProcess } from './testing/fake-provider.js';

@@ -83,7 +83,7 @@ describe('who may start a run', () => {
         `UPDATE agent_configs SET schedule_next_at = now() - interval '1 second' WHERE tenant_id = $1`,
         [t.id],
       );
-      await scheduleDueRuns(stack.db as never);
+      await scheduleDueRuns(stack.db);
     } else {
       await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'go' }, withAccess(t, caller));
     }

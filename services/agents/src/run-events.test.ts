@@ -23,7 +23,14 @@ import type { ChatStep } from './testing/fake-provider.js';
 interface SseEvent {
   id: number;
   event: string;
-  data: any;
+  /** The JSON of a status event (the run) or a step event: the fields the tests read. */
+  data: {
+    status?: string;
+    type?: string;
+    tool_name?: string;
+    cost_usd_cents?: unknown;
+    output?: { text?: string } | null;
+  };
 }
 
 /** The stream's text as a client reads it: events (id, type, JSON data) and comments, in order. */
@@ -176,7 +183,7 @@ describe('agent run events (Server-Sent Events)', () => {
       'running: no cost, no output yet',
     );
     assert.ok(final.cost_usd_cents > 0);
-    assert.equal(events.at(-1)!.data.output.text, 'Done.');
+    assert.equal(events.at(-1)!.data.output?.text, 'Done.');
     assert.equal(viewer.service.openEventStreams(), 0, 'the stream ended with the run');
 
     // Resumed after any id: exactly the events after it (one Last-Event-ID for both kinds).

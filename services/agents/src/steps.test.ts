@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import pg from 'pg';
 import { eventually } from '@workauto/testing';
-import { AgentRunStatus, Provider, StepType, type AgentRun } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { AgentRunStatus, Provider, StepType } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { NotesTasksServiceService as Notes } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { cutUtf8, redact, stepArguments, STEP_TEXT_MAX_BYTES } from './domain/steps.js';
 import { RUN_CHANNEL } from './repo/runs.js';

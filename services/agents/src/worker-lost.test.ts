@@ -57,8 +57,8 @@ describe(
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         });
-        child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-        child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+        child.stdout.on('data', (d: Buffer) => output.push(d.toString()));
+        child.stderr.on('data', (d: Buffer) => output.push(d.toString()));
         children.push(child);
         await eventually(
           `agents process serving:\n${output.join('')}`,

@@ -28,10 +28,10 @@ export interface AppsConfig extends ServiceConfig {
 }
 export type { RunningService };
 
-export const PROBE_TIMEOUT_MS = 10_000;
-export const TOOL_CALL_TIMEOUT_MS = 60_000;
-export const PROBE_INTERVAL_MS = 5 * 60_000;
-export const TOOL_RESULT_MAX_BYTES = 1024 * 1024;
+const PROBE_TIMEOUT_MS = 10_000;
+const TOOL_CALL_TIMEOUT_MS = 60_000;
+const PROBE_INTERVAL_MS = 5 * 60_000;
+const TOOL_RESULT_MAX_BYTES = 1024 * 1024;
 
 /** apps with the shared start-up (@workauto/service): the same steps for main.ts, make dev and tests. */
 export function createAppsService(config: AppsConfig, logger: Logger = createLogger('apps')): Promise<RunningService> {

@@ -69,12 +69,6 @@ export async function startCalendar(opts: { now?: () => Date; indexRefreshMs?: n
 
 export type Calendar = Awaited<ReturnType<typeof startCalendar>>;
 
-/** An occurrence as a comparable line: start (instant or date), event id, recurrence id, title. */
-export function line(e: CalendarEvent): string {
-  const start = e.start_at ? e.start_at.toISOString() : e.start_date;
-  return `${start} ${e.title} ${e.recurrence_id?.toISOString() ?? '-'}`;
-}
-
 /** Local wall time of an instant in a zone, e.g. "2026-11-02 09:00". */
 export function local(at: Date, timeZone: string): string {
   const f = new Intl.DateTimeFormat('sv-SE', {

@@ -170,9 +170,7 @@ describe('deals over gRPC', () => {
       [{ owner_id: 'bob' }, 'owner_id'],
     ];
     for (const [body, field] of cases) {
-      const err = await failure(
-        crm.client.call(S.createDeal, { title: 't', pipeline_id: usd.id, ...body } as never, t.call),
-      );
+      const err = await failure(crm.client.call(S.createDeal, { title: 't', pipeline_id: usd.id, ...body }, t.call));
       assert.equal(err.code, grpc.status.INVALID_ARGUMENT, JSON.stringify(body));
       assert.equal(err.fieldViolations[0]?.field, field, JSON.stringify(body));
     }

@@ -171,7 +171,7 @@ describe('pipelines and stages over gRPC', () => {
       t.call,
     );
     assert.equal(appended.display_order, 7);
-    let names = (await crm.client.call(S.getPipeline, { id: p.id }, t.call)).stages.map((s) => s.name);
+    const names = (await crm.client.call(S.getPipeline, { id: p.id }, t.call)).stages.map((s) => s.name);
     assert.deepEqual(names, ['Lead', 'Qualified', 'Proposal', 'Negotiation', 'Won', 'Lost', 'On hold']);
 
     const renamed = await crm.client.call(
@@ -317,7 +317,7 @@ describe('pipelines and stages over gRPC', () => {
           metadata: {},
           stages: [
             { name: 'a', stage_type: 99 as never },
-            { name: '', stage_type: 0 as never, default_confidence: 1.5 },
+            { name: '', stage_type: 0, default_confidence: 1.5 },
             { name: 'c', stage_type: OPEN, default_confidence: 0.12345 },
           ],
         },

@@ -81,7 +81,7 @@ describe('pipeline summary over gRPC', () => {
       await Promise.all(
         [...picked].map((k) => {
           const m = model[k]!;
-          if (m.deleted) return undefined;
+          if (m.deleted) return Promise.resolve();
           const roll = rnd();
           if (roll < 0.2) {
             m.deleted = true;

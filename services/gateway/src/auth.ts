@@ -38,12 +38,12 @@ export function accessLevels(principal: Principal): AccessLevels {
 
 const MAX_ENTRIES = 10_000;
 
-export function bearerToken(header: string | undefined): string | undefined {
+function bearerToken(header: string | undefined): string | undefined {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
   return m?.[1];
 }
 
-export function tokenKey(token: string): string {
+function tokenKey(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
 }
 

@@ -10,10 +10,10 @@ import type { Request, RequestHandler } from 'express';
 import { z } from '@workauto/config';
 import { matchRoute, type Route } from './routes.js';
 
-export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, X-Request-Id';
-export const CORS_EXPOSE_HEADERS = 'X-Request-Id, RateLimit, RateLimit-Policy, Retry-After, Idempotent-Replayed';
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, Idempotency-Key, X-Request-Id';
+const CORS_EXPOSE_HEADERS = 'X-Request-Id, RateLimit, RateLimit-Policy, Retry-After, Idempotent-Replayed';
 /** How long a browser may reuse a preflight's answer (seconds). */
-export const CORS_MAX_AGE = '600';
+const CORS_MAX_AGE = '600';
 
 /**
  * `https://app.example.com` (a trailing `/` is allowed) → its origin; anything else (a path, a

@@ -10,14 +10,14 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Router } from 'express';
 
-export const DOCS_PATH = '/api/v1/docs';
+const DOCS_PATH = '/api/v1/docs';
 const ASSETS = `${DOCS_PATH}/assets`;
 
 /**
  * The page's policy: scripts, fetches, fonts and frames only from this origin; Swagger UI sets
  * inline styles on its elements and its stylesheet draws icons as `data:` SVG images.
  */
-export const DOCS_CSP = [
+const DOCS_CSP = [
   "default-src 'self'",
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data:",

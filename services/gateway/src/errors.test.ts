@@ -16,7 +16,7 @@ function bare(code: grpc.status, details: string): grpc.ServiceError {
     code,
     details,
     metadata: new grpc.Metadata(),
-  }) as grpc.ServiceError;
+  });
 }
 
 type Body = {

@@ -614,27 +614,30 @@ describe('gateway in front of identity', () => {
     });
     // A calendar service whose feed answers as each test case needs.
     const calendar = new grpc.Server();
-    calendar.addService({ StreamCalendarFeed: CalendarServiceService.streamCalendarFeed } as grpc.ServiceDefinition, {
-      StreamCalendarFeed: (call: grpc.ServerWritableStream<StreamCalendarFeedRequest, HttpBody>) => {
-        const { id } = call.request;
-        if (id === OK) {
-          for (const c of chunks) call.write(body(c));
-          call.end();
-        } else if (id === MISSING) {
-          call.emit('error', toServiceError(errors.notFound('calendar', id), 'calendar.workauto'));
-        } else if (id === BROKEN) {
-          call.write(body(chunks[0]!));
-          call.emit('error', toServiceError(new Error('the database went away mid-feed'), 'calendar.workauto'));
-        } else {
-          call.on('cancelled', () => cancelled.resolve());
-          const pump = () => {
-            while (call.write(body('X'.repeat(64 * 1024))));
-            call.once('drain', pump);
-          };
-          pump();
-        }
+    calendar.addService(
+      { StreamCalendarFeed: CalendarServiceService.streamCalendarFeed },
+      {
+        StreamCalendarFeed: (call: grpc.ServerWritableStream<StreamCalendarFeedRequest, HttpBody>) => {
+          const { id } = call.request;
+          if (id === OK) {
+            for (const c of chunks) call.write(body(c));
+            call.end();
+          } else if (id === MISSING) {
+            call.emit('error', toServiceError(errors.notFound('calendar', id), 'calendar.workauto'));
+          } else if (id === BROKEN) {
+            call.write(body(chunks[0]!));
+            call.emit('error', toServiceError(new Error('the database went away mid-feed'), 'calendar.workauto'));
+          } else {
+            call.on('cancelled', () => cancelled.resolve());
+            const pump = () => {
+              while (call.write(body('X'.repeat(64 * 1024))));
+              call.once('drain', pump);
+            };
+            pump();
+          }
+        },
       },
-    });
+    );
     const port = await new Promise<number>((resolve, reject) =>
       calendar.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) =>
         e ? reject(e) : resolve(p),
@@ -702,7 +705,7 @@ describe('gateway in front of identity', () => {
       {
         StreamCalendarFeed: CalendarServiceService.streamCalendarFeed,
         CreateCalendarFeedToken: CalendarServiceService.createCalendarFeedToken,
-      } as grpc.ServiceDefinition,
+      },
       {
         StreamCalendarFeed: (call: grpc.ServerWritableStream<StreamCalendarFeedRequest, HttpBody>) => {
           seen.push({ token: call.request.token, tenant: principal(call.metadata).tenant_id });
@@ -826,7 +829,7 @@ describe('gateway in front of identity', () => {
     await lock.query('BEGIN');
     // Tenant A's invitation lists wait behind this lock; authentication and members do not touch the table.
     await lock.query('LOCK TABLE invitations IN ACCESS EXCLUSIVE MODE');
-    let slow: Promise<Res>[] = [];
+    let slow: Promise<Res>[];
     try {
       slow = Array.from({ length: 8 }, () => capped('GET', '/api/v1/invitations', { key: a.key }));
       const refused = await Promise.race([Promise.all(slow.slice(4)), sleep(2_500).then(() => undefined)]);

@@ -183,7 +183,7 @@ export class IdempotencyStore {
           this.logger.warn({ err: String(err) }, 'idempotency key sweep failed; next try in 10 minutes'),
       );
     void sweep();
-    this.sweeper = setInterval(sweep, intervalMs);
+    this.sweeper = setInterval(() => void sweep(), intervalMs);
     this.sweeper.unref();
   }
 

@@ -50,7 +50,7 @@ await runProcess({
   async start(config, logger) {
     const env = config as unknown as Record<string, string | undefined>;
     const downstreams = Object.fromEntries(
-      Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]!]] : [])),
+      Object.entries(DOWNSTREAM_VARS).flatMap(([key, variable]) => (env[variable] ? [[key, env[variable]]] : [])),
     );
     // Imported here, after telemetry started, so its instrumentations see http, grpc and pg.
     const { createGateway } = await import('./app.js');

@@ -25,7 +25,7 @@ import { gatewayErrors, toHttpError } from './errors.js';
 import { addPrincipal, requestCaller } from './proxy.js';
 import { AUTHENTICATED } from './rate-limit.js';
 
-export const MCP_PATH = '/api/v1/mcp';
+const MCP_PATH = '/api/v1/mcp';
 
 /** Any active member's API key; what it may use is each tool's own level (the agents service filters). */
 const MCP_POLICY = { auth: 'api_key', method: 'POST', domain: '', level: 'none' } as const;

@@ -57,7 +57,7 @@ const JSON_VALUE_SCHEMA: Schema = {
  * synced from elsewhere, an actor that may be `system` or `platform`, a client-chosen request id.
  * Every other string field named `id` or `*_id` is a UUID. A new non-UUID id goes on this list.
  */
-export const NON_UUID_ID_FIELDS = new Set(['external_id', 'actor_id', 'request_id']);
+const NON_UUID_ID_FIELDS = new Set(['external_id', 'actor_id', 'request_id']);
 
 function isUuidField(name: string): boolean {
   return (name === 'id' || name.endsWith('_id')) && !NON_UUID_ID_FIELDS.has(name);
@@ -320,7 +320,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
    */
   const fieldSchema = (field: DescField, dir: Direction, required = false): Schema => {
     const scalar = field.scalar === undefined ? undefined : scalarName(field.scalar);
-    let s: Schema = field.message
+    const s: Schema = field.message
       ? messageRef(field.message, dir)
       : field.enum
         ? { type: 'string', enum: enumNames(field.enum) }

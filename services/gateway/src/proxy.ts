@@ -189,7 +189,7 @@ function withLastEventId(route: Route, req: Request): Record<string, unknown> {
 }
 
 /** A google.api.HttpBody response (AIP-style non-JSON bodies, e.g. an iCalendar feed): its bytes with its content type. */
-export const HTTP_BODY = 'google.api.HttpBody';
+const HTTP_BODY = 'google.api.HttpBody';
 
 function sendHttpBody(res: Response, route: Route, response: Record<string, unknown>): void {
   const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };

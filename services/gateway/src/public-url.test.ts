@@ -24,7 +24,7 @@ describe('PUBLIC_BASE_URL', () => {
       const res = parse(bad);
       assert.equal(res.success, false, bad);
       assert.match(
-        res.error!.issues[0]!.message,
+        res.error.issues[0]!.message,
         /is not an origin: write scheme:\/\/host\[:port\].*https:\/\/api\.example\.com/,
       );
     }

@@ -17,8 +17,8 @@ import {
 } from '@workauto/protos';
 import { AccessLevel, Auth } from '@workauto/protos/workauto/api/v1/policy.js';
 
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export type AuthKind = 'api_key' | 'platform_admin' | 'none' | 'api_key_or_token';
+type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+type AuthKind = 'api_key' | 'platform_admin' | 'none' | 'api_key_or_token';
 export type { Level };
 
 export interface Route {

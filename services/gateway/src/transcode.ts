@@ -34,7 +34,7 @@ export function updateMaskField(type: DescMessage): DescField | undefined {
  * of these names): `public_base_url`, the origin of absolute URLs a response hands out. They are
  * not in the OpenAPI document.
  */
-export const GATEWAY_FIELDS: readonly string[] = [PUBLIC_BASE_URL_FIELD];
+const GATEWAY_FIELDS: readonly string[] = [PUBLIC_BASE_URL_FIELD];
 
 /** Values of the gateway's own fields for one request, computed only when the route's request has the field. */
 export type GatewayFieldValues = Partial<Record<string, () => string>>;
@@ -78,7 +78,7 @@ export function isRequiredField(field: DescField): boolean {
  * The REQUIRED fields a JSON value of `type` leaves out (absent or null), at every level of the
  * messages it carries: `owner.email`, `stages[1].name`. Wrong types are messageFromJson's to report.
  */
-export function requiredViolations(type: DescMessage, value: unknown, path: string, skip: string[] = []): Violation[] {
+function requiredViolations(type: DescMessage, value: unknown, path: string, skip: string[] = []): Violation[] {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return [];
   const given = value as Record<string, unknown>;
   const out: Violation[] = [];
@@ -92,7 +92,7 @@ export function requiredViolations(type: DescMessage, value: unknown, path: stri
     }
     if (!f.message || f.message.typeName.startsWith('google.protobuf.')) continue;
     if (f.fieldKind === 'list' && Array.isArray(v))
-      v.forEach((item, i) => out.push(...requiredViolations(f.message!, item, `${at}[${i}]`)));
+      v.forEach((item, i) => out.push(...requiredViolations(f.message, item, `${at}[${i}]`)));
     else if (f.fieldKind === 'message') out.push(...requiredViolations(f.message, v, at));
   }
   return out;
@@ -117,7 +117,7 @@ function fromText(field: DescField, text: string, path: string, out: Violation[]
     out.push({ field: path, description: 'cannot be given in the URL' });
     return undefined;
   }
-  return scalarText(scalarName(field.scalar!), text, path, out);
+  return scalarText(scalarName(field.scalar), text, path, out);
 }
 
 function scalarText(type: string, text: string, path: string, out: Violation[]): unknown {
@@ -201,7 +201,7 @@ export function buildRequest(
     } else if (field.message && field.fieldKind === 'message') {
       out.push(...requiredViolations(field.message, body, route.body));
     } else if (field.message && field.fieldKind === 'list' && Array.isArray(body)) {
-      body.forEach((item, i) => out.push(...requiredViolations(field.message!, item, `${route.body}[${i}]`)));
+      body.forEach((item, i) => out.push(...requiredViolations(field.message, item, `${route.body}[${i}]`)));
     }
     const mapped = body === undefined ? undefined : fieldFromJson(field, body, route.body, out);
     if (mapped !== undefined) setField(request, field, mapped);

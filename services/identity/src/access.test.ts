@@ -6,6 +6,8 @@ import {
   IdentityServiceService as S,
   MemberRole,
   InvitationStatus,
+  type ClaimInvitationResponse,
+  type CreateInvitationRequest,
 } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { NO_ACCESS, effectiveAccess, type Role } from './domain/access.js';
@@ -139,7 +141,7 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
   });
   after(() => identity.stop());
 
-  const invite = (email: string, extra: Partial<Parameters<typeof identity.client.call<any, any>>[1]> = {}) =>
+  const invite = (email: string, extra: Partial<CreateInvitationRequest> = {}) =>
     identity.client.call(
       S.createInvitation,
       { email, role: MemberRole.MEMBER_ROLE_MEMBER, access_policies: [], ...extra },
@@ -174,8 +176,8 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
     for (const r of results.filter((r) => r.status === 'rejected')) {
       assert.equal((r.reason as grpc.ServiceError).code, grpc.status.FAILED_PRECONDITION);
     }
-    const claimed = (ok[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof identity.client.call<any, any>>>>).value;
-    assert.equal(claimed.access_policies[0].domain, 'audit');
+    const claimed = (ok[0] as PromiseFulfilledResult<ClaimInvitationResponse>).value;
+    assert.equal(claimed.access_policies[0]!.domain, 'audit');
     const members = await identity.client.call(S.listMembers, { limit: 200 }, ctx());
     assert.equal(members.data.filter((m) => m.email === 'race@invites.test').length, 1);
     // The claimed key works and carries the policy override.

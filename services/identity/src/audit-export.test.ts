@@ -62,7 +62,7 @@ describe('audit export formats', () => {
   it('writes CSV that an RFC 4180 parser (csv-parse: quotes and column counts checked) reads back field for field', () => {
     const entries = [row(), awkward, row({ metadata: {}, user_agent: null })];
     const text = csvHeader() + entries.map((r) => csvRow(auditEntryJson(r))).join('');
-    const records = parse(text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    const records: Record<string, string>[] = parse(text, { columns: true, record_delimiter: '\r\n' });
     assert.equal(records.length, 3);
     assert.deepEqual(Object.keys(records[0]!), [...AUDIT_EXPORT_COLUMNS]);
     const back = records[1]!;

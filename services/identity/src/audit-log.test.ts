@@ -243,7 +243,7 @@ describe('audit log filters and export batches', () => {
     };
     const csv = await exportAs(big, { ...f, format: F.AUDIT_LOG_EXPORT_FORMAT_CSV });
     assert.deepEqual([...csv.types], ['text/csv; charset=utf-8']);
-    const records = parse(csv.text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    const records: Record<string, string>[] = parse(csv.text, { columns: true, record_delimiter: '\r\n' });
     const expected = matching(entries, f).reverse();
     assert.ok(expected.length > 100);
     assert.deepEqual(

@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import pg from 'pg';
 import { createPool, newId, runMigrations } from '@workauto/db';
 import { OUTBOX_MIGRATIONS } from '@workauto/events';
 import { testDatabase } from '@workauto/testing';

@@ -192,7 +192,9 @@ describe('webhook events and endpoints by the caller’s access levels', () => {
 
     const payloads = async (call: ReturnType<typeof withAccess>) => {
       const page = await w.client.call(S.listWebhookEvents, {}, call);
-      const of = (type: string) => (page.data.find((e) => e.event_type === type)!.payload as any).data;
+      const of = (type: string) =>
+        (page.data.find((e) => e.event_type === type)!.payload as { data: { url?: string; mcp_server_url?: string } })
+          .data;
       return [of('webhook_endpoint.created').url, of('app.created').mcp_server_url];
     };
     assert.deepEqual(await payloads(reader), [`${origin}/…`, 'https://mcp.example.com:8443/…']);

@@ -55,8 +55,8 @@ describe(
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const output: string[] = [];
-      child.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-      child.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+      child.stdout.on('data', (d: Buffer) => output.push(d.toString()));
+      child.stderr.on('data', (d: Buffer) => output.push(d.toString()));
       cleanup.push(async () => child.exitCode === null && child.kill('SIGKILL'));
       await eventually(
         'the replica serves',

@@ -178,7 +178,7 @@ describe('event visibility', () => {
     const hooksAdmin = urlView(levels({ webhooks: 'admin', apps: 'read' }));
     assert.deepEqual(reducePayloadUrls(endpoint, hooksAdmin, reducedUrl), endpoint);
     assert.equal(
-      (reducePayloadUrls(app, hooksAdmin, reducedUrl).data as any).mcp_server_url,
+      (reducePayloadUrls(app, hooksAdmin, reducedUrl).data as { mcp_server_url?: string }).mcp_server_url,
       'https://m.example.com/…',
     );
     assert.equal(reducedUrl('not a url'), '…');

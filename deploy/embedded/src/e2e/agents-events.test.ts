@@ -219,7 +219,7 @@ describe('agent run events through the gateway, served by another replica', () =
     const asJson = async (res: Response) => ({
       status: res.status,
       headers: res.headers,
-      body: (await res.json()) as any,
+      body: await res.json(),
     });
     assertError(await asJson(await events(`${done.id}/events`, {}, '')), 401);
     assertError(await asJson(await events(`${done.id}/events`, {}, b.key)), 404, 'AGENT_RUN_NOT_FOUND');

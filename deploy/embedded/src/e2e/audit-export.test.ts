@@ -102,9 +102,9 @@ describe('audit log export', () => {
     const res = await exportOf(acme.key, 'format=csv');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.type, 'text/csv; charset=utf-8');
-    const rows = parse(res.text, { record_delimiter: '\r\n' }) as string[][];
+    const rows: string[][] = parse(res.text, { record_delimiter: '\r\n' });
     assert.deepEqual(rows[0], COLUMNS, 'a header row');
-    const records = parse(res.text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    const records: Record<string, string>[] = parse(res.text, { columns: true, record_delimiter: '\r\n' });
     assert.equal(records.length, listed.length);
     for (const [i, entry] of listed.entries()) {
       const record = records[i]!;
@@ -128,7 +128,7 @@ describe('audit log export', () => {
     assert.deepEqual([...(await listAll(acme.key, `&${query}`))].reverse(), expected, 'the list filters the same');
     const csv = await exportOf(acme.key, `format=csv&${query}`);
     assert.equal(csv.status, 200, csv.text);
-    const records = parse(csv.text, { columns: true, record_delimiter: '\r\n' }) as Record<string, string>[];
+    const records: Record<string, string>[] = parse(csv.text, { columns: true, record_delimiter: '\r\n' });
     assert.deepEqual(
       records.map((r) => r.id),
       expected.map((e) => e.id),

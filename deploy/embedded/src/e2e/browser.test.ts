@@ -40,6 +40,7 @@ async function launch(): Promise<Browser> {
     throw new Error(
       `headless Chromium (@sparticuz/chromium) did not start: ${(err as Error).message.slice(0, 300)}. ` +
         'On Debian it needs the libraries libnss3 and libexpat1 (apt-get install libnss3 libexpat1); see README.md, Prerequisites',
+      { cause: err },
     );
   }
 }
@@ -110,7 +111,7 @@ describe('in a real browser', () => {
     await page.waitForSelector('#operations-notes_tasks-CreateNote .try-out__btn');
     await page.click('#operations-notes_tasks-CreateNote .try-out__btn');
     const body = await page.waitForSelector('#operations-notes_tasks-CreateNote textarea.body-param__text');
-    await body!.evaluate((el) => ((el as HTMLTextAreaElement).value = ''));
+    await body!.evaluate((el) => (el.value = ''));
     await body!.type('{"title": "Written from the docs page"}');
     await page.click('#operations-notes_tasks-CreateNote .btn.execute');
     const status = await page.waitForSelector(

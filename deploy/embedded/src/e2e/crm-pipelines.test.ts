@@ -9,7 +9,6 @@ import {
   ok,
   startTestStack,
   violations,
-  type ApiResponse,
   type TenantFixture,
   type TestStack,
 } from './harness.js';

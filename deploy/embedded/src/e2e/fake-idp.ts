@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import * as jose from 'jose';
 
 /**
@@ -18,7 +18,7 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
   /** While down, every endpoint answers 503, as a provider in an outage does. */
   let down = false;
 
-  const server: Server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (down) {
       res.writeHead(503, { 'content-type': 'text/html' }).end('<h1>Service Unavailable</h1>');
       return;
@@ -98,6 +98,13 @@ export async function startFakeIdp(opts: { clientId: string; clientSecret: strin
       });
     }
     json(404, { error: 'not_found' });
+  };
+  // A handler that throws answers 500 (a test then sees the failure), not an unhandled rejection.
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) res.destroy(err as Error);
+      else res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err));
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   issuer = `http://127.0.0.1:${(server.address() as { port: number }).port}`;

@@ -95,7 +95,7 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
   return { ...stack, adminToken, api, client, createTenant, databaseUrl };
 }
 
-export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 export type Kind = 'uuid' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'date-time';
 

@@ -9,7 +9,6 @@ import {
   ok,
   startTestStack,
   violations,
-  type ApiResponse,
   type Kind,
   type TenantFixture,
   type TestStack,

@@ -76,7 +76,7 @@ describe(
         headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
       });
-      return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
+      return { status: res.status, body: await res.json().catch(() => undefined) };
     };
     const tenantKey = async (cluster: ServiceProcesses) => {
       const tenant = await call(cluster, 'POST', '/admin/tenants', adminToken, {
@@ -220,8 +220,8 @@ describe(
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let output = '';
-        proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-        proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+        proc.stdout.on('data', (d: Buffer) => (output += d.toString()));
+        proc.stderr.on('data', (d: Buffer) => (output += d.toString()));
         return { proc, output: () => output, exit: once(proc, 'exit') as Promise<[number | null, string | null]> };
       };
       const databaseUrl = `postgres://postgres:postgres@127.0.0.1:${closedPort}/notes`;

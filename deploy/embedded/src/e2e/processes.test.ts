@@ -45,7 +45,7 @@ describe(
           headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
           body: body ? JSON.stringify(body) : undefined,
         });
-        return { status: res.status, body: (await res.json()) as any };
+        return { status: res.status, body: await res.json() };
       };
       const tenant = await call('POST', '/admin/tenants', adminToken, {
         name: 'Procs',

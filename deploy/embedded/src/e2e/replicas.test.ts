@@ -169,7 +169,7 @@ describe('replicas: revocation and OAuth across instances', () => {
       // Discovery fails (replica B), then the token endpoint fails (replica A, discovery cached).
       for (const url of [viaB, viaA]) {
         const res = await fetch(url, { redirect: 'manual' });
-        const body = (await res.json()) as any;
+        const body = await res.json();
         assertError({ status: res.status, headers: res.headers, body }, 503, 'IDP_UNAVAILABLE');
         assert.match(body.error.message, /retry/);
       }

@@ -152,7 +152,7 @@ describe(
           body: body === undefined ? undefined : JSON.stringify(body),
         });
         const text = await res.text();
-        return { status: res.status, body: (text ? JSON.parse(text) : undefined) as any };
+        return { status: res.status, body: text ? JSON.parse(text) : undefined };
       };
       /** Creates with POST (or PUT) and reads it back by id, answering what was read. */
       const createAndRead = async (

@@ -189,7 +189,7 @@ const RE2_LIMITS =
  * the instructions (`x{999}` written 166 times: 166,000 of them, seconds), so a pattern far over
  * the budget is refused before the compiler sees it; the compiled programSize() decides the rest.
  */
-export function patternSizeEstimate(pattern: string): number {
+function patternSizeEstimate(pattern: string): number {
   const outer: { alternatives: number; sequence: number }[] = [];
   let alternatives = 0; // sizes of the finished alternatives of the current group
   let sequence = 0; // the current alternative, without its last atom

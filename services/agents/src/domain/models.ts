@@ -15,7 +15,7 @@ import { PRICES, tablePrice, type Price } from './costs.js';
 
 /** Model names as providers spell them: gpt-4.1-mini, llama3.1:8b, meta-llama/Llama-3.1-8B-Instruct. */
 const MODEL = /^[\x21-\x7e]{1,128}$/;
-export const MAX_PRICE = 1_000_000; // $10,000 per million tokens: a typo guard, not a business limit
+const MAX_PRICE = 1_000_000; // $10,000 per million tokens: a typo guard, not a business limit
 
 export interface ModelFields {
   provider: ProviderName | null;
@@ -101,7 +101,7 @@ export function modelViolations(f: ModelFields, key: KeyTarget | undefined, b: B
 const pricedModels = () => Object.keys(PRICES).join(', ');
 
 /** What a run calls: provider, model, server (null: the platform's URL), price, and whether the platform's key pays. */
-export interface RunModel {
+interface RunModel {
   provider: ProviderName;
   model: string;
   baseUrl: string | null;

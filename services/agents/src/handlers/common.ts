@@ -13,7 +13,6 @@ import {
   ByokStatus,
   FailureCategory,
   ProbeCategory,
-  ProbeStatus,
   Provider,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { findBlueprint, type Blueprint, type ProviderName } from '../domain/blueprints.js';
@@ -27,12 +26,11 @@ import type { RunEventSettings } from './run-events.js';
 
 export const SOURCE = 'agents';
 export const providers = enumMapping(Provider, 'PROVIDER_');
-export const byokStatuses = enumMapping(ByokStatus, 'BYOK_STATUS_');
-export const probeStatuses = enumMapping(ProbeStatus, 'PROBE_STATUS_');
+const byokStatuses = enumMapping(ByokStatus, 'BYOK_STATUS_');
 export const probeCategories = enumMapping(ProbeCategory, 'PROBE_CATEGORY_');
 export const runStatuses = enumMapping(AgentRunStatus, 'AGENT_RUN_STATUS_');
-export const failureCategories = enumMapping(FailureCategory, 'FAILURE_CATEGORY_');
-export const stepTypes = enumMapping(StepType, 'STEP_TYPE_');
+const failureCategories = enumMapping(FailureCategory, 'FAILURE_CATEGORY_');
+const stepTypes = enumMapping(StepType, 'STEP_TYPE_');
 
 export interface AgentsDeps {
   pool: Pool;

@@ -70,7 +70,7 @@ const MESSAGES: Record<ProviderErrorCategory, (provider: string, status?: number
 };
 
 /** The category of an HTTP answer (status, the error's code/type from its body). */
-export function categoryOfStatus(status: number, code: string | null | undefined): ProviderErrorCategory {
+function categoryOfStatus(status: number, code: string | null | undefined): ProviderErrorCategory {
   if (status === 401) return 'invalid_key';
   if (status === 403) return 'permission_denied';
   if (status === 402) return 'insufficient_quota';

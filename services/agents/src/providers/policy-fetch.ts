@@ -7,7 +7,7 @@
 import type { EgressPolicy } from '@workauto/egress';
 
 /** The most of a provider's answer read from a tenant's server: a chat answer or a model list is far smaller. */
-export const PROVIDER_RESPONSE_MAX_BYTES = 8 * 1024 * 1024;
+const PROVIDER_RESPONSE_MAX_BYTES = 8 * 1024 * 1024;
 
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 

@@ -1,8 +1,6 @@
 import type { ProviderName } from '../domain/blueprints.js';
 import type { Usage } from '../domain/costs.js';
 
-export type { ProviderName, Usage };
-
 /** A tool the model may call: a name, what it does, and the JSON Schema of its arguments. */
 export interface ToolSpec {
   name: string;

@@ -329,7 +329,7 @@ export class FakeProviderProcess {
   static async start(options: Omit<FakeProviderOptions, 'control'> = {}): Promise<FakeProviderProcess> {
     const main = fileURLToPath(new URL('./fake-provider-main.js', import.meta.url));
     const child = spawn(process.execPath, [main, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout });
     const first = await Promise.race([
       once(lines, 'line').then(([line]) => line as string),
       once(child, 'exit').then(([code]) => {

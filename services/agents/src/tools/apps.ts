@@ -21,7 +21,7 @@ const PROVIDER_TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** Calling an app's tool needs write on apps, as POST /apps/{slug}/tools/{name}/call does. */
 export const APP_TOOL_ACCESS: ToolAccess = { domain: 'apps', level: 'write' };
 
-export const appToolName = (slug: string, tool: string) => `${slug}__${tool}`;
+const appToolName = (slug: string, tool: string) => `${slug}__${tool}`;
 
 /** The apps' tools a run may offer; none when the apps service is not configured. */
 export async function listAppTools(clients: ToolClients, ctx: CallContext): Promise<AppTool[]> {

@@ -32,12 +32,12 @@ import { ToolUnavailable, type ToolClients } from '../tools/clients.js';
 import { APP_TOOL_ACCESS, callAppTool, listAppTools, type AppTool } from '../tools/apps.js';
 import type { StepRow } from '../repo/runs.js';
 
-export const MAX_STEPS = 20;
+const MAX_STEPS = 20;
 /**
  * Tool calls a run makes at most, whatever its guardrails: with MAX_STEPS model calls and each
  * step's texts cut to 4 KiB, a run's steps stay well inside one response of GET …/steps.
  */
-export const MAX_TOOL_CALLS = 200;
+const MAX_TOOL_CALLS = 200;
 const MAX_OUTPUT_TOKENS = 1_024;
 const TOOL_RESULT_MAX_CHARS = 20_000;
 

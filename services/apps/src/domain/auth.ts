@@ -12,8 +12,8 @@ export interface AuthInput {
   headerName: string | null;
 }
 
-export const SECRET_MIN = 8;
-export const SECRET_MAX = 4_096;
+const SECRET_MIN = 8;
+const SECRET_MAX = 4_096;
 export const SLUG = /^[a-z][a-z0-9-]{1,62}$/;
 
 // RFC 9110 token characters.

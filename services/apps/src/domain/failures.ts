@@ -4,7 +4,7 @@
  * egress policy) or `protocol_error` (it answers, but not as MCP). Pure: the session records what
  * happened on the wire, this decides.
  */
-export type FailureStatus = 'auth_failed' | 'unreachable' | 'protocol_error';
+type FailureStatus = 'auth_failed' | 'unreachable' | 'protocol_error';
 
 export interface Failure {
   status: FailureStatus;
@@ -22,7 +22,7 @@ export interface Observed {
   timeoutMs: number;
 }
 
-export const REASON_MAX = 500;
+const REASON_MAX = 500;
 
 /** JSON-RPC error codes the SDK uses for its own timeouts and closed connections. */
 const MCP_REQUEST_TIMEOUT = -32001;

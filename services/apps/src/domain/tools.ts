@@ -28,7 +28,7 @@ export const TOOL_LIMITS = {
 };
 
 /** What a tool weighs against the byte limits (the same measure as repo/apps.ts pruneTools). */
-export function toolBytes(tool: ListedTool): number {
+function toolBytes(tool: ListedTool): number {
   return (
     Buffer.byteLength(tool.name) +
     Buffer.byteLength(tool.description ?? '') +

@@ -16,7 +16,7 @@ import type { Prober } from '../probes.js';
 
 export const SOURCE = 'apps';
 export const authTypes = enumMapping(AuthType, 'AUTH_TYPE_');
-export const statuses = enumMapping(AppStatus, 'APP_STATUS_');
+const statuses = enumMapping(AppStatus, 'APP_STATUS_');
 
 /** Field limits (docs/apps.md). */
 export const LIMITS = {
@@ -42,7 +42,7 @@ type H = Handlers<typeof AppsServiceService>;
 /** The handler of one rpc. */
 export type Handler<K extends keyof H> = H[K];
 
-export function toTool(row: ToolRow): DiscoveredTool {
+function toTool(row: ToolRow): DiscoveredTool {
   return {
     name: row.name,
     input_schema: row.input_schema,

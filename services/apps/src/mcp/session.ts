@@ -11,7 +11,7 @@ import { EgressError, EgressResponseTooLargeError, EgressTimeoutError, type Egre
 import { classifyFailure, type Failure, type Observed } from '../domain/failures.js';
 
 /** The credential headers of an app (never logged). */
-export type AuthHeaders = Record<string, string>;
+type AuthHeaders = Record<string, string>;
 
 export interface SessionOptions {
   url: string;

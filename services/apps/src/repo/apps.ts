@@ -9,7 +9,7 @@ import {
 } from '@workauto/db';
 import type { ListedTool } from '../domain/tools.js';
 
-export type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error';
+type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error';
 
 export interface AppRow {
   id: string;

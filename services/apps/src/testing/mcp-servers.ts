@@ -109,7 +109,7 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
       return { tools, ...(nextCursor ? { nextCursor } : {}) };
     });
     server.setRequestHandler(CallToolRequestSchema, (request) => {
-      const args = (request.params.arguments ?? {}) as Record<string, unknown>;
+      const args = request.params.arguments ?? {};
       state.calls.push({ name: request.params.name, arguments: args, headers: currentHeaders });
       return (options.onCall ?? echo)(request.params.name, args);
     });

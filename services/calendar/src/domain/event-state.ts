@@ -1,5 +1,5 @@
 import { errors, isIsoDate } from '@workauto/grpc';
-import type { EventFields, EventRow, ReminderRow } from '../repo/events.js';
+import type { EventFields, EventRow } from '../repo/events.js';
 import { recurrence } from './errors.js';
 import { checkSeries, nextOccurrence, seriesEnd, startOfDay, type Series } from './recurrence.js';
 
@@ -27,7 +27,7 @@ export type Timing = Pick<
 >;
 
 /** What an event is about: the fields an `all` edit also gives the series' exceptions. */
-export type Descriptive = Pick<
+type Descriptive = Pick<
   EventRow,
   | 'title'
   | 'description'
@@ -63,7 +63,7 @@ export const movesSeries = (c: Changes) =>
 export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
   const allDay = c.is_all_day ?? base.is_all_day;
   const given = <K extends keyof Timing>(k: K, fallback: Timing[K]): Timing[K] =>
-    c[k] === undefined ? fallback : (c[k] as Timing[K]);
+    c[k] === undefined ? fallback : c[k];
   if (allDay) {
     if (c.start_at || c.end_at)
       throw errors.invalidField(
@@ -158,5 +158,3 @@ export function nextOccurrenceOf(
   const all = [...(fromRule ? [fromRule] : []), ...moved].sort((a, b) => a.getTime() - b.getTime());
   return all[0] ?? null;
 }
-
-export type { ReminderRow };

@@ -30,7 +30,7 @@ export interface ListableRow {
   span_start: Date;
 }
 
-export function compareKeys(a: OccurrenceKey, b: OccurrenceKey): number {
+function compareKeys(a: OccurrenceKey, b: OccurrenceKey): number {
   return (
     a.start.getTime() - b.start.getTime() ||
     (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) ||

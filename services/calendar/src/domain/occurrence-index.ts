@@ -5,9 +5,9 @@ import { MAX_WINDOW_DAYS, RecurrenceError, expandOccurrences, type Occurrence, t
  * from a year ago (or the series' start) to 400 days ahead (or its end), at most 2,000. Listings
  * read them with one indexed query; occurrences outside the range are expanded on read.
  */
-export const INDEX_LOOKBACK_DAYS = 366;
+const INDEX_LOOKBACK_DAYS = 366;
 export const INDEX_HORIZON_DAYS = 400;
-export const INDEX_MAX_PER_SERIES = 2_000;
+const INDEX_MAX_PER_SERIES = 2_000;
 /** The index is moved forward when less than this is left ahead of now. */
 export const INDEX_REFRESH_DAYS = 30;
 /** "To the series' end": the index of a series that ends holds all its occurrences from indexed_from. */

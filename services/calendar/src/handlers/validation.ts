@@ -15,7 +15,7 @@ function checkCoordinate(v: Validator, field: string, value: number | undefined,
     : v.add(field, `must be a number from -${max} to ${max} (degrees)`);
 }
 
-export function checkReminders(v: Validator, reminders: Reminder[]): Validator {
+function checkReminders(v: Validator, reminders: Reminder[]): Validator {
   if (reminders.length > LIMITS.reminders) return v.add('reminders', `must have at most ${LIMITS.reminders} reminders`);
   reminders.forEach((r, i) => {
     checkEnum(v, `reminders[${i}].method`, r.method, reminderMethods, true);

@@ -392,7 +392,7 @@ export async function indexedPage(
     params,
   );
   return rows.map(({ o_recurrence_id, o_sort_start, o_start_at, o_end_at, o_start_date, o_end_date, ...event }) => ({
-    event: event as EventRow,
+    event: event,
     entry: {
       recurrence_id: o_recurrence_id,
       sort_start: o_sort_start,

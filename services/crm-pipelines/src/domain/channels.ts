@@ -5,8 +5,7 @@
 import { isSupportedCountry, parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 
 export const KEY_VERSION = 1;
-export const CHANNEL_TYPES = ['email', 'phone', 'url', 'linkedin', 'other'] as const;
-export type ChannelType = (typeof CHANNEL_TYPES)[number];
+export type ChannelType = 'email' | 'phone' | 'url' | 'linkedin' | 'other';
 
 // Deliberately loose, as most APIs are: one @, no spaces, a dot in the domain.
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -36,7 +35,7 @@ export function canonicalize(type: ChannelType, value: string, region?: string):
         const upper = region.trim().toUpperCase();
         if (!/^[A-Z]{2}$/.test(upper) || !isSupportedCountry(upper))
           return fail('region', 'must be an ISO 3166-1 alpha-2 region code like US or GB');
-        country = upper as CountryCode;
+        country = upper;
       } else if (!v.startsWith('+')) {
         return fail('value', 'must be in international form (+14155550123), or give region for a national number');
       }

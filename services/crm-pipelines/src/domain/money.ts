@@ -6,9 +6,9 @@
  */
 
 /** Largest accepted amount: 15 significant digits with the decimals, so every value survives a double exactly. */
-export const MAX_AMOUNT = 1_000_000_000_000;
+const MAX_AMOUNT = 1_000_000_000_000;
 /** Decimals a confidence fraction may carry (0.1234 = 12.34 %). */
-export const CONFIDENCE_DECIMALS = 4;
+const CONFIDENCE_DECIMALS = 4;
 
 const ISO_CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 
@@ -24,7 +24,7 @@ export function minorUnitDigits(currency: string): number {
 }
 
 /** The plain decimal text of a finite non-negative number (`19.99`), or undefined for exponent forms and negatives. */
-export function decimalText(value: number): string | undefined {
+function decimalText(value: number): string | undefined {
   if (!Number.isFinite(value)) return undefined;
   const text = String(value);
   return /^\d+(\.\d+)?$/.test(text) ? text : undefined;

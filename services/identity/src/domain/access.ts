@@ -1,6 +1,6 @@
 /** Roles, domains and access levels of contract §4, and how they combine. Pure rules. */
 
-export const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
+const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
 export const DOMAINS = [
@@ -27,7 +27,7 @@ const everywhere = (level: Level): Record<Domain, Level> =>
 export const NO_ACCESS: Readonly<Record<Domain, Level>> = everywhere('none');
 
 /** The level each role has in each domain when no access policy overrides it. */
-export const ROLE_DEFAULTS: Record<Role, Record<Domain, Level>> = {
+const ROLE_DEFAULTS: Record<Role, Record<Domain, Level>> = {
   owner: everywhere('admin'),
   admin: everywhere('admin'),
   member: {

@@ -11,7 +11,7 @@ import type { IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
-export function toAuditEntry(r: audit.AuditRow): AuditLogEntry {
+function toAuditEntry(r: audit.AuditRow): AuditLogEntry {
   return {
     id: r.id,
     tenant_id: r.tenant_id,
@@ -28,7 +28,7 @@ export function toAuditEntry(r: audit.AuditRow): AuditLogEntry {
 }
 
 /** Checks the filters a list or export request carries (violations go to `v`) and returns them for the repo. */
-export function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
+function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
   v.text('action', req.action, { max: 200 })
     .text('resource_type', req.resource_type, { max: 200 })
     .text('actor_id', req.actor_id, { max: 200 })

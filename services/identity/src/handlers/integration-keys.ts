@@ -11,7 +11,7 @@ type H = Handlers<typeof IdentityServiceService>;
 const PROVIDER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /** AAD of a stored credential: a ciphertext copied to another tenant or provider does not decrypt. */
-export const credentialContext = (tenantId: string, provider: string) => `integration_key:${tenantId}:${provider}`;
+const credentialContext = (tenantId: string, provider: string) => `integration_key:${tenantId}:${provider}`;
 
 /** Encrypts and stores a tenant's credential for a provider (also used by the OAuth callback). */
 export async function storeCredential(

@@ -6,7 +6,7 @@
  * backtick). Indented code blocks are not recognised (they are ambiguous with list continuations).
  */
 
-export const ENTITY_TYPES = ['contact', 'task', 'event', 'deal', 'note', 'member'] as const;
+const ENTITY_TYPES = ['contact', 'task', 'event', 'deal', 'note', 'member'] as const;
 export type EntityType = (typeof ENTITY_TYPES)[number];
 
 export interface Mention {
@@ -23,7 +23,7 @@ const MENTION =
 const FENCE_OPEN = /^ {0,3}(`{3,}|~{3,})(.*)$/;
 const BLANK_LINE = /\n[ \t]*\n/;
 
-export function isEntityType(value: string): value is EntityType {
+function isEntityType(value: string): value is EntityType {
   return (ENTITY_TYPES as readonly string[]).includes(value);
 }
 

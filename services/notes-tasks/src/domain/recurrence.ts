@@ -12,7 +12,7 @@ import { startOfDateUtc } from './dates.js';
 /** The current occurrence of a task: a timestamp, or a calendar date for date-only tasks. */
 export type Due = { kind: 'at'; at: Date } | { kind: 'date'; date: string };
 
-export const RRULE_MAX_LENGTH = 500;
+const RRULE_MAX_LENGTH = 500;
 const PARTS = new Set([
   'FREQ',
   'INTERVAL',
@@ -39,7 +39,7 @@ const PROBE_START = Temporal.ZonedDateTime.from('2026-01-05T09:00:00+00:00[UTC]'
  * (docs/notes-tasks.md, Recurrence): the library is synchronous, so its work is bounded by count,
  * not by a clock.
  */
-export const RRULE_EVALUATION_LIMITS = { maxIterations: 1_000, maxCandidateEvaluations: 10_000 } as const;
+const RRULE_EVALUATION_LIMITS = { maxIterations: 1_000, maxCandidateEvaluations: 10_000 } as const;
 
 /** A rule whose next occurrence is not found within RRULE_EVALUATION_LIMITS (or that the library cannot expand). */
 export class RecurrenceLimitError extends Error {

@@ -6,7 +6,7 @@ import * as deliveries from '../repo/deliveries.js';
 import * as endpoints from '../repo/endpoints.js';
 
 /** Who acts when the service itself disables an endpoint (audit actor `system`). */
-export const systemContext = (tenantId: string): EventContext => ({
+const systemContext = (tenantId: string): EventContext => ({
   tenantId,
   requestId: 'webhooks-delivery',
   actor: { type: 'system', id: 'system' },

@@ -15,7 +15,7 @@ import * as events from '../repo/events.js';
 export const INTAKE_GROUP = 'webhooks.intake';
 
 /** The body every delivery of the event carries: data is the resource as the REST API returns it (data_json, not re-mapped). */
-export function webhookBody(event: Pick<ConsumedEvent, 'type' | 'occurred_at' | 'data'>): string {
+function webhookBody(event: Pick<ConsumedEvent, 'type' | 'occurred_at' | 'data'>): string {
   return JSON.stringify({
     type: event.type,
     timestamp: (event.occurred_at ?? new Date()).toISOString(),
@@ -44,7 +44,7 @@ export async function takeIn(
     tx,
     matched.map((endpoint, i) => ({
       payload: { delivery_id: deliveryIds[i]! },
-      options: jobOptions(deps, event.tenant_id!, endpoint.id),
+      options: jobOptions(deps, event.tenant_id, endpoint.id),
     })),
   );
   await deliveries.insertDeliveries(

@@ -4,7 +4,7 @@ import { parseDuration } from '@workauto/config';
 /** Delay before each attempt: at once, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts, Svix's). */
 export const DEFAULT_SCHEDULE = '0s,5s,5m,30m,2h,5h,10h,10h';
 /** A Retry-After is honoured up to this long. */
-export const RETRY_AFTER_MAX_MS = 3_600_000;
+const RETRY_AFTER_MAX_MS = 3_600_000;
 
 /** `0s,1s,2s` → [0, 1000, 2000]; undefined when an entry is not a duration or the list is empty. */
 export function parseSchedule(text: string): number[] | undefined {
@@ -14,7 +14,7 @@ export function parseSchedule(text: string): number[] | undefined {
 }
 
 /** ±20 % jitter, so endpoints that failed together are not retried in lockstep. */
-export function jittered(ms: number, random = Math.random): number {
+function jittered(ms: number, random = Math.random): number {
   return Math.round(ms * (0.8 + random() * 0.4));
 }
 

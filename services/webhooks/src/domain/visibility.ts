@@ -34,7 +34,7 @@ export const EVENT_DOMAINS: Readonly<Record<string, Domain>> = {
 };
 
 /** The event type whose data is another webhook event, payload included. */
-export const RETRIED = 'webhook_event.retried';
+const RETRIED = 'webhook_event.retried';
 
 export const resourceTypeOf = (eventType: string): string => eventType.split('.')[0]!;
 

@@ -21,9 +21,9 @@ import type { WebhookSettings } from '../settings.js';
 import { reducePayloadUrls, type UrlView } from '../domain/visibility.js';
 
 export const SOURCE = 'webhooks';
-export const eventStatuses = enumMapping(WebhookEventStatus, 'WEBHOOK_EVENT_STATUS_');
-export const deliveryStatuses = enumMapping(WebhookDeliveryStatus, 'WEBHOOK_DELIVERY_STATUS_');
-export const triggers = enumMapping(WebhookAttemptTrigger, 'WEBHOOK_ATTEMPT_TRIGGER_');
+const eventStatuses = enumMapping(WebhookEventStatus, 'WEBHOOK_EVENT_STATUS_');
+const deliveryStatuses = enumMapping(WebhookDeliveryStatus, 'WEBHOOK_DELIVERY_STATUS_');
+const triggers = enumMapping(WebhookAttemptTrigger, 'WEBHOOK_ATTEMPT_TRIGGER_');
 
 export const LIMITS = { description: 2_000 };
 

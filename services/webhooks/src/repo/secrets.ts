@@ -1,7 +1,7 @@
 import { newId, type Queryable } from '@workauto/db';
 
 /** Secrets that sign at once at most: the current one and the newest rotated-out ones in their grace. */
-export const MAX_LIVE_SECRETS = 10;
+const MAX_LIVE_SECRETS = 10;
 
 /** Ciphertexts of the secrets that sign now: the current one first, then those still in their grace. */
 export async function signingSecrets(db: Queryable, tenantId: string, endpointId: string): Promise<string[]> {

@@ -35,7 +35,7 @@ export function updateEvent(deps: EventDeps): Handler<'updateEvent'> {
       mask
         ? mask.includes(f)
         : f === 'reminders' || f === 'exdates'
-          ? (r as UpdateEventRequest)[f].length > 0
+          ? r[f].length > 0
           : (r as unknown as Record<string, unknown>)[f] !== undefined;
     const c = changesOf(r, carried, cleared);
     const metadata = { ...changedFields(c.descriptive), ...changedFields(c.timing) };

@@ -87,7 +87,7 @@ export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {
         };
         const updated = await deals.updateDeal(tx, tenantId, current.id, {
           ...fields,
-          ...(moves ? { pipeline_id: target!.pipeline_id, stage_id: target!.id } : {}),
+          ...(moves ? { pipeline_id: target.pipeline_id, stage_id: target.id } : {}),
         });
         const changed = changedFields(fields);
         if (moves) await writeMove(tx, ctx, updated, { id: current.stage_id, name: current.stage_name });

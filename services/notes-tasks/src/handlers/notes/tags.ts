@@ -6,6 +6,7 @@ import * as tags from '../../repo/tags.js';
 import { LIMITS, SOURCE, noteData, tagData, tagKey, toTag, type NotesTasksDeps, type Handler } from '../common.js';
 
 /** Control characters (a tag name is one line of text). */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point: they are refused
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 export function addNoteTag(deps: NotesTasksDeps): Handler<'addNoteTag'> {
