@@ -11,7 +11,7 @@ export type ProbeOutcome = { ok: true; listing: Listing } | { ok: false; failure
  * bounded by domain/tools.ts; this bounds what is read, so a server answering without end costs
  * the service at most this much memory per probe.
  */
-export const PROBE_ANSWER_MAX_BYTES = 4 * 1024 * 1024;
+const PROBE_ANSWER_MAX_BYTES = 4 * 1024 * 1024;
 
 /** A real MCP session: initialize, then tools/list following nextCursor (domain/tools.ts caps it). */
 export async function probeServer(options: SessionOptions): Promise<ProbeOutcome> {
