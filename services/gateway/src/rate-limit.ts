@@ -3,7 +3,6 @@
  * failed authentications per client address, so rotating made-up tokens (each its own credential
  * key) cannot probe keys or load identity without limit. In memory: the limits are per replica.
  */
-import { createHash } from 'node:crypto';
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, ipKeyGenerator } from 'express-rate-limit';
 import * as grpc from '@grpc/grpc-js';
@@ -27,7 +26,7 @@ const rejections = () =>
     unit: '{request}',
   });
 
-export function limited(send: Send, what: string, limitPerMinute: number) {
+function limited(send: Send, what: string, limitPerMinute: number) {
   return (req: Request, res: Response) => {
     rejections().add(1, { limit: what });
     const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
@@ -48,94 +47,19 @@ export function limited(send: Send, what: string, limitPerMinute: number) {
   };
 }
 
-/**
- * Per credential (or client address) and minute, with the IETF draft-8 RateLimit and
- * RateLimit-Policy headers on every response, written as express-rate-limit writes them
- * (rate-limit.test.ts holds the two side by side). Counted here rather than by that middleware:
- * its per-request promises, validations and SHA-256 of the key (the policy's partition key, here
- * once per window entry) are a measurable share of a request's CPU (docs/benchmarks.md).
- */
 export function rateLimiter(limitPerMinute: number, send: Send): RequestHandler {
-  const windows = new MinuteWindows();
-  const onLimit = limited(send, 'requests for this credential', limitPerMinute);
-  // express-rate-limit's default identifier for a one-minute window.
-  const name = `"${limitPerMinute}-in-${WINDOW_MS / 60_000}min"`;
-  const policy = `${name}; q=${limitPerMinute}; w=${WINDOW_MS / 1000}; pk=:`;
-  return (req, res, next) => {
-    // The hash, never the token: the store must not become a list of live credentials.
-    const credential = requestCredential(req);
-    const key = credential ? `t:${credential.key}` : clientKey(req);
-    const now = Date.now();
-    const window = windows.hit(key, now);
-    const resetTime = new Date(window.resetAt);
-    const remaining = Math.max(limitPerMinute - window.hits, 0);
-    (req as Request & { rateLimit?: RateLimitInfo }).rateLimit = {
-      limit: limitPerMinute,
-      used: window.hits,
-      remaining,
-      resetTime,
-      key,
-    };
-    if (!res.headersSent) {
-      const resetSeconds = Math.max(0, Math.ceil((window.resetAt - now) / 1000));
-      res.append('RateLimit', `${name}; r=${remaining}; t=${resetSeconds}`);
-      res.append('RateLimit-Policy', `${policy}${(window.partitionKey ??= partitionKey(key))}:`);
-    }
-    if (window.hits > limitPerMinute) return onLimit(req, res);
-    next();
-  };
-}
-
-interface RateLimitInfo {
-  limit: number;
-  used: number;
-  remaining: number;
-  resetTime: Date;
-  key: string;
-}
-
-/** The draft-8 policy's pk: express-rate-limit's, the first 12 hex digits of the key's SHA-256, base64. */
-function partitionKey(key: string): string {
-  return Buffer.from(createHash('sha256').update(key).digest('hex').slice(0, 12)).toString('base64');
-}
-
-/**
- * Hits per key in a window of a minute from the key's first hit, as express-rate-limit's MemoryStore
- * counts them: a key unused for one to two minutes is forgotten (the maps rotate every minute).
- */
-class MinuteWindows {
-  private previous = new Map<string, Window>();
-  private current = new Map<string, Window>();
-
-  constructor() {
-    setInterval(() => {
-      this.previous = this.current;
-      this.current = new Map();
-    }, WINDOW_MS).unref();
-  }
-
-  hit(key: string, now: number): Window {
-    let window = this.current.get(key);
-    if (!window) {
-      window = this.previous.get(key);
-      if (window) this.previous.delete(key);
-      else window = { hits: 0, resetAt: now + WINDOW_MS };
-      this.current.set(key, window);
-    }
-    if (window.resetAt <= now) {
-      window.hits = 0;
-      window.resetAt = now + WINDOW_MS;
-    }
-    window.hits++;
-    return window;
-  }
-}
-
-interface Window {
-  hits: number;
-  /** When the window ends (ms). */
-  resetAt: number;
-  partitionKey?: string;
+  return rateLimit({
+    windowMs: WINDOW_MS,
+    limit: limitPerMinute,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    keyGenerator: (req) => {
+      // The hash, never the token: the store must not become a list of live credentials.
+      const credential = requestCredential(req);
+      return credential ? `t:${credential.key}` : clientKey(req);
+    },
+    handler: limited(send, 'requests for this credential', limitPerMinute),
+  });
 }
 
 /**
