@@ -16,8 +16,9 @@ import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
+import { inOneLayer } from './one-layer.js';
 import { corsHeaders, corsPreflight } from './cors.js';
-import { docsRoutes } from './docs.js';
+import { DOCS_PATH, docsRoutes } from './docs.js';
 import { healthRoutes } from './health.js';
 import { IdempotencyStore } from './idempotency.js';
 import { buildOpenApi } from './openapi.js';
@@ -75,6 +76,7 @@ export interface Gateway {
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAX_BODY = '1mb';
 const JSON_TYPES = ['application/json', 'application/*+json'];
+const OPENAPI_PATH = '/api/v1/openapi.json';
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
@@ -117,6 +119,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const idempotency = new IdempotencyStore(pool, keyring, longestDeadlineMs + 10_000, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);
+  const checkBody = bodyLimits();
 
   const app = express();
   app.disable('x-powered-by');
@@ -128,7 +131,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.set('trust proxy', trustedProxies.length ? trustedProxies : false);
 
   // Request id on every response, and one access-log line per request (never headers or bodies).
-  app.use((req, res, next) => {
+  const requestId: express.RequestHandler = (req, res, next) => {
     const given = req.get('x-request-id');
     const id = given && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals.requestId = id;
@@ -148,15 +151,23 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       );
     });
     next();
-  });
-  app.use(corsHeaders(options.corsAllowedOrigins ?? []));
+  };
 
   let serving = true;
-  app.use(healthRoutes(downstreams, () => serving));
-  app.get('/api/v1/openapi.json', (_req, res) => {
+  const pages = express.Router();
+  pages.use(healthRoutes(downstreams, () => serving));
+  pages.get(OPENAPI_PATH, (_req, res) => {
     res.json(openapi);
   });
-  app.use(docsRoutes());
+  pages.use(docsRoutes());
+  app.use(
+    inOneLayer(
+      requestId,
+      corsHeaders(options.corsAllowedOrigins ?? []),
+      // An API call never matches the health, OpenAPI and docs routes: it skips their matching.
+      (req, res, next) => (isApiCall(req.path) ? next() : pages(req, res, next)),
+    ),
+  );
 
   const transcode = transcodingHandler(
     routes,
@@ -167,37 +178,44 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     options.publicBaseUrl,
   );
-  // One mount for the whole /api chain: each separate app.use('/api') layer matched the path again.
+  const parseJson = express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES });
+  // One Express layer for the whole /api chain: Express makes each handler given to app.use a layer of
+  // its own, and each layer matches the mount path and rewrites req.url again, on every request.
   app.use(
     '/api',
-    failedAuthLimiter(limitPerMinute, send),
-    rateLimiter(limitPerMinute, send),
-    corsPreflight(options.corsAllowedOrigins ?? [], routes),
-    // JSON bodies only (415 otherwise), at most 1 MiB (413).
-    (req, _res, next) => {
-      const hasBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-      if (hasBody && !req.is(JSON_TYPES)) {
-        return next(
-          new GatewayError(
-            grpc.status.INVALID_ARGUMENT,
-            'UNSUPPORTED_MEDIA_TYPE',
-            'send the body as JSON with Content-Type: application/json',
-            415,
-          ),
-        );
-      }
-      next();
-    },
-    express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES }),
-    bodyLimits(),
-    mcpEndpoint(downstreams, auth, callerSigner),
-    async (req: Request, res: Response) => {
-      try {
-        await transcode(req, res);
-      } finally {
-        auth.finished(req);
-      }
-    },
+    inOneLayer(
+      failedAuthLimiter(limitPerMinute, send),
+      rateLimiter(limitPerMinute, send),
+      corsPreflight(options.corsAllowedOrigins ?? [], routes),
+      // JSON bodies only (415 otherwise), at most 1 MiB (413), within the shape limits (400).
+      (req, res, next) => {
+        // Without a body the three steps do nothing but set req.body = undefined: a GET skips them.
+        if (!hasBody(req)) {
+          if (!('body' in (req as object))) req.body = undefined;
+          return next();
+        }
+        const declared = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+        if (declared && !req.is(JSON_TYPES)) {
+          return next(
+            new GatewayError(
+              grpc.status.INVALID_ARGUMENT,
+              'UNSUPPORTED_MEDIA_TYPE',
+              'send the body as JSON with Content-Type: application/json',
+              415,
+            ),
+          );
+        }
+        parseJson(req, res, (err?: unknown) => (err ? next(err) : checkBody(req, res, next)));
+      },
+      mcpEndpoint(downstreams, auth, callerSigner),
+      async (req: Request, res: Response) => {
+        try {
+          await transcode(req, res);
+        } finally {
+          auth.finished(req);
+        }
+      },
+    ),
   );
 
   app.use((req: Request, _res: Response, next: NextFunction) =>
@@ -251,6 +269,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       await pool.end();
     },
   };
+}
+
+/** Under /api/ and neither the OpenAPI document nor the docs page (Express matches paths regardless of case). */
+function isApiCall(path: string): boolean {
+  const p = path.toLowerCase();
+  return p.startsWith('/api/') && !p.startsWith(OPENAPI_PATH) && !p.startsWith(DOCS_PATH);
+}
+
+/** type-is's hasBody, the test body-parser skips a request by (an empty Content-Length still has a body: {}). */
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number(req.headers['content-length']));
 }
 
 /** body-parser's failures as the contract's errors. */

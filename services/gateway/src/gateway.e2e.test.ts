@@ -570,6 +570,19 @@ describe('gateway in front of identity', () => {
     assert.ok(Number(res.headers.get('retry-after')) >= 1);
   });
 
+  it('keeps serving a key that authenticated from an address whose made-up tokens are refused', async () => {
+    const limited = await startGateway({ rateLimitPerMinute: 3 });
+    assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    const made = () => limited.api('GET', '/api/v1/members', { key: `wk_${randomBytes(20).toString('hex')}` });
+    for (let i = 0; i < 3; i++) assertError(await made(), 401);
+    assertError(await made(), 429, 'RATE_LIMITED');
+    assert.equal(
+      (await limited.api('GET', '/api/v1/members', { key: a.key })).status,
+      200,
+      'the real key is not locked out',
+    );
+  });
+
   it('serves an OpenAPI 3.1 document of every route that validates', async () => {
     const res = await api('GET', '/api/v1/openapi.json');
     assert.equal(res.status, 200);

@@ -292,5 +292,29 @@ function render(route: Route, json: Record<string, unknown>): StoredResponse {
 function send(res: Response, out: StoredResponse, extraHeaders: Record<string, string> = {}): void {
   res.status(out.status).set({ ...out.headers, ...extraHeaders });
   if (out.body === null) res.end();
-  else res.json(out.body);
+  else sendJson(res, out.body);
+}
+
+/**
+ * The bytes and headers Express's res.json writes (the gateway sets no json spaces, replacer or
+ * escape, and no ETag), without its content-type lookups and freshness check where neither can
+ * change them: a 200 or 201 with a body, to a request that is not HEAD and sends no conditional header.
+ */
+function sendJson(res: Response, body: unknown): void {
+  const text = JSON.stringify(body) as string | undefined;
+  const { method, headers } = res.req;
+  if (
+    text === undefined ||
+    (res.statusCode !== 200 && res.statusCode !== 201) ||
+    method === 'HEAD' ||
+    headers['if-none-match'] !== undefined ||
+    headers['if-modified-since'] !== undefined ||
+    res.getHeader('content-type') !== undefined
+  ) {
+    res.json(body);
+    return;
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
 }

@@ -88,6 +88,8 @@ export function failedAuthLimiter(limitPerMinute: number, send: Send): RequestHa
         if (res.locals[AUTHENTICATED] === true) knownValid.add(credential);
         else if (res.statusCode === 401) knownValid.delete(credential);
       });
+      // What the limiter's skip would decide, without its per-request promises and listeners.
+      if (knownValid.has(credential)) return next();
     }
     return limiter(req, res, next);
   };
