@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Router } from 'express';
 
-const DOCS_PATH = '/api/v1/docs';
+export const DOCS_PATH = '/api/v1/docs';
 const ASSETS = `${DOCS_PATH}/assets`;
 
 /**
