@@ -14,7 +14,7 @@ import { IDEMPOTENCY_HEADER, IdempotencyStore, type StoredResponse } from './ide
 import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
-import { PUBLIC_BASE_URL_FIELD, publicBaseUrlOf } from './public-url.js';
+import { PUBLIC_BASE_URL_FIELD } from './public-url.js';
 import { buildRequest } from './transcode.js';
 
 const ACTOR_TYPES: Record<number, string> = {
@@ -317,4 +317,20 @@ function sendJson(res: Response, body: unknown): void {
   res.setHeader('Content-Type', 'application/json; charset=utf-8');
   res.setHeader('Content-Length', Buffer.byteLength(text));
   res.end(text);
+}
+
+/** A Host (or X-Forwarded-Host) value fit for a URL: a name or an address, and a port. */
+const HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+/** The origin of this request's absolute URLs: the configured one, or the request's scheme and Host. */
+export function publicBaseUrlOf(req: Request, configured: string | undefined): string {
+  if (configured) return configured;
+  const host = req.host;
+  const scheme = req.protocol;
+  if (!host || host.length > 255 || !HOST.test(host) || (scheme !== 'http' && scheme !== 'https'))
+    throw gatewayErrors.badRequest(
+      [{ field: 'Host', description: 'is missing or not a host name (or the forwarded scheme is not http or https)' }],
+      'the request has no usable Host header to build an absolute URL from: send one, or ask the operator to set PUBLIC_BASE_URL',
+    );
+  return `${scheme}://${host.toLowerCase()}`;
 }
