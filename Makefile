@@ -4,7 +4,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
 
-.PHONY: dev test build proto proto-lint proto-breaking lint format bench clean install chart-check chart-install migrations-check openapi-lint
+.PHONY: dev test build proto proto-lint proto-breaking lint lint-code format bench clean install chart-check chart-install migrations-check openapi-lint
 
 # Tools the checks build or download once (helm, kube-apiserver, the previous release, Kafka jars…) live
 # in .cache/, a link to one folder per user, so a fresh clone (CI) reuses what an earlier clone built.
@@ -50,10 +50,15 @@ dev: build
 
 ## test: the chart checks (offline and on a real API server), the migration checks, the previous release
 ## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
-## a real Kafka broker (started and stopped here)
+## a real Kafka broker (started and stopped here), with lint-code beside it
 test: build openapi-lint chart-check chart-install migrations-check
-	.ci/previous-release.sh > /dev/null
-	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS)
+	@lint_log=$$(mktemp); $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
+	.ci/previous-release.sh > /dev/null && \
+	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS); \
+	status=$$?; \
+	if wait $$lint; then echo 'lint-code: Prettier, eslint and knip found nothing'; \
+	else cat "$$lint_log"; echo 'lint-code failed: the findings are above (make lint-code)'; status=1; fi; \
+	rm -f "$$lint_log"; exit $$status
 
 proto-lint: install
 	buf lint
@@ -62,9 +67,13 @@ proto-lint: install
 proto-breaking: install
 	buf breaking proto --against '.git#branch=main'
 
-## lint: buf lint, the chart and migration checks, Prettier, eslint with type information (eslint.config.js;
-## after build: it reads the workspaces' .d.ts) and knip (knip.jsonc: unused files, exports, dependencies)
-lint: proto-lint build chart-check migrations-check
+## lint: buf lint, the chart and migration checks, and lint-code
+lint: proto-lint build chart-check migrations-check lint-code
+
+## lint-code: Prettier, eslint with type information (eslint.config.js) and knip (knip.jsonc: unused files,
+## exports, dependencies). Run it after make build (eslint reads the workspaces' .d.ts); make test runs it
+## beside the suite
+lint-code:
 	prettier --check --log-level warn .
 	eslint .
 	knip

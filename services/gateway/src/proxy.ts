@@ -323,7 +323,7 @@ function sendJson(res: Response, body: unknown): void {
 const HOST = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 
 /** The origin of this request's absolute URLs: the configured one, or the request's scheme and Host. */
-export function publicBaseUrlOf(req: Request, configured: string | undefined): string {
+function publicBaseUrlOf(req: Request, configured: string | undefined): string {
   if (configured) return configured;
   const host = req.host;
   const scheme = req.protocol;
