@@ -56,7 +56,8 @@ const scripts =
   process.argv.length > 2
     ? process.argv.slice(2).map((p) => resolve(p))
     : readdirSync(scriptsDir)
-        .filter((f) => /^bench-.*\.mjs$/.test(f) && f !== 'bench-table.mjs')
+        // bench-gateway-ab compares two gateway builds: run by hand, with the second build named (its header).
+        .filter((f) => /^bench-.*\.mjs$/.test(f) && !['bench-table.mjs', 'bench-gateway-ab.mjs'].includes(f))
         .sort()
         .map((f) => join(scriptsDir, f));
 

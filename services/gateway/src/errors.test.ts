@@ -124,6 +124,24 @@ describe('error responses', () => {
     );
   });
 
+  it('tell a client when to retry every 503: shed load, a service away, an open circuit', () => {
+    const overloaded = toHttpError(
+      new DomainError(grpc.status.UNAVAILABLE, 'SERVICE_OVERLOADED', 'the notes_tasks service has 512 calls in flight'),
+      'r',
+    );
+    assert.deepEqual([overloaded.status, overloaded.headers['Retry-After']], [503, '1']);
+    const down = toHttpError(bare(grpc.status.UNAVAILABLE, 'No connection established'), 'r');
+    assert.deepEqual([down.status, down.headers['Retry-After']], [503, '1']);
+    const named = toHttpError(
+      new DomainError(grpc.status.UNAVAILABLE, 'IDP_UNAVAILABLE', 'the identity provider is down', {
+        metadata: { retry_after_seconds: '30' },
+      }),
+      'r',
+    );
+    assert.equal(named.headers['Retry-After'], '30');
+    assert.equal(toHttpError(bare(grpc.status.INTERNAL, 'boom'), 'r').headers['Retry-After'], undefined);
+  });
+
   it('carry the headers and status of gateway errors (405 Allow, 429 Retry-After)', () => {
     const e = toHttpError(gatewayErrors.methodNotAllowed('PUT', ['GET', 'PATCH']), 'r');
     assert.equal(e.status, 405);

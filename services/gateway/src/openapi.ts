@@ -231,7 +231,7 @@ const RESPONSES: Record<string, Schema> = {
     ['Retry-After'],
   ),
   ServerError: errorResponse(
-    'A server-side failure: 503 UNAVAILABLE (a service is down or overloaded; Retry-After when known), 504 DEADLINE_EXCEEDED, or 500 INTERNAL (quote the request id). A 5xx never carries a stack trace.',
+    'A server-side failure: 503 UNAVAILABLE (a service is down or overloaded, or the load is shed; always with Retry-After), 504 DEADLINE_EXCEEDED, or 500 INTERNAL (quote the request id). A 5xx never carries a stack trace.',
     ['Retry-After'],
   ),
 };
