@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Keyring, generateToken, hint, sha256Hex, secretsEqual } from './index.js';
+import { Keyring, blankSecrets, generateToken, hint, sha256Hex, secretsEqual } from './index.js';
 
 describe('Keyring', () => {
   it('round-trips a secret and never leaves it readable in the ciphertext', () => {
@@ -57,5 +57,11 @@ describe('tokens', () => {
     assert.equal(secretsEqual('a', 'a'), true);
     assert.equal(secretsEqual('a', 'ab'), false);
     assert.equal(hint('wk_abcdef1234'), '1234');
+  });
+
+  it('blanks secrets out of a text, raw and as a JSON string holds them', () => {
+    const secret = 'sk-"quoted"\\key';
+    const text = `raw ${secret} json ${JSON.stringify({ k: secret })} other sk-x`;
+    assert.equal(blankSecrets(text, [secret, '']), 'raw [redacted] json {"k":"[redacted]"} other sk-x');
   });
 });

@@ -35,6 +35,23 @@ export function hint(secret: string): string {
   return secret.slice(-4);
 }
 
+/** What stands where a secret was blanked out of a text. */
+export const REDACTED = '[redacted]';
+
+/**
+ * The text with every secret blanked out, as it is and as it appears inside a JSON string (a
+ * server or a model may echo what it was sent, raw or serialised).
+ */
+export function blankSecrets(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (!secret) continue;
+    const escaped = JSON.stringify(secret).slice(1, -1);
+    for (const form of escaped === secret ? [secret] : [secret, escaped]) out = out.split(form).join(REDACTED);
+  }
+  return out;
+}
+
 export class KeyringError extends Error {
   override name = 'KeyringError';
 }

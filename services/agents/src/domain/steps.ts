@@ -9,25 +9,17 @@
  * the caller identity a tool call carries travels in gRPC metadata, never in arguments or results.
  */
 
+import { blankSecrets } from '@workauto/crypto';
+
 /** Bytes of UTF-8 a step's result (or text, or oversized arguments) keeps: 4 KiB. */
 export const STEP_TEXT_MAX_BYTES = 4_096;
 
-const REDACTED = '[redacted]';
-
-/** Every form a secret can take in the text: as it is, and as it appears inside a JSON string. */
-function forms(secret: string): string[] {
-  const escaped = JSON.stringify(secret).slice(1, -1);
-  return escaped === secret ? [secret] : [secret, escaped];
-}
-
 /** The text with every secret blanked out (secrets shorter than 8 characters are not keys and are left alone). */
 export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret.length < 8) continue;
-    for (const form of forms(secret)) out = out.split(form).join(REDACTED);
-  }
-  return out;
+  return blankSecrets(
+    text,
+    secrets.filter((s) => s.length >= 8),
+  );
 }
 
 /** The text cut to at most `maxBytes` bytes of UTF-8, never inside a character. */

@@ -4,6 +4,8 @@
  * egress policy) or `protocol_error` (it answers, but not as MCP). Pure: the session records what
  * happened on the wire, this decides.
  */
+import { blankSecrets } from '@workauto/crypto';
+
 type FailureStatus = 'auth_failed' | 'unreachable' | 'protocol_error';
 
 export interface Failure {
@@ -87,9 +89,7 @@ function lastErrorStatus(observed: Observed): number | undefined {
 
 /** Blanks every secret out of a text and bounds its length (a server may echo what it was sent). */
 export function redact(text: string, secrets: string[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret) out = out.split(secret).join('[redacted]');
-  out = out.replace(/[\r\n\t]+/g, ' ');
+  const out = blankSecrets(text, secrets).replace(/[\r\n\t]+/g, ' ');
   return out.length > REASON_MAX ? `${out.slice(0, REASON_MAX - 1)}…` : out;
 }
 
@@ -98,9 +98,8 @@ export function redact(text: string, secrets: string[]): string {
  * echoes the credential it was sent, in a result a member or a model reads, does not leak it.
  */
 export function redactSecrets<T>(value: T, secrets: string[]): T {
-  const live = secrets.filter((s) => s.length > 0);
-  if (live.length === 0) return value;
-  const text = (s: string) => live.reduce((out, secret) => out.split(secret).join('[redacted]'), s);
+  if (!secrets.some((s) => s.length > 0)) return value;
+  const text = (s: string) => blankSecrets(s, secrets);
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return text(v);
     if (Array.isArray(v)) return v.map(walk);
