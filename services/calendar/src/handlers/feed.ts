@@ -1,6 +1,6 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import type { Queryable } from '@workauto/db';
-import { errors, type CallContext, type Handlers } from '@workauto/grpc';
+import { errors, httpBodyChunks, type CallContext, type Handlers } from '@workauto/grpc';
 import type { CalendarServiceService } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
 import { feedEvents, feedHead, feedTail } from '../domain/ical.js';
@@ -55,19 +55,7 @@ export function feedHandlers({ pool }: CalendarDeps): Pick<H, 'streamCalendarFee
    */
   async function* chunks(id: string, token: string, ctx: CallContext): AsyncGenerator<HttpBody> {
     const calendar = await feedCalendar({ pool }, id, token, ctx);
-    let pending: Buffer[] = [];
-    let size = 0;
-    for await (const text of feedText(pool, calendar.tenant_id, calendar)) {
-      const bytes = Buffer.from(text);
-      pending.push(bytes);
-      size += bytes.length;
-      if (size >= CHUNK_BYTES) {
-        yield { content_type: CONTENT_TYPE, data: Buffer.concat(pending), extensions: [] };
-        pending = [];
-        size = 0;
-      }
-    }
-    if (size > 0) yield { content_type: CONTENT_TYPE, data: Buffer.concat(pending), extensions: [] };
+    yield* httpBodyChunks(feedText(pool, calendar.tenant_id, calendar), CONTENT_TYPE, CHUNK_BYTES);
   }
 
   return {

@@ -1,4 +1,4 @@
-import { parsePage, toPage, validate, type Handlers, type Validator } from '@workauto/grpc';
+import { httpBodyChunks, parsePage, toPage, validate, type Handlers, type Validator } from '@workauto/grpc';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
 import {
   AuditLogExportFormat,
@@ -63,13 +63,13 @@ const EXPORT_FORMATS: Partial<
   },
 };
 /**
- * Entries read per query, and text gathered before a chunk is sent (characters; far below gRPC's
- * 4 MiB message limit). Small enough that a batch and a chunk die young: with 500 entries and
+ * Entries read per query, and text gathered before a chunk is sent (far below gRPC's 4 MiB message
+ * limit). Small enough that a batch and a chunk die young: with 500 entries and
  * 128 Ki characters the heap in use was the same, but V8 grew its heap (and identity's RSS) by
  * about 40 MiB more during a 300,000-entry export (docs/identity.md, measurements).
  */
 const EXPORT_BATCH = 200;
-const CHUNK_CHARS = 64 * 1024;
+const CHUNK_BYTES = 64 * 1024;
 
 export function auditHandlers({ pool }: IdentityDeps): Pick<H, 'listAuditLog' | 'exportAuditLog'> {
   return {
@@ -91,26 +91,14 @@ export function auditHandlers({ pool }: IdentityDeps): Pick<H, 'listAuditLog' | 
       if (!format) v.add('format', 'is required: ndjson or csv');
       const filter = auditFilter(req, v);
       v.done();
-      const chunk = (text: string): HttpBody => ({
-        content_type: format!.contentType,
-        data: Buffer.from(text),
-        extensions: [],
-      });
-      let text = format!.head;
-      let sent = false;
-      for await (const rows of audit.auditLogBatches(pool, ctx.tenant, filter, EXPORT_BATCH)) {
-        for (const row of rows) {
-          text += format!.entry(auditEntryJson(row));
-          // Per entry, not per batch: a batch of heavy entries would pass the message limit.
-          if (text.length >= CHUNK_CHARS) {
-            yield chunk(text);
-            sent = true;
-            text = '';
-          }
-        }
+      const { head, entry, contentType } = format!;
+      async function* exportText(): AsyncGenerator<string> {
+        yield head;
+        for await (const rows of audit.auditLogBatches(pool, ctx.tenant, filter, EXPORT_BATCH))
+          for (const row of rows) yield entry(auditEntryJson(row));
       }
-      // The rest, or the only chunk: an empty export still carries its content type (and the CSV header).
-      if (text || !sent) yield chunk(text);
+      // Chunked per entry, not per batch: a batch of heavy entries would pass the message limit.
+      yield* httpBodyChunks(exportText(), contentType, CHUNK_BYTES);
     },
   };
 }
