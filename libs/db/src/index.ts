@@ -35,4 +35,4 @@ export {
 } from './pagination.js';
 export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
 export { newId, isUuid } from './ids.js';
-export { runForTenant, TenantShareBusyError } from './tenant-share.js';
+export { runForTenant, iterateForTenant, TenantShareBusyError, type TenantScopeOptions } from './tenant-share.js';

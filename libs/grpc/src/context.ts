@@ -30,9 +30,11 @@ export class CallContext {
     private readonly signer?: CallerSigner,
     /** The client's Idempotency-Key of a POST, signed with the rest (services may dedupe on it). */
     readonly idempotencyKey?: string,
+    /** When the caller stops waiting (epoch ms; the call's gRPC deadline), if it set one. */
+    readonly deadline?: number,
   ) {}
 
-  static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner): CallContext {
+  static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner, deadline?: number): CallContext {
     return new CallContext(
       caller.requestId,
       caller.tenantId,
@@ -42,6 +44,7 @@ export class CallContext {
       signal,
       signer,
       caller.idempotencyKey,
+      deadline,
     );
   }
 

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { isConcurrencyFailure, isDatabaseUnavailable } from '@workauto/db';
+import { TenantShareBusyError, isConcurrencyFailure, isDatabaseUnavailable } from '@workauto/db';
 import { Any } from '@workauto/protos/google/protobuf/any.js';
 import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
 import { Status } from '@workauto/protos/google/rpc/status.js';
@@ -147,6 +147,14 @@ function capMessage(message: string): string {
 
 /** The DomainError of a failure that is not one: database conditions by SQLSTATE, else a bare INTERNAL. */
 function fromDatabaseError(err: unknown): DomainError {
+  if (err instanceof TenantShareBusyError) {
+    // The tenant's own queue for its share of the pool (@workauto/db): too many requests of that
+    // tenant, which pass as they finish. Never "the database is unavailable", which would count
+    // against the service's circuit for every tenant.
+    return new DomainError(grpc.status.RESOURCE_EXHAUSTED, 'TENANT_DATABASE_BUSY', err.message, {
+      metadata: { limit_connections: String(err.share), retry_after_seconds: '1' },
+    });
+  }
   if (isDatabaseUnavailable(err)) {
     // The database is down or refusing connections: the request may well succeed later.
     return new DomainError(

@@ -9,6 +9,7 @@ import { enumMapping } from './enums.js';
 import { checkHttpUrl, checkYears } from './fields.js';
 import { encodedSizeBound } from './message-size.js';
 import { CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { TenantShareBusyError } from '@workauto/db';
 
 describe('error mapping', () => {
   it('carries reason, domain, field violations and the HTTP hint through grpc-status-details-bin', () => {
@@ -51,6 +52,16 @@ describe('error mapping', () => {
     );
     const other = Object.assign(new Error('relation "x" does not exist'), { code: '42P01' });
     assert.equal(decodeStatusDetails(toServiceError(other, 'x') as grpc.ServiceError).code, grpc.status.INTERNAL);
+  });
+
+  it("turns a wait for the tenant's own share of the pool into 429 TENANT_DATABASE_BUSY, never the database being unavailable", () => {
+    const got = decodeStatusDetails(
+      toServiceError(new TenantShareBusyError(5), 'notes_tasks.workauto') as grpc.ServiceError,
+    );
+    assert.equal(got.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.equal(got.reason, 'TENANT_DATABASE_BUSY');
+    assert.equal(got.metadata.retry_after_seconds, '1');
+    assert.match(got.message, /this tenant's requests hold all 5 of the database connections.*retry/);
   });
 
   it('turns a deadlock or serialization failure that outlasted the retries into ABORTED (409) telling the client to retry', () => {

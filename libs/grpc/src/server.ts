@@ -1,4 +1,3 @@
-import { once } from 'node:events';
 import * as grpc from '@grpc/grpc-js';
 import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
@@ -70,6 +69,22 @@ export const SERVER_CHANNEL_OPTIONS: grpc.ServerOptions = {
 };
 
 /**
+ * Writes one message of a server stream and resolves once HTTP/2 has sent it (its write callback),
+ * or rejects with the call's abort reason (a cancelled call never calls back).
+ */
+function sent(call: grpc.ServerWritableStream<unknown, unknown>, message: unknown, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.write(message, (err?: Error | null) => {
+      signal.removeEventListener('abort', onAbort);
+      if (err) reject(err);
+      else resolve();
+    });
+  });
+}
+
+/**
  * One gRPC server with what every service needs: thin typed handlers, call context from the verified
  * caller token only, errors mapped once, health (NOT_SERVING until ready and again on shutdown; no
  * caller token needed), reflection when enabled.
@@ -128,9 +143,12 @@ export class GrpcServer {
   }
 
   /**
-   * A server-streaming rpc: each message the handler yields is written as the client reads them
-   * (the handler waits while the client is behind), the status follows the last one; a failure,
-   * also after messages went out, ends the call with its mapped status.
+   * A server-streaming rpc: each message the handler yields is written as the client reads them,
+   * the status follows the last one; a failure, also after messages went out, ends the call with
+   * its mapped status. The handler is asked for its next message only once the last one has gone
+   * out on the HTTP/2 stream (its flow control passes the client's pace back here): the process
+   * holds one message per stream, not the 16 a Writable buffers, and a handler that reads a page
+   * per message reads the next page only when the client has taken the last one.
    */
   private wrapStream(
     path: string,
@@ -143,8 +161,7 @@ export class GrpcServer {
         const ctx = c.context();
         for await (const message of handler(call.request, ctx)) {
           ctx.signal.throwIfAborted();
-          if (!call.write(message))
-            await once(call, 'drain', { signal: ctx.signal }).catch(() => ctx.signal.throwIfAborted());
+          await sent(call, message, ctx.signal);
         }
         ctx.signal.throwIfAborted();
       }).then(
@@ -203,7 +220,12 @@ export class GrpcServer {
       };
       return {
         context: () =>
-          (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)),
+          (ctx = CallContext.fromCaller(
+            callerVerifier.verify(call.metadata, audience),
+            abort.signal,
+            callerSigner,
+            Number.isFinite(deadlineMs) ? Date.now() + deadlineMs : undefined,
+          )),
         run: <T>(work: () => Promise<T>) => Promise.resolve().then(work),
         ok: () => {
           const ms = settle();
@@ -219,7 +241,15 @@ export class GrpcServer {
             grpc_code: grpc.status[mapped.code ?? 2],
             ms: Math.round(ms),
           };
-          if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
+          if (err instanceof DomainError || mapped.code === grpc.status.RESOURCE_EXHAUSTED)
+            logger.info({ ...log, reason: err instanceof DomainError ? err.reason : undefined }, 'rpc failed');
+          // A client's input that reached SQL and failed there (a NUL byte, a value out of range):
+          // a check the handler lacks, but the caller's input, never an error of the service.
+          else if (mapped.code === grpc.status.INVALID_ARGUMENT)
+            logger.warn(
+              { ...log, cause: String((err as Error).message).slice(0, 200) },
+              'rpc failed on input a handler did not check',
+            );
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
           this.callDuration.record(ms / 1000, attributes(mapped.code ?? grpc.status.UNKNOWN));
           return mapped;

@@ -31,6 +31,8 @@ describe('server-streaming rpcs', () => {
   let client: Downstream;
   /** Resolves with the handler's context when a stream's handler stops (its finally ran). */
   let stopped: PromiseWithResolvers<CallContext>;
+  /** Messages the 'paced' handler was asked for. */
+  let yielded = 0;
 
   before(async () => {
     server = new GrpcServer({
@@ -47,6 +49,11 @@ describe('server-streaming rpcs', () => {
           if (kind === 'bug') throw new Error('password=hunter2');
           yield Buffer.from(`tenant ${ctx.tenant}`);
           if (kind === 'fails-later') throw errors.failedPrecondition('FEED_BROKEN', 'the feed broke; try again');
+          if (kind === 'paced')
+            for (;;) {
+              yielded++;
+              yield Buffer.alloc(64 * 1024, 7);
+            }
           for (let i = 0; kind === 'endless' || i < 3; i++) yield Buffer.alloc(16 * 1024, i % 256);
         } finally {
           stopped.resolve(ctx);
@@ -139,6 +146,24 @@ describe('server-streaming rpcs', () => {
       'ping',
       'unary rpcs of the same service are served beside streaming ones',
     );
+  });
+
+  it('asks the handler for its next message only once the last one went out: a reader that stops holds it after a few', async (t) => {
+    yielded = 0;
+    const messages = open('paced');
+    await messages.next(); // the caller identity
+    await messages.next();
+    // The reader stops here. What the handler was asked for settles: the client's buffer of 16
+    // messages, what HTTP/2's 64 KiB window lets through, and the one being written.
+    let last = -1;
+    for (const until = Date.now() + 10_000; yielded !== last && Date.now() < until;) {
+      last = yielded;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    t.diagnostic(`the handler was asked for ${yielded} messages of 64 KiB while the reader read 1`);
+    assert.ok(yielded <= 20, `the handler was asked for ${yielded} messages of 64 KiB while the reader read 1`);
+    await messages.return();
+    assert.equal((await stopped.promise).signal.aborted, true, 'the handler saw the cancel');
   });
 
   it('never runs a handler without a verified caller token', async () => {

@@ -6,7 +6,7 @@
  * start that fails half-way closes what it had opened.
  */
 import { resolve } from 'node:path';
-import { createPool, pendingMigrations, runForTenant, runMigrations, type Pool } from '@workauto/db';
+import { createPool, iterateForTenant, pendingMigrations, runForTenant, runMigrations, type Pool } from '@workauto/db';
 import {
   LocalTransport,
   OUTBOX_MIGRATIONS,
@@ -151,7 +151,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       reflection: config.grpcReflection,
       channelOptions: spec.grpcServerOptions,
     });
-    server.add(spec.grpcService, spec.definition, inTenantScope(spec.handlers(pool)));
+    server.add(spec.grpcService, spec.definition, inTenantScope(spec.definition, spec.handlers(pool)));
     const transport: EventTransport = config.transport ?? new LocalTransport();
     // Consumers and topics need Kafka: a broker that is away or still electing leaders is waited
     // for (a fresh cluster's deploy starts every service at once); a refusal (credentials, ACLs,
@@ -247,15 +247,22 @@ async function startConsumers<S extends UnaryServiceDefinition>(
 
 /**
  * Each call runs in its tenant's scope, so its database checkouts count against that tenant's share
- * of the pool (@workauto/db): one tenant's slow requests leave the other tenants connections.
+ * of the pool (@workauto/db), waiting for it at most until shortly before the call's deadline: one
+ * tenant's slow requests leave the other tenants connections. A streaming handler's every read runs
+ * in the scope (its generator's body runs at each read, not where it was made), so an export or a
+ * feed reads its pages under its tenant's share too.
  */
-function inTenantScope<S extends UnaryServiceDefinition>(handlers: Handlers<S>): Handlers<S> {
+function inTenantScope<S extends UnaryServiceDefinition>(definition: S, handlers: Handlers<S>): Handlers<S> {
   return Object.fromEntries(
-    Object.entries(handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>).map(
-      ([name, handle]) => [
-        name,
-        (req: unknown, ctx: CallContext) => runForTenant(ctx.tenantId, () => handle.call(handlers, req, ctx)),
-      ],
-    ),
+    Object.entries(handlers as Record<string, (req: unknown, ctx: CallContext) => unknown>).map(([name, handle]) => [
+      name,
+      definition[name]?.responseStream
+        ? (req: unknown, ctx: CallContext) =>
+            iterateForTenant(ctx.tenantId, handle.call(handlers, req, ctx) as AsyncIterable<unknown>, {
+              deadline: ctx.deadline,
+            })
+        : (req: unknown, ctx: CallContext) =>
+            runForTenant(ctx.tenantId, () => handle.call(handlers, req, ctx), { deadline: ctx.deadline }),
+    ]),
   ) as Handlers<S>;
 }
