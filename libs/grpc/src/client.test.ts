@@ -18,7 +18,7 @@ const ECHO = raw('/test.Test/Echo');
 const BROKEN = raw('/test.Test/Broken');
 const HANG = raw('/test.Test/Hang');
 
-type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away' | 'huge';
+type Behaviour = 'ok' | 'internal' | 'hang' | 'answered-unavailable' | 'database-away' | 'huge' | 'hang-for-a';
 
 /** A gRPC server whose methods answer, fail with INTERNAL or never answer; its health check answers or hangs too. */
 async function startServer(
@@ -41,6 +41,10 @@ async function startServer(
     impl[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
       call.on('cancelled', () => cancelledOnServer++);
       if (behaviour === 'ok') cb(null, Buffer.from('ok'));
+      // One tenant's requests (payload "a") queue behind that tenant's own (never answered here); others are answered.
+      else if (behaviour === 'hang-for-a') {
+        if (call.request.toString() !== 'a') cb(null, Buffer.from('ok'));
+      }
       // An answer over the client's 4 MiB receive limit (a list that forgot to stop its page).
       else if (behaviour === 'huge') cb(null, Buffer.alloc(5 * 1024 * 1024, 1));
       else if (behaviour === 'internal') cb({ code: grpc.status.INTERNAL, details: 'boom' });
@@ -274,6 +278,61 @@ describe('Downstream circuit breaker', () => {
     await Promise.all(held); // their deadlines pass
     assert.equal(d.isDown, false, 'shedding is not a sign the service is down');
     assert.deepEqual(await d.call(ECHO, Buffer.alloc(0)), Buffer.from('ok'));
+  });
+
+  it("never opens on one busy tenant's deadlines alone: another tenant's calls of the same method are still tried", async () => {
+    const { address, server } = await startServer({ Queue: 'hang-for-a' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('notes_tasks', address, { deadlineMs: 200, volumeThreshold: 3, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    const QUEUE = raw('/test.Test/Queue');
+    // Tenant A has 10 calls in flight at once, each running out its deadline (its own queue).
+    for (let round = 0; round < 3; round++) {
+      const codes = await Promise.all(
+        Array.from({ length: 10 }, () => codeOf(d.call(QUEUE, Buffer.from('a'), { tenant: 'A' }))),
+      );
+      assert.deepEqual([...new Set(codes)], [grpc.status.DEADLINE_EXCEEDED]);
+    }
+    assert.equal(d.isDown, false, "the service's health answers");
+    assert.deepEqual(
+      await d.call(QUEUE, Buffer.from('b'), { tenant: 'B' }),
+      Buffer.from('ok'),
+      "B's call is tried and answered",
+    );
+  });
+
+  it("still opens on deadlines of calls that are not one busy tenant's: a method that hangs for everyone", async () => {
+    const { address, server } = await startServer({ Hang: 'hang' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('svc', address, { deadlineMs: 100, volumeThreshold: 3, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    for (let i = 0; i < 3; i++) await codeOf(d.call(HANG, Buffer.alloc(0), { tenant: i % 2 ? 'A' : 'B' }));
+    const refused = await d.call(HANG, Buffer.alloc(0), { tenant: 'C' }).catch((e: unknown) => e);
+    assert.equal((refused as DomainError).reason, 'SERVICE_UNAVAILABLE', 'refused by the open circuit at once');
+  });
+
+  it("answers 429 TENANT_CALLS_LIMITED past one tenant's share of the calls in flight, leaving the other tenants the rest", async () => {
+    const { address, server } = await startServer({ Hang: 'hang', Echo: 'ok' }, 'serving');
+    servers.push(server);
+    const d = new Downstream('agents', address, { deadlineMs: 1_000, maxInFlight: 8, resetTimeoutMs: 60_000 });
+    clients.push(d);
+    // A quarter of 8: tenant A holds 2 calls.
+    const held = Array.from({ length: 2 }, () =>
+      d.call(HANG, Buffer.alloc(0), { tenant: 'A' }).catch((e: unknown) => e),
+    );
+    const refused = await d.call(ECHO, Buffer.alloc(0), { tenant: 'A' }).catch((e: unknown) => e);
+    assert.ok(refused instanceof DomainError, String(refused));
+    assert.equal(refused.code, grpc.status.RESOURCE_EXHAUSTED);
+    assert.equal(refused.reason, 'TENANT_CALLS_LIMITED');
+    assert.equal(refused.extra.metadata?.retry_after_seconds, '1');
+    assert.match(refused.message, /this tenant has 2 calls in flight to the agents service.*retry after/);
+    assert.deepEqual(await d.call(ECHO, Buffer.alloc(0), { tenant: 'B' }), Buffer.from('ok'), 'B is served');
+    await Promise.all(held);
+    assert.deepEqual(
+      await d.call(ECHO, Buffer.alloc(0), { tenant: 'A' }),
+      Buffer.from('ok'),
+      'A again, once its calls ended',
+    );
   });
 
   it("comes back by itself once the service's health check answers again", async () => {

@@ -30,6 +30,14 @@ export interface DownstreamOptions {
    * answering the calls it has.
    */
   maxInFlight?: number;
+  /**
+   * Calls in flight from this process for one tenant at most (default a quarter of maxInFlight:
+   * 128 of 512), unary calls and streams together; more answer 429 TENANT_CALLS_LIMITED at once,
+   * so one tenant's calls (an MCP loop, a burst of slow ones) never take the whole cap.
+   */
+  tenantMaxInFlight?: number;
+  /** Server streams open to the service from this process at most (default maxInFlight), beside the unary calls. */
+  maxStreams?: number;
   /** grpc-js channel options over the defaults (CLIENT_CHANNEL_OPTIONS), e.g. a shorter re-resolution interval in tests. */
   channelOptions?: grpc.ChannelOptions;
 }
@@ -127,9 +135,30 @@ const SERVICE_UNWELL_REASONS = new Set([
   'SERVICE_UNAVAILABLE',
 ]);
 
+/** The window a method's circuit counts its calls over. */
+const ROLLING_WINDOW_MS = 10_000;
+
 const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.Health');
 
-type Breaker = CircuitBreaker<[() => Promise<unknown>], unknown>;
+type Breaker = CircuitBreaker<[() => Promise<unknown>, string | undefined], unknown>;
+
+/** What a call says about itself beside its method and request. */
+export interface CallOptions {
+  metadata?: grpc.Metadata;
+  deadlineMs?: number;
+  /** Cancels the call in flight (the service sees the cancel); the call rejects with the signal's reason. */
+  signal?: AbortSignal | undefined;
+  /** The tenant the call acts for: its share of the in-flight cap, and whose failures these are. */
+  tenant?: string | undefined;
+}
+
+/**
+ * A tenant that had at least this many calls in flight to a service within a circuit's window, and
+ * whose calls fail while no other tenant's do, is taken to wait in a queue of its own making (its
+ * share of the service's database, its own requests ahead of it), not to see the service unwell:
+ * its failures open no circuit.
+ */
+const BUSY_TENANT_CALLS = 8;
 
 /**
  * A connection to one downstream service: every call has a deadline and carries the caller's
@@ -149,8 +178,16 @@ export class Downstream {
   private readonly breakers = new Map<string, Breaker>();
   private readonly deadlineMs: number;
   private readonly options: Required<Omit<DownstreamOptions, 'deadlineMs' | 'channelOptions'>>;
-  /** Calls started and not yet settled (maxInFlight caps it). */
+  /** Unary calls started and not yet settled (maxInFlight caps it). */
   private inFlight = 0;
+  /** Server streams open (maxStreams caps it). */
+  private streams = 0;
+  /** Calls and streams in flight per tenant (tenantMaxInFlight caps each). */
+  private readonly tenantCalls = new Map<string, number>();
+  /** Per method: when each tenant's call last failed in a way that counts (tenant '' = a call without one). */
+  private readonly failures = new Map<string, Map<string, number>>();
+  /** Tenants that reached BUSY_TENANT_CALLS in flight, and until when that counts (a circuit's window later). */
+  private readonly busyTenants = new Map<string, number>();
   private down = false;
   private probing = false;
   private recheck: NodeJS.Timeout | undefined;
@@ -185,6 +222,8 @@ export class Downstream {
       volumeThreshold: options.volumeThreshold ?? 3,
       healthTimeoutMs: options.healthTimeoutMs ?? 1_000,
       maxInFlight: options.maxInFlight ?? 512,
+      tenantMaxInFlight: options.tenantMaxInFlight ?? Math.max(1, Math.floor((options.maxInFlight ?? 512) / 4)),
+      maxStreams: options.maxStreams ?? options.maxInFlight ?? 512,
     };
   }
 
@@ -197,18 +236,14 @@ export class Downstream {
    * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
    * with the signal's reason, which never counts against the circuit.
    */
-  call<Req, Res>(
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-    opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {},
-  ): Promise<Res> {
+  call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
+    let settle: () => void;
     try {
-      this.admit(opts.signal);
+      settle = this.admit(opts, 'call');
     } catch (err) {
       return Promise.reject(err);
     }
     const { signal } = opts;
-    this.inFlight++;
     const deadline = new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs));
     const attempt = () =>
       new Promise<Res>((resolve, reject) => {
@@ -233,8 +268,8 @@ export class Downstream {
         );
         signal?.addEventListener('abort', onAbort, { once: true });
       });
-    return (this.breakerOf(method.path).fire(attempt) as Promise<Res>)
-      .finally(() => this.inFlight--)
+    return (this.breakerOf(method.path).fire(attempt, opts.tenant) as Promise<Res>)
+      .finally(settle)
       .catch((err: unknown) => {
         if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
           this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
@@ -256,10 +291,9 @@ export class Downstream {
   async *stream<Req, Res>(
     method: UnaryMethod<Req, Res>,
     request: Req,
-    opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {},
+    opts: CallOptions = {},
   ): AsyncGenerator<Res, void, undefined> {
-    this.admit(opts.signal);
-    this.inFlight++;
+    const settle = this.admit(opts, 'stream');
     const { signal } = opts;
     const call = withoutCallerStack(() =>
       this.client.makeServerStreamRequest(
@@ -281,25 +315,98 @@ export class Downstream {
     } finally {
       signal?.removeEventListener('abort', onAbort);
       call.cancel(); // a no-op once the status arrived; ends a stream the caller stopped reading
-      this.inFlight--;
+      settle();
     }
   }
 
-  /** Refuses a call before it starts: the service is down, the caller gave up, or too many calls are in flight. */
-  private admit(signal: AbortSignal | undefined): void {
+  /**
+   * Admits a call (or a stream) before it starts and returns what ends it (call it once). Refused:
+   * the service is down, the caller gave up, too many calls are in flight (503), or the call's
+   * tenant has its share of them (429).
+   */
+  private admit(opts: CallOptions, kind: 'call' | 'stream'): () => void {
     if (this.down) {
       this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
       throw this.unavailable();
     }
-    if (signal?.aborted) throw signal.reason;
-    if (this.inFlight >= this.options.maxInFlight) {
+    if (opts.signal?.aborted) throw opts.signal.reason;
+    const cap = kind === 'call' ? this.options.maxInFlight : this.options.maxStreams;
+    if ((kind === 'call' ? this.inFlight : this.streams) >= cap) {
       this.shortCircuited.add(1, { service: this.name, reason: 'overloaded' });
       throw this.serviceError(
         grpc.status.UNAVAILABLE,
         'SERVICE_OVERLOADED',
-        `the ${this.name} service has ${this.options.maxInFlight} calls in flight from this caller, the most it takes at once; retry in a few seconds`,
+        `the ${this.name} service has ${cap} ${kind === 'call' ? 'calls' : 'streams'} in flight from this caller, the most it takes at once; retry in a few seconds`,
       );
     }
+    const { tenant } = opts;
+    const held = tenant === undefined ? 0 : (this.tenantCalls.get(tenant) ?? 0);
+    if (tenant !== undefined && held >= this.options.tenantMaxInFlight) {
+      this.shortCircuited.add(1, { service: this.name, reason: 'tenant_share' });
+      throw new DomainError(
+        grpc.status.RESOURCE_EXHAUSTED,
+        'TENANT_CALLS_LIMITED',
+        `this tenant has ${this.options.tenantMaxInFlight} calls in flight to the ${this.name} service, the most one tenant may have at once; retry after one of them has finished`,
+        {
+          metadata: {
+            service: this.name,
+            limit_in_flight: String(this.options.tenantMaxInFlight),
+            retry_after_seconds: '1',
+          },
+        },
+      );
+    }
+    if (kind === 'call') this.inFlight++;
+    else this.streams++;
+    if (tenant !== undefined) {
+      this.tenantCalls.set(tenant, held + 1);
+      if (held + 1 >= BUSY_TENANT_CALLS) {
+        this.busyTenants.delete(tenant);
+        this.busyTenants.set(tenant, Date.now() + ROLLING_WINDOW_MS);
+        if (this.busyTenants.size > 1_000) this.busyTenants.delete(this.busyTenants.keys().next().value!);
+      }
+    }
+    let settled = false;
+    return () => {
+      if (settled) return;
+      settled = true;
+      if (kind === 'call') this.inFlight--;
+      else this.streams--;
+      if (tenant === undefined) return;
+      const n = (this.tenantCalls.get(tenant) ?? 1) - 1;
+      if (n > 0) this.tenantCalls.set(tenant, n);
+      else this.tenantCalls.delete(tenant);
+    };
+  }
+
+  /**
+   * Whether a failed call counts against its method's circuit: a transport failure (the service
+   * or the way to it is unwell), unless it is one busy tenant's alone. A tenant that had
+   * BUSY_TENANT_CALLS or more calls in flight within the circuit's window, and whose calls time out
+   * while no other tenant's (nor an untenanted call's) failed in that window, is queueing behind
+   * its own requests; opening the circuit would refuse every other tenant for it. Its calls still
+   * start a health check: a service that is really unwell is found by that.
+   */
+  private countsAgainstCircuit(path: string, err: unknown, tenant: string | undefined): boolean {
+    if (!isTransportFailure(err)) return false;
+    const now = Date.now();
+    let recent = this.failures.get(path);
+    if (!recent) this.failures.set(path, (recent = new Map()));
+    for (const [who, at] of recent) if (now - at > ROLLING_WINDOW_MS) recent.delete(who);
+    const who = tenant ?? '';
+    recent.delete(who);
+    recent.set(who, now);
+    if (recent.size > 64) recent.delete(recent.keys().next().value!);
+    if (tenant === undefined || !this.isBusy(tenant, now)) return true;
+    return recent.size > 1;
+  }
+
+  private isBusy(tenant: string, now: number): boolean {
+    const until = this.busyTenants.get(tenant);
+    if (until === undefined) return false;
+    if (until > now) return true;
+    this.busyTenants.delete(tenant);
+    return false;
   }
 
   /** A failed call's error as callers get it: transport failures named after the service (and a health check started). */
@@ -315,13 +422,15 @@ export class Downstream {
   private breakerOf(path: string): Breaker {
     let breaker = this.breakers.get(path);
     if (!breaker) {
-      breaker = new CircuitBreaker((call: () => Promise<unknown>) => call(), {
+      breaker = new CircuitBreaker((call: () => Promise<unknown>, _tenant: string | undefined) => call(), {
         timeout: false, // the gRPC deadline bounds each call
         errorThresholdPercentage: this.options.errorThresholdPercentage,
         resetTimeout: this.options.resetTimeoutMs,
         volumeThreshold: this.options.volumeThreshold,
-        rollingCountTimeout: 10_000,
-        errorFilter: (err: unknown) => !isTransportFailure(err),
+        rollingCountTimeout: ROLLING_WINDOW_MS,
+        // opossum passes the fire() arguments after the error (its types omit them): the call's tenant.
+        errorFilter: ((err: unknown, _call: unknown, tenant: string | undefined) =>
+          !this.countsAgainstCircuit(path, err, tenant)) as (err: unknown) => boolean,
       });
       this.breakers.set(path, breaker);
     }
