@@ -38,6 +38,9 @@ export interface StackOptions {
       | 'downstreams'
       | 'corsAllowedOrigins'
       | 'publicBaseUrl'
+      | 'tenantConcurrency'
+      | 'tenantStreams'
+      | 'streamIdleTimeoutMs'
     >
   >;
   /** Identity providers for OAuth consent (none by default). */

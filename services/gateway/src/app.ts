@@ -26,6 +26,9 @@ import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { TenantLimits } from './tenant-limits.js';
+import { StreamSlots } from './stream-slots.js';
+import { StreamWatch } from './stream-watch.js';
+import { TokenTenants } from './token-tenants.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
@@ -61,6 +64,14 @@ export interface GatewayOptions {
   corsAllowedOrigins?: string[];
   /** PUBLIC_BASE_URL: the origin of absolute URLs in responses (a feed_url); default each request's scheme and Host. */
   publicBaseUrl?: string;
+  /** GATEWAY_TENANT_STREAMS: one tenant's streamed responses (exports, feeds) open at once (default 8). */
+  tenantStreams?: number;
+  /** GATEWAY_TENANT_EVENT_STREAMS: one tenant's Server-Sent Events streams open at once (default 32). */
+  tenantEventStreams?: number;
+  /** STREAM_IDLE_TIMEOUT_MS: a streaming client that accepts no bytes for this long is disconnected (default 30 s). */
+  streamIdleTimeoutMs?: number;
+  /** How often open streams' credentials are checked again (default 2 s; tests shorten it). */
+  streamReauthorizeMs?: number;
 }
 
 export interface Gateway {
@@ -136,6 +147,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const id = given && REQUEST_ID.test(given) ? given : randomUUID();
     res.locals.requestId = id;
     res.setHeader('X-Request-Id', id);
+    // Every answer is for its caller only, and is what its Content-Type says: no cache keeps it
+    // (a route may allow a private one: the calendar feed), no browser sniffs it into HTML.
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Cache-Control', 'no-store');
     const started = performance.now();
     res.on('finish', () => {
       const route = (res.locals.route as string | undefined) ?? (req.originalUrl.split('?')[0] ?? '').slice(0, 200);
@@ -169,6 +184,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ),
   );
 
+  const streamWatch = new StreamWatch(auth, logger, options.streamReauthorizeMs);
   const transcode = transcodingHandler(
     routes,
     downstreams,
@@ -177,6 +193,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     callerSigner,
     logger,
     options.publicBaseUrl,
+    {
+      slots: new StreamSlots({ body: options.tenantStreams ?? 8, events: options.tenantEventStreams ?? 32 }),
+      watch: streamWatch,
+      tokenTenants: new TokenTenants(callerSigner),
+      idleTimeoutMs: options.streamIdleTimeoutMs ?? 30_000,
+    },
   );
   const parseJson = express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES });
   // One Express layer for the whole /api chain: Express makes each handler given to app.use a layer of
@@ -263,6 +285,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         clearTimeout(force);
         clearInterval(idle);
       }
+      streamWatch.stop();
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
       tenantLimits.stop();

@@ -10,6 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { DOMAINS, levelAtLeast, type AccessLevels, type Domain, type Downstream } from '@workauto/grpc';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
+import { requestCost } from './cost.js';
 import { gatewayErrors } from './errors.js';
 import { TOKEN_FIELD, type Level, type Route } from './routes.js';
 import type { TenantLimits } from './tenant-limits.js';
@@ -73,6 +74,13 @@ function hasToken(query: unknown): boolean {
   return token !== undefined && token !== '';
 }
 
+/** What admission reads of a request: its method, its body (the cost) and its headers. */
+interface AdmittedRequest {
+  method: string;
+  body?: unknown;
+  get(name: string): string | undefined;
+}
+
 export class Authenticator {
   /** SHA-256 of the token → the lookup (pending or done) and when it stops counting. */
   private readonly cache = new Map<string, { lookup: Promise<Principal>; expires: number }>();
@@ -95,10 +103,20 @@ export class Authenticator {
     this.admitted.delete(req);
   }
 
+  /**
+   * Admits a request under its tenant's limits (in flight, and its budget per minute charged with
+   * the request's cost), held until finished(req): the whole request, its downstream call included.
+   * authorize does it for a request with a key; a request with a token is admitted under the
+   * token's tenant (token-tenants.ts).
+   */
+  async admit(req: AdmittedRequest, tenant: string): Promise<void> {
+    if (this.tenantLimits) this.admitted.set(req, await this.tenantLimits.admit(tenant, requestCost(req)));
+  }
+
   /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
   async authorize(
     route: Pick<Route, 'auth' | 'method' | 'domain' | 'level'>,
-    req: { get(name: string): string | undefined; query?: unknown },
+    req: AdmittedRequest & { query?: unknown },
     metadata: () => grpc.Metadata,
   ): Promise<Principal | undefined> {
     if (route.auth === 'none') return undefined;
@@ -116,11 +134,26 @@ export class Authenticator {
       );
     }
     const principal = await this.resolve(credential, metadata, route.method !== 'GET');
+    this.check(route, principal);
+    if (route.auth !== 'platform_admin') await this.admit(req, principal.tenant_id!);
+    return principal;
+  }
+
+  /**
+   * The credential's principal as identity says it is now (never from the cache): whether an open
+   * stream may go on (stream-watch.ts, which asks once per credential however many streams it has).
+   */
+  current(credential: RequestCredential, metadata: () => grpc.Metadata): Promise<Principal> {
+    return this.resolve(credential, metadata, true);
+  }
+
+  /** Throws the 403 a principal gets on the route: the wrong kind of credential, or too low a level in its domain. */
+  check(route: Pick<Route, 'auth' | 'domain' | 'level'>, principal: Principal): void {
     const isAdmin = principal.actor_type === ActorType.ACTOR_TYPE_PLATFORM_ADMIN;
     if (route.auth === 'platform_admin') {
       if (!isAdmin)
         throw gatewayErrors.forbidden('this endpoint needs the platform admin token', 'PLATFORM_ADMIN_REQUIRED');
-      return principal;
+      return;
     }
     if (isAdmin || !principal.tenant_id)
       throw gatewayErrors.forbidden(
@@ -137,9 +170,6 @@ export class Authenticator {
         );
       }
     }
-    // Held until finished(req): the request's whole life, its downstream call included.
-    if (this.tenantLimits) this.admitted.set(req, await this.tenantLimits.admit(principal.tenant_id));
-    return principal;
   }
 
   /** fresh: ask identity even on a cache hit (a mutation), and let its answer replace the cached one. */

@@ -70,7 +70,7 @@ function isServiceError(err: unknown): err is grpc.ServiceError {
   );
 }
 
-/** Retry-After of a 503 that names no time of its own: overload and outages pass in about this long. */
+/** Retry-After of a 503 or 429 that names no time of its own: overload, outages and busy shares pass in about this long. */
 const RETRY_AFTER_SECONDS = '1';
 
 /** Any failure (a downstream status, a gateway error, a bug) as the contract's error response. */
@@ -130,8 +130,9 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
   }
   const status = d.httpStatus ?? HTTP_BY_CODE[d.code] ?? 500;
   if (status === 401) headers = { ...headers, 'WWW-Authenticate': 'Bearer' };
-  // A 503 is shed load or a service away for a moment: the client is told when to come back.
-  if (status === 503 && !headers['Retry-After'])
+  // A 503 is shed load or a service away for a moment, a 429 a limit that passes (a service's
+  // own, such as a tenant's share of its connections): the client is told when to come back.
+  if ((status === 503 || status === 429) && !headers['Retry-After'])
     headers = { ...headers, 'Retry-After': d.metadata.retry_after_seconds ?? RETRY_AFTER_SECONDS };
   const details: unknown[] = [
     { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: d.reason, domain: d.domain, metadata: d.metadata },

@@ -28,6 +28,9 @@ await runProcess({
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     RATE_LIMIT_PER_TENANT_PER_MINUTE: z.coerce.number().int().positive().optional(),
     GATEWAY_TENANT_CONCURRENCY: z.coerce.number().int().positive().default(128),
+    GATEWAY_TENANT_STREAMS: z.coerce.number().int().positive().default(8),
+    GATEWAY_TENANT_EVENT_STREAMS: z.coerce.number().int().positive().default(32),
+    STREAM_IDLE_TIMEOUT_MS: vars.milliseconds(30_000),
     DOWNSTREAM_DEADLINE_MS: vars.milliseconds(5_000),
     CALLER_SIGNING_KEY: vars.callerSigningKey(),
     TRUSTED_PROXIES: z
@@ -63,6 +66,9 @@ await runProcess({
       authCacheTtlMs: config.AUTH_CACHE_TTL_MS,
       rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
       tenantConcurrency: config.GATEWAY_TENANT_CONCURRENCY,
+      tenantStreams: config.GATEWAY_TENANT_STREAMS,
+      tenantEventStreams: config.GATEWAY_TENANT_EVENT_STREAMS,
+      streamIdleTimeoutMs: config.STREAM_IDLE_TIMEOUT_MS,
       ...(config.RATE_LIMIT_PER_TENANT_PER_MINUTE
         ? { tenantRateLimitPerMinute: config.RATE_LIMIT_PER_TENANT_PER_MINUTE }
         : {}),

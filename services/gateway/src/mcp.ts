@@ -42,6 +42,20 @@ export function mcpEndpoint(downstreams: Map<string, Downstream>, auth: Authenti
     res.locals.route = MCP_PATH;
     // Stateless: no stream to GET, no session to DELETE.
     if (req.method !== 'POST') throw gatewayErrors.methodNotAllowed(req.method, ['POST']);
+    // A JSON-RPC batch would run each of its calls under one request's limits. MCP 2025-06-18
+    // removed batching: refused as an invalid request before anything runs (duplicate ids included).
+    if (Array.isArray(req.body)) {
+      res.status(400).json({
+        jsonrpc: '2.0',
+        id: null,
+        error: {
+          code: ErrorCode.InvalidRequest,
+          message:
+            'batches are not supported (MCP 2025-06-18 removed JSON-RPC batching): send each request in a POST of its own',
+        },
+      });
+      return;
+    }
     try {
       const anonymous = requestCaller(req, res.locals.requestId as string);
       const principal = await auth.authorize(MCP_POLICY, req, () => signer.metadata(anonymous, IDENTITY_AUDIENCE));
@@ -74,9 +88,13 @@ function mcpServer(agents: Downstream, caller: Caller, signer: CallerSigner, req
     },
   );
   const metadata = () => signer.metadata(caller, AGENTS_AUDIENCE);
+  const { tenantId: tenant } = caller;
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
-    const { tools } = await agentsCall(() => agents.call(Agents.listMcpTools, {}, { metadata: metadata() }), requestId);
+    const { tools } = await agentsCall(
+      () => agents.call(Agents.listMcpTools, {}, { metadata: metadata(), tenant }),
+      requestId,
+    );
     return {
       tools: tools.map((t): Tool => ({
         name: t.name,
@@ -93,7 +111,7 @@ function mcpServer(agents: Downstream, caller: Caller, signer: CallerSigner, req
         agents.call(
           Agents.callMcpTool,
           { name: request.params.name, arguments: request.params.arguments ?? {} },
-          { metadata: metadata(), deadlineMs: CALL_DEADLINE_MS },
+          { metadata: metadata(), deadlineMs: CALL_DEADLINE_MS, tenant },
         ),
       requestId,
     );

@@ -3,6 +3,7 @@
  * → request message → gRPC call → JSON response. Nothing here knows any endpoint.
  */
 import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Request, Response } from 'express';
 import { DomainError, callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
@@ -16,6 +17,21 @@ import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
 import { PUBLIC_BASE_URL_FIELD } from './public-url.js';
 import { buildRequest } from './transcode.js';
+import type { StreamKind, StreamSlots } from './stream-slots.js';
+import type { StreamWatch } from './stream-watch.js';
+import type { TokenTenants } from './token-tenants.js';
+
+/** What the handler needs for streamed responses and requests that carry a token instead of a key. */
+export interface StreamAdmission {
+  /** Each tenant's streams at once (GATEWAY_TENANT_STREAMS, GATEWAY_TENANT_EVENT_STREAMS). */
+  slots: StreamSlots;
+  /** Checks open streams' credentials again (an event stream ends once its key is revoked). */
+  watch: StreamWatch;
+  /** The tenant of a feed token. */
+  tokenTenants: TokenTenants;
+  /** STREAM_IDLE_TIMEOUT_MS: a client that accepts no bytes for this long is disconnected. */
+  idleTimeoutMs: number;
+}
 
 const ACTOR_TYPES: Record<number, string> = {
   [ActorType.ACTOR_TYPE_MEMBER]: 'member',
@@ -90,7 +106,8 @@ export function transcodingHandler(
   signer: CallerSigner,
   logger: Logger,
   /** PUBLIC_BASE_URL: the origin of absolute URLs in responses (default: each request's scheme and Host). */
-  publicBaseUrl?: string,
+  publicBaseUrl: string | undefined,
+  streams: StreamAdmission,
 ) {
   const methods = new Map(routes.map((r) => [r, unaryMethod(r)]));
   return async (req: Request, res: Response): Promise<void> => {
@@ -117,16 +134,42 @@ export function transcodingHandler(
     // Client errors first: a missing service is only reported for a request that would have reached it.
     const downstream = downstreams.get(route.downstream);
     if (!downstream) throw gatewayErrors.notConfigured(route.downstream, `${route.downstream.toUpperCase()}_ADDR`);
+    let tenant = principal?.tenant_id || undefined;
+    if (!principal && route.tokenTenant) {
+      // A token instead of a key (a feed URL): admitted under its tenant like a keyed request.
+      tenant = await streams.tokenTenants.tenantOf(route, downstream, request, anonymous);
+      await auth.admit(req, tenant);
+    }
 
     if (route.stream) {
       // GET only (routes.ts): nothing to record for an Idempotency-Key.
-      return streamHttpBody(res, route, logger, (signal) =>
-        downstream.stream(methods.get(route)!, encoded, {
-          metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
-          ...(route.deadlineMs ? { deadlineMs: route.deadlineMs } : {}),
-          signal,
-        }),
-      );
+      const credential = principal ? requestCredential(req) : undefined;
+      const release = tenant ? streams.slots.acquire(tenant, streamKind(route)) : undefined;
+      try {
+        return await streamHttpBody(
+          res,
+          route,
+          logger,
+          streams.idleTimeoutMs,
+          (signal) =>
+            downstream.stream(methods.get(route)!, encoded, {
+              metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
+              ...(route.deadlineMs ? { deadlineMs: route.deadlineMs } : {}),
+              signal,
+              tenant,
+            }),
+          credential &&
+            ((end) =>
+              streams.watch.watch({
+                credential,
+                route,
+                metadata: () => signer.metadata(anonymous, IDENTITY_AUDIENCE),
+                end,
+              })),
+        );
+      } finally {
+        release?.();
+      }
     }
 
     const idempotencyKey = req.method === 'POST' ? IdempotencyStore.parseKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
@@ -146,6 +189,7 @@ export function transcodingHandler(
       response = await downstream.call(methods.get(route)!, encoded, {
         metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
         ...(route.deadlineMs ? { deadlineMs: route.deadlineMs } : {}),
+        tenant,
       });
     } catch (err) {
       if (idempotencyKey) {
@@ -199,24 +243,40 @@ function sendHttpBody(res: Response, route: Route, response: Record<string, unkn
     .send(Buffer.from(data ?? new Uint8Array()));
 }
 
+/** Server-Sent Events routes hold an event-stream slot, any other stream a body slot. */
+function streamKind(route: Route): StreamKind {
+  return route.contentTypes.some(isEventStream) ? 'events' : 'body';
+}
+
+/** A client that accepted no bytes for the stream's idle timeout: it is disconnected. */
+class IdleClient extends Error {
+  override name = 'IdleClient';
+}
+
 /**
  * A stream of google.api.HttpBody (a feed, an export) piped to the response as its chunks come, at
- * the pace the client reads. The first chunk's content type is the response's. A failure before
- * the first chunk is thrown, so the client gets the usual JSON error; after it the status has gone
+ * the pace the client reads: the next chunk is asked for once the last one is written, and a
+ * client whose socket accepts nothing for `idleTimeoutMs` (STREAM_IDLE_TIMEOUT_MS) is disconnected,
+ * which cancels the call. The first chunk's content type is the response's. A failure before the
+ * first chunk is thrown, so the client gets the usual JSON error; after it the status has gone
  * out, so the response is ended without its last chunk: the client sees a truncated transfer,
  * never a 200 with a silently short body. A client that goes away cancels the call. A stream that
  * ends without a chunk is a 204 (no content; an EventSource does not reconnect after one).
  *
  * Server-Sent Events (`text/event-stream`) are sent as they come, never held by a cache or a proxy
- * (`Cache-Control: no-cache`, `X-Accel-Buffering: no`; the gateway compresses nothing). Their
+ * (`Cache-Control: no-store`, `X-Accel-Buffering: no`; the gateway compresses nothing). Their
  * chunks are whole events, so a failure after the first one ends the response cleanly with a
- * comment: the client's EventSource reconnects with Last-Event-ID and resumes where it was.
+ * comment: the client's EventSource reconnects with Last-Event-ID and resumes where it was. While
+ * one runs, `watch` (stream-watch.ts) may refuse its credential: the stream then ends with an
+ * `event: error` whose data is the API's error body (its reason and message).
  */
 async function streamHttpBody(
   res: Response,
   route: Route,
   logger: Logger,
+  idleTimeoutMs: number,
   open: (signal: AbortSignal) => AsyncIterable<Record<string, unknown>>,
+  watch: ((end: (refusal: unknown) => void) => () => void) | undefined,
 ): Promise<void> {
   const gone = new AbortController();
   const onClose = () => {
@@ -224,6 +284,12 @@ async function streamHttpBody(
       gone.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the client closed the connection'));
   };
   res.on('close', onClose);
+  let refused: { error: unknown } | undefined;
+  const unwatch = watch?.((error) => {
+    if (refused || gone.signal.aborted) return;
+    refused = { error };
+    gone.abort(error);
+  });
   let started = false;
   let events = false;
   try {
@@ -233,16 +299,31 @@ async function streamHttpBody(
         res.status(route.successStatus).type(type || 'application/octet-stream');
         events = isEventStream(type);
         if (events) {
-          res.set({ 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+          res.set({ 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
           res.flushHeaders();
+        } else if (isCalendar(type)) {
+          // Calendar apps poll a feed: a private cache may keep it for a few minutes.
+          res.set('Cache-Control', 'private, max-age=300');
         }
         started = true;
       }
-      if (data?.length && !res.write(data)) await once(res, 'drain', { signal: gone.signal });
+      if (data?.length && !res.write(data)) await drained(res, idleTimeoutMs, gone.signal);
     }
     if (!started) res.status(204);
     res.end();
   } catch (err) {
+    if (refused) {
+      if (!started) throw refused.error;
+      if (events) return void res.end(sseError(refused.error, res.locals.requestId as string));
+      return void res.destroy();
+    }
+    if (err instanceof IdleClient) {
+      logger.info(
+        { request_id: res.locals.requestId, route: route.template, idle_ms: idleTimeoutMs },
+        'a streaming client accepted no bytes for the idle timeout; it was disconnected',
+      );
+      return void res.destroy();
+    }
     if (!started) throw err;
     if (!gone.signal.aborted)
       logger[events ? 'warn' : 'error'](
@@ -258,10 +339,33 @@ async function streamHttpBody(
     if (events && !gone.signal.aborted) res.end(': the stream was interrupted; reconnect with Last-Event-ID\n\n');
     else res.destroy();
   } finally {
+    unwatch?.();
     res.off('close', onClose);
   }
 }
 
+/** Resolves once the response's socket takes bytes again; throws IdleClient after `idleMs` without. */
+async function drained(res: Response, idleMs: number, signal: AbortSignal): Promise<void> {
+  const idle = new AbortController();
+  const both = AbortSignal.any([signal, idle.signal]);
+  try {
+    await Promise.race([
+      once(res, 'drain', { signal: both }),
+      sleep(idleMs, undefined, { signal: both, ref: false }).then(() => {
+        throw new IdleClient(`no bytes accepted for ${idleMs} ms`);
+      }),
+    ]);
+  } finally {
+    idle.abort();
+  }
+}
+
+/** The last message of an event stream whose credential was refused: the API's error body as an `error` event. */
+function sseError(err: unknown, requestId: string): string {
+  return `event: error\ndata: ${JSON.stringify(toHttpError(err, requestId).body)}\n\n`;
+}
+
+const isCalendar = (type: string | undefined) => /^text\/calendar\s*(;|$)/i.test(type ?? '');
 const isEventStream = (type: string | undefined) => /^text\/event-stream\s*(;|$)/i.test(type ?? '');
 
 /** Statuses that say "try again" (or that the outcome is unknown): never stored for an Idempotency-Key. */

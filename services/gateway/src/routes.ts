@@ -54,6 +54,15 @@ export interface Route {
   stream: boolean;
   /** The media types of a google.api.HttpBody response (the policy's response_content_types). */
   contentTypes: string[];
+  /** An AUTH_API_KEY_OR_TOKEN route's token_tenant_rpc: which tenant a token belongs to (token-tenants.ts). */
+  tokenTenant?: TokenTenantRpc;
+}
+
+/** The rpc that names a token's tenant: same service as its route, answers workauto.api.v1.TokenTenant. */
+export interface TokenTenantRpc {
+  grpcPath: string;
+  requestType: MessageType;
+  responseType: MessageType;
 }
 
 /** The public name of a route-table entry (what `Gateway.routes` holds). */
@@ -94,6 +103,7 @@ interface Policy {
   level: number;
   deadlineMs: number;
   responseContentTypes: string[];
+  tokenTenantRpc: string;
 }
 
 /** The files of workauto/<pkg>/v1/ of every package that can hold services. */
@@ -194,6 +204,7 @@ function routeOf(method: DescMethod): Route | undefined {
         `${where}: AUTH_API_KEY_OR_TOKEN needs a GET route and a string request field \`${TOKEN_FIELD}\``,
       );
   }
+  const tokenTenant = auth === 'api_key_or_token' ? tokenTenantRpc(where, method, policy.tokenTenantRpc) : undefined;
   return {
     method: verb.toUpperCase() as HttpMethod,
     template,
@@ -220,6 +231,24 @@ function routeOf(method: DescMethod): Route | undefined {
     ...(policy.deadlineMs ? { deadlineMs: policy.deadlineMs } : {}),
     stream,
     contentTypes,
+    ...(tokenTenant ? { tokenTenant } : {}),
+  };
+}
+
+/**
+ * The rpc an AUTH_API_KEY_OR_TOKEN route's policy names in token_tenant_rpc: every request reaches
+ * its service admitted under a tenant, and a token's tenant is known only to the service.
+ */
+function tokenTenantRpc(where: string, method: DescMethod, name: string | undefined): TokenTenantRpc {
+  const rpc = name ? method.parent.methods.find((m) => m.name === name) : undefined;
+  if (!rpc || rpc.methodKind !== 'unary' || rpc.output.typeName !== 'workauto.api.v1.TokenTenant')
+    throw new Error(
+      `${where}: AUTH_API_KEY_OR_TOKEN needs token_tenant_rpc naming a unary rpc of ${method.parent.name} that returns workauto.api.v1.TokenTenant${name ? ` (${name} is not one)` : ''}`,
+    );
+  return {
+    grpcPath: `/${rpc.parent.typeName}/${rpc.name}`,
+    requestType: messageType(rpc.input),
+    responseType: messageType(rpc.output),
   };
 }
 

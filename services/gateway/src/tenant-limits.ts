@@ -25,8 +25,11 @@ export class TenantLimits {
     this.minute.init({ windowMs: WINDOW_MS } as Parameters<MemoryStore['init']>[0]);
   }
 
-  /** Admits one request of the tenant and returns what ends it (call it once); a 429 when the tenant is at a limit. */
-  async admit(tenant: string): Promise<() => void> {
+  /**
+   * Admits one request of the tenant and returns what ends it (call it once); a 429 when the tenant
+   * is at a limit. `cost` is what the request takes of the tenant's budget per minute (cost.ts).
+   */
+  async admit(tenant: string, cost = 1): Promise<() => void> {
     const { concurrency, perMinute } = this.options;
     const held = this.inFlight.get(tenant) ?? 0;
     if (held >= concurrency)
@@ -45,8 +48,14 @@ export class TenantLimits {
       if (n > 0) this.inFlight.set(tenant, n);
       else this.inFlight.delete(tenant);
     };
-    const { totalHits, resetTime } = await this.minute.increment(tenant);
+    let { totalHits, resetTime } = await this.minute.increment(tenant);
+    // A heavy request takes its further units one by one (the store counts hits)…
+    let charged = 1;
+    for (; charged < cost && totalHits <= perMinute; charged++)
+      ({ totalHits, resetTime } = await this.minute.increment(tenant));
     if (totalHits > perMinute) {
+      // …and gives them back when refused: a refusal costs one unit, as any refused request.
+      for (; charged > 1; charged--) await this.minute.decrement(tenant);
       release();
       const retryAfter = Math.max(1, Math.ceil(((resetTime?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
       throw limited(

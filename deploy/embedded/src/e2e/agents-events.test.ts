@@ -244,7 +244,8 @@ describe('agent run events through the gateway, served by another replica', () =
     });
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'text/event-stream; charset=utf-8');
-    assert.equal(res.headers.get('cache-control'), 'no-cache');
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
     assert.equal(res.headers.get('x-accel-buffering'), 'no');
     assert.equal(res.headers.get('content-encoding'), null, 'never compressed');
     const reader = res.body!.getReader();
@@ -259,6 +260,66 @@ describe('agent run events through the gateway, served by another replica', () =
     gone.abort();
     // Its streams last minutes: only the gateway cancelling the call ends this one now.
     await eventually('the replica ends the stream', () => long.replica.openEventStreams() === 0);
+  });
+
+  it('ends an open stream within 5 s with an `event: error` once its key is revoked, its member deactivated or its read on agents taken away', async (t) => {
+    const later = (
+      await call('POST', '/agents/task-triage/runs', a.key, {
+        input: 'stays queued',
+        run_at: new Date(Date.now() + 3_600_000).toISOString(),
+      })
+    ).body;
+    const member = async () => {
+      const inv = await call('POST', '/invitations', a.key, { email: `m-${randomUUID()}@alpha.test`, role: 'member' });
+      const claimed = (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body;
+      return { key: claimed.api_key as string, id: claimed.member.id as string };
+    };
+    const cases: [string, (m: { key: string; id: string }) => Promise<unknown>, number][] = [
+      [
+        'its key revoked',
+        async (m) => {
+          const keys = (await call('GET', `/api-keys?member_id=${m.id}`, a.key)).body.data as { id: string }[];
+          return call('DELETE', `/api-keys/${keys[0]!.id}`, a.key);
+        },
+        401,
+      ],
+      ['its member deactivated', (m) => call('DELETE', `/members/${m.id}`, a.key), 401],
+      [
+        'its read on agents taken away',
+        (m) =>
+          call('PUT', `/members/${m.id}/access-policies`, a.key, {
+            policies: [{ domain: 'agents', access_level: 'none' }],
+          }),
+        403,
+      ],
+    ];
+    await Promise.all(
+      cases.map(async ([what, change, status]) => {
+        const m = await member();
+        const res = await fetch(`${stack.url}/api/v1/agents/task-triage/runs/${later.id}/events`, {
+          headers: { authorization: `Bearer ${m.key}` },
+        });
+        assert.equal(res.status, 200, what);
+        const reader = res.body!.getReader();
+        let text = '';
+        while (!/^id: 1$/m.test(text)) text += Buffer.from((await reader.read()).value!).toString('utf8');
+        const changed = await change(m);
+        assert.ok([200, 204].includes((changed as { status: number }).status), `${what}: ${JSON.stringify(changed)}`);
+        const at = Date.now();
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          text += Buffer.from(value).toString('utf8');
+        }
+        const ms = Date.now() - at;
+        t.diagnostic(`stream ended ${ms} ms after ${what}`);
+        const last = /event: error\ndata: (.*)\n\n$/.exec(text);
+        assert.ok(last, `${what}: the stream's last message is an error event: ${text.slice(-300)}`);
+        const error = JSON.parse(last[1]!).error;
+        assert.equal(error.code, status, `${what}: ${last[1]}`);
+        assert.ok(ms <= 5_000, `${what}: the stream ended ${ms} ms after the change`);
+      }),
+    );
   });
 
   it('100 steps across replicas reach the client in order; the delay from a step’s end to its event', async (t) => {

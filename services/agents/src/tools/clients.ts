@@ -44,6 +44,7 @@ export class ToolClients {
       metadata: ctx.toMetadata(GRPC_SERVICE[service]),
       signal: ctx.signal,
       deadlineMs: this.deadlineMs,
+      tenant: ctx.tenantId,
     });
   }
 

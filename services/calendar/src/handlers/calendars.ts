@@ -34,6 +34,7 @@ export function calendarHandlers(
   | 'deleteCalendar'
   | 'createCalendarFeedToken'
   | 'deleteCalendarFeedToken'
+  | 'resolveCalendarFeedToken'
 > {
   const { pool } = deps;
   return {

@@ -68,8 +68,15 @@ function feedNotFound(id: string): DomainError {
 
 export function feedTokenHandlers({
   pool,
-}: CalendarDeps): Pick<H, 'createCalendarFeedToken' | 'deleteCalendarFeedToken'> {
+}: CalendarDeps): Pick<H, 'createCalendarFeedToken' | 'deleteCalendarFeedToken' | 'resolveCalendarFeedToken'> {
   return {
+    /** Whose token this is: the gateway admits the feed request under that tenant's limits (docs/calendar.md). */
+    async resolveCalendarFeedToken(req, ctx) {
+      if (!req.token) throw errors.invalidField('token', "is required: the feed URL's token");
+      const calendar = await feedCalendar({ pool }, req.id, req.token, ctx);
+      return { tenant_id: calendar.tenant_id };
+    },
+
     async createCalendarFeedToken(req, ctx) {
       const v = validate().uuid('id', req.id, { required: true });
       const origin = originOf(req.public_base_url);

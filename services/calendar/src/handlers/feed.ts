@@ -1,5 +1,5 @@
 import { setImmediate as turn } from 'node:timers/promises';
-import type { Queryable } from '@workauto/db';
+import { iterateForTenant, type Queryable } from '@workauto/db';
 import { errors, httpBodyChunks, type CallContext, type Handlers } from '@workauto/grpc';
 import type { CalendarServiceService } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
@@ -38,12 +38,19 @@ async function* feedText(db: Queryable, tenantId: string, calendar: calendars.Ca
   yield feedTail(late);
 }
 
-/** Events read per query while a feed streams. */
-const FEED_BATCH = 100;
+/**
+ * Events read per query while a feed streams: a page of the largest events (20,000-character
+ * descriptions, 16 KiB of metadata) stays below about 2 MB, which is what a stream holds between
+ * two reads, beside one chunk.
+ */
+const FEED_BATCH = 25;
 /** Events rendered between two turns of the event loop. */
 const RENDER_SLICE = 5;
-/** Text gathered before a chunk is sent. */
-const CHUNK_BYTES = 256 * 1024;
+/**
+ * Text gathered before a chunk is sent: the gateway's gRPC client reads up to 16 messages ahead of
+ * a slow client, so a stream costs the gateway at most about 1 MiB (docs/operations.md).
+ */
+const CHUNK_BYTES = 64 * 1024;
 /** The most the deprecated one-message GetCalendarFeed answers (a gRPC message may hold 4 MiB). */
 const ONE_MESSAGE_MAX_BYTES = 3 * 1024 * 1024;
 const CONTENT_TYPE = 'text/calendar; charset=utf-8';
@@ -51,11 +58,17 @@ const CONTENT_TYPE = 'text/calendar; charset=utf-8';
 export function feedHandlers({ pool }: CalendarDeps): Pick<H, 'streamCalendarFeed' | 'getCalendarFeed'> {
   /**
    * The feed in chunks of about CHUNK_BYTES. The calendar is the tenant's, or the one a feed token
-   * names (feed-tokens.ts); anything else is a 404 before the first chunk.
+   * names (feed-tokens.ts); anything else is a 404 before the first chunk. Its pages are read in
+   * the calendar's tenant's scope, so a feed read by token counts against that tenant's share of
+   * the pool like one read with an API key.
    */
   async function* chunks(id: string, token: string, ctx: CallContext): AsyncGenerator<HttpBody> {
     const calendar = await feedCalendar({ pool }, id, token, ctx);
-    yield* httpBodyChunks(feedText(pool, calendar.tenant_id, calendar), CONTENT_TYPE, CHUNK_BYTES);
+    yield* iterateForTenant(
+      calendar.tenant_id,
+      httpBodyChunks(feedText(pool, calendar.tenant_id, calendar), CONTENT_TYPE, CHUNK_BYTES),
+      { deadline: ctx.deadline },
+    );
   }
 
   return {

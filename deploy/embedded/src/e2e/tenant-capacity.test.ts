@@ -1,0 +1,236 @@
+/**
+ * What one tenant takes of a gateway, through the gateway (docs/operations.md, "Fairness between
+ * tenants"): a feed read by its token is admitted under its calendar's tenant like a request with a
+ * key; each tenant holds at most GATEWAY_TENANT_STREAMS streamed bodies at once; a client that
+ * reads nothing is disconnected after STREAM_IDLE_TIMEOUT_MS, which frees what it held; heavy
+ * writes (large bodies, recurring series) cost more of the tenant's budget per minute; and every
+ * answer says how it may be cached and that its type is not to be sniffed.
+ */
+import assert from 'node:assert/strict';
+import { connect, type Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createGateway, type Gateway } from '@workauto/gateway';
+import { createLogger } from '@workauto/logger';
+import { eventually } from '@workauto/testing';
+import { Keyring } from '@workauto/crypto';
+import { generateCallerKeys } from '@workauto/grpc';
+import { assertError, startTestStack, type TenantFixture, type TestStack } from './harness.js';
+
+const IDLE_MS = 1_500;
+
+describe("a tenant's capacity at the gateway", () => {
+  const encryptionKeys = Keyring.generateSpec();
+  const callerKeys = generateCallerKeys('gateway');
+  let stack: TestStack;
+  let a: TenantFixture;
+  let b: TenantFixture;
+  let aCalendar: string;
+  let aFeed: string;
+  let bFeed: string;
+  /** A second gateway on the same services: two streamed bodies per tenant, the default in-flight cap. */
+  let slotsGateway: { gateway: Gateway; url: string };
+  const sockets: Socket[] = [];
+
+  const call = (method: string, path: string, key: string, body?: unknown) =>
+    stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+
+  /**
+   * A feed request from a client that then reads nothing: `started` resolves once the response has
+   * started. (Paused, the client does not see the gateway end the connection: nothing it reads.)
+   */
+  function stalledRead(base: string, pathAndQuery: string, headers: Record<string, string> = {}) {
+    const url = new URL(`${base}${pathAndQuery}`);
+    const socket = connect(Number(url.port), url.hostname);
+    sockets.push(socket);
+    let head = '';
+    const started = new Promise<string>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.once('data', (chunk) => {
+        head = chunk.toString('latin1').split('\r\n')[0]!;
+        socket.pause(); // reads nothing more: the kernel's buffers fill, then the gateway's socket stops draining
+        resolve(head);
+      });
+    });
+    socket.write(
+      `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n${Object.entries(headers)
+        .map(([k, v]) => `${k}: ${v}\r\n`)
+        .join('')}\r\n`,
+    );
+    return { started };
+  }
+
+  before(async () => {
+    stack = await startTestStack({
+      kafkaBrokers: undefined,
+      encryptionKeys,
+      callerKeys,
+      gatewayOptions: { tenantConcurrency: 2, streamIdleTimeoutMs: IDLE_MS },
+    });
+    a = await stack.createTenant('Alpha');
+    b = await stack.createTenant('Beta');
+    const gateway = await createGateway({
+      logger: createLogger('slots', 'silent'),
+      databaseUrl: stack.databaseUrl('gateway'),
+      encryptionKeys,
+      callerSigningKey: callerKeys.signingKey,
+      downstreams: Object.fromEntries(Object.entries(stack.services).map(([n, s]) => [n, `127.0.0.1:${s.port}`])),
+      tenantStreams: 2,
+      streamIdleTimeoutMs: IDLE_MS,
+    });
+    slotsGateway = { gateway, url: `http://127.0.0.1:${await gateway.listen('127.0.0.1', 0)}` };
+    // Made through the second gateway, which takes the default 128 requests of a tenant at once.
+    const post = (path: string, key: string, body: unknown) =>
+      fetch(`${slotsGateway.url}/api/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    const feedOf = async (key: string, events: number) => {
+      const id = (await post('/calendars', key, { name: 'big', timezone: 'UTC' })).body.id as string;
+      // 60 KB each: the feed (7 MB) is more than the kernel's socket buffers take from a client that
+      // reads nothing (about 4 MB on loopback), so the gateway's writes wait for it.
+      const description = '語'.repeat(20_000);
+      for (let i = 0; i < events; i += 20)
+        await Promise.all(
+          Array.from({ length: Math.min(20, events - i) }, (_, j) =>
+            post('/events', key, {
+              calendar_id: id,
+              title: `E ${i + j}`,
+              description,
+              start_at: `2027-01-${String(((i + j) % 28) + 1).padStart(2, '0')}T09:00:00Z`,
+              end_at: `2027-01-${String(((i + j) % 28) + 1).padStart(2, '0')}T10:00:00Z`,
+            }).then((r) => assert.equal(r.status, 201, JSON.stringify(r.body))),
+          ),
+        );
+      const url = new URL((await post(`/calendars/${id}/feed-token`, key, {})).body.feed_url as string);
+      return { id, pathAndQuery: `${url.pathname}${url.search}` };
+    };
+    const big = await feedOf(a.key, 120);
+    aCalendar = big.id;
+    aFeed = big.pathAndQuery;
+    bFeed = (await feedOf(b.key, 1)).pathAndQuery;
+  });
+  after(async () => {
+    for (const s of sockets) s.destroy();
+    await slotsGateway?.gateway.close();
+    await stack?.stop();
+  });
+
+  it("admits a feed read by its token under the calendar's tenant: its requests in flight count, the other tenant's do not", async () => {
+    // The tenant may have 2 requests in flight: two feed reads that stall hold both.
+    const held = [stalledRead(stack.url, aFeed), stalledRead(stack.url, aFeed)];
+    assert.deepEqual(await Promise.all(held.map((h) => h.started)), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+    const third = await fetch(`${stack.url}${aFeed}`);
+    assertError(
+      { status: third.status, headers: third.headers, body: await third.json() },
+      429,
+      'TENANT_CONCURRENCY_LIMITED',
+    );
+    assertError(await call('GET', '/calendars', a.key), 429, 'TENANT_CONCURRENCY_LIMITED');
+    assert.equal((await call('GET', '/calendars', b.key)).status, 200, 'the other tenant is served');
+    assert.equal(await fetch(`${stack.url}${bFeed}`).then(async (r) => (await r.text(), r.status)), 200);
+
+    // Neither reads: each is disconnected after the idle timeout, which gives the tenant its slots back.
+    await eventually('the tenant is served again', async () => (await call('GET', '/calendars', a.key)).status === 200);
+  });
+
+  it('holds a stream slot per streamed body: past GATEWAY_TENANT_STREAMS a 429 with Retry-After, for tokens and keys alike', async () => {
+    const held = [stalledRead(slotsGateway.url, aFeed), stalledRead(slotsGateway.url, aFeed)];
+    await Promise.all(held.map((h) => h.started));
+    for (const res of [
+      await fetch(`${slotsGateway.url}${aFeed}`),
+      await fetch(`${slotsGateway.url}/api/v1/calendars/${aCalendar}/events.ics`, {
+        headers: { authorization: `Bearer ${a.key}` },
+      }),
+      await fetch(`${slotsGateway.url}/api/v1/audit-log/export?format=ndjson`, {
+        headers: { authorization: `Bearer ${a.key}` },
+      }),
+    ]) {
+      const body = await res.json();
+      assertError({ status: res.status, headers: res.headers, body }, 429, 'TENANT_STREAMS_LIMITED');
+      assert.equal(res.headers.get('retry-after'), '5');
+      assert.match(body.error.message, /this tenant has 2 streamed responses .* open on this gateway/);
+    }
+    // Another tenant's stream, and the tenant's ordinary requests, are served meanwhile.
+    const bRes = await fetch(`${slotsGateway.url}${bFeed}`);
+    assert.equal(bRes.status, 200);
+    await bRes.text();
+    const list = await fetch(`${slotsGateway.url}/api/v1/calendars`, { headers: { authorization: `Bearer ${a.key}` } });
+    assert.equal(list.status, 200);
+    await list.text();
+    await eventually('a slot is free again', async () => {
+      const res = await fetch(`${slotsGateway.url}${aFeed}`);
+      await res.arrayBuffer();
+      return res.status === 200;
+    });
+  });
+
+  it("charges heavy writes more of the tenant's budget per minute: large bodies by their size, recurring series by their expansion", async () => {
+    const costly = await createGateway({
+      logger: createLogger('costs', 'silent'),
+      databaseUrl: stack.databaseUrl('gateway'),
+      encryptionKeys,
+      callerSigningKey: callerKeys.signingKey,
+      downstreams: Object.fromEntries(Object.entries(stack.services).map(([n, s]) => [n, `127.0.0.1:${s.port}`])),
+      tenantRateLimitPerMinute: 60,
+    });
+    const url = `http://127.0.0.1:${await costly.listen('127.0.0.1', 0)}`;
+    const post = (path: string, key: string, body: unknown) =>
+      fetch(`${url}/api/v1${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(async (r) => ({ status: r.status, headers: r.headers, body: await r.json() }));
+    try {
+      // 60 small writes fit the budget.
+      const small = [];
+      for (let i = 0; i < 60; i++) small.push((await post('/notes', a.key, { title: `small ${i}` })).status);
+      assert.deepEqual([...new Set(small)], [201]);
+      // Notes of 90 KB cost 1 + 5 units (a unit per started 16 KiB past the first): 10 fit.
+      const large: number[] = [];
+      let refused: { status: number; headers: Headers; body: any } | undefined;
+      for (let i = 0; i < 20 && !refused; i++) {
+        const res = await post('/notes', b.key, { title: `large ${i}`, body: 'x'.repeat(90_000) });
+        if (res.status === 429) refused = res;
+        else large.push(res.status);
+      }
+      assert.deepEqual([large.length, [...new Set(large)]], [10, [201]]);
+      assertError(refused!, 429, 'TENANT_RATE_LIMITED');
+      // A recurring series costs 51 units: a second one no longer fits, a single event still does.
+      const c = await stack.createTenant('Gamma');
+      const calendar = (await post('/calendars', c.key, { name: 'c', timezone: 'UTC' })).body.id as string;
+      const event = (rrule?: string) => ({
+        calendar_id: calendar,
+        title: 'standup',
+        start_at: '2027-01-04T09:00:00Z',
+        end_at: '2027-01-04T09:15:00Z',
+        ...(rrule ? { rrule } : {}),
+      });
+      assert.equal((await post('/events', c.key, event('FREQ=DAILY;UNTIL=29991231T000000Z'))).status, 201);
+      assertError(await post('/events', c.key, event('FREQ=DAILY')), 429, 'TENANT_RATE_LIMITED');
+      assert.equal((await post('/events', c.key, event())).status, 201);
+    } finally {
+      await costly.close();
+    }
+  });
+
+  it('marks every answer nosniff and no-store, the calendar feed private for 5 minutes', async () => {
+    const feed = await fetch(`${stack.url}${bFeed}`);
+    await feed.text();
+    assert.equal(feed.headers.get('cache-control'), 'private, max-age=300');
+    assert.equal(feed.headers.get('x-content-type-options'), 'nosniff');
+    for (const res of [
+      await fetch(`${stack.url}/api/v1/calendars`, { headers: { authorization: `Bearer ${b.key}` } }),
+      await fetch(`${stack.url}/api/v1/audit-log/export?format=csv`, { headers: { authorization: `Bearer ${b.key}` } }),
+      await fetch(`${stack.url}/api/v1/calendars`),
+      await fetch(`${stack.url}/api/v1/nowhere`, { headers: { authorization: `Bearer ${b.key}` } }),
+    ]) {
+      await res.arrayBuffer();
+      assert.deepEqual(
+        [res.headers.get('cache-control'), res.headers.get('x-content-type-options')],
+        ['no-store', 'nosniff'],
+        `${res.url} ${res.status}`,
+      );
+    }
+  });
+});
