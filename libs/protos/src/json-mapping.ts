@@ -252,6 +252,7 @@ function singleFromJson(field: DescField, value: unknown, path: string, out: Vio
 export function scalarFromJson(type: string, value: unknown, path: string, out: Violation[]): unknown {
   if (type === 'string') {
     if (typeof value !== 'string') out.push({ field: path, description: `must be a string, got ${typeOf(value)}` });
+    else if (value.includes('\u0000')) out.push({ field: path, description: NUL_TEXT });
     return typeof value === 'string' ? value : undefined;
   }
   if (type === 'bool') {
@@ -292,6 +293,30 @@ export function scalarFromJson(type: string, value: unknown, path: string, out: 
 
 const NOT_WKT = Symbol('not a well-known type');
 
+/** PostgreSQL's text and jsonb cannot hold U+0000: a client's text with one is its 400, never a failed statement. */
+const NUL_TEXT = 'must not contain the NUL character (U+0000)';
+
+/** Free JSON (a Struct, a Value) as given, or a violation at the first key or string holding U+0000. */
+function withoutNul(json: unknown, path: string, out: Violation[]): unknown {
+  const find = (v: unknown, at: string): string | undefined => {
+    if (typeof v === 'string') return v.includes('\u0000') ? at : undefined;
+    if (Array.isArray(v)) {
+      for (const [i, item] of v.entries()) {
+        const found = find(item, `${at}[${i}]`);
+        if (found) return found;
+      }
+    } else if (v && typeof v === 'object')
+      for (const [k, item] of Object.entries(v)) {
+        const found = k.includes('\u0000') ? at : find(item, `${at}.${k}`);
+        if (found) return found;
+      }
+    return undefined;
+  };
+  const at = find(json, path);
+  if (at) out.push({ field: at, description: NUL_TEXT });
+  return json;
+}
+
 function wellKnownFromJson(desc: DescMessage, json: unknown, path: string, out: Violation[]): unknown {
   switch (desc.typeName) {
     case TIMESTAMP:
@@ -301,15 +326,15 @@ function wellKnownFromJson(desc: DescMessage, json: unknown, path: string, out: 
         out.push({ field: path, description: `must be a JSON object, got ${typeOf(json)}` });
         return undefined;
       }
-      return json;
+      return withoutNul(json, path, out);
     case VALUE:
-      return json;
+      return withoutNul(json, path, out);
     case LIST_VALUE:
       if (!Array.isArray(json)) {
         out.push({ field: path, description: `must be an array, got ${typeOf(json)}` });
         return undefined;
       }
-      return json;
+      return withoutNul(json, path, out);
     case FIELD_MASK: {
       // Its JSON is the message's, {"paths": [...]}; ts-proto holds the paths alone.
       const mask = fieldsFromJson(desc, json, path, out);

@@ -5,6 +5,8 @@
  * base URLs when written and when called.
  */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { EgressPolicy } from '@workauto/egress';
@@ -170,6 +172,48 @@ describe("a config's provider, model and base_url against tenants' own servers",
     const orphan = await runUntilDone(stack.client, t, 'task-triage');
     assert.equal(orphan.failure_category, FailureCategory.FAILURE_CATEGORY_PROVIDER_AUTH);
     assert.match(orphan.failure_detail!, /platform's key runs only the models of its price table/);
+  });
+
+  it('fails a run whose server answers with a redirect by naming the redirect, never as a fault on our side', async () => {
+    // A tenant's server that moved: it answers every call with 302 to its new address (never followed).
+    const moved = createServer((req, res) => {
+      res.writeHead(302, { location: `${openaiServer.openaiBaseUrl}${req.url ?? ''}` }).end();
+    });
+    await new Promise<void>((resolve) => moved.listen(0, '127.0.0.1', resolve));
+    try {
+      const movedUrl = `http://127.0.0.1:${(moved.address() as AddressInfo).port}/v1`;
+      const t = tenant();
+      const k = newKey('openai');
+      await openaiServer.probe(k, 'ok');
+      const probe = await stack.client.call(
+        S.validateKey,
+        { api_key: k, provider: Provider.PROVIDER_OPENAI, base_url: movedUrl },
+        t.call,
+      );
+      assert.match(probe.message!, /the server answered 302; use the final URL/);
+      await stack.client.call(
+        S.putByokKey,
+        {
+          blueprint: 'task-triage',
+          api_key: k,
+          provider: Provider.PROVIDER_OPENAI,
+          base_url: openaiServer.openaiBaseUrl,
+        },
+        t.call,
+      );
+      await stack.db.query(`UPDATE agent_configs SET base_url = $3 WHERE tenant_id = $1 AND agent_blueprint = $2`, [
+        t.id,
+        'task-triage',
+        movedUrl,
+      ]);
+      const run = await runUntilDone(stack.client, t, 'task-triage');
+      assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_FAILED);
+      assert.equal(run.failure_category, FailureCategory.FAILURE_CATEGORY_PROVIDER_UNAVAILABLE);
+      assert.match(run.failure_detail!, /the server answered 302; use the final URL/);
+      assert.doesNotMatch(run.failure_detail!, /fault on our side/);
+    } finally {
+      moved.close();
+    }
   });
 
   it("runs a non-default model on a tenant's Anthropic-compatible server (its own process): the server sees that model", async () => {

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, LATEST_PROTOCOL_VERSION, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { eventually } from '@workauto/testing';
+import { captureLogs, eventually } from '@workauto/testing';
 import { assertError, startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 describe('MCP server at /api/v1/mcp', () => {
@@ -105,6 +105,60 @@ describe('MCP server at /api/v1/mcp', () => {
     assert.equal(create.inputSchema.type, 'object');
     assert.deepEqual(create.inputSchema.required, ['title']);
     assert.equal(create.annotations?.readOnlyHint, false);
+  });
+
+  it('refuses a JSON-RPC batch with -32600 before any of its calls runs, duplicate ids included', async () => {
+    const before = (await call('GET', '/tasks', a.key)).body.data.length;
+    const createTask = (id: number, title: string) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'create_task', arguments: { title } },
+    });
+    for (const batch of [
+      [createTask(1, 'batched one'), createTask(2, 'batched two')],
+      [createTask(7, 'same id'), createTask(7, 'same id again')],
+    ]) {
+      const res = await fetch(`${stack.url}/api/v1/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${a.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': LATEST_PROTOCOL_VERSION,
+        },
+        body: JSON.stringify(batch),
+      });
+      assert.equal(res.status, 400);
+      const body = (await res.json()) as { jsonrpc: string; id: unknown; error: { code: number; message: string } };
+      assert.deepEqual([body.jsonrpc, body.id, body.error.code], ['2.0', null, -32600]);
+      assert.match(body.error.message, /batches are not supported.*send each request in a POST of its own/);
+    }
+    assert.equal((await call('GET', '/tasks', a.key)).body.data.length, before, 'no call of a batch ran');
+  });
+
+  it("answers a tool's time no timestamp holds, or a NUL byte, as a tool error naming the field, logged at warn at most", async () => {
+    const { client } = await connect((await stack.createTenant('Gamma')).key); // its own audit log
+    const logs = captureLogs();
+    let far: CallToolResult;
+    let nul: CallToolResult;
+    try {
+      far = (await client.callTool({
+        name: 'list_calendar_events',
+        arguments: { from: '+275760-09-13T00:00:00Z' },
+      })) as CallToolResult;
+      nul = (await client.callTool({ name: 'create_task', arguments: { title: 'a\u0000b' } })) as CallToolResult;
+    } finally {
+      logs.stop();
+    }
+    assert.deepEqual([far.isError, text(far)], [true, 'from must be an RFC 3339 time like 2026-11-23T09:00:00Z']);
+    assert.equal(nul.isError, true, text(nul));
+    assert.doesNotMatch(text(nul), /try the call again later/, 'bad input is not said to pass');
+    assert.deepEqual(
+      logs.lines.filter((l) => /"level":"(error|fatal)"/.test(l)),
+      [],
+      'nothing a client sent is logged as an error of ours',
+    );
   });
 
   it('creates a task as the member: in GET /tasks and the audit log under the member’s key; a viewer’s create is a tool error', async () => {

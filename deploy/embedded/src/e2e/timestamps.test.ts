@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { captureLogs } from '@workauto/testing';
 import { assertError, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
 describe('timestamps', () => {
@@ -40,5 +41,24 @@ describe('timestamps', () => {
     const ok = await call('POST', `/tasks/${task.body.id}/complete`, { occurrence: '2026-03-03T10:00:00Z' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assert.equal(ok.body.due_at, '2026-03-04T10:00:00.000000Z');
+  });
+
+  it("answers a client's bad input (a NUL byte, a time no timestamp holds) with a 400 naming the field, logged at warn at most", async () => {
+    const logs = captureLogs();
+    try {
+      for (const [path, body, field] of [
+        ['/notes', { title: 'a\u0000b' }, 'title'],
+        ['/tasks', { title: 'due', due_at: '+275760-09-13T00:00:00Z' }, 'due_at'],
+        ['/tasks', { title: 'x\u0000' }, 'title'],
+      ] as const) {
+        const res = await call('POST', path, body);
+        assertError(res, 400);
+        assert.deepEqual(violations(res), [field], JSON.stringify(res.body));
+      }
+    } finally {
+      logs.stop();
+    }
+    const errors = logs.lines.filter((l) => /"level":"(error|fatal)"/.test(l));
+    assert.deepEqual(errors, [], 'nothing a client sent is logged as an error of ours');
   });
 });

@@ -49,8 +49,12 @@ const BLUEPRINT_CURSOR: CursorCodec<string> = {
   encode: (id) => Buffer.from(id).toString('base64url'),
 };
 
-/** The probe's category as ProbeResult shows it: a request the provider could not serve says nothing about the key either. */
-const probeCategory = (c: ProviderErrorCategory) => (c === 'bad_request' ? 'provider_unavailable' : c);
+/**
+ * The probe's category as ProbeResult shows it: a request the provider could not serve says nothing
+ * about the key either; a redirect means the base_url does not reach the provider (network_error).
+ */
+const probeCategory = (c: ProviderErrorCategory) =>
+  c === 'bad_request' ? 'provider_unavailable' : c === 'redirected' ? 'network_error' : c;
 
 /** Probes a key (at a tenant's base_url, if given); returns the provider's refusal as a ProviderError, or undefined when the key is valid. */
 async function probe(

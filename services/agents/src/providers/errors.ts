@@ -12,6 +12,8 @@ export type ProviderErrorCategory =
   | 'rate_limited'
   | 'provider_unavailable'
   | 'network_error'
+  /** The tenant's server answered with a redirect (3xx), which is never followed: its base_url is not the final URL. */
+  | 'redirected'
   /** Another 4xx (a request the provider cannot serve, e.g. an unknown model): our side's fault. */
   | 'bad_request';
 
@@ -41,6 +43,7 @@ export function runFailureCategory(
       return 'provider_rate_limited';
     case 'provider_unavailable':
     case 'network_error':
+    case 'redirected':
       return 'provider_unavailable';
     case 'bad_request':
       return 'internal';
@@ -64,6 +67,8 @@ const MESSAGES: Record<ProviderErrorCategory, (provider: string, status?: number
   rate_limited: (p, s) => `${p} rate-limited the request (HTTP ${s}); try again shortly`,
   provider_unavailable: (p, s) =>
     s ? `${p} is unavailable (HTTP ${s}); try again later` : `${p} did not answer in time; try again later`,
+  redirected: (p, s) =>
+    `${p} at the config's base_url answered with a redirect, which is never followed: the server answered ${s}; use the final URL as base_url (PUT byok-key)`,
   network_error: (p) =>
     `${p} could not be reached (connection failed); check the provider's base URL and the network, then try again`,
   bad_request: (p, s) => `${p} could not serve the request (HTTP ${s}); this is a fault on our side, report it`,
@@ -77,6 +82,7 @@ function categoryOfStatus(status: number, code: string | null | undefined): Prov
   if (status === 429) return code === 'insufficient_quota' ? 'insufficient_quota' : 'rate_limited';
   if (status >= 500) return 'provider_unavailable'; // 529 (Anthropic overloaded) included
   if (status === 408) return 'provider_unavailable';
+  if (status >= 300 && status < 400) return 'redirected';
   return 'bad_request';
 }
 

@@ -5,7 +5,7 @@
  */
 import type { CallContext } from '@workauto/grpc';
 import { enumMapping } from '@workauto/grpc';
-import { resourceJson } from '@workauto/protos';
+import { parseTimestamp, resourceJson } from '@workauto/protos';
 import {
   CrmPipelinesServiceService as Crm,
   DealStatus,
@@ -234,9 +234,10 @@ export const BUILTIN_TOOLS: readonly BuiltinTool[] = [
       const instant = (name: string, fallback: Date) => {
         const v = text(args, name, { max: 64 });
         if (v === undefined) return fallback;
-        const d = new Date(v);
-        if (Number.isNaN(d.getTime()))
-          throw new ToolInputError(`${name} must be an RFC 3339 time like 2026-11-23T09:00:00Z`);
+        // The API's one RFC 3339 reader: a time a Timestamp cannot hold (+275760-09-13) is the
+        // caller's input error naming the field, never a failure to encode the call.
+        const d = parseTimestamp(v);
+        if (!d) throw new ToolInputError(`${name} must be an RFC 3339 time like 2026-11-23T09:00:00Z`);
         return d;
       };
       const from = instant('from', new Date());
