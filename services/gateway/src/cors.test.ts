@@ -28,11 +28,28 @@ describe('CORS_ALLOWED_ORIGINS', () => {
     for (const bad of [
       'app.example.com',
       'https://app.example.com/path',
-      '*',
       'ftp://x.example',
       'https://a.example?q',
+      'https://app_example.com',
+      'https://a..example.com',
+      'https://-app.example.com',
     ])
       assert.throws(() => parseAllowedOrigins(bad), /is not an origin: write scheme:\/\/host\[:port\]/, bad);
+    // A wildcard would be kept as a literal that no browser's Origin matches: the start stops instead.
+    for (const wildcard of ['*', 'https://*.example.com', 'https://app.example.com,*', 'http://localhost:*'])
+      assert.throws(
+        () => parseAllowedOrigins(wildcard),
+        /is a wildcard, which is not supported: list each origin exactly/,
+        wildcard,
+      );
+    assert.throws(
+      () =>
+        loadConfig(
+          { CORS_ALLOWED_ORIGINS: corsAllowedOriginsVar() },
+          { CORS_ALLOWED_ORIGINS: 'https://*.example.com' },
+        ),
+      /CORS_ALLOWED_ORIGINS.*is a wildcard/s,
+    );
     assert.throws(
       () =>
         loadConfig(

@@ -15,18 +15,30 @@ const CORS_EXPOSE_HEADERS = 'X-Request-Id, RateLimit, RateLimit-Policy, Retry-Af
 /** How long a browser may reuse a preflight's answer (seconds). */
 const CORS_MAX_AGE = '600';
 
+/** A host an origin can name: a DNS name of letters, digits and hyphens between dots, or an IP literal. */
+const HOST_NAME = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*$|^\[[0-9a-f:.]+\]$/;
+
 /**
  * `https://app.example.com` (a trailing `/` is allowed) → its origin; anything else (a path, a
- * query, user info, another scheme) throws, naming it and showing `example`.
+ * query, user info, another scheme, a wildcard, a host no browser sends) throws, naming it and
+ * showing `example`. Origins are compared exactly: `*` or `https://*.example.com` would otherwise
+ * be kept as a literal that matches no browser's Origin, silently.
  */
 export function parseOrigin(entry: string, example = 'https://app.example.com'): string {
+  if (entry.includes('*'))
+    throw new Error(
+      `${JSON.stringify(entry)} is a wildcard, which is not supported: list each origin exactly, e.g. ${example}`,
+    );
   let url: URL | undefined;
   try {
     url = new URL(entry);
   } catch {
     // not a URL: refused below
   }
-  const origin = url && (url.protocol === 'https:' || url.protocol === 'http:') ? url.origin : undefined;
+  const origin =
+    url && (url.protocol === 'https:' || url.protocol === 'http:') && HOST_NAME.test(url.hostname)
+      ? url.origin
+      : undefined;
   if (!origin || (entry !== origin && entry !== `${origin}/`))
     throw new Error(
       `${JSON.stringify(entry)} is not an origin: write scheme://host[:port] with no path, e.g. ${example}`,
