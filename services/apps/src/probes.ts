@@ -43,6 +43,11 @@ interface ProbeJob {
 }
 
 const probeQueue = new JobQueue<ProbeJob>('app-probes');
+/**
+ * Probes of one tenant's apps running at once, across replicas: a tenant with hundreds of slow apps
+ * leaves the other tenants' probes most of the workers (docs/operations.md, "Fairness between tenants").
+ */
+const PROBES_PER_TENANT = 2;
 /** Due apps taken per statement; a tick takes batches until fewer are due. */
 const DUE_BATCH = 500;
 
@@ -144,6 +149,7 @@ export class Prober {
       logger,
       concurrency,
       maxPerKey: 1,
+      maxPerGroup: Math.min(PROBES_PER_TENANT, concurrency),
       leaseMs,
       attemptTimeoutMs: leaseMs,
       // Enqueued probes wake the workers (listen); the poll only backs that up.
@@ -172,7 +178,8 @@ export class Prober {
             .map((d) => ({
               payload: { app_id: d.id, tenant_id: d.tenant_id },
               // The next slot probes it again: a probe is not retried.
-              options: { key: d.id, maxAttempts: 1 },
+              // Grouped by tenant: one tenant's many apps take at most PROBES_PER_TENANT of the workers.
+              options: { key: d.id, group: d.tenant_id, maxAttempts: 1 },
             })),
         );
         return due.length;
