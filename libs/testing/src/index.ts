@@ -15,4 +15,5 @@ export {
 export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';
 export { ManualClock } from './clock.js';
+export { stalledRequest } from './stalled-client.js';
 export { startPrivateKafka, type PrivateKafka } from './kafka.js';

@@ -39,3 +39,44 @@ function bodyBytes(req: CostedRequest): number {
   if (Number.isFinite(declared) && declared > 0) return declared;
   return Buffer.byteLength(JSON.stringify(req.body) ?? '');
 }
+
+/**
+ * The pace of a tenant's heavy work on this replica: the units a request costs beyond the first
+ * are drawn from a bucket per tenant that holds a twentieth of the budget per minute and refills at
+ * a hundred-and-twentieth of it per second (for the default 6,000: 300 units, 50 a second). The
+ * budget per minute bounds how much heavy work a tenant does; the bucket bounds how fast, so a
+ * tenant cannot spend its minute's budget of large writes or series in the first seconds of it,
+ * which would take the services' and the database's capacity from every other tenant meanwhile.
+ */
+export class CostPacer {
+  private readonly buckets = new Map<string, { units: number; at: number }>();
+  private readonly capacity: number;
+  private readonly perMs: number;
+
+  constructor(perMinute: number) {
+    this.capacity = Math.max(RECURRENCE_UNITS, perMinute / 20);
+    this.perMs = perMinute / 120 / 1_000;
+  }
+
+  /**
+   * Takes `units` of the tenant's bucket, or answers how many seconds until they are there (the
+   * request is then refused: nothing is taken).
+   */
+  take(tenant: string, units: number): { ok: true } | { ok: false; retryAfterSeconds: number } {
+    if (units <= 0) return { ok: true };
+    const now = Date.now();
+    const bucket = this.buckets.get(tenant) ?? { units: this.capacity, at: now };
+    bucket.units = Math.min(this.capacity, bucket.units + (now - bucket.at) * this.perMs);
+    bucket.at = now;
+    if (bucket.units < units) {
+      this.buckets.set(tenant, bucket);
+      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((units - bucket.units) / this.perMs / 1_000)) };
+    }
+    bucket.units -= units;
+    // A full bucket is the default: only tenants that spent some are kept.
+    if (bucket.units >= this.capacity) this.buckets.delete(tenant);
+    else this.buckets.set(tenant, bucket);
+    if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value!);
+    return { ok: true };
+  }
+}

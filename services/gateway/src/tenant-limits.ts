@@ -6,6 +6,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { MemoryStore } from 'express-rate-limit';
+import { CostPacer } from './cost.js';
 import { GatewayError } from './errors.js';
 
 const WINDOW_MS = 60_000;
@@ -20,9 +21,11 @@ export interface TenantLimitOptions {
 export class TenantLimits {
   private readonly inFlight = new Map<string, number>();
   private readonly minute = new MemoryStore();
+  private readonly pace: CostPacer;
 
   constructor(readonly options: TenantLimitOptions) {
     this.minute.init({ windowMs: WINDOW_MS } as Parameters<MemoryStore['init']>[0]);
+    this.pace = new CostPacer(options.perMinute);
   }
 
   /**
@@ -38,6 +41,14 @@ export class TenantLimits {
         `this tenant has ${concurrency} requests in flight on this gateway, the most it may have at once; retry after one of them has finished`,
         1,
         { limit_in_flight: String(concurrency) },
+      );
+    const paced = this.pace.take(tenant, cost - 1);
+    if (!paced.ok)
+      throw limited(
+        'TENANT_RATE_LIMITED',
+        `this tenant's heavy writes (large bodies, recurring series) are paced on this gateway; retry after ${paced.retryAfterSeconds} s`,
+        paced.retryAfterSeconds,
+        { retry_after_seconds: String(paced.retryAfterSeconds) },
       );
     this.inFlight.set(tenant, held + 1);
     let released = false;

@@ -7,11 +7,10 @@
  * answer says how it may be cached and that its type is not to be sniffed.
  */
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createGateway, type Gateway } from '@workauto/gateway';
 import { createLogger } from '@workauto/logger';
-import { eventually } from '@workauto/testing';
+import { eventually, stalledRequest } from '@workauto/testing';
 import { Keyring } from '@workauto/crypto';
 import { generateCallerKeys } from '@workauto/grpc';
 import { assertError, startTestStack, type TenantFixture, type TestStack } from './harness.js';
@@ -29,34 +28,16 @@ describe("a tenant's capacity at the gateway", () => {
   let bFeed: string;
   /** A second gateway on the same services: two streamed bodies per tenant, the default in-flight cap. */
   let slotsGateway: { gateway: Gateway; url: string };
-  const sockets: Socket[] = [];
+  const stalled: { close(): void }[] = [];
 
   const call = (method: string, path: string, key: string, body?: unknown) =>
     stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
-  /**
-   * A feed request from a client that then reads nothing: `started` resolves once the response has
-   * started. (Paused, the client does not see the gateway end the connection: nothing it reads.)
-   */
-  function stalledRead(base: string, pathAndQuery: string, headers: Record<string, string> = {}) {
-    const url = new URL(`${base}${pathAndQuery}`);
-    const socket = connect(Number(url.port), url.hostname);
-    sockets.push(socket);
-    let head = '';
-    const started = new Promise<string>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.once('data', (chunk) => {
-        head = chunk.toString('latin1').split('\r\n')[0]!;
-        socket.pause(); // reads nothing more: the kernel's buffers fill, then the gateway's socket stops draining
-        resolve(head);
-      });
-    });
-    socket.write(
-      `GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n${Object.entries(headers)
-        .map(([k, v]) => `${k}: ${v}\r\n`)
-        .join('')}\r\n`,
-    );
-    return { started };
+  /** A feed request from a client that reads nothing after the answer's first bytes. */
+  function stalledRead(base: string, pathAndQuery: string) {
+    const request = stalledRequest(`${base}${pathAndQuery}`);
+    stalled.push(request);
+    return request;
   }
 
   before(async () => {
@@ -111,7 +92,7 @@ describe("a tenant's capacity at the gateway", () => {
     bFeed = (await feedOf(b.key, 1)).pathAndQuery;
   });
   after(async () => {
-    for (const s of sockets) s.destroy();
+    for (const s of stalled) s.close();
     await slotsGateway?.gateway.close();
     await stack?.stop();
   });
@@ -119,7 +100,7 @@ describe("a tenant's capacity at the gateway", () => {
   it("admits a feed read by its token under the calendar's tenant: its requests in flight count, the other tenant's do not", async () => {
     // The tenant may have 2 requests in flight: two feed reads that stall hold both.
     const held = [stalledRead(stack.url, aFeed), stalledRead(stack.url, aFeed)];
-    assert.deepEqual(await Promise.all(held.map((h) => h.started)), ['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+    assert.deepEqual(await Promise.all(held.map((h) => h.status)), [200, 200]);
     const third = await fetch(`${stack.url}${aFeed}`);
     assertError(
       { status: third.status, headers: third.headers, body: await third.json() },
@@ -136,7 +117,7 @@ describe("a tenant's capacity at the gateway", () => {
 
   it('holds a stream slot per streamed body: past GATEWAY_TENANT_STREAMS a 429 with Retry-After, for tokens and keys alike', async () => {
     const held = [stalledRead(slotsGateway.url, aFeed), stalledRead(slotsGateway.url, aFeed)];
-    await Promise.all(held.map((h) => h.started));
+    assert.deepEqual(await Promise.all(held.map((h) => h.status)), [200, 200]);
     for (const res of [
       await fetch(`${slotsGateway.url}${aFeed}`),
       await fetch(`${slotsGateway.url}/api/v1/calendars/${aCalendar}/events.ics`, {
