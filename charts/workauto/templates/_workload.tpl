@@ -5,7 +5,7 @@ migrations.mode=job, its migration Job.
 
 {{/* Keys of a service's entry that are not per-workload settings. */}}
 {{- define "workauto.serviceKeys" -}}enabled grpcPort addrEnv databaseSecretKey secretEnv optionalSecretEnv calls publicEgress extraEgress{{- end -}}
-{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency downstreamDeadlineMs trustedProxies publicBaseUrl service ingress{{- end -}}
+{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency tenantStreams tenantEventStreams streamIdleTimeoutMs downstreamDeadlineMs trustedProxies publicBaseUrl service ingress{{- end -}}
 
 {{/* (dict "root" $ "component" "gateway"|service name): the context every workload helper takes, as YAML. */}}
 {{- define "workauto.workloadContext" -}}
@@ -42,6 +42,12 @@ migrations.mode=job, its migration Job.
 {{- end }}
 - name: GATEWAY_TENANT_CONCURRENCY
   value: {{ .tenantConcurrency | quote }}
+- name: GATEWAY_TENANT_STREAMS
+  value: {{ .tenantStreams | quote }}
+- name: GATEWAY_TENANT_EVENT_STREAMS
+  value: {{ .tenantEventStreams | quote }}
+- name: STREAM_IDLE_TIMEOUT_MS
+  value: {{ .streamIdleTimeoutMs | quote }}
 - name: DOWNSTREAM_DEADLINE_MS
   value: {{ .downstreamDeadlineMs | quote }}
 {{- with .trustedProxies }}
