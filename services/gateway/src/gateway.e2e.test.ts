@@ -708,6 +708,8 @@ describe('gateway in front of identity', () => {
     secrets.push(TOKEN);
     /** What the calendar service received: the request's token and the tenant its caller identity signed. */
     const seen: { token: string | undefined; tenant: unknown }[] = [];
+    /** The tokens the gateway asked the calendar about, to admit the request under their tenant. */
+    const resolved: (string | undefined)[] = [];
     const principal = (md: grpc.Metadata) =>
       JSON.parse(Buffer.from(String(md.get('x-caller-token')[0]).split('.')[1]!, 'base64url').toString()) as Record<
         string,
@@ -718,8 +720,18 @@ describe('gateway in front of identity', () => {
       {
         StreamCalendarFeed: CalendarServiceService.streamCalendarFeed,
         CreateCalendarFeedToken: CalendarServiceService.createCalendarFeedToken,
+        ResolveCalendarFeedToken: CalendarServiceService.resolveCalendarFeedToken,
       },
       {
+        // Whose token it is: tenant A's, for any token but "unknown" (the service's 404).
+        ResolveCalendarFeedToken: (
+          call: grpc.ServerUnaryCall<{ id: string; token?: string }, { tenant_id: string }>,
+          done: grpc.sendUnaryData<{ tenant_id: string }>,
+        ) => {
+          resolved.push(call.request.token);
+          if (call.request.token === 'unknown') done({ code: grpc.status.NOT_FOUND, details: 'no such token' });
+          else done(null, { tenant_id: a.tenantId });
+        },
         StreamCalendarFeed: (call: grpc.ServerWritableStream<StreamCalendarFeedRequest, HttpBody>) => {
           seen.push({ token: call.request.token, tenant: principal(call.metadata).tenant_id });
           call.write({ content_type: 'text/calendar', data: Buffer.from('BEGIN:VCALENDAR\r\n'), extensions: [] });
@@ -747,6 +759,11 @@ describe('gateway in front of identity', () => {
       const byToken = await feeds('GET', `${feed}?token=${TOKEN}`);
       assert.equal(byToken.status, 200, byToken.text);
       assert.deepEqual(seen.pop(), { token: TOKEN, tenant: undefined }, 'the service gets the token and no tenant');
+      assert.deepEqual(
+        resolved,
+        [TOKEN],
+        "the gateway asked whose token it is, to admit it under that tenant's limits",
+      );
 
       const neither = await feeds('GET', feed);
       assertError(neither, 401, 'UNAUTHENTICATED');
@@ -778,6 +795,11 @@ describe('gateway in front of identity', () => {
         return new URL(JSON.parse(res.text).feed_url as string).origin;
       };
       const direct = await startGateway({ downstreams });
+      // A token the service does not know is its 404 before any stream starts.
+      const streamed = seen.length;
+      const unknown = await direct.api('GET', `${feed}?token=unknown`);
+      assert.equal(unknown.status, 404, unknown.text);
+      assert.equal(seen.length, streamed, 'the feed was never streamed');
       assert.equal(await create(direct.base), direct.base);
       assert.equal(await create(direct.base, { host: 'api.example.com:8443' }), 'http://api.example.com:8443');
       assert.equal(
@@ -836,7 +858,11 @@ describe('gateway in front of identity', () => {
   it("keeps a tenant to GATEWAY_TENANT_CONCURRENCY requests in flight: another tenant's calls are served while it waits on slow ones", async () => {
     // The calls to a service are capped per gateway replica (maxInFlight); without a cap per tenant,
     // one tenant's slow calls took every slot and the other tenants got 503 SERVICE_OVERLOADED.
-    const { api: capped } = await startGateway({ tenantConcurrency: 4, downstreamOptions: { maxInFlight: 6 } });
+    // (The share of a tenant in a Downstream's calls is lifted here: this is the gateway's cap per tenant.)
+    const { api: capped } = await startGateway({
+      tenantConcurrency: 4,
+      downstreamOptions: { maxInFlight: 6, tenantMaxInFlight: 6 },
+    });
     const lock = new pg.Client({ connectionString: identityDatabaseUrl });
     await lock.connect();
     await lock.query('BEGIN');
