@@ -65,6 +65,22 @@ describe('JSON → proto', () => {
     assert.equal(decoded.metadata, undefined);
   });
 
+  it('refuses a NUL character (U+0000) in text and in free JSON, naming where: PostgreSQL stores neither', () => {
+    assert.throws(
+      () => fromJson(updateType, { name: 'a\u0000b', metadata: { ok: 'fine', deep: [{ bad: 'x\u0000' }] } }),
+      (err: MappingError) => {
+        assert.deepEqual(
+          err.violations.map((v) => [v.field, v.description]),
+          [
+            ['name', 'must not contain the NUL character (U+0000)'],
+            ['metadata.deep[0].bad', 'must not contain the NUL character (U+0000)'],
+          ],
+        );
+        return true;
+      },
+    );
+  });
+
   it('rejects unknown fields, wrong types and unknown enum values with their paths', () => {
     assert.throws(
       () => fromJson(updateType, { nme: 'typo', name: 5, role: 'king', metadata: [1] }),
