@@ -26,7 +26,7 @@ import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { TenantLimits } from './tenant-limits.js';
-import { StreamSlots } from './stream-slots.js';
+import { StreamPace, StreamSlots } from './stream-slots.js';
 import { StreamWatch } from './stream-watch.js';
 import { TokenTenants } from './token-tenants.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
@@ -195,6 +195,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     options.publicBaseUrl,
     {
       slots: new StreamSlots({ body: options.tenantStreams ?? 8, events: options.tenantEventStreams ?? 32 }),
+      pace: new StreamPace(),
       watch: streamWatch,
       tokenTenants: new TokenTenants(callerSigner),
       idleTimeoutMs: options.streamIdleTimeoutMs ?? 30_000,

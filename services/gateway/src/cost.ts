@@ -7,14 +7,14 @@
  */
 
 /** A write's body is free up to this size; each further started block of it costs one unit. */
-export const BODY_UNIT_BYTES = 16 * 1024;
+export const BODY_UNIT_BYTES = 8 * 1024;
 
 /**
  * A write that sets a recurrence rule (`rrule`: an event series, a recurring task) makes its
  * service expand and index the series' occurrences (hundreds of rows for a daily series, up to
- * 2,000), about fifty ordinary writes' worth of CPU and database work.
+ * 2,000): about a hundred ordinary writes' worth of CPU and database work.
  */
-export const RECURRENCE_UNITS = 50;
+export const RECURRENCE_UNITS = 100;
 
 interface CostedRequest {
   method: string;
@@ -41,21 +41,25 @@ function bodyBytes(req: CostedRequest): number {
 }
 
 /**
- * The pace of a tenant's heavy work on this replica: the units a request costs beyond the first
- * are drawn from a bucket per tenant that holds a twentieth of the budget per minute and refills at
- * a hundred-and-twentieth of it per second (for the default 6,000: 300 units, 50 a second). The
- * budget per minute bounds how much heavy work a tenant does; the bucket bounds how fast, so a
- * tenant cannot spend its minute's budget of large writes or series in the first seconds of it,
- * which would take the services' and the database's capacity from every other tenant meanwhile.
+ * The pace of a tenant's heavy work on this replica: the units a request costs beyond the first (a
+ * large body's, a recurring series') are drawn from a bucket per tenant that holds a tenth of the
+ * budget per minute (and at least two series' worth) and refills at the budget's own rate (for the
+ * default 6,000: 600 units, 100 a second). The budget per minute bounds how much heavy work a
+ * tenant does in a minute; the bucket bounds how fast, so a tenant cannot spend its minute's
+ * budget of large writes or series in its first seconds, which would take the services' and the
+ * database's capacity from every other tenant meanwhile. Ordinary requests are not paced.
  */
 export class CostPacer {
   private readonly buckets = new Map<string, { units: number; at: number }>();
   private readonly capacity: number;
   private readonly perMs: number;
 
-  constructor(perMinute: number) {
-    this.capacity = Math.max(RECURRENCE_UNITS, perMinute / 20);
-    this.perMs = perMinute / 120 / 1_000;
+  constructor(
+    perMinute: number,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.capacity = Math.max(2 * (RECURRENCE_UNITS + 1), perMinute / 10);
+    this.perMs = perMinute / 60_000;
   }
 
   /**
@@ -64,7 +68,7 @@ export class CostPacer {
    */
   take(tenant: string, units: number): { ok: true } | { ok: false; retryAfterSeconds: number } {
     if (units <= 0) return { ok: true };
-    const now = Date.now();
+    const now = this.now();
     const bucket = this.buckets.get(tenant) ?? { units: this.capacity, at: now };
     bucket.units = Math.min(this.capacity, bucket.units + (now - bucket.at) * this.perMs);
     bucket.at = now;
@@ -73,10 +77,15 @@ export class CostPacer {
       return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((units - bucket.units) / this.perMs / 1_000)) };
     }
     bucket.units -= units;
-    // A full bucket is the default: only tenants that spent some are kept.
-    if (bucket.units >= this.capacity) this.buckets.delete(tenant);
-    else this.buckets.set(tenant, bucket);
+    this.buckets.delete(tenant); // kept in order of use: the oldest are evicted first
+    this.buckets.set(tenant, bucket);
     if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value!);
     return { ok: true };
+  }
+
+  /** Gives back units taken for a request that was refused after all (by the budget per minute). */
+  giveBack(tenant: string, units: number): void {
+    const bucket = units > 0 ? this.buckets.get(tenant) : undefined;
+    if (bucket) bucket.units = Math.min(this.capacity, bucket.units + units);
   }
 }

@@ -17,7 +17,7 @@ import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
 import { PUBLIC_BASE_URL_FIELD } from './public-url.js';
 import { buildRequest } from './transcode.js';
-import type { StreamKind, StreamSlots } from './stream-slots.js';
+import type { StreamKind, StreamPace, StreamSlots } from './stream-slots.js';
 import type { StreamWatch } from './stream-watch.js';
 import type { TokenTenants } from './token-tenants.js';
 
@@ -25,6 +25,8 @@ import type { TokenTenants } from './token-tenants.js';
 export interface StreamAdmission {
   /** Each tenant's streams at once (GATEWAY_TENANT_STREAMS, GATEWAY_TENANT_EVENT_STREAMS). */
   slots: StreamSlots;
+  /** How fast each tenant's streams send, together. */
+  pace: StreamPace;
   /** Checks open streams' credentials again (an event stream ends once its key is revoked). */
   watch: StreamWatch;
   /** The tenant of a feed token. */
@@ -151,6 +153,7 @@ export function transcodingHandler(
           route,
           logger,
           streams.idleTimeoutMs,
+          tenant ? (bytes, signal) => streams.pace.spend(tenant!, bytes, signal) : undefined,
           (signal) =>
             downstream.stream(methods.get(route)!, encoded, {
               metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
@@ -255,7 +258,8 @@ class IdleClient extends Error {
 
 /**
  * A stream of google.api.HttpBody (a feed, an export) piped to the response as its chunks come, at
- * the pace the client reads: the next chunk is asked for once the last one is written, and a
+ * the pace the client reads and at most its tenant's pace (`pace`, StreamPace): the next chunk is
+ * asked for once the last one is written, and a
  * client whose socket accepts nothing for `idleTimeoutMs` (STREAM_IDLE_TIMEOUT_MS) is disconnected,
  * which cancels the call. The first chunk's content type is the response's. A failure before the
  * first chunk is thrown, so the client gets the usual JSON error; after it the status has gone
@@ -275,6 +279,8 @@ async function streamHttpBody(
   route: Route,
   logger: Logger,
   idleTimeoutMs: number,
+  /** Waits until the stream's tenant may send this many more bytes (StreamPace). */
+  pace: ((bytes: number, signal: AbortSignal) => Promise<void>) | undefined,
   open: (signal: AbortSignal) => AsyncIterable<Record<string, unknown>>,
   watch: ((end: (refusal: unknown) => void) => () => void) | undefined,
 ): Promise<void> {
@@ -307,7 +313,9 @@ async function streamHttpBody(
         }
         started = true;
       }
-      if (data?.length && !res.write(data)) await drained(res, idleTimeoutMs, gone.signal);
+      if (!data?.length) continue;
+      await pace?.(data.length, gone.signal);
+      if (!res.write(data)) await drained(res, idleTimeoutMs, gone.signal);
     }
     if (!started) res.status(204);
     res.end();

@@ -4,6 +4,7 @@
  * each keep a downstream stream, a service's reads and buffers for as long as the client reads,
  * so a tenant's streams are capped apart from its requests. Past the cap a 429 with Retry-After.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { GatewayError } from './errors.js';
 
@@ -56,3 +57,52 @@ export class StreamSlots {
     };
   }
 }
+
+/**
+ * How fast one tenant's streams may send, all of them together on this replica: a bucket of bytes
+ * per tenant (STREAM_BURST_BYTES at once, then STREAM_BYTES_PER_SECOND). A stream writes a chunk
+ * once its bytes are there, and reads the next only then: the service renders (a feed) or reads
+ * and formats (an export) no faster for one tenant, however many streams it opens, so its streams
+ * take a bounded share of the service's CPU and database.
+ */
+export class StreamPace {
+  private readonly buckets = new Map<string, { bytes: number; at: number }>();
+
+  constructor(
+    private readonly bytesPerSecond = STREAM_BYTES_PER_SECOND,
+    private readonly burstBytes = STREAM_BURST_BYTES,
+    /** The time it reads and waits on (tests move a ManualClock of @workauto/testing). */
+    private readonly clock: PaceClock = SYSTEM_CLOCK,
+  ) {}
+
+  /**
+   * Waits until the tenant may send `bytes` more, and takes them; resolves at once within the
+   * bucket, throws the signal's reason once it aborts.
+   */
+  async spend(tenant: string, bytes: number, signal: AbortSignal): Promise<void> {
+    const t = this.clock.now().getTime();
+    const bucket = this.buckets.get(tenant) ?? { bytes: this.burstBytes, at: t };
+    bucket.bytes = Math.min(this.burstBytes, bucket.bytes + ((t - bucket.at) * this.bytesPerSecond) / 1_000);
+    bucket.at = t;
+    bucket.bytes -= bytes; // taken now: the tenant's other streams wait behind this one
+    this.buckets.delete(tenant);
+    this.buckets.set(tenant, bucket);
+    if (this.buckets.size > 10_000) this.buckets.delete(this.buckets.keys().next().value!);
+    if (bucket.bytes < 0) await this.clock.sleep(Math.ceil((-bucket.bytes * 1_000) / this.bytesPerSecond), signal);
+    signal.throwIfAborted();
+  }
+}
+
+interface PaceClock {
+  now(): Date;
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+const SYSTEM_CLOCK: PaceClock = {
+  now: () => new Date(),
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
+};
+
+/** A tenant's streams send 8 MiB a second together per gateway replica, after a first 4 MiB at once. */
+const STREAM_BYTES_PER_SECOND = 8 * 1024 * 1024;
+const STREAM_BURST_BYTES = 4 * 1024 * 1024;

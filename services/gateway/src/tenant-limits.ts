@@ -46,9 +46,9 @@ export class TenantLimits {
     if (!paced.ok)
       throw limited(
         'TENANT_RATE_LIMITED',
-        `this tenant's heavy writes (large bodies, recurring series) are paced on this gateway; retry after ${paced.retryAfterSeconds} s`,
+        `this tenant's large writes and recurring series come faster than its budget of ${perMinute} a minute allows on this gateway (a tenth of it at once, then spread over the minute); retry after ${paced.retryAfterSeconds} s`,
         paced.retryAfterSeconds,
-        { retry_after_seconds: String(paced.retryAfterSeconds) },
+        { limit_per_minute: String(perMinute), retry_after_seconds: String(paced.retryAfterSeconds) },
       );
     this.inFlight.set(tenant, held + 1);
     let released = false;
@@ -67,6 +67,7 @@ export class TenantLimits {
     if (totalHits > perMinute) {
       // …and gives them back when refused: a refusal costs one unit, as any refused request.
       for (; charged > 1; charged--) await this.minute.decrement(tenant);
+      this.pace.giveBack(tenant, cost - 1);
       release();
       const retryAfter = Math.max(1, Math.ceil(((resetTime?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
       throw limited(

@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { stalledRequest } from '@workauto/testing';
 
 export type AttackSpec =
-  /** `count` requests that read nothing after the first bytes; one refused (not 200) is replaced, as a client retries. */
+  /** `count` requests that read nothing after their answer's first bytes. */
   | { kind: 'stalled'; url: string; headers?: Record<string, string>; count: number }
   /** `loops` clients requesting in a loop; `slowly`: each reads its answer a chunk every 50 ms. */
   | {
@@ -52,26 +52,9 @@ async function loop(s: Extract<AttackSpec, { kind: 'loop' }>): Promise<void> {
 }
 
 async function stalled(s: Extract<AttackSpec, { kind: 'stalled' }>): Promise<() => void> {
-  const held = new Set<ReturnType<typeof stalledRequest>>();
-  const fill = async () => {
-    while (!stopping) {
-      while (held.size < s.count) {
-        const r = stalledRequest(s.url, s.headers);
-        held.add(r);
-        void r.status.then((status) => {
-          statuses.push(status);
-          if (status !== 200) {
-            r.close();
-            held.delete(r);
-          }
-        });
-      }
-      await sleep(100);
-    }
-  };
-  const filling = fill();
+  const held = Array.from({ length: s.count }, () => stalledRequest(s.url, s.headers));
+  for (const r of held) void r.status.then((status) => statuses.push(status));
   return () => {
-    void filling;
     for (const r of held) r.close();
   };
 }

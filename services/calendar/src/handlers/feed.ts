@@ -44,8 +44,11 @@ async function* feedText(db: Queryable, tenantId: string, calendar: calendars.Ca
  * two reads, beside one chunk.
  */
 const FEED_BATCH = 25;
-/** Events rendered between two turns of the event loop. */
-const RENDER_SLICE = 5;
+/**
+ * Events rendered between two turns of the event loop: one, so that another tenant's call waits
+ * for one event's rendering per feed being rendered, not five (a large event takes a few ms).
+ */
+const RENDER_SLICE = 1;
 /**
  * Text gathered before a chunk is sent: the gateway's gRPC client reads up to 16 messages ahead of
  * a slow client, so a stream costs the gateway at most about 1 MiB (docs/operations.md).
