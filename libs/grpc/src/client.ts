@@ -74,6 +74,17 @@ function withoutCallerStack<T>(start: () => T): T {
   }
 }
 
+/**
+ * A server stream's messages are read one ahead of the caller, not the 16 a Readable in object mode
+ * buffers by default: the caller (the gateway, writing to a slow client) holds one message per
+ * stream, and HTTP/2 flow control tells the service to wait after it (grpc-js takes no option for
+ * it, so the Readable's own state is set).
+ */
+function readAheadOne(call: grpc.ClientReadableStream<unknown>): void {
+  const state = (call as unknown as { _readableState?: { highWaterMark?: number } })._readableState;
+  if (state && typeof state.highWaterMark === 'number') state.highWaterMark = 1;
+}
+
 /** host:port → dns:///host:port; a target that names its scheme (dns:, ipv4:, unix:) is kept. */
 export function grpcTarget(address: string): string {
   return /^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(address) ? address : `dns:///${address}`;
@@ -305,6 +316,7 @@ export class Downstream {
         { deadline: new Date(Date.now() + (opts.deadlineMs ?? this.deadlineMs)) },
       ),
     );
+    readAheadOne(call);
     const onAbort = () => call.cancel();
     signal?.addEventListener('abort', onAbort, { once: true });
     try {

@@ -182,25 +182,33 @@ describe(
 
     const attacks: Attack[] = [];
 
-    /** Attackers in worker threads (noisy-attacker.ts): what each got, once stopped. */
-    function attack(spec: AttackSpec): { stop(): Promise<Record<number, number>> } {
-      const worker = new Worker(new URL('./noisy-attacker.js', import.meta.url), { workerData: spec });
+    /**
+     * The attackers of a window, one worker thread each (noisy-attacker.ts), started once they have
+     * loaded: `round()` starts them all and returns what stops them and tells what each got;
+     * `close()` ends the workers.
+     */
+    async function attackers(specs: Record<string, AttackSpec>) {
+      const workers = await Promise.all(
+        Object.entries(specs).map(async ([what, spec]) => {
+          const worker = new Worker(new URL('./noisy-attacker.js', import.meta.url), { workerData: spec });
+          await once(worker, 'message'); // ready
+          return [what, worker] as const;
+        }),
+      );
       return {
-        stop: async () => {
-          const answers = once(worker, 'message').then(([tally]) => tally as Record<number, number>);
-          worker.postMessage('stop');
-          const got = await answers;
-          await worker.terminate();
-          return got;
+        round() {
+          for (const [, w] of workers) w.postMessage('start');
+          return () =>
+            Promise.all(
+              workers.map(async ([what, w]) => {
+                const answer = once(w, 'message');
+                w.postMessage('stop');
+                return [what, (await answer)[0] as Record<number, number>] as const;
+              }),
+            );
         },
+        close: () => Promise.all(workers.map(([, w]) => w.terminate())),
       };
-    }
-
-    /** Starts each attacker of `specs`; what stops them all and tells what each got. */
-    function attackers(specs: Record<string, AttackSpec>): () => Promise<[string, Record<number, number>][]> {
-      const running = Object.entries(specs).map(([what, spec]) => [what, attack(spec)] as const);
-      return () =>
-        Promise.all(running.map(async ([what, a]) => [what, await a.stop()] as [string, Record<number, number>]));
     }
 
     /**
@@ -220,16 +228,18 @@ describe(
       const quiet: Sample[] = [];
       const samples: Sample[] = [];
       const answers: Record<string, Record<number, number>> = {};
+      const team = await attackers(specs);
       for (let round = 0; round < 5; round++) {
         if (round === 2) startMb = pids.map(rssMb);
         quiet.push(...(await measureB(0, 1_000, 25_000, 2)));
-        const stop = attackers(specs);
+        const stop = team.round();
         await sleep(200);
         samples.push(...(await measureB(0, 1_200, 25_000, 2)));
         for (const [what, tally] of await stop())
           for (const [status, n] of Object.entries(tally))
             (answers[what] ??= {})[Number(status)] = (answers[what]?.[Number(status)] ?? 0) + n;
       }
+      await team.close();
       clearInterval(watch);
       const stopped = Date.now();
       let endMb = pids.map(rssMb);
