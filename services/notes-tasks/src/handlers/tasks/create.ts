@@ -8,8 +8,7 @@ import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence } from '
 
 export function createTask({ pool }: NotesTasksDeps): Handler<'createTask'> {
   return async (req, ctx) => {
-    const v = validate().text('title', req.title, { required: true, max: LIMITS.taskTitle });
-    checkTaskFields(v, req, false).done();
+    checkTaskFields(validate(), req, false).done();
     const tenantId = ctx.tenant;
     const parentId = lower(req.parent_id) ?? null;
     const rrule = req.rrule === undefined ? null : normalizeRrule(req.rrule);
