@@ -108,6 +108,11 @@ function valueAt(root: ReflectMessage, path: Path): unknown {
   return at;
 }
 
+/** A field's `(buf.validate.field)` rules (FieldRules), as a reflected message; undefined without any. */
+export function fieldRules(field: DescField): ReflectMessage | undefined {
+  return hasOption(field, FIELD_RULES) ? reflect(FieldRulesSchema, getOption(field, FIELD_RULES)) : undefined;
+}
+
 /** The field a violation is about (the last field of its path), whose FieldRules its rule path starts at. */
 function lastField(path: Path): DescField | undefined {
   for (let i = path.length - 1; i >= 0; i--) {
@@ -144,7 +149,7 @@ function rangeText(rules: ReflectMessage): string | undefined {
  */
 function describe(v: RuleViolation, root: ReflectMessage): string {
   const field = lastField(v.field);
-  const rules = field && hasOption(field, FIELD_RULES) ? reflect(FieldRulesSchema, getOption(field, FIELD_RULES)) : undefined;
+  const rules = field && fieldRules(field);
   const ruleValue = () => (rules ? valueAt(rules, v.rule) : undefined);
   const parentRules = () => (rules ? (valueAt(rules, v.rule.slice(0, -1)) as ReflectMessage | undefined) : undefined);
   const names = () => (field?.enum ? enumNames(field.enum).join(', ') : '');
