@@ -3,7 +3,7 @@ import { errors, textOrNull, validate } from '@workauto/grpc';
 import type { Priority } from '../../domain/priority.js';
 import { normalizeRrule } from '../../domain/recurrence.js';
 import * as tasks from '../../repo/tasks.js';
-import { LIMITS, priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
 import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence } from './common.js';
 
 export function createTask({ pool }: NotesTasksDeps): Handler<'createTask'> {

@@ -6,7 +6,9 @@ import { lower } from './common.js';
 export function listTasks({ pool }: NotesTasksDeps): Handler<'listTasks'> {
   return async (req, ctx) => {
     const page = parsePage(req);
-    validate().check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id').done();
+    validate()
+      .check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id')
+      .done();
     const listed = await tasks.listTasks(
       pool,
       ctx.tenant,

@@ -6,7 +6,7 @@ import type { Priority } from '../../domain/priority.js';
 import { normalizeRrule } from '../../domain/recurrence.js';
 import * as tasks from '../../repo/tasks.js';
 import type { TaskRow } from '../../repo/tasks.js';
-import { LIMITS, priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
 import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence } from './common.js';
 
 /** Optional fields a PATCH clears with null (or, for text, ids and dates, also with ''). */
