@@ -5,7 +5,17 @@
  * come back as the API's field violations: the JSON path a client sent (`stages[1].name`) and a
  * text that says what to send instead.
  */
-import { fromBinary, getOption, hasOption, type DescField, type DescMessage } from '@bufbuild/protobuf';
+import {
+  fromBinary,
+  getOption,
+  hasOption,
+  toJson,
+  type DescExtension,
+  type DescField,
+  type DescMessage,
+  type Message,
+} from '@bufbuild/protobuf';
+import { StructSchema } from '@bufbuild/protobuf/wkt';
 import { reflect, type Path, type ReflectList, type ReflectMap, type ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { createValidator, type Violation as RuleViolation, type Validator } from '@bufbuild/protovalidate';
 import {
@@ -38,6 +48,19 @@ function matches(pattern: string, text: string): boolean {
   return re.test(text);
 }
 
+/** `(workauto.api.v1.max_json_bytes)`: the JSON size bound of a Struct field (rules.proto). */
+let maxJsonBytes: DescExtension | undefined;
+function jsonBytesOption(): DescExtension {
+  return (maxJsonBytes ??= loadSchema().registry.getExtension('workauto.api.v1.max_json_bytes')!);
+}
+
+function jsonLimit(field: DescField): number | undefined {
+  const ext = jsonBytesOption();
+  return ext && field.message?.typeName === 'google.protobuf.Struct' && hasOption(field, ext)
+    ? (getOption(field, ext) as number)
+    : undefined;
+}
+
 const withRules = new WeakMap<DescMessage, boolean>();
 
 /** Whether a message, or one it carries, has any rule: a request without any is not decoded again. */
@@ -49,7 +72,12 @@ export function hasRules(desc: DescMessage, seen = new Set<DescMessage>()): bool
   const found =
     hasOption(desc, MESSAGE_RULES) ||
     desc.oneofs.some((o) => hasOption(o, ONEOF_RULES)) ||
-    desc.fields.some((f) => hasOption(f, FIELD_RULES) || (f.message !== undefined && hasRules(f.message, seen)));
+    desc.fields.some(
+      (f) =>
+        hasOption(f, FIELD_RULES) ||
+        jsonLimit(f) !== undefined ||
+        (f.message !== undefined && hasRules(f.message, seen)),
+    );
   withRules.set(desc, found);
   return found;
 }
@@ -62,16 +90,38 @@ export function ruleViolations(desc: DescMessage, bytes: Uint8Array): Violation[
   if (!hasRules(desc)) return [];
   const message = fromBinary(desc, bytes);
   const result = theValidator().validate(desc, message);
-  if (result.kind === 'valid') return [];
   if (result.kind === 'error') throw new Error(`the rules of ${desc.typeName} cannot be evaluated: ${result.error.message}`);
   const root = reflect(desc, message);
   // One reason per field: the first rule it breaks (a blank name is not also "too short").
   const byField = new Map<string, string>();
-  for (const v of result.violations) {
+  for (const v of result.violations ?? []) {
     const field = jsonPath(v.field);
     if (!byField.has(field)) byField.set(field, describe(v, root));
   }
+  jsonSizeViolations(root, '', byField);
   return [...byField].map(([field, description]) => ({ field, description }));
+}
+
+/** Struct fields over their `max_json_bytes`, at any depth of the request. */
+function jsonSizeViolations(message: ReflectMessage, path: string, out: Map<string, string>): void {
+  for (const field of message.fields) {
+    if (!field.message || !hasRules(field.message) || !message.isSet(field)) {
+      const limit = jsonLimit(field);
+      if (limit === undefined || !message.isSet(field)) continue;
+      const at = path ? `${path}.${field.name}` : field.name;
+      const value = (message.get(field) as ReflectMessage).message as Message;
+      const bytes = Buffer.byteLength(JSON.stringify(toJson(StructSchema, value as never)));
+      if (bytes > limit && !out.has(at)) out.set(at, `must be at most ${limit} bytes of JSON`);
+      continue;
+    }
+    const at = path ? `${path}.${field.name}` : field.name;
+    if (field.fieldKind === 'list') {
+      const list = message.get(field) as ReflectList;
+      for (let i = 0; i < list.size; i++) jsonSizeViolations(list.get(i) as ReflectMessage, `${at}[${i}]`, out);
+    } else if (field.fieldKind === 'message') {
+      jsonSizeViolations(message.get(field) as ReflectMessage, at, out);
+    }
+  }
 }
 
 /** A protovalidate path as the API's JSON path: `stages[1].name`, `metadata.key`. */

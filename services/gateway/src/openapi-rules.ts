@@ -64,6 +64,9 @@ const PREDEFINED = [
   'uuid_or_empty',
   'in_years',
   'page_size',
+  'currency',
+  'email_address',
+  'max_decimals',
 ];
 
 /** Keywords of one value's rules (StringRules, Int32Rules, EnumRules, …: the `type` oneof of FieldRules). */
@@ -87,9 +90,10 @@ function valueKeywords(field: DescField, rules: ReflectMessage | undefined): Sch
       s.pattern = '\\S';
     }
     if (r.get('uuid') || own.get('uuid_or_empty')) s.format = 'uuid';
-    if (r.get('email')) s.format = 'email';
+    if (r.get('email') || own.get('email_address')) s.format = 'email';
     if (r.get('uri') || own.get('http_url') || own.get('trimmed_http_url')) s.format = 'uri';
     if (own.get('date') || own.get('date_or_empty')) s.format = 'date';
+    if (own.get('currency')) s.pattern = '^\\s*[A-Za-z]{3}\\s*$';
   } else if (kind === 'enum') {
     const allowed = (r.get('in') as { values?: unknown[] } | undefined)?.values;
     if (field.enum && allowed?.length) {
@@ -105,6 +109,21 @@ function valueKeywords(field: DescField, rules: ReflectMessage | undefined): Sch
     if (own.get('page_size')) s.minimum = 1;
   }
   return s;
+}
+
+/**
+ * A field's own CEL rule that is one regular expression (`this.matches('^[a-z0-9]…$')`, with a
+ * text of its own for the 400) is the schema's `pattern`.
+ */
+function celPattern(rules: ReflectMessage): string | undefined {
+  const cel = rules.fields.find((f) => f.name === 'cel');
+  const list = cel && (rules.get(cel) as { size: number; get(i: number): unknown });
+  for (let i = 0; list && i < list.size; i++) {
+    const expression = String(setFields(list.get(i) as ReflectMessage).get('expression') ?? '');
+    const m = /^this\.matches\('((?:[^'\\]|\\.)*)'\)$/.exec(expression);
+    if (m) return m[1]!.replace(/\\\\/g, '\\');
+  }
+  return undefined;
 }
 
 function fromRules(field: DescField, rules: ReflectMessage): RuleKeywords {
@@ -132,5 +151,6 @@ function fromRules(field: DescField, rules: ReflectMessage): RuleKeywords {
     const values = map.fields.find((f) => f.name === 'values')!;
     return { value: map.isSet(values) ? valueKeywords(field, map.get(values) as ReflectMessage) : {}, container };
   }
-  return { value: valueKeywords(field, rules), container: {} };
+  const pattern = celPattern(rules);
+  return { value: { ...valueKeywords(field, rules), ...(pattern ? { pattern } : {}) }, container: {} };
 }

@@ -32,7 +32,6 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
       // The URL parser drops tabs and newlines and would let them through to the stored redirect.
       const returnToProblem = urlTextProblem(req.return_to);
       validate()
-        .uuid('connection_id', req.connection_id, { required: true })
         .check(!returnToProblem, 'return_to', returnToProblem ?? '')
         .check(
           returnToProblem !== undefined || oauth.isAllowedReturnTo(req.return_to),

@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { errors, validate, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { type ChannelType } from '../../domain/channels.js';
 import { moveTo } from '../../domain/ordering.js';
@@ -10,7 +10,6 @@ import { canonicalOrThrow, uniqueValue, lockContact, demote } from './common.js'
 export function createContactChannel(deps: CrmDeps): Handler<'createContactChannel'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    checkMetadata(validate(), 'metadata', req.metadata).done();
     const type = channelTypes.toDomain(req.type) as ChannelType;
     const canonical = canonicalOrThrow(type, req.value, req.region);
     const tenantId = ctx.tenant;

@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { validate, checkMetadata, textOrNull } from '@workauto/grpc';
+import { textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as contacts from '../../repo/contacts.js';
 import { SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
@@ -7,7 +7,6 @@ import { SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../c
 export function createContact(deps: CrmDeps): Handler<'createContact'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    checkMetadata(validate(), 'metadata', req.metadata).done();
     return withTransaction(
       pool,
       async (tx) => {

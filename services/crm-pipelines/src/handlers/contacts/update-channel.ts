@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate, patchNulls, changedFields, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { moveTo } from '../../domain/ordering.js';
 import * as channels from '../../repo/channels.js';
@@ -12,7 +12,7 @@ export function updateContactChannel(deps: CrmDeps): Handler<'updateContactChann
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['label'], other: ['region'] }, v);
     v.check(req.region === undefined || req.value !== undefined, 'region', 'is used only together with value');
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

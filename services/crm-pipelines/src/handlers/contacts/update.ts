@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { validate, patchNulls, changedFields, checkMetadata, textOrNull } from '@workauto/grpc';
+import { validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as contacts from '../../repo/contacts.js';
 import { SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
@@ -10,7 +10,7 @@ export function updateContact(deps: CrmDeps): Handler<'updateContact'> {
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['company', 'job_title'] }, v);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     return withTransaction(
       pool,
       async (tx) => {

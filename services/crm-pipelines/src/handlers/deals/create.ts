@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { validate, checkMetadata } from '@workauto/grpc';
+import { validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { amountDecimal, amountRangeProblem, normalizeCurrency } from '../../domain/money.js';
 import * as deals from '../../repo/deals.js';
@@ -14,7 +14,7 @@ export function createDeal(deps: CrmDeps): Handler<'createDeal'> {
     if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
     checkCurrency(v, 'currency', req.currency);
     checkConfidence(v, 'confidence', req.confidence);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

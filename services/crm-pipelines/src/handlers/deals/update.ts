@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate, patchNulls, changedFields, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { amountDecimal, amountRangeProblem, normalizeCurrency, storedAmountProblem } from '../../domain/money.js';
 import * as deals from '../../repo/deals.js';
@@ -22,7 +22,7 @@ export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {
     if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
     checkCurrency(v, 'currency', req.currency);
     checkConfidence(v, 'confidence', req.confidence);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

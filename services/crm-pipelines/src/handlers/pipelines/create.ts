@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { checkMetadata, textOrNull, validate } from '@workauto/grpc';
+import { textOrNull, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { normalizeCurrency } from '../../domain/money.js';
 import { orderOfInputs } from '../../domain/ordering.js';
@@ -14,10 +14,8 @@ export function createPipeline({ pool }: CrmDeps): Handler<'createPipeline'> {
   return async (req, ctx) => {
     const v = validate();
     checkCurrency(v, 'currency', req.currency);
-    checkMetadata(v, 'metadata', req.metadata);
     req.stages.forEach((s, i) => {
       checkConfidence(v, `stages[${i}].default_confidence`, s.default_confidence);
-      checkMetadata(v, `stages[${i}].metadata`, s.metadata);
     });
     const ordering = orderOfInputs(req.stages.map((s) => s.display_order));
     if ('problem' in ordering) v.add('stages', ordering.problem);

@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { changedFields, checkMetadata, errors, patchNulls, validate } from '@workauto/grpc';
+import { changedFields, errors, patchNulls, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { moveTo } from '../../domain/ordering.js';
 import * as pipelines from '../../repo/pipelines.js';
@@ -11,11 +11,7 @@ import { decimalOrNull } from './common.js';
 
 export function createPipelineStage({ pool }: CrmDeps): Handler<'createPipelineStage'> {
   return async (req, ctx) => {
-    checkMetadata(
-      checkConfidence(validate(), 'default_confidence', req.default_confidence),
-      'metadata',
-      req.metadata,
-    ).done();
+    checkConfidence(validate(), 'default_confidence', req.default_confidence).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,
@@ -71,7 +67,7 @@ export function updatePipelineStage({ pool }: CrmDeps): Handler<'updatePipelineS
     const v = validate();
     const { req, cleared } = patchNulls(patchRequest, { other: ['default_confidence'] }, v);
     checkConfidence(v, 'default_confidence', req.default_confidence);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { changedFields, checkMetadata, errors, patchNulls, textOrNull, validate } from '@workauto/grpc';
+import { changedFields, errors, patchNulls, textOrNull, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { normalizeCurrency } from '../../domain/money.js';
 import { moveTo } from '../../domain/ordering.js';
@@ -15,7 +15,7 @@ export function updatePipeline({ pool }: CrmDeps): Handler<'updatePipeline'> {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
     checkCurrency(v, 'currency', req.currency);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

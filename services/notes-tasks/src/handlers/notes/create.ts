@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { validate, checkMetadata, textOrNull } from '@workauto/grpc';
+import { textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { mentionTargets } from '../../domain/mentions.js';
 import { wordCount } from '../../domain/words.js';
@@ -10,8 +10,6 @@ import { SOURCE, noteData, toNote, type NotesTasksDeps, type Handler } from '../
 export function createNote(deps: NotesTasksDeps): Handler<'createNote'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    // Lengths, the notebook id and the URL are the proto's rules, checked before this runs (docs/api.md §Validation).
-    checkMetadata(validate(), 'metadata', req.metadata).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate, patchNulls, changedFields, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { mentionTargets } from '../../domain/mentions.js';
 import { wordCount } from '../../domain/words.js';
@@ -12,7 +12,7 @@ export function updateNote(deps: NotesTasksDeps): Handler<'updateNote'> {
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['title', 'body', 'notebook_id', 'source_url'] }, v);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

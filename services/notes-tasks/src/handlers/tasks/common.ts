@@ -1,5 +1,5 @@
 import type { PoolClient } from '@workauto/db';
-import { errors, checkMetadata, type CallContext, type Validator } from '@workauto/grpc';
+import { errors, type CallContext, type Validator } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { dueInstant, nextOccurrence, rruleProblem, type Due } from '../../domain/recurrence.js';
@@ -18,18 +18,18 @@ export function dueOf(t: { due_at: Date | null; due_date: string | null }): Due 
   return undefined;
 }
 
-/** The field checks of create and update that the proto's rules cannot state: the rrule's grammar, metadata's size. */
+/** The field check of create and update that the proto's rules cannot state: the rrule's grammar. */
 export function checkTaskFields(
   v: Validator,
   req: CreateTaskRequest | UpdateTaskRequest,
   clearable: boolean,
 ): Validator {
-  // Lengths, ids, dates, years, the priority and minutes are the proto's rules (docs/api.md §Validation).
+  // Lengths, ids, dates, years, the priority, minutes and metadata's size are the proto's rules (docs/api.md §Validation).
   if (req.rrule !== undefined && !(clearable && req.rrule === '')) {
     const problem = rruleProblem(req.rrule, undefined);
     if (problem) v.add('rrule', problem);
   }
-  return checkMetadata(v, 'metadata', req.metadata);
+  return v;
 }
 
 /**
