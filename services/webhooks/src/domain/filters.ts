@@ -1,7 +1,7 @@
 /** Which events an endpoint receives (contract §5 Webhooks: event_types, channels). Pure. */
 import type { EventType } from '@workauto/events';
 
-export const FILTER_LIMITS = { entries: 100, channelLength: 200 };
+export const FILTER_LIMITS = { channelLength: 200 };
 
 export interface Filters {
   event_types: readonly string[];
