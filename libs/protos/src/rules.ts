@@ -13,7 +13,6 @@ import {
   type DescExtension,
   type DescField,
   type DescMessage,
-  type Message,
 } from '@bufbuild/protobuf';
 import { StructSchema } from '@bufbuild/protobuf/wkt';
 import { reflect, type Path, type ReflectList, type ReflectMap, type ReflectMessage } from '@bufbuild/protobuf/reflect';
@@ -102,25 +101,50 @@ export function ruleViolations(desc: DescMessage, bytes: Uint8Array): Violation[
   return [...byField].map(([field, description]) => ({ field, description }));
 }
 
+/** Where a message's Struct fields with `max_json_bytes` are: its own, and the message fields that lead to more. */
+interface JsonLimits {
+  own: [DescField, number][];
+  nested: DescField[];
+}
+const jsonLimitsByType = new WeakMap<DescMessage, JsonLimits | null>();
+
+/** A message's JSON limits, worked out once per type; null when it carries none at any depth. */
+function jsonLimitsOf(desc: DescMessage, seen = new Set<DescMessage>()): JsonLimits | null {
+  const known = jsonLimitsByType.get(desc);
+  if (known !== undefined) return known;
+  if (seen.has(desc)) return null;
+  seen.add(desc);
+  const own: [DescField, number][] = [];
+  const nested: DescField[] = [];
+  for (const field of desc.fields) {
+    const limit = jsonLimit(field);
+    if (limit !== undefined) own.push([field, limit]);
+    else if (field.message && field.fieldKind !== 'map' && !field.message.typeName.startsWith('google.')) {
+      if (jsonLimitsOf(field.message, seen)) nested.push(field);
+    }
+  }
+  const limits = own.length || nested.length ? { own, nested } : null;
+  jsonLimitsByType.set(desc, limits);
+  return limits;
+}
+
 /** Struct fields over their `max_json_bytes`, at any depth of the request. */
 function jsonSizeViolations(message: ReflectMessage, path: string, out: Map<string, string>): void {
-  for (const field of message.fields) {
-    if (!field.message || !hasRules(field.message) || !message.isSet(field)) {
-      const limit = jsonLimit(field);
-      if (limit === undefined || !message.isSet(field)) continue;
-      const at = path ? `${path}.${field.name}` : field.name;
-      const value = (message.get(field) as ReflectMessage).message as Message;
-      const bytes = Buffer.byteLength(JSON.stringify(toJson(StructSchema, value as never)));
-      if (bytes > limit && !out.has(at)) out.set(at, `must be at most ${limit} bytes of JSON`);
-      continue;
-    }
-    const at = path ? `${path}.${field.name}` : field.name;
+  const limits = jsonLimitsOf(message.desc);
+  if (!limits) return;
+  const at = (field: DescField) => (path ? `${path}.${field.name}` : field.name);
+  for (const [field, limit] of limits.own) {
+    if (!message.isSet(field)) continue;
+    const value = (message.get(field) as ReflectMessage).message;
+    const bytes = Buffer.byteLength(JSON.stringify(toJson(StructSchema, value as never)));
+    if (bytes > limit && !out.has(at(field))) out.set(at(field), `must be at most ${limit} bytes of JSON`);
+  }
+  for (const field of limits.nested) {
+    if (!message.isSet(field)) continue;
     if (field.fieldKind === 'list') {
       const list = message.get(field) as ReflectList;
-      for (let i = 0; i < list.size; i++) jsonSizeViolations(list.get(i) as ReflectMessage, `${at}[${i}]`, out);
-    } else if (field.fieldKind === 'message') {
-      jsonSizeViolations(message.get(field) as ReflectMessage, at, out);
-    }
+      for (let i = 0; i < list.size; i++) jsonSizeViolations(list.get(i) as ReflectMessage, `${at(field)}[${i}]`, out);
+    } else jsonSizeViolations(message.get(field) as ReflectMessage, at(field), out);
   }
 }
 
