@@ -19,8 +19,18 @@ const N = Number(process.env.N ?? 20_000);
 const ID = '0193a000-0000-7000-8000-000000000000';
 
 const REQUESTS = [
-  ['POST', '/api/v1/notes', {}, { title: 'Kickoff', body: 'Budget and **timeline** for [[deal:' + ID + ']]', notebook_id: ID }],
-  ['POST', '/api/v1/tasks', {}, { title: 'Call Dana', priority: 'high', due_date: '2026-12-31', assignee_id: ID, estimation_minutes: 30 }],
+  [
+    'POST',
+    '/api/v1/notes',
+    {},
+    { title: 'Kickoff', body: 'Budget and **timeline** for [[deal:' + ID + ']]', notebook_id: ID },
+  ],
+  [
+    'POST',
+    '/api/v1/tasks',
+    {},
+    { title: 'Call Dana', priority: 'high', due_date: '2026-12-31', assignee_id: ID, estimation_minutes: 30 },
+  ],
   ['GET', `/api/v1/notes/${ID}`, {}, undefined],
   ['GET', '/api/v1/tasks', { limit: '50', completed: 'false' }, undefined],
   ['PATCH', `/api/v1/tasks/${ID}`, {}, { title: 'Call Dana back', due_date: null }],

@@ -8,7 +8,9 @@ import { hasRules, ruleViolations } from './rules.js';
 /** The field violations of a ts-proto request object of `typeName`, as field → text. */
 function violations(typeName: string, request: Record<string, unknown>): Record<string, string> {
   const desc = messageDesc(typeName);
-  return Object.fromEntries(ruleViolations(desc, messageType(desc).encode(request)).map((v) => [v.field, v.description]));
+  return Object.fromEntries(
+    ruleViolations(desc, messageType(desc).encode(request)).map((v) => [v.field, v.description]),
+  );
 }
 const TASK = 'workauto.notes_tasks.v1.CreateTaskRequest';
 const EVENT = 'workauto.calendar.v1.CreateEventRequest';
@@ -52,7 +54,10 @@ describe('field rules (buf.validate annotations)', () => {
   });
 
   it('read dates as calendar dates (leap years too) and keep event and task times in the years 1900 to 2999', () => {
-    assert.deepEqual(violations(TASK, { title: 't', due_date: '2024-02-29', deadline: '2000-02-29', start_date: '1900-01-01' }), {});
+    assert.deepEqual(
+      violations(TASK, { title: 't', due_date: '2024-02-29', deadline: '2000-02-29', start_date: '1900-01-01' }),
+      {},
+    );
     assert.deepEqual(
       violations(TASK, {
         title: 't',
@@ -95,7 +100,8 @@ describe('field rules (buf.validate annotations)', () => {
         JSON.stringify(url),
       );
     }
-    const url = (conference_url: string) => Object.keys(violations(EVENT, { calendar_id: ID, title: 'e', conference_url }));
+    const url = (conference_url: string) =>
+      Object.keys(violations(EVENT, { calendar_id: ID, title: 'e', conference_url }));
     assert.deepEqual(url('https://meet.example.com/room?x=%20y'), []);
     assert.deepEqual(url(''), []);
     assert.deepEqual(url('javascript:alert(1)'), ['conference_url']);

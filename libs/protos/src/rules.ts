@@ -89,7 +89,8 @@ export function ruleViolations(desc: DescMessage, bytes: Uint8Array): Violation[
   if (!hasRules(desc)) return [];
   const message = fromBinary(desc, bytes);
   const result = theValidator().validate(desc, message);
-  if (result.kind === 'error') throw new Error(`the rules of ${desc.typeName} cannot be evaluated: ${result.error.message}`);
+  if (result.kind === 'error')
+    throw new Error(`the rules of ${desc.typeName} cannot be evaluated: ${result.error.message}`);
   const root = reflect(desc, message);
   // One reason per field: the first rule it breaks (a blank name is not also "too short").
   const byField = new Map<string, string>();
@@ -142,7 +143,7 @@ function jsonSizeViolations(message: ReflectMessage, path: string, out: Map<stri
   for (const field of limits.nested) {
     if (!message.isSet(field)) continue;
     if (field.fieldKind === 'list') {
-      const list = message.get(field) as ReflectList;
+      const list = message.get(field);
       for (let i = 0; i < list.size; i++) jsonSizeViolations(list.get(i) as ReflectMessage, `${at(field)}[${i}]`, out);
     } else jsonSizeViolations(message.get(field) as ReflectMessage, at(field), out);
   }
@@ -176,7 +177,6 @@ function valueAt(root: ReflectMessage, path: Path): unknown {
         break;
       default:
         return undefined; // an extension (our predefined rules word their own texts) or a oneof
-
     }
   }
   return at;

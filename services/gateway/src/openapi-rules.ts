@@ -3,7 +3,7 @@
  * §Validation) for the OpenAPI document: the constraints the gateway and the services check are
  * the ones the document states (maxLength, minimum, pattern, format, maxItems, …).
  */
-import { getExtension, hasExtension, type DescField, type Message } from '@bufbuild/protobuf';
+import { getExtension, hasExtension, type DescField } from '@bufbuild/protobuf';
 import type { ReflectMessage } from '@bufbuild/protobuf/reflect';
 import { enumNames, fieldRules, loadSchema } from '@workauto/protos';
 
@@ -45,9 +45,9 @@ function predefined(rules: ReflectMessage): Map<string, unknown> {
   for (const name of PREDEFINED) {
     const ext = registry.getExtension(`workauto.api.v1.${name}`);
     if (!ext || ext.extendee.typeName !== rules.desc.typeName) continue;
-    const message = rules.message as Message;
+    const message = rules.message;
     if (hasExtension(message, ext)) {
-      const v = getExtension(message, ext) as unknown;
+      const v: unknown = getExtension(message, ext);
       out.set(name, typeof v === 'bigint' ? Number(v) : v);
     }
   }
@@ -98,7 +98,7 @@ function valueKeywords(field: DescField, rules: ReflectMessage | undefined): Sch
     const allowed = (r.get('in') as { values?: unknown[] } | undefined)?.values;
     if (field.enum && allowed?.length) {
       const names = enumNames(field.enum);
-      s.enum = names.filter((_, i) => allowed.includes(field.enum!.values.filter((v) => v.number !== 0)[i]!.number));
+      s.enum = names.filter((_, i) => allowed.includes(field.enum.values.filter((v) => v.number !== 0)[i]!.number));
     }
   } else if (kind !== 'timestamp' && kind !== 'duration' && kind !== 'bool' && kind !== 'bytes') {
     // Numbers: int32, int64, double, …

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { paths } from '@workauto/client';
-import { NotesTasksServiceService as NotesTasks, TaskPriority } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import {
+  NotesTasksServiceService as NotesTasks,
+  TaskPriority,
+} from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { TestClient, callAs, failure } from '@workauto/testing';
 import {
   assertError,
