@@ -4,7 +4,7 @@ import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Logger } from '@workauto/logger';
-import { loadSchema, reflectionDefinition, ruleViolations, type Violation } from '@workauto/protos';
+import { loadRules, loadSchema, reflectionDefinition, ruleViolations, type Violation } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { errors, toServiceError, DomainError } from './errors.js';
@@ -270,7 +270,8 @@ export class GrpcServer {
   }
 
   /** Binds and starts serving; health stays NOT_SERVING until markServing(). Returns the bound port. */
-  listen(host: string, port: number): Promise<number> {
+  async listen(host: string, port: number): Promise<number> {
+    await loadRules(); // the field rules every request is checked against, before the first one comes
     return new Promise((resolve, reject) => {
       this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
         err ? reject(err) : resolve(bound),

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import './gen/workauto/calendar/v1/calendar.js';
 import './gen/workauto/notes_tasks/v1/notes_tasks.js';
 import { loadSchema, messageDesc, messageType } from './schema.js';
-import { hasRules, ruleViolations } from './rules.js';
+import { hasRules, loadRules, ruleViolations } from './rules.js';
 
 /** The field violations of a ts-proto request object of `typeName`, as field → text. */
 function violations(typeName: string, request: Record<string, unknown>): Record<string, string> {
@@ -18,6 +18,8 @@ const UPDATE_TASK = 'workauto.notes_tasks.v1.UpdateTaskRequest';
 const ID = '0193a000-0000-7000-8000-000000000000';
 
 describe('field rules (buf.validate annotations)', () => {
+  before(() => loadRules());
+
   it('compile for every request of the API: a rule the validator cannot read fails here, not on a request', () => {
     let checked = 0;
     for (const file of loadSchema().files.filter((f) => f.name.startsWith('workauto/'))) {

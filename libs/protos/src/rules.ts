@@ -16,22 +16,45 @@ import {
 } from '@bufbuild/protobuf';
 import { StructSchema } from '@bufbuild/protobuf/wkt';
 import { reflect, type Path, type ReflectList, type ReflectMap, type ReflectMessage } from '@bufbuild/protobuf/reflect';
-import { createValidator, type Violation as RuleViolation, type Validator } from '@bufbuild/protovalidate';
-import {
-  FieldRulesSchema,
-  field as FIELD_RULES,
-  message as MESSAGE_RULES,
-  oneof as ONEOF_RULES,
-} from '@bufbuild/protovalidate/gen/buf/validate/validate_pb.js';
+import type { Violation as RuleViolation, Validator } from '@bufbuild/protovalidate';
 import { enumNames, type Violation } from './json-mapping.js';
 import { loadSchema } from './schema.js';
 
 let validator: Validator | undefined;
 
-/** One validator per process: protovalidate plans (compiles) each message type once, on first use. */
-function theValidator(): Validator {
+/**
+ * Loads protovalidate (and its CEL runtime) and makes the process's one validator, which plans
+ * (compiles) each message type once, on first use. Called before serving (the gateway's routes,
+ * the server kit's listen): loaded on demand, it keeps a process's start-up, and its first log
+ * lines, as quick as before.
+ */
+export async function loadRules(): Promise<void> {
+  if (validator) return;
+  const { createValidator } = await import('@bufbuild/protovalidate');
   // The product's registry holds the predefined rules of workauto/api/v1/rules.proto.
-  return (validator ??= createValidator({ registry: loadSchema().registry, regexMatch: matches }));
+  validator ??= createValidator({ registry: loadSchema().registry, regexMatch: matches });
+}
+
+function theValidator(): Validator {
+  if (!validator) throw new Error('the field rules are not loaded: await loadRules() before serving');
+  return validator;
+}
+
+/** protovalidate's options and FieldRules, from the descriptor set (which holds buf/validate/validate.proto). */
+let ruleTypes:
+  { field: DescExtension; message: DescExtension; oneof: DescExtension; fieldRules: DescMessage } | undefined;
+function rulesOptions() {
+  if (!ruleTypes) {
+    const registry = loadSchema().registry;
+    const ext = (name: string) => registry.getExtension(`buf.validate.${name}`)!;
+    ruleTypes = {
+      field: ext('field'),
+      message: ext('message'),
+      oneof: ext('oneof'),
+      fieldRules: registry.getMessage('buf.validate.FieldRules')!,
+    };
+  }
+  return ruleTypes;
 }
 
 const patterns = new Map<string, RegExp>();
@@ -69,11 +92,11 @@ export function hasRules(desc: DescMessage, seen = new Set<DescMessage>()): bool
   if (seen.has(desc) || desc.typeName.startsWith('google.')) return false;
   seen.add(desc);
   const found =
-    hasOption(desc, MESSAGE_RULES) ||
-    desc.oneofs.some((o) => hasOption(o, ONEOF_RULES)) ||
+    hasOption(desc, rulesOptions().message) ||
+    desc.oneofs.some((o) => hasOption(o, rulesOptions().oneof)) ||
     desc.fields.some(
       (f) =>
-        hasOption(f, FIELD_RULES) ||
+        hasOption(f, rulesOptions().field) ||
         jsonLimit(f) !== undefined ||
         (f.message !== undefined && hasRules(f.message, seen)),
     );
@@ -184,7 +207,8 @@ function valueAt(root: ReflectMessage, path: Path): unknown {
 
 /** A field's `(buf.validate.field)` rules (FieldRules), as a reflected message; undefined without any. */
 export function fieldRules(field: DescField): ReflectMessage | undefined {
-  return hasOption(field, FIELD_RULES) ? reflect(FieldRulesSchema, getOption(field, FIELD_RULES)) : undefined;
+  const { field: option, fieldRules } = rulesOptions();
+  return hasOption(field, option) ? reflect(fieldRules, getOption(field, option) as never) : undefined;
 }
 
 /** The field a violation is about (the last field of its path), whose FieldRules its rule path starts at. */
