@@ -55,7 +55,6 @@ function predefined(rules: ReflectMessage): Map<string, unknown> {
 }
 const PREDEFINED = [
   'date',
-  'date_or_empty',
   'date_in_years',
   'not_blank',
   'http_url',
@@ -92,7 +91,7 @@ function valueKeywords(field: DescField, rules: ReflectMessage | undefined): Sch
     if (r.get('uuid') || own.get('uuid_or_empty')) s.format = 'uuid';
     if (r.get('email') || own.get('email_address')) s.format = 'email';
     if (r.get('uri') || own.get('http_url') || own.get('trimmed_http_url')) s.format = 'uri';
-    if (own.get('date') || own.get('date_or_empty')) s.format = 'date';
+    if (own.get('date')) s.format = 'date';
     if (own.get('currency')) s.pattern = '^\\s*[A-Za-z]{3}\\s*$';
   } else if (kind === 'enum') {
     const allowed = (r.get('in') as { values?: unknown[] } | undefined)?.values;

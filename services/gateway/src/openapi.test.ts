@@ -115,7 +115,7 @@ describe('OpenAPI document', () => {
     };
     const task = s['notes_tasks.v1.CreateTaskRequest-Request'].properties;
     assert.deepEqual(value(task.title), { type: 'string', maxLength: 500, minLength: 1, pattern: '\\S' });
-    assert.deepEqual(value(task.due_date), { type: 'string', format: 'date' });
+    assert.deepEqual(value(task.due_date), { type: 'string', minLength: 1, format: 'date' });
     assert.deepEqual(value(task.estimation_minutes), {
       type: 'integer',
       format: 'int32',
