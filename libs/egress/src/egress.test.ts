@@ -383,7 +383,11 @@ describe('fetch (at every connection)', () => {
     after(() => policy.close());
     assert.equal(await policy.refusal('https://receiver.test/authorize'), undefined);
     assert.equal(await policy.refusal('https://127.0.0.1:8443/token'), undefined);
-    assert.equal(await policy.refusal('https://unknown.test/x'), undefined, 'a name that does not resolve is no refusal');
+    assert.equal(
+      await policy.refusal('https://unknown.test/x'),
+      undefined,
+      'a name that does not resolve is no refusal',
+    );
     assert.match((await policy.refusal('http://receiver.test/x'))!, /must use https/);
     assert.match((await policy.refusal('https://169.254.169.254/latest'))!, /link-local/);
     const named = (await policy.refusal('https://intranet.test/.well-known/oauth-protected-resource'))!;

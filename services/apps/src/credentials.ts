@@ -59,7 +59,10 @@ export function oauthClient(
 ): { client: OAuthClientInformationMixed | undefined; tenantClient: boolean } {
   if (app.oauth_client_id) {
     const secret = openSecret(keyring, app);
-    return { client: { client_id: app.oauth_client_id, ...(secret ? { client_secret: secret } : {}) }, tenantClient: true };
+    return {
+      client: { client_id: app.oauth_client_id, ...(secret ? { client_secret: secret } : {}) },
+      tenantClient: true,
+    };
   }
   if (!oauth?.client_ciphertext) return { client: undefined, tenantClient: false };
   const client = JSON.parse(

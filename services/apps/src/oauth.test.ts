@@ -76,7 +76,10 @@ describe('apps behind OAuth', () => {
   };
   const healthy = async (slug: string) => {
     let app: App | undefined;
-    await eventually(`app ${slug} probed healthy`, async () => (app = await get(slug)).status === AppStatus.APP_STATUS_HEALTHY);
+    await eventually(
+      `app ${slug} probed healthy`,
+      async () => (app = await get(slug)).status === AppStatus.APP_STATUS_HEALTHY,
+    );
     return app!;
   };
   const outbox = async () =>
@@ -89,7 +92,14 @@ describe('apps behind OAuth', () => {
   before(async () => {
     [server, apps] = await Promise.all([
       OAuthMcpServer.start({ tls: true, host: 'receiver.test' }),
-      startApps({ logLevel: 'trace', egress: egressOptions, clock, oauth: REDIRECTS, toolCallTimeoutMs: 5_000, probeTimeoutMs: 5_000 }),
+      startApps({
+        logLevel: 'trace',
+        egress: egressOptions,
+        clock,
+        oauth: REDIRECTS,
+        toolCallTimeoutMs: 5_000,
+        probeTimeoutMs: 5_000,
+      }),
     ]);
     // Another replica on the same database: refreshes are coordinated there, not in memory.
     replica = await startApps({
@@ -158,7 +168,11 @@ describe('apps behind OAuth', () => {
     assert.equal(started.expires_at?.getTime(), clock.now().getTime() + 10 * 60_000);
     let stats = await server.stats();
     assert.equal(stats.registrations, 1, 'Dynamic Client Registration');
-    assert.deepEqual(stats.mcpRequests.map((r) => [r.status, r.token]), [[401, undefined]], 'the challenge, without a token');
+    assert.deepEqual(
+      stats.mcpRequests.map((r) => [r.status, r.token]),
+      [[401, undefined]],
+      'the challenge, without a token',
+    );
     const pending = await get('tracker');
     assert.deepEqual(
       [pending.status, pending.oauth?.client_id, pending.oauth?.dynamic_client, pending.oauth?.authorization_server],
@@ -202,7 +216,10 @@ describe('apps behind OAuth', () => {
     ]);
     // The state was single-use.
     const replayed = await failure(
-      apps.client.call(S.completeAppOAuth, { code: back.searchParams.get('code')!, state: back.searchParams.get('state')! }),
+      apps.client.call(S.completeAppOAuth, {
+        code: back.searchParams.get('code')!,
+        state: back.searchParams.get('state')!,
+      }),
     );
     assert.deepEqual([replayed.code, replayed.fieldViolations[0]?.field], [grpc.status.INVALID_ARGUMENT, 'state']);
   });
@@ -223,7 +240,10 @@ describe('apps behind OAuth', () => {
       'the 401, then the call sent again with the new token (initialize, initialized, tools/call)',
     );
     assert.equal((await refreshes()).length, 2);
-    assert.ok((await refreshes()).every((r) => r.resource === server.mcpUrl), 'refreshes carry the resource');
+    assert.ok(
+      (await refreshes()).every((r) => r.resource === server.mcpUrl),
+      'refreshes carry the resource',
+    );
   });
 
   it('spends a refresh token once when two replicas refresh at once', async () => {
@@ -290,7 +310,10 @@ describe('apps behind OAuth', () => {
     const back = await consent(started.authorization_url, (u) => browser.fetch(u));
     await clock.advance(10 * 60_000 + 1_000);
     const expired = await failure(
-      apps.client.call(S.completeAppOAuth, { code: back.searchParams.get('code')!, state: back.searchParams.get('state')! }),
+      apps.client.call(S.completeAppOAuth, {
+        code: back.searchParams.get('code')!,
+        state: back.searchParams.get('state')!,
+      }),
     );
     assert.deepEqual([expired.code, expired.fieldViolations[0]?.field], [grpc.status.INVALID_ARGUMENT, 'state']);
     assert.match(expired.fieldViolations[0]!.description, /unknown, expired or already used/);
@@ -304,8 +327,7 @@ describe('apps behind OAuth', () => {
   });
 
   it('refuses what cannot be connected: a return_to elsewhere, a static app, metadata at a private address', async () => {
-    const bad = (return_to: string) =>
-      failure(call(S.authorizeAppOAuth, { slug: 'tracker', return_to }));
+    const bad = (return_to: string) => failure(call(S.authorizeAppOAuth, { slug: 'tracker', return_to }));
     for (const return_to of ['https://evil.example.net/x', `${RETURN_TO}\r\nLocation: https://evil.example.net`]) {
       const r = await bad(return_to);
       assert.deepEqual([r.code, r.fieldViolations[0]?.field], [grpc.status.INVALID_ARGUMENT, 'return_to']);
@@ -357,7 +379,10 @@ describe('apps behind OAuth', () => {
         auth: { type: AuthType.AUTH_TYPE_OAUTH2 },
       });
       const noClient = await failure(call(S.authorizeAppOAuth, { slug: 'own', return_to: RETURN_TO }));
-      assert.deepEqual([noClient.code, noClient.reason], [grpc.status.FAILED_PRECONDITION, 'APP_OAUTH_CLIENT_REQUIRED']);
+      assert.deepEqual(
+        [noClient.code, noClient.reason],
+        [grpc.status.FAILED_PRECONDITION, 'APP_OAUTH_CLIENT_REQUIRED'],
+      );
       assert.ok(noClient.message.includes(CALLBACK), 'it names the redirect URI to register');
       const rotated = await call(S.rotateAppAuth, {
         slug: 'own',

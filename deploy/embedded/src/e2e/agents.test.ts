@@ -47,7 +47,9 @@ describe('agents through the gateway', () => {
       logger: createLogger('e2e', 'debug'),
       // OAuth apps' consents come back to this gateway and end on the tenant's web app.
       gatewayPort: port,
-      apps: { oauth: { redirectBaseUrl: `http://127.0.0.1:${port}`, allowedReturnOrigins: ['https://app.example.com'] } },
+      apps: {
+        oauth: { redirectBaseUrl: `http://127.0.0.1:${port}`, allowedReturnOrigins: ['https://app.example.com'] },
+      },
       agents: {
         providers: {
           openaiBaseUrl: fake.openaiBaseUrl,
@@ -545,7 +547,10 @@ describe('agents through the gateway', () => {
       assert.equal((await call('PATCH', '/apps/oauth-app', a.key, { enabled_tools: ['echo'] })).status, 200);
 
       const k = key('sk-');
-      fake.script(k, [{ tools: [{ name: 'oauth-app__echo', arguments: { text: 'from the run' } }] }, { text: 'Done.' }]);
+      fake.script(k, [
+        { tools: [{ name: 'oauth-app__echo', arguments: { text: 'from the run' } }] },
+        { text: 'Done.' },
+      ]);
       assert.equal(
         (await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status,
         200,

@@ -26,7 +26,8 @@ export const APPS_EVENT_TYPES: readonly EventType[] = [
   },
   {
     name: 'app.disconnected',
-    description: "An OAuth app's tokens were revoked (RFC 7009, where the server offers it) and forgotten: DELETE /apps/{slug}/oauth",
+    description:
+      "An OAuth app's tokens were revoked (RFC 7009, where the server offers it) and forgotten: DELETE /apps/{slug}/oauth",
   },
   {
     name: 'app.authorization_required',

@@ -362,7 +362,8 @@ async function callTool(
     if (err instanceof ToolInputError) return { content: err.message, isError: true };
     if (err instanceof ToolUnavailable) return { failure, detail: `tool ${tool.spec.name} failed: ${err.message}` };
     const code = (err as { code?: unknown }).code;
-    const details = typeof code === 'number' && 'metadata' in (err as object) ? decodeStatusDetails(err as never) : undefined;
+    const details =
+      typeof code === 'number' && 'metadata' in (err as object) ? decodeStatusDetails(err as never) : undefined;
     const message = details?.message ?? (err as Error).message;
     // An OAuth app whose grant is gone: no retry helps until an admin connects it again (docs/apps.md "OAuth").
     if (tool.app && details?.reason === 'APP_NEEDS_AUTHORIZATION')

@@ -129,14 +129,18 @@ function checkSecret(v: Validator, field: string, secret: string, required: stri
  */
 function checkOAuth(v: Validator, field: string, auth: AuthFields): AuthInput {
   if (present(auth.secret))
-    v.add(`${field}.secret`, 'is not used by type oauth2: give the OAuth client\'s secret as client_secret');
+    v.add(`${field}.secret`, "is not used by type oauth2: give the OAuth client's secret as client_secret");
   if (present(auth.header_name)) v.add(`${field}.header_name`, 'is only for type header');
   const clientId = present(auth.client_id) ? auth.client_id! : null;
-  if (clientId !== null && (clientId.length > CLIENT_ID_MAX || !HEADER_VALUE.test(clientId) || clientId !== clientId.trim()))
+  if (
+    clientId !== null &&
+    (clientId.length > CLIENT_ID_MAX || !HEADER_VALUE.test(clientId) || clientId !== clientId.trim())
+  )
     v.add(`${field}.client_id`, `must be 1 to ${CLIENT_ID_MAX} printable ASCII characters without surrounding spaces`);
   let secret: string | null = null;
   if (present(auth.client_secret)) {
-    if (clientId === null) v.add(`${field}.client_secret`, 'needs client_id: the secret belongs to a client the tenant registered');
+    if (clientId === null)
+      v.add(`${field}.client_secret`, 'needs client_id: the secret belongs to a client the tenant registered');
     secret = auth.client_secret!;
     checkSecret(v, `${field}.client_secret`, secret, 'must be');
   }

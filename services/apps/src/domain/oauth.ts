@@ -14,7 +14,7 @@ import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 /** A consent flow's state is single-use and expires after 10 minutes. */
 export const STATE_TTL_MS = 10 * 60_000;
 /** An access token is refreshed when it has less than this left (and on a 401 whatever it says). */
-export const REFRESH_MARGIN_MS = 60_000;
+const REFRESH_MARGIN_MS = 60_000;
 
 /** When the access token expires, from the token response's expires_in; null when it gave none. */
 export function accessTokenExpiresAt(tokens: Pick<OAuthTokens, 'expires_in'>, now: Date): Date | null {

@@ -67,7 +67,11 @@ const notOAuth = (app: AppRow) =>
 function flowAnswer(app: AppRow, err: OAuthFlowError): DomainError {
   const metadata = { app_slug: app.slug };
   if (err.kind === 'unreachable')
-    return errors.unavailable('APP_UNREACHABLE', `app ${app.slug} could not be connected: ${err.message}; retry later`, metadata);
+    return errors.unavailable(
+      'APP_UNREACHABLE',
+      `app ${app.slug} could not be connected: ${err.message}; retry later`,
+      metadata,
+    );
   return new DomainError(
     grpc.status.FAILED_PRECONDITION,
     err.kind === 'client_required' ? 'APP_OAUTH_CLIENT_REQUIRED' : 'APP_OAUTH_UNSUPPORTED',
@@ -195,7 +199,12 @@ export class AppOAuth {
    * cannot be reached is a 503 and the state is kept, so the same callback can be retried.
    */
   async complete(
-    req: { code?: string | undefined; state?: string | undefined; error?: string | undefined; iss?: string | undefined },
+    req: {
+      code?: string | undefined;
+      state?: string | undefined;
+      error?: string | undefined;
+      iss?: string | undefined;
+    },
     ctx: CallContext,
   ): Promise<{ location: string }> {
     const { pool, keyring, egress, clock, timeoutMs } = this.o;

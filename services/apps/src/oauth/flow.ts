@@ -63,7 +63,8 @@ export function oauthFetch(egress: EgressPolicy, timeoutMs: number): FetchLike {
 /** What an error of a request to `what` means for the flow. */
 function flowError(what: string, err: unknown): OAuthFlowError {
   if (err instanceof EgressRefusedError) return new OAuthFlowError('unsupported', `${what}: ${err.reason}`);
-  if (err instanceof EgressError) return new OAuthFlowError('unreachable', `${what} could not be reached: ${err.message}`);
+  if (err instanceof EgressError)
+    return new OAuthFlowError('unreachable', `${what} could not be reached: ${err.message}`);
   if (isRefusal(err)) return new OAuthFlowError('unsupported', `${what} refused: ${oauthErrorText(err).slice(0, 300)}`);
   const message = err instanceof Error ? err.message : String(err);
   // The SDK says "HTTP 503 …" of a failed answer; a server_error or temporarily_unavailable passes too.
@@ -94,13 +95,15 @@ export async function discover(
     );
   } catch (err) {
     // The SDK's words for a 404 at the well-known URLs: a server from before RFC 9728.
-    const absent = err instanceof Error && err.message.includes('does not implement OAuth 2.0 Protected Resource Metadata');
+    const absent =
+      err instanceof Error && err.message.includes('does not implement OAuth 2.0 Protected Resource Metadata');
     if (!absent || metadataUrl)
       throw flowError(`the server's protected resource metadata${metadataUrl ? ` (${metadataUrl.href})` : ''}`, err);
   }
   const authorizationServerUrl = resourceMetadata?.authorization_servers?.[0] ?? new URL('/', serverUrl).href;
   const refused = await egress.refusal(authorizationServerUrl);
-  if (refused) throw new OAuthFlowError('unsupported', `the authorization server ${authorizationServerUrl}: ${refused}`);
+  if (refused)
+    throw new OAuthFlowError('unsupported', `the authorization server ${authorizationServerUrl}: ${refused}`);
   let metadata: AuthorizationServerMetadata | undefined;
   try {
     metadata = await discoverAuthorizationServerMetadata(authorizationServerUrl, { fetchFn });
@@ -263,7 +266,8 @@ export function revocationOf(metadata: AuthorizationServerMetadata | undefined):
   endpoint: string | undefined;
   methods: string[] | undefined;
 } {
-  const m = metadata as { revocation_endpoint?: unknown; revocation_endpoint_auth_methods_supported?: unknown } | undefined;
+  const m = metadata as
+    { revocation_endpoint?: unknown; revocation_endpoint_auth_methods_supported?: unknown } | undefined;
   const endpoint = typeof m?.revocation_endpoint === 'string' ? m.revocation_endpoint : undefined;
   const methods = Array.isArray(m?.revocation_endpoint_auth_methods_supported)
     ? m.revocation_endpoint_auth_methods_supported.filter((x): x is string => typeof x === 'string')

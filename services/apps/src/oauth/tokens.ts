@@ -63,7 +63,8 @@ export class AppTokens {
   async current(app: AppRow, ctx: EventContext): Promise<UsableToken> {
     const row = await findOAuth(this.o.pool, app.tenant_id, app.id);
     const tokens = row && openTokens(this.o.keyring, row);
-    if (!row || !tokens) throw await this.needsAuthorization(app, `the app is not connected; ${connectHint(app.slug)}`, ctx);
+    if (!row || !tokens)
+      throw await this.needsAuthorization(app, `the app is not connected; ${connectHint(app.slug)}`, ctx);
     if (refreshDue(row.access_token_expires_at, this.o.clock.now())) return this.refresh(app, row.token_version, ctx);
     return usable(row, tokens);
   }

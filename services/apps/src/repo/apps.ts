@@ -10,13 +10,7 @@ import {
 import type { AuthType } from '../domain/auth.js';
 import type { ListedTool } from '../domain/tools.js';
 
-export type AppStatusName =
-  | 'pending'
-  | 'healthy'
-  | 'auth_failed'
-  | 'unreachable'
-  | 'protocol_error'
-  | 'needs_authorization';
+type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error' | 'needs_authorization';
 
 export interface AppRow {
   id: string;

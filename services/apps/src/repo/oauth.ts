@@ -87,7 +87,15 @@ export async function saveTokens(
             token_version = token_version + 1, connected_at = coalesce($7, connected_at), updated_at = now()
       WHERE tenant_id = $1 AND app_id = $2 AND ($6::integer IS NULL OR token_version = $6)
       RETURNING ${COLUMNS}`,
-    [tenantId, appId, tokens.ciphertext, tokens.keyId, tokens.expiresAt, opts.overVersion ?? null, opts.connectedAt ?? null],
+    [
+      tenantId,
+      appId,
+      tokens.ciphertext,
+      tokens.keyId,
+      tokens.expiresAt,
+      opts.overVersion ?? null,
+      opts.connectedAt ?? null,
+    ],
   );
   return rows[0];
 }

@@ -18,7 +18,11 @@ import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/serv
 import { InvalidGrantError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js';
 import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
-import { createOAuthMetadata, mcpAuthMetadataRouter, mcpAuthRouter } from '@modelcontextprotocol/sdk/server/auth/router.js';
+import {
+  createOAuthMetadata,
+  mcpAuthMetadataRouter,
+  mcpAuthRouter,
+} from '@modelcontextprotocol/sdk/server/auth/router.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type {
   OAuthClientInformationFull,
@@ -84,7 +88,11 @@ class Provider implements OAuthServerProvider {
   constructor(private readonly mcpUrl: string) {}
 
   authorize(client: OAuthClientInformationFull, params: AuthorizationParams, res: Response): Promise<void> {
-    stats.authorizations.push({ clientId: client.client_id, resource: params.resource?.href, scopes: params.scopes ?? [] });
+    stats.authorizations.push({
+      clientId: client.client_id,
+      resource: params.resource?.href,
+      scopes: params.scopes ?? [],
+    });
     const target = new URL(params.redirectUri);
     if (params.state !== undefined) target.searchParams.set('state', params.state);
     if (control.deny) {
@@ -121,7 +129,8 @@ class Provider implements OAuthServerProvider {
     this.codes.delete(code);
     stats.tokenRequests.push({ grantType: 'authorization_code', clientId: client.client_id, resource: resource?.href });
     if (!grant || grant.clientId !== client.client_id) throw new InvalidGrantError('unknown authorization code');
-    if (redirectUri !== grant.redirectUri) throw new InvalidGrantError('redirect_uri differs from the authorization request');
+    if (redirectUri !== grant.redirectUri)
+      throw new InvalidGrantError('redirect_uri differs from the authorization request');
     this.checkResource(resource);
     return Promise.resolve(this.tokens(grant));
   }
@@ -227,7 +236,12 @@ authApp.use(
 controlApp.use(express.json());
 controlApp.get('/stats', (_req, res) => void res.json(stats));
 controlApp.post('/control', (req, res) => {
-  const body = req.body as { deny?: boolean; refreshDelayMs?: number; expireAccessTokens?: boolean; revokeRefreshTokens?: boolean };
+  const body = req.body as {
+    deny?: boolean;
+    refreshDelayMs?: number;
+    expireAccessTokens?: boolean;
+    revokeRefreshTokens?: boolean;
+  };
   if (body.deny !== undefined) control.deny = body.deny;
   if (body.refreshDelayMs !== undefined) control.refreshDelayMs = body.refreshDelayMs;
   if (body.expireAccessTokens) provider.expireAccessTokens();
@@ -236,7 +250,11 @@ controlApp.post('/control', (req, res) => {
 });
 
 // The MCP server: its protected resource metadata names the authorization server, its 401s name the metadata.
-const oauthMetadata = createOAuthMetadata({ provider, issuerUrl: issuer, scopesSupported: ['tools:read', 'tools:call'] });
+const oauthMetadata = createOAuthMetadata({
+  provider,
+  issuerUrl: issuer,
+  scopesSupported: ['tools:read', 'tools:call'],
+});
 const metadataRouter = mcpAuthMetadataRouter({ oauthMetadata, resourceServerUrl: new URL(mcpUrl) });
 mcpApp.use((req, res, next) => {
   // Overrides for the refused-destination tests: the metadata names a server the egress policy refuses.

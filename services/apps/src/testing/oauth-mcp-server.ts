@@ -32,7 +32,11 @@ export interface OAuthMcpServerOptions {
 export interface OAuthServerStats {
   registrations: number;
   authorizations: { clientId: string; resource: string | undefined; scopes: string[] }[];
-  tokenRequests: { grantType: 'authorization_code' | 'refresh_token'; clientId: string; resource: string | undefined }[];
+  tokenRequests: {
+    grantType: 'authorization_code' | 'refresh_token';
+    clientId: string;
+    resource: string | undefined;
+  }[];
   revocations: { clientId: string; hint: string | undefined; known: boolean }[];
   /** Codes, access and refresh tokens, client secrets. */
   issued: string[];
@@ -55,7 +59,7 @@ export class OAuthMcpServer {
   static async start(options: OAuthMcpServerOptions = {}): Promise<OAuthMcpServer> {
     const main = fileURLToPath(new URL('./oauth-mcp-server-main.js', import.meta.url));
     const child = spawn(process.execPath, [main, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout });
     const first = await Promise.race([
       once(lines, 'line').then(([line]) => line as string),
       once(child, 'exit').then(([code]) => {

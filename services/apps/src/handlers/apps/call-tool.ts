@@ -114,12 +114,7 @@ type ToolCallOutcome =
   | {
       outcome: 'failed';
       failure_category:
-        | 'auth_failed'
-        | 'unreachable'
-        | 'protocol_error'
-        | 'needs_authorization'
-        | 'cancelled'
-        | 'internal';
+        'auth_failed' | 'unreachable' | 'protocol_error' | 'needs_authorization' | 'cancelled' | 'internal';
     };
 
 /**

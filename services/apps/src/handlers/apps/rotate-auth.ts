@@ -13,7 +13,11 @@ export function rotateAppAuth(deps: AppsDeps): Handler<'rotateAppAuth'> {
   const { pool, keyring } = deps;
   return async (req, ctx) => {
     const v = validate().check(SLUG.test(req.slug), 'slug', SLUG_RULE);
-    if (!req.auth) v.add('auth', 'is required: {type: bearer | header | oauth2, secret?, header_name?, client_id?, client_secret?, scope?}');
+    if (!req.auth)
+      v.add(
+        'auth',
+        'is required: {type: bearer | header | oauth2, secret?, header_name?, client_id?, client_secret?, scope?}',
+      );
     const auth = authOf(v, req.auth, false);
     v.done();
     const tenantId = ctx.tenant;
@@ -34,7 +38,10 @@ export function rotateAppAuth(deps: AppsDeps): Handler<'rotateAppAuth'> {
           key_version: current.key_version + 1,
           target_version: current.target_version + 1,
           ...(auth.type === 'oauth2'
-            ? { status: 'needs_authorization' as const, status_reason: `the app's OAuth client changed; ${connectHint(current.slug)}` }
+            ? {
+                status: 'needs_authorization' as const,
+                status_reason: `the app's OAuth client changed; ${connectHint(current.slug)}`,
+              }
             : oauthChange
               ? { status: 'pending' as const, status_reason: null }
               : {}),
@@ -50,7 +57,9 @@ export function rotateAppAuth(deps: AppsDeps): Handler<'rotateAppAuth'> {
             auth_header_name: row.auth_header_name,
             auth_hint: row.auth_hint,
             key_version: row.key_version,
-            ...(row.auth_type === 'oauth2' ? { oauth_client_id: row.oauth_client_id, oauth_scope: row.oauth_scope } : {}),
+            ...(row.auth_type === 'oauth2'
+              ? { oauth_client_id: row.oauth_client_id, oauth_scope: row.oauth_scope }
+              : {}),
           },
         });
         return toApp(row, parts, fullUrl(ctx));
