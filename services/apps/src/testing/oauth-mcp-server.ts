@@ -4,10 +4,7 @@
  * authorization flow, so the apps service connects to it as to any remote server. Driven and read
  * over its control routes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { spawnServerProcess, type ServerProcess } from '@workauto/testing';
 
 export interface OAuthMcpServerOptions {
   /** https with the egress tests' certificate (for 127.0.0.1 and receiver.test); default http. */
@@ -47,7 +44,7 @@ export interface OAuthServerStats {
 
 export class OAuthMcpServer {
   private constructor(
-    private readonly child: ChildProcess,
+    private readonly running: ServerProcess<{ mcpUrl: string; issuer: string; control: string }>,
     /** The MCP endpoint (Streamable HTTP). */
     readonly mcpUrl: string,
     /** The authorization server's issuer URL. */
@@ -57,18 +54,12 @@ export class OAuthMcpServer {
 
   /** Spawns testing/oauth-mcp-server-main.js and waits until it listens. */
   static async start(options: OAuthMcpServerOptions = {}): Promise<OAuthMcpServer> {
-    const main = fileURLToPath(new URL('./oauth-mcp-server-main.js', import.meta.url));
-    const child = spawn(process.execPath, [main, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: child.stdout });
-    const first = await Promise.race([
-      once(lines, 'line').then(([line]) => line as string),
-      once(child, 'exit').then(([code]) => {
-        throw new Error(`the OAuth MCP server process exited (${code}) before it listened`);
-      }),
-    ]);
-    lines.close();
-    const { mcpUrl, issuer, control } = JSON.parse(first) as { mcpUrl: string; issuer: string; control: string };
-    return new OAuthMcpServer(child, mcpUrl, issuer, control);
+    const running = await spawnServerProcess<{ mcpUrl: string; issuer: string; control: string }>(
+      new URL('./oauth-mcp-server-main.js', import.meta.url),
+      options,
+    );
+    const { mcpUrl, issuer, control } = running.info;
+    return new OAuthMcpServer(running, mcpUrl, issuer, control);
   }
 
   async stats(): Promise<OAuthServerStats> {
@@ -90,11 +81,8 @@ export class OAuthMcpServer {
     if (!res.ok) throw new Error(`OAuth MCP server control: HTTP ${res.status}`);
   }
 
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = once(this.child, 'exit');
-    this.child.kill('SIGTERM');
-    await exited;
+  stop(): Promise<void> {
+    return this.running.stop();
   }
 }
 
