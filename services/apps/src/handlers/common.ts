@@ -83,14 +83,14 @@ export const partsOne = async (db: Queryable, row: AppRow): Promise<AppParts> =>
   (await partsOf(db, row.tenant_id, [row.id])).get(row.id)!;
 
 /** An oauth2 app's connection as the API shows it: never a token. */
-function toOAuth(row: AppRow, oauth: OAuthRow | undefined, fullUrl: boolean): AppOAuthView | undefined {
+function toOAuth(row: AppRow, oauth: OAuthRow | undefined): AppOAuthView | undefined {
   if (row.auth_type !== 'oauth2') return undefined;
-  const server = oauth?.authorization_server ?? undefined;
   return {
     client_id: row.oauth_client_id ?? oauth?.client_id ?? undefined,
     dynamic_client: row.oauth_client_id === null && !!oauth?.client_id,
     scope: row.oauth_scope ?? undefined,
-    authorization_server: server && !fullUrl ? reducedUrl(server) : server,
+    // An issuer URL has no query or fragment (RFC 8414 §2): nothing to reduce for members.
+    authorization_server: oauth?.authorization_server ?? undefined,
     connected_at: oauth?.connected_at ?? undefined,
     access_token_expires_at: oauth?.tokens_ciphertext ? (oauth.access_token_expires_at ?? undefined) : undefined,
   };
@@ -119,7 +119,7 @@ export function toApp(row: AppRow, parts: AppParts, fullUrl: boolean): App {
     last_healthy_at: row.last_healthy_at ?? undefined,
     last_probed_at: row.last_probed_at ?? undefined,
     status_reason: row.status_reason ?? undefined,
-    oauth: toOAuth(row, parts.oauth, fullUrl),
+    oauth: toOAuth(row, parts.oauth),
   };
 }
 
