@@ -47,15 +47,12 @@ export { Resources } from './resources.js';
 export {
   checkMetadata,
   checkEnum,
-  checkId,
-  checkDate,
-  checkHttpUrl,
-  checkYears,
-  yearsProblem,
   YEARS,
   urlTextProblem,
   textOrNull,
   changedFields,
+  checkReturnTo,
+  returnToWith,
   METADATA_MAX_BYTES,
 } from './fields.js';
 export {

@@ -16,4 +16,5 @@ export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';
 export { ManualClock } from './clock.js';
 export { stalledRequest } from './stalled-client.js';
+export { spawnServerProcess, type ServerProcess } from './process.js';
 export { startPrivateKafka, type PrivateKafka } from './kafka.js';
