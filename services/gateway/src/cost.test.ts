@@ -11,7 +11,7 @@ const request = (method: string, body?: unknown, contentLength?: number) => ({
 });
 
 describe("a request's cost in its tenant's budget", () => {
-  it('is 1 for reads and ordinary writes, plus a unit per started 8 KiB past the first, plus 100 for a recurrence rule', () => {
+  it('is 1 for reads and ordinary writes, plus a unit per started 8 KiB past the first, plus 50 for a recurrence rule', () => {
     assert.equal(requestCost(request('GET')), 1);
     assert.equal(requestCost(request('DELETE')), 1);
     assert.equal(requestCost(request('POST', { title: 'x' }, 13)), 1);
@@ -19,7 +19,7 @@ describe("a request's cost in its tenant's budget", () => {
     assert.equal(requestCost(request('POST', { title: 'x' }, 8 * 1024 + 1)), 2);
     // A note of 100 KB with 16 KiB of metadata.
     assert.equal(requestCost(request('POST', { body: 'x' }, 116_100)), 15);
-    assert.equal(requestCost(request('POST', { rrule: 'FREQ=DAILY' }, 200)), 101);
+    assert.equal(requestCost(request('POST', { rrule: 'FREQ=DAILY' }, 200)), 51);
     assert.equal(requestCost(request('PATCH', { rrule: '' }, 200)), 1, 'clearing a rule expands nothing');
     // A chunked body (no Content-Length) is measured as its JSON.
     assert.equal(requestCost(request('POST', { body: 'y'.repeat(40_000) })), 5);
@@ -27,33 +27,33 @@ describe("a request's cost in its tenant's budget", () => {
 });
 
 describe('the pace of a tenant’s heavy writes', () => {
-  it('lets a fortieth of the budget (at least two series) go at once, then refills at a quarter of its rate, per tenant', () => {
+  it('lets a tenth of the budget (at least two series) go at once, then refills at its rate, per tenant', () => {
     let now = 1_000_000;
     const pacer = new CostPacer(6_000, () => now);
-    // 202 units at once: 14 notes of 100 KB (14 units past their first).
+    // 600 units at once: 42 notes of 100 KB (14 units past their first).
     let passed = 0;
     while (pacer.take('a', 14).ok) passed++;
-    assert.equal(passed, 14);
-    assert.deepEqual(pacer.take('a', 14), { ok: false, retryAfterSeconds: 1 }, '6 units left, 25 a second come back');
+    assert.equal(passed, 42);
+    assert.deepEqual(pacer.take('a', 14), { ok: false, retryAfterSeconds: 1 }, '12 units left, 100 a second come back');
     assert.equal(pacer.take('b', 14).ok, true, 'another tenant has its own bucket');
     assert.equal(pacer.take('a', 0).ok, true, 'an ordinary request is never paced');
-    now += 320; // 8 units back
+    now += 20; // 2 units back
     assert.equal(pacer.take('a', 14).ok, true);
-    // Series (100 units past their first): 2 of a full bucket, then one every 4 s.
+    // Series (50 units past their first): 12 of a full bucket, then two a second.
     now += 10_000;
-    for (let i = 0; i < 2; i++) assert.equal(pacer.take('a', 100).ok, true);
-    assert.deepEqual(pacer.take('a', 100), { ok: false, retryAfterSeconds: 4 });
-    now += 4_000;
-    assert.equal(pacer.take('a', 100).ok, true);
+    for (let i = 0; i < 12; i++) assert.equal(pacer.take('a', 50).ok, true);
+    assert.deepEqual(pacer.take('a', 50), { ok: false, retryAfterSeconds: 1 });
+    now += 500;
+    assert.equal(pacer.take('a', 50).ok, true);
   });
 
   it('always fits two recurring series at once, whatever the budget, and takes back what a refusal gave back', () => {
     const pacer = new CostPacer(60, () => 0);
-    assert.equal(pacer.take('a', 100).ok, true);
-    assert.equal(pacer.take('a', 100).ok, true);
-    assert.equal(pacer.take('a', 100).ok, false);
-    pacer.giveBack('a', 100);
-    assert.equal(pacer.take('a', 100).ok, true);
+    assert.equal(pacer.take('a', 50).ok, true);
+    assert.equal(pacer.take('a', 50).ok, true);
+    assert.equal(pacer.take('a', 50).ok, false);
+    pacer.giveBack('a', 50);
+    assert.equal(pacer.take('a', 50).ok, true);
   });
 });
 

@@ -12,9 +12,9 @@ export const BODY_UNIT_BYTES = 8 * 1024;
 /**
  * A write that sets a recurrence rule (`rrule`: an event series, a recurring task) makes its
  * service expand and index the series' occurrences (hundreds of rows for a daily series, up to
- * 2,000): about a hundred ordinary writes' worth of CPU and database work.
+ * 2,000): about fifty ordinary writes' worth of CPU and database work.
  */
-export const RECURRENCE_UNITS = 100;
+export const RECURRENCE_UNITS = 50;
 
 interface CostedRequest {
   method: string;
@@ -42,9 +42,9 @@ function bodyBytes(req: CostedRequest): number {
 
 /**
  * The pace of a tenant's heavy work on this replica: the units a request costs beyond the first (a
- * large body's, a recurring series') are drawn from a bucket per tenant that holds a fortieth of
- * the budget per minute (and at least two series' worth) and refills at a quarter of the budget's
- * rate (for the default 6,000: 202 units, 25 a second). The budget per minute bounds how much heavy work a
+ * large body's, a recurring series') are drawn from a bucket per tenant that holds a tenth of the
+ * budget per minute (and at least two series' worth) and refills at the budget's rate (for the
+ * default 6,000: 600 units, 100 a second). The budget per minute bounds how much heavy work a
  * tenant does in a minute; the bucket bounds how fast, so a tenant cannot spend its minute's
  * budget of large writes or series in its first seconds, which would take the services' and the
  * database's capacity from every other tenant meanwhile. Ordinary requests are not paced.
@@ -58,8 +58,8 @@ export class CostPacer {
     perMinute: number,
     private readonly now: () => number = Date.now,
   ) {
-    this.capacity = Math.max(2 * (RECURRENCE_UNITS + 1), perMinute / 40);
-    this.perMs = perMinute / 240_000;
+    this.capacity = Math.max(2 * (RECURRENCE_UNITS + 1), perMinute / 10);
+    this.perMs = perMinute / 60_000;
   }
 
   /**

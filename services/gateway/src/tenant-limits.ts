@@ -46,7 +46,7 @@ export class TenantLimits {
     if (!paced.ok)
       throw limited(
         'TENANT_RATE_LIMITED',
-        `this tenant's large writes and recurring series come faster than its budget of ${perMinute} a minute allows on this gateway (a fortieth of it at once, then a quarter of its rate); retry after ${paced.retryAfterSeconds} s`,
+        `this tenant's large writes and recurring series come faster than its budget of ${perMinute} a minute allows on this gateway (a tenth of it at once, then at its rate); retry after ${paced.retryAfterSeconds} s`,
         paced.retryAfterSeconds,
         { limit_per_minute: String(perMinute), retry_after_seconds: String(paced.retryAfterSeconds) },
       );

@@ -418,15 +418,19 @@ describe(
             assert.equal(res.status, 201, JSON.stringify(res.body).slice(0, 300));
           }),
         );
-      aOutcomes.secondly = (
-        await api('POST', '/events', a.key, {
-          calendar_id: aCalendar,
-          title: 'every second',
-          start_at: '2027-01-01T00:00:00Z',
-          end_at: '2027-01-01T00:00:01Z',
-          rrule: 'FREQ=SECONDLY',
-        })
-      ).status;
+      // A series is paced like large writes: a 429 is tried again after its Retry-After.
+      do {
+        if (aOutcomes.secondly === 429) await sleep(1_000);
+        aOutcomes.secondly = (
+          await api('POST', '/events', a.key, {
+            calendar_id: aCalendar,
+            title: 'every second',
+            start_at: '2027-01-01T00:00:00Z',
+            end_at: '2027-01-01T00:00:01Z',
+            rrule: 'FREQ=SECONDLY',
+          })
+        ).status;
+      } while (aOutcomes.secondly === 429);
 
       await measureB(3, 0); // warm-up
 
