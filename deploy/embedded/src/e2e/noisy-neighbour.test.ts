@@ -63,6 +63,8 @@ interface Sample {
   route: string;
   ms: number;
   status: number;
+  /** An error's reason (TENANT_RATE_LIMITED…). */
+  reason?: string;
 }
 
 /** An attack's window: B's samples while it ran, and the memory of the processes it aimed at. */
@@ -95,7 +97,7 @@ const p99 = (samples: Sample[]) => {
 /** The bounds a window missed: B's errors, B's p99 past 2 × max(its idle p99, 200 ms), memory not back within 20 %. */
 function verdict(attack: Attack): string[] {
   const missed: string[] = [];
-  const failed = attack.samples.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status}`);
+  const failed = attack.samples.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status} ${s.reason}`);
   if (failed.length) missed.push(`B's requests failed: ${[...new Set(failed)].join(', ')}`);
   const bound = 2 * Math.max(p99(attack.quiet), IDLE_P99_FLOOR_MS);
   if (p99(attack.samples) > bound)
@@ -160,7 +162,7 @@ describe(
     const bKeyNow = () => bKeys[bTurn++ % bKeys.length]!;
 
     /** B's ordinary requests, each timed: reads and writes over identity, notes-tasks, calendar and agents. */
-    const bRoutes: [string, () => Promise<{ status: number }>][] = [
+    const bRoutes: [string, () => Promise<{ status: number; body: any }>][] = [
       ['GET /notes', () => api('GET', '/notes?limit=20', bKeyNow())],
       ['POST /notes', () => api('POST', '/notes', bKeyNow(), { title: 'ordinary', body: 'a note of B' })],
       ['GET /tasks', () => api('GET', '/tasks?limit=20', bKeyNow())],
@@ -186,8 +188,16 @@ describe(
           for (let i = 0; (i < rounds || Date.now() - start < minMs) && Date.now() - start < maxMs; i++) {
             for (const [route, call] of bRoutes) {
               const t = performance.now();
-              const { status } = await call();
-              samples.push({ route, ms: performance.now() - t, status });
+              const { status, body } = await call();
+              samples.push({
+                route,
+                ms: performance.now() - t,
+                status,
+                ...(status >= 400 ? { reason: String(body?.error?.details?.[0]?.reason ?? body?.error?.status) } : {}),
+              });
+              // B is an ordinary client: at most one request each 40 ms per client (3,000 a minute for
+              // two), within its keys' and its tenant's limits however fast the machine answers.
+              await sleep(Math.max(0, 40 - (performance.now() - t)));
             }
           }
         }),
@@ -758,7 +768,7 @@ describe(
         t.diagnostic(
           `${name}: B's p99 ${Math.round(during)} ms (bound ${Math.round(bound)}, idle p99 ${Math.round(p99(attack.quiet))}) over ${attack.samples.length} requests; slowest ${slowest.join(', ')}; A's answers ${JSON.stringify(attack.answers)}; ${memory} (${attack.rss[0]!.settledMs} ms after)`,
         );
-        const failed = attack.samples.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status}`);
+        const failed = attack.samples.filter((s) => s.status >= 400).map((s) => `${s.route} ${s.status} ${s.reason}`);
         assert.deepEqual([...new Set(failed)], [], `B's requests all succeed (${failed.length} failed)`);
         assert.ok(
           during <= bound,
