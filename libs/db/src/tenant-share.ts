@@ -28,7 +28,7 @@ export interface TenantScopeOptions {
 }
 
 /** How long before the caller's deadline a wait for the share gives up, so its 429 reaches the caller in time. */
-export const DEADLINE_MARGIN_MS = 250;
+const DEADLINE_MARGIN_MS = 250;
 
 const scope = new AsyncLocalStorage<CallScope>();
 

@@ -135,7 +135,7 @@ export class Authenticator {
     }
     const principal = await this.resolve(credential, metadata, route.method !== 'GET');
     this.check(route, principal);
-    if (route.auth !== 'platform_admin') await this.admit(req, principal.tenant_id!);
+    if (route.auth !== 'platform_admin') await this.admit(req, principal.tenant_id);
     return principal;
   }
 

@@ -7,14 +7,14 @@
  */
 
 /** A write's body is free up to this size; each further started block of it costs one unit. */
-export const BODY_UNIT_BYTES = 8 * 1024;
+const BODY_UNIT_BYTES = 8 * 1024;
 
 /**
  * A write that sets a recurrence rule (`rrule`: an event series, a recurring task) makes its
  * service expand and index the series' occurrences (hundreds of rows for a daily series, up to
  * 2,000): about fifty ordinary writes' worth of CPU and database work.
  */
-export const RECURRENCE_UNITS = 50;
+const RECURRENCE_UNITS = 50;
 
 interface CostedRequest {
   method: string;

@@ -153,7 +153,7 @@ export function transcodingHandler(
           route,
           logger,
           streams.idleTimeoutMs,
-          tenant ? (bytes, signal) => streams.pace.spend(tenant!, bytes, signal) : undefined,
+          tenant ? (bytes, signal) => streams.pace.spend(tenant, bytes, signal) : undefined,
           (signal) =>
             downstream.stream(methods.get(route)!, encoded, {
               metadata: signer.metadata(caller, callerAudience(route.grpcPath)),

@@ -60,7 +60,7 @@ export interface Route {
 }
 
 /** The rpc that names a token's tenant: same service as its route, answers workauto.api.v1.TokenTenant. */
-export interface TokenTenantRpc {
+interface TokenTenantRpc {
   grpcPath: string;
   requestType: MessageType;
   responseType: MessageType;

@@ -14,7 +14,7 @@ import type { Authenticator, RequestCredential } from './auth.js';
 import type { Route } from './routes.js';
 
 /** How often open streams' credentials are checked: a refused stream ends within this plus one lookup. */
-export const REAUTHORIZE_MS = 2_000;
+const REAUTHORIZE_MS = 2_000;
 
 export interface WatchedStream {
   credential: RequestCredential;

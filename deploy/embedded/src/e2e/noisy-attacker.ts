@@ -87,16 +87,17 @@ function run(): { statuses: number[]; stop(): Promise<void> } {
 }
 
 let current: ReturnType<typeof run> | undefined;
-parentPort!.on('message', async (message: 'start' | 'stop') => {
+parentPort!.on('message', (message: 'start' | 'stop') => {
   if (message === 'start') {
     current = run();
     return;
   }
   const ended = current!;
   current = undefined;
-  await ended.stop();
-  const tally: Record<number, number> = {};
-  for (const s of ended.statuses) tally[s] = (tally[s] ?? 0) + 1;
-  parentPort!.postMessage(tally);
+  void ended.stop().then(() => {
+    const tally: Record<number, number> = {};
+    for (const s of ended.statuses) tally[s] = (tally[s] ?? 0) + 1;
+    parentPort!.postMessage(tally);
+  });
 });
 parentPort!.postMessage('ready');
