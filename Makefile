@@ -37,12 +37,14 @@ build: proto
 	node libs/client/scripts/generate.mjs libs/client/openapi.json libs/client/src/gen/openapi.ts
 	tsc -b tsconfig.json
 
-## openapi-lint: redocly lint, recommended rules (redocly.yaml), over the document the gateway serves: any error
-## or warning fails
+## openapi-lint: redocly lint, recommended rules (redocly.yaml), over the document the gateway serves, then the
+## generators users run (openapi-python-client, openapi-typescript, oapi-codegen; scripts/openapi-clients.mjs,
+## installed once into .cache/): any error or warning, or an operation a generator leaves out, fails
 openapi-lint: build
 	@out=$$(redocly lint --max-problems 1000 libs/client/openapi.json 2>&1); status=$$?; echo "$$out"; \
 	if [ $$status -ne 0 ] || grep -q 'warning' <<< "$$out"; then \
 	  echo 'openapi-lint: redocly reported the problems above; fix them in services/gateway/src/openapi.ts or in the protos'"'"' comments and annotations'; exit 1; fi
+	node scripts/openapi-clients.mjs check libs/client/openapi.json
 
 ## dev: the whole product on this machine (embedded PostgreSQL, all services, gateway on PORT)
 dev: build

@@ -1,0 +1,291 @@
+/**
+ * The OpenAPI document through the generators users run (docs/api.md §14), each pinned and
+ * installed once into .cache/openapi-clients: openapi-python-client (PyPI), openapi-typescript
+ * (npm, this repository's own) and oapi-codegen (built from the Go module proxy). For each it
+ * prints the operations generated out of the document's and the warnings, and fails on any warning,
+ * on an operation left out, or on generated code that does not build (Go) or import (Python).
+ *
+ *   node scripts/openapi-clients.mjs check <openapi.json>   make openapi-lint
+ *   node scripts/openapi-clients.mjs wheel <openapi.json>   the Python package `workauto-client` built
+ *                                                           as a wheel; prints its path (the e2e test)
+ *
+ * A document that passed once is not generated again (the result is kept under its hash), so an
+ * unchanged checkout costs nothing. A generator whose toolchain is missing (python3, go) is skipped
+ * with a line saying so.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CACHE = join(root, '.cache/openapi-clients');
+const PYTHON_GENERATOR = { name: 'openapi-python-client', version: '0.29.1', setuptools: '80.9.0' };
+const GO_GENERATOR = { module: 'github.com/oapi-codegen/oapi-codegen/v2', version: 'v2.8.2', runtime: 'v1.1.2' };
+const PRODUCT_VERSION = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+/** The Python package's templates: setup.py with the license (libs/client/python). */
+const PYTHON_TEMPLATES = join(root, 'libs/client/python/templates');
+
+const [command, input] = process.argv.slice(2);
+if (!['check', 'wheel'].includes(command ?? '') || !input) {
+  console.error('usage: node scripts/openapi-clients.mjs check|wheel <openapi.json>');
+  process.exit(2);
+}
+const text = readFileSync(input, 'utf8');
+const doc = JSON.parse(text);
+const operations = Object.values(doc.paths).flatMap((item) =>
+  Object.entries(item)
+    .filter(([method]) => ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'].includes(method))
+    .map(([, op]) => op.operationId),
+);
+const key = createHash('sha256')
+  .update(text)
+  .update(readFileSync(fileURLToPath(import.meta.url)))
+  .update(templatesText())
+  .digest('hex')
+  .slice(0, 16);
+const work = join(CACHE, 'runs', key);
+mkdirSync(work, { recursive: true });
+
+function templatesText() {
+  return readdirSync(PYTHON_TEMPLATES)
+    .sort()
+    .map((f) => readFileSync(join(PYTHON_TEMPLATES, f), 'utf8'))
+    .join('\n');
+}
+
+/** A command's exit status and output; throws only when it cannot start. */
+function run(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...options });
+  if (r.error) throw r.error;
+  return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+}
+
+function must(cmd, args, what, options = {}) {
+  const r = run(cmd, args, options);
+  if (r.status !== 0) {
+    console.error(r.out.slice(-4000));
+    throw new Error(`${what} failed (${cmd} ${args.join(' ')}): the output is above`);
+  }
+  return r.out;
+}
+
+const has = (cmd, args) => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0;
+
+/** The key an operation id is compared by: generators change its case and add underscores. */
+const norm = (id) => id.replace(/_/g, '').toLowerCase();
+
+function missingOf(generated) {
+  const names = new Set([...generated].map(norm));
+  return operations.filter((id) => !names.has(norm(id)));
+}
+
+// ---------- openapi-python-client ----------
+
+function pythonGenerator() {
+  const venv = join(CACHE, `${PYTHON_GENERATOR.name}-${PYTHON_GENERATOR.version}`);
+  const bin = join(venv, 'bin', PYTHON_GENERATOR.name);
+  if (!existsSync(bin) || !existsSync(join(venv, '.installed'))) {
+    console.error(`openapi-clients: installing ${PYTHON_GENERATOR.name} ${PYTHON_GENERATOR.version} into ${venv}…`);
+    if (!existsSync(join(venv, 'bin/python'))) must('python3', ['-m', 'venv', venv], 'python3 -m venv');
+    must(
+      join(venv, 'bin/pip'),
+      [
+        'install',
+        '--quiet',
+        `${PYTHON_GENERATOR.name}==${PYTHON_GENERATOR.version}`,
+        `setuptools==${PYTHON_GENERATOR.setuptools}`,
+      ],
+      'pip install',
+    );
+    writeFileSync(join(venv, '.installed'), '');
+  }
+  return venv;
+}
+
+/** The package generated into work/python; its warnings and the operations it has. */
+function generatePython() {
+  const venv = pythonGenerator();
+  const out = join(work, 'python');
+  const config = join(work, 'python-config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      project_name_override: 'workauto-client',
+      package_name_override: 'workauto_client',
+      package_version_override: PRODUCT_VERSION,
+    }),
+  );
+  const r = run(join(venv, 'bin', PYTHON_GENERATOR.name), [
+    'generate',
+    '--path',
+    resolve(input),
+    '--meta',
+    'setup',
+    '--config',
+    config,
+    '--custom-template-path',
+    PYTHON_TEMPLATES,
+    '--output-path',
+    out,
+    '--overwrite',
+  ]);
+  if (r.status !== 0) {
+    console.error(r.out.slice(-4000));
+    throw new Error(`${PYTHON_GENERATOR.name} failed: the output is above`);
+  }
+  const warnings = r.out.split('\n').filter((l) => /^WARNING\b/.test(l));
+  const api = join(out, 'workauto_client/api');
+  const generated = existsSync(api)
+    ? readdirSync(api).flatMap((tag) =>
+        existsSync(join(api, tag)) && !tag.endsWith('.py')
+          ? readdirSync(join(api, tag))
+              .filter((f) => f.endsWith('.py') && f !== '__init__.py')
+              .map((f) => f.slice(0, -3))
+          : [],
+      )
+    : [];
+  // The generated code imports: the models it names exist and the modules parse.
+  const imports = run(join(venv, 'bin/python'), ['-c', 'import workauto_client, workauto_client.models'], {
+    cwd: out,
+  });
+  const problems = imports.status === 0 ? [] : [`the package does not import: ${imports.out.trim().slice(-800)}`];
+  return { venv, out, generated, warnings: [...warnings, ...problems], log: r.out };
+}
+
+function pythonWheel(venv, out) {
+  const dist = join(work, 'wheel');
+  const wheel = existsSync(dist) ? readdirSync(dist).find((f) => f.endsWith('.whl')) : undefined;
+  if (wheel) return join(dist, wheel);
+  must(
+    join(venv, 'bin/pip'),
+    ['wheel', '--quiet', '--no-deps', '--no-build-isolation', '--wheel-dir', dist, out],
+    'building the wheel',
+  );
+  return join(
+    dist,
+    readdirSync(dist).find((f) => f.endsWith('.whl')),
+  );
+}
+
+// ---------- openapi-typescript ----------
+
+function generateTypescript() {
+  const out = join(work, 'typescript/openapi.d.ts');
+  const cli = join(root, 'node_modules/openapi-typescript/bin/cli.js');
+  const r = run(process.execPath, [cli, resolve(input), '--output', out]);
+  if (r.status !== 0) {
+    console.error(r.out.slice(-4000));
+    throw new Error('openapi-typescript failed: the output is above');
+  }
+  // Its own two lines (the version, the file written) are not warnings; anything else is.
+  const warnings = r.out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !/^✨ openapi-typescript \d/.test(l) && !/^🚀 .* → .* \[[\d.]+m?s\]$/.test(l));
+  const body = /export interface operations \{\n([\s\S]*?)\n\}/.exec(readFileSync(out, 'utf8'))?.[1] ?? '';
+  const generated = [...body.matchAll(/^ {4}"?([A-Za-z_$][\w$]*)"?: \{$/gm)].map((m) => m[1]);
+  return { generated, warnings };
+}
+
+// ---------- oapi-codegen ----------
+
+function goEnv() {
+  return {
+    ...process.env,
+    GOBIN: join(CACHE, `oapi-codegen-${GO_GENERATOR.version}`),
+    GOMODCACHE: join(CACHE, 'go/mod'),
+    GOCACHE: join(CACHE, 'go/build'),
+    GOFLAGS: '-mod=mod',
+    GOTOOLCHAIN: 'local',
+  };
+}
+
+function goGenerator() {
+  const env = goEnv();
+  const bin = join(env.GOBIN, 'oapi-codegen');
+  if (!existsSync(bin)) {
+    console.error(`openapi-clients: building oapi-codegen ${GO_GENERATOR.version} into ${env.GOBIN}…`);
+    must('go', ['install', `${GO_GENERATOR.module}/cmd/oapi-codegen@${GO_GENERATOR.version}`], 'go install', { env });
+  }
+  return bin;
+}
+
+function generateGo() {
+  const env = goEnv();
+  const bin = goGenerator();
+  const dir = join(work, 'go');
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'oapi-codegen.yaml'),
+    'package: workauto\ngenerate:\n  models: true\n  client: true\noutput: client.gen.go\n',
+  );
+  const r = run(bin, ['-config', 'oapi-codegen.yaml', resolve(input)], { cwd: dir, env });
+  const warnings = r.out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  if (r.status !== 0) return { generated: [], warnings: warnings.length ? warnings : ['oapi-codegen failed'] };
+  const code = readFileSync(join(dir, 'client.gen.go'), 'utf8');
+  const generated = [...code.matchAll(/^func \(c \*Client\) (\w+)\(/gm)]
+    .map((m) => m[1])
+    .filter((n) => !n.endsWith('WithBody'));
+  // The generated client builds: every type it names exists.
+  writeFileSync(
+    join(dir, 'go.mod'),
+    `module example.com/workauto\n\ngo 1.22\n\nrequire github.com/oapi-codegen/runtime ${GO_GENERATOR.runtime}\n`,
+  );
+  const tidy = run('go', ['mod', 'tidy'], { cwd: dir, env });
+  const build = tidy.status === 0 ? run('go', ['build', './...'], { cwd: dir, env }) : tidy;
+  if (build.status !== 0) warnings.push(`the generated client does not build: ${build.out.trim().slice(0, 1500)}`);
+  return { generated, warnings };
+}
+
+// ---------- main ----------
+
+function report(name, result) {
+  const missing = missingOf(result.generated);
+  const generated = operations.length - missing.length;
+  console.log(`${name}: ${generated}/${operations.length} operations, ${result.warnings.length} warnings`);
+  for (const w of result.warnings.slice(0, 20)) console.log(`  warning: ${w.slice(0, 500)}`);
+  if (result.warnings.length > 20) console.log(`  … and ${result.warnings.length - 20} more`);
+  if (missing.length) console.log(`  missing: ${missing.join(', ')}`);
+  return { name, generated, warnings: result.warnings.length, ok: !missing.length && !result.warnings.length };
+}
+
+const passed = join(work, 'passed.json');
+if (command === 'wheel') {
+  if (!has('python3', ['--version'])) throw new Error('python3 is not on PATH: the Python package needs it');
+  const python = generatePython();
+  if (python.warnings.length || missingOf(python.generated).length) {
+    report('openapi-python-client', python);
+    throw new Error('the Python package has the problems above: make openapi-lint shows them all');
+  }
+  console.log(pythonWheel(python.venv, python.out));
+} else if (existsSync(passed)) {
+  for (const r of JSON.parse(readFileSync(passed, 'utf8')))
+    console.log(`${r.name}: ${r.generated}/${operations.length} operations, ${r.warnings} warnings (this document passed before)`);
+} else {
+  const results = [];
+  if (has('python3', ['--version'])) results.push(report('openapi-python-client', generatePython()));
+  else console.log('openapi-python-client: skipped, python3 is not on PATH');
+  results.push(report('openapi-typescript', generateTypescript()));
+  if (has('go', ['version'])) results.push(report('oapi-codegen', generateGo()));
+  else console.log('oapi-codegen: skipped, go is not on PATH');
+  if (results.some((r) => !r.ok)) {
+    console.log(
+      'openapi-clients: a generator warned or left an operation out (above); fix the document in services/gateway/src/openapi.ts',
+    );
+    process.exit(1);
+  }
+  writeFileSync(passed, JSON.stringify(results));
+  // Only the latest documents' runs are kept.
+  const runs = join(CACHE, 'runs');
+  const others = readdirSync(runs)
+    .filter((d) => d !== key)
+    .map((d) => ({ d, at: statSync(join(runs, d)).mtimeMs }))
+    .sort((a, b) => b.at - a.at);
+  for (const { d } of others.slice(3)) rmSync(join(runs, d), { recursive: true, force: true });
+}
