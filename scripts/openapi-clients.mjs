@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CACHE = join(root, '.cache/openapi-clients');
 const PYTHON_GENERATOR = { name: 'openapi-python-client', version: '0.29.1', setuptools: '80.9.0' };
-const GO_GENERATOR = { module: 'github.com/oapi-codegen/oapi-codegen/v2', version: 'v2.8.2', runtime: 'v1.1.2' };
+const GO_GENERATOR = { module: 'github.com/oapi-codegen/oapi-codegen/v2', version: 'v2.8.2', runtime: 'v1.9.0' };
 const PRODUCT_VERSION = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
 /** The Python package's templates: setup.py with the license (libs/client/python). */
 const PYTHON_TEMPLATES = join(root, 'libs/client/python/templates');
@@ -266,7 +266,9 @@ if (command === 'wheel') {
   console.log(pythonWheel(python.venv, python.out));
 } else if (existsSync(passed)) {
   for (const r of JSON.parse(readFileSync(passed, 'utf8')))
-    console.log(`${r.name}: ${r.generated}/${operations.length} operations, ${r.warnings} warnings (this document passed before)`);
+    console.log(
+      `${r.name}: ${r.generated}/${operations.length} operations, ${r.warnings} warnings (this document passed before)`,
+    );
 } else {
   const results = [];
   if (has('python3', ['--version'])) results.push(report('openapi-python-client', generatePython()));
