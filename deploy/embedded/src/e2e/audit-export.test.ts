@@ -13,7 +13,7 @@ type Entry = Record<string, unknown> & { id: string; action: string; actor_id: s
 
 // The header the contract's field list gives, written out here rather than taken from the code under test.
 const COLUMNS =
-  'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent'.split(
+  'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent,member_id'.split(
     ',',
   );
 
@@ -184,6 +184,7 @@ describe('audit log export', () => {
       'actor_id',
       'format',
       'from',
+      'member_id',
       'resource_id',
       'resource_type',
       'to',

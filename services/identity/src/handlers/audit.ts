@@ -24,6 +24,7 @@ function toAuditEntry(r: audit.AuditRow): AuditLogEntry {
     resource_id: r.resource_id ?? undefined,
     resource_type: r.resource_type ?? undefined,
     user_agent: r.user_agent ?? undefined,
+    member_id: r.member_id ?? undefined,
   };
 }
 
@@ -33,7 +34,9 @@ function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
     .text('resource_type', req.resource_type, { max: 200 })
     .text('actor_id', req.actor_id, { max: 200 })
     .uuid('resource_id', req.resource_id)
-    .check(req.resource_id !== '', 'resource_id', 'must be a UUID; leave it out for every resource');
+    .check(req.resource_id !== '', 'resource_id', 'must be a UUID; leave it out for every resource')
+    .uuid('member_id', req.member_id)
+    .check(req.member_id !== '', 'member_id', "must be a member's id (a UUID); leave it out for every member");
   if (req.from && req.to && req.to.getTime() <= req.from.getTime())
     v.add('to', 'must be after from (from is inclusive, to exclusive): swap them or widen the window');
   return {
@@ -42,6 +45,7 @@ function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
     actor_id: req.actor_id,
     // Stored as PostgreSQL writes a uuid: lowercase.
     resource_id: req.resource_id?.toLowerCase(),
+    member_id: req.member_id?.toLowerCase(),
     from: req.from,
     to: req.to,
   };
