@@ -8,6 +8,7 @@ import { reflectionDefinition } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
+import { listCallScope } from './pagination.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
 export type ServiceDefinition = Record<
@@ -204,7 +205,9 @@ export class GrpcServer {
       return {
         context: () =>
           (ctx = CallContext.fromCaller(callerVerifier.verify(call.metadata, audience), abort.signal, callerSigner)),
-        run: <T>(work: () => Promise<T>) => Promise.resolve().then(work),
+        // Within the call's scope: its list cursors are bound to the rpc and its request.
+        run: <T>(work: () => Promise<T>) =>
+          listCallScope.run({ path, request: call.request }, () => Promise.resolve().then(work)),
         ok: () => {
           const ms = settle();
           logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(ms) }, 'rpc ok');
