@@ -130,6 +130,22 @@ describe('MCP server at /api/v1/mcp', () => {
     assert.match(text(refused), /create_task needs write access to tasks; your access there is read/);
     const bad = (await client.callTool({ name: 'create_task', arguments: { title: 42 } })) as CallToolResult;
     assert.deepEqual([bad.isError, text(bad)], [true, 'title must be text of at most 500 characters']);
+    // An argument the tool's input schema does not declare (a typo) is a tool error naming it; nothing is made.
+    const typo = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'Typo', titel: 'Typo', prio: 'high' },
+    })) as CallToolResult;
+    assert.deepEqual(
+      [typo.isError, text(typo)],
+      [
+        true,
+        'create_task does not take the arguments titel, prio; its arguments are title, description, priority, due_date',
+      ],
+    );
+    assert.equal(
+      (await call('GET', '/tasks', a.key)).body.data.filter((t: { title: string }) => t.title === 'Typo').length,
+      0,
+    );
     await assert.rejects(
       client.callTool({ name: 'drop_everything', arguments: {} }),
       (err: unknown) =>
