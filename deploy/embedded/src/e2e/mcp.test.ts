@@ -170,8 +170,8 @@ describe('MCP server at /api/v1/mcp', () => {
     );
     assert.deepEqual([taskEntry.actor_type, taskEntry.actor_id], ['api_key', memberKey]);
     const calls = async () => (await call('GET', '/audit-log?action=mcp_tool.called', a.key)).body.data;
-    await eventually('the three calls are audited', async () => (await calls()).length === 3);
-    const [badCall, refusedCall, okCall] = await calls(); // newest first
+    await eventually('the four calls are audited', async () => (await calls()).length === 4);
+    const [typoCall, badCall, refusedCall, okCall] = await calls(); // newest first
     assert.deepEqual(
       [okCall.actor_id, okCall.resource_type, okCall.resource_id, okCall.metadata.outcome, okCall.metadata.member_id],
       [memberKey, 'mcp_tool', 'create_task', 'ok', member.id],
@@ -181,6 +181,8 @@ describe('MCP server at /api/v1/mcp', () => {
       [await keyOf(viewer.key), 'access_denied', viewer.id],
     );
     assert.equal(badCall.metadata.outcome, 'is_error');
+    assert.equal(typoCall.metadata.outcome, 'is_error');
+    assert.equal(okCall.member_id, member.id, 'the audit entry names the member whose key called');
     assert.ok(!JSON.stringify(await calls()).includes(title), 'never the arguments');
   });
 });
