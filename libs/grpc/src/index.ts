@@ -4,6 +4,7 @@ export {
   toServiceError,
   decodeStatusDetails,
   capViolations,
+  violationsMessage,
   MAX_FIELD_VIOLATIONS,
   type ErrorDetails,
   type FieldViolation,

@@ -17,6 +17,7 @@ import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
 import { inOneLayer } from './one-layer.js';
+import { jsonSyntaxDescription } from './json-syntax.js';
 import { corsHeaders, corsPreflight } from './cors.js';
 import { DOCS_PATH, docsRoutes } from './docs.js';
 import { healthRoutes } from './health.js';
@@ -26,7 +27,7 @@ import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { TenantLimits } from './tenant-limits.js';
-import { loadRoutes, type RouteInfo } from './routes.js';
+import { loadRoutes, matchRoute, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
   logger: Logger;
@@ -194,6 +195,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           if (!('body' in (req as object))) req.body = undefined;
           return next();
         }
+        // The method first: a path without it is a 405 whatever its body (docs/api.md §5).
+        const match = matchRoute(routes, req.method, req.originalUrl.split('?')[0] ?? '');
+        if (match && 'methodNotAllowed' in match)
+          return next(gatewayErrors.methodNotAllowed(req.method, match.methodNotAllowed));
         const declared = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
         if (declared && !req.is(JSON_TYPES)) {
           return next(
@@ -292,11 +297,16 @@ function fromBodyParser(err: unknown): unknown {
       'the request body is over 1 MiB; send less data per request',
       413,
     );
-  if (type === 'entity.parse.failed')
+  if (type === 'entity.parse.failed') {
+    const { body, message } = err as { body?: unknown; message: string };
+    const where = typeof body === 'string' ? jsonSyntaxDescription(body, message) : undefined;
     return gatewayErrors.badRequest(
-      [{ field: '(body)', description: 'is not valid JSON' }],
-      'the request body is not valid JSON',
+      [{ field: '(body)', description: where ? `is not valid JSON: ${where}` : 'is not valid JSON' }],
+      where
+        ? `the request body is not valid JSON: ${where}; fix it there and send it again`
+        : 'the request body is not valid JSON',
     );
+  }
   if (type === 'charset.unsupported' || type === 'encoding.unsupported') {
     return new GatewayError(
       grpc.status.INVALID_ARGUMENT,
