@@ -43,7 +43,7 @@ export {
   type PageRequest,
 } from './pagination.js';
 export { encodedSizeBound } from './message-size.js';
-export { httpBodyChunks } from './http-body.js';
+export { httpBodyChunks, httpBodyHeaders } from './http-body.js';
 export { Resources } from './resources.js';
 export {
   checkMetadata,

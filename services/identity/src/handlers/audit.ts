@@ -53,15 +53,20 @@ function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
 
 /** How each export format starts and writes an entry. */
 const EXPORT_FORMATS: Partial<
-  Record<AuditLogExportFormat, { contentType: string; head: string; entry: (e: AuditEntryJson) => string }>
+  Record<
+    AuditLogExportFormat,
+    { contentType: string; extension: string; head: string; entry: (e: AuditEntryJson) => string }
+  >
 > = {
   [AuditLogExportFormat.AUDIT_LOG_EXPORT_FORMAT_NDJSON]: {
     contentType: 'application/x-ndjson',
+    extension: 'ndjson',
     head: '',
     entry: ndjsonLine,
   },
   [AuditLogExportFormat.AUDIT_LOG_EXPORT_FORMAT_CSV]: {
     contentType: 'text/csv; charset=utf-8',
+    extension: 'csv',
     head: csvHeader(),
     entry: csvRow,
   },
@@ -95,14 +100,18 @@ export function auditHandlers({ pool }: IdentityDeps): Pick<H, 'listAuditLog' | 
       if (!format) v.add('format', 'is required: ndjson or csv');
       const filter = auditFilter(req, v);
       v.done();
-      const { head, entry, contentType } = format!;
+      const { head, entry, contentType, extension } = format!;
       async function* exportText(): AsyncGenerator<string> {
         yield head;
         for await (const rows of audit.auditLogBatches(pool, ctx.tenant, filter, EXPORT_BATCH))
           for (const row of rows) yield entry(auditEntryJson(row));
       }
       // Chunked per entry, not per batch: a batch of heavy entries would pass the message limit.
-      yield* httpBodyChunks(exportText(), contentType, CHUNK_BYTES);
+      // Saved as a file named for the day (UTC) of the export.
+      const filename = `audit-log-${new Date().toISOString().slice(0, 10)}.${extension}`;
+      yield* httpBodyChunks(exportText(), contentType, CHUNK_BYTES, {
+        content_disposition: `attachment; filename="${filename}"`,
+      });
     },
   };
 }
