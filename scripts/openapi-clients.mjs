@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document through the generators users run (docs/api.md §14), each pinned and
+ * The OpenAPI document through the generators users run (docs/api.md §15), each pinned and
  * installed once into .cache/openapi-clients: openapi-python-client (PyPI), openapi-typescript
  * (npm, this repository's own) and oapi-codegen (built from the Go module proxy). For each it
  * prints the operations generated out of the document's and the warnings, and fails on any warning,

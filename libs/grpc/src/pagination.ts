@@ -33,7 +33,7 @@ export const listCallScope = new AsyncLocalStorage<{ path: string; request: unkn
 const BINDING = '=';
 
 /**
- * The list and filters a cursor belongs to (docs/api.md §8): a short hash of the rpc and every
+ * The list and filters a cursor belongs to (docs/api.md §7): a short hash of the rpc and every
  * field of its request but limit and cursor, so that a cursor given to another list, or with other
  * filters, is refused instead of silently reading the wrong rows. Outside a call (unit tests), none.
  */
@@ -165,7 +165,7 @@ export interface FetchedPage<R, K> {
 }
 
 /**
- * The contract's list envelope of a page the repo fetched; the cursor stays opaque. The page stops
+ * The list envelope (docs/api.md §6) of a page the repo fetched; the cursor stays opaque. The page stops
  * early, after the last item that keeps the items under PAGE_MAX_BYTES (an upper bound of their
  * protobuf encoding, encodedSizeBound), and then continues after that item: every list answers,
  * whatever its records weigh. A single item over the budget still goes, alone. A list with its own

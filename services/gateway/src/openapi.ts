@@ -38,7 +38,7 @@ const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
 /**
  * Any JSON value (metadata and other Struct/Value fields): the empty schema, never a recursive one,
  * which generators cannot follow (openapi-python-client drops every operation that reaches one).
- * A request body nests at most 32 levels (docs/api.md).
+ * A request body nests at most 32 levels (docs/api.md §4).
  */
 const ANY_JSON: Schema = { description: 'Any JSON value (a request body nests at most 32 levels).' };
 
@@ -150,7 +150,7 @@ const ERROR_SCHEMA: Schema = {
 
 const ref = (kind: string, name: string): Schema => ({ $ref: `#/components/${kind}/${name}` });
 
-/** Response headers (contract §1, docs/api.md): every /api/v1 response carries the first three. */
+/** Response headers (docs/api.md §4, §9): every /api/v1 response carries the first three. */
 const HEADERS: Record<string, Schema> = {
   'X-Request-Id': {
     description:
@@ -192,7 +192,7 @@ function errorResponse(description: string, headers: string[] = []): Schema {
   };
 }
 
-/** The error responses operations refer to, by status (contract §2). */
+/** The error responses operations refer to, by status (docs/api.md §5). */
 const RESPONSES: Record<string, Schema> = {
   InvalidArgument: errorResponse(
     'INVALID_ARGUMENT: malformed JSON, an unknown or missing field, a wrong type, enum value or UUID. The BadRequest detail names each field; fix them and send again.',
@@ -576,7 +576,7 @@ function rpcOf(r: Route) {
   return { service, method: service?.methods.find((m) => m.name === rpc) };
 }
 
-/** Which of the contract's 4xx an operation can answer (§2), plus the 5xx as `default`. */
+/** Which of the 4xx of docs/api.md §5 an operation can answer, plus the 5xx as `default`. */
 function errorResponsesOf(r: Route, hasBody: boolean): Record<string, Schema> {
   const out: Record<string, Schema> = { '400': ref('responses', 'InvalidArgument') };
   if (r.auth !== 'none') {
