@@ -202,7 +202,7 @@ function sendHttpBody(res: Response, route: Route, response: Record<string, unkn
   const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };
   res
     .status(route.successStatus)
-    .set(httpBodyHeaders(response as Parameters<typeof httpBodyHeaders>[0]))
+    .set(httpBodyHeaders(response))
     .type(type || 'application/octet-stream')
     .send(Buffer.from(data ?? new Uint8Array()));
 }
@@ -240,7 +240,7 @@ async function streamHttpBody(
       if (!started) {
         res
           .status(route.successStatus)
-          .set(httpBodyHeaders(chunk as Parameters<typeof httpBodyHeaders>[0]))
+          .set(httpBodyHeaders(chunk))
           .type(type || 'application/octet-stream');
         events = isEventStream(type);
         if (events) {

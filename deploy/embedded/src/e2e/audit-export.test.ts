@@ -105,7 +105,10 @@ describe('audit log export', () => {
     const res = await exportOf(acme.key, 'format=csv');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.type, 'text/csv; charset=utf-8');
-    assert.match(res.headers.get('content-disposition') ?? '', /^attachment; filename="audit-log-\d{4}-\d{2}-\d{2}\.csv"$/);
+    assert.match(
+      res.headers.get('content-disposition') ?? '',
+      /^attachment; filename="audit-log-\d{4}-\d{2}-\d{2}\.csv"$/,
+    );
     const rows: string[][] = parse(res.text, { record_delimiter: '\r\n' });
     assert.deepEqual(rows[0], COLUMNS, 'a header row');
     const records: Record<string, string>[] = parse(res.text, { columns: true, record_delimiter: '\r\n' });

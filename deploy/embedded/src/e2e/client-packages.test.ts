@@ -34,7 +34,9 @@ async function run(command: string, args: string[], options: { cwd?: string } = 
     return (await execFileAsync(command, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, ...options })).stdout;
   } catch (err) {
     const e = err as { code?: unknown; stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} failed (${String(e.code)}):\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+    throw new Error(`${command} ${args.join(' ')} failed (${String(e.code)}):\n${e.stdout ?? ''}\n${e.stderr ?? ''}`, {
+      cause: err,
+    });
   }
 }
 
