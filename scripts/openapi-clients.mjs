@@ -7,7 +7,10 @@
  *
  *   node scripts/openapi-clients.mjs check <openapi.json>   make openapi-lint
  *   node scripts/openapi-clients.mjs wheel <openapi.json>   the Python package `workauto-client` built
- *                                                           as a wheel; prints its path (the e2e test)
+ *                                                           as a wheel; prints its path
+ *   node scripts/openapi-clients.mjs venv <openapi.json>    that wheel installed (with httpx and attrs
+ *                                                           from PyPI) into .cache/workauto-client-python;
+ *                                                           prints its python (the e2e test)
  *
  * A document that passed once is not generated again (the result is kept under its hash), so an
  * unchanged checkout costs nothing. A generator whose toolchain is missing (python3, go) is skipped
@@ -28,8 +31,8 @@ const PRODUCT_VERSION = JSON.parse(readFileSync(join(root, 'package.json'), 'utf
 const PYTHON_TEMPLATES = join(root, 'libs/client/python/templates');
 
 const [command, input] = process.argv.slice(2);
-if (!['check', 'wheel'].includes(command ?? '') || !input) {
-  console.error('usage: node scripts/openapi-clients.mjs check|wheel <openapi.json>');
+if (!['check', 'wheel', 'venv'].includes(command ?? '') || !input) {
+  console.error('usage: node scripts/openapi-clients.mjs check|wheel|venv <openapi.json>');
   process.exit(2);
 }
 const text = readFileSync(input, 'utf8');
@@ -75,6 +78,37 @@ function must(cmd, args, what, options = {}) {
 
 const has = (cmd, args) => spawnSync(cmd, args, { stdio: 'ignore' }).status === 0;
 
+/**
+ * `fn` while holding a lock folder (mkdir is atomic): .cache/ is shared by every clone on the
+ * machine (other branches' `make test`, CI), and two runs must not write one folder at once. A lock
+ * older than 10 minutes is one a killed run left behind.
+ */
+function locked(name, fn) {
+  const dir = join(CACHE, `${name}.lock`);
+  mkdirSync(dirname(dir), { recursive: true });
+  const giveUp = Date.now() + 10 * 60_000;
+  for (;;) {
+    try {
+      mkdirSync(dir, { recursive: false });
+      break;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+      try {
+        if (Date.now() - statSync(dir).mtimeMs > 10 * 60_000) rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // released meanwhile
+      }
+      if (Date.now() > giveUp) throw new Error(`waited 10 minutes for ${dir}: remove it if no run holds it`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The key an operation id is compared by: generators change its case and add underscores. */
 const norm = (id) => id.replace(/_/g, '').toLowerCase();
 
@@ -87,23 +121,26 @@ function missingOf(generated) {
 
 function pythonGenerator() {
   const venv = join(CACHE, `${PYTHON_GENERATOR.name}-${PYTHON_GENERATOR.version}`);
-  const bin = join(venv, 'bin', PYTHON_GENERATOR.name);
-  if (!existsSync(bin) || !existsSync(join(venv, '.installed'))) {
-    console.error(`openapi-clients: installing ${PYTHON_GENERATOR.name} ${PYTHON_GENERATOR.version} into ${venv}…`);
-    if (!existsSync(join(venv, 'bin/python'))) must('python3', ['-m', 'venv', venv], 'python3 -m venv');
-    must(
-      join(venv, 'bin/pip'),
-      [
-        'install',
-        '--quiet',
-        `${PYTHON_GENERATOR.name}==${PYTHON_GENERATOR.version}`,
-        `setuptools==${PYTHON_GENERATOR.setuptools}`,
-      ],
-      'pip install',
-    );
-    writeFileSync(join(venv, '.installed'), '');
-  }
+  const ready = () => existsSync(join(venv, '.installed'));
+  if (!ready())
+    locked(`${PYTHON_GENERATOR.name}-${PYTHON_GENERATOR.version}`, () => ready() || installPythonGenerator(venv));
   return venv;
+}
+
+function installPythonGenerator(venv) {
+  console.error(`openapi-clients: installing ${PYTHON_GENERATOR.name} ${PYTHON_GENERATOR.version} into ${venv}…`);
+  if (!existsSync(join(venv, 'bin/python'))) must('python3', ['-m', 'venv', venv], 'python3 -m venv');
+  must(
+    join(venv, 'bin/pip'),
+    [
+      'install',
+      '--quiet',
+      `${PYTHON_GENERATOR.name}==${PYTHON_GENERATOR.version}`,
+      `setuptools==${PYTHON_GENERATOR.setuptools}`,
+    ],
+    'pip install',
+  );
+  writeFileSync(join(venv, '.installed'), '');
 }
 
 /** The package generated into work/python; its warnings and the operations it has. */
@@ -209,10 +246,14 @@ function goEnv() {
 function goGenerator() {
   const env = goEnv();
   const bin = join(env.GOBIN, 'oapi-codegen');
-  if (!existsSync(bin)) {
-    console.error(`openapi-clients: building oapi-codegen ${GO_GENERATOR.version} into ${env.GOBIN}…`);
-    must('go', ['install', `${GO_GENERATOR.module}/cmd/oapi-codegen@${GO_GENERATOR.version}`], 'go install', { env });
-  }
+  if (!existsSync(bin))
+    locked(`oapi-codegen-${GO_GENERATOR.version}`, () => {
+      if (existsSync(bin)) return;
+      console.error(`openapi-clients: building oapi-codegen ${GO_GENERATOR.version} into ${env.GOBIN}…`);
+      must('go', ['install', `${GO_GENERATOR.module}/cmd/oapi-codegen@${GO_GENERATOR.version}`], 'go install', {
+        env,
+      });
+    });
   return bin;
 }
 
@@ -260,42 +301,81 @@ function report(name, result) {
 }
 
 const passed = join(work, 'passed.json');
-if (command === 'wheel' && builtWheel()) {
-  console.log(builtWheel());
-} else if (command === 'wheel') {
+
+/** The Python package built for this document, generated first unless `check` did. */
+function wheelOf() {
+  if (builtWheel()) return builtWheel();
   if (!has('python3', ['--version'])) throw new Error('python3 is not on PATH: the Python package needs it');
-  // Built once per document; a package `check` generated (and found clean) is built as it is.
+  // A package `check` generated (and found clean) is built as it is.
   const checked = existsSync(passed) && existsSync(join(work, 'python/setup.py'));
   const python = checked ? { venv: pythonGenerator(), out: join(work, 'python') } : generatePython();
   if (!checked && (python.warnings.length || missingOf(python.generated).length)) {
     report('openapi-python-client', python);
     throw new Error('the Python package has the problems above: make openapi-lint shows them all');
   }
-  console.log(pythonWheel(python.venv, python.out));
-} else if (existsSync(passed)) {
-  for (const r of JSON.parse(readFileSync(passed, 'utf8')))
-    console.log(
-      `${r.name}: ${r.generated}/${operations.length} operations, ${r.warnings} warnings (this document passed before)`,
-    );
-} else {
-  const results = [];
-  if (has('python3', ['--version'])) results.push(report('openapi-python-client', generatePython()));
-  else console.log('openapi-python-client: skipped, python3 is not on PATH');
-  results.push(report('openapi-typescript', generateTypescript()));
-  if (has('go', ['version'])) results.push(report('oapi-codegen', generateGo()));
-  else console.log('oapi-codegen: skipped, go is not on PATH');
-  if (results.some((r) => !r.ok)) {
-    console.log(
-      'openapi-clients: a generator warned or left an operation out (above); fix the document in services/gateway/src/openapi.ts',
-    );
-    process.exit(1);
-  }
-  writeFileSync(passed, JSON.stringify(results));
-  // Only the latest documents' runs are kept.
-  const runs = join(CACHE, 'runs');
-  const others = readdirSync(runs)
-    .filter((d) => d !== key)
-    .map((d) => ({ d, at: statSync(join(runs, d)).mtimeMs }))
-    .sort((a, b) => b.at - a.at);
-  for (const { d } of others.slice(3)) rmSync(join(runs, d), { recursive: true, force: true });
+  return pythonWheel(python.venv, python.out);
 }
+
+/**
+ * The wheel installed into the users' virtualenv: its dependencies from PyPI the first time, then
+ * only a changed wheel again. Its python.
+ */
+function installed(wheel) {
+  const venv = join(root, '.cache/workauto-client-python');
+  const python = join(venv, 'bin/python');
+  const marker = join(venv, '.workauto-client-wheel');
+  const digest = createHash('sha256').update(readFileSync(wheel)).digest('hex');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === digest) return python;
+  return locked('workauto-client-python', () => {
+    if (existsSync(marker) && readFileSync(marker, 'utf8') === digest) return python;
+    if (!existsSync(python)) must('python3', ['-m', 'venv', venv], 'python3 -m venv');
+    const withDeps = run(python, ['-c', 'import httpx, attrs']).status !== 0;
+    must(
+      join(venv, 'bin/pip'),
+      [
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        ...(withDeps ? [] : ['--no-deps', '--force-reinstall']),
+        wheel,
+      ],
+      'pip install',
+    );
+    writeFileSync(marker, digest);
+    return python;
+  });
+}
+
+// One run per document at a time; a second one waits, then finds the first one's results.
+locked(`runs/${key}`, () => {
+  if (command === 'venv') {
+    console.log(installed(wheelOf()));
+  } else if (command === 'wheel') {
+    console.log(wheelOf());
+  } else if (existsSync(passed)) {
+    for (const r of JSON.parse(readFileSync(passed, 'utf8')))
+      console.log(
+        `${r.name}: ${r.generated}/${operations.length} operations, ${r.warnings} warnings (this document passed before)`,
+      );
+  } else {
+    const results = [];
+    if (has('python3', ['--version'])) results.push(report('openapi-python-client', generatePython()));
+    else console.log('openapi-python-client: skipped, python3 is not on PATH');
+    results.push(report('openapi-typescript', generateTypescript()));
+    if (has('go', ['version'])) results.push(report('oapi-codegen', generateGo()));
+    else console.log('oapi-codegen: skipped, go is not on PATH');
+    if (results.some((r) => !r.ok)) {
+      console.log(
+        'openapi-clients: a generator warned or left an operation out (above); fix the document in services/gateway/src/openapi.ts',
+      );
+      process.exitCode = 1;
+      return;
+    }
+    writeFileSync(passed, JSON.stringify(results));
+    // Runs of other documents go after a day (another clone may be using a recent one).
+    const runs = join(CACHE, 'runs');
+    for (const d of readdirSync(runs))
+      if (d !== key && !d.endsWith('.lock') && Date.now() - statSync(join(runs, d)).mtimeMs > 86_400_000)
+        rmSync(join(runs, d), { recursive: true, force: true });
+  }
+});

@@ -3,13 +3,12 @@
  * - `@workauto/client`: `npm pack`ed, installed into an empty project, type-checked there against
  *   its own .d.ts files and used against a running stack;
  * - `workauto-client` (Python): generated from the document the gateway serves by
- *   openapi-python-client, built as a wheel (scripts/openapi-clients.mjs), installed into a
- *   virtualenv under .cache/, and a user's workflow run with it (deploy/embedded/python/workflow.py).
+ *   openapi-python-client, built as a wheel and installed into a virtualenv under .cache/
+ *   (scripts/openapi-clients.mjs venv), and a user's workflow run with it (deploy/embedded/python/workflow.py).
  * Skipped without python3, as the feed tests' Python parser is.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +19,6 @@ import { startTestStack, type TenantFixture, type TestStack } from './harness.js
 import { hasPython } from './python-icalendar.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
-const VENV = join(ROOT, '.cache/workauto-client-python');
 const WORKFLOW = fileURLToPath(new URL('../../python/workflow.py', import.meta.url));
 
 const execFileAsync = promisify(execFile);
@@ -164,15 +162,18 @@ describe('client packages, installed and used as their users would', () => {
       const doc = await stack.api('GET', '/api/v1/openapi.json');
       const docPath = join(temp, 'openapi.json');
       writeFileSync(docPath, JSON.stringify(doc.body));
-      const wheel = (await run(process.execPath, [join(ROOT, 'scripts/openapi-clients.mjs'), 'wheel', docPath]))
+      // Generated, built as a wheel and installed into a virtualenv under .cache/ (once per document).
+      const python = (await run(process.execPath, [join(ROOT, 'scripts/openapi-clients.mjs'), 'venv', docPath]))
         .trim()
         .split('\n')
         .pop()!;
-      assert.match(wheel, /workauto_client-\d+\.\d+\.\d+-py3-none-any\.whl$/);
-      await installWheel(wheel);
+      assert.match(python, /workauto-client-python\/bin\/python$/);
+      const pip = await run(python, ['-m', 'pip', 'show', 'workauto-client']);
+      assert.match(pip, /^Version: \d+\.\d+\.\d+$/m);
+      assert.match(pip, /^License: Apache-2\.0$/m);
 
       const out = JSON.parse(
-        (await run(join(VENV, 'bin/python'), [WORKFLOW, stack.url, tenant.key])).trim().split('\n').pop()!,
+        (await run(python, [WORKFLOW, stack.url, tenant.key])).trim().split('\n').pop()!,
       ) as Record<string, any>;
       assert.deepEqual(out.note_tags, ['Q3', 'customer']);
       assert.deepEqual(out.subtasks, ['Draft', 'Review']);
@@ -203,28 +204,4 @@ function workspaceManifests(): string[] {
           .filter((m) => existsSync(join(ROOT, m)))
       : [`${glob}/package.json`],
   );
-}
-
-/**
- * The wheel installed into the virtualenv: its dependencies (httpx, attrs) from PyPI the first time,
- * then only a changed wheel again.
- */
-async function installWheel(wheel: string): Promise<void> {
-  const python = join(VENV, 'bin/python');
-  if (!existsSync(python)) await run('python3', ['-m', 'venv', VENV]);
-  const marker = join(VENV, '.workauto-client-wheel');
-  const digest = createHash('sha256').update(readFileSync(wheel)).digest('hex');
-  if (existsSync(marker) && readFileSync(marker, 'utf8') === digest) return;
-  const installed = await run(python, ['-c', 'import httpx, attrs']).then(
-    () => true,
-    () => false,
-  );
-  await run(join(VENV, 'bin/pip'), [
-    'install',
-    '--quiet',
-    '--disable-pip-version-check',
-    ...(installed ? ['--no-deps', '--force-reinstall'] : []),
-    wheel,
-  ]);
-  writeFileSync(marker, digest);
 }
