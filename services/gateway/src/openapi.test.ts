@@ -113,7 +113,7 @@ describe('OpenAPI document', () => {
       const { description: _d, ...rest } = schema;
       return (rest.anyOf as Record<string, unknown>[] | undefined)?.[0] ?? rest;
     };
-    const task = s['notes_tasks.v1.CreateTaskRequest-Request'].properties;
+    const task = s['CreateTaskRequest'].properties;
     assert.deepEqual(value(task.title), { type: 'string', maxLength: 500, minLength: 1, pattern: '\\S' });
     assert.deepEqual(value(task.due_date), { type: 'string', minLength: 1, format: 'date' });
     assert.deepEqual(value(task.estimation_minutes), {
@@ -122,7 +122,7 @@ describe('OpenAPI document', () => {
       minimum: 0,
       maximum: 1000000,
     });
-    const pipeline = s['crm_pipelines.v1.CreatePipelineRequest-Request'].properties;
+    const pipeline = s['CreatePipelineRequest'].properties;
     assert.equal(value(pipeline.stages).maxItems, 50);
     const provider = doc.paths['/api/v1/integration-keys/{provider}']!.put.parameters.find(
       (p: { name: string }) => p.name === 'provider',
