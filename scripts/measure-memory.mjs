@@ -17,13 +17,14 @@ import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const SAMPLER = fileURLToPath(new URL('./memory-sampler.mjs', import.meta.url));
+const SAMPLER = new URL('./memory-sampler.mjs', import.meta.url);
 const mode = process.argv[2];
 const dir = mkdtempSync(join(tmpdir(), 'workauto-memory-'));
-process.env.MEMORY_SAMPLES_DIR = dir;
-process.env.PROFILE_NODE_OPTIONS = `--import=${SAMPLER}`;
+/** Named time windows of the run (bench-mix's levels), each summarized apart. */
+const phases = [];
+SAMPLER.searchParams.set('dir', dir);
+process.env.PROFILE_NODE_OPTIONS = `--import=${SAMPLER.href}`;
 
 if (mode === 'idle') {
   const { startBenchStack } = await import('./lib-bench.mjs');
@@ -32,7 +33,20 @@ if (mode === 'idle') {
   await stack.stop();
 } else if (mode === 'run') {
   const command = process.argv.slice(process.argv.indexOf('--') + 1);
-  const child = spawn(command[0], command.slice(1), { stdio: 'inherit', env: process.env });
+  const child = spawn(command[0], command.slice(1), { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  // bench-mix prints a line at the end of each level ("  c=  32 …"): the samples since the one
+  // before are that level's.
+  let since = Date.now();
+  child.stdout.on('data', (d) => {
+    process.stdout.write(d);
+    for (const line of d.toString().split('\n')) {
+      const level = /^\s+c=\s*(\d+)/.exec(line)?.[1];
+      if (level) {
+        phases.push({ name: `c=${level}`, from: since, to: Date.now() });
+        since = Date.now();
+      }
+    }
+  });
   const [code] = await once(child, 'exit');
   if (code !== 0) console.error(`measure-memory: the command exited ${code}; the samples taken are below`);
 } else {
@@ -41,23 +55,30 @@ if (mode === 'idle') {
 }
 
 const mib = (b) => (b / 1024 / 1024).toFixed(0);
-const byName = new Map();
-for (const f of readdirSync(dir)) {
-  const samples = readFileSync(join(dir, f), 'utf8')
+const files = readdirSync(dir).map((f) =>
+  readFileSync(join(dir, f), 'utf8')
     .trim()
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l));
-  if (!samples.length) continue;
-  const name = samples[0].name;
-  const row = byName.get(name) ?? { processes: 0, maxRss: 0, maxHeap: 0, lastRss: 0 };
-  row.processes++;
-  row.maxRss = Math.max(row.maxRss, ...samples.map((s) => s.rss));
-  row.maxHeap = Math.max(row.maxHeap, ...samples.map((s) => s.heapUsed));
-  row.lastRss = Math.max(row.lastRss, samples.at(-1).rss);
-  byName.set(name, row);
+    .map((l) => JSON.parse(l)),
+);
+function table(title, from = 0, to = Infinity) {
+  const byName = new Map();
+  for (const all of files) {
+    const samples = all.filter((s) => s.t >= from && s.t <= to);
+    if (!samples.length) continue;
+    const name = samples[0].name;
+    const row = byName.get(name) ?? { processes: 0, maxRss: 0, maxHeap: 0, lastRss: 0 };
+    row.processes++;
+    row.maxRss = Math.max(row.maxRss, ...samples.map((s) => s.rss));
+    row.maxHeap = Math.max(row.maxHeap, ...samples.map((s) => s.heapUsed));
+    row.lastRss = Math.max(row.lastRss, samples.at(-1).rss);
+    byName.set(name, row);
+  }
+  console.log(`\nmemory (${title}): process | processes | max RSS MiB | max heap used MiB | RSS at the end MiB`);
+  for (const [name, r] of [...byName].sort())
+    console.log(`| ${name} | ${r.processes} | ${mib(r.maxRss)} | ${mib(r.maxHeap)} | ${mib(r.lastRss)} |`);
 }
-console.log(`\nmemory (${mode}): process | processes | max RSS MiB | max heap used MiB | RSS at the end MiB`);
-for (const [name, r] of [...byName].sort())
-  console.log(`| ${name} | ${r.processes} | ${mib(r.maxRss)} | ${mib(r.maxHeap)} | ${mib(r.lastRss)} |`);
+for (const p of phases) table(p.name, p.from, p.to);
+table(`${mode}, the whole run`);
 rmSync(dir, { recursive: true, force: true });

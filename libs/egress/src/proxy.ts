@@ -42,7 +42,7 @@ export function proxySettings(env: Record<string, string | undefined>): ProxySet
 }
 
 /** The proxy a request to host:port over `protocol` goes through, or undefined to connect directly. */
-export function proxyFor(settings: ProxySettings, protocol: string, host: string, port: number): URL | undefined {
+function proxyFor(settings: ProxySettings, protocol: string, host: string, port: number): URL | undefined {
   const proxy = protocol === 'https:' ? settings.https : settings.http;
   if (!proxy) return undefined;
   const name = host
@@ -60,7 +60,7 @@ export function proxyFor(settings: ProxySettings, protocol: string, host: string
   return proxy;
 }
 
-export interface TunnelOptions {
+interface TunnelOptions {
   /** The address the destination's name resolved to and the policy allowed. */
   address: string;
   port: number;
@@ -71,7 +71,7 @@ export interface TunnelOptions {
 }
 
 /** A socket to the proxy that carries bytes to address:port once the proxy answered CONNECT with 2xx. */
-export function openTunnel(o: TunnelOptions): Promise<net.Socket> {
+function openTunnel(o: TunnelOptions): Promise<net.Socket> {
   return new Promise((resolve, reject) => {
     const port = Number(o.proxy.port || (o.proxy.protocol === 'https:' ? 443 : 80));
     const host = o.proxy.hostname.replace(/^\[|\]$/g, '');

@@ -36,7 +36,7 @@ export interface RateCounter {
 }
 
 /** The lease a replica takes at a time: 1 % of the limit, at least 1, at most 1,000. */
-export function leaseSize(limit: number): number {
+function leaseSize(limit: number): number {
   return Math.max(1, Math.min(1_000, Math.floor(limit / 100)));
 }
 
