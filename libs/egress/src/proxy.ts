@@ -150,9 +150,7 @@ export function proxyConnector(opts: {
     if (!proxy) return opts.direct(options, callback);
     opts
       .resolve(options.hostname)
-      .then((address) =>
-        openTunnel({ address, port, proxy, timeoutMs: opts.timeoutMs, tls: opts.tls as tls.ConnectionOptions }),
-      )
+      .then((address) => openTunnel({ address, port, proxy, timeoutMs: opts.timeoutMs, tls: opts.tls }))
       .then(
         (socket) => {
           if (options.protocol !== 'https:') return callback(null, socket);

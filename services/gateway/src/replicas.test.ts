@@ -55,8 +55,8 @@ describe('rate limits across gateway replicas', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const output: string[] = [];
-      proc.stdout!.on('data', (d: Buffer) => output.push(d.toString()));
-      proc.stderr!.on('data', (d: Buffer) => output.push(d.toString()));
+      proc.stdout.on('data', (d: Buffer) => output.push(d.toString()));
+      proc.stderr.on('data', (d: Buffer) => output.push(d.toString()));
       gateways.push({ proc, url: `http://127.0.0.1:${port}`, output });
     }
     for (const g of gateways) {
