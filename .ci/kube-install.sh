@@ -6,15 +6,17 @@
 # no pod ever runs, and nothing waits for readiness. What the API server must accept or refuse:
 #   - each release of .ci/releases installed, upgraded to the working tree's chart with
 #     .ci/chart/production-values.yaml and platform-values.yaml, and uninstalled (the last one also
-#     upgraded again unchanged and with kafka.strimzi.apiVersion=kafka.strimzi.io/v1beta2), every object
+#     upgraded again unchanged; the upgrade from it takes its v1beta2 resources to v1), every object
 #     going through the server's validation, admission and the CRDs' schemas (ServiceMonitor and
 #     PrometheusRule: prometheus-operator's; HTTPRoute: Gateway API's; ScaledObject: KEDA's;
 #     KafkaTopic and KafkaUser: Strimzi 0.51.0's, which serve v1beta2 and v1), in a namespace that
 #     enforces the "restricted" Pod Security level and has a ResourceQuota on cpu, memory and
 #     ephemeral storage; a warning from the server fails too;
+#   - the chart's kafka.strimzi.apiVersion=kafka.strimzi.io/v1beta2 resources created with a
+#     server-side dry run on Strimzi 0.51.0's CRDs;
 #   - then, on Strimzi 1.2.0's CRDs (v1 only, as Strimzi 1.x installs them; .ci/strimzi-crds.sh makes
-#     both from Strimzi's own model classes), a fresh install with those values, and the v1beta2
-#     resources refused by that server (proof the CRDs are Strimzi's);
+#     both from Strimzi's own model classes), the chart's v1 KafkaTopics and KafkaUser accepted and
+#     its v1beta2 ones refused (server-side dry runs: proof the CRDs are Strimzi 1.x's);
 #   - the pod of every Deployment's template and the `helm test` hook's objects created with a
 #     server-side dry run, so PodSecurity, ServiceAccount, Priority and ResourceQuota admission judge
 #     each pod as they would when a ReplicaSet creates it, and two broken pods refused (proof that
@@ -106,7 +108,8 @@ keda_crds=$(module_crds "github.com/kedacore/keda/v2@$KEDA_VERSION" config/crd/b
 strimzi_old="$cache/strimzi-crds-$STRIMZI_OLD" strimzi_new="$cache/strimzi-crds-$STRIMZI_NEW"
 .ci/strimzi-crds.sh "$STRIMZI_OLD" "$strimzi_old"
 .ci/strimzi-crds.sh "$STRIMZI_NEW" "$strimzi_new"
-kubectl() { "$kube_bin/kubectl" "$@"; }
+# Its discovery cache in the run's folder: dropped when the Strimzi CRDs change their versions below.
+kubectl() { "$kube_bin/kubectl" --cache-dir "$tmp/kubectl-cache" "$@"; }
 helm() { scripts/helm.sh "$@"; }
 helm version >/dev/null   # builds helm now if needed, so the server's timings below are its own
 took "binaries: kube-apiserver and kubectl $K8S_VERSION, etcd $ETCD_VERSION"
@@ -293,6 +296,27 @@ for o in json.load(sys.stdin)["items"]:
   [ -z "$left" ] || log "$left"
   took "nothing of the release left"
 }
+# strimzi_dry_run v1|v1beta2 accepted|refused: the chart's Strimzi resources of that version, created
+# with a server-side dry run against the Strimzi CRDs installed, must be accepted (without a warning
+# but v1beta2's deprecation) or refused for their version.
+strimzi_dry_run() {
+  local version="$1" want="$2" out
+  helm template "$release" "$chart" "${values[@]}" --kube-version "${K8S_VERSION#v}" \
+    --set kafka.strimzi.apiVersion="kafka.strimzi.io/$version" --show-only templates/strimzi.yaml > "$tmp/strimzi.yaml"
+  if out=$(kubectl create --dry-run=server -f "$tmp/strimzi.yaml" -o name 2>&1); then
+    [ "$want" = accepted ] || fail "Strimzi's CRDs accepted kafka.strimzi.io/$version resources ($out): they are not the CRDs of the release meant"
+    if grep -E "$server_warning" <<<"$out" | grep -vE 'Version v1beta2 of the Kafka(Topic|User) API is deprecated'; then
+      fail "the API server warned about the kafka.strimzi.io/$version resources (above)"
+    fi
+    log "kafka.strimzi.io/$version resources accepted by Strimzi's CRDs (dry run): $(grep -c '^kafka' <<<"$out") objects"
+  else
+    [ "$want" = refused ] || { echo "$out"; fail "Strimzi's CRDs refused the chart's kafka.strimzi.io/$version resources (above): fix templates/strimzi.yaml"; }
+    grep -q "no matches for kind \"KafkaTopic\" in version \"kafka.strimzi.io/$version\"" <<<"$out" ||
+      fail "kafka.strimzi.io/$version resources were refused, but not for their version: $out"
+    log "refused as it should be: $(head -1 <<<"$out" | sed 's/.*: no matches/no matches/' | cut -c1-120)"
+  fi
+  took "Strimzi resources, kafka.strimzi.io/$version"
+}
 previous_ref=$(grep -v '^\s*#' .ci/previous-release | grep -m1 .)
 releases=$(grep -v '^\s*#' .ci/releases | grep .)
 grep -q " $previous_ref\$" <<<"$releases" || fail ".ci/previous-release ($previous_ref) is not the last line of .ci/releases: add the release there"
@@ -317,11 +341,6 @@ while read -r version ref; do
   if [ "$ref" = "$previous_ref" ]; then
     dry_run_pods "upgraded release"
     helm_ok "helm upgrade again, nothing changed" upgrade "$release" "$chart" "${values[@]}"
-    # Strimzi 0.49 and later deprecate v1beta2 (their CRDs say so in a warning): expected here only.
-    allowed_warning='Version v1beta2 of the Kafka(Topic|User) API is deprecated' \
-      helm_ok "helm upgrade with Strimzi's v1beta2 resources (operators before 0.49)" upgrade "$release" "$chart" "${values[@]}" --set kafka.strimzi.apiVersion=kafka.strimzi.io/v1beta2
-    allowed_warning='Version v1beta2 of the Kafka(Topic|User) API is deprecated' \
-      helm_ok "helm upgrade back to v1 (an operator upgraded to 1.x)" upgrade "$release" "$chart" "${values[@]}"
     broken 'del p["spec"]["securityContext"]; c.pop("securityContext", None)'
     refused "violates PodSecurity" "without a security context"
     broken 'c.pop("resources", None)'
@@ -332,18 +351,14 @@ while read -r version ref; do
   left_behind
 done <<<"$releases"
 
+# kafka.strimzi.apiVersion=v1beta2 (operators before 0.49): its resources as Strimzi 0.51's CRDs judge them.
+strimzi_dry_run v1beta2 accepted
+
 # --- Strimzi 1.x: its CRDs serve v1 only ------------------------------------------------------------
 kubectl delete -f "$strimzi_old" -o name --wait >/dev/null
 kubectl create -f "$strimzi_new" -o name
 kubectl wait --for condition=Established --timeout 30s -f "$strimzi_new" >/dev/null
-helm_ok "helm install on Strimzi $STRIMZI_NEW's CRDs (kafka.strimzi.io/v1)" install "$release" "$chart" "${values[@]}"
-helm template "$release" "$chart" "${values[@]}" --kube-version "${K8S_VERSION#v}" --set kafka.strimzi.apiVersion=kafka.strimzi.io/v1beta2 --show-only templates/strimzi.yaml > "$tmp/v1beta2.yaml"
-if out=$(kubectl create --dry-run=server -f "$tmp/v1beta2.yaml" -o name 2>&1); then
-  fail "Strimzi $STRIMZI_NEW's CRDs accepted kafka.strimzi.io/v1beta2 resources ($out): they are not Strimzi 1.x's"
-fi
-grep -q 'no matches for kind "KafkaTopic" in version "kafka.strimzi.io/v1beta2"' <<<"$out" ||
-  fail "v1beta2 resources were refused, but not for their version: $out"
-log "refused as it should be on Strimzi $STRIMZI_NEW: $(head -1 <<<"$out" | cut -c1-160)"
-helm_ok "helm uninstall" uninstall "$release"
-left_behind
+rm -rf "$tmp/kubectl-cache"
+strimzi_dry_run v1 accepted
+strimzi_dry_run v1beta2 refused
 log "all checks passed"
