@@ -56,6 +56,8 @@ export {
   urlTextProblem,
   textOrNull,
   changedFields,
+  checkReturnTo,
+  returnToWith,
   METADATA_MAX_BYTES,
 } from './fields.js';
 export {
