@@ -276,7 +276,9 @@ export class GrpcServer {
   async listen(host: string, port: number): Promise<number> {
     await loadRules(); // the field rules every request is checked against, before the first one comes
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      // An IPv6 address goes in brackets: `[::]:50051` (every address, IPv4 ones too, on a dual-stack node).
+      const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) =>
         err ? reject(err) : resolve(bound),
       );
     });
