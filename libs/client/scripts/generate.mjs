@@ -3,7 +3,6 @@
 // `node libs/client/scripts/generate.mjs <openapi.json> <out.ts>`
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import ts from 'typescript';
 import openapiTS, { astToString } from 'openapi-typescript';
 
 const [input, output] = process.argv.slice(2);
@@ -11,15 +10,7 @@ if (!input || !output) {
   console.error('usage: node libs/client/scripts/generate.mjs <openapi.json> <out.ts>');
   process.exit(2);
 }
-const ast = await openapiTS(JSON.parse(readFileSync(input, 'utf8')), {
-  // JsonValue (metadata and other free-form JSON) refers to itself, which a TypeScript type alias
-  // inside an interface cannot: it is `unknown` in the client (any JSON the server accepts).
-  transform(_schema, metadata) {
-    if (metadata.path === '#/components/schemas/JsonValue')
-      return ts.factory.createKeywordTypeNode(ts.SyntaxKind.UnknownKeyword);
-    return undefined;
-  },
-});
+const ast = await openapiTS(JSON.parse(readFileSync(input, 'utf8')));
 mkdirSync(dirname(output), { recursive: true });
 writeFileSync(
   output,

@@ -8,7 +8,7 @@ import createFetchClient, { type Client, type ClientOptions as FetchClientOption
 import type { components, paths, webhooks } from './gen/openapi.js';
 
 export type { components, paths, webhooks };
-/** The document's schemas by name, e.g. `Schemas['notes_tasks.v1.Note']`. */
+/** The document's schemas by name, e.g. `Schemas['Note']`. */
 export type Schemas = components['schemas'];
 /** The body of every error response (the contract's §2 shape). */
 export type ErrorBody = Schemas['Error'];

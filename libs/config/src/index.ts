@@ -1,6 +1,20 @@
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
 export { z };
+
+let version: string | undefined;
+
+/**
+ * The product's version: the repository's package.json's (the image keeps it at /app), which the
+ * chart's appVersion and @workauto/client's version equal. Outbound requests name it in User-Agent.
+ */
+export function productVersion(): string {
+  version ??= (
+    JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
+  return version;
+}
 
 /** Thrown at start-up when the environment is invalid; the message names every bad variable. */
 export class ConfigError extends Error {

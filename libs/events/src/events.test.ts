@@ -32,7 +32,7 @@ const TENANT = '0193a000-0000-7000-8000-000000000001';
 const ctx = {
   tenantId: TENANT,
   requestId: 'req-1',
-  actor: { type: 'member', id: 'm-1' },
+  actor: { type: 'member', id: 'm-1', memberId: 'm-1' },
   clientIp: '10.0.0.9',
   userAgent: 'tests/1.0',
 };
@@ -123,7 +123,7 @@ describe(
         const event = decodeEvent(m.value);
         assert.equal(event.id, id);
         assert.equal(event.type, 'note.created');
-        assert.deepEqual(event.actor, { type: 'member', id: 'm-1' });
+        assert.deepEqual(event.actor, { type: 'member', id: 'm-1', member_id: 'm-1' });
         assert.equal(event.request?.ip_address, '10.0.0.9');
         assert.equal(event.request?.user_agent, 'tests/1.0');
         assert.deepEqual(event.data, { i: 0 });

@@ -14,7 +14,8 @@ export const OUTBOX_MIGRATIONS = join(dirname(fileURLToPath(import.meta.url)), '
 export interface EventContext {
   tenantId: string | undefined;
   requestId: string;
-  actor?: { type: string; id: string } | undefined;
+  /** memberId: the member who acted (itself, or the holder of the API key that is the actor). */
+  actor?: { type: string; id: string; memberId?: string | undefined } | undefined;
   clientIp?: string | undefined;
   userAgent?: string | undefined;
 }
@@ -76,7 +77,9 @@ export async function recordEvent(
     type: input.type,
     tenant_id: tenantId,
     occurred_at: new Date(),
-    actor: ctx.actor ?? { type: 'system', id: 'system' },
+    actor: ctx.actor
+      ? { type: ctx.actor.type, id: ctx.actor.id, member_id: ctx.actor.memberId ?? '' }
+      : { type: 'system', id: 'system', member_id: '' },
     resource: { type: input.resourceType, id: input.resourceId },
     // JSON text, not google.protobuf.Struct: a Struct nests three messages per JSON level and a
     // deep client `metadata` would exceed the protobuf decoder's recursion limit (docs/events.md).

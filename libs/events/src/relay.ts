@@ -152,9 +152,18 @@ export class OutboxRelay {
         const pending = await this.pendingCount().catch(() => -1);
         publishFailures().add(1, { source: this.opts.source });
         if (pending >= 0) backlog().record(pending, { source: this.opts.source });
+        // Say what to check: the database when the outbox itself cannot be read, else the transport
+        // (Kafka, when there is one; the in-process transport of make dev has no address to check).
+        const where = this.opts.transport.where;
         logger.warn(
           { err: (err as Error).message, pending, retry_in_ms: delay, source: this.opts.source },
-          'events could not be published; they stay in the outbox and will be retried — check that Kafka (KAFKA_BROKERS) is reachable',
+          `events could not be published; they stay in the outbox and will be retried — check that ${
+            pending < 0
+              ? 'the database is reachable'
+              : where
+                ? `Kafka (${where}) is reachable`
+                : 'the service is healthy'
+          }`,
         );
         if (this.client && !(await this.alive())) await this.release();
         await this.sleep(delay, { backoff: true });

@@ -42,6 +42,18 @@ export function capViolations(violations: FieldViolation[]): FieldViolation[] {
 }
 const MORE_VIOLATIONS = '(more)';
 
+/**
+ * An INVALID_ARGUMENT's message: each violation as `field: description`, fields with the same
+ * description together (`nam, colour: is not a field of …; its fields are …`), so a long
+ * description (the fields a message has) is said once.
+ */
+export function violationsMessage(violations: FieldViolation[]): string {
+  const fields = new Map<string, string[]>();
+  for (const v of capViolations(violations))
+    (fields.get(v.description) ?? fields.set(v.description, []).get(v.description)!).push(v.field);
+  return [...fields].map(([description, names]) => `${names.join(', ')}: ${description}`).join('; ');
+}
+
 const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 const HTTP_STATUS_KEY = 'workauto-http-status';
 const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
@@ -80,15 +92,9 @@ export const errors = {
       },
     ),
   invalidArgument: (violations: FieldViolation[], message?: string) =>
-    new DomainError(
-      grpc.status.INVALID_ARGUMENT,
-      'INVALID_ARGUMENT',
-      message ??
-        capViolations(violations)
-          .map((v) => `${v.field}: ${v.description}`)
-          .join('; '),
-      { fieldViolations: capViolations(violations) },
-    ),
+    new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', message ?? violationsMessage(violations), {
+      fieldViolations: capViolations(violations),
+    }),
   invalidField: (field: string, description: string) =>
     new DomainError(grpc.status.INVALID_ARGUMENT, 'INVALID_ARGUMENT', `${field}: ${description}`, {
       fieldViolations: [{ field, description }],

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { decodeStatusDetails, errors, toServiceError } from './errors.js';
-import { parsePage, timestampCursor, toPage } from './pagination.js';
+import { DomainError, decodeStatusDetails, errors, toServiceError } from './errors.js';
+import { listCallScope, parsePage, timestampCursor, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
 import { encodedSizeBound } from './message-size.js';
@@ -116,6 +116,40 @@ describe('pagination', () => {
     ]) {
       assert.throws(() => parsePage({ cursor }), /cursor/);
     }
+  });
+});
+
+describe('a cursor bound to its list and filters', () => {
+  const key = { at: '2026-01-02T03:04:05.123456Z', id: '0193a6b2-8f5e-7c3a-9b1d-2e4f6a8b0c1d' };
+  const LIST_NOTES = '/workauto.notes_tasks.v1.NotesTasksService/ListNotes';
+  const issued = (path: string, request: Record<string, unknown>) =>
+    listCallScope.run({ path, request }, () => toPage({ rows: [1], keys: [key], next: key }, (n) => n)).next_cursor!;
+  const read = (path: string, request: Record<string, unknown>) =>
+    listCallScope.run({ path, request }, () => parsePage(request as { cursor?: string }));
+
+  it('continues the same list with the same filters, whatever the limit; refuses another list or other filters', () => {
+    const cursor = issued(LIST_NOTES, { limit: 1, q: 'kick', archived: false });
+    assert.deepEqual(read(LIST_NOTES, { archived: false, q: 'kick', limit: 100, cursor }).after, key);
+    for (const [path, request] of [
+      ['/workauto.notes_tasks.v1.NotesTasksService/ListTasks', { q: 'kick', archived: false }],
+      [LIST_NOTES, { q: 'kick' }],
+      [LIST_NOTES, { q: 'kick', archived: true }],
+      [LIST_NOTES, { q: 'kick', archived: false, pinned: true }],
+    ] as const)
+      assert.throws(
+        () => read(path, { ...request, cursor }),
+        (err: DomainError) => /another list or other filters/.test(err.message) && err.reason === 'INVALID_ARGUMENT',
+        `${path} ${JSON.stringify(request)}`,
+      );
+  });
+
+  it("reads a cursor without a binding (the previous release's), and never binds a timestamp cursor", () => {
+    const unbound = toPage({ rows: [1], keys: [key], next: key }, (n) => n).next_cursor!;
+    assert.deepEqual(read(LIST_NOTES, { cursor: unbound }).after, key);
+    const runs = listCallScope.run({ path: '/runs', request: {} }, () =>
+      toPage({ rows: [1], keys: [key], next: key }, (n) => n, timestampCursor),
+    );
+    assert.equal(runs.next_cursor, key.at);
   });
 });
 

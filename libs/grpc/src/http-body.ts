@@ -1,4 +1,20 @@
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
+import { HttpBodyHeaders } from '@workauto/protos/workauto/api/v1/http.js';
+
+const HEADERS_TYPE = 'type.googleapis.com/workauto.api.v1.HttpBodyHeaders';
+
+/**
+ * The HTTP headers an HttpBody response asks for (its first message's extensions, written by
+ * httpBodyChunks): what the gateway sets on the response, by header name.
+ */
+export function httpBodyHeaders(body: {
+  extensions?: { type_url: string; value: Uint8Array }[];
+}): Record<string, string> {
+  const ext = body.extensions?.find((e) => e.type_url === HEADERS_TYPE);
+  if (!ext) return {};
+  const { content_disposition } = HttpBodyHeaders.decode(ext.value);
+  return content_disposition ? { 'Content-Disposition': content_disposition } : {};
+}
 
 /**
  * A stream of text as google.api.HttpBody chunks of about `chunkBytes`, for server-streaming routes
@@ -11,12 +27,22 @@ export async function* httpBodyChunks(
   pieces: AsyncIterable<string>,
   contentType: string,
   chunkBytes: number,
+  /** Headers of the HTTP response (the first chunk carries them), e.g. a download's file name. */
+  headers?: Partial<HttpBodyHeaders>,
 ): AsyncGenerator<HttpBody> {
-  const body = (texts: string[]): HttpBody => ({
-    content_type: contentType,
-    data: Buffer.from(texts.join('')),
-    extensions: [],
-  });
+  let extensions = headers
+    ? [
+        {
+          type_url: HEADERS_TYPE,
+          value: Buffer.from(HttpBodyHeaders.encode(HttpBodyHeaders.fromPartial(headers)).finish()),
+        },
+      ]
+    : [];
+  const body = (texts: string[]): HttpBody => {
+    const chunk = { content_type: contentType, data: Buffer.from(texts.join('')), extensions };
+    extensions = [];
+    return chunk;
+  };
   let pending: string[] = [];
   let size = 0;
   let sent = false;

@@ -4,6 +4,7 @@ export {
   toServiceError,
   decodeStatusDetails,
   capViolations,
+  violationsMessage,
   MAX_FIELD_VIOLATIONS,
   type ErrorDetails,
   type FieldViolation,
@@ -42,7 +43,7 @@ export {
   type PageRequest,
 } from './pagination.js';
 export { encodedSizeBound } from './message-size.js';
-export { httpBodyChunks } from './http-body.js';
+export { httpBodyChunks, httpBodyHeaders } from './http-body.js';
 export { Resources } from './resources.js';
 export {
   checkMetadata,

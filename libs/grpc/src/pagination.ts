@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import { decodeCursor, encodeCursor, type KeysetCursor, type KeysetPage, type PageQuery } from '@workauto/db';
 import { parseRfc3339 } from '@workauto/protos';
 import { errors } from './errors.js';
@@ -17,6 +19,70 @@ export interface CursorCodec<K> {
   encode(key: K): string;
   /** What the 400 of a cursor decode refuses says (default: pass next_cursor unchanged). */
   rule?: string;
+  /** False for a cursor whose text the spec fixes (agent runs' timestamp): it is not bound to its list. */
+  bound?: boolean;
+}
+
+/** The rpc being answered and its request: what a list's cursors are bound to (GrpcServer sets it for every call). */
+export const listCallScope = new AsyncLocalStorage<{ path: string; request: unknown }>();
+
+/**
+ * `=` ends a base64url text for Node's decoder, so a bound cursor is `<the list's own cursor>=<binding>`
+ * and the previous release's pods, which know no binding, still read it during a rolling upgrade.
+ */
+const BINDING = '=';
+
+/**
+ * The list and filters a cursor belongs to (docs/api.md §7): a short hash of the rpc and every
+ * field of its request but limit and cursor, so that a cursor given to another list, or with other
+ * filters, is refused instead of silently reading the wrong rows. Outside a call (unit tests), none.
+ */
+function bindingOf(): string | undefined {
+  const call = listCallScope.getStore();
+  if (!call) return undefined;
+  const { limit: _limit, cursor: _cursor, ...filters } = (call.request ?? {}) as Record<string, unknown>;
+  return createHash('sha256')
+    .update(call.path)
+    .update('\0')
+    .update(canonicalJson(filters))
+    .digest('base64url')
+    .slice(0, 12);
+}
+
+/** JSON with object keys sorted and undefined left out: the same request gives the same text. */
+function canonicalJson(value: unknown): string {
+  if (value instanceof Date) return JSON.stringify(value.toISOString());
+  if (value instanceof Uint8Array) return JSON.stringify(Buffer.from(value).toString('base64'));
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.keys(value)
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** A page's next_cursor: the list's own cursor text with the list's binding. */
+function bindCursor(text: string, bound: boolean): string {
+  const binding = bound ? bindingOf() : undefined;
+  return binding ? `${text}${BINDING}${binding}` : text;
+}
+
+/**
+ * The list's own cursor text of a request's cursor; a cursor bound to another list or to other
+ * filters is a 400. A cursor without a binding (one the previous release issued) is still read.
+ */
+function unbindCursor(cursor: string, bound: boolean): string {
+  const at = bound ? cursor.lastIndexOf(BINDING) : -1;
+  if (at < 0) return cursor;
+  const binding = bindingOf();
+  if (binding !== undefined && cursor.slice(at + 1) !== binding)
+    throw errors.invalidField(
+      'cursor',
+      'is from another list or other filters: pass next_cursor only to the list it came from, with the same query parameters (limit aside), or leave it out to start from the first page',
+    );
+  return cursor.slice(0, at);
 }
 
 const NO_ID = '00000000-0000-0000-0000-000000000000';
@@ -40,10 +106,12 @@ export const timestampCursor: CursorCodec<KeysetCursor> = {
   },
   encode: (key) => key.at,
   rule: 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last item)',
+  bound: false,
 };
 
 /**
- * Reads `limit` and `cursor` of a list request; 0, negative or a foreign cursor is a 400. A list
+ * Reads `limit` and `cursor` of a list request; 0, negative, a foreign cursor or one of another list
+ * or other filters is a 400. A list
  * whose order is not a keyset of one table (calendar occurrences), or whose cursor the spec fixes
  * (agent runs), passes its own cursor decoder or codec.
  */
@@ -59,6 +127,7 @@ export function parsePage<C>(
   ) => C | undefined,
 ): { size: number; after?: C } {
   const decode = typeof cursor === 'function' ? cursor : (text: string) => cursor.decode(text);
+  const bound = typeof cursor === 'function' || cursor.bound !== false;
   let size = DEFAULT_PAGE_SIZE;
   if (req.limit !== undefined) {
     if (!Number.isInteger(req.limit) || req.limit < 1)
@@ -66,7 +135,7 @@ export function parsePage<C>(
     size = Math.min(req.limit, MAX_PAGE_SIZE);
   }
   if (req.cursor === undefined || req.cursor === '') return { size };
-  const after = decode(req.cursor);
+  const after = decode(unbindCursor(req.cursor, bound));
   if (!after)
     throw errors.invalidField(
       'cursor',
@@ -96,7 +165,7 @@ export interface FetchedPage<R, K> {
 }
 
 /**
- * The contract's list envelope of a page the repo fetched; the cursor stays opaque. The page stops
+ * The list envelope (docs/api.md §6) of a page the repo fetched; the cursor stays opaque. The page stops
  * early, after the last item that keeps the items under PAGE_MAX_BYTES (an upper bound of their
  * protobuf encoding, encodedSizeBound), and then continues after that item: every list answers,
  * whatever its records weigh. A single item over the budget still goes, alone. A list with its own
@@ -113,7 +182,9 @@ export function toPage<R, T, K>(
   map: (r: R) => T,
   cursor: ((key: K) => string) | CursorCodec<K> = encodeCursor as unknown as (key: K) => string,
 ): Page<T> {
-  const encode = typeof cursor === 'function' ? cursor : (key: K) => cursor.encode(key);
+  const own = typeof cursor === 'function' ? cursor : (key: K) => cursor.encode(key);
+  const bound = typeof cursor === 'function' || cursor.bound !== false;
+  const encode = (key: K) => bindCursor(own(key), bound);
   const data: T[] = [];
   let bytes = 0;
   let next = page.next;

@@ -7,6 +7,7 @@ import { loadRules, loadSchema, reflectionDefinition, ruleViolations, type Viola
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { errors, toServiceError, DomainError } from './errors.js';
+import { listCallScope } from './pagination.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
 export type ServiceDefinition = Record<
@@ -267,7 +268,9 @@ export class GrpcServer {
             callerSigner,
             Number.isFinite(deadlineMs) ? Date.now() + deadlineMs : undefined,
           )),
-        run: <T>(work: () => Promise<T>) => Promise.resolve().then(work),
+        // Within the call's scope: its list cursors are bound to the rpc and its request.
+        run: <T>(work: () => Promise<T>) =>
+          listCallScope.run({ path, request: call.request }, () => Promise.resolve().then(work)),
         ok: () => {
           const ms = settle();
           logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(ms) }, 'rpc ok');
@@ -303,7 +306,9 @@ export class GrpcServer {
   async listen(host: string, port: number): Promise<number> {
     await loadRules(); // the field rules every request is checked against, before the first one comes
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      // An IPv6 address goes in brackets: `[::]:50051` (every address, IPv4 ones too, on a dual-stack node).
+      const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) =>
         err ? reject(err) : resolve(bound),
       );
     });

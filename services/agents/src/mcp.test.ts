@@ -63,7 +63,7 @@ describe('MCP tools (ListMcpTools, CallMcpTool)', () => {
     assert.equal(rows.length, 1);
     assert.deepEqual(
       decodeEvent(rows[0].payload).actor,
-      { type: 'api_key', id: member.caller.actor!.id },
+      { type: 'api_key', id: member.caller.actor!.id, member_id: t.memberId },
       "the member's key made the task, not an agent",
     );
 

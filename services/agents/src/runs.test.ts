@@ -77,7 +77,11 @@ describe('agent runs', () => {
       `SELECT payload FROM outbox WHERE tenant_id = $1 AND event_type = 'task.created'`,
       [t.id],
     );
-    assert.deepEqual(decodeEvent(rows[0].payload).actor, { type: 'agent', id: run.id }, "audited as the run's agent");
+    assert.deepEqual(
+      decodeEvent(rows[0].payload).actor,
+      { type: 'agent', id: run.id, member_id: '' },
+      "audited as the run's agent",
+    );
     const chats = stack.fake.chats(t.key);
     assert.equal(chats.length, 2);
     const first = JSON.parse(chats[0]!.body);

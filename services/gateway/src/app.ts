@@ -17,6 +17,7 @@ import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
 import { inOneLayer } from './one-layer.js';
+import { jsonSyntaxDescription } from './json-syntax.js';
 import { corsHeaders, corsPreflight } from './cors.js';
 import { DOCS_PATH, docsRoutes } from './docs.js';
 import { healthRoutes } from './health.js';
@@ -29,7 +30,8 @@ import { TenantLimits } from './tenant-limits.js';
 import { StreamPace, StreamSlots } from './stream-slots.js';
 import { StreamWatch } from './stream-watch.js';
 import { TokenTenants } from './token-tenants.js';
-import { loadRoutes, type RouteInfo } from './routes.js';
+import { SharedRateCounter } from './shared-counter.js';
+import { loadRoutes, matchRoute, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
   logger: Logger;
@@ -72,6 +74,11 @@ export interface GatewayOptions {
   streamIdleTimeoutMs?: number;
   /** How often open streams' credentials are checked again (default 2 s; tests shorten it). */
   streamReauthorizeMs?: number;
+  /**
+   * HTTP_KEEP_ALIVE_TIMEOUT_MS: how long an idle client connection stays open (default 65 s, above
+   * load balancers' 60 s, so the balancer closes it first and never reuses one the gateway closed).
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface Gateway {
@@ -89,6 +96,7 @@ const MAX_BODY = '1mb';
 const JSON_TYPES = ['application/json', 'application/*+json'];
 const OPENAPI_PATH = '/api/v1/openapi.json';
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
@@ -101,13 +109,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ]),
   );
   const limitPerMinute = options.rateLimitPerMinute ?? 600;
-  const tenantLimits = new TenantLimits({
-    concurrency: options.tenantConcurrency ?? 128,
-    perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
-  });
-  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
   const pool = createPool(options.databaseUrl, { applicationName: 'gateway' });
+  // Every rate limit counts here, shared by the gateway replicas through this database.
+  const counter = new SharedRateCounter(pool, logger);
+  const tenantLimits = new TenantLimits(
+    {
+      concurrency: options.tenantConcurrency ?? 128,
+      perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
+    },
+    counter,
+  );
+  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   try {
     // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
     await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
@@ -115,10 +128,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
   } catch (err) {
     for (const d of downstreams.values()) d.close();
-    tenantLimits.stop();
     await pool.end();
     throw err;
   }
+  counter.startSweeping();
   const deadlineMs = options.deadlineMs ?? 5_000;
   // A first request holds its key for its deadline plus a margin; after that a retry may take over.
   // The longest deadline any route declares bounds the hold, so a slow rpc's retry never runs it twice.
@@ -207,8 +220,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use(
     '/api',
     inOneLayer(
-      failedAuthLimiter(limitPerMinute, send),
-      rateLimiter(limitPerMinute, send),
+      failedAuthLimiter(limitPerMinute, send, counter),
+      rateLimiter(limitPerMinute, send, counter),
       corsPreflight(options.corsAllowedOrigins ?? [], routes),
       // JSON bodies only (415 otherwise), at most 1 MiB (413), within the shape limits (400).
       (req, res, next) => {
@@ -217,6 +230,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           if (!('body' in (req as object))) req.body = undefined;
           return next();
         }
+        // The method first: a path without it is a 405 whatever its body (docs/api.md §5).
+        const match = matchRoute(routes, req.method, req.originalUrl.split('?')[0] ?? '');
+        if (match && 'methodNotAllowed' in match)
+          return next(gatewayErrors.methodNotAllowed(req.method, match.methodNotAllowed));
         const declared = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
         if (declared && !req.is(JSON_TYPES)) {
           return next(
@@ -266,6 +283,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         const s = app.listen(port, host, (err?: Error) =>
           err ? reject(err) : resolve((s.address() as { port: number }).port),
         );
+        s.keepAliveTimeout = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+        // Above the idle timeout: a connection waiting for its next request's headers is idle, not slow.
+        s.headersTimeout = s.keepAliveTimeout + 1_000;
         server = s;
       });
     },
@@ -289,7 +309,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       streamWatch.stop();
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
-      tenantLimits.stop();
+      counter.stop();
       await pool.end();
     },
   };
@@ -316,11 +336,16 @@ function fromBodyParser(err: unknown): unknown {
       'the request body is over 1 MiB; send less data per request',
       413,
     );
-  if (type === 'entity.parse.failed')
+  if (type === 'entity.parse.failed') {
+    const { body, message } = err as { body?: unknown; message: string };
+    const where = typeof body === 'string' ? jsonSyntaxDescription(body, message) : undefined;
     return gatewayErrors.badRequest(
-      [{ field: '(body)', description: 'is not valid JSON' }],
-      'the request body is not valid JSON',
+      [{ field: '(body)', description: where ? `is not valid JSON: ${where}` : 'is not valid JSON' }],
+      where
+        ? `the request body is not valid JSON: ${where}; fix it there and send it again`
+        : 'the request body is not valid JSON',
     );
+  }
   if (type === 'charset.unsupported' || type === 'encoding.unsupported') {
     return new GatewayError(
       grpc.status.INVALID_ARGUMENT,

@@ -1,6 +1,6 @@
 /** The contract's error shape (§2), and gRPC status → HTTP as grpc-gateway maps it (with the contract's overrides). */
 import * as grpc from '@grpc/grpc-js';
-import { DomainError, capViolations, decodeStatusDetails, type ErrorDetails } from '@workauto/grpc';
+import { DomainError, capViolations, decodeStatusDetails, violationsMessage, type ErrorDetails } from '@workauto/grpc';
 
 export const GATEWAY_DOMAIN = 'gateway.workauto';
 
@@ -160,7 +160,7 @@ export const gatewayErrors = {
     return new GatewayError(
       grpc.status.INVALID_ARGUMENT,
       'INVALID_ARGUMENT',
-      message ?? listed.map((v) => `${v.field}: ${v.description}`).join('; '),
+      message ?? violationsMessage(listed),
       undefined,
       { fieldViolations: listed },
     );

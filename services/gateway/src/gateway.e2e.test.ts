@@ -542,6 +542,31 @@ describe('gateway in front of identity', () => {
     const notAllowed = await api('PUT', `/api/v1/members/${a.ownerId}`, { key: a.key, body: {} });
     assertError(notAllowed, 405, 'METHOD_NOT_ALLOWED');
     assert.deepEqual(notAllowed.headers.get('allow')?.split(', ').sort(), ['DELETE', 'GET', 'PATCH']);
+    // The method first: a form or broken body on a path without that method is its 405, not a 415 or 400.
+    for (const [body, type] of [
+      ['name=x', 'application/x-www-form-urlencoded'],
+      ['{"name": ', 'application/json'],
+    ] as const)
+      assertError(
+        await api('PUT', `/api/v1/members/${a.ownerId}`, { key: a.key, body, headers: { 'content-type': type } }),
+        405,
+        'METHOD_NOT_ALLOWED',
+      );
+    // Invalid JSON says where it breaks.
+    const broken = await api('PATCH', `/api/v1/members/${a.ownerId}`, {
+      key: a.key,
+      body: '{"name": "Ann",\n "role": admin}',
+    });
+    assertError(broken, 400);
+    assert.equal(
+      broken.body.error.message,
+      "the request body is not valid JSON: unexpected token 'a' at line 2, column 10 (position 25); fix it there and send it again",
+    );
+    const cut = await api('PATCH', `/api/v1/members/${a.ownerId}`, { key: a.key, body: '{"name": "Ann"' });
+    assert.match(
+      cut.body.error.details[1].field_violations[0].description,
+      /ends early at line 1, column 15 \(position 14\)/,
+    );
     const mine = await api('GET', '/api/v1/members', { key: a.key, headers: { 'x-request-id': 'req-123.abc' } });
     assert.equal(mine.headers.get('x-request-id'), 'req-123.abc');
     const odd = await api('GET', '/api/v1/members', { key: a.key, headers: { 'x-request-id': 'x'.repeat(300) } });

@@ -33,7 +33,7 @@ describe('OpenAPI document', () => {
     const doc = buildOpenApi(buildRoutes(fixtureFile('fixture')), { eventTypes: [] }) as Doc;
     assert.equal((await new Validator().validate(doc as never)).valid, true);
     const s = doc.components.schemas;
-    const out = s['fixture.v1.Thing'];
+    const out = s['Thing'];
     assert.deepEqual(out.required.length, Object.keys(out.properties).length, 'a response carries every field');
     assert.deepEqual(out.properties.amount, { type: 'integer', format: 'int64' });
     assert.deepEqual(out.properties.note, { anyOf: [{ type: 'string' }, { type: 'null' }] });
@@ -43,7 +43,7 @@ describe('OpenAPI document', () => {
     assert.deepEqual(out.properties.at, { anyOf: [{ type: 'string', format: 'date-time' }, { type: 'null' }] });
     assert.deepEqual(out.properties.id, { type: 'string', format: 'uuid' });
     assert.deepEqual(out.properties.tags, { type: 'array', items: { type: 'string' } });
-    const input = s['fixture.v1.CreateThingRequest-Request'];
+    const input = s['CreateThingRequest'];
     assert.deepEqual(input.required, ['name']);
     assert.deepEqual(input.properties.name, { type: 'string' }, 'a required field is never null');
     assert.deepEqual(input.properties.note, { anyOf: [{ type: 'string' }, { type: 'null' }] }, 'others may be');
@@ -59,7 +59,7 @@ describe('OpenAPI document', () => {
     const list = doc.paths['/api/v1/things']!.get;
     assert.deepEqual(list.responses['200'].content['application/json'].schema, {
       type: 'array',
-      items: { $ref: '#/components/schemas/fixture.v1.Thing' },
+      items: { $ref: '#/components/schemas/Thing' },
     });
     assert.deepEqual(
       list.parameters.map((p: { name?: string; $ref?: string }) => p.name ?? p.$ref),
@@ -88,7 +88,7 @@ describe('OpenAPI document', () => {
 
   it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', async () => {
     const s = (buildOpenApi(await loadRoutes()) as Doc).components.schemas;
-    const task = s['notes_tasks.v1.Task'];
+    const task = s['Task'];
     const { description, ...id } = task.properties.id;
     assert.deepEqual(id, { type: 'string', format: 'uuid' });
     assert.match(description, /id/, "the field's comment in the proto");
@@ -97,7 +97,7 @@ describe('OpenAPI document', () => {
       false,
       JSON.stringify(task.properties.external_id),
     );
-    const entry = s['identity.v1.AuditLogEntry'];
+    const entry = s['AuditLogEntry'];
     assert.equal(
       JSON.stringify(entry.properties.actor_id).includes('uuid'),
       false,
@@ -113,7 +113,7 @@ describe('OpenAPI document', () => {
       const { description: _d, ...rest } = schema;
       return (rest.anyOf as Record<string, unknown>[] | undefined)?.[0] ?? rest;
     };
-    const task = s['notes_tasks.v1.CreateTaskRequest-Request'].properties;
+    const task = s['CreateTaskRequest'].properties;
     assert.deepEqual(value(task.title), { type: 'string', maxLength: 500, minLength: 1, pattern: '\\S' });
     assert.deepEqual(value(task.due_date), { type: 'string', minLength: 1, format: 'date' });
     assert.deepEqual(value(task.estimation_minutes), {
@@ -122,7 +122,7 @@ describe('OpenAPI document', () => {
       minimum: 0,
       maximum: 1000000,
     });
-    const pipeline = s['crm_pipelines.v1.CreatePipelineRequest-Request'].properties;
+    const pipeline = s['CreatePipelineRequest'].properties;
     assert.equal(value(pipeline.stages).maxItems, 50);
     const provider = doc.paths['/api/v1/integration-keys/{provider}']!.put.parameters.find(
       (p: { name: string }) => p.name === 'provider',
@@ -143,7 +143,78 @@ describe('OpenAPI document', () => {
       for (const [prop, s] of Object.entries<any>(schema.properties ?? {}))
         if (!s.description) missing.push(`${name}.${prop}`);
     assert.deepEqual(missing, []);
-    assert.equal(doc.info.license.name, 'Proprietary');
+  });
+
+  it('fits the generators users run: stable lowerCamelCase operation ids, plain schema names, no recursion', async () => {
+    const doc = buildOpenApi(await loadRoutes()) as Doc;
+    assert.deepEqual(doc.info.license, { name: 'Apache-2.0', identifier: 'Apache-2.0' });
+    const ids: string[] = [];
+    for (const ops of Object.values(doc.paths)) for (const op of Object.values(ops)) ids.push(op.operationId);
+    for (const hook of Object.values(doc.webhooks)) ids.push(hook.post.operationId);
+    assert.deepEqual(
+      ids.filter((id) => !/^[a-z][a-zA-Z0-9]*$/.test(id)),
+      [],
+      'operation ids are lowerCamelCase',
+    );
+    assert.equal(new Set(ids).size, ids.length, 'operation ids are unique');
+    assert.equal(doc.paths['/api/v1/notes']!.post.operationId, 'createNote');
+    assert.equal(doc.paths['/api/v1/deals']!.get.operationId, 'listDeals');
+    assert.equal(doc.webhooks['note.created'].post.operationId, 'noteCreatedWebhook');
+    const names = Object.keys(doc.components.schemas);
+    assert.deepEqual(
+      names.filter((n) => !/^[A-Z][a-zA-Z0-9]*$/.test(n)),
+      [],
+      'schema names are PascalCase words, without the package',
+    );
+    for (const kind of ['responses', 'parameters', 'headers'])
+      assert.deepEqual(
+        Object.keys(doc.components[kind]!).filter((n) => names.includes(n)),
+        [],
+        `no ${kind} name is also a schema name (oapi-codegen makes one type of each)`,
+      );
+    assert.ok(names.includes('Note') && names.includes('CreateNoteRequest') && names.includes('UpdateNoteBody'));
+    // Any-JSON values are the empty schema: generators that follow $refs never loop.
+    const refs = (value: unknown): string[] =>
+      typeof value !== 'object' || value === null
+        ? []
+        : Array.isArray(value)
+          ? value.flatMap(refs)
+          : Object.entries(value).flatMap(([k, v]) =>
+              k === '$ref' && typeof v === 'string' && v.startsWith('#/components/schemas/')
+                ? [v.slice('#/components/schemas/'.length)]
+                : refs(v),
+            );
+    const cycle = (start: string): boolean => {
+      const seen = new Set<string>();
+      const stack = refs(doc.components.schemas[start]);
+      while (stack.length) {
+        const name = stack.pop()!;
+        if (name === start) return true;
+        if (seen.has(name)) continue;
+        seen.add(name);
+        stack.push(...refs(doc.components.schemas[name]));
+      }
+      return false;
+    };
+    assert.deepEqual(names.filter(cycle), [], 'no schema refers to itself');
+    const metadata = doc.components.schemas.Note.properties.metadata;
+    assert.deepEqual(metadata.anyOf[0], { type: 'object', additionalProperties: {} }, JSON.stringify(metadata));
+  });
+
+  it('declares the calendar feed as text/calendar text, with its token as a query parameter', async () => {
+    const doc = buildOpenApi(await loadRoutes()) as Doc;
+    const feed = doc.paths['/api/v1/calendars/{id}/events.ics']!.get;
+    assert.deepEqual(Object.keys(feed.responses['200'].content), ['text/calendar']);
+    assert.equal(feed.responses['200'].content['text/calendar'].schema.type, 'string');
+    assert.equal(feed.responses['200'].content['text/calendar'].schema.format, undefined, 'text, not binary');
+    const token = feed.parameters.find((p: { name?: string }) => p.name === 'token');
+    assert.equal(token?.in, 'query');
+    assert.equal(token?.required, false);
+    assert.match(token?.description, /feed token/);
+    assert.deepEqual(feed.security, [{ bearer: [] }, {}], 'an API key, or no credential with the token');
+    assert.deepEqual(Object.keys(doc.components.securitySchemes!), ['bearer']);
+    const exported = doc.paths['/api/v1/audit-log/export']!.get.responses['200'].content;
+    for (const type of Object.keys(exported)) assert.equal(exported[type].schema.type, 'string', type);
   });
 
   it('declares the headers and the 4xx each operation can answer, with the error schema', async () => {
@@ -194,11 +265,15 @@ describe('OpenAPI document', () => {
     const body = (name: string) => doc.webhooks[name].post.requestBody.content['application/json'].schema;
     assert.deepEqual(body('note.created').required, ['type', 'timestamp', 'data']);
     assert.equal(body('note.created').properties.type.const, 'note.created');
-    assert.equal(body('note.created').properties.data.$ref, '#/components/schemas/notes_tasks.v1.Note');
-    assert.equal(body('calendar_event.updated').properties.data.$ref, '#/components/schemas/calendar.v1.CalendarEvent');
+    assert.equal(body('note.created').properties.data.$ref, '#/components/schemas/Note');
+    assert.equal(body('calendar_event.updated').properties.data.$ref, '#/components/schemas/CalendarEvent');
     for (const t of EVENT_TYPES) {
       const data = body(t.name).properties.data;
-      assert.ok(data.$ref || t.name === 'integration_key.deleted', `${t.name}: data is ${JSON.stringify(data)}`);
+      // A schema only webhooks use is written inline (oapi-codegen prunes the others).
+      assert.ok(
+        data.$ref || data.properties || t.name === 'integration_key.deleted',
+        `${t.name}: data is ${JSON.stringify(data)}`,
+      );
     }
   });
 });

@@ -37,21 +37,11 @@ const SCALARS: Record<string, Schema> = {
 const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
 
 /**
- * Any JSON value, recursively (metadata and other Struct/Value fields), so that clients and fuzzers
- * see that values nest; the gateway refuses requests nested deeper than 32 levels (contract §1).
+ * Any JSON value (metadata and other Struct/Value fields): the empty schema, never a recursive one,
+ * which generators cannot follow (openapi-python-client drops every operation that reaches one).
+ * A request body nests at most 32 levels (docs/api.md §4).
  */
-const JSON_VALUE_REF: Schema = { $ref: '#/components/schemas/JsonValue' };
-const JSON_VALUE_SCHEMA: Schema = {
-  description: 'any JSON value; a request body nests at most 32 levels',
-  anyOf: [
-    { type: 'null' },
-    { type: 'boolean' },
-    { type: 'number' },
-    { type: 'string' },
-    { type: 'array', items: JSON_VALUE_REF },
-    { type: 'object', additionalProperties: JSON_VALUE_REF },
-  ],
-};
+const ANY_JSON: Schema = { description: 'Any JSON value (a request body nests at most 32 levels).' };
 
 /**
  * `*_id` names that are not UUIDs (contract §4 and the spec): a client's own identifier of a task
@@ -161,7 +151,7 @@ const ERROR_SCHEMA: Schema = {
 
 const ref = (kind: string, name: string): Schema => ({ $ref: `#/components/${kind}/${name}` });
 
-/** Response headers (contract §1, docs/api.md): every /api/v1 response carries the first three. */
+/** Response headers (docs/api.md §4, §9): every /api/v1 response carries the first three. */
 const HEADERS: Record<string, Schema> = {
   'X-Request-Id': {
     description:
@@ -203,9 +193,9 @@ function errorResponse(description: string, headers: string[] = []): Schema {
   };
 }
 
-/** The error responses operations refer to, by status (contract §2). */
+/** The error responses operations refer to, by status (docs/api.md §5). */
 const RESPONSES: Record<string, Schema> = {
-  BadRequest: errorResponse(
+  InvalidArgument: errorResponse(
     'INVALID_ARGUMENT: malformed JSON, an unknown or missing field, a wrong type, enum value or UUID. The BadRequest detail names each field; fix them and send again.',
   ),
   Unauthorized: errorResponse(
@@ -264,7 +254,7 @@ const EVENT_DATA_MESSAGES: Record<string, string> = { access_policies: 'ListAcce
 /** Event types that carry no data (null). */
 const EVENTS_WITHOUT_DATA = new Set(['integration_key.deleted']);
 
-const LICENSE = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
+const LICENSE = { name: 'Apache-2.0', identifier: 'Apache-2.0' };
 
 export interface OpenApiOptions {
   /** The event types of the `webhooks` section (default: the catalogue GET /webhook-event-types lists). */
@@ -272,7 +262,32 @@ export interface OpenApiOptions {
 }
 
 const nullable = (s: Schema): Schema => ({ anyOf: [s, { type: 'null' }] });
-const pascal = (snake: string) => snake.replace(/(^|_)([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+const pascal = (snake: string) => snake.replace(/(^|[_.])([a-z])/g, (_m, _u, c: string) => c.toUpperCase());
+const lowerFirst = (name: string) => name.charAt(0).toLowerCase() + name.slice(1);
+
+/**
+ * The operation id of an rpc: its name in lowerCamelCase (`createNote`), which generators make the
+ * function's name; with the service's name in front only where two services have an rpc of that name.
+ */
+function operationIdOf(r: Route, taken: Set<string>): string {
+  const id = lowerFirst(r.rpc);
+  return taken.has(id) ? lowerFirst(pascal(r.downstream) + r.rpc) : id;
+}
+
+/** A media type whose body is text (a string to generators), not bytes. */
+const isTextType = (type: string) => /^text\/|^application\/(x-)?ndjson\b|^application\/([\w.-]+\+)?json\b/i.test(type);
+
+/**
+ * Response names of messages whose own name is their request body's: an invitation carries the
+ * AccessPolicyInput it was created with, which is also what CreateInvitationRequest takes.
+ */
+const OUTPUT_NAMES: Record<string, string> = { 'workauto.identity.v1.AccessPolicyInput': 'InvitationAccessPolicy' };
+
+/** A message's own name without its package: `Note`; a nested message `CreateTenantRequestOwner`. */
+function messageName(type: DescMessage): string {
+  const pkg = type.file.proto.package;
+  return type.typeName.slice(pkg ? pkg.length + 1 : 0).replace(/\./g, '');
+}
 
 export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Record<string, unknown> {
   const schemas: Record<string, Schema> = {
@@ -280,10 +295,9 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
     ErrorInfo: ERROR_INFO,
     BadRequest: BAD_REQUEST,
     FieldViolation: FIELD_VIOLATION,
-    JsonValue: JSON_VALUE_SCHEMA,
   };
-  /** Body schema name → the path variables it leaves out (one message can back several bodies). */
-  const bodyVariants = new Map<string, string>();
+  /** Schema name → what it is (message, direction, the path variables a body leaves out): names are unique. */
+  const owners = new Map<string, string>(Object.keys(schemas).map((n) => [n, n]));
 
   /** A message as a schema: a $ref to a named component, or inline for the well-known types. */
   const messageRef = (type: DescMessage, dir: Direction, exclude: string[] = []): Schema => {
@@ -291,20 +305,16 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
       case 'google.protobuf.Timestamp':
         return { type: 'string', format: 'date-time' };
       case 'google.protobuf.Struct':
-        return { type: 'object', additionalProperties: JSON_VALUE_REF };
+        return { type: 'object', additionalProperties: {} };
       case 'google.protobuf.Value':
-        return { ...JSON_VALUE_REF };
+        return { ...ANY_JSON };
       case 'google.protobuf.ListValue':
-        return { type: 'array', items: JSON_VALUE_REF };
+        return { type: 'array', items: {} };
     }
     const wrapped = WRAPPERS[type.typeName];
     if (wrapped) return { ...SCALARS[wrapped] };
-    // '-' never occurs in a proto name, so a request variant cannot collide with a message (AccessPolicyInput).
     const base = type.typeName.replace(/^workauto\./, '');
-    let name = dir === 'output' ? base : exclude.length ? `${base}-Body` : `${base}-Request`;
-    const variant = exclude.join(',');
-    if (bodyVariants.has(name) && bodyVariants.get(name) !== variant) name = `${name}-without-${exclude.join('-')}`;
-    if (exclude.length) bodyVariants.set(name, variant);
+    const name = schemaName(type, dir, exclude);
     if (!schemas[name]) {
       schemas[name] = {}; // placeholder against recursive messages
       const schema = messageSchema(type, dir, exclude);
@@ -312,6 +322,38 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
       schemas[name] = example ? { ...schema, examples: [completeExample(schema, example)] } : schema;
     }
     return { $ref: `#/components/schemas/${name}` };
+  };
+
+  /**
+   * The name generators make a class of, so plain words: a response is the message's name (`Note`),
+   * `…Result` for a `…Response` message (`ListNotesResult`: oapi-codegen names its own response
+   * wrappers `<OperationId>Response`); a request body the request's (`CreateNoteRequest`), or `…Body`
+   * when the path carries some of its fields (`UpdateNoteBody`); a message inside a request
+   * `…Input` (`ReminderInput`). Names are stable: two schemas that would share one stop the build,
+   * naming both.
+   */
+  const schemaName = (type: DescMessage, dir: Direction, exclude: string[]): string => {
+    const own = messageName(type);
+    const stem = own.replace(/Request$/, '');
+    let name =
+      dir === 'output'
+        ? (OUTPUT_NAMES[type.typeName] ?? own.replace(/Response$/, 'Result'))
+        : exclude.length
+          ? `${stem}Body`
+          : own.endsWith('Request') || own.endsWith('Input')
+            ? own
+            : `${own}Input`;
+    const what = `${type.typeName} (${dir}${exclude.length ? ` without ${exclude.join(', ')}` : ''})`;
+    // One message can back bodies with different path variables left out.
+    if (exclude.length && owners.has(name) && owners.get(name) !== what)
+      name = `${name}Without${exclude.map((e) => pascal(e)).join('')}`;
+    const owner = owners.get(name);
+    if (owner !== undefined && owner !== what)
+      throw new Error(
+        `two schemas of the OpenAPI document would be named ${name}: ${owner} and ${what}; rename a message or give one a name in services/gateway/src/openapi.ts`,
+      );
+    owners.set(name, what);
+    return name;
   };
 
   /**
@@ -383,14 +425,16 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
       };
     });
     for (const f of queryParameters(r)) {
-      // A token route's token is a security scheme of the operation (below), not a parameter.
-      if (r.auth === 'api_key_or_token' && f.name === TOKEN_FIELD) continue;
+      // A token route's token is a query parameter a client sets (a security scheme of type apiKey
+      // would be a credential generators ask for on every call, or not at all).
+      const token = r.auth === 'api_key_or_token' && f.name === TOKEN_FIELD;
+      const description = token ? `${commentOf(f) ?? ''} ${TOKEN_TEXT}`.trim() : commentOf(f);
       parameters.push({
         name: f.name,
         in: 'query',
         required: isRequiredField(f),
         ...(f.fieldKind === 'list' ? { style: 'form', explode: true } : {}),
-        ...(commentOf(f) ? { description: commentOf(f) } : {}),
+        ...(description ? { description } : {}),
         ...(f.deprecated ? { deprecated: true } : {}),
         // limit is 1…; a value over 200 is taken as 200 (so no maximum).
         schema:
@@ -413,7 +457,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
         : r.body
           ? fieldSchema(fieldByName(r.requestType.desc, r.body)!, 'input')
           : undefined;
-    const operationId = operationIds.has(r.rpc) ? `${r.downstream}_${r.rpc}` : r.rpc;
+    const operationId = operationIdOf(r, operationIds);
     operationIds.add(operationId);
     const successHeaders = headerRefs([...COMMON_HEADERS, ...(r.method === 'POST' ? ['Idempotent-Replayed'] : [])]);
     const success =
@@ -430,7 +474,8 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
           }
         : r.successStatus === 204
           ? { description: 'Done; no content', headers: successHeaders }
-          : // google.api.HttpBody: the bytes themselves, in the media types the rpc's policy declares.
+          : // google.api.HttpBody: the body itself, in the media types the rpc's policy declares: text
+            // (a string to generators) or bytes.
             r.responseType.desc.typeName === 'google.api.HttpBody'
             ? {
                 description: 'OK: the body as its Content-Type says',
@@ -438,7 +483,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
                 content: Object.fromEntries(
                   (r.contentTypes.length ? r.contentTypes : ['*/*']).map((type) => [
                     type,
-                    { schema: { type: 'string', format: 'binary' } },
+                    { schema: isTextType(type) ? { type: 'string' } : { type: 'string', format: 'binary' } },
                   ]),
                 ),
               }
@@ -463,13 +508,18 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
         : {}),
       responses: { [String(r.successStatus)]: success, ...errorResponsesOf(r, requestSchema !== undefined) },
       ...(r.auth === 'none' ? { security: [] } : {}),
-      ...(r.auth === 'api_key_or_token' ? { security: [{ bearer: [] }, { token: [] }] } : {}),
+      // An API key, or none with the token parameter.
+      ...(r.auth === 'api_key_or_token' ? { security: [{ bearer: [] }, {}] } : {}),
       'x-workauto-policy': { auth: r.auth, ...(r.domain ? { domain: r.domain, level: r.level } : {}) },
     };
     (paths[r.template] ??= {})[r.method.toLowerCase()] = op;
   }
 
-  const webhooks = webhooksOf(routes, options.eventTypes ?? EVENT_TYPES, messageRef);
+  const webhooks = inlineWebhookOnlySchemas(
+    webhooksOf(routes, options.eventTypes ?? EVENT_TYPES, messageRef),
+    schemas,
+    { paths, RESPONSES },
+  );
   return {
     openapi: '3.1.0',
     info: {
@@ -504,17 +554,14 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
           scheme: 'bearer',
           description: 'An API key (wk_…), or the platform admin token for /admin routes.',
         },
-        token: {
-          type: 'apiKey',
-          in: 'query',
-          name: TOKEN_FIELD,
-          description:
-            "A resource's own secret for clients that cannot send an Authorization header, on the operations that list it: a calendar's feed token, the `token` of the feed_url POST /api/v1/calendars/{id}/feed-token returns. It reads that one resource and nothing else.",
-        },
       },
     },
   };
 }
+
+/** What a token parameter (AUTH_API_KEY_OR_TOKEN routes) says beside its field's comment. */
+const TOKEN_TEXT =
+  'For clients that cannot send an Authorization header: with it, no credential is needed. It reads this one resource and nothing else (the `token` of the feed_url that POST /api/v1/calendars/{id}/feed-token returns); a wrong or revoked token is a 404.';
 
 const INFO_DESCRIPTION = [
   'The REST API of workauto, generated from the protos (google.api.http and workauto.api.v1.policy annotations).',
@@ -534,9 +581,9 @@ function rpcOf(r: Route) {
   return { service, method: service?.methods.find((m) => m.name === rpc) };
 }
 
-/** Which of the contract's 4xx an operation can answer (§2), plus the 5xx as `default`. */
+/** Which of the 4xx of docs/api.md §5 an operation can answer, plus the 5xx as `default`. */
 function errorResponsesOf(r: Route, hasBody: boolean): Record<string, Schema> {
-  const out: Record<string, Schema> = { '400': ref('responses', 'BadRequest') };
+  const out: Record<string, Schema> = { '400': ref('responses', 'InvalidArgument') };
   if (r.auth !== 'none') {
     out['401'] = ref('responses', 'Unauthorized');
     out['403'] = ref('responses', 'Forbidden');
@@ -582,11 +629,11 @@ function webhooksOf(
             ...messageRef(message, 'output'),
             description: `The ${resource.replace(/_/g, ' ')} after the change, as the REST API returns it.`,
           }
-        : { type: 'object', additionalProperties: JSON_VALUE_REF, description: 'The resource after the change.' };
+        : { type: 'object', additionalProperties: {}, description: 'The resource after the change.' };
     const [summary = t.name] = t.description.split(/:\s|\.\s|\.$/);
     out[t.name] = {
       post: {
-        operationId: `webhook_${t.name.replace(/\./g, '_')}`,
+        operationId: `${lowerFirst(pascal(t.name))}Webhook`,
         summary,
         description: `${t.description}\n\nDelivered to every enabled endpoint subscribed to \`${t.name}\` (or to its resource's channel), signed per Standard Webhooks: verify \`webhook-signature\` over \`{webhook-id}.{webhook-timestamp}.{body}\` with the endpoint's signing secret, and deduplicate on \`webhook-id\`.`,
         tags: ['webhook-events'],
@@ -641,6 +688,56 @@ function webhooksOf(
       },
     };
   }
+  return out;
+}
+
+const SCHEMA_REF = '#/components/schemas/';
+
+/** The schema names a value refers to, directly. */
+function refsOf(value: unknown, out = new Set<string>()): Set<string> {
+  if (typeof value !== 'object' || value === null) return out;
+  if (Array.isArray(value)) {
+    for (const v of value) refsOf(v, out);
+    return out;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    if (k === '$ref' && typeof v === 'string' && v.startsWith(SCHEMA_REF)) out.add(v.slice(SCHEMA_REF.length));
+    else refsOf(v, out);
+  }
+  return out;
+}
+
+/**
+ * The webhooks with the schemas only they use written inline, and those schemas dropped from
+ * `components`: oapi-codegen generates the webhooks' bodies but prunes every schema the paths do
+ * not reach, so a body naming one would not build.
+ */
+function inlineWebhookOnlySchemas(
+  webhooks: Record<string, unknown>,
+  schemas: Record<string, Schema>,
+  fromPaths: unknown,
+): Record<string, unknown> {
+  const reached = new Set<string>();
+  const stack = [...refsOf(fromPaths)];
+  while (stack.length) {
+    const name = stack.pop()!;
+    if (reached.has(name)) continue;
+    reached.add(name);
+    stack.push(...refsOf(schemas[name]));
+  }
+  const inline = (value: unknown, seen: string[]): unknown => {
+    if (typeof value !== 'object' || value === null) return value;
+    if (Array.isArray(value)) return value.map((v) => inline(v, seen));
+    const { $ref, ...rest } = value as Record<string, unknown>;
+    if (typeof $ref === 'string' && $ref.startsWith(SCHEMA_REF) && !reached.has($ref.slice(SCHEMA_REF.length))) {
+      const name = $ref.slice(SCHEMA_REF.length);
+      if (seen.includes(name)) throw new Error(`schema ${name} refers to itself: it cannot be written inline`);
+      return { ...(inline(schemas[name], [...seen, name]) as Schema), ...rest };
+    }
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, inline(v, seen)]));
+  };
+  const out = inline(webhooks, []) as Record<string, unknown>;
+  for (const name of Object.keys(schemas)) if (!reached.has(name)) delete schemas[name];
   return out;
 }
 

@@ -6,7 +6,14 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import type { Request, Response } from 'express';
-import { DomainError, callerAudience, type Caller, type CallerSigner, type Downstream } from '@workauto/grpc';
+import {
+  DomainError,
+  callerAudience,
+  httpBodyHeaders,
+  type Caller,
+  type CallerSigner,
+  type Downstream,
+} from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { accessLevels, requestCredential, type Authenticator } from './auth.js';
@@ -242,6 +249,7 @@ function sendHttpBody(res: Response, route: Route, response: Record<string, unkn
   const { content_type: type, data } = response as { content_type?: string; data?: Uint8Array };
   res
     .status(route.successStatus)
+    .set(httpBodyHeaders(response))
     .type(type || 'application/octet-stream')
     .send(Buffer.from(data ?? new Uint8Array()));
 }
@@ -302,7 +310,10 @@ async function streamHttpBody(
     for await (const chunk of open(gone.signal)) {
       const { content_type: type, data } = chunk as { content_type?: string; data?: Uint8Array };
       if (!started) {
-        res.status(route.successStatus).type(type || 'application/octet-stream');
+        res
+          .status(route.successStatus)
+          .set(httpBodyHeaders(chunk))
+          .type(type || 'application/octet-stream');
         events = isEventStream(type);
         if (events) {
           res.set({ 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });

@@ -246,6 +246,21 @@ describe('what an unknown name is told (the product routes)', async () => {
     );
   });
 
+  it('several unknown body fields: the message lists the fields a body may carry once', () => {
+    const typos = told(() =>
+      buildRequest(by('CreateCalendar'), {}, {}, { name: 'Team', nam: 'x', descripton: 'x', colour: 'red' }),
+    );
+    assert.equal(
+      typos.message,
+      'nam, descripton, colour: is not a field of CreateCalendarRequest; its fields are name, description, timezone, color, metadata',
+    );
+    assert.deepEqual(
+      typos.violations.map((v) => v.field),
+      ['nam', 'descripton', 'colour'],
+      'each field still has its own violation',
+    );
+  });
+
   it('an unknown query parameter: the query parameters the route takes, or that it takes none', () => {
     const list = told(() =>
       buildRequest(by('ListEvents'), {}, { form: '2026-01-01T00:00:00Z', to: '2026-01-02T00:00:00Z' }, undefined),

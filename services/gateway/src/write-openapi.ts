@@ -1,9 +1,10 @@
 /**
- * Writes the OpenAPI document the gateway serves at /api/v1/openapi.json to a file (make build:
- * the typed client is generated from it and `make openapi-lint` lints it):
+ * Writes the OpenAPI document the gateway serves at /api/v1/openapi.json to a file, when it differs
+ * from what the file holds (make build: the typed client is generated from it and `make
+ * openapi-lint` lints it):
  * `node services/gateway/dist/write-openapi.js <file>`.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { buildOpenApi } from './openapi.js';
 import { loadRoutes } from './routes.js';
 
@@ -12,4 +13,6 @@ if (!out) {
   console.error('usage: node services/gateway/dist/write-openapi.js <file>: where to write the OpenAPI document');
   process.exit(2);
 }
-writeFileSync(out, `${JSON.stringify(buildOpenApi(await loadRoutes()), null, 2)}\n`);
+const text = `${JSON.stringify(buildOpenApi(await loadRoutes()), null, 2)}\n`;
+// An unchanged document keeps its file's time: make generates the client's types from it only when it changed.
+if (!existsSync(out) || readFileSync(out, 'utf8') !== text) writeFileSync(out, text);

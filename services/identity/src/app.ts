@@ -51,6 +51,8 @@ export function createIdentityService(
               action: event.type,
               actor_id: event.actor?.id || 'system',
               actor_type: event.actor?.type || 'system',
+              // A member acting as itself is its own member (events recorded before member_id say only that).
+              member_id: event.actor?.member_id || (event.actor?.type === 'member' ? event.actor.id : null),
               resource_type: event.resource?.type || null,
               resource_id: event.resource?.id || null,
               ip_address: event.request?.ip_address || null,

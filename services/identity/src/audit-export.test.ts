@@ -24,6 +24,7 @@ const row = (over: Partial<AuditEntryRow> = {}): AuditEntryRow => ({
   user_agent: 'curl/8.5',
   metadata: { name: 'Ada' },
   created_at: new Date('2026-03-01T08:00:00.123Z'),
+  member_id: '0193a1b2-0000-7000-8000-0000000000cc',
   ...over,
 });
 

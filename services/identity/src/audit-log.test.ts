@@ -22,6 +22,8 @@ const T0 = Date.parse('2026-03-01T08:00:00Z');
 const minute = (n: number) => new Date(T0 + n * 60_000);
 const ACTIONS = ['note.created', 'note.updated', 'member.updated', 'task.created'];
 const ACTORS = [randomUUID(), randomUUID(), 'system'];
+/** The members holding the first two actors (API keys); the system has none. */
+const MEMBERS = [randomUUID(), randomUUID(), null];
 const RESOURCES = Array.from({ length: 5 }, () => randomUUID());
 
 /** 40 entries of a tenant: every action, actor and resource, two entries per minute (ties broken by id). */
@@ -34,6 +36,7 @@ function entriesOf(tenantId: string): AuditRow[] {
       action,
       actor_id: ACTORS[i % ACTORS.length]!,
       actor_type: i % 3 === 2 ? 'system' : 'api_key',
+      member_id: MEMBERS[i % MEMBERS.length]!,
       resource_type: action.split('.')[0]!,
       resource_id: RESOURCES[i % RESOURCES.length]!,
       ip_address: '203.0.113.9',
@@ -55,6 +58,7 @@ function matching(entries: AuditRow[], f: AuditFilter): AuditRow[] {
         (f.action === undefined || e.action === f.action) &&
         (f.resource_type === undefined || e.resource_type === f.resource_type) &&
         (f.actor_id === undefined || e.actor_id === f.actor_id) &&
+        (f.member_id === undefined || e.member_id === f.member_id) &&
         (f.resource_id === undefined || e.resource_id === f.resource_id) &&
         (f.from === undefined || e.created_at >= f.from) &&
         (f.to === undefined || e.created_at < f.to),
@@ -87,6 +91,7 @@ describe('audit log filters and export batches', () => {
     ['resource_type', { resource_type: 'note' }],
     ['actor_id', { actor_id: ACTORS[1] }],
     ['actor_id system', { actor_id: 'system' }],
+    ['member_id', { member_id: MEMBERS[0]! }],
     ['resource_id', { resource_id: RESOURCES[2] }],
     ['from', { from: minute(15) }],
     ['to', { to: minute(4) }],
@@ -126,7 +131,8 @@ describe('audit log filters and export batches', () => {
     // The filters do narrow: each alone leaves out some entries, the combined ones more.
     assert.equal(matching(mine, { actor_id: ACTORS[1] }).length, 13);
     assert.equal(matching(mine, { resource_id: RESOURCES[2] }).length, 8);
-    assert.ok(matching(mine, filters[9]![1]).length > 0 && matching(mine, filters[12]![1]).length > 0);
+    assert.ok(matching(mine, filters[10]![1]).length > 0 && matching(mine, filters[13]![1]).length > 0);
+    assert.equal(matching(mine, { member_id: MEMBERS[0]! }).length, 14);
   });
 
   it('takes from as inclusive and to as exclusive', async () => {
@@ -176,6 +182,7 @@ describe('audit log filters and export batches', () => {
     assert.deepEqual(await bad({ from: minute(6), to: minute(5) }), ['to']);
     assert.deepEqual(await bad({ resource_id: 'note-1' }), ['resource_id']);
     assert.deepEqual(await bad({ resource_id: '' }), ['resource_id']);
+    assert.deepEqual(await bad({ member_id: 'wes' }), ['member_id']);
     assert.deepEqual(await bad({ actor_id: 'x'.repeat(201), action: '' }), ['action', 'actor_id']);
     const err = await failure(list({ from: minute(6), to: minute(5) }));
     assert.match(err.fieldViolations[0]!.description, /after from/);
@@ -259,7 +266,7 @@ describe('audit log filters and export batches', () => {
     const header = await exportAs(big, { action: 'nothing.matches', format: F.AUDIT_LOG_EXPORT_FORMAT_CSV });
     assert.equal(
       header.text,
-      'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent\r\n',
+      'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent,member_id\r\n',
     );
   });
 

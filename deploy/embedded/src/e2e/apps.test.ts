@@ -280,7 +280,7 @@ describe('apps through the gateway', () => {
     const operations = Object.values(openapi.body.paths).flatMap((p: any) =>
       Object.values(p).map((o: any) => o.operationId),
     );
-    assert.ok(operations.includes('CallTool') && !operations.includes('ListAgentTools'), 'ListAgentTools is internal');
+    assert.ok(operations.includes('callTool') && !operations.includes('listAgentTools'), 'ListAgentTools is internal');
   });
 
   it('refuses an mcp_server_url that is not http(s), naming the field', async () => {

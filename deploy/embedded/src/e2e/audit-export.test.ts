@@ -13,7 +13,7 @@ type Entry = Record<string, unknown> & { id: string; action: string; actor_id: s
 
 // The header the contract's field list gives, written out here rather than taken from the code under test.
 const COLUMNS =
-  'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent'.split(
+  'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent,member_id'.split(
     ',',
   );
 
@@ -88,6 +88,9 @@ describe('audit log export', () => {
     const res = await exportOf(acme.key, 'format=ndjson');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.type, 'application/x-ndjson');
+    // Saved as a file named for the day (UTC) of the export.
+    const today = new Date().toISOString().slice(0, 10);
+    assert.equal(res.headers.get('content-disposition'), `attachment; filename="audit-log-${today}.ndjson"`);
     assert.ok(res.text.endsWith('\n'));
     const lines = res.text.slice(0, -1).split('\n');
     assert.deepEqual(
@@ -102,6 +105,10 @@ describe('audit log export', () => {
     const res = await exportOf(acme.key, 'format=csv');
     assert.equal(res.status, 200, res.text);
     assert.equal(res.type, 'text/csv; charset=utf-8');
+    assert.match(
+      res.headers.get('content-disposition') ?? '',
+      /^attachment; filename="audit-log-\d{4}-\d{2}-\d{2}\.csv"$/,
+    );
     const rows: string[][] = parse(res.text, { record_delimiter: '\r\n' });
     assert.deepEqual(rows[0], COLUMNS, 'a header row');
     const records: Record<string, string>[] = parse(res.text, { columns: true, record_delimiter: '\r\n' });
@@ -184,6 +191,7 @@ describe('audit log export', () => {
       'actor_id',
       'format',
       'from',
+      'member_id',
       'resource_id',
       'resource_type',
       'to',

@@ -240,6 +240,47 @@ function auditSuite(name: string, kafka: boolean) {
         await bad('?resource_id=not-a-uuid', 'resource_id');
       });
 
+      it("answers “what did this member do?”: entries made with a member's API keys carry its member_id", async () => {
+        // A member with a key of their own, and the owner's key.
+        const inv = await stack.api('POST', '/api/v1/invitations', {
+          key: acme.key,
+          body: { email: `w-${randomBytes(3).toString('hex')}@acme.test`, name: 'Wes', role: 'member' },
+        });
+        const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
+        const wes = { id: claimed.body.member.id as string, key: claimed.body.api_key as string };
+        const byWes = await stack.api('POST', '/api/v1/notes', { key: wes.key, body: { title: 'by Wes' } });
+        const byOwner = await stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: 'by the owner' } });
+        assert.equal(byWes.status, 201);
+        assert.equal(byOwner.status, 201);
+        const entries = await eventually('the note of Wes is audited under his member id', async () => {
+          const page = await log(acme.key, `?member_id=${wes.id}&action=note.created`);
+          assert.equal(page.status, 200, JSON.stringify(page.body));
+          return page.body.data.length ? (page.body.data as (Entry & { member_id: string })[]) : undefined;
+        });
+        assert.deepEqual(
+          entries.map((e) => [e.resource_id, e.actor_type, e.member_id]),
+          [[byWes.body.id, 'api_key', wes.id]],
+          "the key's id stays the actor; the member is who holds it",
+        );
+        const owner = await eventually('the owner’s note is audited', async () => {
+          const page = await log(acme.key, `?member_id=${acme.ownerId}&resource_id=${byOwner.body.id}`);
+          return page.body.data[0] as (Entry & { member_id: string }) | undefined;
+        });
+        assert.equal(owner.member_id, acme.ownerId);
+        const exported = await fetch(`${stack.url}/api/v1/audit-log/export?format=ndjson&member_id=${wes.id}`, {
+          headers: { authorization: `Bearer ${acme.key}` },
+        });
+        assert.equal(exported.status, 200);
+        const lines = (await exported.text())
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as { action: string; member_id: string });
+        assert.ok(lines.length >= 1 && lines.every((l) => l.member_id === wes.id), JSON.stringify(lines));
+        assert.ok(lines.some((l) => l.action === 'note.created'));
+        assert.deepEqual((await log(other.key, `?member_id=${wes.id}`)).body.data, []);
+        assertError(await log(acme.key, '?member_id=wes'), 400);
+      });
+
       it("never shows another tenant's entries", async () => {
         const page = await log(other.key, '?limit=200');
         assert.equal(page.status, 200);

@@ -96,7 +96,7 @@ describe('in a real browser', () => {
     assert.match(res?.headers()['content-security-policy'] ?? '', /^default-src 'self'/);
 
     // The operations, rendered by the browser from /api/v1/openapi.json: a known summary.
-    const op = await page.waitForSelector('#operations-notes_tasks-CreateNote', { timeout: 15_000 });
+    const op = await page.waitForSelector('#operations-notes_tasks-createNote', { timeout: 15_000 });
     assert.match(await op!.evaluate((el) => el.textContent ?? ''), /Create a note\./);
     assert.ok((await page.$$('.opblock')).length >= 100, 'every operation is listed (the document has over 100)');
 
@@ -107,15 +107,15 @@ describe('in a real browser', () => {
     await page.click('.auth-btn-wrapper .btn-done');
 
     // Try it out: POST /api/v1/notes with a body typed into the panel.
-    await page.click('#operations-notes_tasks-CreateNote .opblock-summary-control');
-    await page.waitForSelector('#operations-notes_tasks-CreateNote .try-out__btn');
-    await page.click('#operations-notes_tasks-CreateNote .try-out__btn');
-    const body = await page.waitForSelector('#operations-notes_tasks-CreateNote textarea.body-param__text');
+    await page.click('#operations-notes_tasks-createNote .opblock-summary-control');
+    await page.waitForSelector('#operations-notes_tasks-createNote .try-out__btn');
+    await page.click('#operations-notes_tasks-createNote .try-out__btn');
+    const body = await page.waitForSelector('#operations-notes_tasks-createNote textarea.body-param__text');
     await body!.evaluate((el) => (el.value = ''));
     await body!.type('{"title": "Written from the docs page"}');
-    await page.click('#operations-notes_tasks-CreateNote .btn.execute');
+    await page.click('#operations-notes_tasks-createNote .btn.execute');
     const status = await page.waitForSelector(
-      '#operations-notes_tasks-CreateNote .live-responses-table tr.response .response-col_status',
+      '#operations-notes_tasks-createNote .live-responses-table tr.response .response-col_status',
       {
         timeout: 15_000,
       },

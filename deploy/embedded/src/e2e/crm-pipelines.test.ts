@@ -78,8 +78,8 @@ const CHANNEL = {
   preference_order: 'integer',
 } as const;
 
-type Stage = Schemas['crm_pipelines.v1.PipelineStage'];
-const SALES: Schemas['crm_pipelines.v1.StageInput-Request'][] = [
+type Stage = Schemas['PipelineStage'];
+const SALES: Schemas['StageInput'][] = [
   { name: 'Lead', stage_type: 'open', default_confidence: 0.1, display_order: 1 },
   { name: 'Proposal', stage_type: 'open', display_order: 2 },
   { name: 'Won', stage_type: 'won', display_order: 3 },

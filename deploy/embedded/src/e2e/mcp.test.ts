@@ -184,6 +184,22 @@ describe('MCP server at /api/v1/mcp', () => {
     assert.match(text(refused), /create_task needs write access to tasks; your access there is read/);
     const bad = (await client.callTool({ name: 'create_task', arguments: { title: 42 } })) as CallToolResult;
     assert.deepEqual([bad.isError, text(bad)], [true, 'title must be text of at most 500 characters']);
+    // An argument the tool's input schema does not declare (a typo) is a tool error naming it; nothing is made.
+    const typo = (await client.callTool({
+      name: 'create_task',
+      arguments: { title: 'Typo', titel: 'Typo', prio: 'high' },
+    })) as CallToolResult;
+    assert.deepEqual(
+      [typo.isError, text(typo)],
+      [
+        true,
+        'create_task does not take the arguments titel, prio; its arguments are title, description, priority, due_date',
+      ],
+    );
+    assert.equal(
+      (await call('GET', '/tasks', a.key)).body.data.filter((t: { title: string }) => t.title === 'Typo').length,
+      0,
+    );
     await assert.rejects(
       client.callTool({ name: 'drop_everything', arguments: {} }),
       (err: unknown) =>
@@ -208,8 +224,8 @@ describe('MCP server at /api/v1/mcp', () => {
     );
     assert.deepEqual([taskEntry.actor_type, taskEntry.actor_id], ['api_key', memberKey]);
     const calls = async () => (await call('GET', '/audit-log?action=mcp_tool.called', a.key)).body.data;
-    await eventually('the three calls are audited', async () => (await calls()).length === 3);
-    const [badCall, refusedCall, okCall] = await calls(); // newest first
+    await eventually('the four calls are audited', async () => (await calls()).length === 4);
+    const [typoCall, badCall, refusedCall, okCall] = await calls(); // newest first
     assert.deepEqual(
       [okCall.actor_id, okCall.resource_type, okCall.resource_id, okCall.metadata.outcome, okCall.metadata.member_id],
       [memberKey, 'mcp_tool', 'create_task', 'ok', member.id],
@@ -219,6 +235,8 @@ describe('MCP server at /api/v1/mcp', () => {
       [await keyOf(viewer.key), 'access_denied', viewer.id],
     );
     assert.equal(badCall.metadata.outcome, 'is_error');
+    assert.equal(typoCall.metadata.outcome, 'is_error');
+    assert.equal(okCall.member_id, member.id, 'the audit entry names the member whose key called');
     assert.ok(!JSON.stringify(await calls()).includes(title), 'never the arguments');
   });
 });

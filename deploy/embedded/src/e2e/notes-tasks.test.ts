@@ -470,6 +470,33 @@ describe('notes-tasks end to end', () => {
     assert.equal(hot.length, 1);
   });
 
+  it('binds a cursor to its list and filters: another list’s cursor, or other filters, is a 400 on cursor', async () => {
+    const api = stack.client(a.key);
+    for (let i = 0; i < 3; i++) {
+      await ok(api.POST('/api/v1/notes', { body: { title: `paged ${i}` } }), 201);
+      await ok(api.POST('/api/v1/tasks', { body: { title: `paged ${i}` } }), 201);
+    }
+    const first = await ok(api.GET('/api/v1/notes', { params: { query: { limit: 1, q: 'paged' } } }));
+    assert.ok(first.next_cursor);
+    const cursor = first.next_cursor;
+    // The same list and filters continue, whatever the page size.
+    const next = await ok(api.GET('/api/v1/notes', { params: { query: { limit: 2, q: 'paged', cursor } } }));
+    assert.deepEqual(
+      next.data.map((n) => n.title),
+      ['paged 1', 'paged 0'],
+    );
+    for (const [what, call] of [
+      ['GET /tasks', api.GET('/api/v1/tasks', { params: { query: { cursor } } })],
+      ['another q', api.GET('/api/v1/notes', { params: { query: { q: 'other', cursor } } })],
+      ['no q', api.GET('/api/v1/notes', { params: { query: { cursor } } })],
+      ['an added filter', api.GET('/api/v1/notes', { params: { query: { q: 'paged', pinned: true, cursor } } })],
+    ] as const) {
+      const res = await fails(call, 400, 'INVALID_ARGUMENT');
+      assert.deepEqual(violations(res), ['cursor'], what);
+      assert.match(res.body.error.message, /another list or other filters/, what);
+    }
+  });
+
   it('answers bad input with 400 in the contract’s shape', async () => {
     const note = (await call('POST', '/notes', a.key, { title: 'v', body: '' })).body;
     const top = (await call('POST', '/tasks', a.key, { title: 'top' })).body;

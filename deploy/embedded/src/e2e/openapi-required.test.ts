@@ -18,7 +18,7 @@ type Doc = { paths: Record<string, Record<string, any>>; components: { schemas: 
  * document): an event needs start_at and end_at unless it is all-day (then start_date and end_date).
  */
 const CONDITIONAL: Record<string, string[]> = {
-  CreateEvent: ['start_at', 'end_at', 'start_date', 'end_date'],
+  createEvent: ['start_at', 'end_at', 'start_date', 'end_date'],
 };
 
 describe('OpenAPI required fields = what the server refuses without', () => {

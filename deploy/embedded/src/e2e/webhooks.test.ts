@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signedBy, startReceiver, type Received, type Receiver } from '@workauto/webhooks/testing';
@@ -127,9 +128,17 @@ describe('webhooks through the gateway', () => {
     assert.equal(enabled.body.disabled_reason ?? null, null);
     assert.deepEqual(enabled.body.event_types, ['note.*'], 'fields left out keep their values');
 
+    const rotatedAt = Date.now();
     const rotated = await call('POST', `/webhook-endpoints/${ep.id}/rotate-secret`, {});
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
     assert.notEqual(rotated.body.signing_secret, ep.signing_secret);
+    // When the previous secret stops signing: the grace (24 h) after the rotation.
+    const expires = Date.parse(rotated.body.previous_secret_expires_at);
+    assert.ok(
+      Math.abs(expires - rotatedAt - 24 * 3_600_000) < 60_000,
+      `previous_secret_expires_at ${rotated.body.previous_secret_expires_at}`,
+    );
+    assert.equal(got.body.previous_secret_expires_at ?? null, null, 'only the rotation says it');
 
     const tested = await call('POST', `/webhook-endpoints/${ep.id}/test`, {});
     assert.equal(tested.status, 200, JSON.stringify(tested.body));
@@ -140,6 +149,10 @@ describe('webhooks through the gateway', () => {
       signedBy(testDelivery, rotated.body.signing_secret) && signedBy(testDelivery, ep.signing_secret),
       'both secrets during the grace',
     );
+    const product = JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    assert.equal(testDelivery.headers['user-agent'], `workauto-webhooks/${product.version}`);
 
     const types = await call('GET', '/webhook-event-types');
     assert.equal(types.status, 200);

@@ -8,7 +8,13 @@ import * as grpc from '@grpc/grpc-js';
 import { DomainError, decodeStatusDetails, errors, type CallContext, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
-import { BUILTIN_TOOLS, ToolInputError, builtinTool, type BuiltinTool } from '../tools/builtin.js';
+import {
+  BUILTIN_TOOLS,
+  ToolInputError,
+  builtinTool,
+  checkDeclaredArguments,
+  type BuiltinTool,
+} from '../tools/builtin.js';
 import { ToolUnavailable } from '../tools/clients.js';
 import { SOURCE, type AgentsDeps } from './common.js';
 
@@ -89,7 +95,9 @@ export function mcpHandlers(deps: AgentsDeps): Pick<H, 'listMcpTools' | 'callMcp
       let outcome: Outcome = 'ok';
       let answer: { text: string; is_error: boolean; structured_content?: Record<string, unknown> };
       try {
-        const result = await tool.call(req.arguments ?? {}, ctx, clients);
+        const args = req.arguments ?? {};
+        checkDeclaredArguments(tool, args);
+        const result = await tool.call(args, ctx, clients);
         answer = {
           text: JSON.stringify(result),
           is_error: false,

@@ -254,6 +254,21 @@ export function builtinTool(name: string): BuiltinTool | undefined {
   return byName.get(name);
 }
 
+/**
+ * Refuses arguments the tool's input schema does not declare (every schema says
+ * `additionalProperties: false`): a misspelt `titel` would otherwise be dropped and the call
+ * succeed without it. Names them and the arguments the tool takes.
+ */
+export function checkDeclaredArguments(tool: BuiltinTool, args: Record<string, unknown>): void {
+  const declared = Object.keys((tool.inputSchema as { properties?: Record<string, unknown> }).properties ?? {});
+  const unknown = Object.keys(args).filter((name) => !declared.includes(name));
+  if (unknown.length)
+    throw new ToolInputError(
+      `${tool.name} does not take the argument${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}; ` +
+        (declared.length ? `its arguments are ${declared.join(', ')}` : 'it takes no arguments'),
+    );
+}
+
 /** What a member needs, domain by domain, to start a run of the blueprint: what its built-in tools need. */
 export function accessToStart(blueprint: Blueprint): ToolAccess[] {
   return accessNeeded(blueprint.tools.flatMap((name) => builtinTool(name)?.access ?? []));

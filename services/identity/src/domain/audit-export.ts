@@ -18,6 +18,7 @@ export interface AuditEntryRow {
   user_agent: string | null;
   metadata: Record<string, unknown>;
   created_at: Date;
+  member_id: string | null;
 }
 
 /** The fields of an entry in the list's order (AuditLogEntry's field numbers): the CSV's columns. */
@@ -33,6 +34,7 @@ export const AUDIT_EXPORT_COLUMNS = [
   'resource_id',
   'resource_type',
   'user_agent',
+  'member_id',
 ] as const;
 
 export type AuditEntryJson = Record<(typeof AUDIT_EXPORT_COLUMNS)[number], unknown>;
@@ -56,6 +58,7 @@ export function auditEntryJson(row: AuditEntryRow): AuditEntryJson {
     resource_id: row.resource_id ?? null,
     resource_type: row.resource_type ?? null,
     user_agent: row.user_agent ?? null,
+    member_id: row.member_id ?? null,
   };
 }
 

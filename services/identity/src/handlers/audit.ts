@@ -24,6 +24,7 @@ function toAuditEntry(r: audit.AuditRow): AuditLogEntry {
     resource_id: r.resource_id ?? undefined,
     resource_type: r.resource_type ?? undefined,
     user_agent: r.user_agent ?? undefined,
+    member_id: r.member_id ?? undefined,
   };
 }
 
@@ -33,7 +34,9 @@ function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
     .text('resource_type', req.resource_type, { max: 200 })
     .text('actor_id', req.actor_id, { max: 200 })
     .uuid('resource_id', req.resource_id)
-    .check(req.resource_id !== '', 'resource_id', 'must be a UUID; leave it out for every resource');
+    .check(req.resource_id !== '', 'resource_id', 'must be a UUID; leave it out for every resource')
+    .uuid('member_id', req.member_id)
+    .check(req.member_id !== '', 'member_id', "must be a member's id (a UUID); leave it out for every member");
   if (req.from && req.to && req.to.getTime() <= req.from.getTime())
     v.add('to', 'must be after from (from is inclusive, to exclusive): swap them or widen the window');
   return {
@@ -42,6 +45,7 @@ function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
     actor_id: req.actor_id,
     // Stored as PostgreSQL writes a uuid: lowercase.
     resource_id: req.resource_id?.toLowerCase(),
+    member_id: req.member_id?.toLowerCase(),
     from: req.from,
     to: req.to,
   };
@@ -49,15 +53,20 @@ function auditFilter(req: audit.AuditFilter, v: Validator): audit.AuditFilter {
 
 /** How each export format starts and writes an entry. */
 const EXPORT_FORMATS: Partial<
-  Record<AuditLogExportFormat, { contentType: string; head: string; entry: (e: AuditEntryJson) => string }>
+  Record<
+    AuditLogExportFormat,
+    { contentType: string; extension: string; head: string; entry: (e: AuditEntryJson) => string }
+  >
 > = {
   [AuditLogExportFormat.AUDIT_LOG_EXPORT_FORMAT_NDJSON]: {
     contentType: 'application/x-ndjson',
+    extension: 'ndjson',
     head: '',
     entry: ndjsonLine,
   },
   [AuditLogExportFormat.AUDIT_LOG_EXPORT_FORMAT_CSV]: {
     contentType: 'text/csv; charset=utf-8',
+    extension: 'csv',
     head: csvHeader(),
     entry: csvRow,
   },
@@ -91,14 +100,18 @@ export function auditHandlers({ pool }: IdentityDeps): Pick<H, 'listAuditLog' | 
       if (!format) v.add('format', 'is required: ndjson or csv');
       const filter = auditFilter(req, v);
       v.done();
-      const { head, entry, contentType } = format!;
+      const { head, entry, contentType, extension } = format!;
       async function* exportText(): AsyncGenerator<string> {
         yield head;
         for await (const rows of audit.auditLogBatches(pool, ctx.tenant, filter, EXPORT_BATCH))
           for (const row of rows) yield entry(auditEntryJson(row));
       }
       // Chunked per entry, not per batch: a batch of heavy entries would pass the message limit.
-      yield* httpBodyChunks(exportText(), contentType, CHUNK_BYTES);
+      // Saved as a file named for the day (UTC) of the export.
+      const filename = `audit-log-${new Date().toISOString().slice(0, 10)}.${extension}`;
+      yield* httpBodyChunks(exportText(), contentType, CHUNK_BYTES, {
+        content_disposition: `attachment; filename="${filename}"`,
+      });
     },
   };
 }

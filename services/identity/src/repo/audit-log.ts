@@ -27,6 +27,7 @@ export async function insertAuditEntry(db: Queryable, e: AuditRow): Promise<void
       e.user_agent,
       e.metadata,
       e.created_at,
+      e.member_id,
     ]),
   );
 }
@@ -34,8 +35,8 @@ export async function insertAuditEntry(db: Queryable, e: AuditRow): Promise<void
 /** One per change of every service (the audit tail's last step), prepared once per connection. */
 const INSERT_AUDIT_ENTRY = preparedStatement(
   'audit_log_insert',
-  `INSERT INTO audit_log (id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at)
-   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
+  `INSERT INTO audit_log (id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at, member_id)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
 );
 
 /** The filters of the list and the export; each one present narrows the entries. */
@@ -43,6 +44,7 @@ export interface AuditFilter {
   action?: string | undefined;
   resource_type?: string | undefined;
   actor_id?: string | undefined;
+  member_id?: string | undefined;
   resource_id?: string | undefined;
   /** created_at at or after (inclusive). */
   from?: Date | undefined;
@@ -51,12 +53,12 @@ export interface AuditFilter {
 }
 
 const COLUMNS =
-  'id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at';
+  'id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at, member_id';
 
 /**
  * The tenant's entries matching a filter, as a list query without order and paging. Only the
  * filters given become conditions (no `$n IS NULL OR …`), so the planner sees plain equalities and
- * picks the index of the most selective one (migrations 0002 and 0003, docs/identity.md).
+ * picks the index of the most selective one (migrations 0002 to 0005 and 0007, docs/identity.md).
  */
 function filtered(tenantId: string, filter: AuditFilter): Omit<ListQuery, 'order'> {
   const params: unknown[] = [tenantId];
@@ -69,6 +71,7 @@ function filtered(tenantId: string, filter: AuditFilter): Omit<ListQuery, 'order
   add((p) => `action = ${p}`, filter.action);
   add((p) => `resource_type = ${p}`, filter.resource_type);
   add((p) => `actor_id = ${p}`, filter.actor_id);
+  add((p) => `member_id = ${p}`, filter.member_id);
   add((p) => `resource_id = ${p}`, filter.resource_id);
   add((p) => `created_at >= ${p}`, filter.from);
   add((p) => `created_at < ${p}`, filter.to);

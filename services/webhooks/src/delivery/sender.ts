@@ -1,4 +1,5 @@
 /** One signed POST to a receiver through the egress policy, and what came of it. */
+import { productVersion } from '@workauto/config';
 import { EgressError, type EgressPolicy } from '@workauto/egress';
 import { webhookHeaders } from '../domain/signing.js';
 import { retryAfterMs } from '../domain/schedule.js';
@@ -15,6 +16,9 @@ export interface AttemptResult {
   /** A 429/503's Retry-After (capped at 1 h). */
   retryAfterMs?: number;
 }
+
+/** What deliveries say they are: `workauto-webhooks/<the product version>`. */
+const userAgent = () => `workauto-webhooks/${productVersion()}`;
 
 export async function sendSigned(
   egress: EgressPolicy,
@@ -33,7 +37,8 @@ export async function sendSigned(
   try {
     res = await egress.fetch(req.url, {
       method: 'POST',
-      headers: webhookHeaders(req.secrets, req.webhookId, req.body),
+      // Receivers and their firewalls tell deliveries apart by it (and which release sent them).
+      headers: { ...webhookHeaders(req.secrets, req.webhookId, req.body), 'user-agent': userAgent() },
       body: req.body,
       timeoutMs: req.timeoutMs,
       ...(req.signal ? { signal: req.signal } : {}),

@@ -47,8 +47,11 @@ export const secretContext = (tenantId: string, endpointId: string) =>
  * The endpoint as the API returns it; `fullUrl` false (callers below admin on webhooks) reduces its
  * url to scheme, host and port.
  */
-export function toEndpoint(row: EndpointRow, opts: { signingSecret?: string; fullUrl: boolean }): WebhookEndpoint {
-  const { signingSecret, fullUrl } = opts;
+export function toEndpoint(
+  row: EndpointRow,
+  opts: { signingSecret?: string; fullUrl: boolean; previousSecretExpiresAt?: Date | undefined },
+): WebhookEndpoint {
+  const { signingSecret, fullUrl, previousSecretExpiresAt } = opts;
   return {
     id: row.id,
     tenant_id: row.tenant_id,
@@ -63,6 +66,7 @@ export function toEndpoint(row: EndpointRow, opts: { signingSecret?: string; ful
     signing_secret: signingSecret,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    previous_secret_expires_at: previousSecretExpiresAt,
   };
 }
 

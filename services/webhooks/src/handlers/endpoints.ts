@@ -217,7 +217,11 @@ export function endpointHandlers(
             data: endpointData(row),
             metadata: { previous_secret_expires_at: previousExpiresAt ?? null },
           });
-          return toEndpoint(row, { signingSecret: secret, fullUrl: fullUrl(ctx) });
+          return toEndpoint(row, {
+            signingSecret: secret,
+            fullUrl: fullUrl(ctx),
+            previousSecretExpiresAt: previousExpiresAt,
+          });
         },
         { signal: ctx.signal },
       );
