@@ -195,12 +195,18 @@ export class Downstream {
 
   /**
    * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
-   * with the signal's reason, which never counts against the circuit.
+   * with the signal's reason, which never counts against the circuit. `onMetadata` gets the
+   * response's initial metadata (e.g. that a keyed call was replayed).
    */
   call<Req, Res>(
     method: UnaryMethod<Req, Res>,
     request: Req,
-    opts: { metadata?: grpc.Metadata; deadlineMs?: number; signal?: AbortSignal | undefined } = {},
+    opts: {
+      metadata?: grpc.Metadata;
+      deadlineMs?: number;
+      signal?: AbortSignal | undefined;
+      onMetadata?: (metadata: grpc.Metadata) => void;
+    } = {},
   ): Promise<Res> {
     try {
       this.admit(opts.signal);
@@ -232,6 +238,7 @@ export class Downstream {
           ),
         );
         signal?.addEventListener('abort', onAbort, { once: true });
+        if (opts.onMetadata) call.on('metadata', opts.onMetadata);
       });
     return (this.breakerOf(method.path).fire(attempt) as Promise<Res>)
       .finally(() => this.inFlight--)

@@ -28,8 +28,10 @@ export class CallContext {
     readonly signal: AbortSignal,
     /** This service's own caller signing key (CALLER_SIGNING_KEY), when it has one. */
     private readonly signer?: CallerSigner,
-    /** The client's Idempotency-Key of a POST, signed with the rest (services may dedupe on it). */
+    /** The client's Idempotency-Key of a write (the gRPC kit records it with the write: server.ts). */
     readonly idempotencyKey?: string,
+    /** The keys that seal the response stored for that key (Caller.idempotencySeal). */
+    readonly idempotencySeal?: string,
   ) {}
 
   static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner): CallContext {
@@ -42,6 +44,7 @@ export class CallContext {
       signal,
       signer,
       caller.idempotencyKey,
+      caller.idempotencySeal,
     );
   }
 
@@ -71,7 +74,8 @@ export class CallContext {
    * gRPC service name, e.g. workauto.notes_tasks.v1.NotesTasksService): the same caller, signed with
    * this service's own key. The caller's token is not forwarded: it names this service as its
    * audience, so the target would refuse it. The target must list this service's public key in its
-   * CALLER_VERIFY_KEYS.
+   * CALLER_VERIFY_KEYS. The Idempotency-Key stays with this call: a call made on its behalf is
+   * another request, which the key does not name (two such calls would otherwise share it).
    */
   toMetadata(service: string): grpc.Metadata {
     if (!this.signer) {
@@ -86,7 +90,6 @@ export class CallContext {
         actor: this.actor,
         clientIp: this.clientIp,
         userAgent: this.userAgent,
-        idempotencyKey: this.idempotencyKey,
       },
       service,
     );

@@ -3,11 +3,13 @@ import * as grpc from '@grpc/grpc-js';
 import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, runKeyed } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import { reflectionDefinition } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { toServiceError, DomainError } from './errors.js';
+import { IDEMPOTENT_REPLAYED_KEY, KeyedMethod } from './idempotency.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
 export type ServiceDefinition = Record<
@@ -19,6 +21,8 @@ export type ServiceDefinition = Record<
     responseStream: boolean;
     requestDeserialize(b: Buffer): unknown;
     responseSerialize(v: never): Buffer;
+    /** ts-proto's definitions have it: a keyed call's stored response is read back with it. */
+    responseDeserialize?(b: Buffer): unknown;
   }
 >;
 /** The name services' specs use (libs/service); server-streaming methods are allowed too. */
@@ -102,7 +106,7 @@ export class GrpcServer {
       const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => unknown;
       impl[method] = def.responseStream
         ? this.wrapStream(def.path, handler as (req: unknown, ctx: CallContext) => AsyncIterable<unknown>)
-        : this.wrapUnary(def.path, handler as (req: unknown, ctx: CallContext) => Promise<unknown>);
+        : this.wrapUnary(def, handler as (req: unknown, ctx: CallContext) => Promise<unknown>);
     }
     this.server.addService(definition as unknown as grpc.ServiceDefinition, impl);
     this.serviceNames.push(fullName);
@@ -110,14 +114,30 @@ export class GrpcServer {
     return this;
   }
 
+  /**
+   * A unary rpc. A call with an Idempotency-Key records it with its write (@workauto/db runKeyed):
+   * a repeat of a call that wrote gets that call's response, marked replayed in the response
+   * metadata, and the handler does not run again.
+   */
   private wrapUnary(
-    path: string,
+    def: ServiceDefinition[string],
     handler: (req: unknown, ctx: CallContext) => Promise<unknown>,
   ): grpc.handleUnaryCall<unknown, unknown> {
-    const begin = this.calls(path);
+    const begin = this.calls(def.path);
+    const keyedMethod = new KeyedMethod(def);
     return (call, callback) => {
       const c = begin(call);
-      c.run(() => handler(call.request, c.context())).then(
+      c.run(async () => {
+        const ctx = c.context();
+        const write = keyedMethod.write(call.request, ctx);
+        if (!write) return handler(call.request, ctx);
+        const outcome = await runKeyed(write, () => handler(call.request, ctx)).catch(keyedFailure);
+        if (!outcome.replayed) return outcome.response;
+        const replayed = new grpc.Metadata();
+        replayed.set(IDEMPOTENT_REPLAYED_KEY, 'true');
+        call.sendMetadata(replayed);
+        return write.replay(outcome.stored);
+      }).then(
         (response) => {
           c.ok();
           callback(null, response);
@@ -272,4 +292,27 @@ export class GrpcServer {
       });
     });
   }
+}
+
+/** A keyed call's refusals as the API's 409s (the gateway answers the same ones from its own record). */
+function keyedFailure(err: unknown): never {
+  if (err instanceof IdempotencyKeyReusedError)
+    throw new DomainError(
+      grpc.status.ABORTED,
+      'IDEMPOTENCY_KEY_REUSED',
+      'this Idempotency-Key was already used with a different request; use a new key for a new request',
+    );
+  if (err instanceof IdempotencyKeyInUseError)
+    throw err.abandoned
+      ? new DomainError(
+          grpc.status.FAILED_PRECONDITION,
+          'IDEMPOTENT_RESPONSE_LOST',
+          'the request with this Idempotency-Key was applied, but its response was not kept (the service stopped while answering); read the result with a GET instead of retrying',
+        )
+      : new DomainError(
+          grpc.status.ABORTED,
+          'IDEMPOTENCY_KEY_IN_USE',
+          'a request with this Idempotency-Key is still running; retry after it has finished',
+        );
+  throw err;
 }

@@ -196,7 +196,11 @@ export async function runService<S extends z.ZodRawShape = Record<never, never>>
   start(config: ServiceConfig, env: ServiceEnv & Env<S>, logger: Logger): Promise<RunningService>;
 }): Promise<void> {
   const shape = { ...serviceEnv(opts.grpcPort), ...(opts.env ?? ({} as S)) };
-  const migrations = [migrationsOf(import.meta.resolve('@workauto/events')), ...opts.migrations];
+  const migrations = [
+    migrationsOf(import.meta.resolve('@workauto/events')),
+    migrationsOf(import.meta.resolve('@workauto/db')),
+    ...opts.migrations,
+  ];
   await runProcess({
     name: opts.name,
     env: shape,

@@ -6,7 +6,15 @@
  * start that fails half-way closes what it had opened.
  */
 import { resolve } from 'node:path';
-import { createPool, pendingMigrations, runForTenant, runMigrations, type Pool } from '@workauto/db';
+import {
+  IDEMPOTENCY_MIGRATIONS,
+  createPool,
+  deleteExpiredIdempotencyRecords,
+  pendingMigrations,
+  runForTenant,
+  runMigrations,
+  type Pool,
+} from '@workauto/db';
 import {
   LocalTransport,
   OUTBOX_MIGRATIONS,
@@ -93,7 +101,7 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
   /** Fully qualified gRPC service name (readiness is reported under it too). */
   grpcService: string;
   definition: S;
-  /** Migration folders applied after the shared outbox tables: the service's own, and e.g. JOBS_MIGRATIONS. */
+  /** Migration folders applied after the shared ones (outbox, idempotency records): the service's own, and e.g. JOBS_MIGRATIONS. */
   migrations: string | string[];
   handlers(pool: Pool): Handlers<S>;
   /** Event consumers the service runs (started before it serves). */
@@ -120,7 +128,7 @@ export async function startService<S extends UnaryServiceDefinition>(
   const wait = (): WaitOptions => ({ ...config.startupBackoff, timeoutMs: Math.max(0, deadline - Date.now()) });
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
-    const migrations = [OUTBOX_MIGRATIONS, ...[spec.migrations].flat()];
+    const migrations = [OUTBOX_MIGRATIONS, IDEMPOTENCY_MIGRATIONS, ...[spec.migrations].flat()];
     if (config.declaredMigrations && config.declaredMigrations.map((d) => resolve(d)).join() !== migrations.join())
       throw new Error(
         `main.ts declares the migrations ${config.declaredMigrations.join(', ')} but ${spec.name} applies ${migrations.join(', ')}: ` +
@@ -195,6 +203,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       }),
       (timer) => clearInterval(timer),
     );
+    resources.add(sweepIdempotencyRecords(pool, logger), (timer) => clearInterval(timer));
     const workers = spec.workers?.({ pool, transport, logger }) ?? [];
     const supervisor = new WorkerSupervisor(
       workers,
@@ -213,6 +222,26 @@ export async function startService<S extends UnaryServiceDefinition>(
 }
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 5 * 60_000;
+
+/** How often expired Idempotency-Key records are deleted. */
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+/** Deletes the service's expired Idempotency-Key records now and every SWEEP_EVERY_MS (on every replica: cheap and idempotent). */
+function sweepIdempotencyRecords(pool: Pool, logger: Logger): NodeJS.Timeout {
+  const sweep = async () => {
+    try {
+      let deleted = 0;
+      for (let batch; (batch = await deleteExpiredIdempotencyRecords(pool)) > 0;) deleted += batch;
+      if (deleted) logger.info({ deleted }, 'expired idempotency records deleted');
+    } catch (err) {
+      logger.warn({ err: String(err).slice(0, 200) }, 'idempotency record sweep failed; next try in 10 minutes');
+    }
+  };
+  void sweep();
+  const timer = setInterval(() => void sweep(), SWEEP_EVERY_MS);
+  timer.unref();
+  return timer;
+}
 
 /**
  * The spec's consumers, all or none: when one fails to start (to be tried again), the ones that
