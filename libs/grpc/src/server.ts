@@ -8,7 +8,7 @@ import type { Logger } from '@workauto/logger';
 import { reflectionDefinition } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
-import { toServiceError, DomainError } from './errors.js';
+import { asDomainError, toServiceError, DomainError } from './errors.js';
 import { IDEMPOTENT_REPLAYED_KEY, KeyedMethod } from './idempotency.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
@@ -232,7 +232,8 @@ export class GrpcServer {
         },
         failed: (err: unknown): Partial<grpc.ServiceError> => {
           const ms = settle();
-          const mapped = toServiceError(err, errorDomain);
+          const known = asDomainError(err);
+          const mapped = toServiceError(known, errorDomain);
           const log = {
             rpc: path,
             request_id: ctx?.requestId,
@@ -240,6 +241,13 @@ export class GrpcServer {
             ms: Math.round(ms),
           };
           if (err instanceof DomainError) logger.info({ ...log, reason: err.reason }, 'rpc failed');
+          else if (isCondition(known))
+            // The database away or slow, a tenant's share of connections in use, a lost concurrency
+            // race: a condition that passes and that the caller is told to retry (503, 409), not a bug.
+            logger.warn(
+              { ...log, reason: known.reason, cause: describeCondition(err) },
+              `rpc failed: ${known.message}`,
+            );
           else logger.error({ ...log, err }, 'rpc failed with an unexpected error');
           this.callDuration.record(ms / 1000, attributes(mapped.code ?? grpc.status.UNKNOWN));
           return mapped;
@@ -315,4 +323,17 @@ function keyedFailure(err: unknown): never {
           'a request with this Idempotency-Key is still running; retry after it has finished',
         );
   throw err;
+}
+
+/** Failures that say the service's dependency is unwell (503) or the request lost a race (409): retried, not bugs. */
+function isCondition(known: DomainError): boolean {
+  return known.code === grpc.status.UNAVAILABLE || known.code === grpc.status.ABORTED;
+}
+
+/** What a condition is logged with: the driver's code and message (connection errors and SQLSTATEs, never request data). */
+function describeCondition(err: unknown): string {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? `${e.code} ` : '';
+  const name = typeof e?.name === 'string' && e.name !== 'Error' ? `${e.name}: ` : '';
+  return `${code}${name}${typeof e?.message === 'string' ? e.message : String(err)}`.slice(0, 300);
 }
