@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,6 +112,7 @@ export async function startServiceProcesses(opts: {
   ) as Record<GrpcServiceName, string>;
   const namesDir = dnsNames ? mkdtempSync(join(tmpdir(), 'workauto-names-')) : undefined;
   const namesFile = namesDir ? join(namesDir, 'names.json') : undefined;
+  if (namesDir) process.once('exit', () => rmSync(namesDir, { recursive: true, force: true }));
   const published = new Map<string, Set<string>>();
   const writeNames = () => {
     if (!namesFile) return;

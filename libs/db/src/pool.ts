@@ -167,6 +167,8 @@ const BACKOFF_MS = 10;
  * PostgreSQL aborts as a deadlock victim (40P01) or a serialization failure (40001) runs again
  * from the start after a jittered backoff, a few times; the last such failure is thrown (and
  * mapped to ABORTED, 409, by the gRPC kit). So fn must keep every effect inside the transaction.
+ * Inside a call with an Idempotency-Key (runKeyed) the transaction also records the key, and stores
+ * fn's result when it is the call's response (idempotency.ts).
  */
 export async function withTransaction<T>(
   pool: pg.Pool,

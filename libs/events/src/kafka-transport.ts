@@ -131,7 +131,21 @@ export class KafkaTransport implements EventTransport {
       await consumer.disconnect().catch(() => undefined);
       throw err;
     }
-    await consumer.run({
+    // Joining the group can take seconds (a new group waits group.initial.rebalance.delay.ms; a
+    // member that died without leaving holds the group until its session times out): the service
+    // serves meanwhile, and the join is logged when it happens. Connecting and subscribing above
+    // have already refused bad credentials, ACLs or topics.
+    const joining = performance.now();
+    let joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      if (joined) return;
+      joined = true;
+      this.opts.logger.info(
+        { group: opts.groupId, waited_ms: Math.round(performance.now() - joining) },
+        'event consumer joined its group; consuming',
+      );
+    });
+    const running = consumer.run({
       // Offsets are resolved by hand, chunk by chunk, only after the handler (and its database
       // transaction) succeeded; kafkajs commits resolved offsets every second or 100 messages. A
       // crash redelivers at most that much, which the consumers' processed_events dedup absorbs.
@@ -170,6 +184,12 @@ export class KafkaTransport implements EventTransport {
         }
       },
     });
+    running.catch((err: unknown) =>
+      this.opts.logger.error(
+        { group: opts.groupId, err: String(err).slice(0, 300) },
+        'event consumer could not start; events wait in the topic until the service restarts',
+      ),
+    );
     this.consumers.add(consumer);
     return {
       stop: async () => {

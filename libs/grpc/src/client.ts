@@ -380,14 +380,17 @@ export class Downstream {
       this.downGauge.record(1, { service: this.name });
       const retry = () => {
         this.recheck = setTimeout(() => {
-          void this.checkAddresses().then((again) => {
-            if (this.closed) return;
-            if (again.all) return retry();
-            this.down = false;
-            this.downGauge.record(0, { service: this.name });
-            // The service answers again: its methods get traffic at once rather than after their reset timeout.
-            for (const b of this.breakers.values()) b.close();
-          });
+          // Looked up again first: a service replaced while down answers at its new address.
+          void (this.discovery?.refresh() ?? Promise.resolve())
+            .then(() => this.checkAddresses())
+            .then((again) => {
+              if (this.closed) return;
+              if (again.all) return retry();
+              this.down = false;
+              this.downGauge.record(0, { service: this.name });
+              // The service answers again: its methods get traffic at once rather than after their reset timeout.
+              for (const b of this.breakers.values()) b.close();
+            });
         }, this.options.healthRecheckMs);
         this.recheck.unref();
       };

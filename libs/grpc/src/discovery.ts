@@ -59,8 +59,9 @@ export class Discovery {
     this.publish();
   }
 
-  isExcluded(address: string): boolean {
-    return this.excluded.has(address);
+  /** Looks the name up now (a service marked down may be back at another address). */
+  async refresh(): Promise<void> {
+    await Promise.all([...this.resolvers].map((r) => r.lookup()));
   }
 
   /** The addresses the channels balance over. */
@@ -129,11 +130,11 @@ class RefreshingDnsResolver implements grpc.experimental.Resolver {
     this.discovery.attach(this);
     // An IP address never changes: resolved once, not polled.
     if (!this.timer && !isIP(this.host)) {
-      this.timer = setInterval(() => this.lookup(), this.refreshMs);
+      this.timer = setInterval(() => void this.lookup(), this.refreshMs);
       this.timer.unref();
     }
-    if (Date.now() - this.lastLookup >= MIN_LOOKUP_GAP_MS || !this.discovery.addresses.length) this.lookup();
-    else setTimeout(() => this.lookup(), MIN_LOOKUP_GAP_MS).unref();
+    if (Date.now() - this.lastLookup >= MIN_LOOKUP_GAP_MS || !this.discovery.addresses.length) void this.lookup();
+    else setTimeout(() => void this.lookup(), MIN_LOOKUP_GAP_MS).unref();
   }
 
   destroy(): void {
@@ -155,11 +156,11 @@ class RefreshingDnsResolver implements grpc.experimental.Resolver {
     });
   }
 
-  private lookup(): void {
-    if (this.pending || this.destroyed) return;
+  lookup(): Promise<void> {
+    if (this.pending || this.destroyed) return Promise.resolve();
     this.pending = true;
     this.lastLookup = Date.now();
-    dns.promises.lookup(this.host, { all: true }).then(
+    return dns.promises.lookup(this.host, { all: true }).then(
       (found) => {
         this.pending = false;
         const addresses = found.map((a) => (a.family === 6 ? `[${a.address}]` : a.address) + `:${this.port}`);

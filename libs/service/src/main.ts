@@ -128,6 +128,10 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   // Loaded only now: the OpenTelemetry SDK takes a while to load, and signals are handled by then.
   const { startTelemetry } = await import('@workauto/telemetry');
   stopTelemetry = startTelemetry(opts.name);
+  logger.info(
+    { since_process_start_ms: Math.round(performance.now()) },
+    'start: configuration read, telemetry started',
+  );
   try {
     if (opts.migrations && !env.MIGRATE_ON_START) {
       const { waitUntilMigrated } = await import('./migrate.js');

@@ -123,6 +123,10 @@ export async function startService<S extends UnaryServiceDefinition>(
     ? new CallerSigner(config.callerSigningKey, { issuer: spec.name })
     : undefined;
   const resources = new Resources();
+  // Each step of the start is one log line with the time since the process started: a restart's
+  // cost, and what it waited for, read from the log (docs/operations.md, "Restarts").
+  const step = (message: string, fields: Record<string, unknown> = {}) =>
+    logger.info({ ...fields, since_process_start_ms: Math.round(performance.now()) }, `start: ${message}`);
   const deadline = Date.now() + (config.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
   /** Each wait gets what is left of the one start-up deadline. */
   const wait = (): WaitOptions => ({ ...config.startupBackoff, timeoutMs: Math.max(0, deadline - Date.now()) });
@@ -148,7 +152,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       },
       wait(),
     );
-    if (applied.length) logger.info({ applied }, 'migrations applied');
+    step('database reachable, migrations applied', { applied });
     const server = new GrpcServer({
       name: spec.name,
       errorDomain: spec.errorDomain,
@@ -177,6 +181,8 @@ export async function startService<S extends UnaryServiceDefinition>(
       wait(),
     );
     for (const consumer of consumers) resources.add(consumer, (c) => c.stop());
+    if (consumers.length)
+      step('event consumers subscribed; they join their groups in the background', { consumers: consumers.length });
     const relay = await untilAvailable(
       broker,
       logger,
@@ -185,6 +191,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       wait(),
     );
     resources.add(relay, (r) => r.stop());
+    step('outbox relay started');
     resources.add(server, (s) => s.shutdown());
     const port = await server.listen(config.host, config.port);
     server.setHealth(HEALTH.liveness, 'SERVING');
@@ -216,7 +223,10 @@ export async function startService<S extends UnaryServiceDefinition>(
     );
     resources.add(supervisor, (s) => s.stop());
     supervisor.start();
-    logger.info({ port, workers: workers.map((w) => w.name) }, `${spec.name} serving`);
+    logger.info(
+      { port, workers: workers.map((w) => w.name), since_process_start_ms: Math.round(performance.now()) },
+      `${spec.name} serving`,
+    );
     return { port, stop: () => resources.close() };
   });
 }
