@@ -189,7 +189,7 @@ describe('@workauto/service: the start-up every service shares', () => {
         handlers: () =>
           ({
             listNotes: async () => {
-              throw failures[next++];
+              throw failures[next++]!;
             },
           }) as unknown as Handlers<typeof NotesTasksServiceService>,
       }),
@@ -199,7 +199,7 @@ describe('@workauto/service: the start-up every service shares', () => {
     const logs = captureLogs();
     try {
       for (let i = 0; i < failures.length; i++)
-        await assert.rejects(client.call(NotesTasksServiceService.listNotes, {} as never, newTenant().call));
+        await assert.rejects(client.call(NotesTasksServiceService.listNotes, {}, newTenant().call));
       const lines = logs.lines.map(
         (l) => JSON.parse(l) as { level: string; msg: string; reason?: string; cause?: string },
       );

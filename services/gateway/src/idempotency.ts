@@ -27,7 +27,7 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const RETENTION = '24 hours';
 /** How long a running request holds its key without renewing: a dead gateway's keys are free after it. */
-export const IDEMPOTENCY_LEASE_MS = 15_000;
+const IDEMPOTENCY_LEASE_MS = 15_000;
 /** How often a running request renews its lease. */
 const RENEW_EVERY_MS = 5_000;
 
