@@ -215,28 +215,25 @@ describe('Downstream balancing over replicas', () => {
     // The live replica answers its health check late (a process short of CPU: slower than the
     // check's 1 s deadline, within the second try's 2 s); the hung one never answers.
     const d = client(live.port, { healthTimeoutMs: 1_000, deadlineMs: 500 });
-    const codes: number[] = [];
-    for (let i = 0; i < 8; i++)
-      codes.push(
-        await d.call(ECHO, Buffer.alloc(0)).then(
-          () => 0,
-          (e: { code: number }) => e.code,
-        ),
-      );
-    assert.ok(codes.includes(grpc.status.DEADLINE_EXCEEDED), 'calls picked the hung replica');
+    /** The codes of `n` calls one after the other (0 for OK). */
+    const codes = async (n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++)
+        out.push(
+          await d.call(ECHO, Buffer.alloc(0)).then(
+            () => 0,
+            (e: { code: number }) => e.code,
+          ),
+        );
+      return out;
+    };
+    assert.ok((await codes(8)).includes(grpc.status.DEADLINE_EXCEEDED), 'calls picked the hung replica');
     // Once the checks are done, the hung replica gets no more calls and the live one answers them all.
     const hungAddress = `${hung.host}:${hung.port}`;
     for (let i = 0; i < 100 && !d.addressesLeftOut.includes(hungAddress); i++) await sleep(50);
     assert.deepEqual(d.addressesLeftOut, [hungAddress], 'the hung replica is left out, the slow one is not');
     hung.calls = 0;
-    const after: number[] = [];
-    for (let i = 0; i < 40; i++)
-      after.push(
-        await d.call(ECHO, Buffer.alloc(0)).then(
-          () => 0,
-          (e: { code: number }) => e.code,
-        ),
-      );
+    const after = await codes(40);
     assert.equal(d.isDown, false, 'a live replica keeps the service up');
     assert.deepEqual(
       after.filter((c) => c !== 0),
