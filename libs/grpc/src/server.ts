@@ -131,12 +131,17 @@ export class GrpcServer {
         const ctx = c.context();
         const write = keyedMethod.write(call.request, ctx);
         if (!write) return handler(call.request, ctx);
-        const outcome = await runKeyed(write, () => handler(call.request, ctx)).catch(keyedFailure);
-        if (!outcome.replayed) return outcome.response;
-        const replayed = new grpc.Metadata();
-        replayed.set(IDEMPOTENT_REPLAYED_KEY, 'true');
-        call.sendMetadata(replayed);
-        return write.replay(outcome.stored);
+        try {
+          const outcome = await runKeyed(write, () => handler(call.request, ctx));
+          if (!outcome.replayed) return outcome.response;
+          const response = write.replay(outcome.stored);
+          const replayed = new grpc.Metadata();
+          replayed.set(IDEMPOTENT_REPLAYED_KEY, 'true');
+          call.sendMetadata(replayed);
+          return response;
+        } catch (err) {
+          return keyedFailure(err);
+        }
       }).then(
         (response) => {
           c.ok();

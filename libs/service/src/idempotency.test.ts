@@ -80,12 +80,17 @@ describe('keyed calls in the service kit', () => {
   });
 
   /** A call as the gateway makes a keyed one: the key and the sealing keys it derives beside the caller. */
-  const keyed = async <Req, Res>(method: typeof S.createNote | typeof S.deleteNote, request: Req, key: string) => {
+  const keyed = async <Req, Res>(
+    method: typeof S.createNote | typeof S.deleteNote,
+    request: Req,
+    key: string,
+    keyring = gatewayKeyring,
+  ) => {
     const caller: Caller = {
       ...tenant.call.caller,
       requestId: randomUUID(),
       idempotencyKey: key,
-      idempotencySeal: gatewayKeyring.derive(idempotencySealInfo(idempotencyScope(tenant.call.caller), key)),
+      idempotencySeal: keyring.derive(idempotencySealInfo(idempotencyScope(tenant.call.caller), key)),
     };
     let replayed = false;
     const response = (await client.call(method as never, request as never, {
@@ -117,6 +122,16 @@ describe('keyed calls in the service kit', () => {
     ]);
     assert.match(rows[0]!.response, /^wk1\./);
     assert.ok(!Buffer.from(rows[0]!.response).toString().includes('secret-looking'));
+  });
+
+  it("a repeat whose sealing keys cannot open the stored response (not the gateway's) learns it was applied, and gets nothing", async () => {
+    const key = randomUUID();
+    await keyed(S.createNote, { title: 'sealed for the gateway' }, key);
+    const forged = Keyring.fromEnv(Keyring.generateSpec());
+    const err = await failure(keyed(S.createNote, { title: 'sealed for the gateway' }, key, forged));
+    assert.equal(err.code, grpc.status.FAILED_PRECONDITION);
+    assert.equal(err.reason, 'IDEMPOTENT_RESPONSE_LOST');
+    assert.equal(await notesTitled('sealed for the gateway'), 1);
   });
 
   it('refuses the key with another request: 409 IDEMPOTENCY_KEY_REUSED', async () => {
