@@ -98,6 +98,11 @@ export async function startFaultCluster(
   const prefix = `faults_${randomBytes(4).toString('hex')}`;
   const adminToken = generateToken('wkadmin_', 40);
   log(`PostgreSQL on ${port}, Kafka at ${kafka.brokers}; starting the processes`);
+  const abandon = async (err: unknown): Promise<never> => {
+    await Promise.allSettled([kafka.stop(), postgres?.stop()]);
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  };
   const processes = await startServiceProcesses({
     databaseServerUrl: serverUrl,
     databasePrefix: prefix,
@@ -107,11 +112,13 @@ export async function startFaultCluster(
     discovery: 'dns',
     gateways: 2,
     extraReplicas: Object.fromEntries(REPLICATED.map((s) => [s, 1])),
+    // kafkajs's own errors (a consumer's crash, a rebalance that failed) in the processes' output.
+    env: { KAFKAJS_LOG_LEVEL: 'error' },
     serviceEnv: {
       // Deliveries retried within seconds (the product's schedule waits minutes), a hung receiver cut at 2 s.
       webhooks: { WEBHOOK_RETRY_SCHEDULE: '0s,1s,2s,3s,5s,5s,5s,5s,5s,5s', WEBHOOK_TIMEOUT_MS: '2000' },
     },
-  });
+  }).catch(abandon);
   const told = new Set<string>();
   const exits: ProcessExit[] = [];
   const starts: FaultCluster['starts'] = [];
@@ -220,10 +227,12 @@ export async function startFaultCluster(
     output: () => processes.output(),
     async close() {
       for (const { proc } of processes.children.values()) if (running(proc)) proc.kill('SIGKILL');
-      for (const t of tenants) await t.receiver.close();
-      await kafka.stop().catch(() => undefined);
-      await postgres?.stop().catch(() => undefined);
+      // Each step on its own: one that fails must not leave the broker or the database running.
+      const failed = (
+        await Promise.allSettled([...tenants.map((t) => t.receiver.close()), kafka.stop(), postgres?.stop()])
+      ).filter((r) => r.status === 'rejected');
       rmSync(dir, { recursive: true, force: true });
+      if (failed.length) log(`closing the cluster: ${failed.map((r) => String(r.reason)).join('; ')}`);
     },
   };
   return cluster;
@@ -427,6 +436,8 @@ export interface Invariants {
   auditEntries: number;
   /** Resources no webhook delivery reached. */
   undelivered: string[];
+  /** Of those, what the webhooks service knows: no event taken in, or its delivery's status. */
+  undeliveredWhy: Record<string, number>;
   deliveries: number;
   /** Outbox rows not published, webhook jobs not finished, dead webhook jobs, after the drain wait. */
   pendingOutbox: number;
@@ -531,6 +542,20 @@ export async function checkInvariants(
     const acked = workload.writes.filter((w) => w.id);
     const auditCount = new Map(audited.map((a) => [a.resource_id, a.n]));
     const { ids, deliveries } = delivered();
+    const missed = found.filter((r) => !ids.has(r.id));
+    const undeliveredWhy: Record<string, number> = {};
+    if (missed.length) {
+      const { rows } = await (
+        await db('webhooks')
+      ).query<{ id: string; status: string | null }>(
+        `SELECT r.id, coalesce(d.status, CASE WHEN e.id IS NULL THEN 'no webhook event' ELSE 'no delivery' END) AS status
+           FROM unnest($1::text[]) AS r(id)
+           LEFT JOIN webhook_events e ON e.payload::jsonb -> 'data' ->> 'id' = r.id
+           LEFT JOIN webhook_deliveries d ON d.event_id = e.id`,
+        [missed.map((r) => r.id)],
+      );
+      for (const r of rows) undeliveredWhy[r.status ?? '?'] = (undeliveredWhy[r.status ?? '?'] ?? 0) + 1;
+    }
     const pendingJobDetails = state.jobs
       ? (
           await (
@@ -550,7 +575,8 @@ export async function checkInvariants(
         found.filter((r) => auditCount.get(r.id) !== 1).map((r) => [r.id, auditCount.get(r.id) ?? 0]),
       ),
       auditEntries: [...auditCount.values()].reduce((a, b) => a + b, 0),
-      undelivered: found.filter((r) => !ids.has(r.id)).map((r) => `${r.kind} ${r.id}`),
+      undelivered: missed.map((r) => `${r.kind} ${r.id}`),
+      undeliveredWhy,
       deliveries,
       pendingOutbox: state.outbox,
       pendingJobs: state.jobs,

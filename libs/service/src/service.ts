@@ -180,7 +180,11 @@ export async function startService<S extends UnaryServiceDefinition>(
       isRetriableKafkaError,
       wait(),
     );
-    for (const consumer of consumers) resources.add(consumer, (c) => c.stop());
+    // Consumers leave their groups first when the service stops (their partitions move to the
+    // other replicas while this one drains), or here if the start fails half-way.
+    let consumersStopped: Promise<unknown> | undefined;
+    const stopConsumers = () => (consumersStopped ??= Promise.all(consumers.map((c) => c.stop())));
+    resources.add(consumers, stopConsumers);
     if (consumers.length)
       step('event consumers subscribed; they join their groups in the background', { consumers: consumers.length });
     const relay = await untilAvailable(
@@ -222,6 +226,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       },
     );
     resources.add(supervisor, (s) => s.stop());
+    resources.add(consumers, stopConsumers);
     supervisor.start();
     logger.info(
       { port, workers: workers.map((w) => w.name), since_process_start_ms: Math.round(performance.now()) },
