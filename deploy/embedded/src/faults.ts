@@ -203,13 +203,16 @@ export async function startFaultCluster(
       return child;
     },
     async roll(service, preStopMs) {
+      // As a Deployment with maxSurge 1 and maxUnavailable 0 does: the next new process starts as
+      // soon as the previous old one is terminating (out of the name, in its preStop sleep).
+      const terminating: Promise<void>[] = [];
       for (const old of childrenOf(service)) {
         await cluster.add(service);
         if (service === 'gateway') gateways.splice(gateways.indexOf(gatewayOf(old)), 1);
         else processes.unpublish(old);
-        await sleep(preStopMs);
-        await terminate(old);
+        terminating.push(sleep(preStopMs).then(() => terminate(old)));
       }
+      await Promise.all(terminating);
     },
     async restart(child) {
       const { service } = processes.children.get(child)!;
