@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Keyring, generateToken } from '@workauto/crypto';
-import { loadConfig, vars, z } from '@workauto/config';
+import { loadConfig, oauthRedirectVars, vars, z } from '@workauto/config';
 import { createLogger } from '@workauto/logger';
 import { generateCallerKeys, installShutdownSignals } from '@workauto/grpc';
 import { startEmbeddedPostgres } from '@workauto/testing';
@@ -32,6 +32,8 @@ const config = loadConfig({
   EGRESS_ALLOW_PRIVATE: egressVars.EGRESS_ALLOW_PRIVATE.default(true),
   EGRESS_ALLOWED_CIDRS: egressVars.EGRESS_ALLOWED_CIDRS,
   APPS_PROBE_INTERVAL: vars.duration('5m').refine((ms) => ms >= 1_000, 'must be at least 1s'),
+  // Where OAuth apps' consents come back (this gateway) and may end.
+  ...oauthRedirectVars,
   // The agents service: provider base URLs (as the official SDKs take them), the platform's keys and fee.
   OPENAI_BASE_URL: vars.url().optional(),
   ANTHROPIC_BASE_URL: vars.url().optional(),
@@ -97,7 +99,13 @@ const stack = await startStack({
     ...(config.PUBLIC_BASE_URL ? { publicBaseUrl: config.PUBLIC_BASE_URL } : {}),
   },
   egress: { allowPrivate: config.EGRESS_ALLOW_PRIVATE, allowedCidrs: config.EGRESS_ALLOWED_CIDRS },
-  apps: { probeIntervalMs: config.APPS_PROBE_INTERVAL },
+  apps: {
+    probeIntervalMs: config.APPS_PROBE_INTERVAL,
+    oauth: {
+      redirectBaseUrl: config.OAUTH_REDIRECT_BASE_URL,
+      allowedReturnOrigins: config.OAUTH_ALLOWED_RETURN_ORIGINS,
+    },
+  },
   agents: {
     providers: {
       ...(config.OPENAI_BASE_URL ? { openaiBaseUrl: config.OPENAI_BASE_URL } : {}),

@@ -2,7 +2,7 @@ import { ensureDatabase } from '@workauto/db';
 import { createLogger, type Logger } from '@workauto/logger';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { createGateway, type Gateway, type GatewayOptions } from '@workauto/gateway';
-import { createAppsService } from '@workauto/apps';
+import { createAppsService, type AppsConfig } from '@workauto/apps';
 import { createCalendarService } from '@workauto/calendar';
 import { createCrmPipelinesService } from '@workauto/crm-pipelines';
 import { EgressPolicy, type EgressPolicyOptions } from '@workauto/egress';
@@ -52,8 +52,11 @@ export interface StackOptions {
   webhooks?: { settings?: Partial<WebhookSettings>; egress?: EgressPolicy };
   /** The egress policy of calls to tenants' URLs (MCP servers, agent configs' base URLs); default devEgressPolicy(). */
   egress?: EgressPolicyOptions;
-  /** The apps service's probe schedule and timeouts (tests shorten them). */
-  apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number };
+  /**
+   * The apps service's probe schedule and timeouts (tests shorten them), and where its OAuth
+   * consents come back and may end (default: identity's `oauth` settings, as OAUTH_* are for both).
+   */
+  apps?: { probeIntervalMs?: number; probeTimeoutMs?: number; toolCallTimeoutMs?: number; oauth?: AppsConfig['oauth'] };
   /** The agents service's provider URLs, platform keys, fee and run settings (make dev: from the environment). */
   agents?: Pick<AgentsConfig, 'providers' | 'platformKeys' | 'platformFeeBps' | 'runs'>;
 }
@@ -139,6 +142,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         databaseUrl: await db('apps'),
         encryptionKeys: opts.encryptionKeys,
         egress: appsEgress,
+        ...(opts.oauth
+          ? {
+              oauth: {
+                redirectBaseUrl: opts.oauth.redirectBaseUrl,
+                allowedReturnOrigins: opts.oauth.allowedReturnOrigins,
+              },
+            }
+          : {}),
         ...opts.apps,
       },
       logger.child({ component: 'apps' }),

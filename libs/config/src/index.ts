@@ -93,6 +93,24 @@ export const grpcServiceVars = {
 };
 
 /**
+ * Browser round trips through the gateway (OAuth consents: identity's integration keys, apps'
+ * servers), the same in every service that runs one: the public gateway URL the callbacks live
+ * under, and the origins a flow may send the browser back to.
+ */
+export const oauthRedirectVars = {
+  OAUTH_REDIRECT_BASE_URL: vars.url().default('http://127.0.0.1:8080'),
+  OAUTH_ALLOWED_RETURN_ORIGINS: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    ),
+};
+
+/**
  * The event transport's variables, the same in every service's main. Kafka is required there: a
  * service in a process of its own has no in-process consumers, so its events would go nowhere
  * (make dev, which runs everything in one process, uses the in-process transport instead).

@@ -375,6 +375,26 @@ describe('fetch (at every connection)', () => {
     assert.equal(err.message.includes('10.0.0.1'), false, err.message);
   });
 
+  it('says why it would refuse a URL without dialling it: its form, its literal host, or an address its name resolves to', async () => {
+    const policy = new EgressPolicy({
+      allowedCidrs: ['127.0.0.0/8'],
+      resolve: resolver({ 'receiver.test': [v4('127.0.0.1')], 'intranet.test': [v4('8.8.8.8'), v4('10.0.0.1')] }),
+    });
+    after(() => policy.close());
+    assert.equal(await policy.refusal('https://receiver.test/authorize'), undefined);
+    assert.equal(await policy.refusal('https://127.0.0.1:8443/token'), undefined);
+    assert.equal(
+      await policy.refusal('https://unknown.test/x'),
+      undefined,
+      'a name that does not resolve is no refusal',
+    );
+    assert.match((await policy.refusal('http://receiver.test/x'))!, /must use https/);
+    assert.match((await policy.refusal('https://169.254.169.254/latest'))!, /link-local/);
+    const named = (await policy.refusal('https://intranet.test/.well-known/oauth-protected-resource'))!;
+    assert.match(named, /intranet\.test resolves to a private address/);
+    assert.equal(named.includes('10.0.0.1'), false, named);
+  });
+
   it('reads a body up to maxResponseBytes and no further: past it the body fails, the caller is told, the connection drops', async () => {
     const total = 64 * 1024 * 1024;
     let sent = 0;

@@ -177,6 +177,26 @@ export class EgressPolicy {
     }
   }
 
+  /**
+   * Why the policy refuses `url` as a destination, resolving its host now: its form, its literal
+   * host, or an address its name resolves to (the rule, never the address); undefined when it may be
+   * reached. For URLs the service hands on or dials later (an OAuth flow's endpoints): fetch checks
+   * the addresses again at each connection. A name that does not resolve is not a refusal.
+   */
+  async refusal(url: string): Promise<string | undefined> {
+    const checked = this.#urlCheck(url);
+    if ('refused' in checked) return checked.refused;
+    if (this.allowPrivate) return undefined;
+    const host = checked.url.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host)) return undefined; // a literal was checked with the URL
+    const addresses = await this.#resolve(host).catch(() => []);
+    for (const { address } of addresses) {
+      const why = addressRefusal(address, this.#allowed, false);
+      if (why !== null) return `the host ${host} resolves to ${why}, which the egress policy refuses; ${RESOLVED_HINT}`;
+    }
+    return undefined;
+  }
+
   /** Closes the pooled connections. */
   async close(): Promise<void> {
     await this.#agent.close();

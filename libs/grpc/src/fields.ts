@@ -97,3 +97,33 @@ export function checkHttpUrl(v: Validator, field: string, value: string | undefi
   }
   return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${maxLength} characters`);
 }
+
+/**
+ * The `return_to` of a browser round trip (an OAuth consent, identity's or an app's): an absolute
+ * URL on an origin of OAUTH_ALLOWED_RETURN_ORIGINS, so the flow never sends a browser anywhere
+ * else (no open redirect), and without whitespace or control characters, which the URL parser
+ * would drop while the stored text kept them for the final redirect.
+ */
+export function checkReturnTo(
+  v: Validator,
+  field: string,
+  value: string,
+  allowedOrigins: readonly string[],
+): Validator {
+  const problem = urlTextProblem(value);
+  if (problem) return v.add(field, problem);
+  const origin = URL.parse(value)?.origin;
+  return origin !== undefined && allowedOrigins.includes(origin)
+    ? v
+    : v.add(
+        field,
+        `must be a URL on an allowed origin (${allowedOrigins.join(', ') || 'none configured: set OAUTH_ALLOWED_RETURN_ORIGINS'})`,
+      );
+}
+
+/** Where a browser round trip ends: its return_to with the outcome's query parameters set. */
+export function returnToWith(returnTo: string, params: Record<string, string>): { location: string } {
+  const url = new URL(returnTo);
+  for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+  return { location: url.href };
+}

@@ -57,6 +57,8 @@ export {
   urlTextProblem,
   textOrNull,
   changedFields,
+  checkReturnTo,
+  returnToWith,
   METADATA_MAX_BYTES,
 } from './fields.js';
 export {

@@ -15,4 +15,5 @@ export {
 export { healthStatus } from './health.js';
 export { eventually } from './eventually.js';
 export { ManualClock } from './clock.js';
+export { spawnServerProcess, type ServerProcess } from './process.js';
 export { startPrivateKafka, type PrivateKafka } from './kafka.js';

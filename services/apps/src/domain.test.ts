@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import {
+  InvalidClientError,
+  InvalidGrantError,
+  ServerError,
+  TemporarilyUnavailableError,
+  TooManyRequestsError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { validate } from '@workauto/grpc';
 import { authHeaders, checkAuth } from './domain/auth.js';
 import { classifyFailure, redact, type Observed } from './domain/failures.js';
+import { accessTokenExpiresAt, callbackReason, isRefusal, refreshDue } from './domain/oauth.js';
 import { collectListing, TOOL_LIMITS } from './domain/tools.js';
 
 const observed = (o: Partial<Observed> = {}): Observed => ({
@@ -169,5 +177,67 @@ describe('app auth', () => {
     assert.deepEqual(fields({ type: 'bearer', secret: 'short' }), ['auth.secret']);
     assert.deepEqual(fields({ type: 'none' }, false), ['auth.type']);
     assert.deepEqual(fields({ type: 'header', secret: 'long-enough', header_name: 'X-Api-Key' }), []);
+  });
+
+  it('oauth2: a client the tenant gives (client_id, its secret), scopes; nothing of the static types', () => {
+    const fields = (auth: Parameters<typeof checkAuth>[2]) => {
+      const v = validate();
+      const input = checkAuth(v, 'auth', auth, { allowNone: false });
+      try {
+        v.done();
+        return input;
+      } catch (err) {
+        return (err as { extra: { fieldViolations: { field: string }[] } }).extra.fieldViolations.map((f) => f.field);
+      }
+    };
+    assert.deepEqual(fields({ type: 'oauth2' }), {
+      type: 'oauth2',
+      secret: null,
+      headerName: null,
+      clientId: null,
+      scope: null,
+    });
+    assert.deepEqual(fields({ type: 'oauth2', client_id: 'c1', client_secret: 'client-secret', scope: 'read write' }), {
+      type: 'oauth2',
+      secret: 'client-secret',
+      headerName: null,
+      clientId: 'c1',
+      scope: 'read write',
+    });
+    assert.deepEqual(fields({ type: 'oauth2', client_secret: 'client-secret' }), ['auth.client_secret']);
+    assert.deepEqual(fields({ type: 'oauth2', secret: 'a-bearer-secret' }), ['auth.secret']);
+    assert.deepEqual(fields({ type: 'oauth2', scope: 'read  "write"' }), ['auth.scope']);
+    assert.deepEqual(fields({ type: 'oauth2', client_id: 'c\r\n1' }), ['auth.client_id']);
+    assert.deepEqual(fields({ type: 'bearer', secret: 'long-enough', client_id: 'c1' }), ['auth.client_id']);
+  });
+});
+
+describe('OAuth rules', () => {
+  const now = new Date('2026-11-28T12:00:00Z');
+  it('refreshes a token within its last minute, and never one without a lifetime', () => {
+    const expires = accessTokenExpiresAt({ expires_in: 3600 }, now)!;
+    assert.equal(expires.toISOString(), '2026-11-28T13:00:00.000Z');
+    assert.equal(refreshDue(expires, new Date(expires.getTime() - 61_000)), false);
+    assert.equal(refreshDue(expires, new Date(expires.getTime() - 60_000)), true);
+    assert.equal(accessTokenExpiresAt({}, now), null);
+    assert.equal(refreshDue(null, now), false);
+  });
+
+  it("tells an authorization server's judgement from an outage", () => {
+    assert.equal(isRefusal(new InvalidGrantError('revoked')), true);
+    assert.equal(isRefusal(new InvalidClientError('unknown client')), true);
+    for (const outage of [
+      new ServerError('HTTP 502: bad gateway'),
+      new TemporarilyUnavailableError('busy'),
+      new TooManyRequestsError('slow down'),
+      new TypeError('fetch failed'),
+    ])
+      assert.equal(isRefusal(outage), false, outage.message);
+  });
+
+  it('sends back OAuth error codes as they are, anything else as the fallback', () => {
+    assert.equal(callbackReason('access_denied', 'authorization_failed'), 'access_denied');
+    assert.equal(callbackReason('<script>', 'authorization_failed'), 'authorization_failed');
+    assert.equal(callbackReason(undefined, 'token_exchange_failed'), 'token_exchange_failed');
   });
 });

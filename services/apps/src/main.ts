@@ -1,4 +1,4 @@
-import { vars, z } from '@workauto/config';
+import { oauthRedirectVars, vars, z } from '@workauto/config';
 import { migrationsOf, runService } from '@workauto/service/main';
 
 await runService({
@@ -17,6 +17,8 @@ await runService({
       .min(1024, 'must be at least 1024')
       .max(4 * 1024 * 1024, 'must be at most 4194304 (a result travels in one 4 MiB gRPC message)')
       .default(1024 * 1024),
+    // The callback of apps' OAuth consents and where they may end, as identity's (docs/apps.md "OAuth").
+    ...oauthRedirectVars,
   },
   start: async (config, env, logger) => {
     // Imported here, after telemetry started, so its instrumentations see grpc and pg (libs/egress
@@ -32,6 +34,10 @@ await runService({
         probeIntervalMs: env.APPS_PROBE_INTERVAL,
         toolCallTimeoutMs: env.APPS_TOOL_CALL_TIMEOUT_MS,
         toolResultMaxBytes: env.APPS_TOOL_RESULT_MAX_BYTES,
+        oauth: {
+          redirectBaseUrl: env.OAUTH_REDIRECT_BASE_URL,
+          allowedReturnOrigins: env.OAUTH_ALLOWED_RETURN_ORIGINS,
+        },
       },
       logger,
     );

@@ -5,23 +5,24 @@
  * are claimed across replicas under the job queue's lease (@workauto/jobs).
  */
 import { randomUUID } from 'node:crypto';
-import type { Keyring } from '@workauto/crypto';
 import { withTransaction, type Pool } from '@workauto/db';
 import type { EgressPolicy } from '@workauto/egress';
 import { recordEvent, type EventContext } from '@workauto/events';
 import { JobQueue, PeriodicWorker, type Clock, type Job } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import type { Worker } from '@workauto/service';
-import { sessionTarget } from './credentials.js';
+import type { AppCredentials } from './credentials.js';
 import { TOOL_LIMITS } from './domain/tools.js';
-import { appData, SOURCE } from './handlers/common.js';
-import { probeServer, type ProbeOutcome } from './mcp/operations.js';
+import { appData, partsOne, SOURCE, type AppParts } from './handlers/common.js';
+import { listServerTools, probeOutcome, type ProbeOutcome } from './mcp/operations.js';
+import { writeNeedsAuthorization } from './oauth/tokens.js';
 import * as apps from './repo/apps.js';
-import type { AppRow, ToolRow } from './repo/apps.js';
+import type { AppRow } from './repo/apps.js';
 
 export interface ProberOptions {
   pool: Pool;
-  keyring: Keyring;
+  /** Opens the app's credential for the probe's session (an OAuth app's token, refreshed). */
+  credentials: AppCredentials;
   egress: EgressPolicy;
   logger: Logger;
   /** APPS_PROBE_INTERVAL: each app is probed once per interval. */
@@ -75,11 +76,13 @@ export class Prober {
     appId: string,
     ctx: EventContext,
     opts: { signal?: AbortSignal } = {},
-  ): Promise<{ row: AppRow; tools: ToolRow[] } | undefined> {
-    const { pool, keyring, egress, timeoutMs } = this.options;
+  ): Promise<{ row: AppRow; parts: AppParts } | undefined> {
+    const { pool, credentials, egress, timeoutMs } = this.options;
     const app = await apps.findAppById(pool, tenantId, appId);
     if (!app) return undefined;
-    const outcome = await probeServer({ ...sessionTarget(keyring, app), egress, timeoutMs, signal: opts.signal });
+    const outcome = await probeOutcome(
+      credentials.use(app, ctx, (target) => listServerTools({ ...target, egress, timeoutMs, signal: opts.signal })),
+    );
     return withTransaction(
       pool,
       async (tx) => {
@@ -91,20 +94,28 @@ export class Prober {
             { app_id: appId, tenant_id: tenantId },
             "probe result dropped: the app's URL or credential changed while it ran",
           );
-          return { row: current, tools: (await apps.toolsOf(tx, tenantId, [appId])).get(appId)! };
+          return { row: current, parts: await partsOne(tx, current) };
+        }
+        if (!outcome.ok && outcome.failure.status === 'needs_authorization') {
+          // Nothing was probed: an oauth2 app without a usable token waits for an admin's connect.
+          const row =
+            current.status === 'needs_authorization'
+              ? current
+              : await writeNeedsAuthorization(tx, current, outcome.failure.reason, ctx);
+          return { row, parts: await partsOne(tx, row) };
         }
         const row = await this.writeOutcome(tx, current, outcome);
-        const tools = (await apps.toolsOf(tx, tenantId, [appId])).get(appId)!;
+        const parts = await partsOne(tx, row);
         if (row.status !== current.status) {
           await recordEvent(tx, SOURCE, ctx, {
             type: 'app.status_changed',
             resourceType: 'app',
             resourceId: row.id,
-            data: appData(row, tools),
+            data: appData(row, parts),
             metadata: { status: row.status, previous_status: current.status, status_reason: row.status_reason },
           });
         }
-        return { row, tools };
+        return { row, parts };
       },
       opts.signal ? { signal: opts.signal } : {},
     );

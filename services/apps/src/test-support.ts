@@ -18,8 +18,10 @@ export interface StartOptions {
   toolResultMaxBytes?: number;
   encryptionKeys?: string;
   logLevel?: string;
-  /** The probe schedule's clock (a ManualClock of @workauto/testing); the system's by default. */
+  /** The probe schedule's and OAuth's clock (a ManualClock of @workauto/testing); the system's by default. */
   clock?: AppsConfig['clock'];
+  /** Where OAuth consents come back and may end. */
+  oauth?: AppsConfig['oauth'];
 }
 
 export async function startApps(options: StartOptions = {}) {
@@ -39,6 +41,7 @@ export async function startApps(options: StartOptions = {}) {
     toolCallTimeoutMs: options.toolCallTimeoutMs ?? 1_500,
     ...(options.toolResultMaxBytes ? { toolResultMaxBytes: options.toolResultMaxBytes } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.oauth ? { oauth: options.oauth } : {}),
   };
   const service: RunningService = await createAppsService(config, createLogger('apps', options.logLevel ?? 'silent'));
   const client = new TestClient('apps', `127.0.0.1:${service.port}`, { volumeThreshold: 100_000, deadlineMs: 30_000 });

@@ -131,6 +131,17 @@ describe('path templates', () => {
     assert.equal(by('CallTool')!.deadlineMs, 70_000);
     assert.equal(by('GetApp')!.deadlineMs, undefined, 'the gateway default applies');
     assert.equal(by('ListAgentTools'), undefined, 'ListAgentTools is for the agents service only');
+    // An OAuth app's consent: the authorization server sends the browser to the callback, with no credential.
+    const callback = by('CompleteAppOAuth')!;
+    assert.deepEqual(
+      [callback.method, callback.template, callback.auth, callback.successStatus],
+      ['GET', '/api/v1/apps/oauth/callback', 'none', 302],
+    );
+    assert.deepEqual(
+      [by('AuthorizeAppOAuth')!.template, by('AuthorizeAppOAuth')!.auth, by('AuthorizeAppOAuth')!.deadlineMs],
+      ['/api/v1/apps/{slug}/oauth/authorize', 'api_key', 20_000],
+    );
+    assert.equal(by('DisconnectAppOAuth')!.method, 'DELETE');
   });
 
   it('refuse what the gateway cannot serve, at start-up', () => {

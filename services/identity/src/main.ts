@@ -1,4 +1,4 @@
-import { vars, z } from '@workauto/config';
+import { oauthRedirectVars, z } from '@workauto/config';
 import { migrationsOf, runService } from '@workauto/service/main';
 // Loads openid-client, which uses fetch (not an instrumented module), so it may come before telemetry.
 import { providerSchema } from './oauth.js';
@@ -26,16 +26,7 @@ await runService({
           return z.NEVER;
         }
       }),
-    OAUTH_REDIRECT_BASE_URL: vars.url().default('http://127.0.0.1:8080'),
-    OAUTH_ALLOWED_RETURN_ORIGINS: z
-      .string()
-      .default('')
-      .transform((s) =>
-        s
-          .split(',')
-          .map((o) => o.trim())
-          .filter(Boolean),
-      ),
+    ...oauthRedirectVars,
   },
   start: async (config, env, logger) =>
     // Imported here, after telemetry started, so its instrumentations see grpc and pg.

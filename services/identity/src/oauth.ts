@@ -62,15 +62,6 @@ export class OAuthProviders {
     return `${this.settings.redirectBaseUrl.replace(/\/$/, '')}/api/v1/oauth/${idp}/callback`;
   }
 
-  isAllowedReturnTo(returnTo: string): boolean {
-    try {
-      const url = new URL(returnTo);
-      return this.settings.allowedReturnOrigins.includes(url.origin);
-    } catch {
-      return false;
-    }
-  }
-
   configuration(idp: string): Promise<client.Configuration> {
     let config = this.resolved.get(idp);
     if (!config) {

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { FakeProvider, FakeProviderProcess } from '@workauto/agents/testing';
 import { startMcpServer } from '@workauto/apps/testing/mcp-servers';
-import { captureLogs, eventually } from '@workauto/testing';
+import { consent, OAuthMcpServer } from '@workauto/apps/testing/oauth-mcp-server';
+import { captureLogs, eventually, freePort } from '@workauto/testing';
 import { createLogger } from '@workauto/logger';
 import {
   assertError,
@@ -41,8 +42,14 @@ describe('agents through the gateway', () => {
     fake = await FakeProvider.start();
     // Every service and the gateway log at debug level into the capture.
     logs = captureLogs();
+    const port = await freePort();
     stack = await startTestStack({
       logger: createLogger('e2e', 'debug'),
+      // OAuth apps' consents come back to this gateway and end on the tenant's web app.
+      gatewayPort: port,
+      apps: {
+        oauth: { redirectBaseUrl: `http://127.0.0.1:${port}`, allowedReturnOrigins: ['https://app.example.com'] },
+      },
       agents: {
         providers: {
           openaiBaseUrl: fake.openaiBaseUrl,
@@ -494,6 +501,90 @@ describe('agents through the gateway', () => {
       assert.ok(!run.failure_detail.includes(secret));
     } finally {
       await mcp.close().catch(() => undefined);
+    }
+  });
+
+  it('runs with an OAuth app like any other app; a run whose app needs authorization fails app_needs_authorization', async () => {
+    const server = await OAuthMcpServer.start();
+    const runToEnd = async (input: string) => {
+      const created = await call('POST', '/agents/task-triage/runs', a.key, { input });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      let run: any;
+      await eventually(
+        'the run ends',
+        async () => {
+          run = (await call('GET', `/agents/task-triage/runs/${created.body.id}`, a.key)).body;
+          return run.status === 'succeeded' || run.status === 'failed';
+        },
+        20_000,
+        50,
+      );
+      return run;
+    };
+    try {
+      const created = await call('POST', '/apps', a.key, {
+        slug: 'oauth-app',
+        display_name: 'OAuth app',
+        mcp_server_url: server.mcpUrl,
+        auth: { type: 'oauth2' },
+      });
+      assert.deepEqual([created.status, created.body.status], [201, 'needs_authorization']);
+      // The admin's authorize, the user's consent, the callback through the gateway (no credential).
+      const started = await call('POST', '/apps/oauth-app/oauth/authorize', a.key, {
+        return_to: 'https://app.example.com/apps',
+      });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      const callbackUrl = await consent(started.body.authorization_url);
+      assert.equal(callbackUrl.origin + callbackUrl.pathname, `${stack.url}/api/v1/apps/oauth/callback`);
+      const callback = await fetch(callbackUrl, { redirect: 'manual' });
+      assert.equal(callback.status, 302);
+      assert.equal(callback.headers.get('location'), 'https://app.example.com/apps?status=connected&app=oauth-app');
+      assert.equal((await fetch(callbackUrl, { redirect: 'manual' })).status, 400, 'the state is single-use');
+      await eventually(
+        'the connected app is probed healthy',
+        async () => (await call('GET', '/apps/oauth-app', a.key)).body.status === 'healthy',
+      );
+      assert.equal((await call('PATCH', '/apps/oauth-app', a.key, { enabled_tools: ['echo'] })).status, 200);
+
+      const k = key('sk-');
+      fake.script(k, [
+        { tools: [{ name: 'oauth-app__echo', arguments: { text: 'from the run' } }] },
+        { text: 'Done.' },
+      ]);
+      assert.equal(
+        (await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k, provider: 'openai' })).status,
+        200,
+      );
+      const ok = await runToEnd('echo something');
+      assert.equal(ok.status, 'succeeded', JSON.stringify(ok));
+      assert.deepEqual(ok.output.tool_calls, [{ name: 'oauth-app__echo', is_error: false }]);
+      assert.deepEqual(
+        (await server.stats()).toolCalls.map((c) => c.name),
+        ['echo'],
+      );
+
+      // The authorization server drops the tokens it gave: the next run's call cannot be refreshed.
+      await server.control({ expireAccessTokens: true, revokeRefreshTokens: true });
+      const k2 = key('sk-');
+      fake.script(k2, [{ tools: [{ name: 'oauth-app__echo', arguments: { text: 'again' } }] }, { text: 'never' }]);
+      assert.equal(
+        (await call('PUT', '/agent-configs/task-triage/byok-key', a.key, { api_key: k2, provider: 'openai' })).status,
+        200,
+      );
+      const refused = await runToEnd('echo again');
+      assert.equal(refused.status, 'failed', JSON.stringify(refused));
+      assert.equal(refused.failure_category, 'app_needs_authorization', refused.failure_detail);
+      assert.match(refused.failure_detail, /POST \/api\/v1\/apps\/oauth-app\/oauth\/authorize/);
+      assert.equal((await call('GET', '/apps/oauth-app', a.key)).body.status, 'needs_authorization');
+      await eventually('the audit log has app.authorization_required', async () => {
+        const log = await call('GET', '/audit-log?action=app.authorization_required', a.key);
+        return log.body.data?.some((e: { resource_id: string }) => e.resource_id === created.body.id);
+      });
+      const issued = (await server.stats()).issued;
+      assert.ok(issued.length > 0);
+      for (const secret of issued) assert.equal(logs.text().includes(secret), false, `a log line holds ${secret}`);
+    } finally {
+      await server.stop();
     }
   });
 

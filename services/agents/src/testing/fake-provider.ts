@@ -9,12 +9,9 @@
  * (FakeProviderProcess.start: a tenant's OpenAI- or Anthropic-compatible server), scripted over
  * its control routes (`/_fake/…`).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { spawnServerProcess, type ServerProcess } from '@workauto/testing';
 
 /** What GET /v1/models answers for a key. */
 export type ProbeOutcome = 'ok' | 401 | 402 | 403 | 'quota' | 429 | 500 | 529 | 'hang';
@@ -320,24 +317,18 @@ function anthropicAnswer(
  */
 export class FakeProviderProcess {
   private constructor(
-    private readonly child: ChildProcess,
+    private readonly running: ServerProcess<{ url: string }>,
     /** Origin and prefix: the base the APIs live under. */
     readonly url: string,
   ) {}
 
   /** Spawns testing/fake-provider-main.js and waits until it listens. */
   static async start(options: Omit<FakeProviderOptions, 'control'> = {}): Promise<FakeProviderProcess> {
-    const main = fileURLToPath(new URL('./fake-provider-main.js', import.meta.url));
-    const child = spawn(process.execPath, [main, JSON.stringify(options)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const lines = createInterface({ input: child.stdout });
-    const first = await Promise.race([
-      once(lines, 'line').then(([line]) => line as string),
-      once(child, 'exit').then(([code]) => {
-        throw new Error(`the fake provider process exited (${code}) before it listened`);
-      }),
-    ]);
-    lines.close();
-    return new FakeProviderProcess(child, (JSON.parse(first) as { url: string }).url);
+    const running = await spawnServerProcess<{ url: string }>(
+      new URL('./fake-provider-main.js', import.meta.url),
+      options,
+    );
+    return new FakeProviderProcess(running, running.info.url);
   }
 
   /** As the SDKs take them: OpenAI's base URL includes /v1, Anthropic's does not. */
@@ -375,11 +366,8 @@ export class FakeProviderProcess {
     );
   }
 
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = once(this.child, 'exit');
-    this.child.kill('SIGTERM');
-    await exited;
+  stop(): Promise<void> {
+    return this.running.stop();
   }
 
   private get origin(): string {

@@ -50,6 +50,7 @@ export type FailureCategory =
   | 'deadline_exceeded'
   | 'tool_error'
   | 'app_unavailable'
+  | 'app_needs_authorization'
   | 'guardrail_blocked'
   | 'worker_lost'
   | 'internal';
@@ -361,10 +362,12 @@ async function callTool(
     if (err instanceof ToolInputError) return { content: err.message, isError: true };
     if (err instanceof ToolUnavailable) return { failure, detail: `tool ${tool.spec.name} failed: ${err.message}` };
     const code = (err as { code?: unknown }).code;
-    const message =
-      typeof code === 'number' && 'metadata' in (err as object)
-        ? decodeStatusDetails(err as never).message
-        : (err as Error).message;
+    const details =
+      typeof code === 'number' && 'metadata' in (err as object) ? decodeStatusDetails(err as never) : undefined;
+    const message = details?.message ?? (err as Error).message;
+    // An OAuth app whose grant is gone: no retry helps until an admin connects it again (docs/apps.md "OAuth").
+    if (tool.app && details?.reason === 'APP_NEEDS_AUTHORIZATION')
+      return { failure: 'app_needs_authorization', detail: `app tool ${tool.spec.name} cannot be called: ${message}` };
     if (tool.app && typeof code === 'number' && APP_DOWN_CODES.has(code))
       return { failure, detail: `app tool ${tool.spec.name} is unavailable: ${message}` };
     // The model's input was refused: it reads why and may try again.

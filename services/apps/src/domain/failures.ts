@@ -6,12 +6,14 @@
  */
 import { blankSecrets } from '@workauto/crypto';
 
-type FailureStatus = 'auth_failed' | 'unreachable' | 'protocol_error';
+type FailureStatus = 'auth_failed' | 'unreachable' | 'protocol_error' | 'needs_authorization';
 
 export interface Failure {
   status: FailureStatus;
   /** A sentence for status_reason and errors: no secret, at most REASON_MAX characters. */
   reason: string;
+  /** The HTTP status that decided it, when one did (an OAuth app refreshes its token on a 401). */
+  httpStatus?: number;
 }
 
 /** What the session saw, besides the error the SDK threw. */
@@ -32,7 +34,7 @@ const MCP_CONNECTION_CLOSED = -32000;
 
 export function classifyFailure(err: unknown, observed: Observed, secrets: string[]): Failure {
   const failure = classify(err, observed);
-  return { status: failure.status, reason: redact(failure.reason, secrets) };
+  return { ...failure, reason: redact(failure.reason, secrets) };
 }
 
 function classify(err: unknown, observed: Observed): Failure {
@@ -58,6 +60,7 @@ function classify(err: unknown, observed: Observed): Failure {
       return {
         status: 'auth_failed',
         reason: `the server refused the credential (HTTP ${status}); rotate the app's auth with a valid secret`,
+        httpStatus: status,
       };
     }
     if (status >= 500) return { status: 'unreachable', reason: `the server answered HTTP ${status}` };

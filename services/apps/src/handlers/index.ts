@@ -3,6 +3,7 @@ import type { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.
 import { callTool } from './apps/call-tool.js';
 import { createApp } from './apps/create.js';
 import { deleteApp } from './apps/delete.js';
+import { authorizeAppOAuth, completeAppOAuth, disconnectAppOAuth } from './apps/oauth.js';
 import { probeApp } from './apps/probe.js';
 import { getApp, listAgentTools, listApps } from './apps/reads.js';
 import { rotateAppAuth } from './apps/rotate-auth.js';
@@ -22,6 +23,9 @@ export function appsHandlers(deps: AppsDeps): Handlers<typeof AppsServiceService
     rotateAppAuth: rotateAppAuth(deps),
     probeApp: probeApp(deps),
     callTool: callTool(deps),
+    authorizeAppOAuth: authorizeAppOAuth(deps),
+    completeAppOAuth: completeAppOAuth(deps),
+    disconnectAppOAuth: disconnectAppOAuth(deps),
     listAgentTools: listAgentTools(deps),
   };
 }

@@ -2,6 +2,7 @@
 import { EgressResponseTooLargeError } from '@workauto/egress';
 import { collectListing, type Listing } from '../domain/tools.js';
 import { redactSecrets, type Failure } from '../domain/failures.js';
+import { AppNeedsAuthorization } from '../domain/oauth.js';
 import { McpExchangeError, withMcpSession, type SessionOptions } from './session.js';
 
 export type ProbeOutcome = { ok: true; listing: Listing } | { ok: false; failure: Failure };
@@ -14,14 +15,20 @@ export type ProbeOutcome = { ok: true; listing: Listing } | { ok: false; failure
 const PROBE_ANSWER_MAX_BYTES = 4 * 1024 * 1024;
 
 /** A real MCP session: initialize, then tools/list following nextCursor (domain/tools.ts caps it). */
-export async function probeServer(options: SessionOptions): Promise<ProbeOutcome> {
+export function listServerTools(options: SessionOptions): Promise<Listing> {
+  return withMcpSession({ ...options, maxResponseBytes: PROBE_ANSWER_MAX_BYTES }, (client, request) =>
+    collectListing(async (cursor) => client.listTools(cursor === undefined ? undefined : { cursor }, request)),
+  );
+}
+
+/** A probe's outcome: the listing, or what made it fail (an exchange, an answer too large, no usable token). */
+export async function probeOutcome(listing: Promise<Listing>): Promise<ProbeOutcome> {
   try {
-    const listing = await withMcpSession({ ...options, maxResponseBytes: PROBE_ANSWER_MAX_BYTES }, (client, request) =>
-      collectListing(async (cursor) => client.listTools(cursor === undefined ? undefined : { cursor }, request)),
-    );
-    return { ok: true, listing };
+    return { ok: true, listing: await listing };
   } catch (err) {
     if (err instanceof McpExchangeError) return { ok: false, failure: err.failure };
+    if (err instanceof AppNeedsAuthorization)
+      return { ok: false, failure: { status: 'needs_authorization', reason: err.reason } };
     if (err instanceof EgressResponseTooLargeError)
       return {
         ok: false,

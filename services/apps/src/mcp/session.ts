@@ -3,6 +3,7 @@
  * SSE when the server answers the Streamable POST with 404 or 405 (servers that predate it), every
  * HTTP request through the egress policy, and one deadline for the whole exchange.
  */
+import { extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,10 +29,20 @@ export interface SessionOptions {
   maxResponseBytes?: number | undefined;
 }
 
+/** What a server's 401 asked for (WWW-Authenticate, RFC 9728 §5.1): where its OAuth metadata is, which scopes. */
+export interface Challenge {
+  resourceMetadataUrl?: URL | undefined;
+  scope?: string | undefined;
+}
+
 /** A failure of an exchange with an MCP server, already classified (docs/apps.md "Probing"). */
 export class McpExchangeError extends Error {
   override name = 'McpExchangeError';
-  constructor(readonly failure: Failure) {
+  constructor(
+    readonly failure: Failure,
+    /** The last 401's challenge, if the server answered one. */
+    readonly challenge?: Challenge,
+  ) {
     super(failure.reason);
   }
 }
@@ -59,6 +70,7 @@ export async function withMcpSession<T>(
     timedOut: false,
     timeoutMs: options.timeoutMs,
   };
+  let challenge: Challenge | undefined;
   const remaining = () => Math.max(1, deadlineAt - Date.now());
   const overLimit = new Promise<never>((_, reject) =>
     cut.signal.addEventListener('abort', () => reject(cut.signal.reason), { once: true }),
@@ -83,6 +95,10 @@ export async function withMcpSession<T>(
         ...limit,
       });
       observed.statuses.push({ method: init?.method ?? 'GET', status: response.status });
+      if (response.status === 401) {
+        const { resourceMetadataUrl, scope } = extractWWWAuthenticateParams(response);
+        challenge = { resourceMetadataUrl, scope };
+      }
       return response;
     } catch (err) {
       if (err instanceof EgressError) observed.fetchErrors.push(err);
@@ -130,7 +146,7 @@ export async function withMcpSession<T>(
     if (cut.signal.aborted) throw cut.signal.reason;
     if (options.signal?.aborted && !deadline.aborted) throw options.signal.reason;
     if (deadline.aborted) observed.timedOut = true;
-    throw new McpExchangeError(classifyFailure(err, observed, options.secrets));
+    throw new McpExchangeError(classifyFailure(err, observed, options.secrets), challenge);
   } finally {
     clearTimeout(timer);
   }

@@ -7,9 +7,10 @@ import {
   type PageQuery,
   type Queryable,
 } from '@workauto/db';
+import type { AuthType } from '../domain/auth.js';
 import type { ListedTool } from '../domain/tools.js';
 
-type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error';
+type AppStatusName = 'pending' | 'healthy' | 'auth_failed' | 'unreachable' | 'protocol_error' | 'needs_authorization';
 
 export interface AppRow {
   id: string;
@@ -18,9 +19,13 @@ export interface AppRow {
   display_name: string;
   description: string | null;
   mcp_server_url: string;
-  auth_type: 'none' | 'bearer' | 'header';
+  auth_type: AuthType;
   auth_header_name: string | null;
   auth_ciphertext: string | null;
+  /** oauth2: the client_id the tenant gave (its secret is auth_ciphertext); null: Dynamic Client Registration. */
+  oauth_client_id: string | null;
+  /** oauth2: the scopes to request; null: the server's. */
+  oauth_scope: string | null;
   auth_hint: string | null;
   key_version: number;
   status: AppStatusName;
@@ -46,7 +51,7 @@ export interface ToolRow {
 }
 
 const COLUMNS = `a.id, a.tenant_id, a.slug, a.display_name, a.description, a.mcp_server_url, a.auth_type, a.auth_header_name,
-  a.auth_ciphertext, a.auth_hint, a.key_version, a.status, a.status_reason, a.consecutive_probe_failures, a.last_probed_at,
+  a.auth_ciphertext, a.oauth_client_id, a.oauth_scope, a.auth_hint, a.key_version, a.status, a.status_reason, a.consecutive_probe_failures, a.last_probed_at,
   a.last_healthy_at, a.enabled_tools, a.metadata, a.target_version, a.created_at, a.updated_at`;
 const RETURNING = COLUMNS.replace(/a\./g, '');
 
@@ -63,16 +68,21 @@ export type NewApp = Pick<
   | 'auth_header_name'
   | 'auth_ciphertext'
   | 'auth_hint'
+  | 'oauth_client_id'
+  | 'oauth_scope'
   | 'key_version'
   | 'metadata'
+  | 'status'
+  | 'status_reason'
 > & { auth_key_id: string | null };
 
 /** Inserts an app, due for its first probe now. Undefined when the tenant already has the slug. */
 export async function insertApp(db: Queryable, app: NewApp): Promise<AppRow | undefined> {
   const { rows } = await db.query<AppRow>(
     `INSERT INTO apps (id, tenant_id, slug, display_name, description, mcp_server_url, auth_type, auth_header_name,
-                       auth_ciphertext, auth_key_id, auth_hint, key_version, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                       auth_ciphertext, auth_key_id, auth_hint, key_version, metadata, oauth_client_id, oauth_scope,
+                       status, status_reason)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
      ON CONFLICT (tenant_id, slug) DO NOTHING
      RETURNING ${RETURNING}`,
     [
@@ -89,6 +99,10 @@ export async function insertApp(db: Queryable, app: NewApp): Promise<AppRow | un
       app.auth_hint,
       app.key_version,
       app.metadata,
+      app.oauth_client_id,
+      app.oauth_scope,
+      app.status,
+      app.status_reason,
     ],
   );
   return rows[0];
@@ -137,9 +151,11 @@ export interface AppPatch {
   metadata?: Record<string, unknown> | undefined;
   auth_type?: AppRow['auth_type'] | undefined;
   auth_header_name?: string | null | undefined;
-  auth_ciphertext?: string | undefined;
-  auth_key_id?: string | undefined;
-  auth_hint?: string | undefined;
+  auth_ciphertext?: string | null | undefined;
+  auth_key_id?: string | null | undefined;
+  auth_hint?: string | null | undefined;
+  oauth_client_id?: string | null | undefined;
+  oauth_scope?: string | null | undefined;
   key_version?: number | undefined;
   status?: AppStatusName | undefined;
   status_reason?: string | null | undefined;
@@ -160,6 +176,8 @@ const PATCH: Columns<AppPatch> = {
   auth_ciphertext: true,
   auth_key_id: true,
   auth_hint: true,
+  oauth_client_id: true,
+  oauth_scope: true,
   key_version: true,
   status: true,
   status_reason: true,

@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as client from 'openid-client';
 import { withTransaction } from '@workauto/db';
-import { DomainError, errors, urlTextProblem, validate, type Handlers } from '@workauto/grpc';
+import { DomainError, checkReturnTo, errors, returnToWith, validate, type Handlers } from '@workauto/grpc';
 import { sha256Hex } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -29,17 +29,8 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
   return {
     async startOAuthAuthorization(req, ctx) {
       if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
-      // The URL parser drops tabs and newlines and would let them through to the stored redirect.
-      const returnToProblem = urlTextProblem(req.return_to);
-      validate()
-        .uuid('connection_id', req.connection_id, { required: true })
-        .check(!returnToProblem, 'return_to', returnToProblem ?? '')
-        .check(
-          returnToProblem !== undefined || oauth.isAllowedReturnTo(req.return_to),
-          'return_to',
-          `must be a URL on an allowed origin (${oauth.settings.allowedReturnOrigins.join(', ') || 'none configured: set OAUTH_ALLOWED_RETURN_ORIGINS'})`,
-        )
-        .done();
+      const v = validate().uuid('connection_id', req.connection_id, { required: true });
+      checkReturnTo(v, 'return_to', req.return_to, oauth.settings.allowedReturnOrigins).done();
       const config = await oauth.configuration(req.idp).catch((err: unknown) => {
         if (isProviderOutage(err))
           throw errors.unavailable(
@@ -101,11 +92,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
           'state',
           'is unknown, expired or already used: start again with POST /api/v1/oauth/{idp}/authorize',
         );
-      const back = (params: Record<string, string>) => {
-        const url = new URL(pending.return_to);
-        for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
-        return { location: url.href };
-      };
+      const back = (params: Record<string, string>) => returnToWith(pending.return_to, params);
       if (req.error || !req.code)
         return back({ status: 'error', error: req.error ?? 'missing_code', connection_id: pending.connection_id });
       const current = new URL(oauth.redirectUri(req.idp));

@@ -1,11 +1,12 @@
 import { withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import { errors, validate, type CallContext } from '@workauto/grpc';
+import * as grpc from '@grpc/grpc-js';
+import { DomainError, errors, validate, type CallContext } from '@workauto/grpc';
 import { CallToolResponse } from '@workauto/protos/workauto/apps/v1/apps.js';
-import { sessionTarget } from '../../credentials.js';
 import { SLUG } from '../../domain/auth.js';
 import { callServerTool, resultTooLarge, type ToolResult } from '../../mcp/operations.js';
 import { McpExchangeError } from '../../mcp/session.js';
+import { AppNeedsAuthorization } from '../../domain/oauth.js';
 import * as apps from '../../repo/apps.js';
 import type { AppRow } from '../../repo/apps.js';
 import { SOURCE, LIMITS, type AppsDeps, type Handler } from '../common.js';
@@ -21,7 +22,7 @@ const toResponse = (result: ToolResult): CallToolResponse => ({
 });
 
 export function callTool(deps: AppsDeps): Handler<'callTool'> {
-  const { pool, keyring, egress } = deps;
+  const { pool, credentials, egress } = deps;
   return async (req, ctx) => {
     const v = validate()
       .check(SLUG.test(req.slug), 'slug', SLUG_RULE)
@@ -47,19 +48,23 @@ export function callTool(deps: AppsDeps): Handler<'callTool'> {
       );
     }
     const started = performance.now();
+    let sent = false;
     let response: CallToolResponse;
     try {
-      const result = await callServerTool(
-        {
-          ...sessionTarget(keyring, app),
-          egress,
-          timeoutMs: deps.toolCallTimeoutMs,
-          signal: ctx.signal,
-          maxResponseBytes: deps.toolResultMaxBytes,
-        },
-        req.name,
-        args,
-      );
+      const result = await credentials.use(app, ctx, (target) => {
+        sent = true;
+        return callServerTool(
+          {
+            ...target,
+            egress,
+            timeoutMs: deps.toolCallTimeoutMs,
+            signal: ctx.signal,
+            maxResponseBytes: deps.toolResultMaxBytes,
+          },
+          req.name,
+          args,
+        );
+      });
       response = toResponse(result);
       // JSON numbers and small values grow as protobuf Values: a result under the limit can still
       // pass the 4 MiB gRPC message the callers accept, which they would report as "overloaded".
@@ -69,6 +74,21 @@ export function callTool(deps: AppsDeps): Handler<'callTool'> {
           resultTooLarge(`is too large to return (${size} bytes as a message, at most ${GRPC_MESSAGE_MAX_BYTES})`),
         );
     } catch (err) {
+      // An app without a usable token: nothing was sent (no call to audit), or its server refused
+      // the token and the refresh was refused too.
+      if (err instanceof AppNeedsAuthorization) {
+        if (sent)
+          await auditToolCall(deps, ctx, app, req.name, started, {
+            outcome: 'failed',
+            failure_category: 'needs_authorization',
+          });
+        throw new DomainError(
+          grpc.status.FAILED_PRECONDITION,
+          'APP_NEEDS_AUTHORIZATION',
+          `app ${app.slug} needs authorization to run tool ${req.name}: ${err.reason}`,
+          { metadata: { app_slug: app.slug, status: 'needs_authorization' } },
+        );
+      }
       const category = ctx.signal.aborted
         ? 'cancelled'
         : err instanceof McpExchangeError
@@ -93,7 +113,8 @@ type ToolCallOutcome =
   | { outcome: 'ok' | 'is_error' }
   | {
       outcome: 'failed';
-      failure_category: 'auth_failed' | 'unreachable' | 'protocol_error' | 'cancelled' | 'internal';
+      failure_category:
+        'auth_failed' | 'unreachable' | 'protocol_error' | 'needs_authorization' | 'cancelled' | 'internal';
     };
 
 /**

@@ -1,8 +1,8 @@
 import { checkEnum, errors, validate, type Validator } from '@workauto/grpc';
-import { checkAuth, SLUG, type AuthInput, type AuthType } from '../../domain/auth.js';
+import { checkAuth, SLUG, type AuthFields, type AuthInput, type AuthType } from '../../domain/auth.js';
 import * as apps from '../../repo/apps.js';
 import type { AppRow } from '../../repo/apps.js';
-import { authTypes, toApp } from '../common.js';
+import { authTypes, partsOne, toApp } from '../common.js';
 
 // What the app handlers share: the slug and auth checks, finding an app, its API view with its tools.
 
@@ -14,12 +14,12 @@ export const checkSlug = (slug: string) => validate().check(SLUG.test(slug), 'sl
 /** The auth fields of a request: the enum mapped, then checked (domain/auth.ts). */
 export function authOf(
   v: Validator,
-  auth: { type: number; secret?: string | undefined; header_name?: string | undefined } | undefined,
+  auth: (Omit<AuthFields, 'type'> & { type: number }) | undefined,
   allowNone: boolean,
 ): AuthInput {
   if (auth) checkEnum(v, 'auth.type', auth.type, authTypes, !allowNone);
   const type = auth ? (authTypes.toDomain(auth.type) as AuthType | undefined) : undefined;
-  return checkAuth(v, 'auth', auth && { type, secret: auth.secret, header_name: auth.header_name }, { allowNone });
+  return checkAuth(v, 'auth', auth && { ...auth, type }, { allowNone });
 }
 
 /** The tenant's app of that slug (locked with 'update'), or a 404. */
@@ -34,6 +34,6 @@ export async function mustFind(
   return row;
 }
 
-/** The App of a row with its discovered tools. */
-export const withTools = async (db: Parameters<typeof apps.toolsOf>[0], row: AppRow, full: boolean) =>
-  toApp(row, (await apps.toolsOf(db, row.tenant_id, [row.id])).get(row.id)!, full);
+/** The App of a row with its parts (discovered tools, OAuth connection). */
+export const viewOf = async (db: Parameters<typeof partsOne>[0], row: AppRow, full: boolean) =>
+  toApp(row, await partsOne(db, row), full);

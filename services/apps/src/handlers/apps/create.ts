@@ -3,9 +3,13 @@ import { recordEvent } from '@workauto/events';
 import { checkMetadata, errors, textOrNull, validate } from '@workauto/grpc';
 import { sealed } from '../../credentials.js';
 import { SLUG } from '../../domain/auth.js';
+import { connectHint } from '../../domain/oauth.js';
 import * as apps from '../../repo/apps.js';
-import { appData, fullUrl, LIMITS, SOURCE, toApp, type AppsDeps, type Handler } from '../common.js';
+import { appData, fullUrl, LIMITS, SOURCE, toApp, type AppParts, type AppsDeps, type Handler } from '../common.js';
 import { authOf, SLUG_RULE } from './common.js';
+
+/** A new app has no tools and no OAuth connection yet. */
+const NO_PARTS: AppParts = { tools: [], oauth: undefined };
 
 export function createApp(deps: AppsDeps): Handler<'createApp'> {
   const { pool, keyring, egress, prober } = deps;
@@ -23,6 +27,7 @@ export function createApp(deps: AppsDeps): Handler<'createApp'> {
     const url = req.mcp_server_url;
     const tenantId = ctx.tenant;
     const id = newId();
+    const oauth2 = auth.type === 'oauth2';
     const app = await withTransaction(
       pool,
       async (tx) => {
@@ -36,8 +41,14 @@ export function createApp(deps: AppsDeps): Handler<'createApp'> {
           auth_type: auth.type,
           auth_header_name: auth.headerName,
           ...sealed(keyring, tenantId, id, auth),
+          oauth_client_id: auth.clientId,
+          oauth_scope: auth.scope,
           key_version: auth.secret ? 1 : 0,
           metadata: req.metadata ?? {},
+          // An oauth2 app has nothing to probe with until an admin connects it.
+          ...(oauth2
+            ? { status: 'needs_authorization', status_reason: `the app is not connected yet; ${connectHint(req.slug)}` }
+            : { status: 'pending', status_reason: null }),
         });
         if (!row)
           throw errors.alreadyExists(
@@ -49,7 +60,7 @@ export function createApp(deps: AppsDeps): Handler<'createApp'> {
           type: 'app.created',
           resourceType: 'app',
           resourceId: row.id,
-          data: appData(row, []),
+          data: appData(row, NO_PARTS),
           metadata: {
             slug: row.slug,
             display_name: row.display_name,
@@ -57,11 +68,11 @@ export function createApp(deps: AppsDeps): Handler<'createApp'> {
             auth_type: row.auth_type,
           },
         });
-        return toApp(row, [], fullUrl(ctx));
+        return toApp(row, NO_PARTS, fullUrl(ctx));
       },
       { signal: ctx.signal },
     );
-    prober.wake(); // its first probe is due now
+    if (!oauth2) prober.wake(); // its first probe is due now
     return app;
   };
 }

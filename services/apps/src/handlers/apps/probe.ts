@@ -9,6 +9,6 @@ export function probeApp(deps: AppsDeps): Handler<'probeApp'> {
     const current = await mustFind(pool, ctx.tenant, req.slug);
     const after = await prober.probe(ctx.tenant, current.id, ctx, { signal: ctx.signal });
     if (!after) throw errors.notFound('app', req.slug);
-    return toApp(after.row, after.tools, fullUrl(ctx));
+    return toApp(after.row, after.parts, fullUrl(ctx));
   };
 }

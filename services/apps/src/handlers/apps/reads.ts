@@ -1,20 +1,20 @@
 import { parsePage, toPage } from '@workauto/grpc';
 import * as apps from '../../repo/apps.js';
-import { fullUrl, toApp, type AppsDeps, type Handler } from '../common.js';
-import { checkSlug, mustFind, withTools } from './common.js';
+import { fullUrl, partsOf, toApp, type AppsDeps, type Handler } from '../common.js';
+import { checkSlug, mustFind, viewOf } from './common.js';
 
 export function listApps(deps: AppsDeps): Handler<'listApps'> {
   const { pool } = deps;
   return async (req, ctx) => {
     const page = parsePage(req);
     const result = await apps.listApps(pool, ctx.tenant, page);
-    const tools = await apps.toolsOf(
+    const parts = await partsOf(
       pool,
       ctx.tenant,
       result.rows.map((r) => r.id),
     );
     const full = fullUrl(ctx);
-    return toPage(result, (row) => toApp(row, tools.get(row.id)!, full));
+    return toPage(result, (row) => toApp(row, parts.get(row.id)!, full));
   };
 }
 
@@ -22,7 +22,7 @@ export function getApp(deps: AppsDeps): Handler<'getApp'> {
   const { pool } = deps;
   return async (req, ctx) => {
     checkSlug(req.slug);
-    return withTools(pool, await mustFind(pool, ctx.tenant, req.slug), fullUrl(ctx));
+    return viewOf(pool, await mustFind(pool, ctx.tenant, req.slug), fullUrl(ctx));
   };
 }
 

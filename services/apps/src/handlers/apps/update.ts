@@ -3,8 +3,10 @@ import { recordEvent } from '@workauto/events';
 import { changedFields, checkMetadata, patchNulls, textOrNull, validate } from '@workauto/grpc';
 import { SLUG } from '../../domain/auth.js';
 import * as apps from '../../repo/apps.js';
-import { appData, fullUrl, LIMITS, SOURCE, toApp, type AppsDeps, type Handler } from '../common.js';
-import { mustFind, SLUG_RULE, withTools } from './common.js';
+import { connectHint } from '../../domain/oauth.js';
+import { forgetConnection } from '../../repo/oauth.js';
+import { appData, fullUrl, LIMITS, partsOne, SOURCE, toApp, type AppsDeps, type Handler } from '../common.js';
+import { mustFind, SLUG_RULE, viewOf } from './common.js';
 
 export function updateApp(deps: AppsDeps): Handler<'updateApp'> {
   const { pool, egress, prober } = deps;
@@ -51,27 +53,30 @@ export function updateApp(deps: AppsDeps): Handler<'updateApp'> {
           metadata: req.metadata,
         };
         if (Object.values(patch).every((x) => x === undefined))
-          return { app: await withTools(tx, current, fullUrl(ctx)), retarget: false };
+          return { app: await viewOf(tx, current, fullUrl(ctx)), retarget: false };
         // A new server: what was known of the old one no longer holds; it is probed again at once.
+        // An oauth2 app's tokens, client and discovery were the old server's: it is connected again.
+        const oauth2 = current.auth_type === 'oauth2';
+        if (retarget && oauth2) await forgetConnection(tx, tenantId, current.id);
         const target = retarget
           ? {
-              status: 'pending' as const,
-              status_reason: null,
+              status: oauth2 ? ('needs_authorization' as const) : ('pending' as const),
+              status_reason: oauth2 ? `the server URL changed; ${connectHint(current.slug)}` : null,
               consecutive_probe_failures: 0,
               target_version: current.target_version + 1,
               next_probe_at: new Date(0),
             }
           : {};
         const row = await apps.updateApp(tx, tenantId, current.id, { ...patch, ...target });
-        const tools = (await apps.toolsOf(tx, tenantId, [row.id])).get(row.id)!;
+        const parts = await partsOne(tx, row);
         await recordEvent(tx, SOURCE, ctx, {
           type: 'app.updated',
           resourceType: 'app',
           resourceId: row.id,
-          data: appData(row, tools),
+          data: appData(row, parts),
           metadata: changedFields(patch),
         });
-        return { app: toApp(row, tools, fullUrl(ctx)), retarget };
+        return { app: toApp(row, parts, fullUrl(ctx)), retarget: retarget && !oauth2 };
       },
       { signal: ctx.signal },
     );
