@@ -64,8 +64,12 @@ export interface FaultCluster {
   databaseUrl(database: string): string;
   /** PostgreSQL stops (a fast shutdown: connections end) for `ms`, then starts again on the same port and data. */
   postgresOutage(ms: number): Promise<void>;
-  /** The broker stops for `ms` (its data and port kept), then starts again. */
-  brokerOutage(ms: number): Promise<void>;
+  /**
+   * The broker is away for `ms`: `kill` stops its process (connections refused; its data and port
+   * kept) and starts it again, `freeze` stops it where it is (SIGSTOP: requests hang) and lets it
+   * go on — the same outage for the services, without a JVM start to wait for.
+   */
+  brokerOutage(ms: number, how: 'kill' | 'freeze'): Promise<void>;
   /** kill -9 of one process; a gateway's address leaves the load balancer, a service's process its name. */
   kill(child: string): Promise<void>;
   /** A new process of a service (or gateway), ready and in its name (or the load balancer). */
@@ -182,7 +186,13 @@ export async function startFaultCluster(
       await sleep(ms);
       postgres = await startEmbeddedPostgres({ dir, port, persistent: true });
     },
-    async brokerOutage(ms) {
+    async brokerOutage(ms, how) {
+      if (how === 'freeze') {
+        kafka.freeze(true);
+        await sleep(ms);
+        kafka.freeze(false);
+        return;
+      }
       await kafka.halt();
       await sleep(ms);
       await kafka.resume();

@@ -155,7 +155,7 @@ export class KafkaTransport implements EventTransport {
       // kafkajs restarts a consumer that crashed on a retriable error itself; after any other one
       // it leaves it stopped, and the group's events would wait for a restart of the process.
       consumer.on(consumer.events.CRASH, ({ payload }) => {
-        log.error(
+        log[payload.restart ? 'warn' : 'error'](
           { group: opts.groupId, err: String(payload.error).slice(0, 300), restarts: payload.restart },
           payload.restart
             ? 'event consumer crashed; kafkajs restarts it'
