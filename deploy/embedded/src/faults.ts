@@ -376,7 +376,10 @@ export class Workload {
       }
       record.attempts++;
       const res = await api(gateway, 'POST', path, t.key, body, { 'idempotency-key': key });
-      const reason = (res.body.error as { details?: { reason?: string }[] } | undefined)?.details?.[0]?.reason;
+      const info = (res.body.error as { details?: { reason?: string; metadata?: { service?: string } }[] } | undefined)
+        ?.details?.[0];
+      // A 503 names the service it is about.
+      const reason = info?.reason && info.metadata?.service ? `${info.reason} ${info.metadata.service}` : info?.reason;
       this.attempts.push({
         at: performance.now(),
         phase: this.phase,
@@ -388,7 +391,7 @@ export class Workload {
         record.replayed = res.replayed;
         break;
       }
-      if (res.status >= 400 && res.status < 500 && reason !== 'IDEMPOTENCY_KEY_IN_USE' && res.status !== 429) {
+      if (res.status >= 400 && res.status < 500 && info?.reason !== 'IDEMPOTENCY_KEY_IN_USE' && res.status !== 429) {
         record.refused = res.status;
         break;
       }
@@ -431,7 +434,7 @@ export class Workload {
       if (a.status >= 200 && a.status < 300) p.ok++;
       if (a.status >= 500) p.serverErrors++;
       if (a.status === 0) p.connectionErrors++;
-      if (a.reason === 'IDEMPOTENCY_KEY_IN_USE') p.inUse++;
+      if (a.reason?.startsWith('IDEMPOTENCY_KEY_IN_USE')) p.inUse++;
       phases.set(a.phase, p);
     }
     return [...phases].map(([phase, p]) => ({ phase, ...p }));

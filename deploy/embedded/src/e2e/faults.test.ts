@@ -146,16 +146,18 @@ describe(
       };
       workload.start();
       await phase('steady', 3_000);
+      // Killed processes are replaced as Kubernetes does, while the test goes on.
       await phase('kill -9 a notes-tasks replica', 4_000, () => cluster.kill('notes-tasks#2'));
-      await cluster.add('notes-tasks');
+      const replaced = [cluster.add('notes-tasks')];
       await phase('kill -9 a gateway', 5_000, () => cluster.kill(gatewayChild(cluster, 0)));
-      await cluster.add('gateway');
+      replaced.push(cluster.add('gateway'));
       await phase(`PostgreSQL stopped ${POSTGRES_MS / 1000} s`, 0, () => cluster.postgresOutage(POSTGRES_MS));
       await phase('PostgreSQL back', 4_000);
       await phase(`broker ${BROKER === 'kill' ? 'killed' : 'frozen'} ${BROKER_MS / 1000} s`, 0, () =>
         cluster.brokerOutage(BROKER_MS, BROKER),
       );
       await phase('broker back', 3_000);
+      await Promise.all(replaced);
       const roll = (services: ServiceName[]) => Promise.all(services.map((s) => cluster.roll(s, PRE_STOP_MS)));
       if (SEQUENTIAL)
         for (const s of [...REPLICATED, 'gateway' as const, ...SINGLE])
