@@ -135,104 +135,110 @@ describe(
       await cluster.add('gateway');
     });
 
-    it('keyed writes from four tenants through a replica kill, a gateway kill, PostgreSQL and broker outages and rollouts', async () => {
-      const workload = new Workload(cluster);
-      const phase = async (name: string, ms: number, during?: () => Promise<unknown>) => {
-        workload.phase = name;
-        console.log(`faults ${at()}: ${name}`);
-        const waited = sleep(ms);
-        await during?.();
-        await waited;
-      };
-      workload.start();
-      await phase('steady', 3_000);
-      // Killed processes are replaced as Kubernetes does, while the test goes on.
-      await phase('kill -9 a notes-tasks replica', 4_000, () => cluster.kill('notes-tasks#2'));
-      const replaced = [cluster.add('notes-tasks')];
-      await phase('kill -9 a gateway', 5_000, () => cluster.kill(gatewayChild(cluster, 0)));
-      replaced.push(cluster.add('gateway'));
-      await phase(`PostgreSQL stopped ${POSTGRES_MS / 1000} s`, 0, () => cluster.postgresOutage(POSTGRES_MS));
-      await phase('PostgreSQL back', 4_000);
-      await phase(`broker ${BROKER === 'kill' ? 'killed' : 'frozen'} ${BROKER_MS / 1000} s`, 0, () =>
-        cluster.brokerOutage(BROKER_MS, BROKER),
-      );
-      await phase('broker back', 3_000);
-      await Promise.all(replaced);
-      const roll = (services: ServiceName[]) => Promise.all(services.map((s) => cluster.roll(s, PRE_STOP_MS)));
-      if (SEQUENTIAL)
-        for (const s of [...REPLICATED, 'gateway' as const, ...SINGLE])
-          await phase(`roll ${s}`, 1_000, () => roll([s]));
-      else await phase('roll every service and the gateways', 1_000, () => roll([...REPLICATED, 'gateway', ...SINGLE]));
-      // A one-replica service restarted without a surge pod (a pod deleted, a node drained).
-      await phase('restart calendar (one replica, no surge)', 2_000, () =>
-        cluster.restart(cluster.live('calendar')[0]!),
-      );
-      workload.phase = 'steady';
-      await sleep(1_000);
-      await workload.stop();
-      console.log(`faults ${at()}: workload stopped; checking the invariants`);
+    // Longer than the suite's 3 min per test: on a loaded 2-core machine the rollout alone starts 12 processes.
+    it(
+      'keyed writes from four tenants through a replica kill, a gateway kill, PostgreSQL and broker outages and rollouts',
+      { timeout: 10 * 60_000 },
+      async () => {
+        const workload = new Workload(cluster);
+        const phase = async (name: string, ms: number, during?: () => Promise<unknown>) => {
+          workload.phase = name;
+          console.log(`faults ${at()}: ${name}`);
+          const waited = sleep(ms);
+          await during?.();
+          await waited;
+        };
+        workload.start();
+        await phase('steady', 3_000);
+        // Killed processes are replaced as Kubernetes does, while the test goes on.
+        await phase('kill -9 a notes-tasks replica', 4_000, () => cluster.kill('notes-tasks#2'));
+        const replaced = [cluster.add('notes-tasks')];
+        await phase('kill -9 a gateway', 5_000, () => cluster.kill(gatewayChild(cluster, 0)));
+        replaced.push(cluster.add('gateway'));
+        await phase(`PostgreSQL stopped ${POSTGRES_MS / 1000} s`, 0, () => cluster.postgresOutage(POSTGRES_MS));
+        await phase('PostgreSQL back', 4_000);
+        await phase(`broker ${BROKER === 'kill' ? 'killed' : 'frozen'} ${BROKER_MS / 1000} s`, 0, () =>
+          cluster.brokerOutage(BROKER_MS, BROKER),
+        );
+        await phase('broker back', 3_000);
+        await Promise.all(replaced);
+        const roll = (services: ServiceName[]) => Promise.all(services.map((s) => cluster.roll(s, PRE_STOP_MS)));
+        if (SEQUENTIAL)
+          for (const s of [...REPLICATED, 'gateway' as const, ...SINGLE])
+            await phase(`roll ${s}`, 1_000, () => roll([s]));
+        else
+          await phase('roll every service and the gateways', 1_000, () => roll([...REPLICATED, 'gateway', ...SINGLE]));
+        // A one-replica service restarted without a surge pod (a pod deleted, a node drained).
+        await phase('restart calendar (one replica, no surge)', 2_000, () =>
+          cluster.restart(cluster.live('calendar')[0]!),
+        );
+        workload.phase = 'steady';
+        await sleep(1_000);
+        await workload.stop();
+        console.log(`faults ${at()}: workload stopped; checking the invariants`);
 
-      const invariants = await checkInvariants(cluster, workload);
-      const phases = workload.byPhase();
-      const writes = workload.writes;
-      const acked = writes.filter((w) => w.id);
-      const latencies = acked.map((w) => w.ms).sort((a, b) => a - b);
-      const restartPhase = phases.find((p) => p.phase.startsWith('restart calendar'));
-      console.log(`faults ${at()}: figures`);
-      console.table(phases);
-      console.log(
-        JSON.stringify(
-          {
-            writes: writes.length,
-            replayed: acked.filter((w) => w.replayed).length,
-            refused: writes.filter((w) => w.refused).length,
-            gave_up: writes.filter((w) => w.gaveUp).length,
-            attempts: workload.attempts.length,
-            write_ms_p50: latencies[Math.floor(latencies.length / 2)],
-            write_ms_max: latencies.at(-1),
-            ...invariants,
-            missing: invariants.missing.slice(0, 5),
-            duplicates: invariants.duplicates.slice(0, 5),
-            undelivered: `${invariants.undelivered.length}: ${invariants.undelivered.slice(0, 5).join(', ')}`,
-            process_starts_ms: cluster.starts.map((s) => `${s.child} ${s.ms}`),
-            sigterm_exits: cluster.exits.map((e) => `${e.child} ${e.code} in ${e.drainMs} ms`),
-            server_errors: workload.serverErrorReasons(),
-            unexpected_error_lines: (cluster.output().match(/rpc failed with an unexpected error/g) ?? []).length,
-            warnings: warnings(cluster.output()),
-          },
-          null,
-          1,
-        ),
-      );
+        const invariants = await checkInvariants(cluster, workload);
+        const phases = workload.byPhase();
+        const writes = workload.writes;
+        const acked = writes.filter((w) => w.id);
+        const latencies = acked.map((w) => w.ms).sort((a, b) => a - b);
+        const restartPhase = phases.find((p) => p.phase.startsWith('restart calendar'));
+        console.log(`faults ${at()}: figures`);
+        console.table(phases);
+        console.log(
+          JSON.stringify(
+            {
+              writes: writes.length,
+              replayed: acked.filter((w) => w.replayed).length,
+              refused: writes.filter((w) => w.refused).length,
+              gave_up: writes.filter((w) => w.gaveUp).length,
+              attempts: workload.attempts.length,
+              write_ms_p50: latencies[Math.floor(latencies.length / 2)],
+              write_ms_max: latencies.at(-1),
+              ...invariants,
+              missing: invariants.missing.slice(0, 5),
+              duplicates: invariants.duplicates.slice(0, 5),
+              undelivered: `${invariants.undelivered.length}: ${invariants.undelivered.slice(0, 5).join(', ')}`,
+              process_starts_ms: cluster.starts.map((s) => `${s.child} ${s.ms}`),
+              sigterm_exits: cluster.exits.map((e) => `${e.child} ${e.code} in ${e.drainMs} ms`),
+              server_errors: workload.serverErrorReasons(),
+              unexpected_error_lines: (cluster.output().match(/rpc failed with an unexpected error/g) ?? []).length,
+              warnings: warnings(cluster.output()),
+            },
+            null,
+            1,
+          ),
+        );
 
-      assert.deepEqual(cluster.crashed(), [], 'no process ended unasked');
-      assert.deepEqual(
-        cluster.exits.filter((e) => e.code !== 0),
-        [],
-        'every SIGTERM exits 0',
-      );
-      assert.deepEqual(
-        writes.filter((w) => w.refused || w.gaveUp).map((w) => `${w.title}: ${w.refused ?? 'gave up'}`),
-        [],
-        'every write is acknowledged in the end',
-      );
-      assert.deepEqual(invariants.missing, [], 'every acknowledged write exists');
-      assert.deepEqual(invariants.duplicates, [], 'no write was applied twice');
-      assert.deepEqual(invariants.auditNotOnce, {}, 'every change is audited exactly once');
-      assert.deepEqual(invariants.undelivered, [], 'every change reaches its webhook at least once');
-      assert.equal(invariants.pendingOutbox, 0, 'every outbox drained');
-      assert.equal(invariants.pendingJobs, 0, 'the delivery queue drained');
-      // Every rollout here has a surge process, the one-replica services' too: none may cost a 5xx.
-      const rollouts = phases.filter((p) => p.phase.startsWith('roll '));
-      assert.ok(rollouts.length > 0);
-      for (const p of rollouts) assert.equal(p.serverErrors, 0, `no 5xx while rolling (${p.phase})`);
-      assert.ok(restartPhase, 'the restart was measured');
-      assert.equal(
-        (cluster.output().match(/rpc failed with an unexpected error/g) ?? []).length,
-        0,
-        'a database outage is logged as a condition (warn), not as unexpected errors',
-      );
-    });
+        assert.deepEqual(cluster.crashed(), [], 'no process ended unasked');
+        assert.deepEqual(
+          cluster.exits.filter((e) => e.code !== 0),
+          [],
+          'every SIGTERM exits 0',
+        );
+        assert.deepEqual(
+          writes.filter((w) => w.refused || w.gaveUp).map((w) => `${w.title}: ${w.refused ?? 'gave up'}`),
+          [],
+          'every write is acknowledged in the end',
+        );
+        assert.deepEqual(invariants.missing, [], 'every acknowledged write exists');
+        assert.deepEqual(invariants.duplicates, [], 'no write was applied twice');
+        assert.deepEqual(invariants.auditNotOnce, {}, 'every change is audited exactly once');
+        assert.deepEqual(invariants.undelivered, [], 'every change reaches its webhook at least once');
+        assert.equal(invariants.pendingOutbox, 0, 'every outbox drained');
+        assert.equal(invariants.pendingJobs, 0, 'the delivery queue drained');
+        // Every rollout here has a surge process, the one-replica services' too: none may cost a 5xx.
+        const rollouts = phases.filter((p) => p.phase.startsWith('roll '));
+        assert.ok(rollouts.length > 0);
+        for (const p of rollouts) assert.equal(p.serverErrors, 0, `no 5xx while rolling (${p.phase})`);
+        assert.ok(restartPhase, 'the restart was measured');
+        assert.equal(
+          (cluster.output().match(/rpc failed with an unexpected error/g) ?? []).length,
+          0,
+          'a database outage is logged as a condition (warn), not as unexpected errors',
+        );
+      },
+    );
   },
 );
 
