@@ -183,6 +183,11 @@ describe(
         const acked = writes.filter((w) => w.id);
         const latencies = acked.map((w) => w.ms).sort((a, b) => a - b);
         const restartPhase = phases.find((p) => p.phase.startsWith('restart calendar'));
+        // How long calendar answered 503 around its restart without a surge process: first to last.
+        const calendarDown = workload.attempts.filter((a) => a.status === 503 && a.reason?.endsWith(' calendar'));
+        const calendarUnavailableMs = calendarDown.length
+          ? Math.round(calendarDown.at(-1)!.at - calendarDown[0]!.at)
+          : 0;
         console.log(`faults ${at()}: figures`);
         console.table(phases);
         console.log(
@@ -199,6 +204,7 @@ describe(
               missing: invariants.missing.slice(0, 5),
               duplicates: invariants.duplicates.slice(0, 5),
               undelivered: `${invariants.undelivered.length}: ${invariants.undelivered.slice(0, 5).join(', ')}`,
+              calendar_unavailable_ms: calendarUnavailableMs,
               process_starts_ms: cluster.starts.map((s) => `${s.child} ${s.ms}`),
               sigterm_exits: cluster.exits.map((e) => `${e.child} ${e.code} in ${e.drainMs} ms`),
               server_errors: workload.serverErrorReasons(),
