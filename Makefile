@@ -3,6 +3,10 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_GLOBS := "libs/*/dist/**/*.test.js" "services/*/dist/**/*.test.js" "deploy/embedded/dist/**/*.test.js"
+# Run again on the current Kafka 4.x line, beside the suite (on 3.9): the event library's tests (the
+# transport, the outbox relay, consumers, dead letters, TLS, SASL and mTLS listeners) and the audit
+# log end to end through Kafka.
+KAFKA_4_TESTS := libs/events/dist/events.test.js libs/events/dist/kafka-security.test.js deploy/embedded/dist/e2e/audit.test.js
 
 .PHONY: dev test build proto proto-lint proto-breaking lint lint-code format bench clean install chart-check chart-install migrations-check openapi-lint
 
@@ -50,22 +54,29 @@ dev: build
 
 ## test: the chart checks (offline and on a real API server), the migration checks, the previous release
 ## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
-## a real Kafka broker (started and stopped here), with lint-code beside it
+## a real Kafka 3.9 broker (started and stopped here), with lint-code and the Kafka tests on a Kafka 4.x
+## broker (KAFKA_4_TESTS) beside it
 test: build openapi-lint chart-check chart-install migrations-check
 	@lint_log=$$(mktemp); $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
+	kafka4_log=$$(mktemp); \
+	KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
+	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
 	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS); \
 	status=$$?; \
+	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
+	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
 	if wait $$lint; then echo 'lint-code: Prettier, eslint and knip found nothing'; \
 	else cat "$$lint_log"; echo 'lint-code failed: the findings are above (make lint-code)'; status=1; fi; \
-	rm -f "$$lint_log"; exit $$status
+	rm -f "$$lint_log" "$$kafka4_log"; exit $$status
 
 proto-lint: install
 	buf lint
 
-## proto-breaking: fails when proto/ breaks wire or source compatibility with main
+## proto-breaking: fails when proto/ breaks wire or source compatibility with main (the whole workspace:
+## main's checkout has two modules, proto/ and the test fixtures, which buf compares module by module)
 proto-breaking: install
-	buf breaking proto --against '.git#branch=main'
+	buf breaking --against '.git#branch=main'
 
 ## lint: buf lint, the chart and migration checks, and lint-code
 lint: proto-lint build chart-check migrations-check lint-code

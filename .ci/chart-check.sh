@@ -117,13 +117,15 @@ render migrations-job workauto --kube-version "$K8S_VERSION" -f .ci/chart/produc
 # Valid values a platform may well use (checks.py: check_edge).
 render edge workauto "${base[@]}" --set gateway.service.type=LoadBalancer --set metrics.serviceMonitor.enabled=true \
   --set gateway.ingress.enabled=true --set services.apps.enabled=false
+# What platform teams add over production (checks.py: check_platform); chart-install installs it too.
+render platform workauto --kube-version "$K8S_VERSION" -f .ci/chart/production-values.yaml -f .ci/chart/platform-values.yaml
 
 for pid in "${pids[@]}"; do wait "$pid"; done
 
 failed=0
 # One kubeconform run over every render: it loads each schema once.
 log "kubeconform ($(cd "$renders" && echo *.yaml))"
-"$bin/kubeconform" -strict -summary -skip ServiceMonitor,PrometheusRule,KafkaTopic,KafkaUser -kubernetes-version "$K8S_VERSION" \
+"$bin/kubeconform" -strict -summary -skip ServiceMonitor,PrometheusRule,KafkaTopic,KafkaUser,HTTPRoute,ScaledObject -kubernetes-version "$K8S_VERSION" \
   -schema-location "$schemas/{{ .ResourceKind }}{{ .KindSuffix }}.json" "$renders"/*.yaml || failed=1
 for r in "$renders"/*.yaml; do
   log "pod security, restricted ($(basename "$r" .yaml))"
@@ -189,6 +191,19 @@ refuse "kafka.strimzi.user makes the Kafka credentials" --set kafka.strimzi.clus
 refuse "kafka.strimzi.user.authentication=tls needs kafka.tls.enabled" --set kafka.strimzi.cluster=events --set kafka.strimzi.user.enabled=true --set kafka.strimzi.user.authentication=tls
 refuse "kafka.strimzi.user.authentication" --set kafka.strimzi.user.authentication=scram-sha-256
 refuse "kafka.tls.clientSecret needs kafka.tls.enabled" --set kafka.tls.clientSecret=kafka-client
+# Values the services would refuse at start (their parsers' rules; libs/service chart-env.test.ts holds
+# the schema to them): a duration without a unit, a number of milliseconds as a duration, a bad URL.
+refuse "APPS_PROBE_INTERVAL" --set services.apps.env.APPS_PROBE_INTERVAL=300
+refuse "WEBHOOK_DISABLE_AFTER" --set services.webhooks.env.WEBHOOK_DISABLE_AFTER=5days
+refuse "WEBHOOK_SECRET_GRACE" --set services.webhooks.env.WEBHOOK_SECRET_GRACE=86400000
+refuse "OPENAI_BASE_URL" --set services.agents.env.OPENAI_BASE_URL=api.openai.com
+refuse "STARTUP_TIMEOUT_MS" --set-string defaults.env.STARTUP_TIMEOUT_MS=5m
+refuse "probes.startup: periodSeconds × failureThreshold (30 s) must exceed" --set probes.startup.failureThreshold=6
+refuse "kafka.strimzi.apiVersion" --set kafka.strimzi.apiVersion=kafka.strimzi.io/v1beta1
+refuse "defaults.topologySpread.zones" --set defaults.topologySpread.zones=Never
+refuse "gateway.httpRoute.parentRefs is required" --set gateway.httpRoute.enabled=true
+refuse "services.webhooks.keda.serverAddress is required" --set services.webhooks.keda.enabled=true
+refuse "loadBalancerSourceRanges needs gateway.service.type LoadBalancer" --set 'gateway.service.loadBalancerSourceRanges[0]=10.0.0.0/8'
 wait
 if grep -q . "$renders"/refused.*; then cat "$renders"/refused.*; failed=1; fi
 

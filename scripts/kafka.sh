@@ -9,11 +9,16 @@
 #   With it, KAFKA_CLIENT_CA=<pem file: CA certificate(s)> adds an SSL listener that requires a client
 #   certificate signed by that CA (ssl.client.auth=required, as Strimzi's tls authentication) and
 #   prints KAFKA_MTLS_BROKERS=127.0.0.1:<port>.
-# Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars.
+# KAFKA_LINE=4 runs the current 4.x line (deploy/kafka/kafka-4.pom.xml) instead of 3.9 (the default).
+# Jars come from Maven Central (deploy/kafka/pom.xml) and are cached under .cache/kafka/jars(-4).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cache="$root/.cache/kafka"
-jars="$cache/jars"
+case "${KAFKA_LINE:-3}" in
+  3) jars="$cache/jars" pom="$root/deploy/kafka/pom.xml" ;;
+  4) jars="$cache/jars-4" pom="$root/deploy/kafka/kafka-4.pom.xml" ;;
+  *) echo "kafka: KAFKA_LINE must be 3 or 4 (got ${KAFKA_LINE})" >&2; exit 2 ;;
+esac
 # One run directory per broker: KAFKA_RUN_DIR lets runs side by side (two test runs) keep apart.
 run="${KAFKA_RUN_DIR:-$cache/run}"
 log() { echo "kafka: $*" >&2; }
@@ -22,9 +27,9 @@ free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0
 
 fetch_jars() {
   if ls "$jars"/kafka_2.13-*.jar >/dev/null 2>&1; then return; fi
-  log "downloading Apache Kafka 3.9 jars from Maven Central (once; cached in .cache/kafka)…"
+  log "downloading the Apache Kafka ${KAFKA_LINE:-3}.x jars from Maven Central (once; cached in .cache/kafka)…"
   mkdir -p "$jars"
-  mvn -B -q -f "$root/deploy/kafka/pom.xml" \
+  mvn -B -q -f "$pom" \
     org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
     -DincludeScope=runtime -DoutputDirectory="$jars" >&2 || { log "mvn could not fetch the jars; check that Maven Central is reachable"; rm -rf "$jars"; exit 1; }
 }
@@ -98,6 +103,21 @@ listener.name.mtls.ssl.truststore.type=PEM
 listener.name.mtls.ssl.truststore.location=$KAFKA_CLIENT_CA
 PROPS
   fi
+  # Kafka 3 logs through log4j 1 (reload4j), Kafka 4 through log4j 2: the same lines to server.log.
+  cat > "$run/log4j2.properties" <<'PROPS'
+status = warn
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${sys:kafka.logs.dir}/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.file.ref = FILE
+logger.server.name = kafka.server.KafkaServer
+logger.server.level = INFO
+logger.raft.name = kafka.server.KafkaRaftServer
+logger.raft.level = INFO
+PROPS
   cat > "$run/log4j.properties" <<'PROPS'
 log4j.rootLogger=WARN, file
 log4j.appender.file=org.apache.log4j.FileAppender
@@ -107,7 +127,7 @@ log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
 log4j.logger.kafka.server.KafkaServer=INFO
 log4j.logger.kafka.server.KafkaRaftServer=INFO
 PROPS
-  local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
+  local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties" -Dlog4j2.configurationFile="$run/log4j2.properties")
   java "${jvm[@]}" -cp "$jars/*" kafka.tools.StorageTool format -t "$(java -cp "$jars/*" kafka.tools.StorageTool random-uuid 2>/dev/null)" \
     -c "$run/server.properties" --ignore-formatted "${format_extra[@]}" >"$run/format.log" 2>&1 || { log "formatting storage failed; see $run/format.log"; exit 1; }
   echo "$port" > "$run/port"
@@ -119,7 +139,7 @@ PROPS
 # Runs the broker of $run (already formatted) and waits until it serves.
 launch() {
   local port; port=$(cat "$run/port")
-  local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties")
+  local jvm=(-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dkafka.logs.dir="$run" -Dlog4j.configuration="file:$run/log4j.properties" -Dlog4j2.configurationFile="$run/log4j2.properties")
   : > "$run/server.log"
   nohup java "${jvm[@]}" -cp "$jars/*" kafka.Kafka "$run/server.properties" >"$run/stdout.log" 2>&1 &
   echo $! > "$run/pid"

@@ -259,8 +259,14 @@ def check_production(scenario="production"):
         drain = 5 + 1 if c == "gateway" else 10 + 10 + 2  # gateway: deadline + 1 s; services: workers + gRPC drain + closing
         if spec["terminationGracePeriodSeconds"] <= pre + drain:
             fail(scenario, f"{name}: grace {spec['terminationGracePeriodSeconds']} s does not cover preStop {pre} s + drain {drain} s")
-        if not spec.get("topologySpreadConstraints"):
-            fail(scenario, f"{name}: no topology spread")
+        zones = [c for c in spec.get("topologySpreadConstraints", []) if c["topologyKey"] == "topology.kubernetes.io/zone"]
+        if not zones or zones[0]["whenUnsatisfiable"] != "DoNotSchedule":
+            fail(scenario, f"{name}: three replicas may land in two zones (zone spread {zones and zones[0]['whenUnsatisfiable']}, not DoNotSchedule)")
+        if "podAntiAffinity" not in spec.get("affinity", {}):
+            fail(scenario, f"{name}: no podAntiAffinity although production values ask for it")
+        # Its own ServiceAccount (a cloud identity per service), without a token.
+        if spec.get("serviceAccountName") != name:
+            fail(scenario, f"{name}: ServiceAccount {spec.get('serviceAccountName')}, not its own")
         # Every Secret the pod reads at start is one Reloader watches (secrets.reloader).
         watched = set(d["metadata"].get("annotations", {}).get("secret.reloader.stakater.com/reload", "").split(","))
         read = {e["valueFrom"]["secretKeyRef"]["name"] for e in container.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
@@ -352,7 +358,7 @@ def check_overrides():
 
 
 # --- Kafka as Strimzi runs it --------------------------------------------------------------------
-STRIMZI = "kafka.strimzi.io/v1beta2"
+STRIMZI = "kafka.strimzi.io/v1"  # the default (Strimzi 1.x); chart-install also installs v1beta2 on 0.51's CRDs
 ACL_OPERATIONS = {"Read", "Write", "Create", "Delete", "Alter", "Describe", "ClusterAction", "AlterConfigs", "DescribeConfigs", "IdempotentWrite", "All"}
 
 
@@ -605,9 +611,14 @@ def check_migrations_job():
             fail(scenario, f"{where}: a Job pod must run its one container once (sidecars as native initContainers)")
         if env_of(container)["DATABASE_URL"] != env_of(workload)["DATABASE_URL"]:
             fail(scenario, f"{where}: DATABASE_URL differs from the workload's")
-        missing = {n for n in env_of(workload) if not n.startswith(("KAFKA_TLS", "KAFKA_SASL", "MIGRATE_"))} - set(env_of(container))
-        if missing:
-            fail(scenario, f"{where}: lacks the workload's {sorted(missing)}")
+        # Only what `migrate` reads: no other Secret (admin token, keyring, signing keys, provider keys).
+        extra = set(env_of(container)) - {"DATABASE_URL", "LOG_LEVEL", "MIGRATION_LOCK_TIMEOUT_MS", "NODE_OPTIONS", "NODE_EXTRA_CA_CERTS"}
+        secrets = [e["name"] for e in container["env"] if "secretKeyRef" in e.get("valueFrom", {}) and e["name"] != "DATABASE_URL"]
+        if extra or secrets or container.get("envFrom"):
+            fail(scenario, f"{where}: gets {sorted(extra)} {secrets} {container.get('envFrom')}, which migrating never reads")
+        rules = js.get("podFailurePolicy", {}).get("rules", [])
+        if not any(r["action"] == "Ignore" and any(c.get("type") == "DisruptionTarget" for c in r.get("onPodConditions", [])) for r in rules):
+            fail(scenario, f"{where}: a node drain's eviction would spend the backoffLimit (no podFailurePolicy ignoring DisruptionTarget)")
         if any(m["name"].startswith("kafka") for m in container.get("volumeMounts", [])):
             fail(scenario, f"{where}: mounts Kafka's credentials, which migrating does not use")
         sidecars = {x["name"] for x in d["spec"]["template"]["spec"].get("initContainers", [])}
@@ -656,7 +667,64 @@ def check_cloud_sql():
     print(f"checks.py: {scenario}: sidecars")
 
 
-for check in (check_names, check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start, check_observability):
+def check_platform():
+    """platform-values.yaml: what platform teams expect of a chart, each as they would look for it."""
+    scenario = "platform"
+    docs = load(scenario)
+    deployments = {component(d): d for d in by_kind(docs, "Deployment").values()}
+    for d in docs:
+        if d["metadata"]["name"] != "workauto-extra" and d["metadata"].get("labels", {}).get("team") != "platform":
+            fail(scenario, f"{d['kind']}/{d['metadata']['name']}: commonLabels missing")
+    for c, d in deployments.items():
+        pod = d["spec"]["template"]
+        if pod["metadata"]["labels"].get("cost-center") != "4242":
+            fail(scenario, f"{c}: commonLabels missing on the pods")
+        if not main_container(d)["image"].startswith("registry.internal/ghcr.io/workauto/workauto@sha256:"):
+            fail(scenario, f"{c}: image {main_container(d)['image']} is not under global.imageRegistry")
+    gw = main_container(deployments["gateway"])
+    if gw["livenessProbe"].get("timeoutSeconds") != 3 or gw["livenessProbe"].get("failureThreshold") != 6 or gw["livenessProbe"].get("httpGet", {}).get("path") != "/healthz":
+        fail(scenario, f"gateway: livenessProbe overrides not merged over the chart's: {gw['livenessProbe']}")
+    if gw["readinessProbe"].get("periodSeconds") != 3 or gw["readinessProbe"].get("httpGet", {}).get("path") != "/readyz":
+        fail(scenario, f"gateway: readinessProbe overrides not merged: {gw['readinessProbe']}")
+    routes = list(by_kind(docs, "HTTPRoute").values())
+    gateway_service = next(s for s in by_kind(docs, "Service").values() if component(s) == "gateway" and "workauto.io/metrics" not in s["metadata"]["labels"])
+    if len(routes) != 1 or routes[0]["spec"]["rules"][0]["backendRefs"][0]["name"] != gateway_service["metadata"]["name"]:
+        fail(scenario, "no HTTPRoute to the gateway's Service")
+    if gateway_service["spec"].get("loadBalancerSourceRanges") != ["203.0.113.0/24", "2001:db8::/32"]:
+        fail(scenario, f"gateway Service: loadBalancerSourceRanges {gateway_service['spec'].get('loadBalancerSourceRanges')}")
+    hpas = {component(h): h for h in by_kind(docs, "HorizontalPodAutoscaler").values()}
+    scaled = {component(s): s for s in by_kind(docs, "ScaledObject").values()}
+    if set(scaled) != {"webhooks", "agents"} or set(hpas) & set(scaled):
+        fail(scenario, f"KEDA ScaledObjects {sorted(scaled)} (want webhooks, agents) must replace their HPAs {sorted(hpas)}")
+    for c, so in scaled.items():
+        query = so["spec"]["triggers"][0]["metadata"]["query"]
+        for problem in promql_problems(query):
+            fail(scenario, f"ScaledObject {c}: its query {problem}")
+        if "workauto_jobs_waiting" not in query or "replicas" in deployments[c]["spec"]:
+            fail(scenario, f"ScaledObject {c}: query {query!r}; Deployment replicas {deployments[c]['spec'].get('replicas')}")
+    if hpas.get("gateway", {}).get("spec", {}).get("behavior", {}).get("scaleDown", {}).get("stabilizationWindowSeconds") != 600:
+        fail(scenario, "gateway HPA: autoscaling.behavior not rendered")
+    sm = next(iter(by_kind(docs, "ServiceMonitor").values()))
+    if not sm["spec"]["endpoints"][0].get("relabelings") or not sm["spec"]["endpoints"][0].get("metricRelabelings"):
+        fail(scenario, "ServiceMonitor: relabelings or metricRelabelings missing")
+    if "workauto-extra" not in by_kind(docs, "ConfigMap"):
+        fail(scenario, "extraObjects: the ConfigMap (a templated name) is missing")
+    accounts = by_kind(docs, "ServiceAccount")
+    gw_sa = accounts.get(deployments["gateway"]["spec"]["template"]["spec"]["serviceAccountName"], {})
+    if gw_sa.get("metadata", {}).get("annotations", {}).get("eks.amazonaws.com/role-arn", "").endswith("workauto-gateway") is not True:
+        fail(scenario, f"gateway ServiceAccount: its own annotations do not win: {gw_sa.get('metadata')}")
+    notes = env_of(main_container(deployments["notes-tasks"]))["DATABASE_URL"]
+    if notes.get("valueFrom", {}).get("secretKeyRef") != {"name": "notes-db-app", "key": "uri"}:
+        fail(scenario, f"notes-tasks: DATABASE_URL is not the uri of the CloudNativePG Secret: {notes}")
+    if sum(1 for e in main_container(deployments["notes-tasks"])["env"] if e["name"] == "DATABASE_URL") != 1:
+        fail(scenario, "notes-tasks: DATABASE_URL given twice (the API server warns; server-side apply may drop one)")
+    agents_env = env_of(main_container(deployments["agents"]))
+    if agents_env.get("AGENT_PROVIDER_TIMEOUT_MS", {}).get("value") != "90000":
+        fail(scenario, f"agents: a whole number renders {agents_env.get('AGENT_PROVIDER_TIMEOUT_MS')}, not 90000")
+    print(f"checks.py: {scenario}: {len(deployments)} Deployments, {len(routes)} HTTPRoute, {len(scaled)} ScaledObjects")
+
+
+for check in (check_platform, check_names, check_default, check_production, check_overrides, check_edge, check_cloud_sql, check_kafka_mtls, check_plain_username, check_migrations_job, check_migrations_start, check_observability):
     check()
 for p in problems:
     print("chart-check: FAIL:", p)

@@ -30,11 +30,16 @@
 {{- .Values.secrets.existingSecret | default (printf "%s-secrets" (include "workauto.fullname" . | trunc 55 | trimSuffix "-")) -}}
 {{- end -}}
 
+{{/*
+A workload's ServiceAccount (dict "root" $ "component" name): its own, <fullname>-<component>, so a
+cloud identity binds to one service (serviceAccount.annotations, then the workload's own); with
+serviceAccount.create false, serviceAccount.name (default `default`) for all.
+*/}}
 {{- define "workauto.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create -}}
-{{- default (include "workauto.fullname" .) .Values.serviceAccount.name -}}
+{{- if .root.Values.serviceAccount.create -}}
+{{- include "workauto.componentName" (dict "root" .root "component" .component) -}}
 {{- else -}}
-{{- default "default" .Values.serviceAccount.name -}}
+{{- default "default" .root.Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
 
@@ -46,15 +51,18 @@ the chart makes one, the Jobs get a hook-made twin (same annotations, e.g. a clo
 {{- if .Values.serviceAccount.create -}}
 {{- include "workauto.componentName" (dict "root" . "component" "migrations") -}}
 {{- else -}}
-{{- include "workauto.serviceAccountName" . -}}
+{{- include "workauto.serviceAccountName" (dict "root" . "component" "migrations") -}}
 {{- end -}}
 {{- end -}}
 
+{{/* The image, under global.imageRegistry when set (a mirror: `registry.internal/ghcr.io/workauto/workauto` stays a path). */}}
 {{- define "workauto.image" -}}
+{{- $repository := .Values.image.repository -}}
+{{- with .Values.global.imageRegistry }}{{ $repository = printf "%s/%s" (trimSuffix "/" .) $repository }}{{ end -}}
 {{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- printf "%s@%s" $repository .Values.image.digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- printf "%s:%s" $repository (.Values.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 {{- end -}}
 
@@ -65,6 +73,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: workauto
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* (dict "root" $ "component" "gateway") */}}
@@ -276,8 +287,11 @@ when a pre-install hook runs. (dict "root" $ "job" bool)
 {{- define "workauto.workloadEnv" -}}
 {{- range $name, $value := .cfg.env }}
 {{- if or (kindIs "bool" $value) (kindIs "float64" $value) (kindIs "int64" $value) $value }}
+{{- /* A whole number stays one: YAML's 86400000 is a float to Helm, which would print 8.64e+07. */}}
+{{- $text := $value | toString }}
+{{- if and (kindIs "float64" $value) (eq $value (floor $value)) }}{{ $text = $value | int64 | toString }}{{ end }}
 - name: {{ $name }}
-  value: {{ $value | toString | quote }}
+  value: {{ $text | quote }}
 {{- end }}
 {{- end }}
 {{- with .cfg.extraEnv }}
@@ -291,7 +305,7 @@ Pod-level spec shared by every Deployment (not the containers).
 */}}
 {{- define "workauto.podSpec" -}}
 {{- $root := .root -}}
-serviceAccountName: {{ include (ternary "workauto.migrationsServiceAccountName" "workauto.serviceAccountName" (.job | default false)) $root }}
+serviceAccountName: {{ if .job }}{{ include "workauto.migrationsServiceAccountName" $root }}{{ else }}{{ include "workauto.serviceAccountName" . }}{{ end }}
 automountServiceAccountToken: false
 enableServiceLinks: false
 securityContext: {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
@@ -309,22 +323,34 @@ topologySpreadConstraints:
 {{- if .cfg.topologySpreadConstraints }}
 {{- toYaml .cfg.topologySpreadConstraints | nindent 2 }}
 {{- else }}
+  {{- /* matchLabelKeys: during a rollout the new ReplicaSet's pods spread among themselves. */}}
   - maxSkew: 1
     topologyKey: topology.kubernetes.io/zone
-    whenUnsatisfiable: ScheduleAnyway
+    whenUnsatisfiable: {{ .cfg.topologySpread.zones }}
     labelSelector:
       matchLabels: {{- include "workauto.selectorLabels" . | nindent 8 }}
+    matchLabelKeys: [pod-template-hash]
   - maxSkew: 1
     topologyKey: kubernetes.io/hostname
-    whenUnsatisfiable: ScheduleAnyway
+    whenUnsatisfiable: {{ .cfg.topologySpread.nodes }}
     labelSelector:
       matchLabels: {{- include "workauto.selectorLabels" . | nindent 8 }}
+    matchLabelKeys: [pod-template-hash]
 {{- end }}
 {{- end }}
 {{- with .cfg.nodeSelector }}
 nodeSelector: {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .cfg.affinity }}
+{{- $affinity := deepCopy (.cfg.affinity | default dict) }}
+{{- if and (not .job) .cfg.podAntiAffinity (not $affinity.podAntiAffinity) }}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "workauto.selectorLabels" . | fromYaml)) }}
+{{- if eq .cfg.podAntiAffinity "hard" }}
+{{- $_ := set $affinity "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) }}
+{{- else }}
+{{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) }}
+{{- end }}
+{{- end }}
+{{- with $affinity }}
 affinity: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with .cfg.tolerations }}
@@ -343,6 +369,7 @@ restart. The OAUTHBEARER token is left out: it is read again at each authenticat
 {{- define "workauto.startSecrets" -}}
 {{- $a := include "workauto.kafkaAuth" .root | fromYaml -}}
 {{- $names := list (include "workauto.secretName" .root) -}}
+{{- with .database }}{{ with .existingSecret }}{{ $names = append $names . }}{{ end }}{{ end -}}
 {{- if ne .component "gateway" -}}
 {{- range list ($a.tls | ternary $a.caSecret "") $a.clientSecret $a.usernameSecret $a.passwordSecret }}{{ if . }}{{ $names = append $names . }}{{ end }}{{ end -}}
 {{- end -}}
@@ -351,6 +378,50 @@ restart. The OAUTHBEARER token is left out: it is read again at each authenticat
 {{- end -}}
 
 {{/* Deployment metadata and spec head, up to the pod template's spec. (dict "root" $ "component" name "cfg" $cfg) */}}
+{{/*
+KEDA (keda.enabled, webhooks and agents): a ScaledObject on the queue's depth as the workload exports
+it (workauto_jobs_waiting{queue}, read from Prometheus), with CPU as a second trigger; KEDA makes the
+HPA, so the chart makes none. (dict "root" $ "component" name "cfg" $cfg "keda" dict)
+*/}}
+{{- define "workauto.scaledObject" -}}
+{{- if .keda.enabled }}
+{{- $k := .keda }}
+{{- $server := required (printf "services.%s.keda.serverAddress is required: the Prometheus that scrapes this release (e.g. http://prometheus-operated.monitoring:9090)" .component) $k.serverAddress }}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata:
+  name: {{ include "workauto.componentName" . }}
+  labels:
+    {{- include "workauto.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  scaleTargetRef:
+    name: {{ include "workauto.componentName" . }}
+  minReplicaCount: {{ .cfg.autoscaling.minReplicas }}
+  maxReplicaCount: {{ .cfg.autoscaling.maxReplicas }}
+  pollingInterval: {{ $k.pollingInterval }}
+  cooldownPeriod: {{ $k.cooldownPeriod }}
+  {{- with .cfg.autoscaling.behavior }}
+  advanced:
+    horizontalPodAutoscalerConfig:
+      behavior: {{- toYaml . | nindent 8 }}
+  {{- end }}
+  triggers:
+    # Due jobs waiting in the queue, all pods together: one more pod per waitingPerReplica of them.
+    - type: prometheus
+      metadata:
+        serverAddress: {{ $server | quote }}
+        query: {{ printf "sum(workauto_jobs_waiting{%s, queue=%q})" (include "workauto.promSelector" .root) $k.queue | quote }}
+        threshold: {{ $k.waitingPerReplica | quote }}
+        ignoreNullValues: "true"
+    - type: cpu
+      metricType: Utilization
+      metadata:
+        value: {{ .cfg.autoscaling.targetCPUUtilizationPercentage | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "workauto.deploymentHead" -}}
 {{- $root := .root -}}
 apiVersion: apps/v1
@@ -371,7 +442,7 @@ metadata:
     {{- end }}
   {{- end }}
 spec:
-  {{- if not .cfg.autoscaling.enabled }}
+  {{- if not (or .cfg.autoscaling.enabled .keda.enabled) }}
   replicas: {{ .cfg.replicas }}
   {{- end }}
   revisionHistoryLimit: 5
@@ -421,7 +492,7 @@ spec:
   selector:
     matchLabels: {{- include "workauto.selectorLabels" . | nindent 6 }}
 {{- end }}
-{{- if .cfg.autoscaling.enabled }}
+{{- if and .cfg.autoscaling.enabled (not .keda.enabled) }}
 ---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
@@ -442,7 +513,34 @@ spec:
       resource:
         name: cpu
         target: { type: Utilization, averageUtilization: {{ .cfg.autoscaling.targetCPUUtilizationPercentage }} }
+  {{- with .cfg.autoscaling.behavior }}
+  behavior: {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end }}
+{{- end -}}
+
+{{/*
+A probe: the chart's (a dict) with the workload's overrides merged over it (periodSeconds,
+timeoutSeconds, failureThreshold…). (dict "probe" dict "overrides" dict)
+*/}}
+{{- define "workauto.probe" -}}
+{{- toYaml (mergeOverwrite (deepCopy .probe) (deepCopy (.overrides | default dict))) -}}
+{{- end -}}
+
+{{/*
+The startup probe's window must outlast what a process waits before it says why it cannot start
+(STARTUP_TIMEOUT_MS, and MIGRATION_WAIT_TIMEOUT_MS with migrations.mode=job), or the kubelet
+restarts the pod before its last log line names the cause. (dict "root" $ "component" name "cfg" $cfg)
+*/}}
+{{- define "workauto.checkStartupWindow" -}}
+{{- $s := .root.Values.probes.startup -}}
+{{- $window := mul $s.periodSeconds $s.failureThreshold 1000 -}}
+{{- $env := .cfg.env | default dict -}}
+{{- $wait := (get $env "STARTUP_TIMEOUT_MS") | default 300000 | int64 -}}
+{{- if eq .root.Values.migrations.mode "job" }}{{ $wait = max $wait ((get $env "MIGRATION_WAIT_TIMEOUT_MS") | default 300000 | int64) }}{{ end -}}
+{{- if le (int64 $window) $wait -}}
+{{- fail (printf "probes.startup: periodSeconds × failureThreshold (%d s) must exceed what %s waits before it exits naming the cause (STARTUP_TIMEOUT_MS%s: %d s), or the kubelet restarts it first: raise failureThreshold above %d" (div $window 1000) .component (ternary " or MIGRATION_WAIT_TIMEOUT_MS" "" (eq .root.Values.migrations.mode "job")) (div $wait 1000) (div $wait (mul $s.periodSeconds 1000))) -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Containers from values, each securityContext merged over the chart's. (dict "root" $ "containers" list) */}}

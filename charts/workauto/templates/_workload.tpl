@@ -4,8 +4,8 @@ migrations.mode=job, its migration Job.
 */}}
 
 {{/* Keys of a service's entry that are not per-workload settings. */}}
-{{- define "workauto.serviceKeys" -}}enabled grpcPort addrEnv databaseSecretKey secretEnv optionalSecretEnv calls publicEgress extraEgress{{- end -}}
-{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency downstreamDeadlineMs trustedProxies publicBaseUrl service ingress{{- end -}}
+{{- define "workauto.serviceKeys" -}}enabled grpcPort addrEnv databaseSecretKey database serviceAccount secretEnv optionalSecretEnv calls publicEgress extraEgress keda{{- end -}}
+{{- define "workauto.gatewayKeys" -}}port authCacheTtlMs rateLimitPerMinute tenantRateLimitPerMinute tenantConcurrency downstreamDeadlineMs keepAliveTimeoutMs trustedProxies publicBaseUrl service ingress httpRoute database serviceAccount{{- end -}}
 
 {{/* (dict "root" $ "component" "gateway"|service name): the context every workload helper takes, as YAML. */}}
 {{- define "workauto.workloadContext" -}}
@@ -14,7 +14,41 @@ migrations.mode=job, its migration Job.
 {{- $_ := unset $own . -}}
 {{- end -}}
 {{- $cfg := include "workauto.settings" (dict "root" .root "own" $own) | fromYaml -}}
-{{- toYaml (dict "cfg" $cfg "kafka" (ne .component "gateway")) -}}
+{{- $whole := eq .component "gateway" | ternary .root.Values.gateway (get .root.Values.services .component) -}}
+{{- toYaml (dict "cfg" $cfg "kafka" (ne .component "gateway") "database" ($whole.database | default dict) "keda" ($whole.keda | default dict)) -}}
+{{- end -}}
+
+{{/*
+DATABASE_URL: the key `database.key` (default `uri`, as CloudNativePG's `<cluster>-app` Secret holds
+it) of `database.existingSecret` when the workload names one, else `<name>-database-url` of the
+release's Secret. (dict "root" $ "component" name "database" dict)
+*/}}
+{{- define "workauto.databaseUrlEnv" -}}
+- name: DATABASE_URL
+{{- with .database.existingSecret }}
+  valueFrom: { secretKeyRef: { name: {{ . }}, key: {{ $.database.key | default "uri" }} } }
+{{- else }}
+  {{- $svc := get .root.Values.services .component | default dict }}
+  {{- include "workauto.secretRef" (dict "root" .root "key" ($svc.databaseSecretKey | default (printf "%s-database-url" .component))) | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A migration Job's variables: only what `main.js migrate` reads (DATABASE_URL, LOG_LEVEL and the
+lock's timeout), and the workload's plain NODE_* settings (an extra CA, heap size). No other Secret.
+(dict "root" $ "component" name "cfg" $cfg "database" dict)
+*/}}
+{{- define "workauto.migrateEnv" -}}
+- name: LOG_LEVEL
+  value: {{ .root.Values.logLevel | quote }}
+{{ include "workauto.databaseUrlEnv" . }}
+{{- $env := .cfg.env | default dict }}
+{{- range $name := list "MIGRATION_LOCK_TIMEOUT_MS" "NODE_OPTIONS" "NODE_EXTRA_CA_CERTS" }}
+{{- with get $env $name }}
+- name: {{ $name }}
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- end }}
 {{- end -}}
 
 {{/* Every variable a workload's container gets. (dict "root" $ "component" name "cfg" $cfg "job" bool) */}}
@@ -25,9 +59,8 @@ migrations.mode=job, its migration Job.
 {{- with $root.Values.gateway }}
 - name: PORT
   value: {{ .port | quote }}
-# Idempotency-Key records (their stored responses are encrypted).
-- name: DATABASE_URL
-  {{- include "workauto.secretRef" (dict "root" $root "key" "gateway-database-url") | nindent 2 }}
+# Idempotency-Key records (their stored responses are encrypted) and the shared rate-limit counters.
+{{ include "workauto.databaseUrlEnv" $ }}
 - name: ENCRYPTION_KEYS
   {{- include "workauto.secretRef" (dict "root" $root "key" "encryption-keys") | nindent 2 }}
 - name: CALLER_SIGNING_KEY
@@ -44,6 +77,8 @@ migrations.mode=job, its migration Job.
   value: {{ .tenantConcurrency | quote }}
 - name: DOWNSTREAM_DEADLINE_MS
   value: {{ .downstreamDeadlineMs | quote }}
+- name: HTTP_KEEP_ALIVE_TIMEOUT_MS
+  value: {{ .keepAliveTimeoutMs | quote }}
 {{- with .trustedProxies }}
 - name: TRUSTED_PROXIES
   value: {{ . | quote }}
@@ -67,8 +102,7 @@ migrations.mode=job, its migration Job.
   value: {{ $svc.grpcPort | quote }}
 - name: GRPC_REFLECTION
   value: {{ $root.Values.grpcReflection | quote }}
-- name: DATABASE_URL
-  {{- include "workauto.secretRef" (dict "root" $root "key" ($svc.databaseSecretKey | default (printf "%s-database-url" $name))) | nindent 2 }}
+{{ include "workauto.databaseUrlEnv" $ }}
 - name: CALLER_VERIFY_KEYS
   {{- include "workauto.secretRef" (dict "root" $root "key" "caller-verify-keys") | nindent 2 }}
 {{- range $env, $key := $svc.secretEnv }}

@@ -2,7 +2,7 @@
  * Runs a command with the infrastructure the test suite needs, then tears it down:
  * one throwaway embedded PostgreSQL cluster (TEST_DATABASE_URL) unless DATABASE_URL names a real
  * server, and a real Kafka broker (KAFKA_BROKERS) from scripts/kafka.sh unless KAFKA_BROKERS is
- * set or WORKAUTO_KAFKA=off. Usage: node with-infra.js -- <command…>
+ * set or WORKAUTO_KAFKA=off (KAFKA_LINE=4: the current 4.x line instead of 3.9). Usage: node with-infra.js -- <command…>
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -52,7 +52,9 @@ async function main(): Promise<number> {
     }
     env.KAFKA_BROKERS = line.slice('KAFKA_BROKERS='.length);
     cleanups.push(() => void spawnSync('bash', [script, 'stop'], { stdio: 'inherit', env: kafkaEnv }));
-    console.log(`with-infra: Kafka ready at ${env.KAFKA_BROKERS} in ${Date.now() - started} ms`);
+    console.log(
+      `with-infra: Kafka ${env.KAFKA_LINE === '4' ? '4.x' : '3.9'} ready at ${env.KAFKA_BROKERS} in ${Date.now() - started} ms`,
+    );
   }
   const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env });
   const forward = (s: NodeJS.Signals) => child.kill(s);

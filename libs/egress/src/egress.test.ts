@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { ConfigError } from '@workauto/config';
 import { DomainError } from '@workauto/grpc';
@@ -512,5 +512,93 @@ describe('fetch (at every connection)', () => {
     const unknownName = await rejection(policy.fetch('http://nowhere.test/'));
     assert.ok(unknownName instanceof EgressConnectionError, String(unknownName));
     assert.match(unknownName.message, /nowhere\.test has no address/);
+  });
+});
+
+/** A forward proxy on loopback that opens CONNECT tunnels and records each target, as Squid would. */
+async function connectProxy() {
+  const targets: string[] = [];
+  const server = net.createServer((client) => {
+    let head = '';
+    const onData = (chunk: Buffer) => {
+      head += chunk.toString('latin1');
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      client.off('data', onData);
+      const target = /^CONNECT (\S+) HTTP\/1\.1/.exec(head)?.[1] ?? '';
+      targets.push(target);
+      const { hostname, port } = new URL(`tcp://${target}`);
+      const upstream = net.connect(Number(port), hostname.replace(/^\[|\]$/g, ''), () => {
+        client.write('HTTP/1.1 200 Connection established\r\n\r\n');
+        upstream.pipe(client).pipe(upstream);
+      });
+      upstream.on('error', () => client.end('HTTP/1.1 502 Bad Gateway\r\n\r\n'));
+    };
+    client.on('data', onData);
+    client.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    targets,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('through a forward proxy (HTTPS_PROXY, NO_PROXY)', () => {
+  it('tunnels to the address the policy checked, not the name; refuses a name that resolves inside before any tunnel; connects directly to NO_PROXY hosts', async () => {
+    const proxy = await connectProxy();
+    const target = await receiver({ tls: true });
+    const policy = EgressPolicy.fromEnv(
+      {
+        HTTPS_PROXY: proxy.url,
+        no_proxy: '127.0.0.1,.internal.example',
+        EGRESS_ALLOWED_CIDRS: '127.0.0.1/32',
+      },
+      {
+        resolve: resolver({
+          'receiver.test': [v4('127.0.0.1')],
+          'intranet.test': [v4('10.0.0.1')],
+        }),
+        extraCaCertificates: [TEST_CERTIFICATE],
+      },
+    );
+    try {
+      const res = await policy.fetch(`https://receiver.test:${target.port}/hook`, { method: 'POST', body: 'x' });
+      assert.equal(res.status, 200);
+      assert.equal(await res.text(), 'ok');
+      assert.deepEqual(proxy.targets, [`127.0.0.1:${target.port}`], 'the tunnel goes to the checked address');
+      assert.deepEqual(target.requests, [{ method: 'POST', url: '/hook', body: 'x' }]);
+
+      const err = await rejection(policy.fetch(`https://intranet.test:${target.port}/`));
+      assert.ok(err instanceof EgressRefusedError, String(err));
+      assert.match(err.message, /resolves to a private address/);
+      assert.equal(proxy.targets.length, 1, 'no tunnel was asked for a refused destination');
+
+      const direct = await policy.fetch(`https://127.0.0.1:${target.port}/`);
+      assert.equal(direct.status, 200);
+      assert.equal(proxy.targets.length, 1, 'a NO_PROXY host is reached directly');
+    } finally {
+      await policy.close();
+      await target.close();
+      await proxy.close();
+    }
+  });
+
+  it('says the proxy refused when it answers CONNECT with an error', async () => {
+    const refusing = net.createServer((c) => c.once('data', () => c.end('HTTP/1.1 403 Forbidden\r\n\r\n')));
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    const policy = EgressPolicy.fromEnv(
+      { HTTPS_PROXY: `http://127.0.0.1:${(refusing.address() as AddressInfo).port}`, EGRESS_ALLOW_PRIVATE: 'true' },
+      { resolve: resolver({ 'receiver.test': [v4('127.0.0.1')] }) },
+    );
+    try {
+      const err = await rejection(policy.fetch('https://receiver.test/'));
+      assert.ok(err instanceof EgressConnectionError, String(err));
+      assert.match(err.message, /could not reach https:\/\/receiver\.test: .*proxy.*refused the tunnel \(HTTP 403\)/);
+    } finally {
+      await policy.close();
+      await new Promise((r) => refusing.close(r));
+    }
   });
 });

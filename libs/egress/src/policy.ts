@@ -9,8 +9,9 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { loadConfig, z } from '@workauto/config';
 import { errors, urlTextProblem } from '@workauto/grpc';
-import { Agent, Dispatcher1Wrapper } from 'undici';
+import { Agent, buildConnector, Dispatcher1Wrapper } from 'undici';
 import { addressRefusal, parseCidrList, type Cidr } from './address.js';
+import { proxyConnector, proxySettings, type ProxySettings } from './proxy.js';
 import {
   EgressConnectionError,
   EgressError,
@@ -42,6 +43,11 @@ export interface EgressPolicyOptions {
   timeoutMs?: number;
   /** CA certificates trusted for https besides the default ones (an internal CA; tests). */
   extraCaCertificates?: readonly string[];
+  /**
+   * A forward proxy (HTTPS_PROXY, HTTP_PROXY, NO_PROXY): calls go through a tunnel to the address
+   * the policy checked. Default none (fromEnv reads the environment's).
+   */
+  proxy?: ProxySettings;
 }
 
 export interface EgressRequestInit extends Omit<RequestInit, 'redirect'> {
@@ -97,13 +103,17 @@ export class EgressPolicy {
   /** The agent as Node's built-in fetch (undici 7's handler API) takes it. */
   readonly #dispatcher: Dispatcher1Wrapper;
 
-  /** From EGRESS_ALLOW_PRIVATE and EGRESS_ALLOWED_CIDRS; a bad value is a ConfigError naming the variable. */
+  /**
+   * From EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS and the proxy variables (HTTPS_PROXY, HTTP_PROXY,
+   * NO_PROXY, upper or lower case); a bad value is an error naming the variable.
+   */
   static fromEnv(
     env: Record<string, string | undefined> = process.env,
     options: Omit<EgressPolicyOptions, 'allowPrivate' | 'allowedCidrs'> = {},
   ): EgressPolicy {
     const config = loadConfig(egressVars, env);
     return new EgressPolicy({
+      proxy: proxySettings(env),
       ...options,
       allowPrivate: config.EGRESS_ALLOW_PRIVATE,
       allowedCidrs: config.EGRESS_ALLOWED_CIDRS,
@@ -117,16 +127,31 @@ export class EgressPolicy {
     this.#allowed = parsed.cidrs;
     this.#resolve = options.resolve ?? ((hostname) => dns.promises.lookup(hostname, { all: true, order: 'verbatim' }));
     this.#timeoutMs = options.timeoutMs ?? 10_000;
+    const connect = {
+      timeout: options.connectTimeoutMs ?? 5_000,
+      // Every host name is resolved through #lookup; IP literals never reach it (net.connect skips the
+      // lookup for them), which is why fetch checks the URL's host itself before dispatching.
+      lookup: this.#lookup,
+      ...(options.extraCaCertificates?.length
+        ? { ca: [...tls.getCACertificates('default'), ...options.extraCaCertificates] }
+        : {}),
+    };
+    const proxy = options.proxy;
     this.#agent = new Agent({
-      connect: {
-        timeout: options.connectTimeoutMs ?? 5_000,
-        // Every host name is resolved through #lookup; IP literals never reach it (net.connect skips the
-        // lookup for them), which is why fetch checks the URL's host itself before dispatching.
-        lookup: this.#lookup,
-        ...(options.extraCaCertificates?.length
-          ? { ca: [...tls.getCACertificates('default'), ...options.extraCaCertificates] }
-          : {}),
-      },
+      connect:
+        proxy?.https || proxy?.http
+          ? proxyConnector({
+              settings: proxy,
+              direct: buildConnector(connect),
+              tls: connect,
+              timeoutMs: connect.timeout,
+              resolve: async (hostname) => {
+                const bare = hostname.replace(/^\[|\]$/g, '');
+                if (net.isIP(bare)) return bare; // checked with the URL (#urlCheck)
+                return (await this.#checked(hostname))[0]!.address;
+              },
+            })
+          : connect,
     });
     this.#dispatcher = new Dispatcher1Wrapper(this.#agent);
   }
@@ -240,22 +265,8 @@ export class EgressPolicy {
    * hands net only the addresses checked, so the one dialled is always one of them.
    */
   readonly #lookup: LookupFunction = (hostname, options, callback) => {
-    this.#resolve(hostname).then(
+    this.#checked(hostname).then(
       (addresses) => {
-        if (addresses.length === 0)
-          return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
-        for (const { address } of addresses) {
-          // The rule, never the address: failure texts reach tenants, who must not map internal names to addresses.
-          const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed, false);
-          if (why !== null)
-            return callback(
-              new EgressRefusedError(
-                `the host ${hostname} resolves to ${why}, which the egress policy refuses; ${RESOLVED_HINT}`,
-              ),
-              '',
-              0,
-            );
-        }
         const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : options.family;
         const wanted = family ? addresses.filter((a) => a.family === family) : addresses;
         if (options.all)
@@ -275,6 +286,21 @@ export class EgressPolicy {
       (err: NodeJS.ErrnoException) => callback(err, '', 0),
     );
   };
+
+  /** Every address of the name, once each is allowed; else EgressRefusedError (or the resolver's error). */
+  async #checked(hostname: string): Promise<readonly ResolvedAddress[]> {
+    const addresses = await this.#resolve(hostname);
+    if (addresses.length === 0) throw Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
+    for (const { address } of addresses) {
+      // The rule, never the address: failure texts reach tenants, who must not map internal names to addresses.
+      const why = this.allowPrivate ? null : addressRefusal(address, this.#allowed, false);
+      if (why !== null)
+        throw new EgressRefusedError(
+          `the host ${hostname} resolves to ${why}, which the egress policy refuses; ${RESOLVED_HINT}`,
+        );
+    }
+    return addresses;
+  }
 }
 
 /** The response with a body that fails past `limit` bytes, cancelling the source (the connection) there. */
@@ -320,6 +346,7 @@ const SOCKET_ERRORS: Record<string, string> = {
   ENETUNREACH: 'the network is unreachable',
   EADDRNOTAVAIL: 'the address is not available',
   EPIPE: 'the connection was closed while sending',
+  EPROXY: 'the proxy refused the tunnel',
 };
 
 /** undici's fetch rejects with TypeError('fetch failed', { cause }); the cause says what happened. */

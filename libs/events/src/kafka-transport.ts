@@ -252,15 +252,20 @@ export class KafkaTransport implements EventTransport {
       const missing = wanted.map((t) => this.ns + t).filter((t) => !existing.has(t));
       if (missing.length && this.opts.createTopics === false) throw new TopicsMissingError(missing);
       if (missing.length) {
-        await admin.createTopics({
-          waitForLeaders: true,
-          topics: missing.map((topic) => ({
-            topic,
-            numPartitions: this.opts.partitions ?? 3,
-            replicationFactor: this.opts.replicationFactor ?? 1,
-            configEntries: [{ name: 'retention.ms', value: String(this.retentionMs) }],
-          })),
-        });
+        // Kafka 4 may answer the leader wait's metadata request about a topic it created a moment
+        // ago with "This server does not host this topic-partition" (kafkajs retries only "leader not
+        // available"): the topic exists, its leader comes; asking again returns once it has one.
+        await whileRetriable(() =>
+          admin.createTopics({
+            waitForLeaders: true,
+            topics: missing.map((topic) => ({
+              topic,
+              numPartitions: this.opts.partitions ?? 3,
+              replicationFactor: this.opts.replicationFactor ?? 1,
+              configEntries: [{ name: 'retention.ms', value: String(this.retentionMs) }],
+            })),
+          }),
+        );
       }
       for (const t of wanted) this.ensured.add(t);
     } finally {
@@ -282,10 +287,15 @@ export class KafkaTransport implements EventTransport {
  * host this topic-partition"), and kafkajs does not retry that here — without this, one of several
  * services starting at once could exit.
  */
-async function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void> {
+function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void> {
+  return whileRetriable(() => consumer.subscribe({ topic, fromBeginning: true }));
+}
+
+/** `fn` again while it fails with a retriable Kafka error: 10 tries, 0.3 s doubling to 3 s between them. */
+async function whileRetriable<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await consumer.subscribe({ topic, fromBeginning: true });
+      return await fn();
     } catch (err) {
       if (!isRetriableKafkaError(err) || attempt >= 10) throw err;
       await new Promise((resolve) => setTimeout(resolve, Math.min(300 * 2 ** (attempt - 1), 3_000)));

@@ -2,9 +2,13 @@
  * Request-field helpers every service's handlers share (proto request → row patch and checks),
  * added to one Validator so a request's problems come back together.
  */
-import { isIsoDate, type Validator } from './validate.js';
+import type { Validator } from './validate.js';
 
-/** The JSON size limit of every `metadata` object (contract: free-form, bounded). */
+/**
+ * The JSON size limit of every `metadata` object (free-form, bounded). Protos state it as
+ * `(workauto.api.v1.max_json_bytes)`, checked with the field rules; this is for a request whose
+ * proto does not state it yet.
+ */
 export const METADATA_MAX_BYTES = 16_384;
 
 export function checkMetadata(v: Validator, field: string, value: Record<string, unknown> | undefined): Validator {
@@ -26,35 +30,11 @@ export function checkEnum(
   return mapping.toDomain(value) === undefined ? v.add(field, `must be one of ${mapping.names.join(', ')}`) : v;
 }
 
-/** An optional id; with `clearable`, an empty string (PATCH: clear it) is fine too. */
-export function checkId(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
-  return clearable && value === '' ? v : v.uuid(field, value);
-}
-
-/** An optional calendar date (YYYY-MM-DD); with `clearable`, an empty string is fine too. */
-export function checkDate(v: Validator, field: string, value: string | undefined, clearable = false): Validator {
-  if (value === undefined || (clearable && value === '')) return v;
-  return isIsoDate(value) ? v : v.add(field, 'must be a date like 2026-12-31 (YYYY-MM-DD)');
-}
-
 /**
  * The years event and task times may fall in (a date's year, an instant's UTC year). Outside
  * them, zones' local times reach years clients cannot read (10000, 0000) or local mean time.
  */
 export const YEARS = { min: 1900, max: 2999 } as const;
-
-/** Why a date (YYYY-MM-DD) or an instant lies outside YEARS, or undefined. */
-export function yearsProblem(value: Date | string): string | undefined {
-  const year = typeof value === 'string' ? Number(/^(\d{4,})-/.exec(value)?.[1]) : value.getUTCFullYear();
-  if (Number.isNaN(year) || (year >= YEARS.min && year <= YEARS.max)) return undefined; // a malformed value is another check's
-  return `must be in the years ${YEARS.min} to ${YEARS.max}`;
-}
-
-/** An optional date or timestamp within YEARS. */
-export function checkYears(v: Validator, field: string, value: Date | string | undefined): Validator {
-  const problem = value === undefined || value === '' ? undefined : yearsProblem(value);
-  return problem ? v.add(field, problem) : v;
-}
 
 /** Trimmed text, or null for an empty string (the API's way to clear an optional text field). */
 export function textOrNull(value: string | undefined): string | null | undefined {
@@ -78,24 +58,6 @@ export function urlTextProblem(value: string): string | undefined {
   return URL_FORBIDDEN_CHARACTERS.test(value)
     ? 'must not contain whitespace or control characters; percent-encode them (a space is %20)'
     : undefined;
-}
-
-/**
- * An optional absolute http(s) URL (a link the API stores and shows, such as a conference URL);
- * an empty string passes (PATCH: clear it). URLs the services dial also pass the egress policy.
- */
-export function checkHttpUrl(v: Validator, field: string, value: string | undefined, maxLength = 2_048): Validator {
-  if (value === undefined || value === '') return v;
-  const problem = urlTextProblem(value);
-  if (problem) return v.add(field, problem);
-  let ok = value.length <= maxLength;
-  try {
-    const url = new URL(value);
-    ok &&= url.protocol === 'http:' || url.protocol === 'https:';
-  } catch {
-    ok = false;
-  }
-  return ok ? v : v.add(field, `must be an absolute http(s) URL of at most ${maxLength} characters`);
 }
 
 /**

@@ -48,11 +48,6 @@ export { Resources } from './resources.js';
 export {
   checkMetadata,
   checkEnum,
-  checkId,
-  checkDate,
-  checkHttpUrl,
-  checkYears,
-  yearsProblem,
   YEARS,
   urlTextProblem,
   textOrNull,

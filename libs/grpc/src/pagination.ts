@@ -62,7 +62,7 @@ export function parsePage<C>(
   let size = DEFAULT_PAGE_SIZE;
   if (req.limit !== undefined) {
     if (!Number.isInteger(req.limit) || req.limit < 1)
-      throw errors.invalidField('limit', 'must be a positive integer (at most 200)');
+      throw errors.invalidField('limit', 'must be at least 1 (a value above 200 is taken as 200)');
     size = Math.min(req.limit, MAX_PAGE_SIZE);
   }
   if (req.cursor === undefined || req.cursor === '') return { size };

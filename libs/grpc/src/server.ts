@@ -5,10 +5,10 @@ import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, runKeyed } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
-import { reflectionDefinition } from '@workauto/protos';
+import { loadRules, loadSchema, reflectionDefinition, ruleViolations, type Violation } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
-import { asDomainError, toServiceError, DomainError } from './errors.js';
+import { asDomainError, errors, toServiceError, DomainError } from './errors.js';
 import { IDEMPOTENT_REPLAYED_KEY, KeyedMethod } from './idempotency.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
@@ -60,6 +60,41 @@ export interface GrpcServerOptions {
   channelOptions?: grpc.ServerOptions | undefined;
 }
 
+/** The field rules a request broke, noted when its bytes were decoded (withFieldRules). */
+const brokenRules = new WeakMap<object, Violation[]>();
+
+/**
+ * The service's definition with each request checked against the protos' field rules
+ * (`buf.validate`, docs/api.md §Validation) as it is decoded: a direct gRPC caller gets the same
+ * violations as a client of the gateway, before any handler runs (refuseBrokenRules, after the
+ * caller is verified). Rpcs of a service the descriptor set does not hold are left as they are.
+ */
+function withFieldRules<S extends ServiceDefinition>(fullName: string, definition: S): S {
+  const service = loadSchema().registry.getService(fullName);
+  if (!service) return definition;
+  const checked: ServiceDefinition = {};
+  for (const [key, def] of Object.entries(definition)) {
+    const input = service.methods.find((m) => def.path === `/${fullName}/${m.name}`)?.input;
+    checked[key] = !input
+      ? def
+      : {
+          ...def,
+          requestDeserialize: (bytes: Buffer) => {
+            const request = def.requestDeserialize(bytes);
+            const violations = ruleViolations(input, bytes);
+            if (violations.length && typeof request === 'object' && request) brokenRules.set(request, violations);
+            return request;
+          },
+        };
+  }
+  return checked as S;
+}
+
+function refuseBrokenRules(request: unknown): void {
+  const violations = typeof request === 'object' && request ? brokenRules.get(request) : undefined;
+  if (violations) throw errors.invalidArgument(violations);
+}
+
 /**
  * Every server ends each client connection after max_connection_age (plus a grace for calls in
  * flight): the client then resolves the service's name again (client.ts), so replicas added since
@@ -102,6 +137,7 @@ export class GrpcServer {
 
   add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
     const impl: grpc.UntypedServiceImplementation = {};
+    definition = withFieldRules(fullName, definition);
     for (const [method, def] of Object.entries(definition)) {
       const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => unknown;
       impl[method] = def.responseStream
@@ -129,6 +165,7 @@ export class GrpcServer {
       const c = begin(call);
       c.run(async () => {
         const ctx = c.context();
+        refuseBrokenRules(call.request);
         const write = keyedMethod.write(call.request, ctx);
         if (!write) return handler(call.request, ctx);
         try {
@@ -166,6 +203,7 @@ export class GrpcServer {
       const c = begin(call);
       c.run(async () => {
         const ctx = c.context();
+        refuseBrokenRules(call.request);
         for await (const message of handler(call.request, ctx)) {
           ctx.signal.throwIfAborted();
           if (!call.write(message))
@@ -262,9 +300,12 @@ export class GrpcServer {
   }
 
   /** Binds and starts serving; health stays NOT_SERVING until markServing(). Returns the bound port. */
-  listen(host: string, port: number): Promise<number> {
+  async listen(host: string, port: number): Promise<number> {
+    await loadRules(); // the field rules every request is checked against, before the first one comes
     return new Promise((resolve, reject) => {
-      this.server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) =>
+      // An IPv6 address goes in brackets: `[::]:50051` (every address, IPv4 ones too, on a dual-stack node).
+      const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+      this.server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) =>
         err ? reject(err) : resolve(bound),
       );
     });

@@ -180,6 +180,10 @@ describe('JSON → proto', () => {
     ]) {
       assert.equal(violations(memberType, { created_at: bad })[0]?.field, 'created_at', String(bad));
     }
+    assert.equal(
+      violations(memberType, { created_at: '2026-02-30T10:00:00Z' })[0]?.description,
+      '2026-02-30 is not a calendar date',
+    );
     assert.deepEqual(parseRfc3339('0001-01-01T00:00:00Z'), { seconds: -62135596800, nanos: 0 });
     assert.deepEqual(parseRfc3339('2026-11-22t10:00:00.5z'), {
       seconds: Date.UTC(2026, 10, 22, 10) / 1000,

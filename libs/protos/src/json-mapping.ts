@@ -375,7 +375,10 @@ export function parseTimestamp(text: string): Date | undefined {
 
 function timestampFromJson(json: unknown, path: string, out: Violation[]): Date | undefined {
   const ts = typeof json === 'string' ? parseRfc3339(json) : undefined;
-  if (!ts) out.push({ field: path, description: 'must be an RFC 3339 timestamp like 2026-11-22T10:00:00Z' });
+  const date = typeof json === 'string' ? RFC3339.exec(json) : null;
+  if (!ts && date && !isIsoDate(`${date[1]}-${date[2]}-${date[3]}`))
+    out.push({ field: path, description: `${date[1]}-${date[2]}-${date[3]} is not a calendar date` });
+  else if (!ts) out.push({ field: path, description: 'must be an RFC 3339 timestamp like 2026-11-22T10:00:00Z' });
   // ts-proto holds Timestamps as Dates: milliseconds, as every service reads them.
   return ts && new Date(ts.seconds * 1000 + Math.floor(ts.nanos / 1_000_000));
 }

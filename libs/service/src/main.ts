@@ -168,7 +168,8 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
 export function serviceEnv(grpcPort: number) {
   return {
     DATABASE_URL: vars.url(),
-    GRPC_HOST: z.string().default('0.0.0.0'),
+    // `::`: every address, IPv6 and IPv4, on a dual-stack node; IPv6-only clusters reach it too.
+    GRPC_HOST: z.string().default('::'),
     GRPC_PORT: vars.port(grpcPort),
     ...kafkaVars,
     ...grpcServiceVars,

@@ -1,6 +1,8 @@
 /**
  * Metrics without a trace collector: a real process with METRICS_PORT serves Prometheus text with
- * the gRPC server's call metrics and the downstream state, and exports nothing else anywhere.
+ * the gRPC server's call metrics and the downstream state, and exports nothing else anywhere. The
+ * process is what an IPv6-only cluster runs: its gRPC server on ::1 alone, called at [::1]; its
+ * metrics on every address (`::`), IPv6 and IPv4.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -17,10 +19,10 @@ const script = `
     name: 'notes-tasks', errorDomain: 'notes.workauto', logger: createLogger('t', 'silent'), protoFiles: [],
     callerVerifier: new CallerVerifier(generateCallerKeys('k').verifyKeys),
   }).add('workauto.notes_tasks.v1.NotesTasksService', S, { listNotes: async () => ({ data: [], has_more: false }) });
-  const port = await server.listen('127.0.0.1', 0);
+  const port = await server.listen('::1', 0);
   server.markServing();
   // No caller token: refused (UNAUTHENTICATED), and counted.
-  const notes = new Downstream('notes_tasks', '127.0.0.1:' + port);
+  const notes = new Downstream('notes_tasks', '[::1]:' + port);
   await notes.call(S.listNotes, {}).catch(() => undefined);
   // Nothing listens there: the service is marked down.
   const nowhere = new Downstream('nowhere', '127.0.0.1:1', { healthTimeoutMs: 200 });
@@ -34,7 +36,7 @@ describe('metrics on METRICS_PORT', () => {
   let child: ReturnType<typeof spawn> | undefined;
   after(() => child?.kill('SIGKILL'));
 
-  it('serves rpc.server.call.duration and workauto.downstream.down in Prometheus format, with no collector configured', async () => {
+  it('serves rpc.server.call.duration and workauto.downstream.down in Prometheus format over IPv6 and IPv4, with no collector configured', async () => {
     const port = await freePort();
     const env = { PATH: process.env.PATH ?? '', METRICS_PORT: String(port) };
     child = spawn(process.execPath, ['--input-type=module', '-e', script], {
@@ -48,7 +50,8 @@ describe('metrics on METRICS_PORT', () => {
     const until = Date.now() + 20_000;
     while (!stdout.includes('ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     assert.match(stdout, /ready/, stderr);
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const text = await (await fetch(`http://[::1]:${port}/metrics`)).text();
+    assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 200, 'metrics answer over IPv4 too');
     assert.match(
       text,
       /rpc_server_call_duration_count\{[^}]*rpc_method="ListNotes"[^}]*rpc_grpc_status_code="16"[^}]*\} 1/,

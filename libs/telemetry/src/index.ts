@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
@@ -32,6 +33,19 @@ export function startTelemetry(serviceName: string): () => Promise<void> {
     throw new Error(`METRICS_PORT must be a port number (got ${JSON.stringify(process.env.METRICS_PORT)})`);
   }
   if (!tracing && metricsPort === undefined) return async () => undefined;
+  // The exporter's own server cannot listen on `::` (it builds its base URL from the host), so it
+  // gets one of ours: `::` (METRICS_HOST) is every address, IPv6 and IPv4, as the other listeners.
+  const prometheus = new PrometheusExporter({ preventServerStart: true });
+  const metricsServer =
+    metricsPort === undefined
+      ? undefined
+      : createServer((req, res) => {
+          if ((req.url ?? '').split('?')[0] === '/metrics') return prometheus.getMetricsRequestHandler(req, res);
+          res.statusCode = 404;
+          res.end('metrics are at /metrics\n');
+        })
+          .listen(metricsPort, process.env.METRICS_HOST || '::')
+          .unref();
   const sdk = new NodeSDK({
     serviceName,
     instrumentations: [
@@ -44,12 +58,13 @@ export function startTelemetry(serviceName: string): () => Promise<void> {
       new GrpcInstrumentation(),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
     ],
-    ...(metricsPort !== undefined
-      ? { metricReaders: [new PrometheusExporter({ host: '0.0.0.0', port: metricsPort })] }
-      : {}),
+    ...(metricsPort !== undefined ? { metricReaders: [prometheus] } : {}),
     // Without a collector nothing is exported but metrics: no span or log exporter to a default address.
     ...(tracing ? {} : { spanProcessors: [], logRecordProcessors: [] }),
   });
   sdk.start();
-  return () => sdk.shutdown();
+  return async () => {
+    metricsServer?.close();
+    await sdk.shutdown();
+  };
 }

@@ -26,6 +26,7 @@ import { mcpEndpoint } from './mcp.js';
 import { transcodingHandler } from './proxy.js';
 import { failedAuthLimiter, rateLimiter } from './rate-limit.js';
 import { TenantLimits } from './tenant-limits.js';
+import { SharedRateCounter } from './shared-counter.js';
 import { loadRoutes, type RouteInfo } from './routes.js';
 
 export interface GatewayOptions {
@@ -61,6 +62,11 @@ export interface GatewayOptions {
   corsAllowedOrigins?: string[];
   /** PUBLIC_BASE_URL: the origin of absolute URLs in responses (a feed_url); default each request's scheme and Host. */
   publicBaseUrl?: string;
+  /**
+   * HTTP_KEEP_ALIVE_TIMEOUT_MS: how long an idle client connection stays open (default 65 s, above
+   * load balancers' 60 s, so the balancer closes it first and never reuses one the gateway closed).
+   */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface Gateway {
@@ -78,6 +84,7 @@ const MAX_BODY = '1mb';
 const JSON_TYPES = ['application/json', 'application/*+json'];
 const OPENAPI_PATH = '/api/v1/openapi.json';
 const MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
+const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
@@ -90,13 +97,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ]),
   );
   const limitPerMinute = options.rateLimitPerMinute ?? 600;
-  const tenantLimits = new TenantLimits({
-    concurrency: options.tenantConcurrency ?? 128,
-    perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
-  });
-  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   const keyring = Keyring.fromEnv(options.encryptionKeys);
   const pool = createPool(options.databaseUrl, { applicationName: 'gateway' });
+  // Every rate limit counts here, shared by the gateway replicas through this database.
+  const counter = new SharedRateCounter(pool, logger);
+  const tenantLimits = new TenantLimits(
+    {
+      concurrency: options.tenantConcurrency ?? 128,
+      perMinute: options.tenantRateLimitPerMinute ?? 10 * limitPerMinute,
+    },
+    counter,
+  );
+  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
   try {
     // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
     await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
@@ -104,10 +116,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
   } catch (err) {
     for (const d of downstreams.values()) d.close();
-    tenantLimits.stop();
     await pool.end();
     throw err;
   }
+  counter.startSweeping();
   const deadlineMs = options.deadlineMs ?? 5_000;
   const idempotency = new IdempotencyStore(pool, keyring, logger);
   idempotency.startSweeping();
@@ -177,8 +189,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   app.use(
     '/api',
     inOneLayer(
-      failedAuthLimiter(limitPerMinute, send),
-      rateLimiter(limitPerMinute, send),
+      failedAuthLimiter(limitPerMinute, send, counter),
+      rateLimiter(limitPerMinute, send, counter),
       corsPreflight(options.corsAllowedOrigins ?? [], routes),
       // JSON bodies only (415 otherwise), at most 1 MiB (413), within the shape limits (400).
       (req, res, next) => {
@@ -236,6 +248,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         const s = app.listen(port, host, (err?: Error) =>
           err ? reject(err) : resolve((s.address() as { port: number }).port),
         );
+        s.keepAliveTimeout = options.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS;
+        // Above the idle timeout: a connection waiting for its next request's headers is idle, not slow.
+        s.headersTimeout = s.keepAliveTimeout + 1_000;
         server = s;
       });
     },
@@ -258,7 +273,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
-      tenantLimits.stop();
+      counter.stop();
       await pool.end();
     },
   };

@@ -23,7 +23,11 @@ await runProcess({
     PORT: vars.port(8080),
     DATABASE_URL: vars.url(),
     ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),
-    HOST: z.string().default('0.0.0.0'),
+    // `::`: every address, IPv6 and IPv4, on a dual-stack node; IPv6-only clusters reach it too.
+    HOST: z.string().default('::'),
+    // Above every common load balancer's idle timeout (60 s), so the gateway never closes a connection
+    // the balancer is about to reuse (docs/operations.md, "Keep-alive").
+    HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(290_000).default(65_000),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().positive().default(600),
     RATE_LIMIT_PER_TENANT_PER_MINUTE: z.coerce.number().int().positive().optional(),
@@ -67,6 +71,7 @@ await runProcess({
         ? { tenantRateLimitPerMinute: config.RATE_LIMIT_PER_TENANT_PER_MINUTE }
         : {}),
       deadlineMs: config.DOWNSTREAM_DEADLINE_MS,
+      keepAliveTimeoutMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
       callerSigningKey: config.CALLER_SIGNING_KEY,
       trustedProxies: config.TRUSTED_PROXIES,
       corsAllowedOrigins: config.CORS_ALLOWED_ORIGINS,

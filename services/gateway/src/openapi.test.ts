@@ -106,6 +106,30 @@ describe('OpenAPI document', () => {
     assert.match(JSON.stringify(entry.properties.tenant_id), /uuid/);
   });
 
+  it("states the protos' field rules: lengths, ranges, formats, patterns, item counts", async () => {
+    const doc = buildOpenApi(await loadRoutes()) as Doc;
+    const s = doc.components.schemas;
+    const value = (schema: Record<string, unknown>) => {
+      const { description: _d, ...rest } = schema;
+      return (rest.anyOf as Record<string, unknown>[] | undefined)?.[0] ?? rest;
+    };
+    const task = s['notes_tasks.v1.CreateTaskRequest-Request'].properties;
+    assert.deepEqual(value(task.title), { type: 'string', maxLength: 500, minLength: 1, pattern: '\\S' });
+    assert.deepEqual(value(task.due_date), { type: 'string', minLength: 1, format: 'date' });
+    assert.deepEqual(value(task.estimation_minutes), {
+      type: 'integer',
+      format: 'int32',
+      minimum: 0,
+      maximum: 1000000,
+    });
+    const pipeline = s['crm_pipelines.v1.CreatePipelineRequest-Request'].properties;
+    assert.equal(value(pipeline.stages).maxItems, 50);
+    const provider = doc.paths['/api/v1/integration-keys/{provider}']!.put.parameters.find(
+      (p: { name: string }) => p.name === 'provider',
+    );
+    assert.equal(provider.schema.pattern, '^[a-z0-9][a-z0-9_-]{0,63}$', 'a CEL rule that is one regular expression');
+  });
+
   it('documents every operation, property and parameter in words (the protos comments)', async () => {
     const doc = buildOpenApi(await loadRoutes()) as Doc;
     const missing: string[] = [];

@@ -10,6 +10,7 @@ import { isGatewayField, isRequiredField, queryParameters, updateMaskField } fro
 import { TOKEN_FIELD } from './routes.js';
 import { WRAPPERS, commentOf, enumNames, fieldByName, isOptional, scalarName } from '@workauto/protos';
 import { EXAMPLES } from './openapi-examples.js';
+import { ruleKeywords } from './openapi-rules.js';
 import type { Route } from './routes.js';
 
 type Schema = Record<string, unknown>;
@@ -320,15 +321,19 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
    */
   const fieldSchema = (field: DescField, dir: Direction, required = false): Schema => {
     const scalar = field.scalar === undefined ? undefined : scalarName(field.scalar);
-    const s: Schema = field.message
-      ? messageRef(field.message, dir)
-      : field.enum
-        ? { type: 'string', enum: enumNames(field.enum) }
-        : scalar === 'string' && isUuidField(field.name)
-          ? { ...UUID_SCHEMA }
-          : { ...SCALARS[scalar!] };
-    if (field.fieldKind === 'map') return { type: 'object', additionalProperties: s };
-    if (field.fieldKind === 'list') return { type: 'array', items: s };
+    const rules = ruleKeywords(field);
+    const s: Schema = {
+      ...(field.message
+        ? messageRef(field.message, dir)
+        : field.enum
+          ? { type: 'string', enum: enumNames(field.enum) }
+          : scalar === 'string' && isUuidField(field.name)
+            ? { ...UUID_SCHEMA }
+            : { ...SCALARS[scalar!] }),
+      ...rules.value,
+    };
+    if (field.fieldKind === 'map') return { type: 'object', additionalProperties: s, ...rules.container };
+    if (field.fieldKind === 'list') return { type: 'array', items: s, ...rules.container };
     const isValue = field.message?.typeName === 'google.protobuf.Value';
     if (required || isValue) return s;
     const canBeNull = isOptional(field) || field.message !== undefined || field.enum !== undefined;

@@ -1,7 +1,8 @@
 /**
  * Requests per minute per credential (the token's hash) or, without one, per client address; and
  * failed authentications per client address, so rotating made-up tokens (each its own credential
- * key) cannot probe keys or load identity without limit. In memory: the limits are per replica.
+ * key) cannot probe keys or load identity without limit. Both count through the RateCounter every
+ * gateway replica shares (shared-counter.ts): the limits are per credential and per address, not per replica.
  */
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit, ipKeyGenerator } from 'express-rate-limit';
@@ -9,8 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { metrics } from '@opentelemetry/api';
 import { requestCredential } from './auth.js';
 import { GatewayError } from './errors.js';
-
-const WINDOW_MS = 60_000;
+import { rateCounterStore, WINDOW_MS, type RateCounter } from './shared-counter.js';
 
 /** res.locals flag the transcoding handler sets once the request's credential authenticated. */
 export const AUTHENTICATED = 'authenticated';
@@ -47,9 +47,10 @@ function limited(send: Send, what: string, limitPerMinute: number) {
   };
 }
 
-export function rateLimiter(limitPerMinute: number, send: Send): RequestHandler {
+export function rateLimiter(limitPerMinute: number, send: Send, counter: RateCounter): RequestHandler {
   return rateLimit({
     windowMs: WINDOW_MS,
+    store: rateCounterStore(counter, 'request:'),
     limit: limitPerMinute,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
@@ -68,10 +69,11 @@ export function rateLimiter(limitPerMinute: number, send: Send): RequestHandler 
  * last KNOWN_VALID_MS is let through (and not counted), so a flood of made-up tokens from a shared
  * address (a NAT, an office) never locks out the real keys behind it.
  */
-export function failedAuthLimiter(limitPerMinute: number, send: Send): RequestHandler {
+export function failedAuthLimiter(limitPerMinute: number, send: Send, counter: RateCounter): RequestHandler {
   const knownValid = new KnownValidCredentials();
   const limiter = rateLimit({
     windowMs: WINDOW_MS,
+    store: rateCounterStore(counter, 'failed-auth:'),
     limit: limitPerMinute,
     standardHeaders: false,
     legacyHeaders: false,

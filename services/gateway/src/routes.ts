@@ -9,6 +9,7 @@ import {
   commentOf,
   fieldByName,
   loadCodecs,
+  loadRules,
   loadSchema,
   messageType,
   optionOf,
@@ -244,7 +245,7 @@ export function buildRoutes(files: DescFile[]): Route[] {
 /** The product's routes, from the descriptor set, with the codecs of their messages loaded. */
 export async function loadRoutes(): Promise<Route[]> {
   const files = serviceFiles(loadSchema());
-  await loadCodecs(files);
+  await Promise.all([loadCodecs(files), loadRules()]);
   return buildRoutes(files);
 }
 

@@ -1,29 +1,28 @@
 /**
- * What one tenant may take of a gateway replica, however many credentials it uses: requests in
- * flight (so its slow calls cannot fill the calls each service takes at once from this replica,
- * and leave the other tenants 503 SERVICE_OVERLOADED) and requests per minute (the per-credential
- * limit multiplies with its members' keys). Both pass: a refusal is a 429 with Retry-After.
+ * What one tenant may take, however many credentials it uses: requests in flight on this replica
+ * (so its slow calls cannot fill the calls each service takes at once from this replica, and leave
+ * the other tenants 503 SERVICE_OVERLOADED) and requests per minute across every gateway replica
+ * (the per-credential limit multiplies with its members' keys; counted by the shared RateCounter).
+ * Both pass: a refusal is a 429 with Retry-After.
  */
 import * as grpc from '@grpc/grpc-js';
-import { MemoryStore } from 'express-rate-limit';
 import { GatewayError } from './errors.js';
-
-const WINDOW_MS = 60_000;
+import type { RateCounter } from './shared-counter.js';
 
 export interface TenantLimitOptions {
   /** Requests of one tenant in flight at once on this replica (GATEWAY_TENANT_CONCURRENCY). */
   concurrency: number;
-  /** Requests of one tenant per minute on this replica (RATE_LIMIT_PER_TENANT_PER_MINUTE). */
+  /** Requests of one tenant per minute, all gateway replicas together (RATE_LIMIT_PER_TENANT_PER_MINUTE). */
   perMinute: number;
 }
 
 export class TenantLimits {
   private readonly inFlight = new Map<string, number>();
-  private readonly minute = new MemoryStore();
 
-  constructor(readonly options: TenantLimitOptions) {
-    this.minute.init({ windowMs: WINDOW_MS } as Parameters<MemoryStore['init']>[0]);
-  }
+  constructor(
+    readonly options: TenantLimitOptions,
+    private readonly counter: RateCounter,
+  ) {}
 
   /** Admits one request of the tenant and returns what ends it (call it once); a 429 when the tenant is at a limit. */
   async admit(tenant: string): Promise<() => void> {
@@ -45,22 +44,18 @@ export class TenantLimits {
       if (n > 0) this.inFlight.set(tenant, n);
       else this.inFlight.delete(tenant);
     };
-    const { totalHits, resetTime } = await this.minute.increment(tenant);
-    if (totalHits > perMinute) {
+    const { allowed, resetTime } = await this.counter.take(`tenant:${tenant}`, perMinute);
+    if (!allowed) {
       release();
-      const retryAfter = Math.max(1, Math.ceil(((resetTime?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
+      const retryAfter = Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000));
       throw limited(
         'TENANT_RATE_LIMITED',
-        `this tenant made ${perMinute} requests this minute on this gateway, the most it may make; retry after ${retryAfter} s`,
+        `this tenant made ${perMinute} requests this minute, the most it may make; retry after ${retryAfter} s`,
         retryAfter,
         { limit_per_minute: String(perMinute), retry_after_seconds: String(retryAfter) },
       );
     }
     return release;
-  }
-
-  stop(): void {
-    this.minute.shutdown();
   }
 }
 

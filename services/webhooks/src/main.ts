@@ -22,7 +22,8 @@ await runService({
         ...config,
         encryptionKeys: env.ENCRYPTION_KEYS,
         settings: settingsFromEnv(env),
-        egress: new EgressPolicy({ allowPrivate: env.EGRESS_ALLOW_PRIVATE, allowedCidrs: env.EGRESS_ALLOWED_CIDRS }),
+        // EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS and the proxy variables (HTTPS_PROXY, NO_PROXY).
+        egress: EgressPolicy.fromEnv(),
       },
       logger,
     );

@@ -4,7 +4,8 @@ import { Keyring, generateToken } from '@workauto/crypto';
 import { Writable } from 'node:stream';
 import { setLogTarget } from '@workauto/logger';
 import { databaseUrlFor } from '@workauto/db';
-import { generateCallerKeys } from '@workauto/grpc';
+import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
+import { testCallerKeys } from '@workauto/testing';
 import { createClient, type WorkautoClient } from '@workauto/client';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
@@ -48,6 +49,15 @@ export interface TestStack extends Stack {
 // set LOG_LEVEL to see them.
 if (!process.env.LOG_LEVEL) setLogTarget(new Writable({ write: (_chunk, _enc, done) => done() }));
 
+/**
+ * The gateway's caller keys, with the services also trusting the test process's signer: a test
+ * calls a service straight over gRPC (a TestClient) beside the gateway, as another service would.
+ */
+function gatewayKeysTrustingTests() {
+  const gateway = generateCallerKeys('gateway');
+  return { ...gateway, verifyKeys: mergeVerifyKeys(gateway.verifyKeys, testCallerKeys.verifyKeys) };
+}
+
 export async function startTestStack(overrides: Partial<StackOptions> = {}): Promise<TestStack> {
   const server = process.env.TEST_DATABASE_URL;
   if (!server) throw new Error('TEST_DATABASE_URL is not set: run the tests with `make test`, which starts PostgreSQL');
@@ -61,7 +71,7 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
     kafkaNamespace: `${run}.`,
     platformAdminToken: adminToken,
     encryptionKeys: Keyring.generateSpec(),
-    callerKeys: generateCallerKeys('gateway'),
+    callerKeys: gatewayKeysTrustingTests(),
     ...overrides,
   });
   const api: TestStack['api'] = async (method, path, opts = {}) => {

@@ -3,6 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import type { paths } from '@workauto/client';
 import {
+  NotesTasksServiceService as NotesTasks,
+  TaskPriority,
+} from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { TestClient, callAs, failure } from '@workauto/testing';
+import {
   assertError,
   assertRecord,
   fails,
@@ -86,6 +91,45 @@ describe('notes-tasks end to end', () => {
 
   const call = (method: string, path: string, key: string, body?: unknown) =>
     stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
+
+  it('names every invalid field in one 400, shape and rules alike, as the service does over gRPC', async () => {
+    const title = 'x'.repeat(501);
+    const res = await fails(
+      stack.client(a.key).POST('/api/v1/tasks', {
+        // A bad enum (the shape) beside a too-long title, a date that does not exist and a negative estimate (the rules).
+        body: { title, priority: 'highest' as 'high', due_date: '2026-02-30', estimation_minutes: -5 },
+      }),
+      400,
+      'INVALID_ARGUMENT',
+    );
+    const byField = (list: { field: string; description: string }[]) =>
+      Object.fromEntries(list.map((v) => [v.field, v.description]));
+    const http = byField(
+      res.body.error.details.find((d: { '@type': string }) => d['@type'].endsWith('BadRequest')).field_violations,
+    );
+    assert.deepEqual(Object.keys(http).sort(), ['due_date', 'estimation_minutes', 'priority', 'title']);
+    assert.equal(http.title, 'must be at most 500 characters (after trimming)');
+    assert.equal(http.due_date, '2026-02-30 is not a calendar date');
+    assert.match(http.priority!, /must be one of none, low, medium, high, urgent/);
+
+    // An agent calling notes-tasks directly gets the same violations before any handler runs.
+    const grpcClient = new TestClient('notes_tasks', `127.0.0.1:${stack.services.notes_tasks!.port}`);
+    try {
+      const direct = await failure(
+        grpcClient.call(
+          NotesTasks.createTask,
+          { title, priority: 42 as TaskPriority, due_date: '2026-02-30', estimation_minutes: -5 },
+          callAs(a.id, a.ownerId),
+        ),
+      );
+      const grpcViolations = byField(direct.fieldViolations);
+      assert.deepEqual(Object.keys(grpcViolations).sort(), Object.keys(http).sort());
+      for (const f of ['title', 'due_date', 'estimation_minutes']) assert.equal(grpcViolations[f], http[f], f);
+      assert.match(grpcViolations.priority!, /must be one of none, low, medium, high, urgent/);
+    } finally {
+      grpcClient.close();
+    }
+  });
 
   it('serves every note endpoint with the spec’s Note record', async () => {
     const api = stack.client(a.key);

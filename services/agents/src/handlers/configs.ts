@@ -35,7 +35,6 @@ import {
 
 type H = Handlers<typeof AgentsServiceService>;
 
-const MAX_BUDGET_CENTS = 100_000_000; // $1M: a typo guard, not a business limit
 // Printable ASCII without spaces: what a provider key is, and what an HTTP header can carry.
 const API_KEY = /^[\x21-\x7e]{8,1024}$/;
 const API_KEY_RULE = 'must be the provider key: 8 to 1024 printable ASCII characters without spaces';
@@ -153,18 +152,6 @@ export function configHandlers(
       const schedule = req.schedule?.trim() ? req.schedule.trim() : null;
       const guardrails = req.guardrails ?? [];
       const v = validate();
-      if (
-        req.budget_default_cents !== undefined &&
-        (req.budget_default_cents < 0 || req.budget_default_cents > MAX_BUDGET_CENTS)
-      ) {
-        v.add('budget_default_cents', `must be from 0 to ${MAX_BUDGET_CENTS} (US cents)`);
-      }
-      if (
-        req.deadline_default_seconds !== undefined &&
-        (req.deadline_default_seconds < 1 || req.deadline_default_seconds > 86_400)
-      ) {
-        v.add('deadline_default_seconds', 'must be from 1 to 86400 (seconds)');
-      }
       if (schedule !== null) {
         const problem = scheduleProblem(schedule);
         if (problem) v.add('schedule', problem);

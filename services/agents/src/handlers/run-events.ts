@@ -3,7 +3,7 @@
  * changes in the order of their numbers (migrations/0006), from the database, woken by the
  * process's LISTEN connection (live/hub.ts) whichever replica runs the run.
  */
-import { errors, validate, type CallContext, type Handlers } from '@workauto/grpc';
+import { errors, type CallContext, type Handlers } from '@workauto/grpc';
 import type { AgentsServiceService, StreamAgentRunEventsRequest } from '@workauto/protos/workauto/agents/v1/agents.js';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
 import { isTerminal, runEvents, runEventsView, type RunEvent } from '../repo/run-events.js';
@@ -42,7 +42,6 @@ export function runEventHandlers(deps: AgentsDeps): Pick<H, 'streamAgentRunEvent
 
   async function* stream(req: StreamAgentRunEventsRequest, ctx: CallContext): AsyncGenerator<HttpBody> {
     const b = blueprintOf(req.blueprint);
-    validate().uuid('id', req.id, { required: true }).done();
     const after = req.last_event_id ?? 0;
     if (after < 0) throw errors.invalidField('last_event_id', 'must be 0 or more: the id: of the last event received');
     // Subscribed before the first read: a change committing while it reads wakes the first wait.

@@ -40,10 +40,6 @@ export function runHandlers(
       const v = validate();
       if (req.input !== undefined && Buffer.byteLength(JSON.stringify(req.input)) > INPUT_MAX_BYTES)
         v.add('input', `must be at most ${INPUT_MAX_BYTES} bytes of JSON`);
-      if (req.budget_usd_cents !== undefined && req.budget_usd_cents < 0)
-        v.add('budget_usd_cents', 'must be 0 or more (US cents)');
-      if (req.deadline_seconds !== undefined && (req.deadline_seconds < 1 || req.deadline_seconds > 86_400))
-        v.add('deadline_seconds', 'must be from 1 to 86400 (seconds)');
       v.done();
       return withTransaction(
         pool,
@@ -82,7 +78,6 @@ export function runHandlers(
 
     async getAgentRun(req, ctx) {
       const b = blueprintOf(req.blueprint);
-      validate().uuid('id', req.id, { required: true }).done();
       const row = await runs.findRun(pool, ctx.tenant, b.id, req.id);
       if (!row) throw errors.notFound('agent_run', req.id);
       return toRun(row);
@@ -90,7 +85,6 @@ export function runHandlers(
 
     async listAgentRunSteps(req, ctx) {
       const b = blueprintOf(req.blueprint);
-      validate().uuid('id', req.id, { required: true }).done();
       // The run first: another tenant's run (or another blueprint's) is a 404, not an empty list.
       const row = await runs.findRun(pool, ctx.tenant, b.id, req.id);
       if (!row) throw errors.notFound('agent_run', req.id);
@@ -99,7 +93,6 @@ export function runHandlers(
 
     async cancelAgentRun(req, ctx) {
       const b = blueprintOf(req.blueprint);
-      validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(
         pool,
         async (tx) => {

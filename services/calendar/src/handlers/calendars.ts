@@ -6,7 +6,6 @@ import {
   toPage,
   validate,
   changedFields,
-  checkMetadata,
   textOrNull,
   type Handlers,
 } from '@workauto/grpc';
@@ -18,7 +17,7 @@ import * as calendars from '../repo/calendars.js';
 import * as events from '../repo/events.js';
 import * as feedTokens from '../repo/feed-tokens.js';
 import { feedTokenHandlers } from './feed-tokens.js';
-import { LIMITS, SOURCE, calendarData, toCalendar, toEvent, eventData, type CalendarDeps } from './common.js';
+import { SOURCE, calendarData, toCalendar, toEvent, eventData, type CalendarDeps } from './common.js';
 
 type H = Handlers<typeof CalendarServiceService>;
 
@@ -39,11 +38,6 @@ export function calendarHandlers(
   return {
     ...feedTokenHandlers(deps),
     async createCalendar(req, ctx) {
-      const v = validate()
-        .text('name', req.name, { required: true, max: LIMITS.calendarName })
-        .text('description', req.description, { min: 0, max: LIMITS.description })
-        .text('color', req.color, { max: LIMITS.color });
-      checkMetadata(v, 'metadata', req.metadata).done();
       const timezone = recurrence(() => canonicalTimezone(req.timezone ?? 'UTC'));
       return withTransaction(
         pool,
@@ -75,19 +69,13 @@ export function calendarHandlers(
     },
 
     async getCalendar(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       const row = await calendars.findCalendar(pool, ctx.tenant, req.id.toLowerCase());
       if (!row) throw errors.notFound('calendar', req.id);
       return toCalendar(row);
     },
 
     async updateCalendar(req, ctx) {
-      const v = validate()
-        .uuid('id', req.id, { required: true })
-        .text('name', req.name, { max: LIMITS.calendarName })
-        .text('description', req.description, { min: 0, max: LIMITS.description })
-        .text('color', req.color, { min: 0, max: LIMITS.color });
-      checkMetadata(v, 'metadata', req.metadata);
+      const v = validate();
       const { req: r } = patchNulls(req, { text: ['description', 'color'] }, v);
       v.done();
       const patch = {
@@ -118,7 +106,6 @@ export function calendarHandlers(
     },
 
     async deleteCalendar(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       await withTransaction(
         pool,
         async (tx) => {

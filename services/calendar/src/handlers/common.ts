@@ -25,16 +25,8 @@ export const visibilities = enumMapping(Visibility, 'VISIBILITY_');
 export const reminderMethods = enumMapping(ReminderMethod, 'REMINDER_METHOD_');
 export const scopes = enumMapping(UpdateScope, 'UPDATE_SCOPE_');
 
-/** Field limits (docs/calendar.md). */
+/** Limits the handlers enforce (docs/calendar.md); fields' lengths and ranges are the proto's rules. */
 export const LIMITS = {
-  calendarName: 200,
-  title: 500,
-  description: 20_000,
-  location: 1_000,
-  url: 2_048,
-  color: 32,
-  reminders: 20,
-  reminderMinutes: 40_320,
   exdates: 1_000,
 };
 

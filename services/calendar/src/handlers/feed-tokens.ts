@@ -71,7 +71,7 @@ export function feedTokenHandlers({
 }: CalendarDeps): Pick<H, 'createCalendarFeedToken' | 'deleteCalendarFeedToken'> {
   return {
     async createCalendarFeedToken(req, ctx) {
-      const v = validate().uuid('id', req.id, { required: true });
+      const v = validate();
       const origin = originOf(req.public_base_url);
       if (!origin)
         v.add(
@@ -107,7 +107,6 @@ export function feedTokenHandlers({
     },
 
     async deleteCalendarFeedToken(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       await withTransaction(
         pool,
         async (tx) => {

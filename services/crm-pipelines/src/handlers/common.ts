@@ -28,12 +28,6 @@ export const channelTypes = enumMapping(ChannelType, 'CHANNEL_TYPE_');
 
 /** Field limits (docs/crm-pipelines.md). */
 export const LIMITS = {
-  name: 200,
-  description: 2_000,
-  title: 200,
-  label: 100,
-  value: 2_048,
-  query: 200,
   stagesPerPipeline: 50,
   channelsPerContact: 50,
   /** GET /deals/{id}/history answers the last this many changes. */

@@ -13,9 +13,3 @@ export function checkCurrency(v: Validator, field: string, value: string | undef
     ? v
     : v.add(field, 'must be an ISO 4217 currency code like USD or EUR');
 }
-
-export function checkPosition(v: Validator, field: string, value: number | undefined): Validator {
-  return value === undefined || (Number.isInteger(value) && value >= 1)
-    ? v
-    : v.add(field, 'must be a 1-based position (an integer of at least 1)');
-}

@@ -3,7 +3,6 @@ import { errors } from '@workauto/grpc';
 export type InvitationStatus = 'pending' | 'claimed' | 'revoked' | 'expired';
 
 export const DEFAULT_EXPIRY_HOURS = 168;
-export const MAX_EXPIRY_HOURS = 720;
 
 export function invitationStatus(
   i: { claimed_at: Date | null; revoked_at: Date | null; expires_at: Date },

@@ -14,7 +14,6 @@ type H = Handlers<typeof IdentityServiceService>;
 export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAccessPolicies' | 'replaceAccessPolicies'> {
   return {
     async listAccessPolicies(req, ctx) {
-      validate().uuid('member_id', req.member_id, { required: true }).done();
       if (!(await members.findMember(pool, ctx.tenant, req.member_id))) throw errors.notFound('member', req.member_id);
       return { data: (await policies.listPolicies(pool, ctx.tenant, req.member_id)).map(toPolicy) };
     },
@@ -25,7 +24,7 @@ export function accessPolicyHandlers({ pool }: IdentityDeps): Pick<H, 'listAcces
         access_level: levels.toDomain(p.access_level),
       }));
       assertNoResourceFilters('policies', req.policies);
-      const v = validate().uuid('member_id', req.member_id, { required: true });
+      const v = validate();
       for (const violation of policyViolations('policies', inputs)) v.add(violation.field, violation.description);
       v.done();
       return withTransaction(

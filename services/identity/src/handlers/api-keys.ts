@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, type Handlers } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import * as apiKeys from '../repo/api-keys.js';
@@ -16,7 +16,6 @@ type H = Handlers<typeof IdentityServiceService>;
 export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 'createApiKey' | 'revokeApiKey'> {
   return {
     async listApiKeys(req, ctx) {
-      validate().uuid('member_id', req.member_id).done();
       const page = parsePage(req);
       const me = await caller(pool, ctx);
       const memberId = req.member_id || me.member.id; // '' is absent, as the validator reads it
@@ -28,7 +27,6 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
     },
 
     async createApiKey(req, ctx) {
-      validate().text('name', req.name, { required: true, max: 100 }).uuid('member_id', req.member_id).done();
       return withTransaction(
         pool,
         async (tx) => {
@@ -64,7 +62,6 @@ export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 
     },
 
     async revokeApiKey(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       // Two members revoking each other's key at once deadlock (each holds its own key's
       // share lock): withTransaction reruns the victim, which sees its own key revoked and answers 401.
       return withTransaction(

@@ -1,5 +1,5 @@
 import { withTransaction, newId } from '@workauto/db';
-import { errors, parsePage, toPage, validate, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, type Handlers } from '@workauto/grpc';
 import { hint, Keyring } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -7,8 +7,6 @@ import * as integrationKeys from '../repo/integration-keys.js';
 import { SOURCE, caller, integrationKeyData, toIntegrationKey, type IdentityDeps } from './common.js';
 
 type H = Handlers<typeof IdentityServiceService>;
-
-const PROVIDER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 
 /** AAD of a stored credential: a ciphertext copied to another tenant or provider does not decrypt. */
 const credentialContext = (tenantId: string, provider: string) => `integration_key:${tenantId}:${provider}`;
@@ -38,8 +36,6 @@ export function integrationKeyHandlers(
   deps: IdentityDeps,
 ): Pick<H, 'listIntegrationKeys' | 'getIntegrationKey' | 'putIntegrationKey' | 'deleteIntegrationKey'> {
   const { pool } = deps;
-  const checkProvider = (provider: string) =>
-    validate().check(PROVIDER.test(provider), 'provider', 'must be 1-64 lowercase letters, digits, _ or -').done();
   return {
     async listIntegrationKeys(req, ctx) {
       const page = parsePage(req);
@@ -47,18 +43,12 @@ export function integrationKeyHandlers(
     },
 
     async getIntegrationKey(req, ctx) {
-      checkProvider(req.provider);
       const row = await integrationKeys.findIntegrationKey(pool, ctx.tenant, req.provider);
       if (!row) throw errors.notFound('integration_key', req.provider);
       return toIntegrationKey(row);
     },
 
     async putIntegrationKey(req, ctx) {
-      validate()
-        .check(PROVIDER.test(req.provider), 'provider', 'must be 1-64 lowercase letters, digits, _ or -')
-        .text('credential', req.credential, { required: true, min: 8, max: 8192 })
-        .text('label', req.label, { max: 200 })
-        .done();
       return withTransaction(
         pool,
         async (tx) => {
@@ -82,7 +72,6 @@ export function integrationKeyHandlers(
     },
 
     async deleteIntegrationKey(req, ctx) {
-      checkProvider(req.provider);
       return withTransaction(
         pool,
         async (tx) => {

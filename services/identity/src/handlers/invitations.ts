@@ -4,9 +4,9 @@ import { DomainError, errors, parsePage, toPage, validate, type Handlers } from 
 import { generateToken, sha256Hex } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
-import { NO_ACCESS, effectiveAccess, isRole, type Role } from '../domain/access.js';
+import { NO_ACCESS, effectiveAccess, type Role } from '../domain/access.js';
 import { assertAccessWithin, assertRoleWithin } from '../domain/grants.js';
-import { DEFAULT_EXPIRY_HOURS, MAX_EXPIRY_HOURS, assertClaimable, invitationStatus } from '../domain/invitations.js';
+import { DEFAULT_EXPIRY_HOURS, assertClaimable, invitationStatus } from '../domain/invitations.js';
 import { assertNoResourceFilters, policyViolations, type PolicyInput } from '../domain/policies.js';
 import * as invitations from '../repo/invitations.js';
 import * as members from '../repo/members.js';
@@ -39,15 +39,7 @@ export function invitationHandlers({
         access_level: levels.toDomain(p.access_level),
       }));
       assertNoResourceFilters('access_policies', req.access_policies);
-      const v = validate()
-        .email('email', req.email, { required: true })
-        .text('name', req.name, { max: 200 })
-        .check(role !== undefined && isRole(role), 'role', `is required: one of ${roles.names.join(', ')}`)
-        .check(
-          req.expires_in_hours === undefined || (req.expires_in_hours >= 1 && req.expires_in_hours <= MAX_EXPIRY_HOURS),
-          'expires_in_hours',
-          `must be 1 to ${MAX_EXPIRY_HOURS}`,
-        );
+      const v = validate();
       for (const violation of policyViolations('access_policies', inputs))
         v.add(violation.field, violation.description);
       v.done();
@@ -89,7 +81,6 @@ export function invitationHandlers({
     },
 
     async revokeInvitation(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(
         pool,
         async (tx) => {
@@ -117,7 +108,6 @@ export function invitationHandlers({
     },
 
     async claimInvitation(req, ctx) {
-      validate().text('code', req.code, { required: true, max: 200 }).done();
       // One transaction: the invitation row lock makes concurrent claims of one code queue, and
       // only the first sees it pending; member, policies and key commit with the claim or not at all.
       return withTransaction(

@@ -1,5 +1,5 @@
 import { withTransaction, newId, isUniqueViolation, type PoolClient } from '@workauto/db';
-import { checkMetadata, errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate, type Handlers, patchNulls } from '@workauto/grpc';
 import { generateToken, hint, sha256Hex, secretsEqual } from '@workauto/crypto';
 import { recordEvent } from '@workauto/events';
 import { ActorType, MemberRole, type IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
@@ -47,12 +47,6 @@ export function memberHandlers({
 > {
   return {
     async createTenant(req, ctx) {
-      validate()
-        .text('name', req.name, { required: true, max: 200 })
-        .check(req.owner !== undefined, 'owner', 'is required: {name, email}')
-        .text('owner.name', req.owner?.name, { required: !!req.owner, max: 200 })
-        .email('owner.email', req.owner?.email, { required: !!req.owner })
-        .done();
       const owner = req.owner!;
       return withTransaction(
         pool,
@@ -104,7 +98,6 @@ export function memberHandlers({
     },
 
     async getMember(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       const row = await members.findMember(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('member', req.id);
       return toMember(row);
@@ -114,17 +107,7 @@ export function memberHandlers({
       const v = validate();
       const { req } = patchNulls(patchRequest, { text: ['contact_id'] }, v);
       const role = roles.toDomain(req.role);
-      checkMetadata(v, 'metadata', req.metadata);
-      v.uuid('id', req.id, { required: true })
-        .text('name', req.name, { max: 200 })
-        .email('email', req.email)
-        .uuid('contact_id', req.contact_id)
-        .check(
-          req.role === MemberRole.MEMBER_ROLE_UNSPECIFIED || role !== undefined,
-          'role',
-          `must be one of ${roles.names.join(', ')}`,
-        )
-        .done();
+      v.done();
       return withTransaction(
         pool,
         async (tx) => {
@@ -170,7 +153,6 @@ export function memberHandlers({
     },
 
     async deactivateMember(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(
         pool,
         async (tx) => {

@@ -29,8 +29,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
   return {
     async startOAuthAuthorization(req, ctx) {
       if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
-      const v = validate().uuid('connection_id', req.connection_id, { required: true });
-      checkReturnTo(v, 'return_to', req.return_to, oauth.settings.allowedReturnOrigins).done();
+      checkReturnTo(validate(), 'return_to', req.return_to, oauth.settings.allowedReturnOrigins).done();
       const config = await oauth.configuration(req.idp).catch((err: unknown) => {
         if (isProviderOutage(err))
           throw errors.unavailable(

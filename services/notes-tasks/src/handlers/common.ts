@@ -18,18 +18,9 @@ export const SOURCE = 'notes-tasks';
 export const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
 export const entityTypes = enumMapping(EntityType, 'ENTITY_TYPE_');
 
-/** Field limits (docs/notes-tasks.md). Lengths are in UTF-16 code units, after trimming where the field is trimmed. */
+/** Limits the handlers enforce (docs/notes-tasks.md); fields' lengths and ranges are the proto's rules. */
 export const LIMITS = {
-  noteTitle: 500,
-  noteBody: 100_000,
-  taskTitle: 500,
-  taskDescription: 20_000,
-  tagName: 64,
-  query: 200,
   url: 2_048,
-  externalId: 200,
-  identifier: 200,
-  minutes: 1_000_000,
   /** Backlinks answer at most this many notes, and at most backlinkBytes of them (under the 4 MiB message limit). */
   backlinks: 1_000,
   backlinkBytes: 3 * 1024 * 1024,

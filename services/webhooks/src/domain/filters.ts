@@ -1,7 +1,8 @@
 /** Which events an endpoint receives (contract §5 Webhooks: event_types, channels). Pure. */
 import type { EventType } from '@workauto/events';
 
-export const FILTER_LIMITS = { entries: 100, channelLength: 200 };
+/** A channel's length (an endpoint's filters hold at most 100 entries: the proto's rule). */
+const CHANNEL_MAX_LENGTH = 200;
 
 export interface Filters {
   event_types: readonly string[];
@@ -30,7 +31,7 @@ export function eventTypeRefusal(name: string, catalogue: readonly EventType[]):
 
 /** A channel is a resource type (`deal`) or `<type>:<id>` (`pipeline:0193…`). */
 export function channelRefusal(channel: string): string | null {
-  if (channel.length > FILTER_LIMITS.channelLength) return `must be at most ${FILTER_LIMITS.channelLength} characters`;
+  if (channel.length > CHANNEL_MAX_LENGTH) return `must be at most ${CHANNEL_MAX_LENGTH} characters`;
   return /^[a-z][a-z0-9_]*(:[A-Za-z0-9_-]+)?$/.test(channel)
     ? null
     : `${JSON.stringify(channel)} is not a channel; use a resource type (deal) or <type>:<id> (pipeline:<uuid>)`;

@@ -25,8 +25,6 @@ const eventStatuses = enumMapping(WebhookEventStatus, 'WEBHOOK_EVENT_STATUS_');
 const deliveryStatuses = enumMapping(WebhookDeliveryStatus, 'WEBHOOK_DELIVERY_STATUS_');
 const triggers = enumMapping(WebhookAttemptTrigger, 'WEBHOOK_ATTEMPT_TRIGGER_');
 
-export const LIMITS = { description: 2_000 };
-
 /** A delivery job's payload (queue DELIVERY_QUEUE, key = the endpoint id). */
 export interface DeliveryJob {
   delivery_id: string;

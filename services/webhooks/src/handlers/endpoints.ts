@@ -2,7 +2,6 @@ import { newId, withTransaction, type PoolClient } from '@workauto/db';
 import { EVENT_TYPES, recordEvent } from '@workauto/events';
 import {
   changedFields,
-  checkMetadata,
   errors,
   parsePage,
   patchNulls,
@@ -14,19 +13,18 @@ import {
   type Validator,
 } from '@workauto/grpc';
 import type { WebhooksServiceService } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
-import { channelRefusal, eventTypeRefusal, FILTER_LIMITS } from '../domain/filters.js';
+import { channelRefusal, eventTypeRefusal } from '../domain/filters.js';
 import { newSigningSecret } from '../domain/signing.js';
 import { failPending } from '../delivery/endpoint-state.js';
 import { sendSigned } from '../delivery/sender.js';
 import * as endpoints from '../repo/endpoints.js';
 import * as secrets from '../repo/secrets.js';
-import { endpointData, LIMITS, secretContext, SOURCE, toEndpoint, type WebhooksDeps } from './common.js';
+import { endpointData, secretContext, SOURCE, toEndpoint, type WebhooksDeps } from './common.js';
 
 type H = Handlers<typeof WebhooksServiceService>;
 
-/** event_types / channels: each entry checked (the violation names its index), duplicates dropped. */
+/** event_types / channels: each entry checked (the violation names its index), duplicates dropped; their number is the proto's rule. */
 function checkFilter(v: Validator, field: 'event_types' | 'channels', values: readonly string[]): string[] {
-  v.check(values.length <= FILTER_LIMITS.entries, field, `must have at most ${FILTER_LIMITS.entries} entries`);
   values.forEach((value, i) => {
     const why = field === 'event_types' ? eventTypeRefusal(value, EVENT_TYPES) : channelRefusal(value);
     if (why) v.add(`${field}[${i}]`, why);
@@ -80,10 +78,10 @@ export function endpointHandlers(
       // Stored as written (whitespace is refused, not trimmed): every connection checks it again (libs/egress).
       egress.checkUrl(req.url, 'url');
       const url = req.url;
-      const v = validate().text('description', req.description, { min: 0, max: LIMITS.description });
+      const v = validate();
       const eventTypes = checkFilter(v, 'event_types', req.event_types);
       const channels = checkFilter(v, 'channels', req.channels);
-      checkMetadata(v, 'metadata', req.metadata).done();
+      v.done();
       const secret = newSigningSecret();
       return withTransaction(
         pool,
@@ -125,7 +123,6 @@ export function endpointHandlers(
     },
 
     async getWebhookEndpoint(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       const row = await endpoints.findEndpoint(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('webhook_endpoint', req.id);
       return toEndpoint(row, { fullUrl: fullUrl(ctx) });
@@ -135,16 +132,12 @@ export function endpointHandlers(
       const v = validate();
       const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
       const mask = new Set(req.update_mask ?? []);
-      v.uuid('id', req.id, { required: true }).text('description', req.description, {
-        min: 0,
-        max: LIMITS.description,
-      });
       if (req.url !== undefined) egress.checkUrl(req.url, 'url');
       const url = req.url;
       // Repeated fields have no presence: the mask says whether the body carried them (null clears).
       const eventTypes = mask.has('event_types') ? checkFilter(v, 'event_types', req.event_types) : undefined;
       const channels = mask.has('channels') ? checkFilter(v, 'channels', req.channels) : undefined;
-      checkMetadata(v, 'metadata', req.metadata).done();
+      v.done();
       return withTransaction(
         pool,
         async (tx) => {
@@ -185,7 +178,6 @@ export function endpointHandlers(
     },
 
     async deleteWebhookEndpoint(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(
         pool,
         async (tx) => {
@@ -205,7 +197,6 @@ export function endpointHandlers(
     },
 
     async rotateWebhookEndpointSecret(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       const secret = newSigningSecret();
       return withTransaction(
         pool,
@@ -233,7 +224,6 @@ export function endpointHandlers(
     },
 
     async testWebhookEndpoint(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       // Allowed on a disabled endpoint (to check a receiver before enabling it again).
       const row = await endpoints.findEndpoint(pool, ctx.tenant, req.id);
       if (!row) throw errors.notFound('webhook_endpoint', req.id);

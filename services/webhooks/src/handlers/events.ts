@@ -1,6 +1,6 @@
 import { withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import { errors, parsePage, toPage, validate, type CallContext, type Handlers } from '@workauto/grpc';
+import { errors, parsePage, toPage, type CallContext, type Handlers } from '@workauto/grpc';
 import type { WebhooksServiceService } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import { deliveryJob } from '../delivery/intake.js';
 import * as deliveries from '../repo/deliveries.js';
@@ -10,23 +10,12 @@ import { eventData, SOURCE, toEvent, toEventDetail, type WebhooksDeps } from './
 
 type H = Handlers<typeof WebhooksServiceService>;
 
-const STATUSES: readonly events.EventStatus[] = ['pending', 'delivered', 'failed'];
-
 export function eventHandlers(
   deps: WebhooksDeps,
 ): Pick<H, 'listWebhookEvents' | 'getWebhookEvent' | 'retryWebhookEvent'> {
   const { pool } = deps;
   return {
     async listWebhookEvents(req, ctx) {
-      validate()
-        .text('event_type', req.event_type, { min: 0, max: 200 })
-        .uuid('endpoint_id', req.endpoint_id || undefined)
-        .check(
-          !req.status || STATUSES.includes(req.status as events.EventStatus),
-          'status',
-          `must be one of ${STATUSES.join(', ')}`,
-        )
-        .done();
       const filter = {
         eventType: req.event_type || undefined,
         status: (req.status || undefined) as events.EventStatus | undefined,
@@ -38,7 +27,6 @@ export function eventHandlers(
     },
 
     async getWebhookEvent(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       const row = await findReadable(pool, ctx, req.id);
       const list = await deliveries.deliveriesOf(pool, ctx.tenant, row.id);
       return toEventDetail(
@@ -54,7 +42,6 @@ export function eventHandlers(
     },
 
     async retryWebhookEvent(req, ctx) {
-      validate().uuid('id', req.id, { required: true }).done();
       return withTransaction(
         pool,
         async (tx) => {

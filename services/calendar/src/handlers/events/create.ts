@@ -1,22 +1,17 @@
 import { newId, withTransaction } from '@workauto/db';
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import { derived, mergeTiming } from '../../domain/event-state.js';
 import { icalUid } from '../../domain/series.js';
 import { reindex } from '../../occurrence-index.js';
 import * as calendars from '../../repo/calendars.js';
 import * as events from '../../repo/events.js';
-import { LIMITS, type Handler } from '../common.js';
-import { checkEventFields } from '../validation.js';
+import { type Handler } from '../common.js';
 import { changesOf } from './changes.js';
 import { emit, lower, type EventDeps } from './common.js';
 
 export function createEvent(deps: EventDeps): Handler<'createEvent'> {
   const { pool, now } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .uuid('calendar_id', req.calendar_id, { required: true })
-      .text('title', req.title, { required: true, max: LIMITS.title });
-    checkEventFields(v, req, false).done();
     const c = changesOf(req, (f) =>
       f === 'reminders' || f === 'exdates' ? true : (req as unknown as Record<string, unknown>)[f] !== undefined,
     );

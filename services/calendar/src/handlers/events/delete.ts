@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { checkYears, errors, validate, type CallContext } from '@workauto/grpc';
+import { errors, type CallContext } from '@workauto/grpc';
 import type { PoolClient } from '@workauto/db';
 import type { DeleteEventRequest } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { recurrence } from '../../domain/errors.js';
@@ -15,7 +15,6 @@ import { lockTarget, lower, occurrenceId, remove, save, type EventDeps, type Sco
 export function deleteEvent(deps: EventDeps): Handler<'deleteEvent'> {
   const { pool, now } = deps;
   return async (req, ctx) => {
-    checkYears(validate().uuid('id', req.id, { required: true }), 'recurrence_id', req.recurrence_id).done();
     await withTransaction(
       pool,
       async (tx) => {

@@ -4,8 +4,7 @@ import type { CalendarEvent, UpdateEventRequest } from '@workauto/protos/workaut
 import { hasDescriptive, hasTiming } from '../../domain/event-state.js';
 import { reindex, reindexOccurrence } from '../../occurrence-index.js';
 import type { EventRow } from '../../repo/events.js';
-import { LIMITS, scopes, type Handler } from '../common.js';
-import { checkEventFields } from '../validation.js';
+import { scopes, type Handler } from '../common.js';
 import { changesOf } from './changes.js';
 import { lockTarget, lower, occurrenceId, view, type EventDeps, type Scope } from './common.js';
 import { editFollowing, editOccurrence, editRow, editSeries, type Edit } from './series-edits.js';
@@ -26,8 +25,7 @@ const OTHER_CLEARABLE = ['location_lat', 'location_lng', 'start_at', 'end_at', '
 export function updateEvent(deps: EventDeps): Handler<'updateEvent'> {
   const { pool, now } = deps;
   return async (req, ctx) => {
-    const v = validate().uuid('id', req.id, { required: true }).text('title', req.title, { max: LIMITS.title });
-    checkEventFields(v, req, true);
+    const v = validate();
     const { req: r, cleared } = patchNulls(req, { text: TEXT_CLEARABLE, other: OTHER_CLEARABLE }, v);
     v.done();
     const mask = req.update_mask;

@@ -1,23 +1,15 @@
 import { newId, withTransaction } from '@workauto/db';
-import { errors, validate, checkEnum, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { type ChannelType } from '../../domain/channels.js';
 import { moveTo } from '../../domain/ordering.js';
 import * as channels from '../../repo/channels.js';
 import { LIMITS, SOURCE, channelTypes, toChannel, channelData, type CrmDeps, type Handler } from '../common.js';
-import { checkPosition } from '../validation.js';
 import { canonicalOrThrow, uniqueValue, lockContact, demote } from './common.js';
 
 export function createContactChannel(deps: CrmDeps): Handler<'createContactChannel'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .uuid('contact_id', req.contact_id, { required: true })
-      .text('value', req.value, { required: true, max: LIMITS.value })
-      .text('label', req.label, { min: 0, max: LIMITS.label });
-    checkEnum(v, 'type', req.type, channelTypes, true);
-    checkPosition(v, 'preference_order', req.preference_order);
-    checkMetadata(v, 'metadata', req.metadata).done();
     const type = channelTypes.toDomain(req.type) as ChannelType;
     const canonical = canonicalOrThrow(type, req.value, req.region);
     const tenantId = ctx.tenant;

@@ -1,17 +1,12 @@
 import { newId, withTransaction } from '@workauto/db';
-import { validate, checkMetadata, textOrNull } from '@workauto/grpc';
+import { textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as contacts from '../../repo/contacts.js';
-import { LIMITS, SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
+import { SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
 
 export function createContact(deps: CrmDeps): Handler<'createContact'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .text('name', req.name, { required: true, max: LIMITS.name })
-      .text('company', req.company, { min: 0, max: LIMITS.name })
-      .text('job_title', req.job_title, { min: 0, max: LIMITS.name });
-    checkMetadata(v, 'metadata', req.metadata).done();
     return withTransaction(
       pool,
       async (tx) => {

@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as channels from '../../repo/channels.js';
 import { SOURCE, channelData, type CrmDeps, type Handler } from '../common.js';
@@ -8,10 +8,6 @@ import { lockContact } from './common.js';
 export function deleteContactChannel(deps: CrmDeps): Handler<'deleteContactChannel'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate()
-      .uuid('contact_id', req.contact_id, { required: true })
-      .uuid('channel_id', req.channel_id, { required: true })
-      .done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

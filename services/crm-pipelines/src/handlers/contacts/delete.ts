@@ -1,5 +1,4 @@
 import { withTransaction } from '@workauto/db';
-import { validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as channels from '../../repo/channels.js';
 import * as contacts from '../../repo/contacts.js';
@@ -9,7 +8,6 @@ import { lockContact } from './common.js';
 export function deleteContact(deps: CrmDeps): Handler<'deleteContact'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     return withTransaction(
       pool,
       async (tx) => {

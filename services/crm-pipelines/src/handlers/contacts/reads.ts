@@ -1,12 +1,11 @@
-import { errors, parsePage, toPage, validate } from '@workauto/grpc';
+import { errors, parsePage, toPage } from '@workauto/grpc';
 import * as channels from '../../repo/channels.js';
 import * as contacts from '../../repo/contacts.js';
-import { LIMITS, toChannel, toContact, type CrmDeps, type Handler } from '../common.js';
+import { toChannel, toContact, type CrmDeps, type Handler } from '../common.js';
 
 export function listContacts(deps: CrmDeps): Handler<'listContacts'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().text('q', req.q, { min: 0, max: LIMITS.query }).done();
     const page = parsePage(req);
     const q = req.q?.trim() || undefined;
     return toPage(await contacts.listContacts(pool, ctx.tenant, q, page), toContact);
@@ -16,7 +15,6 @@ export function listContacts(deps: CrmDeps): Handler<'listContacts'> {
 export function getContact(deps: CrmDeps): Handler<'getContact'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const row = await contacts.findContact(pool, ctx.tenant, req.id);
     if (!row) throw errors.notFound('contact', req.id);
     return toContact(row);
@@ -26,7 +24,6 @@ export function getContact(deps: CrmDeps): Handler<'getContact'> {
 export function listContactChannels(deps: CrmDeps): Handler<'listContactChannels'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('contact_id', req.contact_id, { required: true }).done();
     const contact = await contacts.findContact(pool, ctx.tenant, req.contact_id);
     if (!contact) throw errors.notFound('contact', req.contact_id);
     return { data: (await channels.listChannels(pool, ctx.tenant, contact.id)).map(toChannel) };

@@ -1,10 +1,9 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate, patchNulls, changedFields, checkMetadata, textOrNull } from '@workauto/grpc';
+import { errors, validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { moveTo } from '../../domain/ordering.js';
 import * as channels from '../../repo/channels.js';
-import { LIMITS, SOURCE, toChannel, channelData, type CrmDeps, type Handler } from '../common.js';
-import { checkPosition } from '../validation.js';
+import { SOURCE, toChannel, channelData, type CrmDeps, type Handler } from '../common.js';
 import { canonicalOrThrow, uniqueValue, lockContact, demote } from './common.js';
 
 export function updateContactChannel(deps: CrmDeps): Handler<'updateContactChannel'> {
@@ -12,13 +11,8 @@ export function updateContactChannel(deps: CrmDeps): Handler<'updateContactChann
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['label'], other: ['region'] }, v);
-    v.uuid('contact_id', req.contact_id, { required: true })
-      .uuid('channel_id', req.channel_id, { required: true })
-      .text('value', req.value, { max: LIMITS.value })
-      .text('label', req.label, { min: 0, max: LIMITS.label })
-      .check(req.region === undefined || req.value !== undefined, 'region', 'is used only together with value');
-    checkPosition(v, 'preference_order', req.preference_order);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.check(req.region === undefined || req.value !== undefined, 'region', 'is used only together with value');
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

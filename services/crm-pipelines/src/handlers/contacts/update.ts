@@ -1,8 +1,8 @@
 import { withTransaction } from '@workauto/db';
-import { validate, patchNulls, changedFields, checkMetadata, textOrNull } from '@workauto/grpc';
+import { validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as contacts from '../../repo/contacts.js';
-import { LIMITS, SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
+import { SOURCE, toContact, contactData, type CrmDeps, type Handler } from '../common.js';
 import { lockContact } from './common.js';
 
 export function updateContact(deps: CrmDeps): Handler<'updateContact'> {
@@ -10,11 +10,7 @@ export function updateContact(deps: CrmDeps): Handler<'updateContact'> {
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['company', 'job_title'] }, v);
-    v.uuid('id', req.id, { required: true })
-      .text('name', req.name, { max: LIMITS.name })
-      .text('company', req.company, { min: 0, max: LIMITS.name })
-      .text('job_title', req.job_title, { min: 0, max: LIMITS.name });
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     return withTransaction(
       pool,
       async (tx) => {

@@ -1,26 +1,20 @@
 import { newId, withTransaction } from '@workauto/db';
-import { validate, checkMetadata, checkDate } from '@workauto/grpc';
+import { validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { amountDecimal, amountRangeProblem, normalizeCurrency } from '../../domain/money.js';
 import * as deals from '../../repo/deals.js';
-import { LIMITS, SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
+import { SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
 import { checkConfidence, checkCurrency } from '../validation.js';
 import { checkMoney, checkContact, lockPlacement, writeMove } from './common.js';
 
 export function createDeal(deps: CrmDeps): Handler<'createDeal'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .text('title', req.title, { required: true, max: LIMITS.title })
-      .uuid('pipeline_id', req.pipeline_id)
-      .uuid('stage_id', req.stage_id)
-      .uuid('contact_id', req.contact_id)
-      .uuid('owner_id', req.owner_id);
+    const v = validate();
     if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
     checkCurrency(v, 'currency', req.currency);
     checkConfidence(v, 'confidence', req.confidence);
-    checkDate(v, 'expected_close_date', req.expected_close_date, false);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as deals from '../../repo/deals.js';
 import { SOURCE, dealData, type CrmDeps, type Handler } from '../common.js';
@@ -7,7 +7,6 @@ import { SOURCE, dealData, type CrmDeps, type Handler } from '../common.js';
 export function deleteDeal(deps: CrmDeps): Handler<'deleteDeal'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

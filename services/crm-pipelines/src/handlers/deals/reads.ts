@@ -1,4 +1,4 @@
-import { errors, parsePage, toPage, validate, checkEnum } from '@workauto/grpc';
+import { errors, parsePage, toPage } from '@workauto/grpc';
 import type { StageType } from '../../repo/stages.js';
 import * as deals from '../../repo/deals.js';
 import * as history from '../../repo/history.js';
@@ -7,12 +7,6 @@ import { LIMITS, dealStatuses, toDeal, toHistory, type CrmDeps, type Handler } f
 export function listDeals(deps: CrmDeps): Handler<'listDeals'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .uuid('pipeline_id', req.pipeline_id)
-      .uuid('stage_id', req.stage_id)
-      .uuid('owner_id', req.owner_id)
-      .uuid('contact_id', req.contact_id);
-    checkEnum(v, 'status', req.status, dealStatuses, false).done();
     const page = parsePage(req);
     const listed = await deals.listDeals(
       pool,
@@ -33,7 +27,6 @@ export function listDeals(deps: CrmDeps): Handler<'listDeals'> {
 export function getDeal(deps: CrmDeps): Handler<'getDeal'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const row = await deals.findDeal(pool, ctx.tenant, req.id);
     if (!row) throw errors.notFound('deal', req.id);
     return toDeal(row);
@@ -43,7 +36,6 @@ export function getDeal(deps: CrmDeps): Handler<'getDeal'> {
 export function listDealHistory(deps: CrmDeps): Handler<'listDealHistory'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const deal = await deals.findDeal(pool, ctx.tenant, req.id);
     if (!deal) throw errors.notFound('deal', req.id);
     return { data: (await history.listHistory(pool, ctx.tenant, deal.id, LIMITS.historyEntries)).map(toHistory) };

@@ -1,19 +1,10 @@
 import { withTransaction } from '@workauto/db';
-import {
-  errors,
-  validate,
-  patchNulls,
-  changedFields,
-  checkMetadata,
-  textOrNull,
-  checkId,
-  checkDate,
-} from '@workauto/grpc';
+import { errors, validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { amountDecimal, amountRangeProblem, normalizeCurrency, storedAmountProblem } from '../../domain/money.js';
 import * as deals from '../../repo/deals.js';
 import * as pipelines from '../../repo/pipelines.js';
-import { LIMITS, SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
+import { SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
 import { checkConfidence, checkCurrency } from '../validation.js';
 import { checkMoney, checkContact, lockPlacement, writeMove } from './common.js';
 
@@ -27,17 +18,11 @@ export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {
       { text: ['contact_id', 'owner_id', 'expected_close_date'], other: ['confidence'] },
       v,
     );
-    v.uuid('id', req.id, { required: true })
-      .text('title', req.title, { max: LIMITS.title })
-      .uuid('pipeline_id', req.pipeline_id)
-      .uuid('stage_id', req.stage_id);
-    checkId(v, 'contact_id', req.contact_id, true);
-    checkId(v, 'owner_id', req.owner_id, true);
+    // Ids, the title, the date and the ranges are the proto's rules (docs/api.md §Validation).
     if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
     checkCurrency(v, 'currency', req.currency);
     checkConfidence(v, 'confidence', req.confidence);
-    checkDate(v, 'expected_close_date', req.expected_close_date, true);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

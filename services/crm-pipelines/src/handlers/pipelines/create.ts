@@ -1,28 +1,21 @@
 import { newId, withTransaction } from '@workauto/db';
-import { checkEnum, checkMetadata, textOrNull, validate } from '@workauto/grpc';
+import { textOrNull, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { normalizeCurrency } from '../../domain/money.js';
 import { orderOfInputs } from '../../domain/ordering.js';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
 import type { StageType } from '../../repo/stages.js';
-import { LIMITS, SOURCE, pipelineData, stageTypes, toPipeline, type CrmDeps, type Handler } from '../common.js';
+import { SOURCE, pipelineData, stageTypes, toPipeline, type CrmDeps, type Handler } from '../common.js';
 import { checkConfidence, checkCurrency } from '../validation.js';
 import { decimalOrNull, takeDefault } from './common.js';
 
 export function createPipeline({ pool }: CrmDeps): Handler<'createPipeline'> {
   return async (req, ctx) => {
-    const v = validate()
-      .text('name', req.name, { required: true, max: LIMITS.name })
-      .text('description', req.description, { min: 0, max: LIMITS.description })
-      .check(req.stages.length <= LIMITS.stagesPerPipeline, 'stages', `at most ${LIMITS.stagesPerPipeline} stages`);
+    const v = validate();
     checkCurrency(v, 'currency', req.currency);
-    checkMetadata(v, 'metadata', req.metadata);
     req.stages.forEach((s, i) => {
-      v.text(`stages[${i}].name`, s.name, { required: true, max: LIMITS.name });
-      checkEnum(v, `stages[${i}].stage_type`, s.stage_type, stageTypes, true);
       checkConfidence(v, `stages[${i}].default_confidence`, s.default_confidence);
-      checkMetadata(v, `stages[${i}].metadata`, s.metadata);
     });
     const ordering = orderOfInputs(req.stages.map((s) => s.display_order));
     if ('problem' in ordering) v.add('stages', ordering.problem);

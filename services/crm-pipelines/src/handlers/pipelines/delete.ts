@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as deals from '../../repo/deals.js';
 import * as pipelines from '../../repo/pipelines.js';
@@ -8,7 +8,6 @@ import { SOURCE, pipelineData, type CrmDeps, type Handler } from '../common.js';
 
 export function deletePipeline({ pool }: CrmDeps): Handler<'deletePipeline'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

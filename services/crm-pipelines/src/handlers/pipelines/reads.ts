@@ -1,4 +1,4 @@
-import { errors, parsePage, toPage, validate } from '@workauto/grpc';
+import { errors, parsePage, toPage } from '@workauto/grpc';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
 import { toPipeline, type CrmDeps, type Handler } from '../common.js';
@@ -19,7 +19,6 @@ export function listPipelines({ pool }: CrmDeps): Handler<'listPipelines'> {
 
 export function getPipeline({ pool }: CrmDeps): Handler<'getPipeline'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const row = await pipelines.findPipeline(pool, ctx.tenant, req.id);
     if (!row) throw errors.notFound('pipeline', req.id);
     return toPipeline(row, await stages.listStages(pool, ctx.tenant, [row.id]));

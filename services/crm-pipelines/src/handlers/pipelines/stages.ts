@@ -1,23 +1,17 @@
 import { newId, withTransaction } from '@workauto/db';
-import { changedFields, checkEnum, checkMetadata, errors, patchNulls, validate } from '@workauto/grpc';
+import { changedFields, errors, patchNulls, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { moveTo } from '../../domain/ordering.js';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
 import type { StageType } from '../../repo/stages.js';
 import { LIMITS, SOURCE, stageData, stageTypes, toStage, type CrmDeps, type Handler } from '../common.js';
-import { checkConfidence, checkPosition } from '../validation.js';
+import { checkConfidence } from '../validation.js';
 import { decimalOrNull } from './common.js';
 
 export function createPipelineStage({ pool }: CrmDeps): Handler<'createPipelineStage'> {
   return async (req, ctx) => {
-    const v = validate()
-      .uuid('pipeline_id', req.pipeline_id, { required: true })
-      .text('name', req.name, { required: true, max: LIMITS.name });
-    checkEnum(v, 'stage_type', req.stage_type, stageTypes, true);
-    checkConfidence(v, 'default_confidence', req.default_confidence);
-    checkPosition(v, 'display_order', req.display_order);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    checkConfidence(validate(), 'default_confidence', req.default_confidence).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,
@@ -72,13 +66,8 @@ export function updatePipelineStage({ pool }: CrmDeps): Handler<'updatePipelineS
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req, cleared } = patchNulls(patchRequest, { other: ['default_confidence'] }, v);
-    v.uuid('pipeline_id', req.pipeline_id, { required: true })
-      .uuid('stage_id', req.stage_id, { required: true })
-      .text('name', req.name, { max: LIMITS.name });
-    checkEnum(v, 'stage_type', req.stage_type, stageTypes, false);
     checkConfidence(v, 'default_confidence', req.default_confidence);
-    checkPosition(v, 'display_order', req.display_order);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

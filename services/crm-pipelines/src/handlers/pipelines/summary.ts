@@ -1,4 +1,4 @@
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import type { PipelineSummary } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import { minorUnitDigits } from '../../domain/money.js';
 import * as pipelines from '../../repo/pipelines.js';
@@ -7,7 +7,6 @@ import { stageTypes, type CrmDeps, type Handler } from '../common.js';
 
 export function getPipelineSummary({ pool }: CrmDeps): Handler<'getPipelineSummary'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const pipeline = await pipelines.findPipeline(pool, ctx.tenant, req.id);
     if (!pipeline) throw errors.notFound('pipeline', req.id);
     const rows = await pipelineSummary(pool, ctx.tenant, pipeline.id, minorUnitDigits(pipeline.currency));

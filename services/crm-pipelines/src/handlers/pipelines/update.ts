@@ -1,25 +1,21 @@
 import { withTransaction } from '@workauto/db';
-import { changedFields, checkMetadata, errors, patchNulls, textOrNull, validate } from '@workauto/grpc';
+import { changedFields, errors, patchNulls, textOrNull, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { normalizeCurrency } from '../../domain/money.js';
 import { moveTo } from '../../domain/ordering.js';
 import * as deals from '../../repo/deals.js';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
-import { LIMITS, SOURCE, pipelineData, toPipeline, type CrmDeps, type Handler } from '../common.js';
-import { checkCurrency, checkPosition } from '../validation.js';
+import { SOURCE, pipelineData, toPipeline, type CrmDeps, type Handler } from '../common.js';
+import { checkCurrency } from '../validation.js';
 import { takeDefault } from './common.js';
 
 export function updatePipeline({ pool }: CrmDeps): Handler<'updatePipeline'> {
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
-    v.uuid('id', req.id, { required: true })
-      .text('name', req.name, { max: LIMITS.name })
-      .text('description', req.description, { min: 0, max: LIMITS.description });
     checkCurrency(v, 'currency', req.currency);
-    checkPosition(v, 'display_order', req.display_order);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

@@ -1,21 +1,15 @@
 import { newId, withTransaction } from '@workauto/db';
-import { validate, checkMetadata, checkId } from '@workauto/grpc';
+import { textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { mentionTargets } from '../../domain/mentions.js';
 import { wordCount } from '../../domain/words.js';
 import { replaceLinks } from '../../repo/links.js';
 import * as notes from '../../repo/notes.js';
-import { LIMITS, SOURCE, noteData, toNote, type NotesTasksDeps, type Handler } from '../common.js';
-import { checkLength, checkUrl } from '../validation.js';
+import { SOURCE, noteData, toNote, type NotesTasksDeps, type Handler } from '../common.js';
 
 export function createNote(deps: NotesTasksDeps): Handler<'createNote'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate().text('title', req.title, { min: 0, max: LIMITS.noteTitle });
-    checkLength(v, 'body', req.body, LIMITS.noteBody);
-    checkId(v, 'notebook_id', req.notebook_id);
-    checkUrl(v, 'source_url', req.source_url);
-    checkMetadata(v, 'metadata', req.metadata).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,
@@ -29,7 +23,7 @@ export function createNote(deps: NotesTasksDeps): Handler<'createNote'> {
           is_pinned: req.is_pinned ?? false,
           metadata: req.metadata ?? {},
           notebook_id: req.notebook_id ? req.notebook_id.toLowerCase() : null,
-          source_url: req.source_url?.trim() ?? null,
+          source_url: textOrNull(req.source_url) ?? null,
           word_count: wordCount(req.body),
         });
         const mentions = mentionTargets(row.body);

@@ -1,5 +1,5 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { replaceLinks } from '../../repo/links.js';
 import * as notes from '../../repo/notes.js';
@@ -8,7 +8,6 @@ import { SOURCE, noteData, type NotesTasksDeps, type Handler } from '../common.j
 export function deleteNote(deps: NotesTasksDeps): Handler<'deleteNote'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

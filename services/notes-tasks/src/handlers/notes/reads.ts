@@ -1,4 +1,4 @@
-import { errors, parsePage, toPage, validate, checkEnum, checkId } from '@workauto/grpc';
+import { errors, parsePage, toPage } from '@workauto/grpc';
 import * as notes from '../../repo/notes.js';
 import { LIMITS, entityTypes, tagKey, toNote, type NotesTasksDeps, type Handler } from '../common.js';
 
@@ -6,11 +6,6 @@ export function listNotes(deps: NotesTasksDeps): Handler<'listNotes'> {
   const { pool } = deps;
   return async (req, ctx) => {
     const page = parsePage(req);
-    const v = validate()
-      .text('q', req.q, { min: 0, max: LIMITS.query })
-      .text('tag', req.tag, { min: 0, max: LIMITS.tagName });
-    checkId(v, 'tag_id', req.tag_id);
-    checkId(v, 'notebook_id', req.notebook_id).done();
     const q = req.q?.trim();
     const tag = req.tag?.trim();
     const listed = await notes.listNotes(
@@ -33,7 +28,6 @@ export function listNotes(deps: NotesTasksDeps): Handler<'listNotes'> {
 export function getNote(deps: NotesTasksDeps): Handler<'getNote'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const row = await notes.findNote(pool, ctx.tenant, req.id);
     if (!row) throw errors.notFound('note', req.id);
     return toNote(row);
@@ -43,9 +37,6 @@ export function getNote(deps: NotesTasksDeps): Handler<'getNote'> {
 export function listBacklinks(deps: NotesTasksDeps): Handler<'listBacklinks'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate();
-    checkEnum(v, 'entity_type', req.entity_type, entityTypes, true);
-    v.uuid('entity_id', req.entity_id, { required: true }).done();
     const type = entityTypes.toDomain(req.entity_type)!;
     const rows = await notes.backlinks(
       pool,

@@ -12,10 +12,7 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export function addNoteTag(deps: NotesTasksDeps): Handler<'addNoteTag'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .uuid('id', req.id, { required: true })
-      .text('name', req.name, { required: true, max: LIMITS.tagName });
-    v.check(!CONTROL.test(req.name), 'name', 'must be one line of text without control characters').done();
+    validate().check(!CONTROL.test(req.name), 'name', 'must be one line of text without control characters').done();
     const tenantId = ctx.tenant;
     const name = req.name.trim().normalize('NFC');
     return withTransaction(
@@ -62,7 +59,6 @@ export function addNoteTag(deps: NotesTasksDeps): Handler<'addNoteTag'> {
 export function listNoteTags(deps: NotesTasksDeps): Handler<'listNoteTags'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const note = await notes.findNote(pool, ctx.tenant, req.id);
     if (!note) throw errors.notFound('note', req.id);
     return { data: (await tags.tagsOfNote(pool, ctx.tenant, note.id)).map(toTag) };
@@ -72,7 +68,6 @@ export function listNoteTags(deps: NotesTasksDeps): Handler<'listNoteTags'> {
 export function removeNoteTag(deps: NotesTasksDeps): Handler<'removeNoteTag'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).uuid('tag_id', req.tag_id, { required: true }).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

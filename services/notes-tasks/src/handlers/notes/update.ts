@@ -1,23 +1,18 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate, patchNulls, changedFields, checkMetadata, textOrNull, checkId } from '@workauto/grpc';
+import { errors, validate, patchNulls, changedFields, textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { mentionTargets } from '../../domain/mentions.js';
 import { wordCount } from '../../domain/words.js';
 import { replaceLinks } from '../../repo/links.js';
 import * as notes from '../../repo/notes.js';
-import { LIMITS, SOURCE, noteData, toNote, type NotesTasksDeps, type Handler } from '../common.js';
-import { checkLength, checkUrl } from '../validation.js';
+import { SOURCE, noteData, toNote, type NotesTasksDeps, type Handler } from '../common.js';
 
 export function updateNote(deps: NotesTasksDeps): Handler<'updateNote'> {
   const { pool } = deps;
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['title', 'body', 'notebook_id', 'source_url'] }, v);
-    v.uuid('id', req.id, { required: true }).text('title', req.title, { min: 0, max: LIMITS.noteTitle });
-    checkLength(v, 'body', req.body, LIMITS.noteBody);
-    checkId(v, 'notebook_id', req.notebook_id, true);
-    checkUrl(v, 'source_url', req.source_url, true);
-    checkMetadata(v, 'metadata', req.metadata).done();
+    v.done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

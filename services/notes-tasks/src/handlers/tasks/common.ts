@@ -1,20 +1,10 @@
 import type { PoolClient } from '@workauto/db';
-import {
-  errors,
-  checkDate,
-  checkEnum,
-  checkId,
-  checkMetadata,
-  checkYears,
-  type CallContext,
-  type Validator,
-} from '@workauto/grpc';
+import { errors, type CallContext, type Validator } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import type { CreateTaskRequest, UpdateTaskRequest } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import { dueInstant, nextOccurrence, rruleProblem, type Due } from '../../domain/recurrence.js';
 import type { TaskRow } from '../../repo/tasks.js';
-import { LIMITS, SOURCE, priorities, taskData } from '../common.js';
-import { checkMinutes } from '../validation.js';
+import { LIMITS, SOURCE, taskData } from '../common.js';
 
 // What the task handlers share: field checks, a task's recurrence columns, its events.
 
@@ -28,27 +18,18 @@ export function dueOf(t: { due_at: Date | null; due_date: string | null }): Due 
   return undefined;
 }
 
-/** Field checks common to create and update. */
+/** The field check of create and update that the proto's rules cannot state: the rrule's grammar. */
 export function checkTaskFields(
   v: Validator,
   req: CreateTaskRequest | UpdateTaskRequest,
   clearable: boolean,
 ): Validator {
-  v.text('description', req.description, { min: 0, max: LIMITS.taskDescription })
-    .text('external_id', req.external_id, { min: clearable ? 0 : 1, max: LIMITS.externalId })
-    .text('identifier', req.identifier, { min: clearable ? 0 : 1, max: LIMITS.identifier });
-  for (const f of ['parent_id', 'assignee_id', 'project_id', 'section_id', 'status_id'] as const)
-    checkId(v, f, req[f], clearable);
-  for (const f of ['due_date', 'deadline', 'start_date'] as const) checkDate(v, f, req[f], clearable);
-  for (const f of ['due_at', 'due_date', 'deadline', 'start_date'] as const) checkYears(v, f, req[f]);
-  checkEnum(v, 'priority', req.priority, priorities, false);
-  checkMinutes(v, 'estimation_minutes', req.estimation_minutes);
-  checkMinutes(v, 'time_spent_minutes', req.time_spent_minutes);
+  // Lengths, ids, dates, years, the priority, minutes and metadata's size are the proto's rules (docs/api.md §Validation).
   if (req.rrule !== undefined && !(clearable && req.rrule === '')) {
     const problem = rruleProblem(req.rrule, undefined);
     if (problem) v.add('rrule', problem);
   }
-  return checkMetadata(v, 'metadata', req.metadata);
+  return v;
 }
 
 /**

@@ -11,7 +11,7 @@ const dueJson = (d: Due) => (d.kind === 'at' ? d.at.toISOString() : d.date);
 
 export function completeTask({ pool }: NotesTasksDeps): Handler<'completeTask'> {
   return async (req, ctx) => {
-    const v = validate().uuid('id', req.id, { required: true });
+    const v = validate();
     const occurrence = req.occurrence;
     if (occurrence !== undefined && !isIsoDate(occurrence) && !parseTimestamp(occurrence)) {
       v.add(
@@ -131,7 +131,6 @@ function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | un
 
 export function reopenTask({ pool }: NotesTasksDeps): Handler<'reopenTask'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;
     return withTransaction(
       pool,

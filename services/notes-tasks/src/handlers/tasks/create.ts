@@ -3,13 +3,12 @@ import { errors, textOrNull, validate } from '@workauto/grpc';
 import type { Priority } from '../../domain/priority.js';
 import { normalizeRrule } from '../../domain/recurrence.js';
 import * as tasks from '../../repo/tasks.js';
-import { LIMITS, priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
 import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence } from './common.js';
 
 export function createTask({ pool }: NotesTasksDeps): Handler<'createTask'> {
   return async (req, ctx) => {
-    const v = validate().text('title', req.title, { required: true, max: LIMITS.taskTitle });
-    checkTaskFields(v, req, false).done();
+    checkTaskFields(validate(), req, false).done();
     const tenantId = ctx.tenant;
     const parentId = lower(req.parent_id) ?? null;
     const rrule = req.rrule === undefined ? null : normalizeRrule(req.rrule);

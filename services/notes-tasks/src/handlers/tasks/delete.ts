@@ -1,12 +1,11 @@
 import { withTransaction } from '@workauto/db';
-import { errors, validate } from '@workauto/grpc';
+import { errors } from '@workauto/grpc';
 import * as tasks from '../../repo/tasks.js';
 import type { Handler, NotesTasksDeps } from '../common.js';
 import { emit } from './common.js';
 
 export function deleteTask({ pool }: NotesTasksDeps): Handler<'deleteTask'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const tenantId = ctx.tenant;
     const id = req.id.toLowerCase();
     return withTransaction(

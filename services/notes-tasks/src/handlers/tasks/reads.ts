@@ -1,4 +1,4 @@
-import { checkId, errors, parsePage, toPage, validate } from '@workauto/grpc';
+import { errors, parsePage, toPage, validate } from '@workauto/grpc';
 import * as tasks from '../../repo/tasks.js';
 import { toTask, type Handler, type NotesTasksDeps } from '../common.js';
 import { lower } from './common.js';
@@ -6,9 +6,9 @@ import { lower } from './common.js';
 export function listTasks({ pool }: NotesTasksDeps): Handler<'listTasks'> {
   return async (req, ctx) => {
     const page = parsePage(req);
-    const v = validate();
-    for (const f of ['parent_id', 'assignee_id', 'status_id', 'project_id'] as const) checkId(v, f, req[f]);
-    v.check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id').done();
+    validate()
+      .check(!(req.parent_id && req.top_level), 'top_level', 'cannot be combined with parent_id')
+      .done();
     const listed = await tasks.listTasks(
       pool,
       ctx.tenant,
@@ -31,7 +31,6 @@ export function listTasks({ pool }: NotesTasksDeps): Handler<'listTasks'> {
 
 export function getTask({ pool }: NotesTasksDeps): Handler<'getTask'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const row = await tasks.findTask(pool, ctx.tenant, req.id);
     if (!row) throw errors.notFound('task', req.id);
     return toTask(row);
@@ -40,7 +39,6 @@ export function getTask({ pool }: NotesTasksDeps): Handler<'getTask'> {
 
 export function listSubtasks({ pool }: NotesTasksDeps): Handler<'listSubtasks'> {
   return async (req, ctx) => {
-    validate().uuid('id', req.id, { required: true }).done();
     const parent = await tasks.findTask(pool, ctx.tenant, req.id);
     if (!parent) throw errors.notFound('task', req.id);
     return { data: (await tasks.children(pool, ctx.tenant, parent.id)).map(toTask) };

@@ -6,7 +6,7 @@ import type { Priority } from '../../domain/priority.js';
 import { normalizeRrule } from '../../domain/recurrence.js';
 import * as tasks from '../../repo/tasks.js';
 import type { TaskRow } from '../../repo/tasks.js';
-import { LIMITS, priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
+import { priorities, toTask, type Handler, type NotesTasksDeps } from '../common.js';
 import { assertRoomForSubtask, checkTaskFields, emit, lower, recurrence } from './common.js';
 
 /** Optional fields a PATCH clears with null (or, for text, ids and dates, also with ''). */
@@ -31,10 +31,7 @@ type Clearable = (typeof CLEARABLE)[number];
 
 export function updateTask({ pool }: NotesTasksDeps): Handler<'updateTask'> {
   return async (req, ctx) => {
-    const v = validate().uuid('id', req.id, { required: true }).text('title', req.title, { max: LIMITS.taskTitle });
-    checkTaskFields(v, req, true)
-      .uuid('before_id', req.before_id)
-      .uuid('after_id', req.after_id)
+    const v = checkTaskFields(validate(), req, true)
       .check(!(req.before_id && req.after_id), 'after_id', 'give before_id or after_id, not both')
       .check(!req.parent_id || lower(req.parent_id) !== lower(req.id), 'parent_id', 'a task cannot be its own parent')
       .check(
