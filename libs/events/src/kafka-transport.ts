@@ -129,7 +129,9 @@ export class KafkaTransport implements EventTransport {
       const consumer = this.kafka.consumer({
         groupId: this.ns + opts.groupId,
         allowAutoTopicCreation: false,
-        retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 },
+        // Never restarted once the subscription stopped: a crash of a join still in flight when the
+        // service stopped would otherwise bring the consumer back, and keep the process alive.
+        retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000, restartOnFailure: async () => !stopped },
       });
       await consumer.connect();
       try {
