@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -121,6 +121,18 @@ export class Keyring {
     if (!kek) throw new KeyringError(`ciphertext was written with key ${keyId}, which is not in ENCRYPTION_KEYS`);
     const dataKey = open(kek, Buffer.from(wrapped, 'base64url'), `wrap:${context}`);
     return open(dataKey, Buffer.from(body, 'base64url'), context).toString('utf8');
+  }
+
+  /**
+   * A keyring of keys derived from this one's for one purpose (`info`, HKDF-SHA256): same ids, same
+   * active key, as an ENCRYPTION_KEYS value (Keyring.fromEnv reads it). Whoever holds it can seal
+   * and open what belongs to that purpose only, never this keyring's other secrets.
+   */
+  derive(info: string): string {
+    const derived = (id: string) =>
+      Buffer.from(hkdfSync('sha256', this.keys.get(id)!, Buffer.alloc(0), info, 32)).toString('base64');
+    const ids = [this.activeKeyId, ...[...this.keys.keys()].filter((id) => id !== this.activeKeyId)];
+    return ids.map((id) => `${id}:${derived(id)}`).join(',');
   }
 
   /** The key id a ciphertext was written with (recorded beside it as key_version). */

@@ -36,3 +36,12 @@ export {
 export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
 export { newId, isUuid } from './ids.js';
 export { runForTenant, iterateForTenant, TenantShareBusyError, type TenantScopeOptions } from './tenant-share.js';
+export {
+  IDEMPOTENCY_MIGRATIONS,
+  runKeyed,
+  deleteExpiredIdempotencyRecords,
+  IdempotencyKeyReusedError,
+  IdempotencyKeyInUseError,
+  type KeyedWrite,
+  type KeyedOutcome,
+} from './idempotency.js';

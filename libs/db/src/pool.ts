@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { integerFromEnv } from './env.js';
 import { isConcurrencyFailure } from './errors.js';
+import { keyedCall } from './idempotency.js';
 import { TenantShares } from './tenant-share.js';
 
 export type Pool = pg.Pool;
@@ -166,6 +167,8 @@ const BACKOFF_MS = 10;
  * PostgreSQL aborts as a deadlock victim (40P01) or a serialization failure (40001) runs again
  * from the start after a jittered backoff, a few times; the last such failure is thrown (and
  * mapped to ABORTED, 409, by the gRPC kit). So fn must keep every effect inside the transaction.
+ * Inside a call with an Idempotency-Key (runKeyed) the transaction also records the key, and stores
+ * fn's result when it is the call's response (idempotency.ts).
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
@@ -191,13 +194,21 @@ async function runOnce<T>(
   signal: AbortSignal | undefined,
 ): Promise<T> {
   signal?.throwIfAborted();
+  // Part of a call with an Idempotency-Key: the key is recorded with the write (idempotency.ts).
+  const keyed = keyedCall();
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
+    if (keyed) {
+      keyed.remember(pool);
+      await keyed.begin(client);
+    }
     const result = await fn(client);
+    if (keyed) await keyed.beforeCommit(client, result);
     // The last moment to honour a cancellation: after COMMIT the write is done.
     signal?.throwIfAborted();
     await client.query('COMMIT');
+    keyed?.committed(pool);
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -14,6 +14,9 @@ const consumerLag = () =>
     unit: '{message}',
   });
 
+/** How long a consumer that stopped for good waits before a new one is started in its place. */
+const RESTART_DELAY_MS = 5_000;
+
 /** Messages handed to a consumer at once (one database transaction applies them). */
 const BATCH_CHUNK = 100;
 
@@ -119,62 +122,124 @@ export class KafkaTransport implements EventTransport {
   }): Promise<Subscription> {
     // A consumer may start before any producer: its topics must exist before it subscribes.
     await this.ensureTopics(opts.topics);
-    const consumer = this.kafka.consumer({
-      groupId: this.ns + opts.groupId,
-      allowAutoTopicCreation: false,
-      retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000 },
-    });
-    await consumer.connect();
-    try {
-      for (const topic of opts.topics) await subscribeWhenLed(consumer, this.ns + topic);
-    } catch (err) {
-      await consumer.disconnect().catch(() => undefined);
-      throw err;
-    }
-    await consumer.run({
-      // Offsets are resolved by hand, chunk by chunk, only after the handler (and its database
-      // transaction) succeeded; kafkajs commits resolved offsets every second or 100 messages. A
-      // crash redelivers at most that much, which the consumers' processed_events dedup absorbs.
-      // Partitions are consumed side by side; order holds within each (per key).
-      autoCommit: true,
-      autoCommitInterval: 1_000,
-      autoCommitThreshold: 100,
-      eachBatchAutoResolve: false,
-      partitionsConsumedConcurrently: this.opts.partitions ?? 3,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const topic = batch.topic.slice(this.ns.length);
-        for (let i = 0; i < batch.messages.length; i += BATCH_CHUNK) {
-          if (!isRunning() || isStale()) return;
-          const chunk = batch.messages.slice(i, i + BATCH_CHUNK);
-          await opts.handle(
-            chunk.map((message) => {
-              const headers: Record<string, string> = {};
-              for (const [k, v] of Object.entries(message.headers ?? {}))
-                if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
-              return {
+    const log = this.opts.logger;
+    let stopped = false;
+    /** A consumer of the group, connected and subscribed; its group join and its fetches run in the background. */
+    const open = async (): Promise<Consumer> => {
+      const consumer = this.kafka.consumer({
+        groupId: this.ns + opts.groupId,
+        allowAutoTopicCreation: false,
+        // Never restarted once the subscription stopped: a crash of a join still in flight when the
+        // service stopped would otherwise bring the consumer back, and keep the process alive.
+        retry: { retries: 10, initialRetryTime: 300, maxRetryTime: 5_000, restartOnFailure: async () => !stopped },
+      });
+      await consumer.connect();
+      try {
+        for (const topic of opts.topics) await subscribeWhenLed(consumer, this.ns + topic);
+      } catch (err) {
+        await consumer.disconnect().catch(() => undefined);
+        throw err;
+      }
+      // Joining the group can take seconds (a new group waits group.initial.rebalance.delay.ms; a
+      // member that died without leaving holds the group until its session times out): the service
+      // serves meanwhile, and the join is logged when it happens. Connecting and subscribing above
+      // have already refused bad credentials, ACLs or topics.
+      const joining = performance.now();
+      let joined = false;
+      consumer.on(consumer.events.GROUP_JOIN, () => {
+        if (joined) return;
+        joined = true;
+        log.info(
+          { group: opts.groupId, waited_ms: Math.round(performance.now() - joining) },
+          'event consumer joined its group; consuming',
+        );
+      });
+      // kafkajs restarts a consumer that crashed on a retriable error itself; after any other one
+      // it leaves it stopped, and the group's events would wait for a restart of the process.
+      consumer.on(consumer.events.CRASH, ({ payload }) => {
+        log[payload.restart ? 'warn' : 'error'](
+          { group: opts.groupId, err: String(payload.error).slice(0, 300), restarts: payload.restart },
+          payload.restart
+            ? 'event consumer crashed; kafkajs restarts it'
+            : 'event consumer crashed; starting a new one',
+        );
+        if (!payload.restart && !stopped) reopen(consumer);
+      });
+      consumer
+        .run({
+          // Offsets are resolved by hand, chunk by chunk, only after the handler (and its database
+          // transaction) succeeded; kafkajs commits resolved offsets every second or 100 messages. A
+          // crash redelivers at most that much, which the consumers' processed_events dedup absorbs.
+          // Partitions are consumed side by side; order holds within each (per key).
+          autoCommit: true,
+          autoCommitInterval: 1_000,
+          autoCommitThreshold: 100,
+          eachBatchAutoResolve: false,
+          partitionsConsumedConcurrently: this.opts.partitions ?? 3,
+          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+            const topic = batch.topic.slice(this.ns.length);
+            for (let i = 0; i < batch.messages.length; i += BATCH_CHUNK) {
+              if (!isRunning() || isStale()) return;
+              const chunk = batch.messages.slice(i, i + BATCH_CHUNK);
+              await opts.handle(
+                chunk.map((message) => {
+                  const headers: Record<string, string> = {};
+                  for (const [k, v] of Object.entries(message.headers ?? {}))
+                    if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+                  return {
+                    topic,
+                    key: message.key?.toString('utf8') ?? '',
+                    value: message.value ?? Buffer.alloc(0),
+                    headers,
+                  };
+                }),
+              );
+              const last = chunk[chunk.length - 1]!.offset;
+              resolveOffset(last);
+              consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), {
+                group: opts.groupId,
                 topic,
-                key: message.key?.toString('utf8') ?? '',
-                value: message.value ?? Buffer.alloc(0),
-                headers,
-              };
-            }),
+                partition: batch.partition,
+              });
+              await heartbeat();
+            }
+          },
+        })
+        .catch((err: unknown) => {
+          log.error(
+            { group: opts.groupId, err: String(err).slice(0, 300) },
+            'event consumer could not start; starting a new one',
           );
-          const last = chunk[chunk.length - 1]!.offset;
-          resolveOffset(last);
-          consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), {
-            group: opts.groupId,
-            topic,
-            partition: batch.partition,
-          });
-          await heartbeat();
-        }
-      },
-    });
-    this.consumers.add(consumer);
+          reopen(consumer);
+        });
+      this.consumers.add(consumer);
+      return consumer;
+    };
+    /** Replaces a consumer that stopped for good, every 5 s until a new one is subscribed. */
+    const reopen = (dead: Consumer) => {
+      this.consumers.delete(dead);
+      if (current !== dead || stopped) return;
+      const timer = setTimeout(() => {
+        if (stopped) return;
+        open().then(
+          (fresh) => (current = fresh),
+          (err: unknown) => {
+            log.warn(
+              { group: opts.groupId, err: String(err).slice(0, 300) },
+              'event consumer not restarted yet; trying again',
+            );
+            reopen(dead);
+          },
+        );
+      }, RESTART_DELAY_MS);
+      timer.unref();
+    };
+    let current = await open();
     return {
       stop: async () => {
-        this.consumers.delete(consumer);
-        await consumer.disconnect();
+        stopped = true;
+        this.consumers.delete(current);
+        await current.disconnect();
       },
     };
   }

@@ -38,6 +38,7 @@ const REQUEST_ID_KEY = 'x-request-id-bin';
 const CLIENT_IP_KEY = 'x-client-ip-bin';
 const USER_AGENT_KEY = 'x-user-agent-bin';
 const IDEMPOTENCY_KEY_KEY = 'x-idempotency-key-bin';
+const IDEMPOTENCY_SEAL_KEY = 'x-idempotency-seal-bin';
 /** The JWT type header: a token minted for another purpose is never read as a caller identity. */
 const TOKEN_TYPE = 'caller+jwt';
 
@@ -49,8 +50,14 @@ export interface Caller {
   actor?: Actor | undefined;
   clientIp?: string | undefined;
   userAgent?: string | undefined;
-  /** The client's Idempotency-Key of a POST (the gateway stores the response; services may dedupe on it). */
+  /** The client's Idempotency-Key of a write: the service records it with the write (idempotency.ts). */
   idempotencyKey?: string | undefined;
+  /**
+   * With the key: the keys that seal the response the service stores for it (derived by the gateway
+   * from its keyring for this caller and key, as an ENCRYPTION_KEYS value), so a stored one-time
+   * secret is readable by no one who holds only the service's database.
+   */
+  idempotencySeal?: string | undefined;
 }
 
 /** A caller signing key and the public key set that verifies it, as CALLER_SIGNING_KEY and CALLER_VERIFY_KEYS hold them. */
@@ -187,6 +194,7 @@ export class CallerSigner {
     if (caller.clientIp) md.set(CLIENT_IP_KEY, Buffer.from(caller.clientIp));
     if (caller.userAgent) md.set(USER_AGENT_KEY, Buffer.from(caller.userAgent));
     if (caller.idempotencyKey) md.set(IDEMPOTENCY_KEY_KEY, Buffer.from(caller.idempotencyKey));
+    if (caller.idempotencySeal) md.set(IDEMPOTENCY_SEAL_KEY, Buffer.from(caller.idempotencySeal));
     return md;
   }
 }
@@ -270,6 +278,7 @@ export class CallerVerifier {
       clientIp: text(metadata, CLIENT_IP_KEY),
       userAgent: text(metadata, USER_AGENT_KEY),
       idempotencyKey: text(metadata, IDEMPOTENCY_KEY_KEY),
+      idempotencySeal: text(metadata, IDEMPOTENCY_SEAL_KEY),
     };
   }
 

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { metrics, type Counter, type Gauge } from '@opentelemetry/api';
 import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
+import { DISCOVERY_SCHEME, Discovery, REFRESH_OPTION } from './discovery.js';
 import { DomainError, decodeStatusDetails } from './errors.js';
 
 /** What a call (unary or server-streaming) needs: a ts-proto method definition fits, and so does the gateway's dynamic one. */
@@ -16,12 +17,16 @@ export interface DownstreamOptions {
   deadlineMs?: number;
   /** Transport-failure ratio (0..100) of one method over the rolling window that opens its circuit. */
   errorThresholdPercentage?: number;
-  /** How long a method's circuit stays open before one trial call; also the service probe's interval. */
+  /** How long a method's circuit stays open before one trial call. */
   resetTimeoutMs?: number;
   /** A method's calls in the window before the ratio counts (low: a hung method costs a deadline per call). */
   volumeThreshold?: number;
-  /** Deadline of the health check that decides whether the whole service is down. */
+  /** Deadline of a health check of one address (when every address's times out, all are asked again with twice as long). */
   healthTimeoutMs?: number;
+  /** How often an address left out (or a service marked down) is checked again (default 1 s). */
+  healthRecheckMs?: number;
+  /** How often the service's name is resolved again (default 2 s; discovery.ts). */
+  resolveEveryMs?: number;
   /**
    * Calls in flight to the service from this process at most (default 512); more answer 503
    * SERVICE_OVERLOADED at once. Under overload, calls past the cap would only wait for their
@@ -44,15 +49,14 @@ export interface DownstreamOptions {
 
 /**
  * Every Downstream balances per call, not per connection: the address is resolved through DNS
- * (`dns:///`), which for a Kubernetes headless Service returns every ready pod, and round_robin
+ * (discovery.ts), which for a Kubernetes headless Service returns every ready pod, and round_robin
  * spreads calls over all of them. With the default pick_first, a client keeps one connection to
- * one pod for its lifetime, so new replicas (or an HPA's) get no traffic. New pods are found when
- * the name is resolved again: grpc-js does so when a connection ends, which the servers force every
- * few minutes (max_connection_age, server.ts), and at most every 30 s.
+ * one pod for its lifetime, so new replicas (or an HPA's) get no traffic. The name is resolved
+ * again every few seconds and whenever a connection ends, so a rollout's new pods get calls as soon
+ * as DNS lists them.
  */
 export const CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
   'grpc.service_config': JSON.stringify({ loadBalancingConfig: [{ round_robin: {} }] }),
-  'grpc.dns_min_time_between_resolutions_ms': 30_000,
   // channelz (grpc-js's per-call counters and traces for a channelz admin service) is served by
   // nothing here; keeping it on cost every call its bookkeeping.
   'grpc.enable_channelz': 0,
@@ -85,9 +89,11 @@ function readAheadOne(call: grpc.ClientReadableStream<unknown>): void {
   if (state && typeof state.highWaterMark === 'number') state.highWaterMark = 1;
 }
 
-/** host:port → dns:///host:port; a target that names its scheme (dns:, ipv4:, unix:) is kept. */
+/** host:port → workauto-dns:///host:port (discovery.ts); a target that names its scheme (dns:, ipv4:, unix:) is kept. */
 export function grpcTarget(address: string): string {
-  return /^(dns|ipv4|ipv6|unix|unix-abstract|vsock):/.test(address) ? address : `dns:///${address}`;
+  return /^(dns|ipv4|ipv6|unix|unix-abstract|vsock|workauto-dns):/.test(address)
+    ? address
+    : `${DISCOVERY_SCHEME}:///${address}`;
 }
 
 /**
@@ -151,6 +157,11 @@ const ROLLING_WINDOW_MS = 10_000;
 
 const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.Health');
 
+/** The target of one resolved address (host:port, an IPv6 host in brackets). */
+function addressTarget(address: string): string {
+  return address.startsWith('[') ? `ipv6:${address}` : `ipv4:${address}`;
+}
+
 type Breaker = CircuitBreaker<[() => Promise<unknown>, string | undefined], unknown>;
 
 /** What a call says about itself beside its method and request. */
@@ -161,6 +172,8 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** The tenant the call acts for: its share of the in-flight cap, and whose failures these are. */
   tenant?: string | undefined;
+  /** Gets the response's initial metadata (e.g. that a keyed call was replayed). */
+  onMetadata?: ((metadata: grpc.Metadata) => void) | undefined;
 }
 
 /**
@@ -177,11 +190,13 @@ const BUSY_TENANT_CALLS = 8;
  * - one breaker per method (opossum) counts only transport failures (UNAVAILABLE,
  *   DEADLINE_EXCEEDED, a connection that broke under the call), so a slow or failing route opens
  *   alone and the service's other routes go on;
- * - any transport failure triggers one health check of the service (at most one in flight); when
- *   that check also fails (no answer within healthTimeoutMs, NOT_SERVING, unreachable) the whole
- *   service is marked down: every call answers 503 at once, and the health check is repeated every
- *   resetTimeoutMs until it answers SERVING. A hung service is thus found by its first deadline,
- *   not after ten of them.
+ * - any transport failure triggers one health check of each of the service's addresses (at most
+ *   one round in flight). An address that fails it (no answer, NOT_SERVING, unreachable) is left
+ *   out of the calls' picks and checked again every healthRecheckMs until it answers SERVING; the
+ *   others go on serving. Only when every address fails, and no call succeeded meanwhile, is the
+ *   whole service marked down: every call answers 503 at once until an address answers again. A
+ *   hung service is thus found by its first deadline, not after ten of them, and one replica's
+ *   failed check (a pod draining, a probe starved of CPU) never takes the others out.
  */
 export class Downstream {
   private readonly client: grpc.Client;
@@ -202,6 +217,12 @@ export class Downstream {
   private down = false;
   private probing = false;
   private recheck: NodeJS.Timeout | undefined;
+  /** Addresses left out of the picks, each with the timer of its next check. */
+  private readonly leftOut = new Map<string, NodeJS.Timeout>();
+  /** The service's addresses (undefined for a target of another scheme: then one address, the target). */
+  private readonly discovery: Discovery | undefined;
+  /** Calls that succeeded so far: one that succeeds while the addresses are checked proves the service up. */
+  private succeeded = 0;
   private closed = false;
   /** 1 while the service is marked down (its calls answer 503 without being tried), else 0. */
   private readonly downGauge: Gauge;
@@ -213,8 +234,14 @@ export class Downstream {
     readonly address: string,
     options: DownstreamOptions = {},
   ) {
-    const channelOptions = { ...CLIENT_CHANNEL_OPTIONS, ...options.channelOptions };
     const target = grpcTarget(address);
+    this.discovery = target.startsWith(`${DISCOVERY_SCHEME}:`) ? new Discovery() : undefined;
+    const channelOptions = {
+      ...CLIENT_CHANNEL_OPTIONS,
+      ...this.discovery?.channelOptions,
+      ...(options.resolveEveryMs ? { [REFRESH_OPTION]: options.resolveEveryMs } : {}),
+      ...options.channelOptions,
+    };
     this.client = new grpc.Client(target, grpc.credentials.createInsecure(), channelOptions);
     this.health = new HealthClient(target, grpc.credentials.createInsecure(), channelOptions);
     this.deadlineMs = options.deadlineMs ?? 5_000;
@@ -232,6 +259,8 @@ export class Downstream {
       resetTimeoutMs: options.resetTimeoutMs ?? 5_000,
       volumeThreshold: options.volumeThreshold ?? 3,
       healthTimeoutMs: options.healthTimeoutMs ?? 1_000,
+      healthRecheckMs: options.healthRecheckMs ?? 1_000,
+      resolveEveryMs: options.resolveEveryMs ?? 2_000,
       maxInFlight: options.maxInFlight ?? 512,
       tenantMaxInFlight: options.tenantMaxInFlight ?? Math.max(1, Math.floor((options.maxInFlight ?? 512) / 4)),
       maxStreams: options.maxStreams ?? options.maxInFlight ?? 512,
@@ -243,9 +272,15 @@ export class Downstream {
     return this.down;
   }
 
+  /** The service's addresses whose health check failed: calls go to the others until they answer again. */
+  get addressesLeftOut(): string[] {
+    return [...this.leftOut.keys()];
+  }
+
   /**
    * One call. `signal` cancels it in flight (the service sees the cancel); the call then rejects
-   * with the signal's reason, which never counts against the circuit.
+   * with the signal's reason, which never counts against the circuit. `onMetadata` gets the
+   * response's initial metadata (e.g. that a keyed call was replayed).
    */
   call<Req, Res>(method: UnaryMethod<Req, Res>, request: Req, opts: CallOptions = {}): Promise<Res> {
     let settle: () => void;
@@ -272,12 +307,14 @@ export class Downstream {
             { deadline },
             (err, response) => {
               signal?.removeEventListener('abort', onAbort);
-              if (err) reject(err);
-              else resolve(response as Res);
+              if (err) return reject(err);
+              this.succeeded++;
+              resolve(response as Res);
             },
           ),
         );
         signal?.addEventListener('abort', onAbort, { once: true });
+        if (opts.onMetadata) call.on('metadata', opts.onMetadata);
       });
     return (this.breakerOf(method.path).fire(attempt, opts.tenant) as Promise<Res>)
       .finally(settle)
@@ -449,53 +486,132 @@ export class Downstream {
     return breaker;
   }
 
-  /** After a transport failure: is the whole service unwell, or only that call? */
+  /** After a transport failure: which of the service's addresses are unwell (left out), and is every one? */
   private probe(): void {
     if (this.down || this.probing || this.closed) return;
     this.probing = true;
-    void this.checkHealth().then((state) => {
+    const succeededBefore = this.succeeded;
+    void this.checkAddresses().then((failing) => {
       this.probing = false;
-      if (state !== 'failing' || this.closed) return;
+      if (this.closed || !failing.all || this.succeeded > succeededBefore) return;
       this.down = true;
       this.downGauge.record(1, { service: this.name });
       const retry = () => {
         this.recheck = setTimeout(() => {
-          void this.checkHealth().then((s) => {
-            if (this.closed) return;
-            if (s === 'failing') return retry();
-            this.down = false;
-            this.downGauge.record(0, { service: this.name });
-            // The service answers again: its methods get traffic at once rather than after their reset timeout.
-            for (const b of this.breakers.values()) b.close();
-          });
-        }, this.options.resetTimeoutMs);
+          // Looked up again first: a service replaced while down answers at its new address.
+          void (this.discovery?.refresh() ?? Promise.resolve())
+            .then(() => this.checkAddresses())
+            .then((again) => {
+              if (this.closed) return;
+              if (again.all) return retry();
+              this.down = false;
+              this.downGauge.record(0, { service: this.name });
+              // The service answers again: its methods get traffic at once rather than after their reset timeout.
+              for (const b of this.breakers.values()) b.close();
+            });
+        }, this.options.healthRecheckMs);
         this.recheck.unref();
       };
       retry();
     });
   }
 
+  /**
+   * Checks each known address at once. One that fails is left out of the picks (when others
+   * remain) and checked again until it answers; one that answers is offered again.
+   */
+  private async checkAddresses(): Promise<{ all: boolean }> {
+    const addresses = this.discovery?.addresses.length ? this.discovery.addresses : [undefined];
+    const timeoutMs = this.options.healthTimeoutMs;
+    let results = await Promise.all(addresses.map((a) => this.checkAddress(a, timeoutMs)));
+    // Every check timed out: this process may be the one short of CPU (its timers fired before it
+    // read the answers). Asked once more with twice the time before any verdict; a check that times
+    // out while others answer is the address's own failure.
+    if (results.every((r) => r.timedOut))
+      results = await Promise.all(addresses.map((a) => this.checkAddress(a, 2 * timeoutMs)));
+    let failing = 0;
+    addresses.forEach((address, i) => {
+      if (results[i]!.state !== 'failing') {
+        if (address) this.offerAgain(address);
+        return;
+      }
+      failing++;
+      if (address && addresses.length > 1) this.leaveOut(address);
+    });
+    return { all: failing === addresses.length };
+  }
+
+  private leaveOut(address: string): void {
+    if (this.leftOut.has(address) || this.closed) return;
+    this.discovery!.exclude(address);
+    // The methods' recent transport failures were this address's: its peers take the calls now.
+    for (const b of this.breakers.values()) b.close();
+    const recheck = () => {
+      const timer = setTimeout(() => {
+        if (this.closed) return;
+        // Gone from DNS (the pod was replaced): nothing more to check.
+        if (!this.discovery!.addresses.includes(address)) return void this.leftOut.delete(address);
+        void this.checkAddress(address, this.options.healthTimeoutMs).then(({ state }) =>
+          state === 'failing' && !this.closed ? recheck() : this.offerAgain(address),
+        );
+      }, this.options.healthRecheckMs);
+      timer.unref();
+      this.leftOut.set(address, timer);
+    };
+    recheck();
+  }
+
+  private offerAgain(address: string): void {
+    clearTimeout(this.leftOut.get(address));
+    this.leftOut.delete(address);
+    this.discovery?.include(address);
+  }
+
+  /** One address's health (the channel's target when none is given). */
+  private async checkAddress(
+    address: string | undefined,
+    timeoutMs: number,
+  ): Promise<{ state: 'serving' | 'failing' | 'unknown'; timedOut: boolean }> {
+    if (!address) return this.healthCheck(this.health, timeoutMs);
+    const client = new HealthClient(addressTarget(address), grpc.credentials.createInsecure(), {
+      'grpc.enable_channelz': 0,
+    });
+    try {
+      return await this.healthCheck(client, timeoutMs);
+    } finally {
+      client.close();
+    }
+  }
+
   /** The service's gRPC health check: 'failing' on no answer, NOT_SERVING or no connection; 'unknown' when it has no health service. */
-  checkHealth(): Promise<'serving' | 'failing' | 'unknown'> {
+  async checkHealth(): Promise<'serving' | 'failing' | 'unknown'> {
+    return (await this.healthCheck(this.health, this.options.healthTimeoutMs)).state;
+  }
+
+  private healthCheck(
+    client: grpc.Client,
+    timeoutMs: number,
+  ): Promise<{ state: 'serving' | 'failing' | 'unknown'; timedOut: boolean }> {
     return new Promise((resolve) => {
       (
-        this.health as unknown as {
+        client as unknown as {
           check: (
             req: object,
             opts: grpc.CallOptions,
             cb: (e: grpc.ServiceError | null, r?: { status?: string }) => void,
           ) => void;
         }
-      ).check({ service: '' }, { deadline: new Date(Date.now() + this.options.healthTimeoutMs) }, (err, res) =>
-        resolve(
-          err
+      ).check({ service: '' }, { deadline: new Date(Date.now() + timeoutMs) }, (err, res) =>
+        resolve({
+          state: err
             ? err.code === grpc.status.UNIMPLEMENTED
               ? 'unknown'
               : 'failing'
             : res?.status === 'SERVING'
               ? 'serving'
               : 'failing',
-        ),
+          timedOut: err?.code === grpc.status.DEADLINE_EXCEEDED,
+        }),
       );
     });
   }
@@ -571,6 +687,8 @@ export class Downstream {
   close(): void {
     this.closed = true;
     clearTimeout(this.recheck);
+    for (const timer of this.leftOut.values()) clearTimeout(timer);
+    this.discovery?.close();
     for (const b of this.breakers.values()) b.shutdown();
     this.client.close();
     this.health.close();

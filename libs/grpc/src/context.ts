@@ -28,8 +28,10 @@ export class CallContext {
     readonly signal: AbortSignal,
     /** This service's own caller signing key (CALLER_SIGNING_KEY), when it has one. */
     private readonly signer?: CallerSigner,
-    /** The client's Idempotency-Key of a POST, signed with the rest (services may dedupe on it). */
+    /** The client's Idempotency-Key of a write (the gRPC kit records it with the write: server.ts). */
     readonly idempotencyKey?: string,
+    /** The keys that seal the response stored for that key (Caller.idempotencySeal). */
+    readonly idempotencySeal?: string,
     /** When the caller stops waiting (epoch ms; the call's gRPC deadline), if it set one. */
     readonly deadline?: number,
   ) {}
@@ -44,6 +46,7 @@ export class CallContext {
       signal,
       signer,
       caller.idempotencyKey,
+      caller.idempotencySeal,
       deadline,
     );
   }
@@ -74,7 +77,8 @@ export class CallContext {
    * gRPC service name, e.g. workauto.notes_tasks.v1.NotesTasksService): the same caller, signed with
    * this service's own key. The caller's token is not forwarded: it names this service as its
    * audience, so the target would refuse it. The target must list this service's public key in its
-   * CALLER_VERIFY_KEYS.
+   * CALLER_VERIFY_KEYS. The Idempotency-Key stays with this call: a call made on its behalf is
+   * another request, which the key does not name (two such calls would otherwise share it).
    */
   toMetadata(service: string): grpc.Metadata {
     if (!this.signer) {
@@ -89,7 +93,6 @@ export class CallContext {
         actor: this.actor,
         clientIp: this.clientIp,
         userAgent: this.userAgent,
-        idempotencyKey: this.idempotencyKey,
       },
       service,
     );

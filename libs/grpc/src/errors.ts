@@ -112,9 +112,14 @@ export const errors = {
     new DomainError(grpc.status.UNAVAILABLE, reason, message, metadata ? { metadata } : {}),
 };
 
+/** A handler's failure as the DomainError it is answered with: database conditions by SQLSTATE, anything else a bare INTERNAL. */
+export function asDomainError(err: unknown): DomainError {
+  return err instanceof DomainError ? err : fromDatabaseError(err);
+}
+
 /** Builds the grpc-js error a handler's failure is sent as. Unknown errors become a bare INTERNAL. */
 export function toServiceError(err: unknown, domain: string): Partial<grpc.ServiceError> {
-  const known = err instanceof DomainError ? err : fromDatabaseError(err);
+  const known = asDomainError(err);
   const details: Any[] = [
     {
       type_url: ERROR_INFO_TYPE,

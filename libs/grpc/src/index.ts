@@ -10,6 +10,7 @@ export {
   type FieldViolation,
 } from './errors.js';
 export { CallContext, type Actor } from './context.js';
+export { IDEMPOTENT_REPLAYED_KEY, idempotencyScope, idempotencySealInfo, requestFingerprint } from './idempotency.js';
 export {
   DOMAINS,
   accessDenied,

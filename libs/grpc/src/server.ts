@@ -2,11 +2,13 @@ import * as grpc from '@grpc/grpc-js';
 import { metrics, type Histogram } from '@opentelemetry/api';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
+import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, runKeyed } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import { loadRules, loadSchema, reflectionDefinition, ruleViolations, type Violation } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
-import { errors, toServiceError, DomainError } from './errors.js';
+import { asDomainError, errors, toServiceError, DomainError } from './errors.js';
+import { IDEMPOTENT_REPLAYED_KEY, KeyedMethod } from './idempotency.js';
 import { listCallScope } from './pagination.js';
 
 /** A ts-proto grpc-js service definition: method name → path and (de)serializers. */
@@ -19,6 +21,8 @@ export type ServiceDefinition = Record<
     responseStream: boolean;
     requestDeserialize(b: Buffer): unknown;
     responseSerialize(v: never): Buffer;
+    /** ts-proto's definitions have it: a keyed call's stored response is read back with it. */
+    responseDeserialize?(b: Buffer): unknown;
   }
 >;
 /** The name services' specs use (libs/service); server-streaming methods are allowed too. */
@@ -154,7 +158,7 @@ export class GrpcServer {
       const handler = handlers[method as keyof S] as (req: unknown, ctx: CallContext) => unknown;
       impl[method] = def.responseStream
         ? this.wrapStream(def.path, handler as (req: unknown, ctx: CallContext) => AsyncIterable<unknown>)
-        : this.wrapUnary(def.path, handler as (req: unknown, ctx: CallContext) => Promise<unknown>);
+        : this.wrapUnary(def, handler as (req: unknown, ctx: CallContext) => Promise<unknown>);
     }
     this.server.addService(definition as unknown as grpc.ServiceDefinition, impl);
     this.serviceNames.push(fullName);
@@ -162,17 +166,35 @@ export class GrpcServer {
     return this;
   }
 
+  /**
+   * A unary rpc. A call with an Idempotency-Key records it with its write (@workauto/db runKeyed):
+   * a repeat of a call that wrote gets that call's response, marked replayed in the response
+   * metadata, and the handler does not run again.
+   */
   private wrapUnary(
-    path: string,
+    def: ServiceDefinition[string],
     handler: (req: unknown, ctx: CallContext) => Promise<unknown>,
   ): grpc.handleUnaryCall<unknown, unknown> {
-    const begin = this.calls(path);
+    const begin = this.calls(def.path);
+    const keyedMethod = new KeyedMethod(def);
     return (call, callback) => {
       const c = begin(call);
-      c.run(() => {
+      c.run(async () => {
         const ctx = c.context();
         refuseBrokenRules(call.request);
-        return handler(call.request, ctx);
+        const write = keyedMethod.write(call.request, ctx);
+        if (!write) return handler(call.request, ctx);
+        try {
+          const outcome = await runKeyed(write, () => handler(call.request, ctx));
+          if (!outcome.replayed) return outcome.response;
+          const response = write.replay(outcome.stored);
+          const replayed = new grpc.Metadata();
+          replayed.set(IDEMPOTENT_REPLAYED_KEY, 'true');
+          call.sendMetadata(replayed);
+          return response;
+        } catch (err) {
+          return keyedFailure(err);
+        }
       }).then(
         (response) => {
           c.ok();
@@ -278,7 +300,8 @@ export class GrpcServer {
         },
         failed: (err: unknown): Partial<grpc.ServiceError> => {
           const ms = settle();
-          const mapped = toServiceError(err, errorDomain);
+          const known = asDomainError(err);
+          const mapped = toServiceError(known, errorDomain);
           const log = {
             rpc: path,
             request_id: ctx?.requestId,
@@ -286,7 +309,14 @@ export class GrpcServer {
             ms: Math.round(ms),
           };
           if (err instanceof DomainError || mapped.code === grpc.status.RESOURCE_EXHAUSTED)
-            logger.info({ ...log, reason: err instanceof DomainError ? err.reason : undefined }, 'rpc failed');
+            logger.info({ ...log, reason: known.reason }, 'rpc failed');
+          else if (isCondition(known))
+            // The database away or slow, a lost concurrency race: a condition that passes and that
+            // the caller is told to retry (503, 409), not a bug.
+            logger.warn(
+              { ...log, reason: known.reason, cause: describeCondition(err) },
+              `rpc failed: ${known.message}`,
+            );
           // A client's input that reached SQL and failed there (a NUL byte, a value out of range):
           // a check the handler lacks, but the caller's input, never an error of the service.
           else if (mapped.code === grpc.status.INVALID_ARGUMENT)
@@ -349,4 +379,40 @@ export class GrpcServer {
       });
     });
   }
+}
+
+/** A keyed call's refusals as the API's 409s (the gateway answers the same ones from its own record). */
+function keyedFailure(err: unknown): never {
+  if (err instanceof IdempotencyKeyReusedError)
+    throw new DomainError(
+      grpc.status.ABORTED,
+      'IDEMPOTENCY_KEY_REUSED',
+      'this Idempotency-Key was already used with a different request; use a new key for a new request',
+    );
+  if (err instanceof IdempotencyKeyInUseError)
+    throw err.abandoned
+      ? new DomainError(
+          grpc.status.FAILED_PRECONDITION,
+          'IDEMPOTENT_RESPONSE_LOST',
+          'the request with this Idempotency-Key was applied, but its response was not kept (the service stopped while answering); read the result with a GET instead of retrying',
+        )
+      : new DomainError(
+          grpc.status.ABORTED,
+          'IDEMPOTENCY_KEY_IN_USE',
+          'a request with this Idempotency-Key is still running; retry after it has finished',
+        );
+  throw err;
+}
+
+/** Failures that say the service's dependency is unwell (503) or the request lost a race (409): retried, not bugs. */
+function isCondition(known: DomainError): boolean {
+  return known.code === grpc.status.UNAVAILABLE || known.code === grpc.status.ABORTED;
+}
+
+/** What a condition is logged with: the driver's code and message (connection errors and SQLSTATEs, never request data). */
+function describeCondition(err: unknown): string {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? `${e.code} ` : '';
+  const name = typeof e?.name === 'string' && e.name !== 'Error' ? `${e.name}: ` : '';
+  return `${code}${name}${typeof e?.message === 'string' ? e.message : String(err)}`.slice(0, 300);
 }

@@ -13,8 +13,12 @@ export function installShutdownSignals(logger: Logger, stop: () => Promise<void>
     }
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    const started = performance.now();
     stop().then(
-      () => process.exit(0),
+      () => {
+        logger.info({ signal, ms: Math.round(performance.now() - started) }, 'stopped: calls drained, work finished');
+        process.exit(0);
+      },
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
         process.exit(1);

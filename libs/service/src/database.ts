@@ -80,16 +80,23 @@ export function untilDatabaseAnswers<T>(
   return untilAvailable(what, logger, step, isDatabaseUnavailable, options);
 }
 
+/** How often a database that stopped answering is pinged, so readiness comes back within a second of it. */
+const RECOVERY_CHECK_MS = 1_000;
+
 /**
- * Readiness follows the database: pings it every everyMs and calls onChange(false) when it stops
- * answering, onChange(true) when it answers again.
+ * Readiness follows the database: pings it every everyMs (every second while it does not answer)
+ * and calls onChange(false) when it stops answering, onChange(true) when it answers again.
  */
 export function watchDatabase(pool: Pool, everyMs: number, onChange: (reachable: boolean) => void): NodeJS.Timeout {
   let reachable = true;
   let checking = false;
+  let sinceCheck = 0;
+  const tickMs = Math.min(everyMs, RECOVERY_CHECK_MS);
   const check = async () => {
-    if (checking) return;
+    sinceCheck += tickMs;
+    if (checking || (reachable && sinceCheck < everyMs)) return;
     checking = true;
+    sinceCheck = 0;
     const ok = await pool.query('SELECT 1').then(
       () => true,
       () => false,
@@ -100,7 +107,7 @@ export function watchDatabase(pool: Pool, everyMs: number, onChange: (reachable:
     onChange(ok);
   };
   // check() rejects only if onChange throws, which is the caller's bug: it surfaces as an unhandled rejection.
-  const timer = setInterval(() => void check(), everyMs);
+  const timer = setInterval(() => void check(), tickMs);
   timer.unref();
   return timer;
 }

@@ -128,6 +128,10 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   // Loaded only now: the OpenTelemetry SDK takes a while to load, and signals are handled by then.
   const { startTelemetry } = await import('@workauto/telemetry');
   stopTelemetry = startTelemetry(opts.name);
+  logger.info(
+    { since_process_start_ms: Math.round(performance.now()) },
+    'start: configuration read, telemetry started',
+  );
   try {
     if (opts.migrations && !env.MIGRATE_ON_START) {
       const { waitUntilMigrated } = await import('./migrate.js');
@@ -197,7 +201,11 @@ export async function runService<S extends z.ZodRawShape = Record<never, never>>
   start(config: ServiceConfig, env: ServiceEnv & Env<S>, logger: Logger): Promise<RunningService>;
 }): Promise<void> {
   const shape = { ...serviceEnv(opts.grpcPort), ...(opts.env ?? ({} as S)) };
-  const migrations = [migrationsOf(import.meta.resolve('@workauto/events')), ...opts.migrations];
+  const migrations = [
+    migrationsOf(import.meta.resolve('@workauto/events')),
+    migrationsOf(import.meta.resolve('@workauto/db')),
+    ...opts.migrations,
+  ];
   await runProcess({
     name: opts.name,
     env: shape,

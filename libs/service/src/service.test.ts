@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { databaseUrlFor } from '@workauto/db';
+import { TenantShareBusyError, databaseUrlFor } from '@workauto/db';
 import { createLogger, setLogTarget } from '@workauto/logger';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import {
@@ -174,6 +174,52 @@ describe('@workauto/service: the start-up every service shares', () => {
     const svc = await starting;
     assert.equal(await health(svc.port, ''), 'SERVING');
     await svc.stop();
+  });
+
+  it('logs a database that is away and a busy tenant share at warn with their reason (503s), never as unexpected errors', async () => {
+    const databaseUrl = await testDatabase('svc_conditions');
+    const failures = [
+      Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined }),
+      new TenantShareBusyError(5),
+      Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' }),
+    ];
+    let next = 0;
+    const svc = await start(
+      spec({
+        handlers: () =>
+          ({
+            listNotes: async () => {
+              throw failures[next++]!;
+            },
+          }) as unknown as Handlers<typeof NotesTasksServiceService>,
+      }),
+      { databaseUrl },
+    );
+    const client = new TestClient('notes_tasks', `127.0.0.1:${svc.port}`);
+    const logs = captureLogs();
+    try {
+      for (let i = 0; i < failures.length; i++)
+        await assert.rejects(client.call(NotesTasksServiceService.listNotes, {}, newTenant().call));
+      const lines = logs.lines.map(
+        (l) => JSON.parse(l) as { level: string; msg: string; reason?: string; cause?: string },
+      );
+      const failed = lines.filter((l) => l.msg.startsWith('rpc failed'));
+      assert.equal(failed.length, 3, logs.text());
+      assert.deepEqual(
+        failed.map((l) => [l.level, l.reason]),
+        [
+          ['warn', 'DATABASE_UNAVAILABLE'],
+          ['warn', 'DATABASE_UNAVAILABLE'],
+          ['warn', 'DATABASE_TIMEOUT'],
+        ],
+      );
+      assert.match(failed[1]!.cause!, /TenantShareBusyError/, 'the cause says which condition it was');
+      assert.ok(!logs.text().includes('unexpected error'));
+    } finally {
+      logs.stop();
+      client.close();
+      await svc.stop();
+    }
   });
 
   it('starts workers once serving and stops them before the server and the pool', async () => {

@@ -6,7 +6,16 @@
  * start that fails half-way closes what it had opened.
  */
 import { resolve } from 'node:path';
-import { createPool, iterateForTenant, pendingMigrations, runForTenant, runMigrations, type Pool } from '@workauto/db';
+import {
+  IDEMPOTENCY_MIGRATIONS,
+  createPool,
+  deleteExpiredIdempotencyRecords,
+  iterateForTenant,
+  pendingMigrations,
+  runForTenant,
+  runMigrations,
+  type Pool,
+} from '@workauto/db';
 import {
   LocalTransport,
   OUTBOX_MIGRATIONS,
@@ -93,7 +102,7 @@ export interface ServiceSpec<S extends UnaryServiceDefinition> {
   /** Fully qualified gRPC service name (readiness is reported under it too). */
   grpcService: string;
   definition: S;
-  /** Migration folders applied after the shared outbox tables: the service's own, and e.g. JOBS_MIGRATIONS. */
+  /** Migration folders applied after the shared ones (outbox, idempotency records): the service's own, and e.g. JOBS_MIGRATIONS. */
   migrations: string | string[];
   handlers(pool: Pool): Handlers<S>;
   /** Event consumers the service runs (started before it serves). */
@@ -115,12 +124,16 @@ export async function startService<S extends UnaryServiceDefinition>(
     ? new CallerSigner(config.callerSigningKey, { issuer: spec.name })
     : undefined;
   const resources = new Resources();
+  // Each step of the start is one log line with the time since the process started: a restart's
+  // cost, and what it waited for, read from the log (docs/operations.md, "Restarts").
+  const step = (message: string, fields: Record<string, unknown> = {}) =>
+    logger.info({ ...fields, since_process_start_ms: Math.round(performance.now()) }, `start: ${message}`);
   const deadline = Date.now() + (config.startupTimeoutMs ?? DEFAULT_STARTUP_TIMEOUT_MS);
   /** Each wait gets what is left of the one start-up deadline. */
   const wait = (): WaitOptions => ({ ...config.startupBackoff, timeoutMs: Math.max(0, deadline - Date.now()) });
   return resources.start(async () => {
     const pool = resources.add(createPool(config.databaseUrl, { applicationName: spec.name }), (p) => p.end());
-    const migrations = [OUTBOX_MIGRATIONS, ...[spec.migrations].flat()];
+    const migrations = [OUTBOX_MIGRATIONS, IDEMPOTENCY_MIGRATIONS, ...[spec.migrations].flat()];
     if (config.declaredMigrations && config.declaredMigrations.map((d) => resolve(d)).join() !== migrations.join())
       throw new Error(
         `main.ts declares the migrations ${config.declaredMigrations.join(', ')} but ${spec.name} applies ${migrations.join(', ')}: ` +
@@ -140,7 +153,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       },
       wait(),
     );
-    if (applied.length) logger.info({ applied }, 'migrations applied');
+    step('database reachable, migrations applied', { applied });
     const server = new GrpcServer({
       name: spec.name,
       errorDomain: spec.errorDomain,
@@ -168,7 +181,13 @@ export async function startService<S extends UnaryServiceDefinition>(
       isRetriableKafkaError,
       wait(),
     );
-    for (const consumer of consumers) resources.add(consumer, (c) => c.stop());
+    // Consumers leave their groups first when the service stops (their partitions move to the
+    // other replicas while this one drains), or here if the start fails half-way.
+    let consumersStopped: Promise<unknown> | undefined;
+    const stopConsumers = () => (consumersStopped ??= Promise.all(consumers.map((c) => c.stop())));
+    resources.add(consumers, stopConsumers);
+    if (consumers.length)
+      step('event consumers subscribed; they join their groups in the background', { consumers: consumers.length });
     const relay = await untilAvailable(
       broker,
       logger,
@@ -177,6 +196,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       wait(),
     );
     resources.add(relay, (r) => r.stop());
+    step('outbox relay started');
     resources.add(server, (s) => s.shutdown());
     const port = await server.listen(config.host, config.port);
     server.setHealth(HEALTH.liveness, 'SERVING');
@@ -195,6 +215,7 @@ export async function startService<S extends UnaryServiceDefinition>(
       }),
       (timer) => clearInterval(timer),
     );
+    resources.add(sweepIdempotencyRecords(pool, logger), (timer) => clearInterval(timer));
     const workers = spec.workers?.({ pool, transport, logger }) ?? [];
     const supervisor = new WorkerSupervisor(
       workers,
@@ -206,13 +227,37 @@ export async function startService<S extends UnaryServiceDefinition>(
       },
     );
     resources.add(supervisor, (s) => s.stop());
+    resources.add(consumers, stopConsumers);
     supervisor.start();
-    logger.info({ port, workers: workers.map((w) => w.name) }, `${spec.name} serving`);
+    logger.info(
+      { port, workers: workers.map((w) => w.name), since_process_start_ms: Math.round(performance.now()) },
+      `${spec.name} serving`,
+    );
     return { port, stop: () => resources.close() };
   });
 }
 
 const DEFAULT_STARTUP_TIMEOUT_MS = 5 * 60_000;
+
+/** How often expired Idempotency-Key records are deleted. */
+const SWEEP_EVERY_MS = 10 * 60_000;
+
+/** Deletes the service's expired Idempotency-Key records now and every SWEEP_EVERY_MS (on every replica: cheap and idempotent). */
+function sweepIdempotencyRecords(pool: Pool, logger: Logger): NodeJS.Timeout {
+  const sweep = async () => {
+    try {
+      let deleted = 0;
+      for (let batch; (batch = await deleteExpiredIdempotencyRecords(pool)) > 0;) deleted += batch;
+      if (deleted) logger.info({ deleted }, 'expired idempotency records deleted');
+    } catch (err) {
+      logger.warn({ err: String(err).slice(0, 200) }, 'idempotency record sweep failed; next try in 10 minutes');
+    }
+  };
+  void sweep();
+  const timer = setInterval(() => void sweep(), SWEEP_EVERY_MS);
+  timer.unref();
+  return timer;
+}
 
 /**
  * The spec's consumers, all or none: when one fails to start (to be tried again), the ones that

@@ -26,6 +26,8 @@ export interface TestCallOptions {
   caller?: Caller;
   metadata?: grpc.Metadata;
   deadlineMs?: number;
+  /** Gets the response's initial metadata (e.g. that a keyed call was replayed). */
+  onMetadata?: (metadata: grpc.Metadata) => void;
 }
 
 /** Call options acting for a tenant's member through an API key, as the gateway would sign them. */
@@ -68,11 +70,18 @@ export class TestClient extends Downstream {
   }
 }
 
-function signed(method: { path: string }, opts: TestCallOptions): { metadata: grpc.Metadata; deadlineMs?: number } {
+function signed(
+  method: { path: string },
+  opts: TestCallOptions,
+): { metadata: grpc.Metadata; deadlineMs?: number; onMetadata?: (metadata: grpc.Metadata) => void } {
   const metadata =
     opts.metadata ??
     testSigner.metadata(opts.caller ?? { requestId: crypto.randomUUID() }, callerAudience(method.path));
-  return { metadata, ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}) };
+  return {
+    metadata,
+    ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}),
+    ...(opts.onMetadata ? { onMetadata: opts.onMetadata } : {}),
+  };
 }
 
 /** The error details of a call that must fail. */

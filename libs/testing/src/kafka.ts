@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +16,8 @@ export interface PrivateKafka {
   halt(): Promise<void>;
   /** Starts a halted broker again on the same port; resolves once it serves. */
   resume(): Promise<void>;
+  /** Stops the broker process where it is (SIGSTOP: connections hang instead of being refused), or lets it go on (SIGCONT). */
+  freeze(frozen: boolean): void;
   /** Stops it (resuming first is not needed) and removes its directory. */
   stop(): Promise<void>;
 }
@@ -44,6 +46,7 @@ export async function startPrivateKafka(): Promise<PrivateKafka> {
     brokers: line.slice('KAFKA_BROKERS='.length),
     halt: async () => void (await kafka('halt')),
     resume: async () => void (await kafka('resume')),
+    freeze: (frozen) => process.kill(Number(readFileSync(join(dir, 'pid'), 'utf8')), frozen ? 'SIGSTOP' : 'SIGCONT'),
     stop: async () => {
       await kafka('stop');
       rmSync(dir, { recursive: true, force: true });

@@ -133,14 +133,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
   counter.startSweeping();
   const deadlineMs = options.deadlineMs ?? 5_000;
-  // A first request holds its key for its deadline plus a margin; after that a retry may take over.
-  // The longest deadline any route declares bounds the hold, so a slow rpc's retry never runs it twice.
-  // Only POSTs take an Idempotency-Key (a GET stream's long deadline, e.g. run events, does not count).
-  const longestDeadlineMs = Math.max(
-    deadlineMs,
-    ...routes.filter((r) => r.method === 'POST').map((r) => r.deadlineMs ?? 0),
-  );
-  const idempotency = new IdempotencyStore(pool, keyring, longestDeadlineMs + 10_000, logger);
+  const idempotency = new IdempotencyStore(pool, keyring, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);
   const checkBody = bodyLimits();

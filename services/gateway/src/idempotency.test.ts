@@ -28,7 +28,7 @@ describe('idempotency store while its database is away', () => {
     admin = createPool(databaseUrlFor(process.env.TEST_DATABASE_URL!, 'postgres'), {
       applicationName: 'idempotency-test-admin',
     });
-    store = new IdempotencyStore(pool, Keyring.fromEnv(Keyring.generateSpec()), 30_000, createLogger('gateway'));
+    store = new IdempotencyStore(pool, Keyring.fromEnv(Keyring.generateSpec()), createLogger('gateway'), 30_000);
   });
   after(async () => {
     await admin.query(`ALTER DATABASE ${name()} ALLOW_CONNECTIONS true`).catch(() => {});

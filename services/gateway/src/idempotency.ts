@@ -1,28 +1,35 @@
 /**
- * Idempotency-Key on every POST (contract §1, Stripe's rule), once, here in the gateway: the first
- * response (status and body, even an error) is stored encrypted and replayed to a repeat with the
- * same key by the same credential for 24 h; the same key with another request is a 409.
+ * Idempotency-Key on every write (POST, PATCH, PUT, DELETE; docs/api.md, Idempotency), in two
+ * places. Here, the gateway's record: the first response (status and body, even an error) is stored
+ * encrypted and replayed to a repeat with the same key by the same credential for 24 h, the same key
+ * with another request is a 409, and a key whose first request is still running is a 409 too. In
+ * the service, the record committed with the write (libs/grpc idempotency.ts): a retry after an
+ * outcome the gateway could not know (a 504, a lost connection, a gateway that died) reaches the
+ * service, which answers with the first call's response instead of writing again.
  *
- * Only definite outcomes are stored: a success or a 4xx (the service's answer). An unknown outcome
- * (any 5xx, a deadline, a cancellation, a lost connection) releases the key, so the client's retry
- * runs again; services roll back a write whose call's deadline passed before commit, so the retry
- * does not duplicate it. A record whose first request died with its gateway replica is taken over
- * once its lock (the downstream deadline plus a margin) has passed.
+ * So only definite outcomes are stored here (a success or a 4xx, the service's answer); an unknown
+ * one (any 5xx, a deadline, a cancellation, a lost connection) releases the key, and the retry asks
+ * the service. A running request holds its key by a lease it renews while it runs: a request whose
+ * gateway replica died is taken over once its lease (15 s) has passed, whatever its route's deadline.
  *
  * A completion that cannot be recorded (the gateway's database failed after the service did the
  * work) does not turn the write into a 5xx: the client gets the service's response, and recording
  * is retried in the background until it lands (docs/decisions.md: the residual window).
  */
-import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { isDatabaseUnavailable, type Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
+import { idempotencySealInfo, requestFingerprint } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { GatewayError, gatewayErrors } from './errors.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 const RETENTION = '24 hours';
+/** How long a running request holds its key without renewing: a dead gateway's keys are free after it. */
+const IDEMPOTENCY_LEASE_MS = 15_000;
+/** How often a running request renews its lease. */
+const RENEW_EVERY_MS = 5_000;
 
 export interface StoredResponse {
   status: number;
@@ -39,9 +46,9 @@ export class IdempotencyStore {
   constructor(
     private readonly pool: Pool,
     private readonly keyring: Keyring,
-    /** How long a running first request holds its key (longer than the downstream deadline). */
-    private readonly lockMs: number,
     private readonly logger: Logger,
+    /** How long a running request holds its key between renewals (tests shorten it). */
+    private readonly lockMs = IDEMPOTENCY_LEASE_MS,
   ) {}
 
   /** Checks the header's value: printable ASCII, 1–255 characters. */
@@ -56,7 +63,38 @@ export class IdempotencyStore {
   }
 
   static fingerprint(route: string, request: unknown): string {
-    return createHash('sha256').update(route).update('\0').update(canonicalJson(request)).digest('hex');
+    return requestFingerprint(route, request);
+  }
+
+  /**
+   * The keys that seal the response the service stores for this key and caller (Caller.idempotencySeal):
+   * derived from the keyring, so any gateway replica derives the same ones and the service's database
+   * alone reveals no stored secret.
+   */
+  sealFor(callerScope: string, key: string): string {
+    return this.keyring.derive(idempotencySealInfo(callerScope, key));
+  }
+
+  /**
+   * Keeps a running request's key held: renews its lease every few seconds until the returned
+   * function is called. A renewal that fails (the database away) is tried at the next turn; the
+   * service's record keeps a retry that takes the key over meanwhile from writing twice.
+   */
+  hold(scope: string, key: string): () => void {
+    const timer = setInterval(
+      () => {
+        this.pool
+          .query(
+            `UPDATE idempotency_keys SET locked_until = now() + $3 * interval '1 millisecond'
+            WHERE scope = $1 AND key = $2 AND response IS NULL`,
+            [scope, key, this.lockMs],
+          )
+          .catch(() => undefined);
+      },
+      Math.min(RENEW_EVERY_MS, this.lockMs / 3),
+    );
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /** Claims the key for this request, or returns the stored response; throws the contract's 409s, or a 503 while the store is unreachable. */
@@ -195,13 +233,4 @@ export class IdempotencyStore {
 /** Bound into the ciphertext, so a stored response cannot be moved to another key or credential. */
 function context(scope: string, key: string): string {
   return `idempotency:${scope}:${key}`;
-}
-
-/** JSON with object keys sorted, so the same request always has the same fingerprint. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) && !Buffer.isBuffer(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)))
-      : v,
-  );
 }

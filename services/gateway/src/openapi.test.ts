@@ -244,7 +244,12 @@ describe('OpenAPI document', () => {
     assert.equal(
       get.parameters.some((p: any) => p.$ref?.endsWith('IdempotencyKey')),
       false,
-      'only POSTs take one',
+      'only writes take one',
+    );
+    const patch = doc.paths['/api/v1/notes/{id}']!.patch;
+    assert.ok(
+      patch.parameters.some((p: any) => p.$ref?.endsWith('IdempotencyKey')),
+      'every write takes one: POST, PATCH, PUT, DELETE',
     );
     const claim = doc.paths['/api/v1/invitations/claim']!.post;
     assert.deepEqual(Object.keys(claim.responses), ['200', '400', '404', '409', '410', '413', '415', '429', 'default']);

@@ -444,7 +444,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
       });
     }
     parameters.push(ref('parameters', 'RequestId'));
-    if (r.method === 'POST') parameters.push(ref('parameters', 'IdempotencyKey'));
+    if (r.method !== 'GET') parameters.push(ref('parameters', 'IdempotencyKey'));
     let responseSchema: Schema | undefined;
     if (r.successStatus !== 204 && r.successStatus !== 302 && r.responseType.desc.typeName !== 'google.api.HttpBody') {
       responseSchema = r.responseBody
@@ -459,7 +459,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
           : undefined;
     const operationId = operationIdOf(r, operationIds);
     operationIds.add(operationId);
-    const successHeaders = headerRefs([...COMMON_HEADERS, ...(r.method === 'POST' ? ['Idempotent-Replayed'] : [])]);
+    const successHeaders = headerRefs([...COMMON_HEADERS, ...(r.method !== 'GET' ? ['Idempotent-Replayed'] : [])]);
     const success =
       r.successStatus === 302
         ? {
@@ -569,7 +569,7 @@ const INFO_DESCRIPTION = [
   '- **Authentication**: `Authorization: Bearer <API key>` (wk_…); the platform admin token for `POST /api/v1/admin/tenants`.',
   '- **Errors**: every 4xx and 5xx has the `Error` body (AIP-193): a status, a message saying what to do, an ErrorInfo reason and, for invalid input, the invalid fields.',
   '- **Lists**: `{data, has_more, next_cursor}`; pass `next_cursor` as `cursor` for the next page; `limit` 1–200 (default 50).',
-  '- **Retries**: send an `Idempotency-Key` with a POST to make its retry safe.',
+  '- **Retries**: send an `Idempotency-Key` with a POST, PATCH, PUT or DELETE to make its retry safe.',
   '- **Rate limits**: per credential and per tenant; a 429 carries Retry-After.',
   '- **Webhooks**: the `webhooks` section lists what each event type delivers to your endpoints.',
 ].join('\n');
@@ -593,7 +593,7 @@ function errorResponsesOf(r: Route, hasBody: boolean): Record<string, Schema> {
     r.params.length > 0 ||
     (r.body === '*' && r.requestType.desc.fields.some((f) => f.name.endsWith('_id') && isUuidField(f.name)));
   if (refersToRecord || r.auth === 'none') out['404'] = ref('responses', 'NotFound');
-  // Every change can meet a concurrent one (ABORTED) or a state conflict; every POST an Idempotency-Key conflict.
+  // Every change can meet a concurrent one (ABORTED), a state conflict or an Idempotency-Key conflict.
   if (r.method !== 'GET') out['409'] = ref('responses', 'Conflict');
   if (GONE_RPCS.has(r.rpc)) out['410'] = ref('responses', 'Gone');
   if (hasBody) {

@@ -8,8 +8,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { Request, Response } from 'express';
 import {
   DomainError,
+  IDEMPOTENT_REPLAYED_KEY,
   callerAudience,
   httpBodyHeaders,
+  idempotencyScope,
   type Caller,
   type CallerSigner,
   type Downstream,
@@ -182,31 +184,41 @@ export function transcodingHandler(
       }
     }
 
-    const idempotencyKey = req.method === 'POST' ? IdempotencyStore.parseKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
+    // Every write takes a key (GETs only read: repeating one is always safe).
+    const idempotencyKey = req.method !== 'GET' ? IdempotencyStore.parseKey(req.get(IDEMPOTENCY_HEADER)) : undefined;
     const scope = (principal ? requestCredential(req)?.key : undefined) ?? 'anonymous';
+    let released: (() => void) | undefined;
     if (idempotencyKey) {
       const begun = await idempotency.begin(
         scope,
         idempotencyKey,
         IdempotencyStore.fingerprint(`${req.method} ${route.template}`, request),
       );
-      if (begun.kind === 'replay') return send(res, begun.response, { 'Idempotent-Replayed': 'true' });
-      caller = { ...caller, idempotencyKey };
+      if (begun.kind === 'replay') return send(res, begun.response, REPLAYED);
+      released = idempotency.hold(scope, idempotencyKey);
+      // The service records the key with its write, and seals the response it keeps for a retry.
+      const idempotencySeal = idempotency.sealFor(idempotencyScope(caller), idempotencyKey);
+      caller = { ...caller, idempotencyKey, idempotencySeal };
     }
 
     let response: Record<string, unknown>;
+    let replayed = false;
     try {
       response = await downstream.call(methods.get(route)!, encoded, {
         metadata: signer.metadata(caller, callerAudience(route.grpcPath)),
         ...(route.deadlineMs ? { deadlineMs: route.deadlineMs } : {}),
         tenant,
+        ...(idempotencyKey
+          ? { onMetadata: (md: grpc.Metadata) => (replayed ||= md.get(IDEMPOTENT_REPLAYED_KEY)[0] === 'true') }
+          : {}),
       });
     } catch (err) {
+      released?.();
       if (idempotencyKey) {
         const failure = toHttpError(err, res.locals.requestId as string);
         // A client error is the service's definite answer and is replayed; anything a retry may
         // change (5xx, deadline, cancellation, lost connection, ABORTED, 429) is not stored: the
-        // key is freed so the retry runs again.
+        // key is freed so the retry runs again (and the service answers it from its own record).
         if (isDefinite(failure)) await idempotency.record(scope, idempotencyKey, failure);
         else await idempotency.release(scope, idempotencyKey);
       }
@@ -214,12 +226,16 @@ export function transcodingHandler(
     } finally {
       if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
+    released?.();
     if (route.responseType.desc.typeName === HTTP_BODY) return sendHttpBody(res, route, response);
     const out = render(route, messageToJson(route.responseType.desc, response) as Record<string, unknown>);
     if (idempotencyKey) await idempotency.record(scope, idempotencyKey, out);
-    send(res, out);
+    send(res, out, replayed ? REPLAYED : {});
   };
 }
+
+/** The header of a response that is the stored first response to a key, not a new one. */
+const REPLAYED = { 'Idempotent-Replayed': 'true' };
 
 /** The request field the Last-Event-ID header fills (Server-Sent Events: what an EventSource sends when it reconnects). */
 const LAST_EVENT_ID = 'last_event_id';

@@ -1,4 +1,4 @@
-/** Idempotency-Key on POST (contract §1), end to end through the gateway with real services. */
+/** Idempotency-Key on writes (docs/api.md, Idempotency), end to end through the gateway with real services. */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
@@ -101,6 +101,64 @@ describe('Idempotency-Key', () => {
     assert.equal(res.status, 400);
     assert.equal(res.body.error.details[1].field_violations[0].field, 'Idempotency-Key');
     assert.equal((await keysNamed('bad-key')).length, 0);
+  });
+
+  it('PATCH and DELETE take a key too: a repeat gets the first response, replayed, and is not applied again', async () => {
+    const note = await stack.api('POST', '/api/v1/notes', { key: acme.key, body: { title: 'keyed edits' } });
+    assert.equal(note.status, 201);
+    const patchKey = randomUUID();
+    const patch = () =>
+      stack.api('PATCH', `/api/v1/notes/${note.body.id}`, {
+        key: acme.key,
+        body: { title: 'renamed once' },
+        headers: { 'idempotency-key': patchKey },
+      });
+    const first = await patch();
+    const again = await patch();
+    assert.equal(first.status, 200);
+    assert.equal(again.status, 200);
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.equal(again.body.updated_at, first.body.updated_at, 'the note was not updated a second time');
+    const deleteKey = randomUUID();
+    const remove = () =>
+      stack.api('DELETE', `/api/v1/notes/${note.body.id}`, {
+        key: acme.key,
+        headers: { 'idempotency-key': deleteKey },
+      });
+    assert.equal((await remove()).status, 204);
+    const deletedAgain = await remove();
+    assert.equal(deletedAgain.status, 204, 'the first answer, not a 404');
+    assert.equal(deletedAgain.headers.get('idempotent-replayed'), 'true');
+  });
+
+  it("answers a retry from the service's own record when the gateway's is gone (the gateway died before recording)", async () => {
+    const key = randomUUID();
+    const first = await createKey('gateway-lost', key);
+    assert.equal(first.status, 201);
+    const gateway = new pg.Client({ connectionString: stack.databaseUrl('gateway') });
+    await gateway.connect();
+    try {
+      await gateway.query('DELETE FROM idempotency_keys WHERE key = $1', [key]);
+    } finally {
+      await gateway.end();
+    }
+    const retry = await createKey('gateway-lost', key);
+    assert.equal(retry.status, 201);
+    assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(retry.body, first.body, 'the same key, its one-time secret included');
+    assert.equal((await keysNamed('gateway-lost')).length, 1);
+    const identity = new pg.Client({ connectionString: stack.databaseUrl('identity') });
+    await identity.connect();
+    try {
+      const { rows } = await identity.query<{ response: string }>(
+        'SELECT response FROM idempotency_records WHERE key = $1',
+        [key],
+      );
+      assert.match(rows[0]!.response, /^wk1\./, 'the service keeps it sealed');
+      assert.ok(!Buffer.from(rows[0]!.response).toString().includes(first.body.api_key));
+    } finally {
+      await identity.end();
+    }
   });
 
   it('stores responses encrypted, never the secret in clear', async () => {

@@ -87,7 +87,9 @@ export function feedTokenHandlers({
         );
       v.done();
       const token = generateToken(TOKEN_PREFIX, TOKEN_LENGTH);
-      const stored = await withTransaction(
+      // The response is built inside the transaction, so a keyed call's record keeps it (the URL is
+      // shown once) with the write (docs/api.md, Idempotency).
+      return withTransaction(
         pool,
         async (tx) => {
           // FOR UPDATE: a calendar deleted meanwhile waits for this, or this finds it gone.
@@ -102,14 +104,13 @@ export function feedTokenHandlers({
             data: calendarData(calendar),
             metadata: { replaced, created_at: row.created_at },
           });
-          return row;
+          return {
+            feed_url: `${origin}/api/v1/calendars/${row.calendar_id}/events.ics?token=${token}`,
+            created_at: row.created_at,
+          };
         },
         { signal: ctx.signal },
       );
-      return {
-        feed_url: `${origin}/api/v1/calendars/${stored.calendar_id}/events.ics?token=${token}`,
-        created_at: stored.created_at,
-      };
     },
 
     async deleteCalendarFeedToken(req, ctx) {
