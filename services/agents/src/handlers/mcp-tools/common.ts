@@ -3,31 +3,12 @@
  * the built-in tools agents use, offered to an API key's member under its own levels and called
  * as that member, so what a tool creates is audited with the member as actor.
  */
-import { withTransaction } from '@workauto/db';
-import * as grpc from '@grpc/grpc-js';
-import { DomainError, decodeStatusDetails, errors, type CallContext, type Handlers } from '@workauto/grpc';
-import { recordEvent } from '@workauto/events';
-import type { AgentsServiceService } from '@workauto/protos/workauto/agents/v1/agents.js';
-import {
-  BUILTIN_TOOLS,
-  ToolInputError,
-  builtinTool,
-  checkDeclaredArguments,
-  type BuiltinTool,
-} from '../tools/builtin.js';
-import { ToolUnavailable } from '../tools/clients.js';
-import { SOURCE, type AgentsDeps } from './common.js';
-
-type H = Handlers<typeof AgentsServiceService>;
-
-/** gRPC codes that are the service's answer about the arguments, not its health. */
-const INPUT_CODES = new Set([3, 5, 6, 7, 9, 11]); // INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE
-
-/** How a call ended, as its audit entry says (never the arguments or the result). */
-type Outcome = 'ok' | 'is_error' | 'access_denied' | 'unavailable';
+import { errors, type CallContext } from '@workauto/grpc';
+import type { BuiltinTool } from '../../tools/builtin.js';
+import type { ToolClients } from '../../tools/clients.js';
 
 /** The tools act as a member: its signed levels decide what it may call. */
-function member(ctx: CallContext): { memberId: string } {
+export function member(ctx: CallContext): { memberId: string } {
   const memberId = ctx.actor?.memberId;
   if (!memberId || !ctx.actor?.access)
     throw errors.permissionDenied(
@@ -37,94 +18,5 @@ function member(ctx: CallContext): { memberId: string } {
   return { memberId };
 }
 
-export function mcpHandlers(deps: AgentsDeps): Pick<H, 'listMcpTools' | 'callMcpTool'> {
-  const { pool, tools: clients } = deps;
-  // A tool whose service this deployment does not reach is not offered, as to runs.
-  const served = (tool: BuiltinTool) => clients.has(tool.service);
-
-  async function audit(ctx: CallContext, tool: BuiltinTool, outcome: Outcome, startedAt: number, memberId: string) {
-    // Its own transaction after the call (which wrote elsewhere, if anything), without the
-    // caller's signal: a caller that gave up still gets its call audited, as app tool calls are.
-    await withTransaction(pool, (tx) =>
-      recordEvent(tx, SOURCE, ctx, {
-        type: 'mcp_tool.called',
-        resourceType: 'mcp_tool',
-        resourceId: tool.name,
-        metadata: {
-          tool: tool.name,
-          outcome,
-          duration_ms: Math.round(performance.now() - startedAt),
-          member_id: memberId,
-        },
-      }),
-    );
-  }
-
-  return {
-    async listMcpTools(_req, ctx) {
-      member(ctx);
-      return {
-        tools: BUILTIN_TOOLS.filter((t) => served(t) && ctx.allows(t.access.domain, t.access.level)).map((t) => ({
-          name: t.name,
-          description: t.description,
-          input_schema: t.inputSchema,
-          domain: t.access.domain,
-          level: t.access.level,
-        })),
-      };
-    },
-
-    async callMcpTool(req, ctx) {
-      const { memberId } = member(ctx);
-      const tool = builtinTool(req.name);
-      if (!tool || !served(tool))
-        throw new DomainError(
-          grpc.status.NOT_FOUND,
-          'MCP_TOOL_NOT_FOUND',
-          `there is no tool ${JSON.stringify(req.name.slice(0, 100))}: tools/list names the tools this key may call`,
-        );
-      const startedAt = performance.now();
-      const { domain, level } = tool.access;
-      if (!ctx.allows(domain, level)) {
-        await audit(ctx, tool, 'access_denied', startedAt, memberId);
-        return {
-          text: `${tool.name} needs ${level} access to ${domain}; your access there is ${ctx.level(domain)}. Ask an admin to change your role or access policy`,
-          is_error: true,
-        };
-      }
-      let outcome: Outcome = 'ok';
-      let answer: { text: string; is_error: boolean; structured_content?: Record<string, unknown> };
-      try {
-        const args = req.arguments ?? {};
-        checkDeclaredArguments(tool, args);
-        const result = await tool.call(args, ctx, clients);
-        answer = {
-          text: JSON.stringify(result),
-          is_error: false,
-          ...(isObject(result) ? { structured_content: result } : {}),
-        };
-      } catch (err) {
-        if (ctx.signal.aborted) throw ctx.signal.reason;
-        const refusal = toolRefusal(err);
-        if (!refusal) throw err;
-        outcome = refusal.outcome;
-        answer = { text: refusal.text, is_error: true };
-      }
-      await audit(ctx, tool, outcome, startedAt, memberId);
-      return answer;
-    },
-  };
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** A failure the tool's caller reads as the tool's answer (is_error); undefined: a bug, thrown as INTERNAL. */
-function toolRefusal(err: unknown): { outcome: Outcome; text: string } | undefined {
-  if (err instanceof ToolInputError) return { outcome: 'is_error', text: err.message };
-  if (err instanceof ToolUnavailable) return { outcome: 'unavailable', text: err.message };
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'number' || !('metadata' in (err as object))) return undefined;
-  const message = decodeStatusDetails(err as never).message;
-  if (INPUT_CODES.has(code)) return { outcome: 'is_error', text: message };
-  return { outcome: 'unavailable', text: `${message}; try the call again later` };
-}
+/** A tool whose service this deployment does not reach is not offered, as to runs. */
+export const served = (clients: ToolClients, tool: BuiltinTool) => clients.has(tool.service);

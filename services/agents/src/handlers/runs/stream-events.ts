@@ -3,34 +3,17 @@
  * changes in the order of their numbers (migrations/0006), from the database, woken by the
  * process's LISTEN connection (live/hub.ts) whichever replica runs the run.
  */
-import { errors, type CallContext, type Handlers } from '@workauto/grpc';
-import type { AgentsServiceService, StreamAgentRunEventsRequest } from '@workauto/protos/workauto/agents/v1/agents.js';
+import { errors, type CallContext } from '@workauto/grpc';
+import type { StreamAgentRunEventsRequest } from '@workauto/protos/workauto/agents/v1/agents.js';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
-import { isTerminal, runEvents, runEventsView, type RunEvent } from '../repo/run-events.js';
-import { SSE_CONTENT_TYPE, sseComment, sseEvent, sseRetry } from '../live/sse.js';
-import { blueprintOf, runData, stepData, type AgentsDeps } from './common.js';
-
-type H = Handlers<typeof AgentsServiceService>;
-
-export interface RunEventSettings {
-  /** A comment after this long without anything written (AGENT_EVENTS_HEARTBEAT_MS). */
-  heartbeatMs: number;
-  /** A stream ends after this long, with a comment; the client reconnects (AGENT_EVENTS_MAX_STREAM_MS). */
-  maxStreamMs: number;
-  /** The `retry:` the stream starts with: how long a client waits before it reconnects. */
-  retryMs: number;
-}
-
-export const DEFAULT_RUN_EVENT_SETTINGS: RunEventSettings = {
-  heartbeatMs: 15_000,
-  maxStreamMs: 300_000,
-  retryMs: 1_000,
-};
+import { isTerminal, runEvents, runEventsView, type RunEvent } from '../../repo/run-events.js';
+import { SSE_CONTENT_TYPE, sseComment, sseEvent, sseRetry } from '../../live/sse.js';
+import { blueprintOf, runData, stepData, type AgentsDeps, type Handler } from '../common.js';
 
 /** Events read (and sent as one chunk) at most at once: a step is at most ~10 KiB of JSON. */
 const BATCH = 100;
 
-export function runEventHandlers(deps: AgentsDeps): Pick<H, 'streamAgentRunEvents'> {
+export function streamAgentRunEvents(deps: AgentsDeps): Handler<'streamAgentRunEvents'> {
   const { pool } = deps;
   const { hub, settings } = deps.live;
 
@@ -105,7 +88,7 @@ export function runEventHandlers(deps: AgentsDeps): Pick<H, 'streamAgentRunEvent
     }
   }
 
-  return { streamAgentRunEvents: (req, ctx) => stream(req, ctx) };
+  return (req, ctx) => stream(req, ctx);
 }
 
 /** Events as SSE text, up to and including the run's terminal status (ended) if it is among them. */
