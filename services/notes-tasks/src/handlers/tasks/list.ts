@@ -1,4 +1,4 @@
-import { errors, parsePage, toPage, validate } from '@workauto/grpc';
+import { parsePage, toPage, validate } from '@workauto/grpc';
 import * as tasks from '../../repo/tasks.js';
 import { toTask, type Handler, type NotesTasksDeps } from '../common.js';
 import { lower } from './common.js';
@@ -26,21 +26,5 @@ export function listTasks({ pool }: NotesTasksDeps): Handler<'listTasks'> {
       page,
     );
     return toPage(listed, toTask);
-  };
-}
-
-export function getTask({ pool }: NotesTasksDeps): Handler<'getTask'> {
-  return async (req, ctx) => {
-    const row = await tasks.findTask(pool, ctx.tenant, req.id);
-    if (!row) throw errors.notFound('task', req.id);
-    return toTask(row);
-  };
-}
-
-export function listSubtasks({ pool }: NotesTasksDeps): Handler<'listSubtasks'> {
-  return async (req, ctx) => {
-    const parent = await tasks.findTask(pool, ctx.tenant, req.id);
-    if (!parent) throw errors.notFound('task', req.id);
-    return { data: (await tasks.children(pool, ctx.tenant, parent.id)).map(toTask) };
   };
 }

@@ -1,5 +1,5 @@
 import { newId, withTransaction } from '@workauto/db';
-import { errors, parsePage, toPage, validate } from '@workauto/grpc';
+import { errors, validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import * as notes from '../../repo/notes.js';
 import * as tags from '../../repo/tags.js';
@@ -53,48 +53,5 @@ export function addNoteTag(deps: NotesTasksDeps): Handler<'addNoteTag'> {
       },
       { signal: ctx.signal },
     );
-  };
-}
-
-export function listNoteTags(deps: NotesTasksDeps): Handler<'listNoteTags'> {
-  const { pool } = deps;
-  return async (req, ctx) => {
-    const note = await notes.findNote(pool, ctx.tenant, req.id);
-    if (!note) throw errors.notFound('note', req.id);
-    return { data: (await tags.tagsOfNote(pool, ctx.tenant, note.id)).map(toTag) };
-  };
-}
-
-export function removeNoteTag(deps: NotesTasksDeps): Handler<'removeNoteTag'> {
-  const { pool } = deps;
-  return async (req, ctx) => {
-    const tenantId = ctx.tenant;
-    return withTransaction(
-      pool,
-      async (tx) => {
-        const note = await notes.findNote(tx, tenantId, req.id, 'share');
-        if (!note) throw errors.notFound('note', req.id);
-        const tag = await tags.detach(tx, tenantId, note.id, req.tag_id);
-        if (!tag) throw errors.notFound('note_tag', req.tag_id);
-        await recordEvent(tx, SOURCE, ctx, {
-          type: 'note.untagged',
-          resourceType: 'note',
-          resourceId: note.id,
-          data: noteData(note),
-          metadata: { tag_id: tag.id, tag_name: tag.name },
-        });
-        return {};
-      },
-      { signal: ctx.signal },
-    );
-  };
-}
-
-export function listTags(deps: NotesTasksDeps): Handler<'listTags'> {
-  const { pool } = deps;
-  return async (req, ctx) => {
-    const page = parsePage(req);
-    const listed = await tags.listTags(pool, ctx.tenant, page);
-    return toPage(listed, toTag);
   };
 }
