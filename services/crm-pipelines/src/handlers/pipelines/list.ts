@@ -1,6 +1,5 @@
-import { errors, parsePage, toPage } from '@workauto/grpc';
+import { parsePage, toPage } from '@workauto/grpc';
 import * as pipelines from '../../repo/pipelines.js';
-import * as stages from '../../repo/stages.js';
 import { toPipeline, type CrmDeps, type Handler } from '../common.js';
 import { stagesByPipeline } from './common.js';
 
@@ -14,13 +13,5 @@ export function listPipelines({ pool }: CrmDeps): Handler<'listPipelines'> {
       listed.rows.map((r) => r.id),
     );
     return toPage(listed, (r) => toPipeline(r, by.get(r.id) ?? []));
-  };
-}
-
-export function getPipeline({ pool }: CrmDeps): Handler<'getPipeline'> {
-  return async (req, ctx) => {
-    const row = await pipelines.findPipeline(pool, ctx.tenant, req.id);
-    if (!row) throw errors.notFound('pipeline', req.id);
-    return toPipeline(row, await stages.listStages(pool, ctx.tenant, [row.id]));
   };
 }
