@@ -1,7 +1,7 @@
 import { checkReturnTo, validate } from '@workauto/grpc';
 import { SLUG } from '../../domain/auth.js';
-import { fullUrl, toApp, type AppsDeps, type Handler } from '../common.js';
-import { checkSlug, mustFind, SLUG_RULE } from './common.js';
+import type { AppsDeps, Handler } from '../common.js';
+import { mustFind, SLUG_RULE } from './common.js';
 
 // An oauth2 app's consent (docs/apps.md "OAuth"): the flows themselves are in ../../oauth/connect.ts.
 
@@ -11,18 +11,5 @@ export function authorizeAppOAuth(deps: AppsDeps): Handler<'authorizeAppOAuth'> 
     const v = validate().check(SLUG.test(req.slug), 'slug', SLUG_RULE);
     checkReturnTo(v, 'return_to', req.return_to, deps.redirects.allowedReturnOrigins).done();
     return oauth.authorize(await mustFind(pool, ctx.tenant, req.slug), req.return_to, ctx);
-  };
-}
-
-export function completeAppOAuth(deps: AppsDeps): Handler<'completeAppOAuth'> {
-  return (req, ctx) => deps.oauth.complete(req, ctx);
-}
-
-export function disconnectAppOAuth(deps: AppsDeps): Handler<'disconnectAppOAuth'> {
-  const { pool, oauth } = deps;
-  return async (req, ctx) => {
-    checkSlug(req.slug);
-    const { row, parts } = await oauth.disconnect(await mustFind(pool, ctx.tenant, req.slug), ctx);
-    return toApp(row, parts, fullUrl(ctx));
   };
 }
