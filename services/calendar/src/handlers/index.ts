@@ -1,27 +1,27 @@
 import type { Handlers } from '@workauto/grpc';
 import type { CalendarServiceService } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import type { CalendarDeps } from './common.js';
+import { createCalendarFeedToken } from './calendars/create-feed-token.js';
 import { createCalendar } from './calendars/create.js';
+import { deleteCalendarFeedToken } from './calendars/delete-feed-token.js';
 import { deleteCalendar } from './calendars/delete.js';
+import { getCalendarFeed } from './calendars/get-feed.js';
 import { getCalendar } from './calendars/get.js';
 import { listCalendars } from './calendars/list.js';
+import { resolveCalendarFeedToken } from './calendars/resolve-feed-token.js';
+import { streamCalendarFeed } from './calendars/stream-feed.js';
 import { updateCalendar } from './calendars/update.js';
 import { createEvent } from './events/create.js';
 import { deleteEvent } from './events/delete.js';
 import { getEvent } from './events/get.js';
 import { listEvents } from './events/list.js';
 import { updateEvent } from './events/update.js';
-import { createCalendarFeedToken } from './feed-tokens/create.js';
-import { deleteCalendarFeedToken } from './feed-tokens/delete.js';
-import { resolveCalendarFeedToken } from './feed-tokens/resolve.js';
-import { getCalendarFeed } from './feeds/get.js';
-import { streamCalendarFeed } from './feeds/stream.js';
 
 export type { CalendarDeps } from './common.js';
 
 /**
- * Every rpc of CalendarService, one file per rpc: handlers/<resource>/<verb>.ts (occurrences and
- * scoped edits of a series in events/series-edits.ts, iCalendar rendering in feeds/common.ts).
+ * Every rpc of CalendarService, one file per rpc: handlers/<resource>/<verb>.ts (a calendar's feed
+ * and feed token in calendars/, occurrences and scoped edits of a series in events/series-edits.ts).
  */
 export function calendarServiceHandlers(deps: CalendarDeps): Handlers<typeof CalendarServiceService> {
   const events = { ...deps, now: deps.now ?? (() => new Date()) };

@@ -1,8 +1,6 @@
 import type { Handlers } from '@workauto/grpc';
 import type { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import type { IdentityDeps } from './common.js';
-import { listAccessPolicies } from './access-policies/list.js';
-import { replaceAccessPolicies } from './access-policies/replace.js';
 import { createApiKey } from './api-keys/create.js';
 import { listApiKeys } from './api-keys/list.js';
 import { revokeApiKey } from './api-keys/revoke.js';
@@ -18,7 +16,9 @@ import { listInvitations } from './invitations/list.js';
 import { revokeInvitation } from './invitations/revoke.js';
 import { deactivateMember } from './members/deactivate.js';
 import { getMember } from './members/get.js';
+import { listAccessPolicies } from './members/list-access-policies.js';
 import { listMembers } from './members/list.js';
+import { replaceAccessPolicies } from './members/replace-access-policies.js';
 import { updateMember } from './members/update.js';
 import { completeOAuthAuthorization } from './oauth/complete.js';
 import { startOAuthAuthorization } from './oauth/start.js';

@@ -1,11 +1,56 @@
+/**
+ * What a calendar's feed rpcs share: the calendar a feed request may read (by its feed URL's token,
+ * docs/calendar.md "Subscribing": a secret token that reads the calendar's iCalendar feed without an
+ * Authorization header, for calendar apps that subscribe by URL; one per calendar, shown once,
+ * stored as its SHA-256 only; a new one replaces the old), and the feed itself, in chunks.
+ */
 import { setImmediate as turn } from 'node:timers/promises';
+import { sha256Hex } from '@workauto/crypto';
 import { iterateForTenant, type Pool, type Queryable } from '@workauto/db';
-import { httpBodyChunks, type CallContext } from '@workauto/grpc';
+import { errors, httpBodyChunks, validate, type CallContext, type DomainError } from '@workauto/grpc';
 import type { HttpBody } from '@workauto/protos/google/api/httpbody.js';
 import { feedEvents, feedHead, feedTail } from '../../domain/ical.js';
 import * as calendars from '../../repo/calendars.js';
+import type { CalendarRow } from '../../repo/calendars.js';
 import * as events from '../../repo/events.js';
-import { feedCalendar } from '../feed-tokens/common.js';
+import * as feedTokens from '../../repo/feed-tokens.js';
+import type { CalendarDeps } from '../common.js';
+
+/** The longest token looked up (a longer one is no token of ours). */
+const TOKEN_MAX = 200;
+
+/**
+ * The live calendar a feed request may read: by its token when it carries one (any tenant's, the
+ * token says which), else the caller's tenant's. A token that is not the calendar's current one
+ * (wrong, replaced, revoked, another calendar's, a deleted calendar's) is the same 404 as a
+ * calendar that does not exist, so it confirms nothing.
+ */
+export async function feedCalendar(
+  deps: Pick<CalendarDeps, 'pool'>,
+  id: string,
+  token: string,
+  ctx: CallContext,
+): Promise<CalendarRow> {
+  validate().uuid('id', id, { required: true }).done();
+  if (!token) {
+    const row = await calendars.findCalendar(deps.pool, ctx.tenant, id.toLowerCase());
+    if (!row) throw errors.notFound('calendar', id);
+    return row;
+  }
+  const row =
+    token.length <= TOKEN_MAX ? await feedTokens.findCalendarByFeedToken(deps.pool, sha256Hex(token)) : undefined;
+  // With an API key too, the token must be one of the caller's tenant's.
+  if (!row || row.id !== id.toLowerCase() || (ctx.tenantId !== undefined && ctx.tenantId !== row.tenant_id))
+    throw feedNotFound(id);
+  return row;
+}
+
+/** One answer for every token that does not read this calendar, whatever the reason: it confirms nothing. */
+function feedNotFound(id: string): DomainError {
+  const err = errors.notFound('calendar', id);
+  err.message = `calendar ${id} not found, or this feed URL is not its current one (it was replaced or revoked): ask the calendar's owner for its current feed URL`;
+  return err;
+}
 
 /**
  * The calendar's feed as text pieces, reading its events in keyset batches: memory holds one batch,
@@ -54,7 +99,7 @@ export const CONTENT_TYPE = 'text/calendar; charset=utf-8';
 
 /**
  * The feed in chunks of about CHUNK_BYTES. The calendar is the tenant's, or the one a feed token
- * names (feed-tokens/common.ts); anything else is a 404 before the first chunk. Its pages are read in
+ * names (feedCalendar above); anything else is a 404 before the first chunk. Its pages are read in
  * the calendar's tenant's scope, so a feed read by token counts against that tenant's share of
  * the pool like one read with an API key.
  */
