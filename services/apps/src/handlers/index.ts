@@ -1,6 +1,7 @@
 import type { Handlers } from '@workauto/grpc';
 import type { AppsServiceService } from '@workauto/protos/workauto/apps/v1/apps.js';
 import type { AppsDeps } from './common.js';
+import { listAgentTools } from './agent-tools/list.js';
 import { authorizeAppOAuth } from './apps/authorize-oauth.js';
 import { callTool } from './apps/call-tool.js';
 import { completeAppOAuth } from './apps/complete-oauth.js';
@@ -8,7 +9,6 @@ import { createApp } from './apps/create.js';
 import { deleteApp } from './apps/delete.js';
 import { disconnectAppOAuth } from './apps/disconnect-oauth.js';
 import { getApp } from './apps/get.js';
-import { listAgentTools } from './apps/list-agent-tools.js';
 import { listApps } from './apps/list.js';
 import { probeApp } from './apps/probe.js';
 import { rotateAppAuth } from './apps/rotate-auth.js';

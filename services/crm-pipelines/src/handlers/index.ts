@@ -20,9 +20,9 @@ import { createPipelineStage } from './pipelines/create-stage.js';
 import { createPipeline } from './pipelines/create.js';
 import { deletePipelineStage } from './pipelines/delete-stage.js';
 import { deletePipeline } from './pipelines/delete.js';
+import { getPipelineSummary } from './pipelines/get-summary.js';
 import { getPipeline } from './pipelines/get.js';
 import { listPipelines } from './pipelines/list.js';
-import { getPipelineSummary } from './pipelines/summary.js';
 import { updatePipelineStage } from './pipelines/update-stage.js';
 import { updatePipeline } from './pipelines/update.js';
 

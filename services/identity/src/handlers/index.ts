@@ -20,8 +20,8 @@ import { listAccessPolicies } from './members/list-access-policies.js';
 import { listMembers } from './members/list.js';
 import { replaceAccessPolicies } from './members/replace-access-policies.js';
 import { updateMember } from './members/update.js';
-import { completeOAuthAuthorization } from './oauth/complete.js';
-import { startOAuthAuthorization } from './oauth/start.js';
+import { completeOAuthAuthorization } from './oauth-authorizations/complete.js';
+import { startOAuthAuthorization } from './oauth-authorizations/start.js';
 import { createTenant } from './tenants/create.js';
 import { authenticateToken } from './tokens/authenticate.js';
 

@@ -1,11 +1,11 @@
 import type { Handlers } from '@workauto/grpc';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import type { NotesTasksDeps } from './common.js';
+import { listBacklinks } from './backlinks/list.js';
 import { addNoteTag } from './notes/add-tag.js';
 import { createNote } from './notes/create.js';
 import { deleteNote } from './notes/delete.js';
 import { getNote } from './notes/get.js';
-import { listBacklinks } from './notes/list-backlinks.js';
 import { listNoteTags } from './notes/list-tags.js';
 import { listNotes } from './notes/list.js';
 import { removeNoteTag } from './notes/remove-tag.js';

@@ -5,8 +5,16 @@ import { moveTo } from '../../domain/ordering.js';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
 import type { StageType } from '../../repo/stages.js';
-import { LIMITS, SOURCE, stageData, stageTypes, toStage, type CrmDeps, type Handler } from '../common.js';
-import { checkConfidence } from '../validation.js';
+import {
+  checkConfidence,
+  LIMITS,
+  SOURCE,
+  stageData,
+  stageTypes,
+  toStage,
+  type CrmDeps,
+  type Handler,
+} from '../common.js';
 import { decimalOrNull } from './common.js';
 
 export function createPipelineStage({ pool }: CrmDeps): Handler<'createPipelineStage'> {
