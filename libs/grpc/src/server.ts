@@ -308,15 +308,17 @@ export class GrpcServer {
             grpc_code: grpc.status[mapped.code ?? 2],
             ms: Math.round(ms),
           };
-          if (err instanceof DomainError || mapped.code === grpc.status.RESOURCE_EXHAUSTED)
-            logger.info({ ...log, reason: known.reason }, 'rpc failed');
-          else if (isCondition(known))
-            // The database away or slow, a lost concurrency race: a condition that passes and that
-            // the caller is told to retry (503, 409), not a bug.
+          // A failure of the service's own (not a DomainError a handler chose) that passes: the
+          // database away or slow, a tenant's share of the pool in use, a lost concurrency race.
+          // The caller is told to retry (503, 429, 409); not a bug, but what an operator sizing
+          // pools wants to see.
+          if (!(err instanceof DomainError) && isCondition(known))
             logger.warn(
               { ...log, reason: known.reason, cause: describeCondition(err) },
               `rpc failed: ${known.message}`,
             );
+          else if (err instanceof DomainError || mapped.code === grpc.status.RESOURCE_EXHAUSTED)
+            logger.info({ ...log, reason: known.reason }, 'rpc failed');
           // A client's input that reached SQL and failed there (a NUL byte, a value out of range):
           // a check the handler lacks, but the caller's input, never an error of the service.
           else if (mapped.code === grpc.status.INVALID_ARGUMENT)
@@ -406,7 +408,11 @@ function keyedFailure(err: unknown): never {
 
 /** Failures that say the service's dependency is unwell (503) or the request lost a race (409): retried, not bugs. */
 function isCondition(known: DomainError): boolean {
-  return known.code === grpc.status.UNAVAILABLE || known.code === grpc.status.ABORTED;
+  return (
+    known.code === grpc.status.UNAVAILABLE ||
+    known.code === grpc.status.ABORTED ||
+    known.reason === 'TENANT_DATABASE_BUSY'
+  );
 }
 
 /** What a condition is logged with: the driver's code and message (connection errors and SQLSTATEs, never request data). */

@@ -176,7 +176,7 @@ describe('@workauto/service: the start-up every service shares', () => {
     await svc.stop();
   });
 
-  it('logs a database that is away and a busy tenant share at warn with their reason (503s), never as unexpected errors', async () => {
+  it("logs a database that is away and a busy tenant share at warn with their reason (503s, its tenant's 429), never as unexpected errors", async () => {
     const databaseUrl = await testDatabase('svc_conditions');
     const failures = [
       Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined }),
@@ -209,7 +209,7 @@ describe('@workauto/service: the start-up every service shares', () => {
         failed.map((l) => [l.level, l.reason]),
         [
           ['warn', 'DATABASE_UNAVAILABLE'],
-          ['warn', 'DATABASE_UNAVAILABLE'],
+          ['warn', 'TENANT_DATABASE_BUSY'],
           ['warn', 'DATABASE_TIMEOUT'],
         ],
       );
