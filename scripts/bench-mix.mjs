@@ -18,7 +18,8 @@
  * the run ends with the services' error and warning log lines (a 500 there names its cause).
  * Needs TEST_DATABASE_URL (with-infra sets it).
  */
-import { percentile, report, startBenchStack } from './lib-bench.mjs';
+import { loadavg } from 'node:os';
+import { cpuDelta, cpuSnapshot, percentile, report, startBenchStack } from './lib-bench.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 15);
 const RAMP_DURATION = Number(process.env.RAMP_DURATION ?? 10);
@@ -176,6 +177,25 @@ try {
     return row;
   }
 
+  /**
+   * CPU µs per request of every process of the product (services, PostgreSQL, the Kafka broker),
+   * printed by process; the load generator (this script's fetch clients) apart.
+   */
+  function mixCpuPerRequest(spent, requests) {
+    const GENERATOR = ['this script', 'its finished children (load generator)'];
+    const rows = [...spent].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
+    const us = (ms) => (ms * 1000) / requests;
+    const product = rows.filter(([k]) => !GENERATOR.includes(k)).reduce((a, [, ms]) => a + us(ms), 0);
+    console.log(
+      `  CPU per request at c=32 (${requests} requests, load average ${loadavg()[0].toFixed(2)}): ${product.toFixed(0)} µs over the product's processes`,
+    );
+    for (const [k, ms] of rows)
+      console.log(
+        `    ${(GENERATOR.includes(k) ? `${k} (load generator, apart)` : k).padEnd(50)} ${us(ms).toFixed(0).padStart(6)} µs`,
+      );
+    return product;
+  }
+
   /** The services' log lines (warn and above), counted by kind (the gateway logs each 5xx with its cause). */
   function printServiceErrors() {
     // The processes log at warn (processes.ts), so every line they printed counts.
@@ -206,7 +226,9 @@ try {
       `API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`,
     );
     await level(32, 3);
+    const cpuBefore = cpuSnapshot();
     const at32 = await level(32, DURATION);
+    const mixCpu = mixCpuPerRequest(cpuDelta(cpuBefore, cpuSnapshot()), at32.total);
     const at128 = await level(128, DURATION);
     for (const r of [at32, at128])
       if (r.fiveXx > 0)
@@ -258,6 +280,11 @@ try {
       );
     }
     printServiceErrors();
+    report('mix_cpu_per_request', 'API mix CPU per request, every process of the product, c=32', mixCpu, 'µs', {
+      value: 1800,
+      better: 'lower',
+    });
+    console.log(`mix CPU per request ${mixCpu.toFixed(0)} us`);
     if (at32.fiveXx + at128.fiveXx > 0) process.exitCode = 1;
   }
 } finally {

@@ -127,16 +127,25 @@ export function cpuSnapshot() {
     return false;
   };
   const out = new Map();
-  const add = (k, ms) => out.set(k, (out.get(k) ?? 0) + ms);
+  /** Each process's kind and CPU ms, so that cpuDelta counts only what was spent between two snapshots. */
+  out.pids = new Map();
+  let current = 0;
+  const add = (k, ms) => {
+    out.set(k, (out.get(k) ?? 0) + ms);
+    out.pids.set(current, { kind: k, ms: (out.pids.get(current)?.ms ?? 0) + ms });
+  };
   for (const [pid, { f, cmd }] of procs) {
     const self = (Number(f[11]) + Number(f[12])) * tick;
+    current = pid;
     if (pid === process.pid) {
       add('this script', self);
+      current = -1; // the finished children: one account that only grows
       add('its finished children (load generator)', (Number(f[13]) + Number(f[14])) * tick);
       continue;
     }
     if (!ours(pid)) continue;
-    const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
+    // A service by its main.js; a script's own server process by its `--role <name>` (bench-floor's).
+    const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd) ?? /\.mjs --role (\S+)/.exec(cmd);
     add(
       service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other',
       self,
@@ -145,12 +154,21 @@ export function cpuSnapshot() {
   return out;
 }
 
+/**
+ * CPU ms by kind of process between two snapshots, process by process: a process that ended
+ * meanwhile (a pool's idle PostgreSQL backend) takes its past CPU with it instead of making the
+ * difference negative; one that started counts whole.
+ */
+export function cpuDelta(before, after) {
+  const out = new Map();
+  for (const [pid, { kind, ms }] of after.pids)
+    out.set(kind, (out.get(kind) ?? 0) + ms - (before.pids.get(pid)?.ms ?? 0));
+  return out;
+}
+
 /** Prints, per kind of process, the CPU µs per request between two snapshots, and the sum. */
 export function printCpuPerRequest(label, before, after, requests) {
-  const rows = [...after]
-    .map(([k, ms]) => [k, ms - (before.get(k) ?? 0)])
-    .filter(([, ms]) => ms > 0)
-    .sort((a, b) => b[1] - a[1]);
+  const rows = [...cpuDelta(before, after)].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
   const total = rows.reduce((a, [, ms]) => a + ms, 0);
   console.log(
     `  CPU per request, ${label} (${requests} requests): ${((total * 1000) / requests).toFixed(0)} µs in all`,
