@@ -14,12 +14,20 @@
  *
  * It ends with `path/F1 <ratio>x`, `gateway-F1 <µs> us`, `service-F1 <µs> us` and
  * `postgresql path/F1 <ratio>x`. Env: CONNECTIONS (32), TURN (4 s), ROUNDS (8), WARMUP (3 s).
+ *
+ * A/B of a change in one sitting: AB names two built checkouts of the repository (e.g. this one
+ * and a git worktree of main after `make build`); the gateway and notes-tasks of each run beside
+ * the product's, started alike with its environment (the same databases, identity and keys), as
+ * targets `A` and `B`, and the run ends with their differences round by round:
+ *   AB=$PWD,/path/to/main/checkout node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
  */
 import { fork, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { freePort } from '@workauto/testing';
 import { cpuDelta, cpuSnapshot, report, startBenchStack } from './lib-bench.mjs';
 
 const ROLE = process.argv[2] === '--role' ? process.argv[3] : undefined;
@@ -149,6 +157,7 @@ async function main() {
   const children = [];
   const start = async (role, env) => {
     const child = fork(SELF, ['--role', role], {
+      execArgv: [`--title=role:${role}`], // how lib-bench's cpuSnapshot tells the processes apart
       env: { ...process.env, FLOOR_ENV: JSON.stringify(env) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
@@ -173,6 +182,11 @@ async function main() {
     const servicePort = await start('f1-service', env);
     const f1 = await start('f1-gateway', { ...env, servicePort });
     const path = `/api/v1/notes/${note.id}`;
+    const ab = process.env.AB?.split(',') ?? [];
+    if (ab.length && ab.length !== 2) throw new Error('AB names two checkouts: AB=<dir of A>,<dir of B>');
+    const arms = [];
+    for (const [i, dir] of ab.entries())
+      arms.push({ name: 'AB'[i], dir, url: await startArm(dir, 'AB'[i], stack.url, children) });
     const targets = [
       { name: 'F0', url: `http://127.0.0.1:${f0}${path}`, headers: {}, front: 'f0', service: undefined },
       { name: 'F1', url: `http://127.0.0.1:${f1}${path}`, headers: {}, front: 'f1-gateway', service: 'f1-service' },
@@ -184,10 +198,18 @@ async function main() {
         service: 'notes-tasks',
       },
     ];
-    // The same note from all three.
+    for (const arm of arms)
+      targets.push({
+        name: arm.name,
+        url: `${arm.url}${path}`,
+        headers: { authorization: `Bearer ${key}` },
+        front: `${arm.name}-gateway`,
+        service: `${arm.name}-notes-tasks`,
+      });
+    // The same note from every target.
     const answers = await Promise.all(targets.map((t) => fetch(t.url, { headers: t.headers }).then((r) => r.json())));
     for (const [i, a] of answers.entries())
-      if (a.id !== note.id || a.body !== body || a.title !== answers[2].title)
+      if (a.id !== note.id || a.body !== body || a.title !== note.title)
         throw new Error(`${targets[i].name} answers differently: ${JSON.stringify(a).slice(0, 300)}`);
 
     const load = async (t, seconds) => {
@@ -220,7 +242,7 @@ async function main() {
         const turn = {
           front: us(t.front),
           service: t.service ? us(t.service) : 0,
-          identity: t.name === 'path' ? us('identity') : 0,
+          identity: t.front.endsWith('gateway') && t.front !== 'f1-gateway' ? us('identity') : 0,
           postgresql: us('postgresql'),
           generator: us(GENERATOR),
           rps: n / TURN,
@@ -254,7 +276,7 @@ async function main() {
     for (const t of targets) {
       const x = m[t.name];
       console.log(
-        `| ${t.name} | ${x.front.toFixed(0)} | ${t.service ? x.service.toFixed(0) : '—'} | ${t.name === 'path' ? x.identity.toFixed(0) : '—'} | ${x.postgresql.toFixed(0)} | ${x.total.toFixed(0)} | ${(x.total / m.F0.total).toFixed(2)} | ${x.rps.toFixed(0)} |`,
+        `| ${t.name} | ${x.front.toFixed(0)} | ${t.service ? x.service.toFixed(0) : '—'} | ${['path', 'A', 'B'].includes(t.name) ? x.identity.toFixed(0) : '—'} | ${x.postgresql.toFixed(0)} | ${x.total.toFixed(0)} | ${(x.total / m.F0.total).toFixed(2)} | ${x.rps.toFixed(0)} |`,
       );
     }
     const ratio = m.path.total / m.F1.total;
@@ -281,12 +303,91 @@ async function main() {
       better: 'lower',
     });
     report('floor_f1_vs_f0', 'F1 (the floor) ÷ F0 (bare Express + pg), CPU per request', m.F1.total / m.F0.total, '×');
+    if (arms.length) {
+      const paired = (k) =>
+        median(turns.get('A').map((a, i) => a[k] - turns.get('B')[i][k]))
+          .toFixed(0)
+          .padStart(4);
+      console.log(`A = ${arms[0].dir}, B = ${arms[1].dir}`);
+      console.log(
+        `A − B, round by round, medians: gateway ${paired('front')} µs, notes-tasks ${paired('service')} µs, PostgreSQL ${paired('postgresql')} µs, total ${paired('total')} µs`,
+      );
+      console.log(`A/F1 ${(m.A.total / m.F1.total).toFixed(2)}x, B/F1 ${(m.B.total / m.F1.total).toFixed(2)}x`);
+    }
     console.log(`path/F1 ${ratio.toFixed(2)}x`);
     console.log(`gateway-F1 ${gatewayOver.toFixed(0)} us`);
     console.log(`service-F1 ${serviceOver.toFixed(0)} us`);
     console.log(`postgresql path/F1 ${pgRatio.toFixed(2)}x`);
   } finally {
     for (const c of children) if (c.connected) c.disconnect();
+    for (const c of children) if (!c.connected && c.exitCode === null) c.kill('SIGTERM');
     await stack.stop();
+  }
+}
+
+/** /proc/<pid>/environ as an object. */
+function environ(pid) {
+  return Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+/**
+ * One arm of an A/B: the gateway and notes-tasks of the checkout `dir`, with the environment of the
+ * product's own processes (found in /proc under this script); resolves to its gateway's URL once
+ * that is ready.
+ */
+async function startArm(dir, name, stackUrl, children) {
+  const mine = (pid) => {
+    for (let p = Number(pid), hops = 0; p > 1 && hops < 10; hops++) {
+      if (p === process.pid) return true;
+      const s = readFileSync(`/proc/${p}/stat`, 'utf8');
+      p = Number(s.slice(s.lastIndexOf(')') + 2).split(' ')[1]);
+    }
+    return false;
+  };
+  const find = (script, test = () => true) =>
+    readdirSync('/proc').find((p) => {
+      if (!/^\d+$/.test(p)) return false;
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(script) && mine(p) && test(p);
+      } catch {
+        return false;
+      }
+    });
+  const gateway = find('services/gateway/dist/main.js', (p) => environ(p).PORT === new URL(stackUrl).port);
+  const notesTasks = find('services/notes-tasks/dist/main.js');
+  if (!gateway || !notesTasks) throw new Error('the product’s gateway or notes-tasks process was not found');
+  const run = (service, role, env) => {
+    const child = spawn(process.execPath, [`--title=role:${role}`, `${dir}/services/${service}/dist/main.js`], {
+      cwd: dir,
+      env,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    children.push(child);
+    return child;
+  };
+  const servicePort = await freePort();
+  run('notes-tasks', `${name}-notes-tasks`, { ...environ(notesTasks), GRPC_PORT: String(servicePort) });
+  const port = await freePort();
+  const gw = run('gateway', `${name}-gateway`, {
+    ...environ(gateway),
+    PORT: String(port),
+    NOTES_TASKS_ADDR: `127.0.0.1:${servicePort}`,
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (const end = Date.now() + 60_000; ;) {
+    if (
+      await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return url;
+    if (Date.now() > end || gw.exitCode !== null) throw new Error(`${name}’s gateway (${dir}) did not become ready`);
+    await new Promise((r) => setTimeout(r, 200));
   }
 }

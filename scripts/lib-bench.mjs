@@ -144,8 +144,9 @@ export function cpuSnapshot() {
       continue;
     }
     if (!ours(pid)) continue;
-    // A service by its main.js; a script's own server process by its `--role <name>` (bench-floor's).
-    const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd) ?? /\.mjs --role (\S+)/.exec(cmd);
+    // A process started with `node --title=role:<name>` by that name (bench-floor's servers, the B
+    // build's services), a service by its main.js.
+    const service = /^role:(\S+)/.exec(cmd) ?? /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
     add(
       service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other',
       self,
