@@ -712,6 +712,49 @@ describe('in-process transport (make dev without Kafka)', () => {
   });
 });
 
+describe('consumer with relevant()', () => {
+  it('applies the events relevant() names, once, and skips the others without a processed_events row', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const ids = await record(pool, 6, 'relevant');
+    const wanted = new Set(ids.filter((_, i) => i % 3 === 0));
+    const consumer = await startConsumer({
+      transport,
+      pool,
+      logger,
+      groupId: 'relevant',
+      topics: [TOPICS.audit],
+      relevant: async (db, events) => {
+        await db.query('SELECT 1'); // one query per batch, as webhooks' tenants-with-endpoints
+        return new Set(events.filter((e) => wanted.has(e.id)).map((e) => e.id));
+      },
+      handle: async (tx, event) => {
+        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+      },
+    });
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    await until('all marked published', async () => (await pending(pool)) === 0);
+    await until('the relevant ones applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 2);
+    // A redelivery of everything: the relevant ones are skipped by the dedup, the others by relevant().
+    await pool.query('UPDATE outbox SET published_at = NULL');
+    await relay.drainOnce();
+    await until('redelivered', async () => (await pending(pool)) === 0);
+    await relay.stop();
+    await consumer.stop();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...wanted].sort());
+    const marked = await pool.query<{ event_id: string }>(
+      "SELECT event_id FROM processed_events WHERE group_id = 'relevant'",
+    );
+    assert.deepEqual(
+      marked.rows.map((r) => r.event_id).sort(),
+      [...wanted].sort(),
+      'only the applied ones are recorded',
+    );
+    await pool.end();
+  });
+});
+
 describe('which Kafka failures a start waits out', () => {
   const protocolError = (code: number) =>
     new kafkajs.KafkaJSProtocolError({
