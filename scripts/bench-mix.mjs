@@ -14,13 +14,15 @@
  * task (4), create a contact (4). Ids are picked at random from rows seeded through the API.
  * Env: DURATION (15 s per level), RAMP_DURATION (10), RAMP_MAX (2048), TIMEOUT (10 s per request),
  * RAMP=0 (c=32 and c=128 only: the CPU per request, for an A/B of two builds run one after the other),
+ * WORKAUTO_PG_STAT_STATEMENTS=1 (with-infra's PostgreSQL with pg_stat_statements: SQL statements per
+ * request at c=32 by database, which no load on the machine moves),
  * LEVELS (e.g. `2048` or `1024,2048`: only these concurrencies, RAMP_DURATION s each, after the
  * warm-up; no c=32/c=128 figures). Each level prints the first few bodies of each 5xx status, and
  * the run ends with the services' error and warning log lines (a 500 there names its cause).
  * Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { loadavg } from 'node:os';
-import { cpuDelta, cpuSnapshot, percentile, report, startBenchStack } from './lib-bench.mjs';
+import { cpuDelta, cpuSnapshot, percentile, report, startBenchStack, statementsSince } from './lib-bench.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 15);
 const RAMP_DURATION = Number(process.env.RAMP_DURATION ?? 10);
@@ -30,7 +32,7 @@ const LEVELS = process.env.LEVELS ? process.env.LEVELS.split(',').map(Number) : 
 /** Bodies kept per 5xx status and level (what a 5xx said is how its cause is found). */
 const SAMPLES_PER_STATUS = 3;
 
-const { stack, api, createTenant } = await startBenchStack({ shape: 'processes' });
+const { stack, api, createTenant, databaseUrl } = await startBenchStack({ shape: 'processes' });
 /** When the services were ready: each level prints its end as seconds since then (connections age; server.ts ends them at 120 s). */
 const stackReady = performance.now();
 try {
@@ -227,9 +229,18 @@ try {
       `API mix (70 % reads, 30 % writes; weights in scripts/bench-mix.mjs), ${DURATION} s per level after a 3 s warm-up:`,
     );
     await level(32, 3);
+    await statementsSince(databaseUrl('notes_tasks'));
     const cpuBefore = cpuSnapshot();
     const at32 = await level(32, DURATION);
     const mixCpu = mixCpuPerRequest(cpuDelta(cpuBefore, cpuSnapshot()), at32.total);
+    const statements = await statementsSince(databaseUrl('notes_tasks'));
+    if (statements) {
+      console.log(`  SQL statements per request at c=32, by database (pg_stat_statements):`);
+      for (const [db, { calls, ms }] of [...statements].sort((a, b) => b[1].calls - a[1].calls))
+        console.log(
+          `    ${db.padEnd(40)} ${(calls / at32.total).toFixed(2).padStart(6)} statements  ${((ms * 1000) / at32.total).toFixed(0).padStart(5)} µs`,
+        );
+    }
     const at128 = await level(128, DURATION);
     for (const r of [at32, at128])
       if (r.fiveXx > 0)

@@ -99,6 +99,29 @@ export async function printTopStatements(url, top = 12) {
 }
 
 /**
+ * Statements per database since the last call (pg_stat_statements, when the run's PostgreSQL was
+ * started with WORKAUTO_PG_STAT_STATEMENTS=1; otherwise undefined): a Map database → { calls, ms }.
+ * Counting statements is what a change of round trips does on any machine, however loaded.
+ */
+export async function statementsSince(url) {
+  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return undefined;
+  const { Client } = (await import('pg')).default;
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    const { rows } = await client.query(
+      `SELECT d.datname AS db, sum(s.calls)::bigint AS calls, sum(s.total_plan_time + s.total_exec_time) AS ms
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid GROUP BY d.datname`,
+    );
+    await client.query('SELECT pg_stat_statements_reset()');
+    return new Map(rows.map((r) => [r.db, { calls: Number(r.calls), ms: Number(r.ms) }]));
+  } finally {
+    await client.end();
+  }
+}
+
+/**
  * CPU time used so far (user + system, ms) by each kind of process on this machine, from /proc:
  * our services by name, PostgreSQL (every backend), Kafka, this script, and this script's finished
  * children (the load generator). Two snapshots around a measurement say where its time went.
@@ -126,6 +149,18 @@ export function cpuSnapshot() {
     for (let p = pid, hops = 0; p > 1 && hops < 20; p = procs.get(p)?.ppid ?? 0, hops++) if (p === root) return true;
     return false;
   };
+  // The run's Kafka broker is started detached (scripts/kafka.sh): it is this run's if its
+  // server.properties listens on the port KAFKA_BROKERS names.
+  const kafkaPort = process.env.KAFKA_BROKERS?.split(',')[0]?.split(':')[1];
+  const ourBroker = (cmd) => {
+    const props = / (\S+\/server\.properties)/.exec(cmd)?.[1];
+    if (!kafkaPort || !props || !cmd.includes('kafka.Kafka')) return false;
+    try {
+      return readFileSync(props, 'utf8').includes(`:${kafkaPort}`);
+    } catch {
+      return false;
+    }
+  };
   const out = new Map();
   /** Each process's kind and CPU ms, so that cpuDelta counts only what was spent between two snapshots. */
   out.pids = new Map();
@@ -143,7 +178,10 @@ export function cpuSnapshot() {
       add('its finished children (load generator)', (Number(f[13]) + Number(f[14])) * tick);
       continue;
     }
-    if (!ours(pid)) continue;
+    if (!ours(pid)) {
+      if (ourBroker(cmd)) add('kafka', self);
+      continue;
+    }
     // A process started with `node --title=role:<name>` by that name (bench-floor's servers, the B
     // build's services), a service by its main.js.
     const service = /^role:(\S+)/.exec(cmd) ?? /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
