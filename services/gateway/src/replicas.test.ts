@@ -177,7 +177,7 @@ describe('rate limits across gateway replicas', () => {
     // Every gateway has the key cached (for a minute) and has let it write.
     for (let g = 0; g < REPLICAS; g++) {
       const wrote = await call(g, 'POST', '/api/v1/notes', key, { title: `before, through ${g}` });
-      assert.equal(wrote.status, 200, JSON.stringify(wrote.body));
+      assert.equal(wrote.status, 201, JSON.stringify(wrote.body));
     }
 
     const revoked = await call(0, 'DELETE', `/api/v1/api-keys/${second.body.id as string}`, owner);
