@@ -75,12 +75,7 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
  * when the run's PostgreSQL was started with WORKAUTO_PG_STAT_STATEMENTS=1 (see docs/benchmarks.md).
  */
 export async function printTopStatements(url, top = 12) {
-  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return;
-  const { Client } = (await import('pg')).default;
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await withStatStatements(url, async (client) => {
     const { rows } = await client.query(
       `SELECT calls, round((total_plan_time + total_exec_time)::numeric, 1) AS ms, round(total_plan_time::numeric, 1) AS plan_ms,
               round(((total_plan_time + total_exec_time) / nullif(calls, 0) * 1000)::numeric) AS us_per_call, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
@@ -93,6 +88,18 @@ export async function printTopStatements(url, top = 12) {
       console.log(
         `  ${String(r.ms).padStart(9)} ms (plan ${String(r.plan_ms).padStart(7)})  ${String(r.calls).padStart(7)} calls  ${String(r.us_per_call).padStart(6)} µs/call  ${r.query}`,
       );
+  });
+}
+
+/** fn(client) on a connection to url with pg_stat_statements, when the run's PostgreSQL has it (else undefined). */
+async function withStatStatements(url, fn) {
+  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return undefined;
+  const { Client } = (await import('pg')).default;
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    return await fn(client);
   } finally {
     await client.end();
   }
@@ -103,22 +110,15 @@ export async function printTopStatements(url, top = 12) {
  * started with WORKAUTO_PG_STAT_STATEMENTS=1; otherwise undefined): a Map database → { calls, ms }.
  * Counting statements is what a change of round trips does on any machine, however loaded.
  */
-export async function statementsSince(url) {
-  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return undefined;
-  const { Client } = (await import('pg')).default;
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+export function statementsSince(url) {
+  return withStatStatements(url, async (client) => {
     const { rows } = await client.query(
       `SELECT d.datname AS db, sum(s.calls)::bigint AS calls, sum(s.total_plan_time + s.total_exec_time) AS ms
          FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid GROUP BY d.datname`,
     );
     await client.query('SELECT pg_stat_statements_reset()');
     return new Map(rows.map((r) => [r.db, { calls: Number(r.calls), ms: Number(r.ms) }]));
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /**
