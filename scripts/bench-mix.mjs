@@ -22,7 +22,15 @@
  * Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { loadavg } from 'node:os';
-import { cpuDelta, cpuSnapshot, percentile, report, startBenchStack, statementsSince } from './lib-bench.mjs';
+import {
+  cpuDelta,
+  cpuSnapshot,
+  percentile,
+  printTopStatements,
+  report,
+  startBenchStack,
+  statementsSince,
+} from './lib-bench.mjs';
 
 const DURATION = Number(process.env.DURATION ?? 15);
 const RAMP_DURATION = Number(process.env.RAMP_DURATION ?? 10);
@@ -233,6 +241,7 @@ try {
     const cpuBefore = cpuSnapshot();
     const at32 = await level(32, DURATION);
     const mixCpu = mixCpuPerRequest(cpuDelta(cpuBefore, cpuSnapshot()), at32.total);
+    await printTopStatements(databaseUrl('identity'), 6);
     const statements = await statementsSince(databaseUrl('notes_tasks'));
     if (statements) {
       console.log(`  SQL statements per request at c=32, by database (pg_stat_statements):`);
