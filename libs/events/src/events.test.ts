@@ -755,6 +755,44 @@ describe('consumer with relevant()', () => {
   });
 });
 
+describe('consumer with handleBatch()', () => {
+  it('applies the fresh events of a batch in one call, each once, and one at a time after a batch fails', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const calls: number[] = [];
+    let failOnce = true;
+    const consumer = await startConsumer({
+      transport,
+      pool,
+      logger,
+      groupId: 'batched',
+      topics: [TOPICS.audit],
+      retryDelayMs: 10,
+      handleBatch: async (tx, events) => {
+        calls.push(events.length);
+        if (failOnce && events.length > 1) {
+          failOnce = false;
+          throw new Error('one statement for the batch failed');
+        }
+        for (const e of events) await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [e.id, e.type]);
+      },
+    });
+    const ids = await record(pool, 5, 'batched');
+    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+    await until('all five applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5);
+    await until('all marked published', async () => (await pending(pool)) === 0);
+    await pool.query('UPDATE outbox SET published_at = NULL'); // a redelivery of all five
+    await relay.drainOnce();
+    await relay.stop();
+    await consumer.stop();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
+    assert.ok(calls[0]! > 1, `the first batch came in one call: ${calls.join(', ')}`);
+    assert.ok(calls.slice(1).includes(1), `after it failed, its events came one at a time: ${calls.join(', ')}`);
+    await pool.end();
+  });
+});
+
 describe('which Kafka failures a start waits out', () => {
   const protocolError = (code: number) =>
     new kafkajs.KafkaJSProtocolError({
