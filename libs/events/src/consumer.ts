@@ -19,7 +19,7 @@ const DEFAULT_REDELIVERY_MS = 7 * 24 * 3_600_000;
  * one at a time (handle), or the fresh events of a batch at once (handleBatch: one statement for
  * many events, e.g. the audit log's inserts; a failing batch is retried one event at a time).
  */
-export type ConsumerHandler =
+type ConsumerHandler =
   | { handle(tx: pg.PoolClient, event: ConsumedEvent): Promise<void>; handleBatch?: never }
   | { handleBatch(tx: pg.PoolClient, events: ConsumedEvent[]): Promise<void>; handle?: never };
 

@@ -712,12 +712,39 @@ describe('in-process transport (make dev without Kafka)', () => {
   });
 });
 
-describe('consumer with relevant()', () => {
-  it('applies the events relevant() names, once, and skips the others without a processed_events row', async () => {
+/** Records an applied event (the tests' handler). */
+const applyInto = async (tx: PoolClient, event: { id: string; type: string }): Promise<void> => {
+  await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+};
+
+/** The audit topic on the in-process transport: `events` recorded (seen first by `recorded`), relayed, then redelivered once. */
+async function relayTwice(
+  pool: Pool,
+  transport: LocalTransport,
+  events: number,
+  resource: string,
+  recorded: (ids: string[]) => void = () => undefined,
+) {
+  const ids = await record(pool, events, resource);
+  recorded(ids);
+  const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+  return {
+    ids,
+    redeliver: async (applied: number) => {
+      await until('applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === applied);
+      await until('all marked published', async () => (await pending(pool)) === 0);
+      await pool.query('UPDATE outbox SET published_at = NULL');
+      await relay.drainOnce();
+      await relay.stop();
+    },
+  };
+}
+
+describe('consumer options', () => {
+  it('relevant(): applies the events it names, once, and skips the others without a processed_events row', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport(10);
-    const ids = await record(pool, 6, 'relevant');
-    const wanted = new Set(ids.filter((_, i) => i % 3 === 0));
+    let wanted = new Set<string>();
     const consumer = await startConsumer({
       transport,
       pool,
@@ -728,18 +755,12 @@ describe('consumer with relevant()', () => {
         await db.query('SELECT 1'); // one query per batch, as webhooks' tenants-with-endpoints
         return new Set(events.filter((e) => wanted.has(e.id)).map((e) => e.id));
       },
-      handle: async (tx, event) => {
-        await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
-      },
+      handle: applyInto,
     });
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until('all marked published', async () => (await pending(pool)) === 0);
-    await until('the relevant ones applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 2);
-    // A redelivery of everything: the relevant ones are skipped by the dedup, the others by relevant().
-    await pool.query('UPDATE outbox SET published_at = NULL');
-    await relay.drainOnce();
-    await until('redelivered', async () => (await pending(pool)) === 0);
-    await relay.stop();
+    const run = await relayTwice(pool, transport, 6, 'relevant', (ids) => {
+      wanted = new Set(ids.filter((_, i) => i % 3 === 0));
+    });
+    await run.redeliver(2);
     await consumer.stop();
     const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
     assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...wanted].sort());
@@ -753,10 +774,8 @@ describe('consumer with relevant()', () => {
     );
     await pool.end();
   });
-});
 
-describe('consumer with handleBatch()', () => {
-  it('applies the fresh events of a batch in one call, each once, and one at a time after a batch fails', async () => {
+  it('handleBatch(): the fresh events of a batch in one call, each once, and one at a time after a batch fails', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport(10);
     const calls: number[] = [];
@@ -774,19 +793,14 @@ describe('consumer with handleBatch()', () => {
           failOnce = false;
           throw new Error('one statement for the batch failed');
         }
-        for (const e of events) await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [e.id, e.type]);
+        for (const e of events) await applyInto(tx, e);
       },
     });
-    const ids = await record(pool, 5, 'batched');
-    const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until('all five applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5);
-    await until('all marked published', async () => (await pending(pool)) === 0);
-    await pool.query('UPDATE outbox SET published_at = NULL'); // a redelivery of all five
-    await relay.drainOnce();
-    await relay.stop();
+    const run = await relayTwice(pool, transport, 5, 'batched');
+    await run.redeliver(5);
     await consumer.stop();
     const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
-    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...run.ids].sort());
     assert.ok(calls[0]! > 1, `the first batch came in one call: ${calls.join(', ')}`);
     assert.ok(calls.slice(1).includes(1), `after it failed, its events came one at a time: ${calls.join(', ')}`);
     await pool.end();
