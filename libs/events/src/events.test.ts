@@ -712,6 +712,101 @@ describe('in-process transport (make dev without Kafka)', () => {
   });
 });
 
+/** Records an applied event (the tests' handler). */
+const applyInto = async (tx: PoolClient, event: { id: string; type: string }): Promise<void> => {
+  await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+};
+
+/** The audit topic on the in-process transport: `events` recorded (seen first by `recorded`), relayed, then redelivered once. */
+async function relayTwice(
+  pool: Pool,
+  transport: LocalTransport,
+  events: number,
+  resource: string,
+  recorded: (ids: string[]) => void = () => undefined,
+) {
+  const ids = await record(pool, events, resource);
+  recorded(ids);
+  const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+  return {
+    ids,
+    redeliver: async (applied: number) => {
+      await until('applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === applied);
+      await until('all marked published', async () => (await pending(pool)) === 0);
+      await pool.query('UPDATE outbox SET published_at = NULL');
+      await relay.drainOnce();
+      await relay.stop();
+    },
+  };
+}
+
+describe('consumer options', () => {
+  it('relevant(): applies the events it names, once, and skips the others without a processed_events row', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    let wanted = new Set<string>();
+    const consumer = await startConsumer({
+      transport,
+      pool,
+      logger,
+      groupId: 'relevant',
+      topics: [TOPICS.audit],
+      relevant: async (db, events) => {
+        await db.query('SELECT 1'); // one query per batch, as webhooks' tenants-with-endpoints
+        return new Set(events.filter((e) => wanted.has(e.id)).map((e) => e.id));
+      },
+      handle: applyInto,
+    });
+    const run = await relayTwice(pool, transport, 6, 'relevant', (ids) => {
+      wanted = new Set(ids.filter((_, i) => i % 3 === 0));
+    });
+    await run.redeliver(2);
+    await consumer.stop();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...wanted].sort());
+    const marked = await pool.query<{ event_id: string }>(
+      "SELECT event_id FROM processed_events WHERE group_id = 'relevant'",
+    );
+    assert.deepEqual(
+      marked.rows.map((r) => r.event_id).sort(),
+      [...wanted].sort(),
+      'only the applied ones are recorded',
+    );
+    await pool.end();
+  });
+
+  it('handleBatch(): the fresh events of a batch in one call, each once, and one at a time after a batch fails', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const calls: number[] = [];
+    let failOnce = true;
+    const consumer = await startConsumer({
+      transport,
+      pool,
+      logger,
+      groupId: 'batched',
+      topics: [TOPICS.audit],
+      retryDelayMs: 10,
+      handleBatch: async (tx, events) => {
+        calls.push(events.length);
+        if (failOnce && events.length > 1) {
+          failOnce = false;
+          throw new Error('one statement for the batch failed');
+        }
+        for (const e of events) await applyInto(tx, e);
+      },
+    });
+    const run = await relayTwice(pool, transport, 5, 'batched');
+    await run.redeliver(5);
+    await consumer.stop();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...run.ids].sort());
+    assert.ok(calls[0]! > 1, `the first batch came in one call: ${calls.join(', ')}`);
+    assert.ok(calls.slice(1).includes(1), `after it failed, its events came one at a time: ${calls.join(', ')}`);
+    await pool.end();
+  });
+});
+
 describe('which Kafka failures a start waits out', () => {
   const protocolError = (code: number) =>
     new kafkajs.KafkaJSProtocolError({

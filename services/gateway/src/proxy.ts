@@ -224,7 +224,8 @@ export function transcodingHandler(
       }
       throw err;
     } finally {
-      if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
+      // Every replica forgets cached principals before the change is answered (auth-changes.ts).
+      if (route.downstream === IDENTITY && req.method !== 'GET') await auth.changed();
     }
     released?.();
     if (route.responseType.desc.typeName === HTTP_BODY) return sendHttpBody(res, route, response);
