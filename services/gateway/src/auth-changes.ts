@@ -13,7 +13,7 @@ import type { Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 
 /** The channel every gateway replica listens on (one gateway database per installation). */
-const AUTH_CHANGES_CHANNEL = 'workauto_gateway_auth_changed';
+export const AUTH_CHANGES_CHANNEL = 'workauto_gateway_auth_changed';
 /** How long a replica waits before listening again after its connection was lost. */
 const RELISTEN_MS = 1_000;
 
