@@ -14,7 +14,6 @@ import { untilDatabaseAnswers } from '@workauto/service';
 import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
-import { AuthChanges } from './auth-changes.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
 import { bodyLimits } from './body-limits.js';
 import { inOneLayer } from './one-layer.js';
@@ -122,8 +121,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     counter,
   );
   const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
-  const authChanges = new AuthChanges(options.databaseUrl, pool, () => auth.clear(), logger);
-  auth.shareChanges(authChanges);
   try {
     // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
     await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
@@ -135,7 +132,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     throw err;
   }
   counter.startSweeping();
-  await authChanges.start();
   const deadlineMs = options.deadlineMs ?? 5_000;
   const idempotency = new IdempotencyStore(pool, keyring, logger);
   idempotency.startSweeping();
@@ -307,7 +303,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
       counter.stop();
-      await authChanges.stop();
       await pool.end();
     },
   };

@@ -1,10 +1,9 @@
 /**
- * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken, and the
- * answer cached for at most ttlMs. Every identity mutation clears the cache of every replica as it
- * is answered (auth-changes.ts), so a key revoked, or a member deactivated, through any replica
- * stops working on all of them within milliseconds. Writes use the cache only while that news
- * reaches this replica (its listening connection is up); otherwise they ask identity every time
- * (docs/decisions.md, "Auth cache and revocation").
+ * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken.
+ * Reads (GET) may use an answer cached for at most ttlMs: the bound for a revocation to reach this
+ * replica's reads when another replica served it (the replica that serves an identity mutation
+ * clears its cache at once). Mutations never use the cache: a key revoked, or a member deactivated,
+ * through any replica creates and changes nothing from that moment on (contract §4).
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -39,14 +38,6 @@ export function accessLevels(principal: Principal): AccessLevels {
 }
 
 const MAX_ENTRIES = 10_000;
-
-/** Identity changes told to every gateway replica (auth-changes.ts). */
-export interface IdentityChanges {
-  /** Whether a change served by any replica reaches this one as it happens. */
-  readonly live: boolean;
-  /** Clears this replica's cache and tells every other replica to clear theirs. */
-  announce(): Promise<void>;
-}
 
 function bearerToken(header: string | undefined): string | undefined {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
@@ -102,22 +93,8 @@ export class Authenticator {
     private readonly tenantLimits?: TenantLimits,
   ) {}
 
-  /** What tells every replica of identity changes; unset, they reach this replica only. */
-  private changes: IdentityChanges | undefined;
-
   clear(): void {
     this.cache.clear();
-  }
-
-  /** From now on identity changes reach every replica through `changes`, and writes use the cache while it is live. */
-  shareChanges(changes: IdentityChanges): void {
-    this.changes = changes;
-  }
-
-  /** An identity mutation was served through this replica: cached principals are forgotten here and on every replica. */
-  async changed(): Promise<void> {
-    if (this.changes) await this.changes.announce();
-    else this.clear();
   }
 
   /** The request is answered (or failed): its tenant's in-flight count goes down. */
@@ -156,7 +133,7 @@ export class Authenticator {
             : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
       );
     }
-    const principal = await this.resolve(credential, metadata, route.method !== 'GET' && !this.changes?.live);
+    const principal = await this.resolve(credential, metadata, route.method !== 'GET');
     this.check(route, principal);
     if (route.auth !== 'platform_admin') await this.admit(req, principal.tenant_id);
     return principal;

@@ -224,8 +224,7 @@ export function transcodingHandler(
       }
       throw err;
     } finally {
-      // Every replica forgets cached principals before the change is answered (auth-changes.ts).
-      if (route.downstream === IDENTITY && req.method !== 'GET') await auth.changed();
+      if (route.downstream === IDENTITY && req.method !== 'GET') auth.clear(); // so this replica sees the change at once
     }
     released?.();
     if (route.responseType.desc.typeName === HTTP_BODY) return sendHttpBody(res, route, response);
