@@ -88,7 +88,7 @@ describe('checkUrl (when a tenant writes a URL)', () => {
   const policy = new EgressPolicy();
   after(() => policy.close());
 
-  it('refuses every non-public address of the contract, in every spelling, with a 400 that says how to allow it', () => {
+  it('refuses every non-public address of docs/operations.md, in every spelling, with a 400 that says how to allow it', () => {
     const refused = [
       'https://127.0.0.1/',
       'https://127.255.255.254/',

@@ -414,7 +414,7 @@ describe('@workauto/service: migrations at start', () => {
     }
   });
 
-  it("refuses to start when main.ts declares other migration folders than its spec's (the migrate command would miss some)", async () => {
+  it("refuses to start when main.ts declares other migration folders than its ServiceSpec's (the migrate command would miss some)", async () => {
     const databaseUrl = await testDatabase('svc_declared');
     await assert.rejects(
       startService(spec(), config(databaseUrl, { declaredMigrations: [migrations] }), logger),

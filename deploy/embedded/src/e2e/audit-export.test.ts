@@ -11,7 +11,7 @@ import { assertError, startTestStack, violations, type TenantFixture, type TestS
 
 type Entry = Record<string, unknown> & { id: string; action: string; actor_id: string; created_at: string };
 
-// The header the contract's field list gives, written out here rather than taken from the code under test.
+// The header docs/identity.md "Audit log" gives, written out here rather than taken from the code under test.
 const COLUMNS =
   'id,tenant_id,action,actor_id,actor_type,created_at,metadata,ip_address,resource_id,resource_type,user_agent,member_id'.split(
     ',',

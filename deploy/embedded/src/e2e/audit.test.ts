@@ -77,7 +77,7 @@ function auditSuite(name: string, kafka: boolean) {
         assert.equal(entry.ip_address, '203.0.113.7');
         assert.equal(entry.user_agent, 'audit-e2e/1.0');
         assert.deepEqual(entry.metadata, { is_active: false });
-        // The invitation and the claim were audited too, as the actions the contract names.
+        // The invitation and the claim were audited too, as the actions docs/events.md names.
         const actions = new Set(((await log(acme.key, '?limit=200')).body.data as Entry[]).map((e) => e.action));
         for (const a of ['tenant.created', 'invitation.created', 'invitation.claimed', 'member.deactivated'])
           assert.ok(actions.has(a), `${a} in ${[...actions].join(', ')}`);
@@ -227,7 +227,7 @@ function auditSuite(name: string, kafka: boolean) {
         // The other tenant's log has none of them, whatever the filter.
         assert.deepEqual((await log(other.key, `?actor_id=${bot.body.id}`)).body.data, []);
         assert.deepEqual((await log(other.key, `?resource_id=${notes[0]}`)).body.data, []);
-        // Bad values: a 400 in the contract's shape naming the field.
+        // Bad values: a 400 in the API's error shape naming the field.
         const bad = async (query: string, field: string) => {
           const res = await log(acme.key, query);
           assertError(res, 400);

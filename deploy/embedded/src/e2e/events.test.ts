@@ -19,7 +19,7 @@ function nested(depth: number): Record<string, unknown> {
   return value;
 }
 
-/** The deepest body the gateway accepts (contract §1: 32 levels) is {"metadata": <31 levels>, …}. */
+/** The deepest body the gateway accepts (docs/api.md §4: 32 levels) is {"metadata": <31 levels>, …}. */
 const DEEPEST_METADATA = nested(31);
 
 describe('events through the gateway', () => {
@@ -116,7 +116,7 @@ describe('events through the gateway', () => {
   });
 
   it('never answers 200 to a change it then leaves out of the audit log, however deep its metadata', async () => {
-    // One level past the contract's limit: the gateway answers 400 once it enforces the limit;
+    // One level past the limit of docs/api.md §4: the gateway answers 400 once it enforces the limit;
     // until then the change is accepted and must be audited (it used to be dead-lettered: the old
     // Event's Struct metadata hit the protobuf decoder's recursion limit at this depth).
     const tooDeep = nested(33);

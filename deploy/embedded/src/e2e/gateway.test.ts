@@ -95,7 +95,7 @@ describe('gateway end to end (platform foundation)', () => {
     assert.equal(last.body.error.status, 'FAILED_PRECONDITION');
   });
 
-  it('answers bad input with a 4xx in the contract shape, never a 5xx', async () => {
+  it('answers bad input with a 4xx in the error shape of docs/api.md §5, never a 5xx', async () => {
     const id = a.ownerId;
     const twoMiB = JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) });
     const cases: [string, string, Parameters<TestStack['api']>[2], number][] = [

@@ -34,7 +34,7 @@ const RECORD = {
   created_at: 'date-time',
   updated_at: 'date-time',
 } as const;
-// The spec's Note, Tag and Task records: always-present fields, then the optional ones.
+// The Note, Tag and Task records (docs/notes-tasks.md): always-present fields, then the optional ones.
 const NOTE = { ...RECORD, title: 'string', body: 'string', is_archived: 'boolean', is_pinned: 'boolean' } as const;
 const NOTE_OPTIONAL = {
   deleted_at: 'date-time',
@@ -131,7 +131,7 @@ describe('notes-tasks end to end', () => {
     }
   });
 
-  it('serves every note endpoint with the spec’s Note record', async () => {
+  it('serves every note endpoint with the Note record of docs/notes-tasks.md', async () => {
     const api = stack.client(a.key);
     const notebook = randomUUID();
     const n = await ok(
@@ -279,7 +279,7 @@ describe('notes-tasks end to end', () => {
     assert.deepEqual(violations(await call('GET', '/backlinks/contact/not-a-uuid', a.key)), ['entity_id']);
   });
 
-  it('serves every task endpoint with the spec’s Task record', async () => {
+  it('serves every task endpoint with the Task record of docs/notes-tasks.md', async () => {
     const api = stack.client(a.key);
     const t = await ok(
       api.POST('/api/v1/tasks', {
@@ -497,7 +497,7 @@ describe('notes-tasks end to end', () => {
     }
   });
 
-  it('answers bad input with 400 in the contract’s shape', async () => {
+  it('answers bad input with 400 in the error shape of docs/api.md §5', async () => {
     const note = (await call('POST', '/notes', a.key, { title: 'v', body: '' })).body;
     const top = (await call('POST', '/tasks', a.key, { title: 'top' })).body;
     const child = (await call('POST', '/tasks', a.key, { title: 'child', parent_id: top.id })).body;
