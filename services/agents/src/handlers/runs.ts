@@ -21,7 +21,7 @@ import { SOURCE, blueprintOf, runData, runStatuses, toRun, toStep, type AgentsDe
 type H = Handlers<typeof AgentsServiceService>;
 
 const INPUT_MAX_BYTES = 65_536;
-/** The spec's cursor: the created_at of the last run returned (RFC 3339); the next page is strictly older. */
+/** The runs list's cursor (docs/api.md §7): the created_at of the last run returned (RFC 3339); the next page is strictly older. */
 const RUN_CURSOR: CursorCodec<KeysetCursor> = {
   ...timestampCursor,
   rule: 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',

@@ -12,7 +12,7 @@ import { issueApiKey } from './members.js';
 
 type H = Handlers<typeof IdentityServiceService>;
 
-/** Every caller manages its own keys; another member's keys need admin on members (contract §4). */
+/** Every caller manages its own keys; another member's keys need admin on members (docs/api.md §3). */
 export function apiKeyHandlers({ pool }: IdentityDeps): Pick<H, 'listApiKeys' | 'createApiKey' | 'revokeApiKey'> {
   return {
     async listApiKeys(req, ctx) {

@@ -28,7 +28,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
   const { pool, oauth, keyring } = deps;
   return {
     async startOAuthAuthorization(req, ctx) {
-      if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
+      if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body (docs/identity.md "Integration keys and OAuth")
       checkReturnTo(validate(), 'return_to', req.return_to, oauth.settings.allowedReturnOrigins).done();
       const config = await oauth.configuration(req.idp).catch((err: unknown) => {
         if (isProviderOutage(err))
@@ -135,7 +135,7 @@ export function oauthHandlers(deps: IdentityDeps): Pick<H, 'startOAuthAuthorizat
       };
       // No signal: the single-use code is already exchanged, so keeping its tokens beats dropping them.
       const stored = await withTransaction(pool, async (tx) => {
-        // The key that started the flow must still be live: a revoked key connects nothing (contract §4).
+        // The key that started the flow must still be live: a revoked key connects nothing (docs/api.md §2).
         if (pending.actor_type !== 'api_key' || !(await liveKeyHolder(tx, pending.tenant_id, pending.actor_id)))
           return false;
         const row = await storeCredential(deps, tx, pending.tenant_id, req.idp, credential, {
