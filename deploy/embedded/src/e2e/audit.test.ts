@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '@workauto/testing';
 import { assertError, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
 interface Entry {
@@ -20,16 +20,6 @@ interface Entry {
   user_agent?: string;
   metadata: Record<string, unknown>;
   created_at: string;
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, ms = 5_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
 }
 
 function auditSuite(name: string, kafka: boolean) {
@@ -60,7 +50,6 @@ function auditSuite(name: string, kafka: boolean) {
         });
         const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
         const memberId = claimed.body.member.id as string;
-        const started = Date.now();
         const res = await stack.api('DELETE', `/api/v1/members/${memberId}`, {
           key: acme.key,
           headers: { 'user-agent': 'audit-e2e/1.0', 'x-forwarded-for': '203.0.113.7' },
@@ -70,7 +59,6 @@ function auditSuite(name: string, kafka: boolean) {
           const page = await log(acme.key, '?action=member.deactivated');
           return (page.body.data as Entry[]).find((e) => e.resource_id === memberId);
         });
-        assert.ok(Date.now() - started < 5_000);
         assert.equal(entry.actor_type, 'api_key');
         assert.ok(entry.actor_id);
         assert.equal(entry.resource_type, 'member');

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { decodeEvent, type ConsumedEvent } from '@workauto/events';
+import { eventually } from '@workauto/testing';
 import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 /** JSON nested `depth` levels of containers: {"a":1} is 1, {"a":{"b":1}} is 2. */
@@ -44,21 +44,21 @@ describe('events through the gateway', () => {
     }
   }
 
+  type AuditEntry = { resource_id: string; metadata: Record<string, unknown> };
   async function auditEntry(
     action: string,
     resourceId: string,
     ms = 15_000,
   ): Promise<{ metadata: Record<string, unknown> }> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const page = await call('GET', `/audit-log?action=${action}&limit=100`);
-      const entry = (page.body.data as { resource_id: string; metadata: Record<string, unknown> }[]).find(
-        (e) => e.resource_id === resourceId,
-      );
-      if (entry) return entry;
-      if (Date.now() > end) throw new Error(`${action} of ${resourceId} is not in the audit log after ${ms} ms`);
-      await sleep(100);
-    }
+    return eventually(
+      `${action} of ${resourceId} is in the audit log`,
+      async () =>
+        ((await call('GET', `/audit-log?action=${action}&limit=100`)).body.data as AuditEntry[]).find(
+          (e) => e.resource_id === resourceId,
+        ),
+      ms,
+      100,
+    );
   }
 
   async function newMember(): Promise<string> {

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signedBy, startReceiver, type Received, type Receiver } from '@workauto/webhooks/testing';
+import { eventually } from '@workauto/testing';
 import {
   assertError,
   assertRecord,
@@ -38,17 +39,12 @@ describe('webhooks through the gateway', () => {
     r.received.filter((x) =>
       typeof type === 'string' ? JSON.parse(x.body).type === type : type.test(JSON.parse(x.body).type),
     );
-  async function arrival(r: Receiver, match: (x: Received) => boolean, ms = 15_000): Promise<Received> {
-    for (const end = Date.now() + ms; ;) {
-      const found = r.received.find(match);
-      if (found) return found;
-      if (Date.now() > end)
-        throw new Error(
-          `no matching delivery within ${ms} ms; got ${r.received.map((x) => JSON.parse(x.body).type).join(', ')}`,
-        );
-      await sleep(20);
-    }
-  }
+  const arrival = (r: Receiver, match: (x: Received) => boolean, ms = 15_000): Promise<Received> =>
+    eventually(
+      () => `a matching delivery; got ${r.received.map((x) => JSON.parse(x.body).type).join(', ')}`,
+      () => r.received.find(match),
+      ms,
+    );
   const about = (type: string, id: string) => (x: Received) => {
     const b = JSON.parse(x.body);
     return b.type === type && b.data?.id === id;
@@ -333,20 +329,19 @@ describe('webhooks through the gateway', () => {
     const got = (await call('GET', `/webhook-endpoints/${ep.id}`)).body;
     assert.equal(got.is_enabled, false);
     assert.match(got.disabled_reason, /410 Gone/);
-    for (let i = 0; ; i++) {
-      const entries = (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as {
-        resource_id: string;
-        actor_id: string;
-        actor_type: string;
-      }[];
-      const entry = entries.find((e) => e.resource_id === ep.id);
-      if (entry) {
-        assert.equal(entry.actor_id, 'system');
-        break;
-      }
-      assert.ok(i < 150, 'webhook_endpoint.disabled reached the audit log');
-      await sleep(100);
-    }
+    const entry = await eventually(
+      'webhook_endpoint.disabled reached the audit log',
+      async () =>
+        (
+          (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as {
+            resource_id: string;
+            actor_id: string;
+          }[]
+        ).find((e) => e.resource_id === ep.id),
+      15_000,
+      100,
+    );
+    assert.equal(entry.actor_id, 'system');
   });
 
   it('delivers and lists an event whose data holds metadata as deep as the API accepts', async () => {
