@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { signedBy, startReceiver, type Received, type Receiver } from '@workauto/webhooks/testing';
 import { eventually } from '@workauto/testing';
 import {
@@ -181,11 +180,10 @@ describe('webhooks through the gateway', () => {
     assert.deepEqual(event.payload, JSON.parse(delivered.body));
     assert.deepEqual(event.channels, ['note']);
     // The receiver has the request a moment before the attempt is recorded.
-    let detail = await call('GET', `/webhook-events/${event.id}`);
-    for (let i = 0; detail.body.status !== 'delivered' && i < 100; i++) {
-      await sleep(50);
-      detail = await call('GET', `/webhook-events/${event.id}`);
-    }
+    const detail = await eventually('the delivery is recorded', async () => {
+      const res = await call('GET', `/webhook-events/${event.id}`);
+      return res.body.status === 'delivered' && res;
+    });
     assert.equal(detail.status, 200);
     assert.equal(detail.body.status, 'delivered');
     assert.equal(detail.body.deliveries[0].endpoint_id, ep.id);
@@ -284,7 +282,17 @@ describe('webhooks through the gateway', () => {
     await arrival(deals, about('deal.updated', otherDeal.id));
     await arrival(pipelineCh, about('deal.updated', deal.id));
     await arrival(both, about('deal.updated', deal.id));
-    await sleep(500);
+    // The sentinel: each change is delivered to every endpoint it matched (one intake transaction
+    // makes all of an event's deliveries; "delivered" means none is pending), so a receiver lacks
+    // an event because the filters left it out, not because it is still on its way.
+    await arrival(all, about('deal.created', deal.id));
+    await arrival(all, about('deal.created', otherDeal.id));
+    await arrival(all, about('deal.updated', otherDeal.id));
+    for (const id of all.received.map((x) => x.headers['webhook-id'] as string))
+      await eventually(
+        `event ${id} is delivered to every endpoint it matched`,
+        async () => (await call('GET', `/webhook-events/${id}`)).body.status === 'delivered',
+      );
     assert.deepEqual(new Set(notes.received.map((x) => JSON.parse(x.body).type)), new Set(['note.created']));
     assert.deepEqual(
       new Set(ofType(deals, /./).map((x) => JSON.parse(x.body).type)),
@@ -500,8 +508,23 @@ describe('webhooks through the gateway', () => {
         (e: { id: string }) => e.id === eventId,
       ),
     );
+    // The sentinel: the other tenant's own endpoint got the change and every delivery of its event
+    // is done (one intake transaction makes them all), so this endpoint would have it by now.
+    const theirReceiver = await receiver();
+    const theirEndpoint = await call(
+      'POST',
+      '/webhook-endpoints',
+      { url: theirReceiver.url, event_types: ['note.created'] },
+      other.key,
+    );
+    assert.equal(theirEndpoint.status, 201, JSON.stringify(theirEndpoint.body));
     const theirs = (await call('POST', '/notes', { title: 'Other' }, other.key)).body;
-    await sleep(800);
+    const theirEvent = (await arrival(theirReceiver, about('note.created', theirs.id))).headers['webhook-id'] as string;
+    await eventually(
+      "the other tenant's event is delivered to every endpoint it matched",
+      async () =>
+        (await call('GET', `/webhook-events/${theirEvent}`, undefined, other.key)).body.status === 'delivered',
+    );
     assert.ok(
       !r.received.some((x) => JSON.parse(x.body).data?.id === theirs.id),
       "the other tenant's change never reaches this endpoint",
