@@ -186,10 +186,15 @@ describe(
       const pool = await freshPool();
       // A transport whose broker is down (nothing listens on the port).
       const down = kafka({ brokers: ['127.0.0.1:1'] });
-      const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger, pollMs: 100 });
+      const logs = captureLogs();
+      const warnings = createLogger('events-test', 'warn');
+      const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger: warnings, pollMs: 100 });
       stalled.start();
       const ids = await record(pool, 100, 'ordered');
-      await sleep(1_500);
+      // The sentinel: the relay tried to publish them and failed (its warning counts them pending).
+      await eventually('the relay tried to publish the 100 and failed', () =>
+        logs.lines.some((l) => l.includes('events could not be published') && l.includes('"pending":100')),
+      ).finally(() => logs.stop());
       assert.equal(await pending(pool), 100, 'nothing is marked published while the broker is down');
       await stalled.stop();
 
