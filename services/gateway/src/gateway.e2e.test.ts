@@ -22,7 +22,7 @@ import {
   type CreateCalendarFeedTokenRequest,
   type StreamCalendarFeedRequest,
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
-import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
+import { captureLogs, eventually, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import { fieldByName } from '@workauto/protos';
 import type { Route } from './routes.js';
@@ -1022,11 +1022,15 @@ describe('gateway in front of identity', () => {
     assertError(down, 503, 'SERVICE_UNAVAILABLE');
     assert.equal(down.body.error.details[0].metadata.service, 'identity');
     assert.match(down.body.error.message, /identity.*retry/);
-    let readyNow = await api('GET', '/readyz');
-    for (let i = 0; i < 30 && !readyNow.body.services_down.length; i++) {
-      await sleep(100);
-      readyNow = await api('GET', '/readyz');
-    }
+    const readyNow = await eventually(
+      '/readyz lists identity as down',
+      async () => {
+        const res = await api('GET', '/readyz');
+        return res.body.services_down.length > 0 && res;
+      },
+      20_000,
+      100,
+    );
     assert.equal(readyNow.status, 200);
     assert.deepEqual(readyNow.body.services_down, ['identity']);
     assert.equal((await api('GET', '/healthz')).status, 200, 'liveness does not depend on downstreams');

@@ -180,11 +180,11 @@ describe(
         (await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey })).status,
         200,
       );
-      for (let i = 0; i < 100 && !spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)); i++)
-        await sleep(100);
-      assert.ok(
-        spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)),
+      await eventually(
         'the agents service exported its spans',
+        () => spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)),
+        10_000,
+        100,
       );
       await sleep(500);
 
@@ -207,11 +207,12 @@ describe(
         await call('PATCH', '/apps/traced', key, { enabled_tools: ['echo'] });
         assert.equal((await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } })).status, 200);
         assert.equal(mcp.calls.at(-1)?.headers.authorization, `Bearer ${appSecret}`);
-        for (let i = 0; i < 100 && !spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)); i++)
-          await sleep(100);
-        assert.ok(
-          spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)),
-          `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`,
+        await eventually(
+          () =>
+            `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`,
+          () => spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)),
+          10_000,
+          100,
         );
       } finally {
         await mcp.close();
