@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -500,7 +501,18 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       'the released one runs again',
       async () => (await queue.status(pool, ids.running))?.state === 'running',
     );
-    await sleep(200); // several more sweeps
+    // The sentinel: a sweep that started after this (it deletes a job finished two hours ago) has
+    // passed over the recent ones too.
+    const sentinel = randomUUID();
+    await pool.query(
+      `INSERT INTO jobs (id, queue, payload, state, max_attempts, finished_at)
+       VALUES ($1, $2, '{"kind": "ok"}', 'succeeded', 1, now() - interval '2 hours')`,
+      [sentinel, queue.name],
+    );
+    await eventually(
+      'a later sweep deleted the sentinel',
+      async () => (await queue.status(pool, sentinel)) === undefined,
+    );
     await second.stop();
     assert.equal(
       (await queue.status(pool, ids.recentDead))?.state,
