@@ -588,8 +588,7 @@ describe('calendar through the gateway', () => {
         201,
       );
       assert.ok(invitation.code, 'the code is shown when the invitation is made');
-      return (await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: invitation.code } }), 201))
-        .api_key;
+      return (await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: invitation.code } }))).api_key;
     };
     const viewerKey = await join('viewer');
     const viewer = stack.client(viewerKey);
