@@ -67,7 +67,7 @@ export class CallContext {
   }
 
   /**
-   * Whether the caller may act at `need` in `domain` (contract §4), for rules beyond the route's own
+   * Whether the caller may act at `need` in `domain` (docs/api.md §3), for rules beyond the route's own
    * policy, which the gateway has already checked. A caller without signed access levels (not a
    * member: a service acting for a scheduled run) is not restricted here.
    */

@@ -65,7 +65,7 @@ const brokenRules = new WeakMap<object, Violation[]>();
 
 /**
  * The service's definition with each request checked against the protos' field rules
- * (`buf.validate`, docs/api.md §Validation) as it is decoded: a direct gRPC caller gets the same
+ * (`buf.validate`, docs/api.md §16) as it is decoded: a direct gRPC caller gets the same
  * violations as a client of the gateway, before any handler runs (refuseBrokenRules, after the
  * caller is verified). Rpcs of a service the descriptor set does not hold are left as they are.
  */
