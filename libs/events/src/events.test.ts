@@ -731,8 +731,8 @@ async function relayTwice(
   return {
     ids,
     redeliver: async (applied: number) => {
-      await until('applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === applied);
-      await until('all marked published', async () => (await pending(pool)) === 0);
+      await eventually('applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === applied);
+      await eventually('all marked published', async () => (await pending(pool)) === 0);
       await pool.query('UPDATE outbox SET published_at = NULL');
       await relay.drainOnce();
       await relay.stop();
