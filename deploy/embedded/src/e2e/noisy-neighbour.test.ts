@@ -254,18 +254,23 @@ describe(
       const samples: Sample[] = [];
       const answers: Record<string, Record<number, number>> = {};
       const team = await attackers(specs);
-      for (let round = 0; round < 5; round++) {
-        if (round === 2) startMb = pids.map(rssMb);
-        quiet.push(...(await measureB(0, 800, 25_000, 2)));
-        const stop = team.round();
-        await sleep(200);
-        samples.push(...(await measureB(0, 1_000, 25_000, 2)));
-        for (const [what, tally] of await stop())
-          for (const [status, n] of Object.entries(tally))
-            (answers[what] ??= {})[Number(status)] = (answers[what]?.[Number(status)] ?? 0) + n;
+      try {
+        for (let round = 0; round < 5; round++) {
+          if (round === 2) startMb = pids.map(rssMb);
+          quiet.push(...(await measureB(0, 800, 25_000, 2)));
+          const stop = team.round();
+          await sleep(200);
+          samples.push(...(await measureB(0, 1_000, 25_000, 2)));
+          for (const [what, tally] of await stop())
+            for (const [status, n] of Object.entries(tally))
+              (answers[what] ??= {})[Number(status)] = (answers[what]?.[Number(status)] ?? 0) + n;
+        }
+      } finally {
+        // A round that throws (a hook past its timeout on a loaded machine) must not leave attacker
+        // threads running: they would keep this file's process, and the suite, alive.
+        await team.close();
+        clearInterval(watch);
       }
-      await team.close();
-      clearInterval(watch);
       const stopped = Date.now();
       let endMb = pids.map(rssMb);
       while (endMb.some((mb, i) => mb > 1.2 * startMb[i]!) && Date.now() - stopped < 5_000) {
@@ -290,6 +295,8 @@ describe(
 
     const idle: Sample[] = [];
     const busy: Sample[] = [];
+    /** Ends A's loops of the first window (set once they run): after() calls it if before() failed. */
+    let stopAbuse = () => undefined as void;
     let bRunStartMs = Infinity;
     let bRunDetail = '';
     const aOutcomes = {
@@ -449,6 +456,7 @@ describe(
       // paused and resumed below, so B's idle and noisy samples alternate in short windows and
       // whatever else loads the machine (another test file) weighs on both alike.
       let stop = false;
+      stopAbuse = () => void (stop = true);
       let paused = true;
       const abuse: Promise<void>[] = [];
       const loop = (body: () => Promise<void>) =>
@@ -669,6 +677,7 @@ describe(
     }
 
     after(async () => {
+      stopAbuse();
       releaseHangs();
       for (const id of aRuns)
         await api('POST', `/agents/task-triage/runs/${id}/cancel`, a.key, {}).catch(() => undefined);
