@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
-import { integerFromEnv } from './env.js';
+import { loadConfig, vars } from '@workauto/config';
 
 /**
  * Two advisory locks, both held by a transaction (never a session: see runMigrations):
@@ -132,10 +132,12 @@ export async function pendingMigrations(pool: pg.Pool, dirs: string[]): Promise<
 export async function runMigrations(pool: pg.Pool, dirs: string[], options: MigrationOptions = {}): Promise<string[]> {
   const lockTimeoutMs =
     options.lockTimeoutMs ??
-    integerFromEnv('MIGRATION_LOCK_TIMEOUT_MS', DEFAULT_LOCK_TIMEOUT_MS, {
-      min: 1,
-      what: 'a positive integer of milliseconds',
-    });
+    loadConfig({
+      MIGRATION_LOCK_TIMEOUT_MS: vars.integer(DEFAULT_LOCK_TIMEOUT_MS, {
+        min: 1,
+        what: 'a positive integer of milliseconds',
+      }),
+    }).MIGRATION_LOCK_TIMEOUT_MS;
   const logger = options.logger ?? createLogger('migrations');
   const statementLockTimeoutMs = options.statementLockTimeoutMs ?? STATEMENT_LOCK_TIMEOUT_MS;
   const wait = new LockWait(lockTimeoutMs, options.waitLogEveryMs ?? WAIT_LOG_EVERY_MS, logger);
