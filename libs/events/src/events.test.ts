@@ -503,10 +503,7 @@ describe('consumer', () => {
       data_json: JSON.stringify({ id: 'n-1' }),
       metadata_json: JSON.stringify({ title: 'x' }),
     }).finish();
-    assert.deepEqual(
-      [decodeEvent(both).data, decodeEvent(both).metadata],
-      [{ id: 'n-1' }, { title: 'x' }],
-    );
+    assert.deepEqual([decodeEvent(both).data, decodeEvent(both).metadata], [{ id: 'n-1' }, { title: 'x' }]);
     const structsOnly = Event.encode({
       ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000ab', type: 'note.deleted', tenant_id: TENANT }),
       data: { id: 'old' },
