@@ -4,11 +4,35 @@
  * policy: records of several domains behind one route (webhook events), or work that acts in other
  * domains (an agent run's tools).
  */
+import { AccessLevel as ProtoAccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
+import { enumMapping } from './enums.js';
 import { errors } from './errors.js';
 
-export type AccessLevel = 'none' | 'read' | 'write' | 'admin';
+/**
+ * The access levels, lowest first: the names of workauto.api.v1.AccessLevel (policy.proto), each
+ * including the ones before it (a test holds the two equal).
+ */
+export const LEVELS = ['none', 'read', 'write', 'admin'] as const;
+export type AccessLevel = (typeof LEVELS)[number];
 
-/** The domains of contract §4. */
+let protoLevels: ReturnType<typeof enumMapping<typeof ProtoAccessLevel>> | undefined;
+
+/** workauto.api.v1.AccessLevel ↔ its name, from the descriptor (read at the first use). */
+export const protoAccessLevel = {
+  /** The level of a proto value: UNSPECIFIED (not set) is none; undefined for a number the proto does not have. */
+  toLevel(value: number | undefined): AccessLevel | undefined {
+    if (!value) return 'none';
+    return (protoLevels ??= enumMapping(ProtoAccessLevel)).toDomain(value) as AccessLevel | undefined;
+  },
+  fromLevel(level: AccessLevel): ProtoAccessLevel {
+    return (protoLevels ??= enumMapping(ProtoAccessLevel)).fromDomain(level);
+  },
+};
+
+/**
+ * The domains (docs/api.md §3), which policy.proto's Policy.domain names: the gateway refuses
+ * to route an rpc whose policy names another.
+ */
 export const DOMAINS = [
   'members',
   'audit',
@@ -26,15 +50,17 @@ export type Domain = (typeof DOMAINS)[number];
 /** A member's effective level in each domain; a domain left out is `none`. */
 export type AccessLevels = Partial<Record<Domain, AccessLevel>>;
 
-const RANK: Record<AccessLevel, number> = { none: 0, read: 1, write: 2, admin: 3 };
-
 export function isAccessLevel(value: unknown): value is AccessLevel {
-  return typeof value === 'string' && Object.hasOwn(RANK, value);
+  return (LEVELS as readonly unknown[]).includes(value);
+}
+
+export function isDomain(value: unknown): value is Domain {
+  return (DOMAINS as readonly unknown[]).includes(value);
 }
 
 /** Whether `have` is at least `need`. */
 export function levelAtLeast(have: AccessLevel, need: AccessLevel): boolean {
-  return RANK[have] >= RANK[need];
+  return LEVELS.indexOf(have) >= LEVELS.indexOf(need);
 }
 
 /**

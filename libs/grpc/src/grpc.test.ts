@@ -6,6 +6,8 @@ import { DomainError, decodeStatusDetails, errors, toServiceError } from './erro
 import { listCallScope, parsePage, timestampCursor, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
+import { LEVELS, levelAtLeast, protoAccessLevel } from './access.js';
+import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { encodedSizeBound } from './message-size.js';
 import { CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
 import { fixtures } from '@workauto/protos/fixtures';
@@ -290,5 +292,19 @@ describe('enumMapping', () => {
       () => enumMapping(Stray, fixtures),
       /no enum of the descriptor set has the values STRAY_UNSPECIFIED, STRAY_ONE: rebuild the protos/,
     );
+  });
+});
+
+describe('access levels', () => {
+  it("are workauto.api.v1.AccessLevel's names in its order, lowest first, and map to and from its numbers", () => {
+    assert.deepEqual(enumMapping(AccessLevel).names, [...LEVELS]);
+    assert.deepEqual(
+      [0, AccessLevel.ACCESS_LEVEL_NONE, AccessLevel.ACCESS_LEVEL_WRITE, AccessLevel.ACCESS_LEVEL_ADMIN, 99].map((n) =>
+        protoAccessLevel.toLevel(n),
+      ),
+      ['none', 'none', 'write', 'admin', undefined],
+    );
+    assert.equal(protoAccessLevel.fromLevel('read'), AccessLevel.ACCESS_LEVEL_READ);
+    assert.ok(levelAtLeast('admin', 'write') && levelAtLeast('read', 'read') && !levelAtLeast('read', 'write'));
   });
 });

@@ -13,9 +13,12 @@ export { CallContext, type Actor } from './context.js';
 export { IDEMPOTENT_REPLAYED_KEY, idempotencyScope, idempotencySealInfo, requestFingerprint } from './idempotency.js';
 export {
   DOMAINS,
+  LEVELS,
   accessDenied,
+  protoAccessLevel,
   allows,
   isAccessLevel,
+  isDomain,
   levelAtLeast,
   type AccessLevel,
   type AccessLevels,

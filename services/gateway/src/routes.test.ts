@@ -4,6 +4,7 @@ import type { DescFile } from '@bufbuild/protobuf';
 import { loadSchema } from '@workauto/protos';
 import { buildRoutes, compileTemplate, loadRoutes, matchRoute, serviceFiles } from './routes.js';
 import { fixtureFile } from '@workauto/protos/fixtures';
+import { DOMAINS } from '@workauto/grpc';
 
 /** Files of the product's descriptor set (their codecs loaded by loadRoutes). */
 const routes = await loadRoutes();
@@ -160,6 +161,15 @@ describe('path templates', () => {
     assert.throws(() => buildRoutes(fixtureFile('bad_twice')), /both claim GET/);
     assert.throws(() => buildRoutes(fixtureFile('bad_token')), /AUTH_API_KEY_OR_TOKEN needs a GET route/);
     assert.throws(() => buildRoutes(fixtureFile('bad_token_field')), /string request field `token`/);
+    assert.throws(
+      () => buildRoutes(fixtureFile('bad_domain')),
+      /policy names domain "note", not one of members, audit, agents, apps, calendar, crm, notes, tasks, webhooks, integrations/,
+    );
+  });
+
+  it('take their domains and levels from the one list every policy names, and each domain guards some route', () => {
+    assert.deepEqual(new Set(routes.filter((r) => r.domain).map((r) => r.domain)), new Set(DOMAINS));
+    assert.deepEqual(new Set(routes.filter((r) => r.domain).map((r) => r.level)), new Set(['read', 'write', 'admin']));
   });
 
   it('let the calendar feed alone take a token instead of an API key', () => {
