@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig, vars } from '@workauto/config';
+import { retry, type Backoff, type Clock } from '@workauto/retry';
 import { isConcurrencyFailure } from './errors.js';
 import { keyedCall } from './idempotency.js';
 import { TenantShares } from './tenant-share.js';
@@ -164,9 +164,15 @@ export interface TransactionOptions {
   signal?: AbortSignal | undefined;
   /** Runs in all, counting the first (default 4). */
   attempts?: number;
+  /** The clock its backoff waits on (default the system's; tests pass ManualClock). */
+  clock?: Clock;
 }
 
-const BACKOFF_MS = 10;
+/**
+ * Between runs: full jitter (a random part of 20, 40, 80 ms), so the transactions that collided do
+ * not collide again in lockstep.
+ */
+const BACKOFF: Backoff = { firstMs: 20, jitter: 'full' };
 
 /**
  * Runs fn in one transaction: COMMIT if it resolves, ROLLBACK if it throws. A transaction that
@@ -181,17 +187,14 @@ export async function withTransaction<T>(
   fn: (tx: pg.PoolClient) => Promise<T>,
   opts: TransactionOptions = {},
 ): Promise<T> {
-  const attempts = opts.attempts ?? 4;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await runOnce(pool, fn, opts.signal);
-    } catch (err) {
-      if (attempt >= attempts || !isConcurrencyFailure(err) || opts.signal?.aborted) throw err;
-      // Full jitter: the transactions that collided do not collide again in lockstep.
-      // A call cancelled meanwhile ends the wait; the next run then throws the signal's reason.
-      await sleep(Math.random() * BACKOFF_MS * 2 ** attempt, undefined, { signal: opts.signal }).catch(() => undefined);
-    }
-  }
+  // A call cancelled during a wait ends it, and the signal's reason is thrown.
+  return retry(() => runOnce(pool, fn, opts.signal), {
+    backoff: BACKOFF,
+    retryable: isConcurrencyFailure,
+    attempts: opts.attempts ?? 4,
+    signal: opts.signal,
+    clock: opts.clock,
+  });
 }
 
 async function runOnce<T>(
