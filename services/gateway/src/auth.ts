@@ -11,7 +11,7 @@ import { isDomain, levelAtLeast, type AccessLevels, type Downstream, protoAccess
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { requestCost } from './cost.js';
 import { gatewayErrors } from './errors.js';
-import { TOKEN_FIELD, type Level, type Route } from './routes.js';
+import { TOKEN_FIELD, type Route } from './routes.js';
 import type { TenantLimits } from './tenant-limits.js';
 
 const accessByPrincipal = new WeakMap<Principal, AccessLevels>();

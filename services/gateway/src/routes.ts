@@ -20,7 +20,6 @@ import { Auth } from '@workauto/protos/workauto/api/v1/policy.js';
 
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 type AuthKind = 'api_key' | 'platform_admin' | 'none' | 'api_key_or_token';
-export type { Level };
 
 export interface Route {
   method: HttpMethod;
