@@ -3,10 +3,12 @@
  * signed into the caller identity. Services read them where a rule goes beyond the route's own
  * policy: records of several domains behind one route (webhook events), or work that acts in other
  * domains (an agent run's tools).
+ *
+ * It loads nothing OpenTelemetry instruments (no grpc-js): the gateway's route table reads it
+ * before telemetry starts (`@workauto/grpc/access`).
  */
 import { AccessLevel as ProtoAccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { enumMapping } from './enums.js';
-import { errors } from './errors.js';
 
 /**
  * The access levels, lowest first: the names of workauto.api.v1.AccessLevel (policy.proto), each
@@ -70,13 +72,4 @@ export function levelAtLeast(have: AccessLevel, need: AccessLevel): boolean {
  */
 export function allows(access: AccessLevels | undefined, domain: Domain, need: AccessLevel): boolean {
   return access === undefined || levelAtLeast(access[domain] ?? 'none', need);
-}
-
-/** 403 ACCESS_DENIED in the gateway's words, for a rule a service checks itself. */
-export function accessDenied(domain: Domain, need: AccessLevel, have: AccessLevel, what: string) {
-  return errors.permissionDenied(
-    'ACCESS_DENIED',
-    `${what} needs ${need} access to ${domain}; your access there is ${have}. Ask an admin to change your role or access policy`,
-    { domain, required_level: need, actual_level: have },
-  );
 }

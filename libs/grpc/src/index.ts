@@ -1,5 +1,6 @@
 export {
   DomainError,
+  accessDenied,
   errors,
   toServiceError,
   decodeStatusDetails,
@@ -14,7 +15,6 @@ export { IDEMPOTENT_REPLAYED_KEY, idempotencyScope, idempotencySealInfo, request
 export {
   DOMAINS,
   LEVELS,
-  accessDenied,
   protoAccessLevel,
   allows,
   isAccessLevel,

@@ -4,7 +4,9 @@
  * per endpoint. A malformed annotation fails start-up, so a typo never becomes a silent 404.
  */
 import { ScalarType, type DescFile, type DescMessage, type DescMethod } from '@bufbuild/protobuf';
-import { DOMAINS, isDomain, protoAccessLevel, type AccessLevel as Level } from '@workauto/grpc';
+// Not '@workauto/grpc': main.ts loads this module (through cors.ts) before telemetry starts, and
+// grpc-js loaded then would never be traced.
+import { DOMAINS, isDomain, protoAccessLevel, type AccessLevel as Level } from '@workauto/grpc/access';
 import {
   commentOf,
   fieldByName,
