@@ -40,3 +40,41 @@ describe('durations', () => {
     assert.throws(() => loadConfig({ GRACE: vars.duration('24h') }, { GRACE: 'soon' }), /GRACE: expected a duration/);
   });
 });
+
+describe('integers and optional ports', () => {
+  const shape = {
+    POOL_MAX: vars.integer(10, { min: 1, max: 1000, what: 'a whole number of connections from 1 to 1000' }),
+    TIMEOUT_MS: vars.integer(3000, { min: 1, what: 'a positive integer of milliseconds' }),
+    METRICS_PORT: vars.optionalPort(),
+  };
+
+  it('take the default when unset or empty, and the value when it is in range', () => {
+    const read = (env: Record<string, string>) => {
+      const c = loadConfig(shape, env);
+      return [c.POOL_MAX, c.TIMEOUT_MS, c.METRICS_PORT];
+    };
+    assert.deepEqual(read({}), [10, 3000, undefined]);
+    assert.deepEqual(read({ POOL_MAX: '', TIMEOUT_MS: '', METRICS_PORT: '' }), [10, 3000, undefined]);
+    assert.deepEqual(read({ POOL_MAX: '1000', TIMEOUT_MS: '99999999', METRICS_PORT: '0' }), [1000, 99_999_999, 0]);
+  });
+
+  it('name the variable, what it should be and how to get the default when a value is bad', () => {
+    for (const bad of ['0', '1001', '2.5', 'ten']) {
+      assert.throws(
+        () => loadConfig(shape, { POOL_MAX: bad }),
+        new RegExp(
+          `POOL_MAX: must be a whole number of connections from 1 to 1000; unset it for 10 \\(got "${bad}"\\)`,
+        ),
+      );
+    }
+    assert.throws(
+      () => loadConfig(shape, { TIMEOUT_MS: '5s' }),
+      /TIMEOUT_MS: must be a positive integer of milliseconds; unset it for 3000 \(got "5s"\)/,
+    );
+    for (const bad of ['http', '70000', '-1'])
+      assert.throws(
+        () => loadConfig(shape, { METRICS_PORT: bad }),
+        new RegExp(`METRICS_PORT: must be a port number \\(0–65535\\), or unset \\(got "${bad}"\\)`),
+      );
+  });
+});

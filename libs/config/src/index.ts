@@ -53,6 +53,9 @@ export function parseDuration(text: string): number | undefined {
   return m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : undefined;
 }
 
+/** An empty variable counts as unset (`FOO=` in a shell or a chart's empty value): its default applies. */
+const emptyIsUnset = (v: unknown) => (v === '' ? undefined : v);
+
 /** Common variable shapes, so every service spells them the same way. */
 export const vars = {
   /** A duration such as `30s`, `5m`, `24h`, `5d` (also `500ms`), in milliseconds. */
@@ -72,6 +75,29 @@ export const vars = {
         return ms;
       }),
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
+  /** An address to listen on; empty is unset (`::`: every address, IPv6 and IPv4). */
+  host: (fallback: string) => z.preprocess(emptyIsUnset, z.string().default(fallback)),
+  /** A port to listen on only when set (e.g. METRICS_PORT); empty is unset. */
+  optionalPort: () =>
+    z.preprocess(
+      emptyIsUnset,
+      z.coerce
+        .number({ error: 'must be a port number (0–65535), or unset' })
+        .int({ error: 'must be a port number (0–65535), or unset' })
+        .min(0, { error: 'must be a port number (0–65535), or unset' })
+        .max(65535, { error: 'must be a port number (0–65535), or unset' })
+        .optional(),
+    ),
+  /**
+   * A whole number from min to max (no max: unbounded), `fallback` when unset or empty; a bad value
+   * is named with what it should be (`what`, e.g. "a whole number of connections from 1 to 1000")
+   * and how to get the default.
+   */
+  integer: (fallback: number, range: { min: number; max?: number; what: string }) => {
+    const error = `must be ${range.what}; unset it for ${fallback}`;
+    const n = z.coerce.number({ error }).int({ error }).min(range.min, { error });
+    return z.preprocess(emptyIsUnset, (range.max === undefined ? n : n.max(range.max, { error })).default(fallback));
+  },
   url: () => z.string().url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   milliseconds: (fallback: number) => z.coerce.number().int().positive().default(fallback),

@@ -284,7 +284,9 @@ describe('DATABASE_POOL_MAX', () => {
       await withPoolMax(bad, async () =>
         assert.throws(
           () => createPool(databaseUrl, { max: 1 }),
-          new RegExp(`DATABASE_POOL_MAX must be a whole number of connections from 1 to 1000 \\(got "${bad}"\\)`),
+          new RegExp(
+            `DATABASE_POOL_MAX: must be a whole number of connections from 1 to 1000; unset it for 10 \\(got "${bad}"\\)`,
+          ),
         ),
       );
     }

@@ -14,8 +14,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { retry } from '@workauto/retry';
 
 /** The folder of the shared migration (idempotency_records), applied by every service after the outbox's. */
 export const IDEMPOTENCY_MIGRATIONS = fileURLToPath(new URL('../migrations', import.meta.url));
@@ -187,21 +187,32 @@ export class KeyedTransaction {
   }
 }
 
-/** The response of a record committed without one: waits a little for its call to store it. */
+/** The record is there, its call still running: look again. */
+const NOT_STORED_YET = new Error('the response is not stored yet');
+
+/** The response of a record committed without one: waits a little (polls every 50 ms, 2 s at most) for its call to store it. */
 async function storedResponse(scope: Scope): Promise<string> {
   const { pool, write } = scope;
   if (!pool) throw new IdempotencyKeyInUseError(false);
-  for (const end = Date.now() + RESPONSE_WAIT_MS; ;) {
-    const { rows } = await pool.query<{ response: string | null; abandoned: boolean }>(
-      `SELECT response, created_at < now() - interval '${ABANDONED_AFTER}' AS abandoned
-         FROM idempotency_records WHERE scope = $1 AND key = $2`,
-      [write.scope, write.key],
-    );
-    const row = rows[0];
-    if (row?.response) return row.response;
-    if (!row || row.abandoned || Date.now() > end) throw new IdempotencyKeyInUseError(row?.abandoned ?? false);
-    await sleep(50);
-  }
+  return retry(
+    async () => {
+      const { rows } = await pool.query<{ response: string | null; abandoned: boolean }>(
+        `SELECT response, created_at < now() - interval '${ABANDONED_AFTER}' AS abandoned
+           FROM idempotency_records WHERE scope = $1 AND key = $2`,
+        [write.scope, write.key],
+      );
+      const row = rows[0];
+      if (row?.response) return row.response;
+      if (!row || row.abandoned) throw new IdempotencyKeyInUseError(row?.abandoned ?? false);
+      throw NOT_STORED_YET;
+    },
+    {
+      backoff: { firstMs: 50, factor: 1 },
+      retryable: (err) => err === NOT_STORED_YET,
+      timeoutMs: RESPONSE_WAIT_MS,
+      timedOut: () => new IdempotencyKeyInUseError(false),
+    },
+  );
 }
 
 /** Deletes records past their 24 h, at most `batch` at a time; resolves to how many went. */

@@ -349,7 +349,10 @@ describe('runMigrations', () => {
     const saved = process.env.MIGRATION_LOCK_TIMEOUT_MS;
     process.env.MIGRATION_LOCK_TIMEOUT_MS = '5s';
     try {
-      await assert.rejects(runMigrations(pool, []), /MIGRATION_LOCK_TIMEOUT_MS must be a positive integer .*"5s"/);
+      await assert.rejects(
+        runMigrations(pool, []),
+        /MIGRATION_LOCK_TIMEOUT_MS: must be a positive integer of milliseconds; unset it for \d+ \(got "5s"\)/,
+      );
     } finally {
       if (saved === undefined) delete process.env.MIGRATION_LOCK_TIMEOUT_MS;
       else process.env.MIGRATION_LOCK_TIMEOUT_MS = saved;

@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createLogger } from '@workauto/logger';
-import { integerFromEnv } from './env.js';
+import { loadConfig, vars } from '@workauto/config';
+import { retry, systemClock, type Clock } from '@workauto/retry';
 
 /**
  * Two advisory locks, both held by a transaction (never a session: see runMigrations):
@@ -55,6 +55,8 @@ export interface MigrationOptions {
   waitLogEveryMs?: number;
   /** lock_timeout of the files' statements (default 10 s). */
   statementLockTimeoutMs?: number;
+  /** The clock the wait for the lock polls on (default the system's). */
+  clock?: Clock;
 }
 
 /** A migration file failed; `code` is PostgreSQL's SQLSTATE, so callers can tell an outage from a bad file. */
@@ -132,77 +134,133 @@ export async function pendingMigrations(pool: pg.Pool, dirs: string[]): Promise<
 export async function runMigrations(pool: pg.Pool, dirs: string[], options: MigrationOptions = {}): Promise<string[]> {
   const lockTimeoutMs =
     options.lockTimeoutMs ??
-    integerFromEnv('MIGRATION_LOCK_TIMEOUT_MS', DEFAULT_LOCK_TIMEOUT_MS, {
-      min: 1,
-      what: 'a positive integer of milliseconds',
-    });
+    loadConfig({
+      MIGRATION_LOCK_TIMEOUT_MS: vars.integer(DEFAULT_LOCK_TIMEOUT_MS, {
+        min: 1,
+        what: 'a positive integer of milliseconds',
+      }),
+    }).MIGRATION_LOCK_TIMEOUT_MS;
   const logger = options.logger ?? createLogger('migrations');
   const statementLockTimeoutMs = options.statementLockTimeoutMs ?? STATEMENT_LOCK_TIMEOUT_MS;
-  const wait = new LockWait(lockTimeoutMs, options.waitLogEveryMs ?? WAIT_LOG_EVERY_MS, logger);
+  const clock = options.clock ?? systemClock;
+  const logEveryMs = options.waitLogEveryMs ?? WAIT_LOG_EVERY_MS;
+  const started = clock.now().getTime();
+  let logged: number | undefined;
   const files = await listMigrations(dirs);
   const applied: string[] = [];
-  for (;;) {
-    const client = await pool.connect();
-    let step: 'done' | 'more' | { busy: string };
-    let open = true;
-    try {
-      await client.query('BEGIN');
-      // Migrations take as long as they take; waits for table locks are bounded instead (below).
-      // idle_in_transaction: this transaction idles while a no-transaction file runs elsewhere.
-      await client.query('SET LOCAL statement_timeout = 0');
-      await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
-      if (!(await tryLock(client, RUNNER_LOCK))) step = { busy: RUNNER_LOCK };
-      else {
-        const recorded = await appliedVersions(client);
-        const pending = files.filter((f) => !recorded?.has(f.version));
-        if (pending.length === 0) step = 'done';
-        else if (recorded && pending[0]!.noTransaction) {
-          // This transaction wrote nothing and holds no table lock, so it does not hold back the
-          // index build (which waits for older transactions that hold a snapshot or a lock on its table).
-          await applyOutsideTransaction(pool, pending[0]!, applied);
-          await record(client, pending[0]!.version);
-          await client.query('COMMIT');
-          open = false;
-          applied.push(pending[0]!.version);
-          step = pending.length > 1 ? 'more' : 'done';
-        } else if (!(await tryLock(client, SHARED_LOCK))) step = { busy: SHARED_LOCK };
-        else {
-          // Created only when missing: a process without DDL rights (MIGRATE_ON_START=false) may still run this.
-          if (!recorded)
-            await client.query(
-              'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
-            );
-          const batch: string[] = [];
-          for (const file of pending) {
-            if (file.noTransaction) break;
-            // Each file starts from the runner's lock_timeout, whatever the one before set.
-            await client.query(`SET LOCAL lock_timeout = ${statementLockTimeoutMs}`);
-            await client
-              .query(file.sql)
-              .catch((err: unknown) => Promise.reject(failure(file, err, applied, statementLockTimeoutMs)));
-            await record(client, file.version);
-            batch.push(file.version);
-          }
-          await client.query('COMMIT');
-          open = false;
-          applied.push(...batch);
-          step = batch.length < pending.length ? 'more' : 'done';
-        }
+  // Polls (no transaction stays open between tries) while another process holds a lock, logging
+  // who holds it every logEveryMs, and throws MigrationLockTimeoutError past lockTimeoutMs.
+  await retry(
+    async () => {
+      for (;;) {
+        const step = await migrateStep(pool, files, applied, statementLockTimeoutMs);
+        if (step === 'done') return;
+        if (step !== 'more') throw new LockBusy(step.busy);
       }
-      // Nothing to do, or a lock is busy: end the transaction (and its locks) before waiting.
-      if (open) await client.query('ROLLBACK');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
-    if (step === 'done') {
-      wait.end();
-      return applied;
-    }
-    if (typeof step === 'object') await wait.busy(pool, step.busy);
+    },
+    {
+      backoff: { firstMs: LOCK_POLL_MS, factor: 1 },
+      retryable: (err) => err instanceof LockBusy,
+      timeoutMs: lockTimeoutMs,
+      timedOut: async ({ error, elapsedMs }) => {
+        const holder = await lockHolder(pool, (error as LockBusy).lock);
+        return new MigrationLockTimeoutError(
+          `the migration lock was still held after ${Math.round(elapsedMs / 1000)} s by ${holder.text}: another process ` +
+            `is applying migrations to this database. Start again once it is done; if it is stuck, end it with ` +
+            `SELECT pg_terminate_backend(${holder.pid ?? '<pid>'}); MIGRATION_LOCK_TIMEOUT_MS (${lockTimeoutMs}) sets how long to wait`,
+        );
+      },
+      onRetry: async ({ error, elapsedMs }) => {
+        const now = clock.now().getTime();
+        if (logged !== undefined && now - logged < logEveryMs) return;
+        const holder = await lockHolder(pool, (error as LockBusy).lock);
+        logger.warn(
+          { holder_pid: holder.pid, holder: holder.text, waited_ms: elapsedMs, timeout_ms: lockTimeoutMs },
+          `waiting for the migration lock held by ${holder.text} (another process is applying migrations; giving up after MIGRATION_LOCK_TIMEOUT_MS = ${lockTimeoutMs} ms)`,
+        );
+        logged = clock.now().getTime();
+      },
+      clock,
+    },
+  );
+  if (logged !== undefined) logger.info({ waited_ms: clock.now().getTime() - started }, 'got the migration lock');
+  return applied;
+}
+
+/** Another process holds this lock (RUNNER_LOCK or SHARED_LOCK): try again later. */
+class LockBusy extends Error {
+  constructor(readonly lock: string) {
+    super(`${lock} is held by another process`);
   }
+}
+
+/**
+ * One transaction of the runner: takes the locks and applies what it can (every pending file up to
+ * the first `-- no-transaction` one, or that one alone). 'more' when files are left, a busy lock's
+ * name when another process holds it.
+ */
+async function migrateStep(
+  pool: pg.Pool,
+  files: MigrationFile[],
+  applied: string[],
+  statementLockTimeoutMs: number,
+): Promise<'done' | 'more' | { busy: string }> {
+  const client = await pool.connect();
+  let step: 'done' | 'more' | { busy: string };
+  let open = true;
+  try {
+    await client.query('BEGIN');
+    // Migrations take as long as they take; waits for table locks are bounded instead (below).
+    // idle_in_transaction: this transaction idles while a no-transaction file runs elsewhere.
+    await client.query('SET LOCAL statement_timeout = 0');
+    await client.query('SET LOCAL idle_in_transaction_session_timeout = 0');
+    if (!(await tryLock(client, RUNNER_LOCK))) step = { busy: RUNNER_LOCK };
+    else {
+      const recorded = await appliedVersions(client);
+      const pending = files.filter((f) => !recorded?.has(f.version));
+      if (pending.length === 0) step = 'done';
+      else if (recorded && pending[0]!.noTransaction) {
+        // This transaction wrote nothing and holds no table lock, so it does not hold back the
+        // index build (which waits for older transactions that hold a snapshot or a lock on its table).
+        await applyOutsideTransaction(pool, pending[0]!, applied);
+        await record(client, pending[0]!.version);
+        await client.query('COMMIT');
+        open = false;
+        applied.push(pending[0]!.version);
+        step = pending.length > 1 ? 'more' : 'done';
+      } else if (!(await tryLock(client, SHARED_LOCK))) step = { busy: SHARED_LOCK };
+      else {
+        // Created only when missing: a process without DDL rights (MIGRATE_ON_START=false) may still run this.
+        if (!recorded)
+          await client.query(
+            'CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())',
+          );
+        const batch: string[] = [];
+        for (const file of pending) {
+          if (file.noTransaction) break;
+          // Each file starts from the runner's lock_timeout, whatever the one before set.
+          await client.query(`SET LOCAL lock_timeout = ${statementLockTimeoutMs}`);
+          await client
+            .query(file.sql)
+            .catch((err: unknown) => Promise.reject(failure(file, err, applied, statementLockTimeoutMs)));
+          await record(client, file.version);
+          batch.push(file.version);
+        }
+        await client.query('COMMIT');
+        open = false;
+        applied.push(...batch);
+        step = batch.length < pending.length ? 'more' : 'done';
+      }
+    }
+    // Nothing to do, or a lock is busy: end the transaction (and its locks) before waiting.
+    if (open) await client.query('ROLLBACK');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+  return step;
 }
 
 async function record(client: pg.PoolClient, version: string): Promise<void> {
@@ -212,45 +270,6 @@ async function record(client: pg.PoolClient, version: string): Promise<void> {
 async function tryLock(client: pg.PoolClient, name: string): Promise<boolean> {
   const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(hashtext($1)) AS ok', [name]);
   return rows[0]!.ok;
-}
-
-/**
- * The wait for another process's lock: polls (no transaction stays open between tries), logs who
- * holds it every logEveryMs, and throws MigrationLockTimeoutError past timeoutMs.
- */
-class LockWait {
-  private readonly started = Date.now();
-  private lastLog = 0;
-  constructor(
-    private readonly timeoutMs: number,
-    private readonly logEveryMs: number,
-    private readonly logger: MigrationLogger,
-  ) {}
-
-  async busy(pool: pg.Pool, name: string): Promise<void> {
-    const elapsed = Date.now() - this.started;
-    if (elapsed >= this.timeoutMs) {
-      const holder = await lockHolder(pool, name);
-      throw new MigrationLockTimeoutError(
-        `the migration lock was still held after ${Math.round(elapsed / 1000)} s by ${holder.text}: another process ` +
-          `is applying migrations to this database. Start again once it is done; if it is stuck, end it with ` +
-          `SELECT pg_terminate_backend(${holder.pid ?? '<pid>'}); MIGRATION_LOCK_TIMEOUT_MS (${this.timeoutMs}) sets how long to wait`,
-      );
-    }
-    if (Date.now() - this.lastLog >= this.logEveryMs) {
-      const holder = await lockHolder(pool, name);
-      this.logger.warn(
-        { holder_pid: holder.pid, holder: holder.text, waited_ms: elapsed, timeout_ms: this.timeoutMs },
-        `waiting for the migration lock held by ${holder.text} (another process is applying migrations; giving up after MIGRATION_LOCK_TIMEOUT_MS = ${this.timeoutMs} ms)`,
-      );
-      this.lastLog = Date.now();
-    }
-    await sleep(Math.min(LOCK_POLL_MS, Math.max(1, this.timeoutMs - elapsed)));
-  }
-
-  end(): void {
-    if (this.lastLog) this.logger.info({ waited_ms: Date.now() - this.started }, 'got the migration lock');
-  }
 }
 
 /** Who holds the migration lock of this database, as a log line can say it. */

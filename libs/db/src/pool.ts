@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { integerFromEnv } from './env.js';
+import { loadConfig, vars } from '@workauto/config';
+import { retry, type Backoff, type Clock } from '@workauto/retry';
 import { isConcurrencyFailure } from './errors.js';
 import { keyedCall } from './idempotency.js';
 import { TenantShares } from './tenant-share.js';
@@ -23,10 +23,12 @@ const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
  * waits for an answer, instead of committing after the client was told 504.
  */
 function statementTimeoutMs(): number {
-  return integerFromEnv('DATABASE_STATEMENT_TIMEOUT_MS', DEFAULT_STATEMENT_TIMEOUT_MS, {
-    min: 1,
-    what: 'a positive integer of milliseconds',
-  });
+  return loadConfig({
+    DATABASE_STATEMENT_TIMEOUT_MS: vars.integer(DEFAULT_STATEMENT_TIMEOUT_MS, {
+      min: 1,
+      what: 'a positive integer of milliseconds',
+    }),
+  }).DATABASE_STATEMENT_TIMEOUT_MS;
 }
 
 /** Connections per pool unless DATABASE_POOL_MAX says otherwise. */
@@ -37,11 +39,13 @@ const DEFAULT_POOL_MAX = 10;
  * fit the server's max_connections (or the pooler's pool), so the operator sizes it.
  */
 function poolMax(): number {
-  return integerFromEnv('DATABASE_POOL_MAX', DEFAULT_POOL_MAX, {
-    min: 1,
-    max: 1000,
-    what: 'a whole number of connections from 1 to 1000',
-  });
+  return loadConfig({
+    DATABASE_POOL_MAX: vars.integer(DEFAULT_POOL_MAX, {
+      min: 1,
+      max: 1000,
+      what: 'a whole number of connections from 1 to 1000',
+    }),
+  }).DATABASE_POOL_MAX;
 }
 
 /** Every prepared statement's text by name: one name, one text (pg would fail the second on a connection that has the first). */
@@ -113,7 +117,9 @@ class TenantFairPool extends pg.Pool {
 function tenantShare(max: number): number {
   const half = Math.max(1, Math.floor(max / 2));
   return Math.min(
-    integerFromEnv('DATABASE_TENANT_CONNECTIONS', half, { min: 1, what: 'a positive whole number of connections' }),
+    loadConfig({
+      DATABASE_TENANT_CONNECTIONS: vars.integer(half, { min: 1, what: 'a positive whole number of connections' }),
+    }).DATABASE_TENANT_CONNECTIONS,
     max,
   );
 }
@@ -158,9 +164,15 @@ export interface TransactionOptions {
   signal?: AbortSignal | undefined;
   /** Runs in all, counting the first (default 4). */
   attempts?: number;
+  /** The clock its backoff waits on (default the system's; tests pass ManualClock). */
+  clock?: Clock;
 }
 
-const BACKOFF_MS = 10;
+/**
+ * Between runs: full jitter (a random part of 20, 40, 80 ms), so the transactions that collided do
+ * not collide again in lockstep.
+ */
+const BACKOFF: Backoff = { firstMs: 20, jitter: 'full' };
 
 /**
  * Runs fn in one transaction: COMMIT if it resolves, ROLLBACK if it throws. A transaction that
@@ -175,17 +187,14 @@ export async function withTransaction<T>(
   fn: (tx: pg.PoolClient) => Promise<T>,
   opts: TransactionOptions = {},
 ): Promise<T> {
-  const attempts = opts.attempts ?? 4;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await runOnce(pool, fn, opts.signal);
-    } catch (err) {
-      if (attempt >= attempts || !isConcurrencyFailure(err) || opts.signal?.aborted) throw err;
-      // Full jitter: the transactions that collided do not collide again in lockstep.
-      // A call cancelled meanwhile ends the wait; the next run then throws the signal's reason.
-      await sleep(Math.random() * BACKOFF_MS * 2 ** attempt, undefined, { signal: opts.signal }).catch(() => undefined);
-    }
-  }
+  // A call cancelled during a wait ends it, and the signal's reason is thrown.
+  return retry(() => runOnce(pool, fn, opts.signal), {
+    backoff: BACKOFF,
+    retryable: isConcurrencyFailure,
+    attempts: opts.attempts ?? 4,
+    signal: opts.signal,
+    clock: opts.clock,
+  });
 }
 
 async function runOnce<T>(

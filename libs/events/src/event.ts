@@ -15,12 +15,15 @@ export interface ConsumedEvent extends Omit<Event, 'data_json' | 'metadata_json'
  * part is flat, so no size or depth of client data can make an event undecodable.
  */
 export function decodeEvent(value: Uint8Array): ConsumedEvent {
-  // data and metadata (Structs) are set only by events recorded before data_json/metadata_json.
-  const { data_json, metadata_json, data, metadata, ...rest } = Event.decode(value);
+  // Fields 7 and 8 (data, metadata as Structs) are deprecated and no longer read: no release since
+  // 0.2.0 writes them, and the release before this one reads data_json/metadata_json too
+  // (docs/events.md, Payload).
+  // (Both are overwritten below, so the Struct values of an older event are dropped, not passed on.)
+  const { data_json, metadata_json, ...rest } = Event.decode(value);
   if (!rest.id) throw new Error('event has no id');
   return {
     ...rest,
-    data: data_json ? (JSON.parse(data_json) as Record<string, unknown>) : data,
-    metadata: metadata_json ? (JSON.parse(metadata_json) as Record<string, unknown>) : (metadata ?? {}),
+    data: data_json ? (JSON.parse(data_json) as Record<string, unknown>) : undefined,
+    metadata: metadata_json ? (JSON.parse(metadata_json) as Record<string, unknown>) : {},
   };
 }

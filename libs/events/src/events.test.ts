@@ -495,14 +495,21 @@ describe('outbox relay', () => {
 });
 
 describe('consumer', () => {
-  it('still reads the data and metadata of an event recorded before they became JSON text (rolling upgrade)', () => {
-    const old = Event.encode({
+  it('reads data and metadata from their JSON text only, never from the deprecated Structs', () => {
+    const both = Event.encode({
       ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }),
-      data: { id: 'n-1' },
-      metadata: { title: 'x' },
+      data: { id: 'old' },
+      metadata: { title: 'old' },
+      data_json: JSON.stringify({ id: 'n-1' }),
+      metadata_json: JSON.stringify({ title: 'x' }),
     }).finish();
-    const event = decodeEvent(old);
-    assert.deepEqual([event.data, event.metadata], [{ id: 'n-1' }, { title: 'x' }]);
+    assert.deepEqual([decodeEvent(both).data, decodeEvent(both).metadata], [{ id: 'n-1' }, { title: 'x' }]);
+    const structsOnly = Event.encode({
+      ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000ab', type: 'note.deleted', tenant_id: TENANT }),
+      data: { id: 'old' },
+      metadata: { title: 'old' },
+    }).finish();
+    assert.deepEqual([decodeEvent(structsOnly).data, decodeEvent(structsOnly).metadata], [undefined, {}]);
   });
 
   it('applies an event whose metadata and data are nested 40 deep (no decoder depth limit)', async () => {

@@ -3,12 +3,38 @@
  * signed into the caller identity. Services read them where a rule goes beyond the route's own
  * policy: records of several domains behind one route (webhook events), or work that acts in other
  * domains (an agent run's tools).
+ *
+ * It loads nothing OpenTelemetry instruments (no grpc-js): the gateway's route table reads it
+ * before telemetry starts (`@workauto/grpc/access`).
  */
-import { errors } from './errors.js';
+import { AccessLevel as ProtoAccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
+import { enumMapping } from './enums.js';
 
-export type AccessLevel = 'none' | 'read' | 'write' | 'admin';
+/**
+ * The access levels, lowest first: the names of workauto.api.v1.AccessLevel (policy.proto), each
+ * including the ones before it (a test holds the two equal).
+ */
+export const LEVELS = ['none', 'read', 'write', 'admin'] as const;
+export type AccessLevel = (typeof LEVELS)[number];
 
-/** The domains of docs/api.md §3. */
+let protoLevels: ReturnType<typeof enumMapping<typeof ProtoAccessLevel>> | undefined;
+
+/** workauto.api.v1.AccessLevel ↔ its name, from the descriptor (read at the first use). */
+export const protoAccessLevel = {
+  /** The level of a proto value: UNSPECIFIED (not set) is none; undefined for a number the proto does not have. */
+  toLevel(value: number | undefined): AccessLevel | undefined {
+    if (!value) return 'none';
+    return (protoLevels ??= enumMapping(ProtoAccessLevel)).toDomain(value) as AccessLevel | undefined;
+  },
+  fromLevel(level: AccessLevel): ProtoAccessLevel {
+    return (protoLevels ??= enumMapping(ProtoAccessLevel)).fromDomain(level);
+  },
+};
+
+/**
+ * The domains (docs/api.md §3), which policy.proto's Policy.domain names: the gateway refuses
+ * to route an rpc whose policy names another.
+ */
 export const DOMAINS = [
   'members',
   'audit',
@@ -26,15 +52,17 @@ export type Domain = (typeof DOMAINS)[number];
 /** A member's effective level in each domain; a domain left out is `none`. */
 export type AccessLevels = Partial<Record<Domain, AccessLevel>>;
 
-const RANK: Record<AccessLevel, number> = { none: 0, read: 1, write: 2, admin: 3 };
-
 export function isAccessLevel(value: unknown): value is AccessLevel {
-  return typeof value === 'string' && Object.hasOwn(RANK, value);
+  return (LEVELS as readonly unknown[]).includes(value);
+}
+
+export function isDomain(value: unknown): value is Domain {
+  return (DOMAINS as readonly unknown[]).includes(value);
 }
 
 /** Whether `have` is at least `need`. */
 export function levelAtLeast(have: AccessLevel, need: AccessLevel): boolean {
-  return RANK[have] >= RANK[need];
+  return LEVELS.indexOf(have) >= LEVELS.indexOf(need);
 }
 
 /**
@@ -44,13 +72,4 @@ export function levelAtLeast(have: AccessLevel, need: AccessLevel): boolean {
  */
 export function allows(access: AccessLevels | undefined, domain: Domain, need: AccessLevel): boolean {
   return access === undefined || levelAtLeast(access[domain] ?? 'none', need);
-}
-
-/** 403 ACCESS_DENIED in the gateway's words, for a rule a service checks itself. */
-export function accessDenied(domain: Domain, need: AccessLevel, have: AccessLevel, what: string) {
-  return errors.permissionDenied(
-    'ACCESS_DENIED',
-    `${what} needs ${need} access to ${domain}; your access there is ${have}. Ask an admin to change your role or access policy`,
-    { domain, required_level: need, actual_level: have },
-  );
 }

@@ -2,6 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import { metrics, type Counter, type Gauge } from '@opentelemetry/api';
 import CircuitBreaker from 'opossum';
 import { service as healthService } from 'grpc-health-check';
+import { backgroundClock, retry } from '@workauto/retry';
 import { DISCOVERY_SCHEME, Discovery, REFRESH_OPTION } from './discovery.js';
 import { DomainError, decodeStatusDetails } from './errors.js';
 
@@ -156,6 +157,10 @@ const SERVICE_UNWELL_REASONS = new Set([
 const ROLLING_WINDOW_MS = 10_000;
 
 const HealthClient = grpc.makeClientConstructor(healthService, 'grpc.health.v1.Health');
+/** A health recheck that found the service, or the address, failing still: check again. */
+const STILL_FAILING = new Error('still failing its health check');
+/** A left-out address no longer resolved (its pod was replaced): its rechecks end. */
+const GONE = new Error('no longer resolved');
 
 /** The target of one resolved address (host:port, an IPv6 host in brackets). */
 function addressTarget(address: string): string {
@@ -216,9 +221,10 @@ export class Downstream {
   private readonly busyTenants = new Map<string, number>();
   private down = false;
   private probing = false;
-  private recheck: NodeJS.Timeout | undefined;
-  /** Addresses left out of the picks, each with the timer of its next check. */
-  private readonly leftOut = new Map<string, NodeJS.Timeout>();
+  /** Aborted by close(): ends the health rechecks. */
+  private readonly closing = new AbortController();
+  /** Addresses left out of the picks, each with what ends its rechecks (it answered meanwhile). */
+  private readonly leftOut = new Map<string, AbortController>();
   /** The service's addresses (undefined for a target of another scheme: then one address, the target). */
   private readonly discovery: Discovery | undefined;
   /** Calls that succeeded so far: one that succeeds while the addresses are checked proves the service up. */
@@ -496,24 +502,40 @@ export class Downstream {
       if (this.closed || !failing.all || this.succeeded > succeededBefore) return;
       this.down = true;
       this.downGauge.record(1, { service: this.name });
-      const retry = () => {
-        this.recheck = setTimeout(() => {
-          // Looked up again first: a service replaced while down answers at its new address.
-          void (this.discovery?.refresh() ?? Promise.resolve())
-            .then(() => this.checkAddresses())
-            .then((again) => {
-              if (this.closed) return;
-              if (again.all) return retry();
-              this.down = false;
-              this.downGauge.record(0, { service: this.name });
-              // The service answers again: its methods get traffic at once rather than after their reset timeout.
-              for (const b of this.breakers.values()) b.close();
-            });
-        }, this.options.healthRecheckMs);
-        this.recheck.unref();
-      };
-      retry();
+      this.untilHealthy(async () => {
+        // Looked up again first: a service replaced while down answers at its new address.
+        await this.discovery?.refresh();
+        return !(await this.checkAddresses()).all;
+      }, this.closing.signal).then(
+        () => {
+          if (this.closed) return;
+          this.down = false;
+          this.downGauge.record(0, { service: this.name });
+          // The service answers again: its methods get traffic at once rather than after their reset timeout.
+          for (const b of this.breakers.values()) b.close();
+        },
+        () => undefined, // closed
+      );
     });
+  }
+
+  /**
+   * Checks again every healthRecheckMs, in the background, until `healthy` resolves true; rejects
+   * once `signal` aborts, or with what `healthy` throws.
+   */
+  private untilHealthy(healthy: () => Promise<boolean>, signal: AbortSignal): Promise<void> {
+    return retry(
+      async (attempt) => {
+        // Attempt 1 is the check that found it failing: the first recheck comes after a wait.
+        if (attempt === 1 || !(await healthy())) throw STILL_FAILING;
+      },
+      {
+        backoff: { firstMs: this.options.healthRecheckMs, factor: 1 },
+        retryable: (err) => err === STILL_FAILING,
+        signal,
+        clock: backgroundClock,
+      },
+    );
   }
 
   /**
@@ -546,23 +568,25 @@ export class Downstream {
     this.discovery!.exclude(address);
     // The methods' recent transport failures were this address's: its peers take the calls now.
     for (const b of this.breakers.values()) b.close();
-    const recheck = () => {
-      const timer = setTimeout(() => {
-        if (this.closed) return;
+    const answered = new AbortController();
+    this.leftOut.set(address, answered);
+    this.untilHealthy(
+      async () => {
         // Gone from DNS (the pod was replaced): nothing more to check.
-        if (!this.discovery!.addresses.includes(address)) return void this.leftOut.delete(address);
-        void this.checkAddress(address, this.options.healthTimeoutMs).then(({ state }) =>
-          state === 'failing' && !this.closed ? recheck() : this.offerAgain(address),
-        );
-      }, this.options.healthRecheckMs);
-      timer.unref();
-      this.leftOut.set(address, timer);
-    };
-    recheck();
+        if (!this.discovery!.addresses.includes(address)) throw GONE;
+        return (await this.checkAddress(address, this.options.healthTimeoutMs)).state !== 'failing';
+      },
+      AbortSignal.any([this.closing.signal, answered.signal]),
+    ).then(
+      () => this.offerAgain(address),
+      (err: unknown) => {
+        if (err === GONE) this.leftOut.delete(address);
+      },
+    );
   }
 
   private offerAgain(address: string): void {
-    clearTimeout(this.leftOut.get(address));
+    this.leftOut.get(address)?.abort();
     this.leftOut.delete(address);
     this.discovery?.include(address);
   }
@@ -686,8 +710,7 @@ export class Downstream {
 
   close(): void {
     this.closed = true;
-    clearTimeout(this.recheck);
-    for (const timer of this.leftOut.values()) clearTimeout(timer);
+    this.closing.abort();
     this.discovery?.close();
     for (const b of this.breakers.values()) b.shutdown();
     this.client.close();

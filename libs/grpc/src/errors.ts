@@ -3,6 +3,7 @@ import { TenantShareBusyError, isConcurrencyFailure, isDatabaseUnavailable } fro
 import { Any } from '@workauto/protos/google/protobuf/any.js';
 import { BadRequest, ErrorInfo } from '@workauto/protos/google/rpc/error_details.js';
 import { Status } from '@workauto/protos/google/rpc/status.js';
+import type { AccessLevel, Domain } from './access.js';
 
 export interface FieldViolation {
   field: string;
@@ -247,4 +248,13 @@ export function decodeStatusDetails(err: grpc.ServiceError): ErrorDetails {
   const http = err.metadata?.get(HTTP_STATUS_KEY)[0];
   if (typeof http === 'string' && /^\d{3}$/.test(http)) out.httpStatus = Number(http);
   return out;
+}
+
+/** 403 ACCESS_DENIED in the gateway's words, for a rule a service checks itself. */
+export function accessDenied(domain: Domain, need: AccessLevel, have: AccessLevel, what: string) {
+  return errors.permissionDenied(
+    'ACCESS_DENIED',
+    `${what} needs ${need} access to ${domain}; your access there is ${have}. Ask an admin to change your role or access policy`,
+    { domain, required_level: need, actual_level: have },
+  );
 }

@@ -6,8 +6,12 @@ import { DomainError, decodeStatusDetails, errors, toServiceError } from './erro
 import { listCallScope, parsePage, timestampCursor, toPage } from './pagination.js';
 import { validate } from './validate.js';
 import { enumMapping } from './enums.js';
+import { LEVELS, levelAtLeast, protoAccessLevel } from './access.js';
+import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { encodedSizeBound } from './message-size.js';
 import { CalendarEvent } from '@workauto/protos/workauto/calendar/v1/calendar.js';
+import { fixtures } from '@workauto/protos/fixtures';
+import { ThingKind } from '@workauto/protos/fixtures/fixture.js';
 import { TenantShareBusyError } from '@workauto/db';
 
 describe('error mapping', () => {
@@ -269,16 +273,38 @@ describe('validate', () => {
 });
 
 describe('enumMapping', () => {
-  it('maps proto enum values to lowercase names and back, skipping UNSPECIFIED', () => {
-    enum Priority {
-      PRIORITY_UNSPECIFIED = 0,
-      PRIORITY_HIGH = 1,
-      PRIORITY_VERY_LOW = 2,
-    }
-    const m = enumMapping(Priority, 'PRIORITY_');
-    assert.equal(m.toDomain(Priority.PRIORITY_VERY_LOW), 'very_low');
+  it("maps proto enum values to the API's lowercase names and back from the enum's descriptor, skipping UNSPECIFIED", () => {
+    const m = enumMapping(ThingKind, fixtures);
+    assert.equal(m.toDomain(ThingKind.THING_KIND_BIG_BOX), 'big_box');
     assert.equal(m.toDomain(0), undefined);
-    assert.equal(m.fromDomain('high'), Priority.PRIORITY_HIGH);
-    assert.deepEqual(m.names, ['high', 'very_low']);
+    assert.equal(m.toDomain(99), undefined);
+    assert.equal(m.fromDomain('small'), ThingKind.THING_KIND_SMALL);
+    assert.throws(() => m.fromDomain('unspecified'), /workauto\.fixture\.v1\.ThingKind has no value "unspecified"/);
+    assert.deepEqual(m.names, ['big_box', 'small']);
+  });
+
+  it('refuses an enum the descriptor set does not hold, saying how to get it there', () => {
+    enum Stray {
+      STRAY_UNSPECIFIED = 0,
+      STRAY_ONE = 1,
+    }
+    assert.throws(
+      () => enumMapping(Stray, fixtures),
+      /no enum of the descriptor set has the values STRAY_UNSPECIFIED, STRAY_ONE: rebuild the protos/,
+    );
+  });
+});
+
+describe('access levels', () => {
+  it("are workauto.api.v1.AccessLevel's names in its order, lowest first, and map to and from its numbers", () => {
+    assert.deepEqual(enumMapping(AccessLevel).names, [...LEVELS]);
+    assert.deepEqual(
+      [0, AccessLevel.ACCESS_LEVEL_NONE, AccessLevel.ACCESS_LEVEL_WRITE, AccessLevel.ACCESS_LEVEL_ADMIN, 99].map((n) =>
+        protoAccessLevel.toLevel(n),
+      ),
+      ['none', 'none', 'write', 'admin', undefined],
+    );
+    assert.equal(protoAccessLevel.fromLevel('read'), AccessLevel.ACCESS_LEVEL_READ);
+    assert.ok(levelAtLeast('admin', 'write') && levelAtLeast('read', 'read') && !levelAtLeast('read', 'write'));
   });
 });

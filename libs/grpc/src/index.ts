@@ -1,5 +1,6 @@
 export {
   DomainError,
+  accessDenied,
   errors,
   toServiceError,
   decodeStatusDetails,
@@ -13,9 +14,11 @@ export { CallContext, type Actor } from './context.js';
 export { IDEMPOTENT_REPLAYED_KEY, idempotencyScope, idempotencySealInfo, requestFingerprint } from './idempotency.js';
 export {
   DOMAINS,
-  accessDenied,
+  LEVELS,
+  protoAccessLevel,
   allows,
   isAccessLevel,
+  isDomain,
   levelAtLeast,
   type AccessLevel,
   type AccessLevels,

@@ -1,21 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+import { systemClock, type Clock } from '@workauto/retry';
 import { RENEW } from './queue.js';
 
-/** The time a periodic worker reads and waits on: the system's, or one a test moves (ManualClock, @workauto/testing). */
-export interface Clock {
-  now(): Date;
-  /** Resolves once `ms` have passed on this clock, or as soon as `signal` aborts. */
-  sleep(ms: number, signal: AbortSignal): Promise<void>;
-}
-
-export const systemClock: Clock = {
-  now: () => new Date(),
-  sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
-};
+// The time a periodic worker reads and waits on: the system's, or one a test moves (ManualClock).
+export { systemClock, type Clock };
 
 /** What one tick of a periodic worker is given. */
 export interface TickContext {

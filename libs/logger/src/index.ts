@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { isSpanContextValid, trace } from '@opentelemetry/api';
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { loadConfig, vars } from '@workauto/config';
 
 export type { Logger };
 
@@ -64,7 +65,13 @@ export function setLogTarget(target: NodeJS.WritableStream): void {
   sink.target = target;
 }
 
-export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
+/** The level LOG_LEVEL names (default info), read like every other variable (a bad one is named). */
+function levelFromEnv(): string {
+  return loadConfig({ LOG_LEVEL: vars.logLevel() }).LOG_LEVEL;
+}
+
+/** A logger at `level`; a process passes its config's LOG_LEVEL, and without one LOG_LEVEL is read. */
+export function createLogger(name: string, level: string = levelFromEnv()): Logger {
   const options: LoggerOptions = {
     name,
     level,

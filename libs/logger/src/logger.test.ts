@@ -5,6 +5,20 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { createLogger, tapLogs } from './index.js';
 
 describe('logger', () => {
+  it('takes its level from LOG_LEVEL when given none, and names LOG_LEVEL and the levels when it is bad', () => {
+    const saved = process.env.LOG_LEVEL;
+    try {
+      process.env.LOG_LEVEL = 'warn';
+      assert.equal(createLogger('test').level, 'warn');
+      process.env.LOG_LEVEL = 'loud';
+      assert.throws(() => createLogger('test'), /LOG_LEVEL: .*"fatal".*"silent".* \(got "loud"\)/);
+      assert.equal(createLogger('test', 'debug').level, 'debug', 'a level given wins over the environment');
+    } finally {
+      if (saved === undefined) delete process.env.LOG_LEVEL;
+      else process.env.LOG_LEVEL = saved;
+    }
+  });
+
   it('redacts secrets at the top level and nested, and writes JSON lines', () => {
     const lines: string[] = [];
     const stop = tapLogs((l) => lines.push(l));

@@ -86,7 +86,8 @@ export function enumNames(e: DescEnum): string[] {
     .map(({ name }) => (name.startsWith(prefix) ? name.slice(prefix.length) : name).toLowerCase());
 }
 
-function enumToJson(e: DescEnum, value: number): string | null {
+/** The lowercase name of an enum's number as the API spells it; null for UNSPECIFIED (0) and unknown numbers. */
+export function enumToJson(e: DescEnum, value: number): string | null {
   if (value === 0) return null;
   const name = e.value[value]?.name;
   if (name === undefined) return null;

@@ -11,6 +11,7 @@ import {
   fromBinary,
   getOption,
   hasOption,
+  type DescEnum,
   type DescExtension,
   type DescField,
   type DescFile,
@@ -52,6 +53,24 @@ export function messageDesc(typeName: string, schema = loadSchema()): DescMessag
   const desc = schema.registry.getMessage(typeName);
   if (!desc) throw new Error(`${typeName} is not a message of the descriptor set`);
   return desc;
+}
+
+/**
+ * The descriptor of a ts-proto enum object (`MemberRole`): the enum of the set with exactly its
+ * value names and numbers (ts-proto's UNRECOGNIZED aside). Two enums that match are the same enum
+ * to any mapping (same names, same numbers), so the first is as good as any.
+ */
+export function enumDesc(protoEnum: Record<string, string | number>, schema = loadSchema()): DescEnum {
+  const values = Object.entries(protoEnum).filter(
+    (e): e is [string, number] => typeof e[1] === 'number' && e[0] !== 'UNRECOGNIZED',
+  );
+  for (const type of schema.registry) {
+    if (type.kind !== 'enum' || type.values.length !== values.length) continue;
+    if (values.every(([name, number]) => type.value[number]?.name === name)) return type;
+  }
+  throw new Error(
+    `no enum of the descriptor set has the values ${values.map(([name]) => name).join(', ')}: rebuild the protos (make proto)`,
+  );
 }
 
 /**

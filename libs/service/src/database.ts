@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { isDatabaseUnavailable, type Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+import { retry, systemClock, type Clock } from '@workauto/retry';
 import { DependencyUnavailableError } from './dependency-error.js';
 
 /** host:port/database of a URL, for log lines (never the credentials). */
@@ -20,6 +20,8 @@ export interface WaitOptions {
   /** Gives up after this long with a DependencyUnavailableError naming the dependency (default: never). */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** The clock it waits on (default the system's). */
+  clock?: Clock;
 }
 
 /**
@@ -34,32 +36,31 @@ export async function untilAvailable<T>(
   isTransient: (err: unknown) => boolean,
   options: WaitOptions = {},
 ): Promise<T> {
-  const started = Date.now();
-  let delay = options.firstDelayMs ?? 250;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const result = await step();
-      if (attempt > 1)
-        logger.info(
-          { [what.dependency]: what.where, waited_ms: Date.now() - started },
-          `${what.dependency} reachable; starting`,
-        );
-      return result;
-    } catch (err) {
-      if (!isTransient(err)) throw err;
-      const waited = Date.now() - started;
-      const left = options.timeoutMs === undefined ? Infinity : options.timeoutMs - waited;
-      if (left <= 0)
-        throw new DependencyUnavailableError(what.dependency, what.where, waited, (err as Error).message, what.hint);
-      const wait = Math.min(delay, left);
+  const clock = options.clock ?? systemClock;
+  const started = clock.now().getTime();
+  let retried = false;
+  const result = await retry(step, {
+    backoff: { firstMs: options.firstDelayMs ?? 250, maxMs: options.maxDelayMs ?? 5_000 },
+    retryable: isTransient,
+    timeoutMs: options.timeoutMs,
+    timedOut: ({ error, elapsedMs }) =>
+      new DependencyUnavailableError(what.dependency, what.where, elapsedMs, (error as Error).message, what.hint),
+    onRetry: ({ attempt, error, delayMs }) => {
+      retried = true;
       logger.warn(
-        { [what.dependency]: what.where, attempt, retry_in_ms: wait, reason: (err as Error).message },
+        { [what.dependency]: what.where, attempt, retry_in_ms: delayMs, reason: (error as Error).message },
         `waiting for the ${what.dependency} before serving (${what.hint})`,
       );
-      await sleep(wait, undefined, options.signal ? { signal: options.signal } : {});
-      delay = Math.min(delay * 2, options.maxDelayMs ?? 5_000);
-    }
-  }
+    },
+    signal: options.signal,
+    clock,
+  });
+  if (retried)
+    logger.info(
+      { [what.dependency]: what.where, waited_ms: clock.now().getTime() - started },
+      `${what.dependency} reachable; starting`,
+    );
+  return result;
 }
 
 /**

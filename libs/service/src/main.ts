@@ -20,6 +20,11 @@ type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
 
 const processEnv = {
   LOG_LEVEL: vars.logLevel(),
+  /** Prometheus metrics on this port (GET /metrics) when set; METRICS_HOST: its address (`::`, every one). */
+  METRICS_PORT: vars.optionalPort(),
+  METRICS_HOST: vars.host('::'),
+  /** Set: traces go to this OTLP collector (the OpenTelemetry SDK reads it and the other OTEL_* variables). */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().optional(),
   /** How long a start waits for its database and event broker before it exits naming them (5 min). */
   STARTUP_TIMEOUT_MS: vars.milliseconds(5 * 60_000),
 };
@@ -127,7 +132,11 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   });
   // Loaded only now: the OpenTelemetry SDK takes a while to load, and signals are handled by then.
   const { startTelemetry } = await import('@workauto/telemetry');
-  stopTelemetry = startTelemetry(opts.name);
+  stopTelemetry = startTelemetry(opts.name, {
+    tracing: Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT),
+    metricsPort: env.METRICS_PORT,
+    metricsHost: env.METRICS_HOST,
+  });
   logger.info(
     { since_process_start_ms: Math.round(performance.now()) },
     'start: configuration read, telemetry started',

@@ -1,5 +1,5 @@
 /**
- * Metrics without a trace collector: a real process with METRICS_PORT serves Prometheus text with
+ * Metrics without a trace collector: a real process with a metrics port serves Prometheus text with
  * the gRPC server's call metrics and the downstream state, and exports nothing else anywhere. The
  * process is what an IPv6-only cluster runs: its gRPC server on ::1 alone, called at [::1]; its
  * metrics on every address (`::`), IPv6 and IPv4.
@@ -11,7 +11,7 @@ import { eventually, freePort } from '@workauto/testing';
 
 const script = `
   import { startTelemetry } from '@workauto/telemetry';
-  startTelemetry('metrics-test');
+  startTelemetry('metrics-test', { tracing: false, metricsPort: Number(process.argv[1]), metricsHost: '::' });
   const { GrpcServer, CallerVerifier, Downstream, generateCallerKeys } = await import('@workauto/grpc');
   const { createLogger } = await import('@workauto/logger');
   const { NotesTasksServiceService: S } = await import('@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js');
@@ -38,8 +38,8 @@ describe('metrics on METRICS_PORT', () => {
 
   it('serves rpc.server.call.duration and workauto.downstream.down in Prometheus format over IPv6 and IPv4, with no collector configured', async () => {
     const port = await freePort();
-    const env = { PATH: process.env.PATH ?? '', METRICS_PORT: String(port) };
-    const spawned = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    const env = { PATH: process.env.PATH ?? '' };
+    const spawned = spawn(process.execPath, ['--input-type=module', '-e', script, String(port)], {
       env,
       cwd: new URL('..', import.meta.url),
     });

@@ -19,19 +19,19 @@ const REDACTED_QUERY_PARAMS = [
 
 /**
  * Starts OpenTelemetry, each half on its own switch, so `make dev` needs neither:
- * - traces (and OTLP metrics) when OTEL_EXPORTER_OTLP_ENDPOINT is set (the SDK reads the standard
- *   OTEL_* variables: sampler, resource attributes…);
- * - metrics on a Prometheus endpoint (GET :METRICS_PORT/metrics) when METRICS_PORT is set, with or
+ * - traces (and OTLP metrics) when `tracing` (OTEL_EXPORTER_OTLP_ENDPOINT is set; the SDK reads the
+ *   standard OTEL_* variables itself: endpoint, sampler, resource attributes…);
+ * - metrics on a Prometheus endpoint (GET :metricsPort/metrics) when `metricsPort` is given, with or
  *   without a trace collector.
+ * The caller reads the settings with its configuration (libs/service's main: METRICS_PORT, METRICS_HOST).
  * Call it before the modules it instruments are loaded. Spans carry no request bodies or headers, nor a feed token of a URL's query:
  * the pg instrumentation is told not to record statement values.
  */
-export function startTelemetry(serviceName: string): () => Promise<void> {
-  const tracing = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT);
-  const metricsPort = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
-  if (metricsPort !== undefined && !(Number.isInteger(metricsPort) && metricsPort >= 0 && metricsPort <= 65535)) {
-    throw new Error(`METRICS_PORT must be a port number (got ${JSON.stringify(process.env.METRICS_PORT)})`);
-  }
+export function startTelemetry(
+  serviceName: string,
+  settings: { tracing: boolean; metricsPort: number | undefined; metricsHost: string },
+): () => Promise<void> {
+  const { tracing, metricsPort } = settings;
   if (!tracing && metricsPort === undefined) return async () => undefined;
   // The exporter's own server cannot listen on `::` (it builds its base URL from the host), so it
   // gets one of ours: `::` (METRICS_HOST) is every address, IPv6 and IPv4, as the other listeners.
@@ -44,7 +44,7 @@ export function startTelemetry(serviceName: string): () => Promise<void> {
           res.statusCode = 404;
           res.end('metrics are at /metrics\n');
         })
-          .listen(metricsPort, process.env.METRICS_HOST || '::')
+          .listen(metricsPort, settings.metricsHost)
           .unref();
   const sdk = new NodeSDK({
     serviceName,

@@ -7,20 +7,12 @@
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { DOMAINS, levelAtLeast, type AccessLevels, type Domain, type Downstream } from '@workauto/grpc';
-import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
+import { isDomain, levelAtLeast, type AccessLevels, type Downstream, protoAccessLevel } from '@workauto/grpc';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { requestCost } from './cost.js';
 import { gatewayErrors } from './errors.js';
-import { TOKEN_FIELD, type Level, type Route } from './routes.js';
+import { TOKEN_FIELD, type Route } from './routes.js';
 import type { TenantLimits } from './tenant-limits.js';
-
-const LEVEL_OF: Record<number, Level> = {
-  [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
-  [AccessLevel.ACCESS_LEVEL_READ]: 'read',
-  [AccessLevel.ACCESS_LEVEL_WRITE]: 'write',
-  [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
-};
 
 const accessByPrincipal = new WeakMap<Principal, AccessLevels>();
 
@@ -30,7 +22,7 @@ export function accessLevels(principal: Principal): AccessLevels {
   if (!access) {
     access = {};
     for (const [domain, level] of Object.entries(principal.access)) {
-      if ((DOMAINS as readonly string[]).includes(domain)) access[domain as Domain] = LEVEL_OF[level] ?? 'none';
+      if (isDomain(domain)) access[domain] = protoAccessLevel.toLevel(level) ?? 'none';
     }
     accessByPrincipal.set(principal, access);
   }
@@ -161,7 +153,7 @@ export class Authenticator {
         'TENANT_CREDENTIAL_REQUIRED',
       );
     if (route.domain) {
-      const have = LEVEL_OF[principal.access[route.domain] ?? AccessLevel.ACCESS_LEVEL_NONE] ?? 'none';
+      const have = protoAccessLevel.toLevel(principal.access[route.domain]) ?? 'none';
       if (!levelAtLeast(have, route.level)) {
         throw gatewayErrors.forbidden(
           `this needs ${route.level} access to ${route.domain}; your access there is ${have}. Ask an admin to change your role or access policy`,

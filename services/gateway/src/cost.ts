@@ -5,6 +5,7 @@
  * limit counts requests; the tenant's budget counts cost, so a tenant at its full rate of heavy
  * writes makes proportionally fewer of them.
  */
+import { retryAfterSeconds } from './errors.js';
 
 /** A write's body is free up to this size; each further started block of it costs one unit. */
 const BODY_UNIT_BYTES = 8 * 1024;
@@ -74,7 +75,7 @@ export class CostPacer {
     bucket.at = now;
     if (bucket.units < units) {
       this.buckets.set(tenant, bucket);
-      return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((units - bucket.units) / this.perMs / 1_000)) };
+      return { ok: false, retryAfterSeconds: retryAfterSeconds((units - bucket.units) / this.perMs) };
     }
     bucket.units -= units;
     this.buckets.delete(tenant); // kept in order of use: the oldest are evicted first

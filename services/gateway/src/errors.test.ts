@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { DomainError, errors, toServiceError } from '@workauto/grpc';
-import { GATEWAY_DOMAIN, gatewayErrors, toHttpError } from './errors.js';
+import { GATEWAY_DOMAIN, GatewayError, gatewayErrors, retryAfterSeconds, toHttpError } from './errors.js';
 
 /** A downstream failure as the gateway receives it. */
 function fromService(err: DomainError): grpc.ServiceError {
@@ -147,5 +147,17 @@ describe('error responses', () => {
     assert.equal(e.status, 405);
     assert.equal(e.headers.Allow, 'GET, PATCH');
     assert.equal((e.body as Body).error.details[0]!.reason, 'METHOD_NOT_ALLOWED');
+  });
+
+  it('tell a limited client to wait whole seconds, rounded up and at least one, in the header and the metadata alike', () => {
+    assert.deepEqual([0, 1, 999, 1000, 1001, 59_500].map(retryAfterSeconds), [1, 1, 1, 1, 2, 60]);
+    const limited = toHttpError(
+      new GatewayError(grpc.status.RESOURCE_EXHAUSTED, 'RATE_LIMITED', 'too many', undefined, {
+        metadata: { retry_after_seconds: String(retryAfterSeconds(42_100)) },
+      }),
+      'r',
+    );
+    assert.deepEqual([limited.status, limited.headers['Retry-After']], [429, '43']);
+    assert.deepEqual((limited.body as Body).error.details[0]!.metadata, { retry_after_seconds: '43' });
   });
 });

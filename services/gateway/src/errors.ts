@@ -73,6 +73,15 @@ function isServiceError(err: unknown): err is grpc.ServiceError {
 /** Retry-After of a 503 or 429 that names no time of its own: overload, outages and busy shares pass in about this long. */
 const RETRY_AFTER_SECONDS = '1';
 
+/**
+ * The seconds a client is told to wait (Retry-After, and `retry_after_seconds` in the error's
+ * metadata) before what it waits for is there in `waitMs`: whole seconds, rounded up, at least 1.
+ * A limit sets only the metadata; toHttpError writes the header from it.
+ */
+export function retryAfterSeconds(waitMs: number): number {
+  return Math.max(1, Math.ceil(waitMs / 1000));
+}
+
 /** Any failure (a downstream status, a gateway error, a bug) as the API's error response (docs/api.md §5). */
 export function toHttpError(err: unknown, requestId: string): HttpError {
   let d: ErrorDetails;

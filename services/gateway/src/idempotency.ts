@@ -21,6 +21,7 @@ import { isDatabaseUnavailable, type Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
 import { idempotencySealInfo, requestFingerprint } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
+import { backgroundClock, retry, type Clock } from '@workauto/retry';
 import { GatewayError, gatewayErrors } from './errors.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -49,6 +50,8 @@ export class IdempotencyStore {
     private readonly logger: Logger,
     /** How long a running request holds its key between renewals (tests shorten it). */
     private readonly lockMs = IDEMPOTENCY_LEASE_MS,
+    /** The clock background recording retries on: its waits do not hold the process open. */
+    private readonly clock: Clock = backgroundClock,
   ) {}
 
   /** Checks the header's value: printable ASCII, 1–255 characters. */
@@ -172,26 +175,28 @@ export class IdempotencyStore {
    * a retry of the request must find it rather than run the work again).
    */
   async record(scope: string, key: string, response: StoredResponse, retryForMs = 10 * 60_000): Promise<void> {
-    try {
-      await this.complete(scope, key, response);
-      return;
-    } catch (err) {
-      this.logger.warn({ err: String(err).slice(0, 200) }, 'idempotency record failed; retrying in the background');
-    }
-    const giveUpAt = Date.now() + retryForMs;
-    const retry = () => {
-      const timer = setTimeout(() => {
-        this.complete(scope, key, response).catch((err: unknown) => {
-          if (Date.now() < giveUpAt) return retry();
-          this.logger.error(
-            { err: String(err).slice(0, 200) },
-            'idempotency record given up: a retry with this key after its lock may run the request again',
+    // Resolves after the first try: the client's response does not wait for the retries.
+    await new Promise<void>((firstTried) => {
+      retry(() => this.complete(scope, key, response), {
+        backoff: { firstMs: 1_000, factor: 1 },
+        timeoutMs: retryForMs,
+        clock: this.clock,
+        onRetry: ({ attempt, error }) => {
+          if (attempt > 1) return;
+          this.logger.warn(
+            { err: String(error).slice(0, 200) },
+            'idempotency record failed; retrying in the background',
           );
-        });
-      }, 1_000);
-      timer.unref();
-    };
-    retry();
+          firstTried();
+        },
+      }).then(firstTried, (err: unknown) => {
+        this.logger.error(
+          { err: String(err).slice(0, 200) },
+          'idempotency record given up: a retry with this key after its lock may run the request again',
+        );
+        firstTried();
+      });
+    });
   }
 
   /**

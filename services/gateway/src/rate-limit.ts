@@ -9,7 +9,7 @@ import { rateLimit, ipKeyGenerator } from 'express-rate-limit';
 import * as grpc from '@grpc/grpc-js';
 import { metrics } from '@opentelemetry/api';
 import { requestCredential } from './auth.js';
-import { GatewayError } from './errors.js';
+import { GatewayError, retryAfterSeconds } from './errors.js';
 import { rateCounterStore, WINDOW_MS, type RateCounter } from './shared-counter.js';
 
 /** res.locals flag the transcoding handler sets once the request's credential authenticated. */
@@ -30,7 +30,7 @@ function limited(send: Send, what: string, limitPerMinute: number) {
   return (req: Request, res: Response) => {
     rejections().add(1, { limit: what });
     const reset = (req as Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
-    const retryAfter = Math.max(1, Math.ceil(((reset?.getTime() ?? Date.now() + WINDOW_MS) - Date.now()) / 1000));
+    const retryAfter = retryAfterSeconds(reset ? reset.getTime() - Date.now() : WINDOW_MS);
     send(
       res,
       new GatewayError(
@@ -38,10 +38,7 @@ function limited(send: Send, what: string, limitPerMinute: number) {
         'RATE_LIMITED',
         `too many ${what} (limit ${limitPerMinute} per minute); retry after ${retryAfter} s`,
         undefined,
-        {
-          headers: { 'Retry-After': String(retryAfter) },
-          metadata: { limit_per_minute: String(limitPerMinute), retry_after_seconds: String(retryAfter) },
-        },
+        { metadata: { limit_per_minute: String(limitPerMinute), retry_after_seconds: String(retryAfter) } },
       ),
     );
   };

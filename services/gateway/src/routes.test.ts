@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { DescFile } from '@bufbuild/protobuf';
 import { loadSchema } from '@workauto/protos';
 import { buildRoutes, compileTemplate, loadRoutes, matchRoute, serviceFiles } from './routes.js';
 import { fixtureFile } from '@workauto/protos/fixtures';
+import { DOMAINS } from '@workauto/grpc';
 
 /** Files of the product's descriptor set (their codecs loaded by loadRoutes). */
 const routes = await loadRoutes();
@@ -160,6 +163,15 @@ describe('path templates', () => {
     assert.throws(() => buildRoutes(fixtureFile('bad_twice')), /both claim GET/);
     assert.throws(() => buildRoutes(fixtureFile('bad_token')), /AUTH_API_KEY_OR_TOKEN needs a GET route/);
     assert.throws(() => buildRoutes(fixtureFile('bad_token_field')), /string request field `token`/);
+    assert.throws(
+      () => buildRoutes(fixtureFile('bad_domain')),
+      /policy names domain "note", not one of members, audit, agents, apps, calendar, crm, notes, tasks, webhooks, integrations/,
+    );
+  });
+
+  it('take their domains and levels from the one list every policy names, and each domain guards some route', () => {
+    assert.deepEqual(new Set(routes.filter((r) => r.domain).map((r) => r.domain)), new Set(DOMAINS));
+    assert.deepEqual(new Set(routes.filter((r) => r.domain).map((r) => r.level)), new Set(['read', 'write', 'admin']));
   });
 
   it('let the calendar feed alone take a token instead of an API key', () => {
@@ -182,5 +194,24 @@ describe('path templates', () => {
     );
     assert.throws(() => buildRoutes(fixtureFile('stream_json')), /only a stream of google.api.HttpBody/);
     assert.throws(() => buildRoutes(fixtureFile('stream_client')), /client-streaming rpcs cannot be routed/);
+  });
+});
+
+describe("main.ts's own modules", () => {
+  it('load nothing OpenTelemetry instruments (grpc-js, pg, http servers) before telemetry starts', () => {
+    // A fresh process: this one has loaded grpc-js already. main.js's static imports of its own
+    // modules (cors.js, which loads routes.js, …) run before runProcess starts telemetry.
+    const main = readFileSync(new URL('./main.js', import.meta.url), 'utf8');
+    const own = [...main.matchAll(/^import [^;]*? from '(\.\/[^']+)';$/gm)].map((m) => m[1]!);
+    assert.ok(own.includes('./cors.js'), `main.js imports: ${own.join(', ')}`);
+    const script = `
+      for (const m of ${JSON.stringify(own)}) await import(new URL(m, ${JSON.stringify(import.meta.url)}).href);
+      const { createRequire } = await import('node:module');
+      console.log(JSON.stringify(Object.keys(createRequire(import.meta.url).cache)));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    const loaded = (JSON.parse(out) as string[]).filter((path) =>
+      /node_modules\/(@grpc\/grpc-js|pg|express)\//.test(path),
+    );
+    assert.deepEqual(loaded, []);
   });
 });

@@ -4,7 +4,9 @@
  * per endpoint. A malformed annotation fails start-up, so a typo never becomes a silent 404.
  */
 import { ScalarType, type DescFile, type DescMessage, type DescMethod } from '@bufbuild/protobuf';
-import type { AccessLevel as Level } from '@workauto/grpc';
+// Not '@workauto/grpc': main.ts loads this module (through cors.ts) before telemetry starts, and
+// grpc-js loaded then would never be traced.
+import { DOMAINS, isDomain, protoAccessLevel, type AccessLevel as Level } from '@workauto/grpc/access';
 import {
   commentOf,
   fieldByName,
@@ -16,11 +18,10 @@ import {
   type MessageType,
   type Schema,
 } from '@workauto/protos';
-import { AccessLevel, Auth } from '@workauto/protos/workauto/api/v1/policy.js';
+import { Auth } from '@workauto/protos/workauto/api/v1/policy.js';
 
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 type AuthKind = 'api_key' | 'platform_admin' | 'none' | 'api_key_or_token';
-export type { Level };
 
 export interface Route {
   method: HttpMethod;
@@ -79,13 +80,6 @@ const AUTH: Record<number, AuthKind> = {
 };
 /** The request field an AUTH_API_KEY_OR_TOKEN route's token comes in (a query parameter). */
 export const TOKEN_FIELD = 'token';
-const LEVEL: Record<number, Level> = {
-  [AccessLevel.ACCESS_LEVEL_UNSPECIFIED]: 'none',
-  [AccessLevel.ACCESS_LEVEL_NONE]: 'none',
-  [AccessLevel.ACCESS_LEVEL_READ]: 'read',
-  [AccessLevel.ACCESS_LEVEL_WRITE]: 'write',
-  [AccessLevel.ACCESS_LEVEL_ADMIN]: 'admin',
-};
 /** Packages that hold shared messages, not services. */
 const SKIPPED_PACKAGES = new Set(['api', 'events']);
 const PARAM = /^\{([a-z_][a-z0-9_]*)\}$/;
@@ -193,9 +187,11 @@ function routeOf(method: DescMethod): Route | undefined {
   if (contentTypes.length && !httpBody)
     throw new Error(`${where}: response_content_types is for google.api.HttpBody responses`);
   const auth = AUTH[policy.auth ?? Auth.AUTH_UNSPECIFIED];
-  const level = LEVEL[policy.level ?? AccessLevel.ACCESS_LEVEL_UNSPECIFIED];
+  const level = protoAccessLevel.toLevel(policy.level);
   const domain = policy.domain ?? '';
   if (!auth || !level) throw new Error(`${where}: unknown policy auth ${policy.auth}, level ${policy.level}`);
+  if (domain && !isDomain(domain))
+    throw new Error(`${where}: policy names domain ${JSON.stringify(domain)}, not one of ${DOMAINS.join(', ')}`);
   if (domain && level === 'none') throw new Error(`${where}: policy names domain ${domain} without a level`);
   if (auth === 'api_key_or_token') {
     // The token travels in the URL, which only a read may carry (a URL is logged by proxies and kept in histories).

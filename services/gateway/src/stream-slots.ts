@@ -41,10 +41,7 @@ export class StreamSlots {
         'TENANT_STREAMS_LIMITED',
         `this tenant has ${limit} ${WHAT[kind].text} open on this gateway, the most it may have at once; retry after one of them has ended`,
         undefined,
-        {
-          headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) },
-          metadata: { limit_streams: String(limit), retry_after_seconds: String(RETRY_AFTER_SECONDS) },
-        },
+        { metadata: { limit_streams: String(limit), retry_after_seconds: String(RETRY_AFTER_SECONDS) } },
       );
     this.open.set(key, held + 1);
     let released = false;

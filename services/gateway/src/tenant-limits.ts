@@ -7,7 +7,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { CostPacer } from './cost.js';
-import { GatewayError } from './errors.js';
+import { GatewayError, retryAfterSeconds } from './errors.js';
 import type { RateCounter } from './shared-counter.js';
 
 export interface TenantLimitOptions {
@@ -40,7 +40,6 @@ export class TenantLimits {
       throw limited(
         'TENANT_CONCURRENCY_LIMITED',
         `this tenant has ${concurrency} requests in flight on this gateway, the most it may have at once; retry after one of them has finished`,
-        1,
         { limit_in_flight: String(concurrency) },
       );
     const paced = this.pace.take(tenant, cost - 1);
@@ -48,7 +47,6 @@ export class TenantLimits {
       throw limited(
         'TENANT_RATE_LIMITED',
         `this tenant's large writes and recurring series come faster than its budget of ${perMinute} a minute allows on this gateway (a tenth of it at once, then at its rate); retry after ${paced.retryAfterSeconds} s`,
-        paced.retryAfterSeconds,
         { limit_per_minute: String(perMinute), retry_after_seconds: String(paced.retryAfterSeconds) },
       );
     this.inFlight.set(tenant, held + 1);
@@ -64,11 +62,10 @@ export class TenantLimits {
     if (!allowed) {
       this.pace.giveBack(tenant, cost - 1);
       release();
-      const retryAfter = Math.max(1, Math.ceil((resetTime.getTime() - Date.now()) / 1000));
+      const retryAfter = retryAfterSeconds(resetTime.getTime() - Date.now());
       throw limited(
         'TENANT_RATE_LIMITED',
         `this tenant made ${perMinute} requests this minute, the most it may make; retry after ${retryAfter} s`,
-        retryAfter,
         { limit_per_minute: String(perMinute), retry_after_seconds: String(retryAfter) },
       );
     }
@@ -76,9 +73,7 @@ export class TenantLimits {
   }
 }
 
-function limited(reason: string, message: string, retryAfter: number, metadata: Record<string, string>): GatewayError {
-  return new GatewayError(grpc.status.RESOURCE_EXHAUSTED, reason, message, undefined, {
-    headers: { 'Retry-After': String(retryAfter) },
-    metadata,
-  });
+/** A 429; its Retry-After is metadata.retry_after_seconds, or 1 s without one (toHttpError). */
+function limited(reason: string, message: string, metadata: Record<string, string>): GatewayError {
+  return new GatewayError(grpc.status.RESOURCE_EXHAUSTED, reason, message, undefined, { metadata });
 }

@@ -25,12 +25,12 @@ import type { RunEventHub } from '../live/hub.js';
 import type { ToolClients } from '../tools/clients.js';
 
 export const SOURCE = 'agents';
-export const providers = enumMapping(Provider, 'PROVIDER_');
-const byokStatuses = enumMapping(ByokStatus, 'BYOK_STATUS_');
-export const probeCategories = enumMapping(ProbeCategory, 'PROBE_CATEGORY_');
-export const runStatuses = enumMapping(AgentRunStatus, 'AGENT_RUN_STATUS_');
-const failureCategories = enumMapping(FailureCategory, 'FAILURE_CATEGORY_');
-const stepTypes = enumMapping(StepType, 'STEP_TYPE_');
+export const providers = enumMapping(Provider);
+const byokStatuses = enumMapping(ByokStatus);
+export const probeCategories = enumMapping(ProbeCategory);
+export const runStatuses = enumMapping(AgentRunStatus);
+const failureCategories = enumMapping(FailureCategory);
+const stepTypes = enumMapping(StepType);
 
 export interface AgentsDeps {
   pool: Pool;

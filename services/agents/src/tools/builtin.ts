@@ -41,8 +41,8 @@ export interface BuiltinTool extends ToolSpec {
   call(args: Record<string, unknown>, ctx: CallContext, clients: ToolClients): Promise<unknown>;
 }
 
-const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
-const dealStatuses = enumMapping(DealStatus, 'DEAL_STATUS_');
+const priorities = enumMapping(TaskPriority);
+const dealStatuses = enumMapping(DealStatus);
 
 function text(
   args: Record<string, unknown>,

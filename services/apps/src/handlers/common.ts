@@ -19,8 +19,8 @@ import type { AppCredentials } from '../credentials.js';
 import type { AppOAuth, OAuthRedirects } from '../oauth/connect.js';
 
 export const SOURCE = 'apps';
-export const authTypes = enumMapping(AuthType, 'AUTH_TYPE_');
-const statuses = enumMapping(AppStatus, 'APP_STATUS_');
+export const authTypes = enumMapping(AuthType);
+const statuses = enumMapping(AppStatus);
 
 /** Field limits (docs/apps.md). */
 export const LIMITS = {

@@ -18,12 +18,12 @@ import type { CalendarRow } from '../repo/calendars.js';
 import type { EventRow } from '../repo/events.js';
 
 export const SOURCE = 'calendar';
-export const eventTypes = enumMapping(EventType, 'EVENT_TYPE_');
-export const statuses = enumMapping(EventStatus, 'EVENT_STATUS_');
-export const availabilities = enumMapping(Availability, 'AVAILABILITY_');
-export const visibilities = enumMapping(Visibility, 'VISIBILITY_');
-export const reminderMethods = enumMapping(ReminderMethod, 'REMINDER_METHOD_');
-export const scopes = enumMapping(UpdateScope, 'UPDATE_SCOPE_');
+export const eventTypes = enumMapping(EventType);
+export const statuses = enumMapping(EventStatus);
+export const availabilities = enumMapping(Availability);
+export const visibilities = enumMapping(Visibility);
+export const reminderMethods = enumMapping(ReminderMethod);
+export const scopes = enumMapping(UpdateScope);
 
 /** Limits the handlers enforce (docs/calendar.md); fields' lengths and ranges are the proto's rules. */
 export const LIMITS = {

@@ -22,9 +22,9 @@ import type { PipelineRow } from '../repo/pipelines.js';
 import type { StageRow } from '../repo/stages.js';
 
 export const SOURCE = 'crm-pipelines';
-export const stageTypes = enumMapping(StageType, 'STAGE_TYPE_');
-export const dealStatuses = enumMapping(DealStatus, 'DEAL_STATUS_');
-export const channelTypes = enumMapping(ChannelType, 'CHANNEL_TYPE_');
+export const stageTypes = enumMapping(StageType);
+export const dealStatuses = enumMapping(DealStatus);
+export const channelTypes = enumMapping(ChannelType);
 
 /** Field limits (docs/crm-pipelines.md). */
 export const LIMITS = {

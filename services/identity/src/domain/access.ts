@@ -1,24 +1,13 @@
-/** Roles, domains and access levels of docs/api.md §3, and how they combine. Pure rules. */
+/**
+ * Roles and how they combine with the domains and access levels (docs/api.md §3). Pure rules; the
+ * domains and levels are the product's one list (libs/grpc access.ts), which the gateway enforces.
+ */
+import { DOMAINS, isAccessLevel, isDomain, type AccessLevel as Level, type Domain } from '@workauto/grpc';
+
+export { DOMAINS, LEVELS, type AccessLevel as Level, type Domain } from '@workauto/grpc';
 
 const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
-
-export const DOMAINS = [
-  'members',
-  'audit',
-  'agents',
-  'apps',
-  'calendar',
-  'crm',
-  'notes',
-  'tasks',
-  'webhooks',
-  'integrations',
-] as const;
-export type Domain = (typeof DOMAINS)[number];
-
-export const LEVELS = ['none', 'read', 'write', 'admin'] as const;
-export type Level = (typeof LEVELS)[number];
 
 const everywhere = (level: Level): Record<Domain, Level> =>
   Object.fromEntries(DOMAINS.map((d) => [d, level])) as Record<Domain, Level>;
@@ -58,9 +47,7 @@ export function effectiveAccess(
 ): Record<Domain, Level> {
   const access = { ...ROLE_DEFAULTS[role] };
   for (const o of overrides) {
-    if ((DOMAINS as readonly string[]).includes(o.domain) && (LEVELS as readonly string[]).includes(o.access_level)) {
-      access[o.domain as Domain] = o.access_level as Level;
-    }
+    if (isDomain(o.domain) && isAccessLevel(o.access_level)) access[o.domain] = o.access_level;
   }
   return access;
 }

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { DomainError } from '@workauto/grpc';
+import { DomainError, levelAtLeast } from '@workauto/grpc';
 import { DOMAINS, LEVELS, type Domain, type Level } from './access.js';
 
 /** A policy as granted: a domain's level, for every record of the domain (no resource filter). */
@@ -57,7 +57,6 @@ export function policyViolations(
   return out;
 }
 
-const RANK: Record<Level, number> = { none: 0, read: 1, write: 2, admin: 3 };
 export function atLeast(have: Level | undefined, need: Level): boolean {
-  return RANK[have ?? 'none'] >= RANK[need];
+  return levelAtLeast(have ?? 'none', need);
 }

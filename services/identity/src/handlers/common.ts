@@ -28,9 +28,9 @@ import type { IntegrationKeyRow } from '../repo/integration-keys.js';
 import type { TenantRow } from '../repo/tenants.js';
 
 export const SOURCE = 'identity';
-export const roles = enumMapping(MemberRole, 'MEMBER_ROLE_');
-export const levels = enumMapping(AccessLevel, 'ACCESS_LEVEL_');
-const invitationStatuses = enumMapping(InvitationStatus, 'INVITATION_STATUS_');
+export const roles = enumMapping(MemberRole);
+export const levels = enumMapping(AccessLevel);
+const invitationStatuses = enumMapping(InvitationStatus);
 
 export interface IdentityDeps {
   pool: Pool;

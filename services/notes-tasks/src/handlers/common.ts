@@ -15,8 +15,8 @@ import type { TagRow } from '../repo/tags.js';
 import type { TaskRow } from '../repo/tasks.js';
 
 export const SOURCE = 'notes-tasks';
-export const priorities = enumMapping(TaskPriority, 'TASK_PRIORITY_');
-export const entityTypes = enumMapping(EntityType, 'ENTITY_TYPE_');
+export const priorities = enumMapping(TaskPriority);
+export const entityTypes = enumMapping(EntityType);
 
 /** Limits the handlers enforce (docs/notes-tasks.md); fields' lengths and ranges are the proto's rules. */
 export const LIMITS = {

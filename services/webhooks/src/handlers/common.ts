@@ -22,9 +22,9 @@ import type { WebhookSettings } from '../settings.js';
 import { reducePayloadUrls, type UrlView } from '../domain/visibility.js';
 
 export const SOURCE = 'webhooks';
-const eventStatuses = enumMapping(WebhookEventStatus, 'WEBHOOK_EVENT_STATUS_');
-const deliveryStatuses = enumMapping(WebhookDeliveryStatus, 'WEBHOOK_DELIVERY_STATUS_');
-const triggers = enumMapping(WebhookAttemptTrigger, 'WEBHOOK_ATTEMPT_TRIGGER_');
+const eventStatuses = enumMapping(WebhookEventStatus);
+const deliveryStatuses = enumMapping(WebhookDeliveryStatus);
+const triggers = enumMapping(WebhookAttemptTrigger);
 
 /** A delivery job's payload (queue DELIVERY_QUEUE, key = the endpoint id). */
 export interface DeliveryJob {
