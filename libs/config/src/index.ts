@@ -72,7 +72,7 @@ export const vars = {
         return ms;
       }),
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
-  url: () => z.string().url(),
+  url: () => z.url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   milliseconds: (fallback: number) => z.coerce.number().int().positive().default(fallback),
   /** host:port of a gRPC service. */

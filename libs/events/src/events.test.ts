@@ -498,7 +498,10 @@ describe('consumer', () => {
   it('still reads the data and metadata of an event recorded before they became JSON text (rolling upgrade)', () => {
     const old = Event.encode({
       ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }),
+      // The deprecated fields are what such an event holds.
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       data: { id: 'n-1' },
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       metadata: { title: 'x' },
     }).finish();
     const event = decodeEvent(old);

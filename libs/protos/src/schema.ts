@@ -95,7 +95,7 @@ const extensions = new WeakMap<DescFile, Map<string, DescExtension | undefined>>
 /** An extension by full name, declared in a file or in one of the files it imports. */
 function extensionIn(file: DescFile, typeName: string): DescExtension | undefined {
   let byName = extensions.get(file);
-  if (!byName) extensions.set(file, (byName = new Map()));
+  if (!byName) extensions.set(file, (byName = new Map<string, DescExtension | undefined>()));
   if (!byName.has(typeName)) {
     const seen = new Set<DescFile>();
     const visit = (f: DescFile): DescExtension | undefined => {
