@@ -21,7 +21,6 @@ import {
 } from '@bufbuild/protobuf';
 import { FileDescriptorSetSchema, type SourceCodeInfo_Location } from '@bufbuild/protobuf/wkt';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
-import * as protoLoader from '@grpc/proto-loader';
 import { messageTypeRegistry } from './gen/typeRegistry.js';
 
 /** The product's descriptor set (proto/), beside this package's dist/. */
@@ -165,19 +164,4 @@ export function commentOf(desc: Commented): string {
     .map((line) => (line.startsWith(' ') ? line.slice(1) : line))
     .join('\n')
     .trim();
-}
-
-/**
- * A proto-loader package definition of the descriptor set, as @grpc/reflection takes it, and the
- * services declared in `files` (names relative to proto/), which reflection is limited to.
- */
-export function reflectionDefinition(
-  files: string[],
-  path = DESCRIPTOR_SET,
-): { definition: protoLoader.PackageDefinition; services: string[] } {
-  const schema = loadSchema(path);
-  const services = schema.files
-    .filter((f) => files.includes(f.proto.name))
-    .flatMap((f) => f.services.map((s) => s.typeName));
-  return { definition: protoLoader.loadFileDescriptorSetFromBuffer(readFileSync(path), { keepCase: true }), services };
 }
