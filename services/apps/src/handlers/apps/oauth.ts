@@ -1,15 +1,13 @@
 import { checkReturnTo, validate } from '@workauto/grpc';
-import { SLUG } from '../../domain/auth.js';
 import { fullUrl, toApp, type AppsDeps, type Handler } from '../common.js';
-import { checkSlug, mustFind, SLUG_RULE } from './common.js';
+import { mustFind } from './common.js';
 
 // An oauth2 app's consent (docs/apps.md "OAuth"): the flows themselves are in ../../oauth/connect.ts.
 
 export function authorizeAppOAuth(deps: AppsDeps): Handler<'authorizeAppOAuth'> {
   const { pool, oauth } = deps;
   return async (req, ctx) => {
-    const v = validate().check(SLUG.test(req.slug), 'slug', SLUG_RULE);
-    checkReturnTo(v, 'return_to', req.return_to, deps.redirects.allowedReturnOrigins).done();
+    checkReturnTo(validate(), 'return_to', req.return_to, deps.redirects.allowedReturnOrigins).done();
     return oauth.authorize(await mustFind(pool, ctx.tenant, req.slug), req.return_to, ctx);
   };
 }
@@ -21,7 +19,6 @@ export function completeAppOAuth(deps: AppsDeps): Handler<'completeAppOAuth'> {
 export function disconnectAppOAuth(deps: AppsDeps): Handler<'disconnectAppOAuth'> {
   const { pool, oauth } = deps;
   return async (req, ctx) => {
-    checkSlug(req.slug);
     const { row, parts } = await oauth.disconnect(await mustFind(pool, ctx.tenant, req.slug), ctx);
     return toApp(row, parts, fullUrl(ctx));
   };

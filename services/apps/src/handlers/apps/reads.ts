@@ -1,7 +1,7 @@
 import { parsePage, toPage } from '@workauto/grpc';
 import * as apps from '../../repo/apps.js';
 import { fullUrl, partsOf, toApp, type AppsDeps, type Handler } from '../common.js';
-import { checkSlug, mustFind, viewOf } from './common.js';
+import { mustFind, viewOf } from './common.js';
 
 export function listApps(deps: AppsDeps): Handler<'listApps'> {
   const { pool } = deps;
@@ -21,7 +21,6 @@ export function listApps(deps: AppsDeps): Handler<'listApps'> {
 export function getApp(deps: AppsDeps): Handler<'getApp'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    checkSlug(req.slug);
     return viewOf(pool, await mustFind(pool, ctx.tenant, req.slug), fullUrl(ctx));
   };
 }
