@@ -19,6 +19,13 @@ import { ensureDatabase } from '@workauto/db';
 import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { freePort, healthStatus } from '@workauto/testing';
 
+/**
+ * How long a start may take before the harness gives up on it: a process starts in 1–2 s on a quiet
+ * machine, but 13 of them at once beside a second suite (load average 30–50 on 2 cores) took over
+ * 60 s. Below the suite's 180 s per test, so a start that truly hangs still fails with the output.
+ */
+const READY_TIMEOUT_MS = 150_000;
+
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const TEST_DNS = fileURLToPath(new URL('./test-dns.js', import.meta.url));
 /** Start order; stopped in reverse (the gateways first). */
@@ -255,7 +262,7 @@ export async function startServiceProcesses(opts: {
     }
   };
   // Ready = every process is: each service's gRPC readiness and each gateway's (which is about the gateway alone).
-  const ready = (timeoutMs = 60_000) => untilReady([...children.keys()].filter(running), timeoutMs);
+  const ready = (timeoutMs = READY_TIMEOUT_MS) => untilReady([...children.keys()].filter(running), timeoutMs);
   if (!opts.noWait) await ready().catch((err: unknown) => (kill(), Promise.reject(err)));
   return {
     url: urls[0]!,
@@ -269,7 +276,7 @@ export async function startServiceProcesses(opts: {
     unpublish,
     async startProcess(service) {
       const child = await launch(service);
-      await untilReady([child], 60_000);
+      await untilReady([child], READY_TIMEOUT_MS);
       return child;
     },
     async stop() {

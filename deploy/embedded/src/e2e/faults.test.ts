@@ -149,32 +149,39 @@ describe(
           await waited;
         };
         workload.start();
-        await phase('steady', 3_000);
-        // Killed processes are replaced as Kubernetes does, while the test goes on.
-        await phase('kill -9 a notes-tasks replica', 4_000, () => cluster.kill('notes-tasks#2'));
-        const replaced = [cluster.add('notes-tasks')];
-        await phase('kill -9 a gateway', 5_000, () => cluster.kill(gatewayChild(cluster, 0)));
-        replaced.push(cluster.add('gateway'));
-        await phase(`PostgreSQL stopped ${POSTGRES_MS / 1000} s`, 0, () => cluster.postgresOutage(POSTGRES_MS));
-        await phase('PostgreSQL back', 4_000);
-        await phase(`broker ${BROKER === 'kill' ? 'killed' : 'frozen'} ${BROKER_MS / 1000} s`, 0, () =>
-          cluster.brokerOutage(BROKER_MS, BROKER),
-        );
-        await phase('broker back', 3_000);
-        await Promise.all(replaced);
-        const roll = (services: ServiceName[]) => Promise.all(services.map((s) => cluster.roll(s, PRE_STOP_MS)));
-        if (SEQUENTIAL)
-          for (const s of [...REPLICATED, 'gateway' as const, ...SINGLE])
-            await phase(`roll ${s}`, 1_000, () => roll([s]));
-        else
-          await phase('roll every service and the gateways', 1_000, () => roll([...REPLICATED, 'gateway', ...SINGLE]));
-        // A one-replica service restarted without a surge pod (a pod deleted, a node drained).
-        await phase('restart calendar (one replica, no surge)', 2_000, () =>
-          cluster.restart(cluster.live('calendar')[0]!),
-        );
-        workload.phase = 'steady';
-        await sleep(1_000);
-        await workload.stop();
+        try {
+          await phase('steady', 3_000);
+          // Killed processes are replaced as Kubernetes does, while the test goes on.
+          await phase('kill -9 a notes-tasks replica', 4_000, () => cluster.kill('notes-tasks#2'));
+          const replaced = [cluster.add('notes-tasks')];
+          await phase('kill -9 a gateway', 5_000, () => cluster.kill(gatewayChild(cluster, 0)));
+          replaced.push(cluster.add('gateway'));
+          await phase(`PostgreSQL stopped ${POSTGRES_MS / 1000} s`, 0, () => cluster.postgresOutage(POSTGRES_MS));
+          await phase('PostgreSQL back', 4_000);
+          await phase(`broker ${BROKER === 'kill' ? 'killed' : 'frozen'} ${BROKER_MS / 1000} s`, 0, () =>
+            cluster.brokerOutage(BROKER_MS, BROKER),
+          );
+          await phase('broker back', 3_000);
+          await Promise.all(replaced);
+          const roll = (services: ServiceName[]) => Promise.all(services.map((s) => cluster.roll(s, PRE_STOP_MS)));
+          if (SEQUENTIAL)
+            for (const s of [...REPLICATED, 'gateway' as const, ...SINGLE])
+              await phase(`roll ${s}`, 1_000, () => roll([s]));
+          else
+            await phase('roll every service and the gateways', 1_000, () =>
+              roll([...REPLICATED, 'gateway', ...SINGLE]),
+            );
+          // A one-replica service restarted without a surge pod (a pod deleted, a node drained).
+          await phase('restart calendar (one replica, no surge)', 2_000, () =>
+            cluster.restart(cluster.live('calendar')[0]!),
+          );
+          workload.phase = 'steady';
+          await sleep(1_000);
+        } finally {
+          // A phase that throws (a process not ready in time) must not leave the writers running:
+          // they would keep this file's process, and so the suite, alive after the cluster is gone.
+          await workload.stop();
+        }
         console.log(`faults ${at()}: workload stopped; checking the invariants`);
 
         const invariants = await checkInvariants(cluster, workload);
