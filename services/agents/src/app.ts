@@ -14,7 +14,7 @@ import { ToolClients, type ToolService } from './tools/clients.js';
 import { DEFAULT_RUN_SETTINGS, RunWorker, type RunSettings } from './worker/runs.js';
 import { schedulerWorker } from './worker/scheduler.js';
 import { RunEventHub } from './live/hub.js';
-import { DEFAULT_RUN_EVENT_SETTINGS, type RunEventSettings } from './handlers/run-events.js';
+import { DEFAULT_RUN_EVENT_SETTINGS, type RunEventSettings } from './handlers/common.js';
 
 export interface AgentsConfig extends ServiceConfig {
   /** Keyring for provider keys at rest (`id:base64key,…`, first active); see @workauto/crypto. */

@@ -1,7 +1,7 @@
 import type { Pool } from '@workauto/db';
 import type { Keyring } from '@workauto/crypto';
 import { reducedUrl, type EgressPolicy } from '@workauto/egress';
-import { enumMapping, errors } from '@workauto/grpc';
+import { enumMapping, errors, type Handlers } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
 import {
   AgentBlueprint,
@@ -14,6 +14,7 @@ import {
   FailureCategory,
   ProbeCategory,
   Provider,
+  type AgentsServiceService,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { findBlueprint, type Blueprint, type ProviderName } from '../domain/blueprints.js';
 import { toCents } from '../domain/costs.js';
@@ -22,7 +23,6 @@ import type { ConfigRow } from '../repo/configs.js';
 import type { RunRow, StepRow } from '../repo/runs.js';
 import type { RunEventHub } from '../live/hub.js';
 import type { ToolClients } from '../tools/clients.js';
-import type { RunEventSettings } from './run-events.js';
 
 export const SOURCE = 'agents';
 export const providers = enumMapping(Provider, 'PROVIDER_');
@@ -40,11 +40,31 @@ export interface AgentsDeps {
   egress: EgressPolicy;
   /** Live progress (run events): this process's LISTEN fan-out and the streams' timings. */
   live: { hub: RunEventHub; settings: RunEventSettings };
-  /** The services MCP tool calls reach, each call signed as the caller (handlers/mcp.ts). */
+  /** The services MCP tool calls reach, each call signed as the caller (handlers/mcp-tools/). */
   tools: ToolClients;
   /** The time a schedule's next tick is counted from (the scheduler's clock). */
   now(): Date;
 }
+
+type H = Handlers<typeof AgentsServiceService>;
+/** The handler of one rpc; each lives in handlers/<resource>/<verb>.ts and index.ts assembles them. */
+export type Handler<K extends keyof H> = H[K];
+
+/** How a run's live event stream (handlers/runs/stream-events.ts) paces itself. */
+export interface RunEventSettings {
+  /** A comment after this long without anything written (AGENT_EVENTS_HEARTBEAT_MS). */
+  heartbeatMs: number;
+  /** A stream ends after this long, with a comment; the client reconnects (AGENT_EVENTS_MAX_STREAM_MS). */
+  maxStreamMs: number;
+  /** The `retry:` the stream starts with: how long a client waits before it reconnects. */
+  retryMs: number;
+}
+
+export const DEFAULT_RUN_EVENT_SETTINGS: RunEventSettings = {
+  heartbeatMs: 15_000,
+  maxStreamMs: 300_000,
+  retryMs: 1_000,
+};
 
 /** AAD of a stored provider key: a ciphertext copied to another tenant or blueprint does not decrypt. */
 export const keyContext = (tenantId: string, blueprint: string) => `agent_byok_key:${tenantId}:${blueprint}`;

@@ -1,5 +1,5 @@
 import type { Pool } from '@workauto/db';
-import { enumMapping, type Handlers } from '@workauto/grpc';
+import { enumMapping, type Handlers, type Validator } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
 import {
   ChannelType,
@@ -13,7 +13,7 @@ import {
   PipelineStage,
   type CrmPipelinesServiceService,
 } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
-import { toNumber } from '../domain/money.js';
+import { confidenceProblem, normalizeCurrency, toNumber } from '../domain/money.js';
 import type { ChannelRow } from '../repo/channels.js';
 import type { ContactRow } from '../repo/contacts.js';
 import type { DealRow } from '../repo/deals.js';
@@ -151,3 +151,16 @@ export const dealData = (row: DealRow) => resourceJson(Deal, toDeal(row));
 export const historyData = (row: HistoryRow) => resourceJson(DealStageHistoryEntry, toHistory(row));
 export const contactData = (row: ContactRow) => resourceJson(Contact, toContact(row));
 export const channelData = (row: ChannelRow) => resourceJson(ContactChannel, toChannel(row));
+
+/** Field checks shared by the handlers, added to one Validator so a request's problems come together. */
+export function checkConfidence(v: Validator, field: string, value: number | undefined): Validator {
+  if (value === undefined) return v;
+  const problem = confidenceProblem(value);
+  return problem ? v.add(field, problem) : v;
+}
+
+export function checkCurrency(v: Validator, field: string, value: string | undefined): Validator {
+  return value === undefined || normalizeCurrency(value)
+    ? v
+    : v.add(field, 'must be an ISO 4217 currency code like USD or EUR');
+}

@@ -1,28 +1,34 @@
 import type { Handlers } from '@workauto/grpc';
 import type { CrmPipelinesServiceService } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
 import type { CrmDeps } from './common.js';
-import { createContact } from './contacts/create.js';
 import { createContactChannel } from './contacts/create-channel.js';
-import { deleteContact } from './contacts/delete.js';
+import { createContact } from './contacts/create.js';
 import { deleteContactChannel } from './contacts/delete-channel.js';
-import { getContact, listContactChannels, listContacts } from './contacts/reads.js';
-import { updateContact } from './contacts/update.js';
+import { deleteContact } from './contacts/delete.js';
+import { getContact } from './contacts/get.js';
+import { listContactChannels } from './contacts/list-channels.js';
+import { listContacts } from './contacts/list.js';
 import { updateContactChannel } from './contacts/update-channel.js';
+import { updateContact } from './contacts/update.js';
 import { createDeal } from './deals/create.js';
 import { deleteDeal } from './deals/delete.js';
-import { getDeal, listDealHistory, listDeals } from './deals/reads.js';
+import { getDeal } from './deals/get.js';
+import { listDealHistory } from './deals/list-history.js';
+import { listDeals } from './deals/list.js';
 import { updateDeal } from './deals/update.js';
+import { createPipelineStage } from './pipelines/create-stage.js';
 import { createPipeline } from './pipelines/create.js';
-import { deletePipeline } from './pipelines/delete.js';
 import { deletePipelineStage } from './pipelines/delete-stage.js';
-import { getPipeline, listPipelines } from './pipelines/reads.js';
-import { createPipelineStage, updatePipelineStage } from './pipelines/stages.js';
-import { getPipelineSummary } from './pipelines/summary.js';
+import { deletePipeline } from './pipelines/delete.js';
+import { getPipelineSummary } from './pipelines/get-summary.js';
+import { getPipeline } from './pipelines/get.js';
+import { listPipelines } from './pipelines/list.js';
+import { updatePipelineStage } from './pipelines/update-stage.js';
 import { updatePipeline } from './pipelines/update.js';
 
 export type { CrmDeps } from './common.js';
 
-/** Every rpc of CrmPipelinesService: pipelines/, deals/, contacts/ (one file per rpc or concern). */
+/** Every rpc of CrmPipelinesService, one file per rpc: handlers/<resource>/<verb>.ts. */
 export function crmHandlers(deps: CrmDeps): Handlers<typeof CrmPipelinesServiceService> {
   return {
     createPipeline: createPipeline(deps),

@@ -1,5 +1,5 @@
 import type { Pool, Queryable } from '@workauto/db';
-import { enumMapping, errors, type CallContext } from '@workauto/grpc';
+import { enumMapping, errors, type CallContext, type Handlers } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
 import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { resourceJson } from '@workauto/protos';
@@ -13,6 +13,7 @@ import {
   ListAccessPoliciesResponse,
   Member,
   Tenant,
+  type IdentityServiceService,
 } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { effectiveAccess, type Domain, type Level } from '../domain/access.js';
 import type { Grantor } from '../domain/grants.js';
@@ -37,6 +38,10 @@ export interface IdentityDeps {
   keyring: Keyring;
   oauth: OAuthProviders;
 }
+
+type H = Handlers<typeof IdentityServiceService>;
+/** The handler of one rpc; each lives in handlers/<resource>/<verb>.ts and index.ts assembles them. */
+export type Handler<K extends keyof H> = H[K];
 
 export function toMember(row: members.MemberRow): Member {
   return {

@@ -1,20 +1,28 @@
 import type { Handlers } from '@workauto/grpc';
 import type { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
 import type { NotesTasksDeps } from './common.js';
+import { listBacklinks } from './backlinks/list.js';
+import { addNoteTag } from './notes/add-tag.js';
 import { createNote } from './notes/create.js';
 import { deleteNote } from './notes/delete.js';
-import { getNote, listBacklinks, listNotes } from './notes/reads.js';
-import { addNoteTag, listNoteTags, listTags, removeNoteTag } from './notes/tags.js';
+import { getNote } from './notes/get.js';
+import { listNoteTags } from './notes/list-tags.js';
+import { listNotes } from './notes/list.js';
+import { removeNoteTag } from './notes/remove-tag.js';
 import { updateNote } from './notes/update.js';
-import { completeTask, reopenTask } from './tasks/complete.js';
+import { listTags } from './tags/list.js';
+import { completeTask } from './tasks/complete.js';
 import { createTask } from './tasks/create.js';
 import { deleteTask } from './tasks/delete.js';
-import { getTask, listSubtasks, listTasks } from './tasks/reads.js';
+import { getTask } from './tasks/get.js';
+import { listSubtasks } from './tasks/list-subtasks.js';
+import { listTasks } from './tasks/list.js';
+import { reopenTask } from './tasks/reopen.js';
 import { updateTask } from './tasks/update.js';
 
 export type { NotesTasksDeps } from './common.js';
 
-/** Every rpc of NotesTasksService: notes/ (with tags and backlinks) and tasks/, one file per rpc or concern. */
+/** Every rpc of NotesTasksService, one file per rpc: handlers/<resource>/<verb>.ts. */
 export function notesTasksHandlers(deps: NotesTasksDeps): Handlers<typeof NotesTasksServiceService> {
   return {
     createNote: createNote(deps),

@@ -2,7 +2,7 @@ import type { Keyring } from '@workauto/crypto';
 import type { Pool } from '@workauto/db';
 import { reducedUrl, type EgressPolicy } from '@workauto/egress';
 import type { JobQueue } from '@workauto/jobs';
-import { enumMapping } from '@workauto/grpc';
+import { enumMapping, type Handlers } from '@workauto/grpc';
 import { resourceJson } from '@workauto/protos';
 import {
   WebhookAttemptTrigger,
@@ -13,6 +13,7 @@ import {
   type WebhookAttempt,
   type WebhookDelivery,
   type WebhookEventDetail,
+  type WebhooksServiceService,
 } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import type { AttemptRow, DeliveryRow } from '../repo/deliveries.js';
 import type { EndpointRow } from '../repo/endpoints.js';
@@ -38,6 +39,10 @@ export interface WebhooksDeps {
   settings: WebhookSettings;
   queue: JobQueue<DeliveryJob>;
 }
+
+type H = Handlers<typeof WebhooksServiceService>;
+/** The handler of one rpc; each lives in handlers/<resource>/<verb>.ts and index.ts assembles them. */
+export type Handler<K extends keyof H> = H[K];
 
 /** Secrets are encrypted bound to their endpoint: a ciphertext copied to another row does not decrypt. */
 export const secretContext = (tenantId: string, endpointId: string) =>

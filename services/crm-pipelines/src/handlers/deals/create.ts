@@ -3,8 +3,7 @@ import { validate } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { amountDecimal, amountRangeProblem, normalizeCurrency } from '../../domain/money.js';
 import * as deals from '../../repo/deals.js';
-import { SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
-import { checkConfidence, checkCurrency } from '../validation.js';
+import { checkConfidence, checkCurrency, SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
 import { checkMoney, checkContact, lockPlacement, writeMove } from './common.js';
 
 export function createDeal(deps: CrmDeps): Handler<'createDeal'> {

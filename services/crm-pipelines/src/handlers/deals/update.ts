@@ -4,8 +4,7 @@ import { recordEvent } from '@workauto/events';
 import { amountDecimal, amountRangeProblem, normalizeCurrency, storedAmountProblem } from '../../domain/money.js';
 import * as deals from '../../repo/deals.js';
 import * as pipelines from '../../repo/pipelines.js';
-import { SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
-import { checkConfidence, checkCurrency } from '../validation.js';
+import { checkConfidence, checkCurrency, SOURCE, dealData, toDeal, type CrmDeps, type Handler } from '../common.js';
 import { checkMoney, checkContact, lockPlacement, writeMove } from './common.js';
 
 export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {

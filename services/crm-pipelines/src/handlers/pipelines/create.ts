@@ -6,8 +6,16 @@ import { orderOfInputs } from '../../domain/ordering.js';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
 import type { StageType } from '../../repo/stages.js';
-import { SOURCE, pipelineData, stageTypes, toPipeline, type CrmDeps, type Handler } from '../common.js';
-import { checkConfidence, checkCurrency } from '../validation.js';
+import {
+  checkConfidence,
+  checkCurrency,
+  SOURCE,
+  pipelineData,
+  stageTypes,
+  toPipeline,
+  type CrmDeps,
+  type Handler,
+} from '../common.js';
 import { decimalOrNull, takeDefault } from './common.js';
 
 export function createPipeline({ pool }: CrmDeps): Handler<'createPipeline'> {

@@ -6,8 +6,7 @@ import { moveTo } from '../../domain/ordering.js';
 import * as deals from '../../repo/deals.js';
 import * as pipelines from '../../repo/pipelines.js';
 import * as stages from '../../repo/stages.js';
-import { SOURCE, pipelineData, toPipeline, type CrmDeps, type Handler } from '../common.js';
-import { checkCurrency } from '../validation.js';
+import { checkCurrency, SOURCE, pipelineData, toPipeline, type CrmDeps, type Handler } from '../common.js';
 import { takeDefault } from './common.js';
 
 export function updatePipeline({ pool }: CrmDeps): Handler<'updatePipeline'> {

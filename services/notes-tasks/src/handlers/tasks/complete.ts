@@ -9,52 +9,6 @@ import { dueOf, emit } from './common.js';
 
 const dueJson = (d: Due) => (d.kind === 'at' ? d.at.toISOString() : d.date);
 
-export function completeTask({ pool }: NotesTasksDeps): Handler<'completeTask'> {
-  return async (req, ctx) => {
-    const v = validate();
-    const occurrence = req.occurrence;
-    if (occurrence !== undefined && !isIsoDate(occurrence) && !parseTimestamp(occurrence)) {
-      v.add(
-        'occurrence',
-        'must be the due_at (RFC 3339) or due_date (YYYY-MM-DD) of the occurrence completed, as read from the task',
-      );
-    }
-    v.done();
-    const tenantId = ctx.tenant;
-    const id = req.id.toLowerCase();
-    return withTransaction(
-      pool,
-      async (tx) => {
-        await tasks.lockTree(tx, tenantId, 'shared');
-        if (!(await tasks.findTask(tx, tenantId, id))) throw errors.notFound('task', req.id);
-        // The task and its subtasks, locked together in id order.
-        const below = await tasks.descendantIds(tx, tenantId, id);
-        const locked = await tasks.lockTasks(tx, tenantId, [id, ...below]);
-        const current = locked.get(id);
-        if (!current) throw errors.notFound('task', req.id);
-        if (current.completed_at) return toTask(current); // completed already: nothing to do
-        const due = current.rrule ? dueOf(current) : undefined;
-        if (due) {
-          const next = await completeOccurrence(tx, ctx, current, due, occurrence);
-          if (next) return toTask(next);
-          // The series ends with this occurrence: the task completes.
-        }
-        const done = await tasks.completeOpen(tx, tenantId, [id, ...below]);
-        const row = done.find((r) => r.id === id)!;
-        await emit(tx, ctx, 'task.completed', row, {
-          completed_at: row.completed_at,
-          completed_subtasks: done.length - 1,
-        });
-        for (const r of done)
-          if (r.id !== id)
-            await emit(tx, ctx, 'task.completed', r, { completed_at: r.completed_at, completed_with: id });
-        return toTask(row);
-      },
-      { signal: ctx.signal },
-    );
-  };
-}
-
 /**
  * Completes the current occurrence `due` of a recurring task: the task moves to its next
  * occurrence, and is returned; undefined when the series ends here. A completion naming an
@@ -129,17 +83,45 @@ function occurrenceToComplete(rrule: string, anchor: Date, after: Due): Due | un
   }
 }
 
-export function reopenTask({ pool }: NotesTasksDeps): Handler<'reopenTask'> {
+export function completeTask({ pool }: NotesTasksDeps): Handler<'completeTask'> {
   return async (req, ctx) => {
+    const v = validate();
+    const occurrence = req.occurrence;
+    if (occurrence !== undefined && !isIsoDate(occurrence) && !parseTimestamp(occurrence)) {
+      v.add(
+        'occurrence',
+        'must be the due_at (RFC 3339) or due_date (YYYY-MM-DD) of the occurrence completed, as read from the task',
+      );
+    }
+    v.done();
     const tenantId = ctx.tenant;
+    const id = req.id.toLowerCase();
     return withTransaction(
       pool,
       async (tx) => {
-        const current = await tasks.findTask(tx, tenantId, req.id, 'update');
+        await tasks.lockTree(tx, tenantId, 'shared');
+        if (!(await tasks.findTask(tx, tenantId, id))) throw errors.notFound('task', req.id);
+        // The task and its subtasks, locked together in id order.
+        const below = await tasks.descendantIds(tx, tenantId, id);
+        const locked = await tasks.lockTasks(tx, tenantId, [id, ...below]);
+        const current = locked.get(id);
         if (!current) throw errors.notFound('task', req.id);
-        if (!current.completed_at) return toTask(current);
-        const row = await tasks.updateTask(tx, tenantId, current.id, { completed_at: null });
-        await emit(tx, ctx, 'task.reopened', row, { completed_at: null });
+        if (current.completed_at) return toTask(current); // completed already: nothing to do
+        const due = current.rrule ? dueOf(current) : undefined;
+        if (due) {
+          const next = await completeOccurrence(tx, ctx, current, due, occurrence);
+          if (next) return toTask(next);
+          // The series ends with this occurrence: the task completes.
+        }
+        const done = await tasks.completeOpen(tx, tenantId, [id, ...below]);
+        const row = done.find((r) => r.id === id)!;
+        await emit(tx, ctx, 'task.completed', row, {
+          completed_at: row.completed_at,
+          completed_subtasks: done.length - 1,
+        });
+        for (const r of done)
+          if (r.id !== id)
+            await emit(tx, ctx, 'task.completed', r, { completed_at: r.completed_at, completed_with: id });
         return toTask(row);
       },
       { signal: ctx.signal },
