@@ -6,7 +6,7 @@
  * and notes-tasks used from /proc. Not a test, and not part of `make bench`.
  *
  * On a shared machine CPU per request moves by ±15 % between minutes with the other work; turns of
- * a few seconds, alternated, put both builds under the same conditions, which one bench-notes run
+ * a few seconds, alternated, put both builds under the same conditions, which one bench-floor run
  * per build cannot. notes-tasks, the same process for both, is the control.
  *
  *   mkdir -p services/gateway/.data/b && cp -r services/gateway/dist services/gateway/migrations services/gateway/.data/b/

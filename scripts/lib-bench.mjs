@@ -75,12 +75,7 @@ export async function startBenchStack({ shape = 'one-process', extraReplicas = {
  * when the run's PostgreSQL was started with WORKAUTO_PG_STAT_STATEMENTS=1 (see docs/benchmarks.md).
  */
 export async function printTopStatements(url, top = 12) {
-  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return;
-  const { Client } = (await import('pg')).default;
-  const client = new Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await withStatStatements(url, async (client) => {
     const { rows } = await client.query(
       `SELECT calls, round((total_plan_time + total_exec_time)::numeric, 1) AS ms, round(total_plan_time::numeric, 1) AS plan_ms,
               round(((total_plan_time + total_exec_time) / nullif(calls, 0) * 1000)::numeric) AS us_per_call, left(regexp_replace(query, '\\s+', ' ', 'g'), 140) AS query
@@ -93,9 +88,37 @@ export async function printTopStatements(url, top = 12) {
       console.log(
         `  ${String(r.ms).padStart(9)} ms (plan ${String(r.plan_ms).padStart(7)})  ${String(r.calls).padStart(7)} calls  ${String(r.us_per_call).padStart(6)} µs/call  ${r.query}`,
       );
+  });
+}
+
+/** fn(client) on a connection to url with pg_stat_statements, when the run's PostgreSQL has it (else undefined). */
+async function withStatStatements(url, fn) {
+  if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return undefined;
+  const { Client } = (await import('pg')).default;
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    return await fn(client);
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Statements per database since the last call (pg_stat_statements, when the run's PostgreSQL was
+ * started with WORKAUTO_PG_STAT_STATEMENTS=1; otherwise undefined): a Map database → { calls, ms }.
+ * Counting statements is what a change of round trips does on any machine, however loaded.
+ */
+export function statementsSince(url) {
+  return withStatStatements(url, async (client) => {
+    const { rows } = await client.query(
+      `SELECT d.datname AS db, sum(s.calls)::bigint AS calls, sum(s.total_plan_time + s.total_exec_time) AS ms
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid GROUP BY d.datname`,
+    );
+    await client.query('SELECT pg_stat_statements_reset()');
+    return new Map(rows.map((r) => [r.db, { calls: Number(r.calls), ms: Number(r.ms) }]));
+  });
 }
 
 /**
@@ -126,17 +149,42 @@ export function cpuSnapshot() {
     for (let p = pid, hops = 0; p > 1 && hops < 20; p = procs.get(p)?.ppid ?? 0, hops++) if (p === root) return true;
     return false;
   };
+  // The run's Kafka broker is started detached (scripts/kafka.sh): it is this run's if its
+  // server.properties listens on the port KAFKA_BROKERS names.
+  const kafkaPort = process.env.KAFKA_BROKERS?.split(',')[0]?.split(':')[1];
+  const ourBroker = (cmd) => {
+    const props = / (\S+\/server\.properties)/.exec(cmd)?.[1];
+    if (!kafkaPort || !props || !cmd.includes('kafka.Kafka')) return false;
+    try {
+      return readFileSync(props, 'utf8').includes(`:${kafkaPort}`);
+    } catch {
+      return false;
+    }
+  };
   const out = new Map();
-  const add = (k, ms) => out.set(k, (out.get(k) ?? 0) + ms);
+  /** Each process's kind and CPU ms, so that cpuDelta counts only what was spent between two snapshots. */
+  out.pids = new Map();
+  let current = 0;
+  const add = (k, ms) => {
+    out.set(k, (out.get(k) ?? 0) + ms);
+    out.pids.set(current, { kind: k, ms: (out.pids.get(current)?.ms ?? 0) + ms });
+  };
   for (const [pid, { f, cmd }] of procs) {
     const self = (Number(f[11]) + Number(f[12])) * tick;
+    current = pid;
     if (pid === process.pid) {
       add('this script', self);
+      current = -1; // the finished children: one account that only grows
       add('its finished children (load generator)', (Number(f[13]) + Number(f[14])) * tick);
       continue;
     }
-    if (!ours(pid)) continue;
-    const service = /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
+    if (!ours(pid)) {
+      if (ourBroker(cmd)) add('kafka', self);
+      continue;
+    }
+    // A process started with `node --title=role:<name>` by that name (bench-floor's servers, the B
+    // build's services), a service by its main.js.
+    const service = /^role:(\S+)/.exec(cmd) ?? /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
     add(
       service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other',
       self,
@@ -145,12 +193,21 @@ export function cpuSnapshot() {
   return out;
 }
 
+/**
+ * CPU ms by kind of process between two snapshots, process by process: a process that ended
+ * meanwhile (a pool's idle PostgreSQL backend) takes its past CPU with it instead of making the
+ * difference negative; one that started counts whole.
+ */
+export function cpuDelta(before, after) {
+  const out = new Map();
+  for (const [pid, { kind, ms }] of after.pids)
+    out.set(kind, (out.get(kind) ?? 0) + ms - (before.pids.get(pid)?.ms ?? 0));
+  return out;
+}
+
 /** Prints, per kind of process, the CPU µs per request between two snapshots, and the sum. */
 export function printCpuPerRequest(label, before, after, requests) {
-  const rows = [...after]
-    .map(([k, ms]) => [k, ms - (before.get(k) ?? 0)])
-    .filter(([, ms]) => ms > 0)
-    .sort((a, b) => b[1] - a[1]);
+  const rows = [...cpuDelta(before, after)].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
   const total = rows.reduce((a, [, ms]) => a + ms, 0);
   console.log(
     `  CPU per request, ${label} (${requests} requests): ${((total * 1000) / requests).toFixed(0)} µs in all`,

@@ -3,7 +3,7 @@
  * code it ran), total samples, self time by package and the top frames by self time. With REQUESTS
  * set, each line also says µs per request (the benchmark's request count through that process).
  *
- *   PROFILE_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' node deploy/embedded/dist/with-infra.js -- node scripts/bench-notes.mjs
+ *   PROFILE_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
  *   node scripts/profile-summary.mjs /tmp/prof [TOP=15] [REQUESTS=8298]
  */
 import { readdirSync, readFileSync } from 'node:fs';

@@ -66,7 +66,7 @@ export interface StackOptions {
 
 /**
  * make dev's egress: private addresses and plain http allowed (receivers and MCP servers on
- * loopback) unless the environment says otherwise (contract §5); EGRESS_ALLOWED_CIDRS as set.
+ * loopback) unless the environment says otherwise (docs/operations.md "Outbound calls to tenant URLs"); EGRESS_ALLOWED_CIDRS as set.
  */
 export function devEgressPolicy(env: Record<string, string | undefined> = process.env): EgressPolicy {
   return EgressPolicy.fromEnv({ ...env, EGRESS_ALLOW_PRIVATE: env.EGRESS_ALLOW_PRIVATE ?? 'true' });

@@ -10,7 +10,7 @@ import type { components, paths, webhooks } from './gen/openapi.js';
 export type { components, paths, webhooks };
 /** The document's schemas by name, e.g. `Schemas['Note']`. */
 export type Schemas = components['schemas'];
-/** The body of every error response (the contract's §2 shape). */
+/** The body of every error response (the shape of docs/api.md §5). */
 export type ErrorBody = Schemas['Error'];
 export type WorkautoClient = Client<paths>;
 
@@ -36,7 +36,7 @@ export function createClient(options: ClientOptions): WorkautoClient {
   });
 }
 
-/** An error response as an exception: the HTTP status, the contract's error body and its reason. */
+/** An error response as an exception: the HTTP status, the error body (docs/api.md §5) and its reason. */
 export class ApiError extends Error {
   readonly status: number;
   readonly body: ErrorBody | undefined;
@@ -48,7 +48,7 @@ export class ApiError extends Error {
 
   constructor(response: Response, body: unknown) {
     const error = (body as ErrorBody | undefined)?.error;
-    super(error?.message ?? `HTTP ${response.status} without the contract's error body`);
+    super(error?.message ?? `HTTP ${response.status} without the API's error body`);
     this.name = 'ApiError';
     this.status = response.status;
     this.body = body as ErrorBody | undefined;

@@ -3,7 +3,7 @@ import { isUuid } from './ids.js';
 import type { Queryable } from './pool.js';
 
 /**
- * Keyset pagination, the one way every list pages (contract §3: newest first, ties by id).
+ * Keyset pagination, the one way every list pages (docs/api.md §6: newest first, ties by id).
  *
  * The cursor keeps the sort key at PostgreSQL's full precision (microseconds), as UTC ISO-8601
  * text written by PostgreSQL itself: a JS Date keeps milliseconds only, and a cursor rounded to
@@ -21,7 +21,7 @@ export interface KeysetOrder {
   key: string;
   /** SQL of the row's uuid id, e.g. `n.id`. */
   id: string;
-  /** newest first (the contract's default) or oldest first. */
+  /** newest first (the default of docs/api.md §6) or oldest first. */
   direction?: 'newest_first' | 'oldest_first';
 }
 
@@ -52,7 +52,7 @@ export interface ListQuery {
   order: KeysetOrder;
 }
 
-/** The contract's default order on a table alias: `created_at DESC, id DESC`. */
+/** The default order (docs/api.md §6) on a table alias: `created_at DESC, id DESC`. */
 export function newestFirst(alias?: string): KeysetOrder {
   const p = alias ? `${alias}.` : '';
   return { key: `${p}created_at`, id: `${p}id`, direction: 'newest_first' };

@@ -88,7 +88,7 @@ describe('checkUrl (when a tenant writes a URL)', () => {
   const policy = new EgressPolicy();
   after(() => policy.close());
 
-  it('refuses every non-public address of the contract, in every spelling, with a 400 that says how to allow it', () => {
+  it('refuses every non-public address of docs/operations.md, in every spelling, with a 400 that says how to allow it', () => {
     const refused = [
       'https://127.0.0.1/',
       'https://127.255.255.254/',
@@ -465,11 +465,10 @@ describe('fetch (at every connection)', () => {
     const policy = new EgressPolicy({ allowPrivate: true });
     after(() => policy.close());
 
-    const started = Date.now();
+    // The receiver never answers: only the timeout ends the call.
     const err = await rejection(policy.fetch(`http://127.0.0.1:${silent.port}/`, { timeoutMs: 200 }));
     assert.ok(err instanceof EgressTimeoutError, String(err));
     assert.match(err.message, /no complete response from http:\/\/127\.0\.0\.1:\d+ within 200 ms/);
-    assert.ok(Date.now() - started < 5_000);
 
     const res = await policy.fetch(`http://127.0.0.1:${stalls.port}/`, { timeoutMs: 300 });
     const bodyErr = await rejection(res.text());
@@ -483,11 +482,10 @@ describe('fetch (at every connection)', () => {
   it('gives up connecting after the connect timeout with EgressTimeoutError', async () => {
     const policy = new EgressPolicy({ connectTimeoutMs: 200, timeoutMs: 10_000, resolve: () => new Promise(() => {}) });
     after(() => policy.close());
-    const started = Date.now();
+    // The name never resolves: only a timeout ends the call, and the message says it was the connect timeout's.
     const err = await rejection(policy.fetch('https://slow-dns.test/'));
     assert.ok(err instanceof EgressTimeoutError, String(err));
     assert.match(err.message, /UND_ERR_CONNECT_TIMEOUT/);
-    assert.ok(Date.now() - started < 5_000);
   });
 
   it('reports a connection failure as EgressConnectionError, neither refused nor timed out', async () => {

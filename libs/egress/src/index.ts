@@ -1,5 +1,5 @@
 /**
- * The egress policy for outbound calls to URLs that tenants supply (contract §5):
+ * The egress policy for outbound calls to URLs that tenants supply (docs/operations.md "Outbound calls to tenant URLs"):
  *
  *   const egress = EgressPolicy.fromEnv();                  // EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS
  *   const url = egress.checkUrl(body.url, 'url');           // when written: throws the kit's 400

@@ -1,5 +1,5 @@
 /**
- * The one egress policy for outbound calls to URLs that tenants supply (contract §5, "Outbound
+ * The one egress policy for outbound calls to URLs that tenants supply (docs/operations.md, "Outbound
  * calls"): checked when the URL is written (checkUrl) and again on every connection, on the
  * addresses actually dialled (fetch), so DNS rebinding cannot slip past the first check.
  */

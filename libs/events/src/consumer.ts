@@ -14,14 +14,30 @@ const MARK_PROCESSED = preparedStatement<[string, string[]]>(
 /** How long a transport keeps a message redeliverable when it does not say (Kafka's topic retention default). */
 const DEFAULT_REDELIVERY_MS = 7 * 24 * 3_600_000;
 
-export interface ConsumerOptions {
+/**
+ * How a consumer applies events, inside the transaction that also records them as processed:
+ * one at a time (handle), or the fresh events of a batch at once (handleBatch: one statement for
+ * many events, e.g. the audit log's inserts; a failing batch is retried one event at a time).
+ */
+type ConsumerHandler =
+  | { handle(tx: pg.PoolClient, event: ConsumedEvent): Promise<void>; handleBatch?: never }
+  | { handleBatch(tx: pg.PoolClient, events: ConsumedEvent[]): Promise<void>; handle?: never };
+
+export type ConsumerOptions = ConsumerCommon & ConsumerHandler;
+
+interface ConsumerCommon {
   transport: EventTransport;
   pool: pg.Pool;
   groupId: string;
   topics: string[];
   logger: Logger;
-  /** Applies one event inside the transaction that also records it as processed. */
-  handle(tx: pg.PoolClient, event: ConsumedEvent): Promise<void>;
+  /**
+   * The ids of a batch's events that handle() would act on, read in one query: the others are
+   * skipped without a transaction or a processed_events row (webhooks: events of tenants with no
+   * endpoint, most of them). Only for a handler that does nothing for such an event, so that a
+   * redelivery of a skipped one is decided again as if it came for the first time.
+   */
+  relevant?(db: pg.Pool, events: ConsumedEvent[]): Promise<Set<string>>;
   maxAttempts?: number;
   deadLetterTopic?: string;
   retryDelayMs?: number;
@@ -91,43 +107,54 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
     );
     deadLettered().add(1, { group: groupId, topic: message.topic });
   };
-  /** Runs the handler in a consumer span that is a child of the span that recorded the event. */
-  const handleTraced = (tx: pg.PoolClient, message: TransportMessage, event: ConsumedEvent) => {
-    const parent = propagation.extract(context.active(), message.headers);
-    return tracer.startActiveSpan(
-      `process ${message.topic}`, // OpenTelemetry messaging conventions: "{operation} {destination}"
-      {
-        kind: SpanKind.CONSUMER,
-        attributes: {
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': message.topic,
-          'messaging.consumer.group.name': groupId,
-          'messaging.message.id': event.id,
-          'workauto.event.type': event.type,
+  /** Each event in a consumer span, a child of the span that recorded it (its traceparent header), around `work`. */
+  const traced = async (items: Decoded[], work: () => Promise<void>) => {
+    const parents = items.map(({ message }) => propagation.extract(context.active(), message.headers));
+    const spans = items.map(({ message, event }, i) =>
+      tracer.startSpan(
+        `process ${message.topic}`, // OpenTelemetry messaging conventions: "{operation} {destination}"
+        {
+          kind: SpanKind.CONSUMER,
+          attributes: {
+            'messaging.operation.type': 'process',
+            'messaging.destination.name': message.topic,
+            'messaging.consumer.group.name': groupId,
+            'messaging.message.id': event.id,
+            'workauto.event.type': event.type,
+          },
         },
-      },
-      parent,
-      async (span) => {
-        try {
-          await opts.handle(tx, event);
-        } catch (err) {
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-          throw err;
-        } finally {
-          span.end();
-        }
-      },
+        parents[i],
+      ),
     );
+    try {
+      // One event: its handler runs in its span's context (the spans it starts are its children).
+      await (spans.length === 1 ? context.with(trace.setSpan(parents[0]!, spans[0]!), work) : work());
+    } catch (err) {
+      for (const span of spans) span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      throw err;
+    } finally {
+      for (const span of spans) span.end();
+    }
   };
   type Decoded = { message: TransportMessage; event: ConsumedEvent };
   /** Applies the events not applied before (by this group) in the transaction tx. */
   const applyFresh = async (tx: pg.PoolClient, items: Decoded[]) => {
     const { rows } = await tx.query<{ event_id: string }>(MARK_PROCESSED([groupId, items.map((d) => d.event.id)]));
     const fresh = new Set(rows.map((r) => r.event_id));
-    for (const { message, event } of items) {
-      if (!fresh.delete(event.id)) continue; // applied before (a redelivery), or twice in this batch
-      await handleTraced(tx, message, event);
+    // Not applied before (a redelivery), nor twice in this batch.
+    const toApply = items.filter(({ event }) => fresh.delete(event.id));
+    const { handle, handleBatch } = opts;
+    if (handleBatch) {
+      if (toApply.length)
+        await traced(toApply, () =>
+          handleBatch(
+            tx,
+            toApply.map((d) => d.event),
+          ),
+        );
+      return;
     }
+    for (const item of toApply) await traced([item], () => handle(tx, item.event));
   };
   /** One event on its own, retried, then dead-lettered: isolates what made a batch fail. */
   const applyOne = async (item: Decoded) => {
@@ -181,16 +208,24 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
           await deadLetter(message, `undecodable: ${(err as Error).message}`);
         }
       }
-      if (!decoded.length) return;
+      const wanted =
+        opts.relevant && decoded.length
+          ? await opts.relevant(
+              pool,
+              decoded.map((d) => d.event),
+            )
+          : undefined;
+      const items = wanted ? decoded.filter((d) => wanted.has(d.event.id)) : decoded;
+      if (!items.length) return;
       // The common case: the whole batch in one transaction.
       try {
-        await withTransaction(pool, (tx) => applyFresh(tx, decoded));
+        await withTransaction(pool, (tx) => applyFresh(tx, items));
         return;
       } catch {
         // Something in the batch fails: one at a time, in order, so the rest is applied and only
         // the failing event goes to the dead-letter topic.
       }
-      for (const item of decoded) await applyOne(item);
+      for (const item of items) await applyOne(item);
     },
   });
   // A subscription that could not start (the broker away at start-up) is retried by the caller: no timer left behind.

@@ -13,7 +13,7 @@ import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createPool, runMigrations, withTransaction, type Pool, type PoolClient } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
-import { captureLogs, testDatabase } from '@workauto/testing';
+import { captureLogs, eventually, testDatabase } from '@workauto/testing';
 import type { ResourceJson } from '@workauto/protos';
 import { Event } from '@workauto/protos/workauto/events/v1/event.js';
 import { decodeEvent } from './event.js';
@@ -63,14 +63,6 @@ async function record(pool: Pool, n: number, resourceId = 'r-1', type = 'note.up
 const pending = async (pool: Pool) =>
   (await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL')).rows[0]!.n;
 
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting until ${what}`);
-    await sleep(50);
-  }
-}
-
 /** Every message of some topics, as a raw subscriber sees them. */
 async function collect(
   transport: EventTransport,
@@ -114,7 +106,7 @@ describe(
       const audit = await collect(transport, [TOPICS.audit]);
       const domain = await collect(transport, [TOPICS.domain]);
       const [id] = await record(pool, 1, 'r-42', 'note.created');
-      await until('both topics have the event', () => audit.messages.length === 1 && domain.messages.length === 1);
+      await eventually('both topics have the event', () => audit.messages.length === 1 && domain.messages.length === 1);
       for (const m of [audit.messages[0]!, domain.messages[0]!]) {
         assert.equal(m.key, 'note:r-42');
         assert.equal(m.headers['event-id'], id);
@@ -128,7 +120,7 @@ describe(
         assert.equal(event.request?.user_agent, 'tests/1.0');
         assert.deepEqual(event.data, { i: 0 });
       }
-      await until('the row is marked published', async () => (await pending(pool)) === 0);
+      await eventually('the row is marked published', async () => (await pending(pool)) === 0);
       await Promise.all([audit.sub.stop(), domain.sub.stop(), relay.stop()]);
       await pool.end();
     });
@@ -154,7 +146,7 @@ describe(
         topics: ['lag.test'],
         handle: async (batch) => void (handled += batch.length),
       });
-      await until('every message was handled', () => handled === 150);
+      await eventually('every message was handled', () => handled === 150);
       const { resourceMetrics } = await reader.collect();
       const lag = resourceMetrics.scopeMetrics
         .flatMap((m) => m.metrics)
@@ -181,7 +173,7 @@ describe(
       );
       const [marker] = await record(pool, 1, 'marker');
       const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-      await until('the marker arrived', () => domain.messages.some((m) => m.headers['event-id'] === marker));
+      await eventually('the marker arrived', () => domain.messages.some((m) => m.headers['event-id'] === marker));
       assert.deepEqual(
         domain.messages.map((m) => m.key),
         ['note:marker'],
@@ -194,23 +186,28 @@ describe(
       const pool = await freshPool();
       // A transport whose broker is down (nothing listens on the port).
       const down = kafka({ brokers: ['127.0.0.1:1'] });
-      const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger, pollMs: 100 });
+      const logs = captureLogs();
+      const warnings = createLogger('events-test', 'warn');
+      const stalled = new OutboxRelay({ pool, transport: down, source: 'test', logger: warnings, pollMs: 100 });
       stalled.start();
       const ids = await record(pool, 100, 'ordered');
-      await sleep(1_500);
+      // The sentinel: the relay tried to publish them and failed (its warning counts them pending).
+      await eventually('the relay tried to publish the 100 and failed', () =>
+        logs.lines.some((l) => l.includes('events could not be published') && l.includes('"pending":100')),
+      ).finally(() => logs.stop());
       assert.equal(await pending(pool), 100, 'nothing is marked published while the broker is down');
       await stalled.stop();
 
       const up = kafka();
       const domain = await collect(up, [TOPICS.domain]);
       const relay = await OutboxRelay.start({ pool, transport: up, source: 'test', logger, pollMs: 100 });
-      await until('all 100 arrived', () => domain.messages.length >= 100);
+      await eventually('all 100 arrived', () => domain.messages.length >= 100);
       assert.deepEqual(
         domain.messages.map((m) => m.headers['event-id']),
         ids,
         'one resource: one partition, insert (seq) order',
       );
-      await until('all are marked published', async () => (await pending(pool)) === 0);
+      await eventually('all are marked published', async () => (await pending(pool)) === 0);
       await Promise.all([domain.sub.stop(), relay.stop()]);
       await pool.end();
     });
@@ -247,8 +244,11 @@ describe(
       );
       assert.equal(await pending(pool), 5);
       const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-      await until('every event was delivered twice', () => (deliveries = counting.messages.length) >= 10);
-      await until('every event was applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5);
+      await eventually('every event was delivered twice', () => (deliveries = counting.messages.length) >= 10);
+      await eventually(
+        'every event was applied',
+        async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5,
+      );
       await sleep(500);
       const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied ORDER BY event_id');
       assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
@@ -279,11 +279,11 @@ describe(
       const [poison] = await record(pool, 1, 'same', 'note.poison');
       const [good] = await record(pool, 1, 'same', 'note.updated');
       const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-      await until(
+      await eventually(
         'the next event on the partition was applied',
         async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [good])).rowCount === 1,
       );
-      await until('the poison event is in the dead-letter topic', () => dead.messages.length === 1);
+      await eventually('the poison event is in the dead-letter topic', () => dead.messages.length === 1);
       const letter = dead.messages[0]!;
       assert.equal(letter.headers['event-id'], poison);
       assert.equal(letter.headers['dead-letter-reason'], 'cannot apply a poison note');
@@ -311,12 +311,12 @@ describe(
         return out;
       });
       const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-      await until('all 12 arrived', () => domain.messages.length >= 12, 30_000);
+      await eventually('all 12 arrived', () => domain.messages.length >= 12, 30_000);
       assert.deepEqual(
         domain.messages.map((m) => m.headers['event-id']),
         ids,
       );
-      await until('all are marked published', async () => (await pending(pool)) === 0);
+      await eventually('all are marked published', async () => (await pending(pool)) === 0);
       await Promise.all([domain.sub.stop(), relay.stop()]);
       await pool.end();
     });
@@ -342,7 +342,7 @@ describe(
       });
       const [lost, kept] = await record(pool, 2, 'replay');
       const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
-      await until('both are dead-lettered', () => dead.messages.length === 2);
+      await eventually('both are dead-lettered', () => dead.messages.length === 2);
       broken = false;
       const script = fileURLToPath(new URL('../../../scripts/replay-dead-letters.mjs', import.meta.url));
       const run = (...args: string[]) =>
@@ -352,7 +352,7 @@ describe(
       const listed = await run('--dry-run');
       assert.equal(listed.stdout.trim().split('\n').length, 2, listed.stdout);
       await run('--event-id', lost!);
-      await until(
+      await eventually(
         'the replayed event was applied',
         async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [lost])).rowCount === 1,
       );
@@ -364,7 +364,7 @@ describe(
       );
       // Replaying it again (and everything else) applies nothing twice.
       await run('--all');
-      await until(
+      await eventually(
         'the other one was applied',
         async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount === 1,
       );
@@ -408,7 +408,7 @@ describe('outbox relay', () => {
     const a = new OutboxRelay({ pool, transport: slow('a'), source: 'test', logger, pollMs: 200, batchSize: 4 });
     const b = new OutboxRelay({ pool, transport: slow('b'), source: 'test', logger, pollMs: 10, batchSize: 4 });
     a.start();
-    await until('a leads', () => a.active);
+    await eventually('a leads', () => a.active);
     b.start();
     const ids = new Map<string, string[]>();
     const write = async (n: number) => {
@@ -426,7 +426,7 @@ describe('outbox relay', () => {
     assert.equal(killed.rowCount, 1, 'one leader connection');
     const before = published.a + published.b;
     await write(80);
-    await until('everything is published', async () => (await pending(pool)) === 0);
+    await eventually('everything is published', async () => (await pending(pool)) === 0);
     assert.equal(maxInFlight, 1, 'two drains published at the same time');
     assert.ok(published.a + published.b > before, 'events were published after the kill');
     assert.ok(a.active !== b.active, `exactly one relay leads (a: ${a.active}, b: ${b.active})`);
@@ -461,18 +461,18 @@ describe('outbox relay', () => {
     };
     const relay = new OutboxRelay({ pool, transport: slow, source: 'test', logger, pollMs: 60_000, batchSize: 5 });
     relay.start();
-    await until('it leads', () => relay.active);
+    await eventually('it leads', () => relay.active);
     await sleep(100); // its first (empty) drain is over: from now on only NOTIFY wakes it
     // 12 in one transaction (one NOTIFY, more than a batch: the relay must go on draining by itself).
     const burst = await record(pool, 12);
-    await until('the whole burst is published', () => burst.every((id) => received.has(id)), 5_000);
+    await eventually('the whole burst is published', () => burst.every((id) => received.has(id)), 5_000);
     // Then one every few ms: most commit while a drain runs, and the last one's NOTIFY is the last.
     const trickle: string[] = [];
     for (let i = 0; i < 30; i++) {
       trickle.push(...(await record(pool, 1, `r-${i}`)));
       await sleep(i % 3);
     }
-    await until('every event of the trickle is published', () => trickle.every((id) => received.has(id)), 5_000);
+    await eventually('every event of the trickle is published', () => trickle.every((id) => received.has(id)), 5_000);
     await relay.stop();
     await pool.end();
   });
@@ -483,12 +483,12 @@ describe('outbox relay', () => {
     const first = new OutboxRelay({ pool, transport, source: 'test', logger, pollMs: 50 });
     const second = new OutboxRelay({ pool, transport, source: 'test', logger, pollMs: 50 });
     first.start();
-    await until('the first is active', () => first.active);
+    await eventually('the first is active', () => first.active);
     second.start();
     await sleep(300);
     assert.equal(second.active, false);
     await first.stop();
-    await until('the second took over', () => second.active, 5_000);
+    await eventually('the second took over', () => second.active, 5_000);
     await second.stop();
     await pool.end();
   });
@@ -538,7 +538,7 @@ describe('consumer', () => {
       }),
     );
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until(
+    await eventually(
       'the event was applied',
       async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1,
     );
@@ -574,8 +574,8 @@ describe('consumer', () => {
     });
     const [id] = await record(pool, 1, 'doomed');
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until('the event is in the dead-letter topic', () => dead.messages.length === 1);
-    await until('the error is logged', () => logs.lines.some((l) => l.includes(id!)));
+    await eventually('the event is in the dead-letter topic', () => dead.messages.length === 1);
+    await eventually('the error is logged', () => logs.lines.some((l) => l.includes(id!)));
     logs.stop();
     const line = logs.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event_id === id);
     assert.ok(line, 'a log line names the event');
@@ -615,7 +615,7 @@ describe('consumer', () => {
     let consumer = await startConsumer(options);
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
     const [recent, old] = await record(pool, 2, 'aged');
-    await until('both applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 2);
+    await eventually('both applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 2);
     // 13 days ago is within twice the 7-day retention; 15 days is beyond it.
     await pool.query(`UPDATE processed_events SET processed_at = now() - interval '13 days' WHERE event_id = $1`, [
       recent,
@@ -672,7 +672,7 @@ describe('in-process transport (make dev without Kafka)', () => {
     });
     const [id] = await record(pool, 1, 'patient');
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until(
+    await eventually(
       'the event was applied',
       async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1,
     );
@@ -702,8 +702,8 @@ describe('in-process transport (make dev without Kafka)', () => {
     });
     const ids = await record(pool, 3, 'local');
     const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
-    await until('all three applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 3);
-    await until('all marked published', async () => (await pending(pool)) === 0);
+    await eventually('all three applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 3);
+    await eventually('all marked published', async () => (await pending(pool)) === 0);
     // A redelivery (e.g. the relay died before marking) is skipped by the consumer's dedup.
     await pool.query('UPDATE outbox SET published_at = NULL');
     await relay.drainOnce();
@@ -711,6 +711,101 @@ describe('in-process transport (make dev without Kafka)', () => {
     assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
     await relay.stop();
     await consumer.stop();
+    await pool.end();
+  });
+});
+
+/** Records an applied event (the tests' handler). */
+const applyInto = async (tx: PoolClient, event: { id: string; type: string }): Promise<void> => {
+  await tx.query('INSERT INTO applied (event_id, type) VALUES ($1, $2)', [event.id, event.type]);
+};
+
+/** The audit topic on the in-process transport: `events` recorded (seen first by `recorded`), relayed, then redelivered once. */
+async function relayTwice(
+  pool: Pool,
+  transport: LocalTransport,
+  events: number,
+  resource: string,
+  recorded: (ids: string[]) => void = () => undefined,
+) {
+  const ids = await record(pool, events, resource);
+  recorded(ids);
+  const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 50 });
+  return {
+    ids,
+    redeliver: async (applied: number) => {
+      await eventually('applied', async () => (await pool.query('SELECT 1 FROM applied')).rowCount === applied);
+      await eventually('all marked published', async () => (await pending(pool)) === 0);
+      await pool.query('UPDATE outbox SET published_at = NULL');
+      await relay.drainOnce();
+      await relay.stop();
+    },
+  };
+}
+
+describe('consumer options', () => {
+  it('relevant(): applies the events it names, once, and skips the others without a processed_events row', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    let wanted = new Set<string>();
+    const consumer = await startConsumer({
+      transport,
+      pool,
+      logger,
+      groupId: 'relevant',
+      topics: [TOPICS.audit],
+      relevant: async (db, events) => {
+        await db.query('SELECT 1'); // one query per batch, as webhooks' tenants-with-endpoints
+        return new Set(events.filter((e) => wanted.has(e.id)).map((e) => e.id));
+      },
+      handle: applyInto,
+    });
+    const run = await relayTwice(pool, transport, 6, 'relevant', (ids) => {
+      wanted = new Set(ids.filter((_, i) => i % 3 === 0));
+    });
+    await run.redeliver(2);
+    await consumer.stop();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...wanted].sort());
+    const marked = await pool.query<{ event_id: string }>(
+      "SELECT event_id FROM processed_events WHERE group_id = 'relevant'",
+    );
+    assert.deepEqual(
+      marked.rows.map((r) => r.event_id).sort(),
+      [...wanted].sort(),
+      'only the applied ones are recorded',
+    );
+    await pool.end();
+  });
+
+  it('handleBatch(): the fresh events of a batch in one call, each once, and one at a time after a batch fails', async () => {
+    const pool = await freshPool();
+    const transport = new LocalTransport(10);
+    const calls: number[] = [];
+    let failOnce = true;
+    const consumer = await startConsumer({
+      transport,
+      pool,
+      logger,
+      groupId: 'batched',
+      topics: [TOPICS.audit],
+      retryDelayMs: 10,
+      handleBatch: async (tx, events) => {
+        calls.push(events.length);
+        if (failOnce && events.length > 1) {
+          failOnce = false;
+          throw new Error('one statement for the batch failed');
+        }
+        for (const e of events) await applyInto(tx, e);
+      },
+    });
+    const run = await relayTwice(pool, transport, 5, 'batched');
+    await run.redeliver(5);
+    await consumer.stop();
+    const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied');
+    assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...run.ids].sort());
+    assert.ok(calls[0]! > 1, `the first batch came in one call: ${calls.join(', ')}`);
+    assert.ok(calls.slice(1).includes(1), `after it failed, its events came one at a time: ${calls.join(', ')}`);
     await pool.end();
   });
 });

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { createLogger } from '@workauto/logger';
+import { eventually } from '@workauto/testing';
 import { createTransport, isRetriableKafkaError, kafkaClientSecurity, type KafkaSecurityConfig } from './index.js';
 import type { EventTransport, TransportMessage } from './transport.js';
 
@@ -133,9 +134,11 @@ describe('Kafka over SASL_SSL (real broker)', { timeout: 180_000 }, () => {
       handle: async (batch) => void received.push(...batch),
     });
     await t.publish([{ topic: 'secure.test', key: 'k', value: Buffer.from('over tls'), headers: {} }]);
-    const until = Date.now() + 30_000;
-    while (!received.length && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    await sub.stop();
+    try {
+      await eventually('the message came back', () => received.length > 0, 30_000, 100);
+    } finally {
+      await sub.stop();
+    }
     assert.equal(received[0]?.value.toString(), 'over tls');
   }
 

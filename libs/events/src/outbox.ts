@@ -27,7 +27,7 @@ export interface EventInput {
   resourceId: string;
   /**
    * The resource's parent, when it has one (deal → pipeline, contact_channel → contact, subtask →
-   * task): the event's channels are [resourceType, `<parent.type>:<parent.id>`] (contract §5 Webhooks).
+   * task): the event's channels are [resourceType, `<parent.type>:<parent.id>`] (docs/webhooks.md "Filters and channels").
    */
   parent?: { type: string; id: string } | undefined;
   /** Overrides the context's tenant (platform bootstrap creates a tenant it is not part of). */

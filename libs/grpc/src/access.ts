@@ -1,5 +1,5 @@
 /**
- * Access levels by domain (contract §4), as the gateway resolved them for the calling member and
+ * Access levels by domain (docs/api.md §3), as the gateway resolved them for the calling member and
  * signed into the caller identity. Services read them where a rule goes beyond the route's own
  * policy: records of several domains behind one route (webhook events), or work that acts in other
  * domains (an agent run's tools).
@@ -8,7 +8,7 @@ import { errors } from './errors.js';
 
 export type AccessLevel = 'none' | 'read' | 'write' | 'admin';
 
-/** The domains of contract §4. */
+/** The domains of docs/api.md §3. */
 export const DOMAINS = [
   'members',
   'audit',

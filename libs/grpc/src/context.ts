@@ -24,8 +24,8 @@ export class CallContext {
     readonly actor: Actor | undefined,
     readonly clientIp: string | undefined,
     readonly userAgent: string | undefined,
-    /** Aborts when the client cancels or the deadline passes: pass it to long work. */
-    readonly signal: AbortSignal,
+    /** The signal, or what makes it when first read (the gRPC server: most handlers never read it). */
+    signal: AbortSignal | (() => AbortSignal),
     /** This service's own caller signing key (CALLER_SIGNING_KEY), when it has one. */
     private readonly signer?: CallerSigner,
     /** The client's Idempotency-Key of a write (the gRPC kit records it with the write: server.ts). */
@@ -34,9 +34,24 @@ export class CallContext {
     readonly idempotencySeal?: string,
     /** When the caller stops waiting (epoch ms; the call's gRPC deadline), if it set one. */
     readonly deadline?: number,
-  ) {}
+  ) {
+    this.lazySignal = signal;
+  }
 
-  static fromCaller(caller: Caller, signal: AbortSignal, signer?: CallerSigner, deadline?: number): CallContext {
+  private lazySignal: AbortSignal | (() => AbortSignal);
+
+  /** Aborts when the client cancels or the deadline passes: pass it to long work. */
+  get signal(): AbortSignal {
+    if (typeof this.lazySignal === 'function') this.lazySignal = this.lazySignal();
+    return this.lazySignal;
+  }
+
+  static fromCaller(
+    caller: Caller,
+    signal: AbortSignal | (() => AbortSignal),
+    signer?: CallerSigner,
+    deadline?: number,
+  ): CallContext {
     return new CallContext(
       caller.requestId,
       caller.tenantId,
@@ -52,7 +67,7 @@ export class CallContext {
   }
 
   /**
-   * Whether the caller may act at `need` in `domain` (contract §4), for rules beyond the route's own
+   * Whether the caller may act at `need` in `domain` (docs/api.md §3), for rules beyond the route's own
    * policy, which the gateway has already checked. A caller without signed access levels (not a
    * member: a service acting for a scheduled run) is not restricted here.
    */

@@ -16,7 +16,7 @@ export interface ErrorDetails {
   domain: string;
   metadata: Record<string, string>;
   fieldViolations: FieldViolation[];
-  /** An HTTP status the contract sets apart from the code's default (410 for an expired invitation). */
+  /** An HTTP status docs/api.md §5 sets apart from the code's default (410 for an expired invitation). */
   httpStatus?: number;
 }
 
@@ -80,7 +80,7 @@ export class DomainError extends Error {
   }
 }
 
-/** Constructors for the conditions of the contract's error table (§2). */
+/** Constructors for the conditions of the error table of docs/api.md §5. */
 export const errors = {
   notFound: (resource: string, id: string) =>
     new DomainError(

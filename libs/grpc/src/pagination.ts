@@ -5,7 +5,7 @@ import { parseRfc3339 } from '@workauto/protos';
 import { errors } from './errors.js';
 import { encodedSizeBound } from './message-size.js';
 
-/** Page sizes of the contract (§3): default 50, larger values clamped to 200. */
+/** Page sizes (docs/api.md §6): default 50, larger values clamped to 200. */
 const DEFAULT_PAGE_SIZE = 50;
 const MAX_PAGE_SIZE = 200;
 
@@ -19,7 +19,7 @@ export interface CursorCodec<K> {
   encode(key: K): string;
   /** What the 400 of a cursor decode refuses says (default: pass next_cursor unchanged). */
   rule?: string;
-  /** False for a cursor whose text the spec fixes (agent runs' timestamp): it is not bound to its list. */
+  /** False for a cursor whose text docs/api.md §7 fixes (agent runs' timestamp): it is not bound to its list. */
   bound?: boolean;
 }
 
@@ -90,7 +90,7 @@ function unbindCursor(cursor: string, bound: boolean): string {
 const NO_ID = '00000000-0000-0000-0000-000000000000';
 
 /**
- * A cursor that is a timestamp, for lists whose key is unique within the list and whose spec fixes
+ * A cursor that is a timestamp, for lists whose key is unique within the list and whose cursor docs/api.md §7 fixes
  * the cursor as RFC 3339 (agent runs: the created_at of the last item, next page strictly older).
  * Newest first: the next page holds the rows whose key is strictly before the cursor's instant. A
  * cursor with more than microseconds (PostgreSQL's precision) is rounded up to the microsecond,
@@ -114,7 +114,7 @@ export const timestampCursor: CursorCodec<KeysetCursor> = {
 /**
  * Reads `limit` and `cursor` of a list request; 0, negative, a foreign cursor or one of another list
  * or other filters is a 400. A list
- * whose order is not a keyset of one table (calendar occurrences), or whose cursor the spec fixes
+ * whose order is not a keyset of one table (calendar occurrences), or whose cursor docs/api.md §7 fixes
  * (agent runs), passes its own cursor decoder or codec.
  */
 export function parsePage(req: { limit?: number | undefined; cursor?: string | undefined }): PageRequest;

@@ -64,7 +64,7 @@ const brokenRules = new WeakMap<object, Violation[]>();
 
 /**
  * The service's definition with each request checked against the protos' field rules
- * (`buf.validate`, docs/api.md §Validation) as it is decoded: a direct gRPC caller gets the same
+ * (`buf.validate`, docs/api.md §16) as it is decoded: a direct gRPC caller gets the same
  * violations as a client of the gateway, before any handler runs (refuseBrokenRules, after the
  * caller is verified). Rpcs of a service the descriptor set does not hold are left as they are.
  */
@@ -250,44 +250,48 @@ export class GrpcServer {
     });
     return (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>) => {
       const started = performance.now();
-      const abort = new AbortController();
       let answered = false;
-      // grpc-js also emits 'cancelled' after calls it completed: only a call still running is
-      // aborted (and only then is the reason, with its stack, built — docs/benchmarks.md).
-      call.on('cancelled', () => {
-        if (!answered)
-          abort.abort(new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call'));
-      });
       const deadline = call.getDeadline();
-      const deadlineMs =
-        deadline instanceof Date
-          ? deadline.getTime() - Date.now()
-          : Number.isFinite(deadline)
-            ? Number(deadline) - Date.now()
-            : Infinity;
-      const timer = Number.isFinite(deadlineMs)
-        ? setTimeout(
-            () => abort.abort(new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', 'deadline exceeded')),
-            Math.max(0, deadlineMs),
-          )
-        : undefined;
+      const deadlineAt =
+        deadline instanceof Date ? deadline.getTime() : Number.isFinite(deadline) ? Number(deadline) : undefined;
+      // The AbortSignal is made when a handler first reads ctx.signal (most never do), and aborted
+      // with the reason that ended the call: grpc-js itself ends a call at its deadline (the client
+      // gets DEADLINE_EXCEEDED) and then emits 'cancelled', as it does on the client's cancel (and
+      // after calls it completed: only a call still running is aborted). No timer or controller
+      // of our own per call (docs/benchmarks.md, "Where the time goes").
+      let abort: AbortController | undefined;
+      let ended: DomainError | undefined;
+      call.on('cancelled', () => {
+        if (answered) return;
+        ended =
+          deadlineAt !== undefined && Date.now() >= deadlineAt - DEADLINE_SLACK_MS
+            ? new DomainError(grpc.status.DEADLINE_EXCEEDED, 'DEADLINE_EXCEEDED', 'deadline exceeded')
+            : new DomainError(grpc.status.CANCELLED, 'CANCELLED', 'the caller cancelled the call');
+        abort?.abort(ended);
+      });
+      const signal = () => {
+        if (!abort) {
+          abort = new AbortController();
+          if (ended) abort.abort(ended);
+        }
+        return abort.signal;
+      };
       let ctx: CallContext | undefined;
       const settle = () => {
         answered = true;
-        clearTimeout(timer);
         return performance.now() - started;
       };
       return {
         context: () =>
           (ctx = CallContext.fromCaller(
             callerVerifier.verify(call.metadata, audience),
-            abort.signal,
+            signal,
             callerSigner,
-            Number.isFinite(deadlineMs) ? Date.now() + deadlineMs : undefined,
+            deadlineAt,
           )),
-        // Within the call's scope: its list cursors are bound to the rpc and its request.
-        run: <T>(work: () => Promise<T>) =>
-          listCallScope.run({ path, request: call.request }, () => Promise.resolve().then(work)),
+        // Within the call's scope: its list cursors are bound to the rpc and its request. `work` is
+        // an async function, so a throw is its rejection.
+        run: <T>(work: () => Promise<T>) => listCallScope.run({ path, request: call.request }, work),
         ok: () => {
           const ms = settle();
           logger.debug({ rpc: path, request_id: ctx?.requestId, ms: Math.round(ms) }, 'rpc ok');
@@ -303,15 +307,17 @@ export class GrpcServer {
             grpc_code: grpc.status[mapped.code ?? 2],
             ms: Math.round(ms),
           };
-          if (err instanceof DomainError || mapped.code === grpc.status.RESOURCE_EXHAUSTED)
-            logger.info({ ...log, reason: known.reason }, 'rpc failed');
-          else if (isCondition(known))
-            // The database away or slow, a lost concurrency race: a condition that passes and that
-            // the caller is told to retry (503, 409), not a bug.
+          // A failure of the service's own (not a DomainError a handler chose) that passes: the
+          // database away or slow, a tenant's share of the pool in use, a lost concurrency race.
+          // The caller is told to retry (503, 429, 409); not a bug, but what an operator sizing
+          // pools wants to see.
+          if (!(err instanceof DomainError) && isCondition(known))
             logger.warn(
               { ...log, reason: known.reason, cause: describeCondition(err) },
               `rpc failed: ${known.message}`,
             );
+          else if (err instanceof DomainError || mapped.code === grpc.status.RESOURCE_EXHAUSTED)
+            logger.info({ ...log, reason: known.reason }, 'rpc failed');
           // A client's input that reached SQL and failed there (a NUL byte, a value out of range):
           // a check the handler lacks, but the caller's input, never an error of the service.
           else if (mapped.code === grpc.status.INVALID_ARGUMENT)
@@ -390,6 +396,12 @@ export class GrpcServer {
   }
 }
 
+/**
+ * grpc-js's deadline timer and our reading of the clock may differ by a timer tick: a cancel this
+ * close to the deadline is the deadline's.
+ */
+const DEADLINE_SLACK_MS = 5;
+
 /** A keyed call's refusals as the API's 409s (the gateway answers the same ones from its own record). */
 function keyedFailure(err: unknown): never {
   if (err instanceof IdempotencyKeyReusedError)
@@ -415,7 +427,11 @@ function keyedFailure(err: unknown): never {
 
 /** Failures that say the service's dependency is unwell (503) or the request lost a race (409): retried, not bugs. */
 function isCondition(known: DomainError): boolean {
-  return known.code === grpc.status.UNAVAILABLE || known.code === grpc.status.ABORTED;
+  return (
+    known.code === grpc.status.UNAVAILABLE ||
+    known.code === grpc.status.ABORTED ||
+    known.reason === 'TENANT_DATABASE_BUSY'
+  );
 }
 
 /** What a condition is logged with: the driver's code and message (connection errors and SQLSTATEs, never request data). */

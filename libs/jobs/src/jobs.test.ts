@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -500,7 +501,18 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       'the released one runs again',
       async () => (await queue.status(pool, ids.running))?.state === 'running',
     );
-    await sleep(200); // several more sweeps
+    // The sentinel: a sweep that started after this (it deletes a job finished two hours ago) has
+    // passed over the recent ones too.
+    const sentinel = randomUUID();
+    await pool.query(
+      `INSERT INTO jobs (id, queue, payload, state, max_attempts, finished_at)
+       VALUES ($1, $2, '{"kind": "ok"}', 'succeeded', 1, now() - interval '2 hours')`,
+      [sentinel, queue.name],
+    );
+    await eventually(
+      'a later sweep deleted the sentinel',
+      async () => (await queue.status(pool, sentinel)) === undefined,
+    );
     await second.stop();
     assert.equal(
       (await queue.status(pool, ids.recentDead))?.state,
@@ -545,21 +557,31 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
   });
 
   it('stops gracefully: lets a short attempt finish, releases one that outlasts the grace period', async () => {
-    const queue = newQueue<{ ms: number }>();
-    const short = await queue.enqueue(pool, { ms: 200 });
-    const long = await queue.enqueue(pool, { ms: 60_000 });
+    const queue = newQueue<{ kind: 'short' | 'long' }>();
+    const short = await queue.enqueue(pool, { kind: 'short' });
+    const long = await queue.enqueue(pool, { kind: 'long' });
+    // The short attempt ends when the test lets it (once the stop began); the long one only when aborted.
+    const shortEnds = Promise.withResolvers<void>();
     const worker = queue.worker(replicaPool(), {
       logger,
       pollMs: 10,
-      handle: (job, signal) => sleep(job.payload.ms, undefined, { signal }),
+      handle: (job, signal) =>
+        job.payload.kind === 'short'
+          ? shortEnds.promise
+          : new Promise<void>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error))),
     });
-    const r = run(worker, 800);
+    const r = run(worker, 3_000);
     await eventually('both running', () => worker.running === 2);
-    const started = Date.now();
-    await r.stop();
-    const took = Date.now() - started;
-    assert.ok(took >= 700 && took < 3_000, `stop took ${took} ms for a grace of 800 ms`);
-    assert.equal((await queue.status(pool, short))?.state, 'succeeded');
+    let stopped = false;
+    const stopping = r.stop().then(() => (stopped = true));
+    shortEnds.resolve();
+    await eventually(
+      'the short attempt finished while the worker stops',
+      async () => (await queue.status(pool, short))?.state === 'succeeded',
+    );
+    assert.equal(stopped, false, 'the stop waits out the grace period for the long attempt');
+    assert.equal((await queue.status(pool, long))?.state, 'running', 'not released before the grace period ends');
+    await stopping; // a stop that waited for the long attempt itself would never end
     const released = await queue.status(pool, long);
     assert.equal(released?.state, 'queued', 'released for another worker');
     assert.equal(released?.leaseOwner, null);

@@ -1,5 +1,5 @@
 /**
- * JSON ↔ protobuf mapping of the contract (§1), driven by the descriptor set and working on the
+ * JSON ↔ protobuf mapping of docs/api.md §4, driven by the descriptor set and working on the
  * objects ts-proto's codecs read and write (the objects handlers take and return): the proto's
  * snake_case names, int64 as JSON numbers, Timestamp as RFC 3339, Struct/Value as raw JSON, enums as
  * lowercase names without their prefix, unknown fields rejected with their path. Proto3 canonical
@@ -486,7 +486,7 @@ function wellKnownToJson(desc: DescMessage, msg: unknown): unknown {
   }
 }
 
-/** RFC 3339 UTC with microseconds, as the contract shows: 2026-11-22T10:00:00.123000Z. */
+/** RFC 3339 UTC with microseconds (docs/api.md §4): 2026-11-22T10:00:00.123000Z. */
 export function timestampToJson(date: Date): string | null {
   const ms = date.getTime();
   if (Number.isNaN(ms) || ms < -62135596800000 || ms >= 253402300800000) return null; // outside Timestamp's range

@@ -1,5 +1,5 @@
 /**
- * The field rules of the protos (`buf.validate` annotations, docs/api.md §Validation), checked
+ * The field rules of the protos (`buf.validate` annotations, docs/api.md §16), checked
  * with protovalidate: the gateway checks a request with them beside its shape, and the server kit
  * again before any handler runs, so a direct gRPC caller gets the same violations. Violations
  * come back as the API's field violations: the JSON path a client sent (`stages[1].name`) and a

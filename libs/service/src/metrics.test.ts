@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
-import { freePort } from '@workauto/testing';
+import { eventually, freePort } from '@workauto/testing';
 
 const script = `
   import { startTelemetry } from '@workauto/telemetry';
@@ -39,17 +39,19 @@ describe('metrics on METRICS_PORT', () => {
   it('serves rpc.server.call.duration and workauto.downstream.down in Prometheus format over IPv6 and IPv4, with no collector configured', async () => {
     const port = await freePort();
     const env = { PATH: process.env.PATH ?? '', METRICS_PORT: String(port) };
-    child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    const spawned = spawn(process.execPath, ['--input-type=module', '-e', script], {
       env,
       cwd: new URL('..', import.meta.url),
     });
+    child = spawned;
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const until = Date.now() + 20_000;
-    while (!stdout.includes('ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    assert.match(stdout, /ready/, stderr);
+    await eventually('the process says it is ready', () => {
+      assert.equal(spawned.exitCode, null, stderr);
+      return stdout.includes('ready');
+    });
     const text = await (await fetch(`http://[::1]:${port}/metrics`)).text();
     assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 200, 'metrics answer over IPv4 too');
     assert.match(

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createPool } from '@workauto/db';
-import { testDatabase } from '@workauto/testing';
+import { eventually, testDatabase } from '@workauto/testing';
 
 const MAIN = new URL('./main.js', import.meta.url).href;
 const CONFIG = import.meta.resolve('@workauto/config');
@@ -123,10 +123,10 @@ describe('MIGRATE_ON_START=false', () => {
     const main = await fixture([await migrationsDir({ '0001_own.sql': 'CREATE TABLE own (id int);' })]);
     const server = run(main, [], { DATABASE_URL: url, MIGRATE_ON_START: 'false' });
     try {
-      while (!server.lines().some((l) => l.msg.startsWith('waiting for migrations'))) {
+      await eventually('it says it waits for migrations', () => {
         assert.equal(server.child.exitCode, null, server.stderr());
-        await new Promise((r) => setTimeout(r, 50));
-      }
+        return server.lines().some((l) => l.msg.startsWith('waiting for migrations'));
+      });
       const waiting = server.lines().find((l) => l.msg.startsWith('waiting for migrations'))!;
       assert.equal(waiting.level, 'warn');
       assert.match(waiting.msg, /0001_own .*run the migrate Job \(node .*main\.mjs migrate\)/);
@@ -141,10 +141,10 @@ describe('MIGRATE_ON_START=false', () => {
 
       const migrate = run(main, ['migrate'], { DATABASE_URL: url });
       assert.equal(await migrate.exited, 0);
-      while (!server.lines().some((l) => l.msg === 'STARTED')) {
+      await eventually('it starts once the migrations are applied', () => {
         assert.equal(server.child.exitCode, null, server.stderr());
-        await new Promise((r) => setTimeout(r, 50));
-      }
+        return server.lines().some((l) => l.msg === 'STARTED');
+      });
       assert.ok(server.lines().some((l) => l.msg === 'every migration is applied; starting'));
     } finally {
       server.child.kill('SIGKILL');

@@ -19,6 +19,7 @@ import {
   newTenant,
   testCallerKeys,
   testDatabase,
+  waitingAttempts,
 } from '@workauto/testing';
 import type { Handlers } from '@workauto/grpc';
 import { JOBS_MIGRATIONS, JobQueue } from '@workauto/jobs';
@@ -57,15 +58,6 @@ function spec(
 
 /** The gRPC health status of `name` on loopback. */
 const health = (port: number, name: string) => healthStatus(`127.0.0.1:${port}`, name);
-
-/** The highest attempt a "waiting for the database" log line names. */
-const waitingAttempts = (lines: string[]) =>
-  Math.max(
-    0,
-    ...lines
-      .filter((l) => l.includes('waiting for the database'))
-      .map((l) => Number((JSON.parse(l) as { attempt?: number }).attempt ?? 0)),
-  );
 
 describe('@workauto/service: the start-up every service shares', () => {
   let admin: pg.Client;
@@ -162,7 +154,7 @@ describe('@workauto/service: the start-up every service shares', () => {
     const starting = start(spec(), { databaseUrl }).then((s) => (started = s));
     try {
       // A third attempt's line: it retried, and is still waiting rather than failed.
-      await eventually('a log line says it waits again', () => waitingAttempts(logs.lines) >= 3, 10_000);
+      await eventually('a log line says it waits again', () => waitingAttempts(logs.lines, 'database') >= 3, 10_000);
       assert.equal(started, undefined, 'still waiting, not failed');
       const line = logs.lines.find((l) => l.includes('waiting for the database'))!;
       assert.match(line, new RegExp(new URL(databaseUrl).pathname.slice(1)), 'names the database');
@@ -176,7 +168,7 @@ describe('@workauto/service: the start-up every service shares', () => {
     await svc.stop();
   });
 
-  it('logs a database that is away and a busy tenant share at warn with their reason (503s), never as unexpected errors', async () => {
+  it("logs a database that is away and a busy tenant share at warn with their reason (503s, its tenant's 429), never as unexpected errors", async () => {
     const databaseUrl = await testDatabase('svc_conditions');
     const failures = [
       Object.assign(new Error('Connection terminated unexpectedly'), { code: undefined }),
@@ -209,7 +201,7 @@ describe('@workauto/service: the start-up every service shares', () => {
         failed.map((l) => [l.level, l.reason]),
         [
           ['warn', 'DATABASE_UNAVAILABLE'],
-          ['warn', 'DATABASE_UNAVAILABLE'],
+          ['warn', 'TENANT_DATABASE_BUSY'],
           ['warn', 'DATABASE_TIMEOUT'],
         ],
       );
@@ -414,7 +406,7 @@ describe('@workauto/service: migrations at start', () => {
     }
   });
 
-  it("refuses to start when main.ts declares other migration folders than its spec's (the migrate command would miss some)", async () => {
+  it("refuses to start when main.ts declares other migration folders than its ServiceSpec's (the migrate command would miss some)", async () => {
     const databaseUrl = await testDatabase('svc_declared');
     await assert.rejects(
       startService(spec(), config(databaseUrl, { declaredMigrations: [migrations] }), logger),

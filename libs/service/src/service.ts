@@ -73,7 +73,7 @@ export interface ServiceConfig {
    * (main.ts waited for the migrate command) and fails naming the missing ones.
    */
   migrateOnStart?: boolean;
-  /** The migration folders main.ts declares for its migrate command: the start fails if they differ from the spec's. */
+  /** The migration folders main.ts declares for its migrate command: the start fails if they differ from the ServiceSpec's. */
   declaredMigrations?: string[];
   /** Workers: grace for in-flight work on shutdown (10 s) and silence after which a loop is stuck (60 s). */
   workerGraceMs?: number;
@@ -260,7 +260,7 @@ function sweepIdempotencyRecords(pool: Pool, logger: Logger): NodeJS.Timeout {
 }
 
 /**
- * The spec's consumers, all or none: when one fails to start (to be tried again), the ones that
+ * The ServiceSpec's consumers, all or none: when one fails to start (to be tried again), the ones that
  * had started are stopped, or each try would leave a consumer group member behind.
  */
 async function startConsumers<S extends UnaryServiceDefinition>(

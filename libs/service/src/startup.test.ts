@@ -25,6 +25,7 @@ import {
   testCallerKeys,
   testDatabase,
   type PrivateKafka,
+  waitingAttempts,
 } from '@workauto/testing';
 import { startService, type RunningService } from './index.js';
 
@@ -135,7 +136,13 @@ describe(
         assert.equal(failed, undefined, `the start failed instead of waiting: ${String(failed)}`);
         const line = logs.lines.find((l) => l.includes('waiting for the event broker'))!;
         assert.match(line, new RegExp(kafka.brokers), 'names the brokers it waits for');
-        await sleep(3_000);
+        // The sentinel: it tried the broker twice more since (the start neither failed nor gave up).
+        const first = waitingAttempts(logs.lines, 'event broker');
+        await eventually(
+          'it tries the broker again',
+          () => failed !== undefined || waitingAttempts(logs.lines, 'event broker') >= first + 2,
+          30_000,
+        );
         assert.equal(failed, undefined, `the start failed while the broker was away: ${String(failed)}`);
         assert.equal(started, undefined, 'not serving without its broker');
       } finally {

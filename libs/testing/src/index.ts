@@ -1,6 +1,6 @@
 export { startEmbeddedPostgres, freePort, type EmbeddedPostgresHandle } from './postgres.js';
 export { testDatabase } from './database.js';
-export { captureLogs } from './logs.js';
+export { captureLogs, waitingAttempts } from './logs.js';
 export {
   badFields,
   callAs,

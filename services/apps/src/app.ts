@@ -18,7 +18,7 @@ export interface AppsConfig extends ServiceConfig {
   egress: EgressPolicy;
   /** APPS_PROBE_INTERVAL (default 5 min). */
   probeIntervalMs?: number;
-  /** One probe's timeout, manual and scheduled (contract: 10 s; shorter in tests). */
+  /** One probe's timeout, manual and scheduled (docs/apps.md "Probing": 10 s; shorter in tests). */
   probeTimeoutMs?: number;
   /** APPS_TOOL_CALL_TIMEOUT_MS (default 60 s). */
   toolCallTimeoutMs?: number;

@@ -4,7 +4,7 @@ import { migrationsOf, runService } from '@workauto/service/main';
 await runService({
   name: 'apps',
   grpcPort: 50056,
-  // The migrate command's folders, as app.ts's spec lists them (the start checks they match).
+  // The migrate command's folders, as app.ts's ServiceSpec lists them (the start checks they match).
   migrations: [migrationsOf(import.meta.resolve('@workauto/jobs')), migrationsOf(import.meta.url)],
   env: {
     ENCRYPTION_KEYS: z.string().min(1, 'must be id:base64key[,…] (32-byte keys)'),

@@ -1,7 +1,7 @@
 /**
  * The gateway's composition: the route table from the protos, one Downstream per configured
  * service, and the Express pipeline every request goes through (request id → health/OpenAPI →
- * rate limit → JSON body → transcoding handler → the contract's error shape).
+ * rate limit → JSON body → transcoding handler → the error shape of docs/api.md §5).
  */
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -319,7 +319,7 @@ function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || !Number.isNaN(Number(req.headers['content-length']));
 }
 
-/** body-parser's failures as the contract's errors. */
+/** body-parser's failures as the API's errors (docs/api.md §5). */
 function fromBodyParser(err: unknown): unknown {
   const type = (err as { type?: string } | null)?.type;
   if (type === 'entity.too.large')
@@ -348,7 +348,7 @@ function fromBodyParser(err: unknown): unknown {
     );
   }
   if (isDecompressionError(err)) {
-    // Content-Encoding says gzip/deflate/br but the bytes are not (contract §1: a 400).
+    // Content-Encoding says gzip/deflate/br but the bytes are not (docs/api.md §4: a 400).
     return gatewayErrors.badRequest(
       [{ field: '(body)', description: 'does not match its Content-Encoding' }],
       'the request body is not encoded as its Content-Encoding says; send it compressed that way, or drop the header',

@@ -3,7 +3,7 @@
  * Reads (GET) may use an answer cached for at most ttlMs: the bound for a revocation to reach this
  * replica's reads when another replica served it (the replica that serves an identity mutation
  * clears its cache at once). Mutations never use the cache: a key revoked, or a member deactivated,
- * through any replica creates and changes nothing from that moment on (contract §4).
+ * through any replica creates and changes nothing from that moment on (docs/api.md §2).
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
@@ -113,7 +113,7 @@ export class Authenticator {
     if (this.tenantLimits) this.admitted.set(req, await this.tenantLimits.admit(tenant, requestCost(req)));
   }
 
-  /** The principal of a route's call, or a 401/403 in the contract's terms; `metadata` signs the lookup's call to identity. */
+  /** The principal of a route's call, or a 401/403 as docs/api.md §2 says; `metadata` signs the lookup's call to identity. */
   async authorize(
     route: Pick<Route, 'auth' | 'method' | 'domain' | 'level'>,
     req: AdmittedRequest & { query?: unknown },

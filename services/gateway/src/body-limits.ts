@@ -11,7 +11,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { gatewayErrors } from './errors.js';
 
 export const BODY_LIMITS = {
-  /** Containers (objects and arrays) nested inside each other; `{"a":1}` is 1 (contract §1: 32). */
+  /** Containers (objects and arrays) nested inside each other; `{"a":1}` is 1 (docs/api.md §4: 32). */
   maxDepth: 32,
   /** Characters of one string value or object key (a note's body, the longest field, takes 100,000). */
   maxStringLength: 200_000,

@@ -1,5 +1,5 @@
 /**
- * CORS (contract §6.3) over real HTTP: a gateway with CORS_ALLOWED_ORIGINS set and one without.
+ * CORS (docs/api.md §13) over real HTTP: a gateway with CORS_ALLOWED_ORIGINS set and one without.
  * No downstream is needed: preflights and the headers of refusals are the gateway's own. (The
  * browser's view of the same rules is deploy/embedded's browser test.)
  */

@@ -1,5 +1,5 @@
 /**
- * CORS (contract §6.3) for the origins in CORS_ALLOWED_ORIGINS; none configured (the default)
+ * CORS (docs/api.md §13) for the origins in CORS_ALLOWED_ORIGINS; none configured (the default)
  * means no CORS header at all. A response to an allowed origin carries Access-Control-Allow-Origin
  * with that origin and exposes the headers a client reads; a preflight from one is answered 204
  * without a credential, with the methods the route table has for the path. A disallowed origin

@@ -24,7 +24,7 @@ type Body = {
 };
 
 describe('error responses', () => {
-  it('have the contract shape: code, status, message, ErrorInfo, BadRequest, request_id', () => {
+  it('have the error shape of docs/api.md §5: code, status, message, ErrorInfo, BadRequest, request_id', () => {
     const http = toHttpError(fromService(errors.invalidField('stages[1].name', 'is required')), 'req-1');
     assert.equal(http.status, 400);
     assert.deepEqual(http.body, {

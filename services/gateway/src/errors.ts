@@ -1,4 +1,4 @@
-/** The contract's error shape (§2), and gRPC status → HTTP as grpc-gateway maps it (with the contract's overrides). */
+/** The error shape of docs/api.md §5, and gRPC status → HTTP as grpc-gateway maps it (with that section's overrides). */
 import * as grpc from '@grpc/grpc-js';
 import { DomainError, capViolations, decodeStatusDetails, violationsMessage, type ErrorDetails } from '@workauto/grpc';
 
@@ -15,7 +15,7 @@ const HTTP_BY_CODE: Record<number, number> = {
   [grpc.status.PERMISSION_DENIED]: 403,
   [grpc.status.UNAUTHENTICATED]: 401,
   [grpc.status.RESOURCE_EXHAUSTED]: 429,
-  [grpc.status.FAILED_PRECONDITION]: 409, // the contract: a state conflict is 409 (or 410, hinted by the service)
+  [grpc.status.FAILED_PRECONDITION]: 409, // docs/api.md §5: a state conflict is 409 (or 410, hinted by the service)
   [grpc.status.ABORTED]: 409,
   [grpc.status.OUT_OF_RANGE]: 400,
   [grpc.status.UNIMPLEMENTED]: 501,
@@ -73,7 +73,7 @@ function isServiceError(err: unknown): err is grpc.ServiceError {
 /** Retry-After of a 503 or 429 that names no time of its own: overload, outages and busy shares pass in about this long. */
 const RETRY_AFTER_SECONDS = '1';
 
-/** Any failure (a downstream status, a gateway error, a bug) as the contract's error response. */
+/** Any failure (a downstream status, a gateway error, a bug) as the API's error response (docs/api.md §5). */
 export function toHttpError(err: unknown, requestId: string): HttpError {
   let d: ErrorDetails;
   let headers: Record<string, string> = {};

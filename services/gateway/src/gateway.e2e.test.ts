@@ -22,7 +22,7 @@ import {
   type CreateCalendarFeedTokenRequest,
   type StreamCalendarFeedRequest,
 } from '@workauto/protos/workauto/calendar/v1/calendar.js';
-import { captureLogs, testCallerKeys, testDatabase } from '@workauto/testing';
+import { captureLogs, eventually, testCallerKeys, testDatabase } from '@workauto/testing';
 import { createGateway, type Gateway, type GatewayOptions } from './index.js';
 import { fieldByName } from '@workauto/protos';
 import type { Route } from './routes.js';
@@ -104,7 +104,7 @@ function client(base: string) {
   };
 }
 
-/** The contract's error shape (§2), with the request id of the response header. */
+/** The error shape (docs/api.md §5), with the request id of the response header. */
 function assertError(res: Res, status: number, reason?: string): void {
   assert.equal(res.status, status, `${res.status}: ${res.text.slice(0, 300)}`);
   const e = res.body?.error;
@@ -419,7 +419,7 @@ describe('gateway in front of identity', () => {
     assert.ok(Array.isArray(policies.body), 'response_body "data" is a bare array');
   });
 
-  it('answers bad input to every route with a 4xx in the contract shape, never a 5xx', async () => {
+  it('answers bad input to every route with a 4xx in the error shape of docs/api.md §5, never a 5xx', async () => {
     const wrong: string[] = [];
     const check = async (label: string, res: Promise<Res>, status: number | '4xx', field?: string) => {
       const r = await res;
@@ -523,7 +523,7 @@ describe('gateway in front of identity', () => {
     assert.deepEqual(wrong, []);
   });
 
-  it('answers typed query errors, unknown routes, wrong methods and request ids in the contract shape', async () => {
+  it('answers typed query errors, unknown routes, wrong methods and request ids in the error shape of docs/api.md §5', async () => {
     await Promise.all([
       api('GET', '/api/v1/members?limit=1.5', { key: a.key }).then((r) => assertError(r, 400)),
       api('GET', '/api/v1/members?limit=1&limit=2', { key: a.key }).then((r) => assertError(r, 400)),
@@ -882,7 +882,10 @@ describe('gateway in front of identity', () => {
       Date.now() - answeredAt < 1_000,
       'and the gateway closed soon after the last answer, not at its deadline',
     );
-    assert.ok(res.status >= 400 && res.status < 600 && res.body?.error, `an answer in the contract shape: ${res.text}`);
+    assert.ok(
+      res.status >= 400 && res.status < 600 && res.body?.error,
+      `an answer in the API's error shape: ${res.text}`,
+    );
   });
 
   it("keeps a tenant to GATEWAY_TENANT_CONCURRENCY requests in flight: another tenant's calls are served while it waits on slow ones", async () => {
@@ -1019,11 +1022,15 @@ describe('gateway in front of identity', () => {
     assertError(down, 503, 'SERVICE_UNAVAILABLE');
     assert.equal(down.body.error.details[0].metadata.service, 'identity');
     assert.match(down.body.error.message, /identity.*retry/);
-    let readyNow = await api('GET', '/readyz');
-    for (let i = 0; i < 30 && !readyNow.body.services_down.length; i++) {
-      await sleep(100);
-      readyNow = await api('GET', '/readyz');
-    }
+    const readyNow = await eventually(
+      '/readyz lists identity as down',
+      async () => {
+        const res = await api('GET', '/readyz');
+        return res.body.services_down.length > 0 && res;
+      },
+      20_000,
+      100,
+    );
     assert.equal(readyNow.status, 200);
     assert.deepEqual(readyNow.body.services_down, ['identity']);
     assert.equal((await api('GET', '/healthz')).status, 200, 'liveness does not depend on downstreams');

@@ -4,11 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Keyring } from '@workauto/crypto';
 import { createPool, databaseUrlFor, runMigrations, type Pool } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
-import { testDatabase } from '@workauto/testing';
+import { eventually, testDatabase } from '@workauto/testing';
 import { fileURLToPath } from 'node:url';
 import { IdempotencyStore } from './idempotency.js';
 
@@ -53,12 +52,15 @@ describe('idempotency store while its database is away', () => {
       (err: { code?: number; reason?: string }) => err.reason === 'IDEMPOTENCY_STORE_UNAVAILABLE',
     );
     await admin.query(`ALTER DATABASE ${name()} ALLOW_CONNECTIONS true`);
-    let replay = undefined as Awaited<ReturnType<IdempotencyStore['begin']>> | undefined;
-    for (let i = 0; i < 50; i++) {
-      replay = await store.begin('scope', 'key-1', fingerprint).catch(() => undefined);
-      if (replay?.kind === 'replay') break;
-      await sleep(200);
-    }
+    const replay = await eventually(
+      'the recorded response is replayed once the store is back',
+      async () => {
+        const answer = await store.begin('scope', 'key-1', fingerprint).catch(() => undefined);
+        return answer?.kind === 'replay' && answer;
+      },
+      20_000,
+      200,
+    );
     assert.deepEqual(replay, { kind: 'replay', response: created });
   });
 

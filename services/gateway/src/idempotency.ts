@@ -97,7 +97,7 @@ export class IdempotencyStore {
     return () => clearInterval(timer);
   }
 
-  /** Claims the key for this request, or returns the stored response; throws the contract's 409s, or a 503 while the store is unreachable. */
+  /** Claims the key for this request, or returns the stored response; throws the 409s of docs/api.md §8, or a 503 while the store is unreachable. */
   async begin(scope: string, key: string, fingerprint: string): Promise<Begin> {
     try {
       return await this.claim(scope, key, fingerprint);

@@ -1,6 +1,6 @@
 /**
  * The JSON Schema keywords of a field's rules (`buf.validate` annotations, docs/api.md
- * §Validation) for the OpenAPI document: the constraints the gateway and the services check are
+ * §16) for the OpenAPI document: the constraints the gateway and the services check are
  * the ones the document states (maxLength, minimum, pattern, format, maxItems, …).
  */
 import { getExtension, hasExtension, type DescField } from '@bufbuild/protobuf';

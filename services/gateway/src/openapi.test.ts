@@ -86,7 +86,7 @@ describe('OpenAPI document', () => {
     assert.equal(doc.paths['/api/v1/things/{id}']!.get.security, undefined, 'others inherit bearer');
   });
 
-  it('marks ids as UUIDs, except the ids the contract makes something else (external_id, actor_id)', async () => {
+  it('marks ids as UUIDs, except the ids docs/api.md §4 makes something else (external_id, actor_id)', async () => {
     const s = (buildOpenApi(await loadRoutes()) as Doc).components.schemas;
     const task = s['Task'];
     const { description, ...id } = task.properties.id;

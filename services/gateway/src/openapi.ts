@@ -44,7 +44,7 @@ const UUID_SCHEMA: Schema = { type: 'string', format: 'uuid' };
 const ANY_JSON: Schema = { description: 'Any JSON value (a request body nests at most 32 levels).' };
 
 /**
- * `*_id` names that are not UUIDs (contract §4 and the spec): a client's own identifier of a task
+ * `*_id` names that are not UUIDs (docs/api.md §4): a client's own identifier of a task
  * synced from elsewhere, an actor that may be `system` or `platform`, a client-chosen request id.
  * Every other string field named `id` or `*_id` is a UUID. A new non-UUID id goes on this list.
  */

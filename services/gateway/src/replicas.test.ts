@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createIdentityService } from '@workauto/identity';
 import { createLogger } from '@workauto/logger';
-import { freePort, testCallerKeys, testDatabase } from '@workauto/testing';
+import { eventually, freePort, testCallerKeys, testDatabase } from '@workauto/testing';
 
 const MAIN = fileURLToPath(new URL('./main.js', import.meta.url));
 const ADMIN_TOKEN = `wkadmin_${randomBytes(24).toString('hex')}`;
@@ -60,17 +60,18 @@ describe('rate limits across gateway replicas', () => {
       gateways.push({ proc, url: `http://127.0.0.1:${port}`, output });
     }
     for (const g of gateways) {
-      for (const end = Date.now() + 60_000; ; await sleep(100)) {
-        if (
-          await fetch(`${g.url}/readyz`).then(
+      await eventually(
+        () => `a gateway is ready:\n${g.output.join('')}`,
+        async () => {
+          assert.equal(g.proc.exitCode, null, `a gateway exited during start-up:\n${g.output.join('')}`);
+          return fetch(`${g.url}/readyz`).then(
             (r) => r.ok,
             () => false,
-          )
-        )
-          break;
-        assert.equal(g.proc.exitCode, null, `a gateway exited during start-up:\n${g.output.join('')}`);
-        assert.ok(Date.now() < end, `a gateway was not ready within 60 s:\n${g.output.join('')}`);
-      }
+          );
+        },
+        60_000,
+        100,
+      );
     }
   });
 

@@ -17,7 +17,7 @@ import { isProviderOutage } from './oauth.js';
 import * as client from 'openid-client';
 import { freePort } from '@workauto/testing';
 
-describe('role defaults (contract §4)', () => {
+describe('role defaults (docs/api.md §3)', () => {
   it('gives members write on work domains, read on config domains, none on audit', () => {
     const a = effectiveAccess('member', []);
     assert.equal(a.notes, 'write');
@@ -49,7 +49,7 @@ describe('provider outages (OAuth)', () => {
   });
 });
 
-describe('grant rules (contract §4)', () => {
+describe('grant rules (docs/api.md §3)', () => {
   const grantor = (role: Role, overrides: { domain: string; access_level: string }[] = []) => ({
     id: 'me',
     role,

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { TOPICS, startConsumer } from '@workauto/events';
 import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
-import { insertAuditEntry } from './repo/audit-log.js';
+import { insertAuditEntries } from './repo/audit-log.js';
 import { createLogger, type Logger } from '@workauto/logger';
 import { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import { Keyring } from '@workauto/crypto';
@@ -36,7 +36,7 @@ export function createIdentityService(
       definition: IdentityServiceService,
       migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
       handlers: (pool) => identityHandlers({ pool, platformAdminToken: config.platformAdminToken, keyring, oauth }),
-      // The audit log is the audit stream of every service, applied once per event.
+      // The audit log is the audit stream of every service, applied once per event, a batch in one statement.
       consumers: async (pool, transport) => [
         await startConsumer({
           transport,
@@ -44,22 +44,25 @@ export function createIdentityService(
           logger,
           groupId: 'identity.audit-log',
           topics: [TOPICS.audit],
-          handle: (tx, event) =>
-            insertAuditEntry(tx, {
-              id: event.id,
-              tenant_id: event.tenant_id,
-              action: event.type,
-              actor_id: event.actor?.id || 'system',
-              actor_type: event.actor?.type || 'system',
-              // A member acting as itself is its own member (events recorded before member_id say only that).
-              member_id: event.actor?.member_id || (event.actor?.type === 'member' ? event.actor.id : null),
-              resource_type: event.resource?.type || null,
-              resource_id: event.resource?.id || null,
-              ip_address: event.request?.ip_address || null,
-              user_agent: event.request?.user_agent || null,
-              metadata: event.metadata,
-              created_at: event.occurred_at ?? new Date(),
-            }),
+          handleBatch: (tx, events) =>
+            insertAuditEntries(
+              tx,
+              events.map((event) => ({
+                id: event.id,
+                tenant_id: event.tenant_id,
+                action: event.type,
+                actor_id: event.actor?.id || 'system',
+                actor_type: event.actor?.type || 'system',
+                // A member acting as itself is its own member (events recorded before member_id say only that).
+                member_id: event.actor?.member_id || (event.actor?.type === 'member' ? event.actor.id : null),
+                resource_type: event.resource?.type || null,
+                resource_id: event.resource?.id || null,
+                ip_address: event.request?.ip_address || null,
+                user_agent: event.request?.user_agent || null,
+                metadata: event.metadata,
+                created_at: event.occurred_at ?? new Date(),
+              })),
+            ),
         }),
       ],
     },

@@ -100,7 +100,7 @@ describe('identity over gRPC', () => {
     assert.equal(deact.code, grpc.status.FAILED_PRECONDITION);
     assert.equal(deact.reason, 'LAST_OWNER');
     assert.equal(deact.httpStatus, 409);
-    // Nobody changes their own role (contract §4), so the last owner cannot demote itself either.
+    // Nobody changes their own role (docs/api.md §3), so the last owner cannot demote itself either.
     const demote = await failure(
       client.call(S.updateMember, { id: t.member!.id, role: MemberRole.MEMBER_ROLE_ADMIN }, ctx),
     );

@@ -6,7 +6,7 @@ import { providerSchema } from './oauth.js';
 await runService({
   name: 'identity',
   grpcPort: 50051,
-  // The migrate command's folders, as app.ts's spec lists them (the start checks they match).
+  // The migrate command's folders, as app.ts's ServiceSpec lists them (the start checks they match).
   migrations: [migrationsOf(import.meta.url)],
   env: {
     PLATFORM_ADMIN_TOKEN: z.string().min(32, 'must be at least 32 characters'),

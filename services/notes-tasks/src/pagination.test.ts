@@ -28,7 +28,7 @@ describe('list pagination over gRPC', () => {
       cursor = page.next_cursor;
       assert.ok(cursor, 'has_more comes with a next_cursor');
     }
-    // The contract's order: newest first by the full-precision created_at, ties by id.
+    // The order of docs/api.md §6: newest first by the full-precision created_at, ties by id.
     const { rows } = await nt.db.query<{ id: string }>(
       'SELECT id FROM notes WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC',
       [t.id],

@@ -15,7 +15,7 @@ import { startReceiver, type Receiver } from './testing/receiver.js';
 type Webhooks = Awaited<ReturnType<typeof startWebhooks>>;
 type Tenant = ReturnType<typeof tenant>;
 
-/** The member role's default levels (contract §4), with notes taken away. */
+/** The member role's default levels (docs/api.md §3), with notes taken away. */
 const NO_NOTES: AccessLevels = {
   calendar: 'write',
   crm: 'write',

@@ -7,7 +7,7 @@ import { JOBS_MIGRATIONS, JobQueue, PeriodicWorker } from '@workauto/jobs';
 import { createLogger, type Logger } from '@workauto/logger';
 import { WebhooksServiceService } from '@workauto/protos/workauto/webhooks/v1/webhooks.js';
 import { startService, type RunningService, type ServiceConfig } from '@workauto/service';
-import { INTAKE_GROUP, takeIn } from './delivery/intake.js';
+import { INTAKE_GROUP, takeIn, worthTakingIn } from './delivery/intake.js';
 import { deliveryWorker } from './delivery/worker.js';
 import { DELIVERY_QUEUE, type DeliveryJob, type WebhooksDeps } from './handlers/common.js';
 import { webhooksHandlers } from './handlers/index.js';
@@ -81,6 +81,7 @@ export async function createWebhooksService(
             groupId: INTAKE_GROUP,
             topics: [TOPICS.domain],
             handle: (tx, event) => takeIn(depsOf(pool), tx, event),
+            relevant: worthTakingIn,
           }),
         ],
         workers: ({ pool }) => [

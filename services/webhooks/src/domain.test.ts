@@ -97,7 +97,7 @@ describe('filters', () => {
 });
 
 describe('settings', () => {
-  it("reads the WEBHOOK_* variables, with the contract's defaults, and names a bad one", () => {
+  it('reads the WEBHOOK_* variables, with the defaults of docs/webhooks.md, and names a bad one', () => {
     const defaults = settingsFromEnv(loadConfig(webhookEnv, {}));
     assert.deepEqual(
       defaults.retrySchedule,

@@ -7,7 +7,7 @@ export interface WebhookSettings {
   retrySchedule: number[];
   /** One attempt's whole exchange. */
   timeoutMs: number;
-  /** A test delivery's timeout (contract: 10 s). */
+  /** A test delivery's timeout (docs/webhooks.md "How it works": 10 s). */
   testTimeoutMs: number;
   /** How long a rotated-out secret keeps signing. */
   secretGraceMs: number;

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startReceiver, type Receiver } from '@workauto/webhooks/testing';
+import { eventually } from '@workauto/testing';
 import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 const KAFKA_SH = fileURLToPath(new URL('../../../../scripts/kafka.sh', import.meta.url));
@@ -90,12 +91,11 @@ describe(
 
     it('keeps 100 changes made while the broker is down and applies each once when it is back', async () => {
       // The pipeline works before the outage.
-      for (let i = 0; ; i++) {
-        const page = await stack.api('GET', '/api/v1/audit-log?action=tenant.created', { key: acme.key });
-        if (page.body.data.length === 1) break;
-        assert.ok(i < 200, 'tenant.created reached the audit log before the outage');
-        await sleep(50);
-      }
+      await eventually(
+        'tenant.created reached the audit log before the outage',
+        async () =>
+          (await stack.api('GET', '/api/v1/audit-log?action=tenant.created', { key: acme.key })).body.data.length === 1,
+      );
       halted = true;
       await kafka('halt');
       const ids: string[] = [];
@@ -111,19 +111,19 @@ describe(
       assert.equal((await noteEntries()).length, 0, 'nothing can arrive while the broker is down');
       await kafka('resume');
       halted = false;
-      const deadline = Date.now() + 90_000;
-      let entries = await noteEntries();
-      while (entries.length < 100 && Date.now() < deadline) {
-        await sleep(250);
-        entries = await noteEntries();
-      }
+      await eventually(
+        'the 100 changes reached the audit log',
+        async () => (await noteEntries()).length >= 100,
+        90_000,
+        250,
+      );
       await sleep(2_000); // anything extra (a duplicate) would arrive by now
-      entries = await noteEntries();
+      const entries = await noteEntries();
       assert.equal(entries.length, 100, 'every change has its entry, none twice');
       assert.deepEqual(entries.map((e) => e.resource_id).sort(), [...ids].sort());
       // The webhooks intake consumed the same changes from the domain-events topic.
       const delivered = () => new Set(receiver.received.map((r) => JSON.parse(r.body).data.id as string));
-      for (const end = Date.now() + 60_000; delivered().size < 100 && Date.now() < end;) await sleep(100);
+      await eventually('the 100 changes reached the webhook receiver', () => delivered().size >= 100, 60_000, 100);
       assert.deepEqual([...delivered()].sort(), [...ids].sort(), 'every change reached the webhook receiver');
     });
   },

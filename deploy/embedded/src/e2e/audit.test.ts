@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '@workauto/testing';
 import { assertError, startTestStack, violations, type TenantFixture, type TestStack } from './harness.js';
 
 interface Entry {
@@ -20,16 +20,6 @@ interface Entry {
   user_agent?: string;
   metadata: Record<string, unknown>;
   created_at: string;
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, ms = 5_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(50);
-  }
 }
 
 function auditSuite(name: string, kafka: boolean) {
@@ -60,7 +50,6 @@ function auditSuite(name: string, kafka: boolean) {
         });
         const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
         const memberId = claimed.body.member.id as string;
-        const started = Date.now();
         const res = await stack.api('DELETE', `/api/v1/members/${memberId}`, {
           key: acme.key,
           headers: { 'user-agent': 'audit-e2e/1.0', 'x-forwarded-for': '203.0.113.7' },
@@ -70,14 +59,13 @@ function auditSuite(name: string, kafka: boolean) {
           const page = await log(acme.key, '?action=member.deactivated');
           return (page.body.data as Entry[]).find((e) => e.resource_id === memberId);
         });
-        assert.ok(Date.now() - started < 5_000);
         assert.equal(entry.actor_type, 'api_key');
         assert.ok(entry.actor_id);
         assert.equal(entry.resource_type, 'member');
         assert.equal(entry.ip_address, '203.0.113.7');
         assert.equal(entry.user_agent, 'audit-e2e/1.0');
         assert.deepEqual(entry.metadata, { is_active: false });
-        // The invitation and the claim were audited too, as the actions the contract names.
+        // The invitation and the claim were audited too, as the actions docs/events.md names.
         const actions = new Set(((await log(acme.key, '?limit=200')).body.data as Entry[]).map((e) => e.action));
         for (const a of ['tenant.created', 'invitation.created', 'invitation.claimed', 'member.deactivated'])
           assert.ok(actions.has(a), `${a} in ${[...actions].join(', ')}`);
@@ -227,7 +215,7 @@ function auditSuite(name: string, kafka: boolean) {
         // The other tenant's log has none of them, whatever the filter.
         assert.deepEqual((await log(other.key, `?actor_id=${bot.body.id}`)).body.data, []);
         assert.deepEqual((await log(other.key, `?resource_id=${notes[0]}`)).body.data, []);
-        // Bad values: a 400 in the contract's shape naming the field.
+        // Bad values: a 400 in the API's error shape naming the field.
         const bad = async (query: string, field: string) => {
           const res = await log(acme.key, query);
           assertError(res, 400);

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * What a browser makes of the API (contract §6.3), in a real headless Chromium (@sparticuz/chromium,
+ * What a browser makes of the API (docs/api.md §1, §13), in a real headless Chromium (@sparticuz/chromium,
  * driven by puppeteer-core), one launch for the file:
  * - the reference page /api/v1/docs renders the operations from the OpenAPI document, sends a
  *   request from its "Try it out" panel with an API key, and does all that without a console

@@ -558,105 +558,101 @@ describe('calendar through the gateway', () => {
   });
 
   it('keeps tenants apart and lets a viewer read but not write', async () => {
-    const cal = (await call('POST', '/calendars', a.key, { name: 'Private' })).body;
-    const ev = (
-      await call('POST', '/events', a.key, {
-        calendar_id: cal.id,
-        title: 'Secret',
-        start_at: '2026-06-01T09:00:00Z',
-        end_at: '2026-06-01T10:00:00Z',
-      })
-    ).body;
-    assertError(
-      await call('POST', '/events', b.key, {
-        calendar_id: cal.id,
-        title: 'x',
-        start_at: '2026-06-01T09:00:00Z',
-        end_at: '2026-06-01T10:00:00Z',
-      }),
-      404,
-    );
-    assertError(await call('GET', `/events/${ev.id}`, b.key), 404);
-    assertError(await call('PUT', `/events/${ev.id}`, b.key, { title: 'x' }), 404);
-    assertError(await call('DELETE', `/events/${ev.id}`, b.key), 404);
-    assertError(await call('GET', `/calendars/${cal.id}`, b.key), 404);
-    assertError(await call('PATCH', `/calendars/${cal.id}`, b.key, { name: 'x' }), 404);
-    assertError(await call('DELETE', `/calendars/${cal.id}`, b.key), 404);
-    const listed = await call('GET', '/events?from=2026-05-01T00:00:00Z&to=2026-07-01T00:00:00Z', b.key);
-    assert.equal(JSON.stringify(listed.body).includes('Secret'), false);
+    const alpha = stack.client(a.key);
+    const beta = stack.client(b.key);
+    const cal = await ok(alpha.POST('/api/v1/calendars', { body: { name: 'Private' } }), 201);
+    const june = { start_at: '2026-06-01T09:00:00Z', end_at: '2026-06-01T10:00:00Z' };
+    const ev = await ok(alpha.POST('/api/v1/events', { body: { calendar_id: cal.id, title: 'Secret', ...june } }), 201);
+    const event = { params: { path: { id: ev.id } } };
+    const calendar = { params: { path: { id: cal.id } } };
+    await fails(beta.POST('/api/v1/events', { body: { calendar_id: cal.id, title: 'x', ...june } }), 404);
+    await fails(beta.GET('/api/v1/events/{id}', event), 404);
+    await fails(beta.PUT('/api/v1/events/{id}', { ...event, body: { title: 'x' } }), 404);
+    await fails(beta.DELETE('/api/v1/events/{id}', event), 404);
+    await fails(beta.GET('/api/v1/calendars/{id}', calendar), 404);
+    await fails(beta.PATCH('/api/v1/calendars/{id}', { ...calendar, body: { name: 'x' } }), 404);
+    await fails(beta.DELETE('/api/v1/calendars/{id}', calendar), 404);
+    const mayToJuly = { from: '2026-05-01T00:00:00Z', to: '2026-07-01T00:00:00Z' };
+    const listed = await ok(beta.GET('/api/v1/events', { params: { query: mayToJuly } }));
+    assert.equal(JSON.stringify(listed).includes('Secret'), false);
 
-    const inv = await call('POST', '/invitations', a.key, {
-      email: `viewer-${randomUUID()}@alpha.test`,
-      role: 'viewer',
-    });
-    const viewer = (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } })).body
-      .api_key as string;
-    assert.equal((await call('GET', '/calendars', viewer)).status, 200);
+    /** A new member's API key, with a role and access policies. */
+    const join = async (
+      role: 'viewer' | 'member',
+      access_policies: { domain: 'calendar'; access_level: 'none' }[] = [],
+    ) => {
+      const invitation = await ok(
+        alpha.POST('/api/v1/invitations', {
+          body: { email: `${role}-${randomUUID()}@alpha.test`, role, access_policies },
+        }),
+        201,
+      );
+      assert.ok(invitation.code, 'the code is shown when the invitation is made');
+      return (await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: invitation.code } }))).api_key;
+    };
+    const viewerKey = await join('viewer');
+    const viewer = stack.client(viewerKey);
+    await ok(viewer.GET('/api/v1/calendars'));
     assert.ok(
-      (
-        await call('GET', `/events?from=2026-05-01T00:00:00Z&to=2026-07-01T00:00:00Z&calendar_id=${cal.id}`, viewer)
-      ).body.data.some((e: any) => e.title === 'Secret'),
+      (await ok(viewer.GET('/api/v1/events', { params: { query: { ...mayToJuly, calendar_id: cal.id } } }))).data.some(
+        (e) => e.title === 'Secret',
+      ),
     );
-    assert.equal((await call('GET', `/events/${ev.id}`, viewer)).status, 200);
-    assert.equal((await stack.api('GET', `/api/v1/calendars/${cal.id}/events.ics`, { key: viewer })).status, 200);
-    assertError(await call('POST', '/calendars', viewer, { name: 'nope' }), 403);
-    assertError(
-      await call('POST', '/events', viewer, {
-        calendar_id: cal.id,
-        title: 'x',
-        start_at: '2026-06-01T09:00:00Z',
-        end_at: '2026-06-01T10:00:00Z',
-      }),
-      403,
-    );
-    assertError(await call('PUT', `/events/${ev.id}`, viewer, { title: 'x' }), 403);
-    assertError(await call('DELETE', `/events/${ev.id}`, viewer), 403);
-    assertError(await call('PATCH', `/calendars/${cal.id}`, viewer, { name: 'x' }), 403);
-    assertError(await call('DELETE', `/calendars/${cal.id}`, viewer), 403);
-    assertError(await stack.api('GET', '/api/v1/calendars'), 401);
+    await ok(viewer.GET('/api/v1/events/{id}', event));
+    // The feed is iCalendar, not JSON: read as any HTTP client reads it.
+    assert.equal((await stack.api('GET', `/api/v1/calendars/${cal.id}/events.ics`, { key: viewerKey })).status, 200);
+    await fails(viewer.POST('/api/v1/calendars', { body: { name: 'nope' } }), 403);
+    await fails(viewer.POST('/api/v1/events', { body: { calendar_id: cal.id, title: 'x', ...june } }), 403);
+    await fails(viewer.PUT('/api/v1/events/{id}', { ...event, body: { title: 'x' } }), 403);
+    await fails(viewer.DELETE('/api/v1/events/{id}', event), 403);
+    await fails(viewer.PATCH('/api/v1/calendars/{id}', { ...calendar, body: { name: 'x' } }), 403);
+    await fails(viewer.DELETE('/api/v1/calendars/{id}', calendar), 403);
+    await fails(stack.client().GET('/api/v1/calendars'), 401);
 
     // A member writes (calendar: write by default); an access policy of none on calendar shuts them out.
-    const join = async (access_policies: unknown[]) => {
-      const invitation = await call('POST', '/invitations', a.key, {
-        email: `member-${randomUUID()}@alpha.test`,
-        role: 'member',
-        access_policies,
-      });
-      return (await stack.api('POST', '/api/v1/invitations/claim', { body: { code: invitation.body.code } })).body
-        .api_key as string;
-    };
-    const member = await join([]);
-    assert.equal(
-      (
-        await call('POST', '/events', member, {
+    const member = stack.client(await join('member'));
+    await ok(
+      member.POST('/api/v1/events', {
+        body: {
           calendar_id: cal.id,
           title: 'By a member',
           start_at: '2026-06-02T09:00:00Z',
           end_at: '2026-06-02T10:00:00Z',
-        })
-      ).status,
+        },
+      }),
       201,
     );
-    const none = await join([{ domain: 'calendar', access_level: 'none' }]);
-    assertError(await call('GET', '/calendars', none), 403);
-    assertError(await call('GET', `/events/${ev.id}`, none), 403);
-    assertError(await stack.api('GET', `/api/v1/calendars/${cal.id}/events.ics`, { key: none }), 403);
+    const noneKey = await join('member', [{ domain: 'calendar', access_level: 'none' }]);
+    const none = stack.client(noneKey);
+    await fails(none.GET('/api/v1/calendars'), 403);
+    await fails(none.GET('/api/v1/events/{id}', event), 403);
+    assertError(await stack.api('GET', `/api/v1/calendars/${cal.id}/events.ics`, { key: noneKey }), 403);
   });
 
   it('finds the notes that mention a real event (GET /backlinks/event/{id})', async () => {
-    const cal = (await call('POST', '/calendars', a.key, { name: 'Linked' })).body;
-    const ev = (
-      await call('POST', '/events', a.key, {
-        calendar_id: cal.id,
-        title: 'Kickoff',
-        start_at: '2026-06-01T09:00:00Z',
-        end_at: '2026-06-01T10:00:00Z',
-      })
-    ).body;
-    const note = await call('POST', '/notes', a.key, { title: 'Agenda', body: `For [[event:${ev.id}|the kickoff]]` });
-    assert.equal(note.status, 201, JSON.stringify(note.body));
-    const links = await call('GET', `/backlinks/event/${ev.id}`, a.key);
-    assert.deepEqual([links.status, links.body.map((n: any) => n.id)], [200, [note.body.id]]);
-    assert.deepEqual((await call('GET', `/backlinks/event/${ev.id}`, b.key)).body, []);
+    const alpha = stack.client(a.key);
+    const cal = await ok(alpha.POST('/api/v1/calendars', { body: { name: 'Linked' } }), 201);
+    const ev = await ok(
+      alpha.POST('/api/v1/events', {
+        body: {
+          calendar_id: cal.id,
+          title: 'Kickoff',
+          start_at: '2026-06-01T09:00:00Z',
+          end_at: '2026-06-01T10:00:00Z',
+        },
+      }),
+      201,
+    );
+    const note = await ok(
+      alpha.POST('/api/v1/notes', { body: { title: 'Agenda', body: `For [[event:${ev.id}|the kickoff]]` } }),
+      201,
+    );
+    const backlinks = { params: { path: { entity_type: 'event' as const, entity_id: ev.id } } };
+    const links = await ok(alpha.GET('/api/v1/backlinks/{entity_type}/{entity_id}', backlinks));
+    assert.deepEqual(
+      links.map((n) => n.id),
+      [note.id],
+    );
+    assert.deepEqual(await ok(stack.client(b.key).GET('/api/v1/backlinks/{entity_type}/{entity_id}', backlinks)), []);
   });
 });

@@ -105,7 +105,7 @@ describe('crm-pipelines end to end', () => {
   const call = (method: string, path: string, key: string, body?: unknown) =>
     stack.api(method, `/api/v1${path}`, { key, ...(body === undefined ? {} : { body }) });
 
-  it('serves every pipeline and stage endpoint with the spec’s records', async () => {
+  it('serves every pipeline and stage endpoint with the records of docs/crm-pipelines.md', async () => {
     const api = stack.client(a.key);
     const p = await ok(
       api.POST('/api/v1/pipelines', {
@@ -377,7 +377,7 @@ describe('crm-pipelines end to end', () => {
     assert.deepEqual((await call('GET', '/contacts?q=globex', a.key)).body.data, []);
   });
 
-  it('answers bad input with 400 in the contract’s shape', async () => {
+  it('answers bad input with 400 in the error shape of docs/api.md §5', async () => {
     const p = (await call('POST', '/pipelines', a.key, { name: 'Checks', stages: SALES })).body;
     const eur = (await call('POST', '/pipelines', a.key, { name: 'Euro', currency: 'EUR', stages: SALES })).body;
     const c = (await call('POST', '/contacts', a.key, { name: 'Val' })).body;

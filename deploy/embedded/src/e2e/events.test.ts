@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { decodeEvent, type ConsumedEvent } from '@workauto/events';
+import { eventually } from '@workauto/testing';
 import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 /** JSON nested `depth` levels of containers: {"a":1} is 1, {"a":{"b":1}} is 2. */
@@ -19,7 +19,7 @@ function nested(depth: number): Record<string, unknown> {
   return value;
 }
 
-/** The deepest body the gateway accepts (contract §1: 32 levels) is {"metadata": <31 levels>, …}. */
+/** The deepest body the gateway accepts (docs/api.md §4: 32 levels) is {"metadata": <31 levels>, …}. */
 const DEEPEST_METADATA = nested(31);
 
 describe('events through the gateway', () => {
@@ -44,21 +44,21 @@ describe('events through the gateway', () => {
     }
   }
 
+  type AuditEntry = { resource_id: string; metadata: Record<string, unknown> };
   async function auditEntry(
     action: string,
     resourceId: string,
     ms = 15_000,
   ): Promise<{ metadata: Record<string, unknown> }> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const page = await call('GET', `/audit-log?action=${action}&limit=100`);
-      const entry = (page.body.data as { resource_id: string; metadata: Record<string, unknown> }[]).find(
-        (e) => e.resource_id === resourceId,
-      );
-      if (entry) return entry;
-      if (Date.now() > end) throw new Error(`${action} of ${resourceId} is not in the audit log after ${ms} ms`);
-      await sleep(100);
-    }
+    return eventually(
+      `${action} of ${resourceId} is in the audit log`,
+      async () =>
+        ((await call('GET', `/audit-log?action=${action}&limit=100`)).body.data as AuditEntry[]).find(
+          (e) => e.resource_id === resourceId,
+        ),
+      ms,
+      100,
+    );
   }
 
   async function newMember(): Promise<string> {
@@ -116,7 +116,7 @@ describe('events through the gateway', () => {
   });
 
   it('never answers 200 to a change it then leaves out of the audit log, however deep its metadata', async () => {
-    // One level past the contract's limit: the gateway answers 400 once it enforces the limit;
+    // One level past the limit of docs/api.md §4: the gateway answers 400 once it enforces the limit;
     // until then the change is accepted and must be audited (it used to be dead-lettered: the old
     // Event's Struct metadata hit the protobuf decoder's recursion limit at this depth).
     const tooDeep = nested(33);

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { captureLogs } from '@workauto/testing';
+import { captureLogs, eventually } from '@workauto/testing';
 import {
   assertError,
   startTestStack,
@@ -95,7 +95,7 @@ describe('gateway end to end (platform foundation)', () => {
     assert.equal(last.body.error.status, 'FAILED_PRECONDITION');
   });
 
-  it('answers bad input with a 4xx in the contract shape, never a 5xx', async () => {
+  it('answers bad input with a 4xx in the error shape of docs/api.md §5, never a 5xx', async () => {
     const id = a.ownerId;
     const twoMiB = JSON.stringify({ name: 'x'.repeat(2 * 1024 * 1024) });
     const cases: [string, string, Parameters<TestStack['api']>[2], number][] = [
@@ -211,11 +211,15 @@ describe('gateway end to end (platform foundation)', () => {
     assert.equal(res.body.error.details[0].metadata.service, 'crm_pipelines');
     assert.match(res.body.error.message, /crm_pipelines.*retry/);
     // The failed call triggers a health check of the service; /readyz lists it once that fails, and stays 200.
-    let ready = await stack.api('GET', '/readyz');
-    for (let i = 0; i < 30 && !ready.body.services_down.length; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      ready = await stack.api('GET', '/readyz');
-    }
+    const ready = await eventually(
+      '/readyz lists crm_pipelines as down',
+      async () => {
+        const res = await stack.api('GET', '/readyz');
+        return res.body.services_down.length > 0 && res;
+      },
+      20_000,
+      100,
+    );
     assert.equal(ready.status, 200, 'one service down does not take the gateway out of rotation');
     assert.deepEqual(ready.body.services_down, ['crm_pipelines']);
     assert.equal(

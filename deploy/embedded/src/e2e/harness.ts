@@ -109,7 +109,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 export type Kind = 'uuid' | 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'date-time';
 
-/** Every always-present field of a spec record is there with its type (contract §1 wire forms). */
+/** Every always-present field of a record is there with its type (docs/api.md §4 wire forms). */
 export function assertRecord(value: any, fields: Record<string, Kind>, what: string): void {
   assert.equal(typeof value, 'object', `${what} is an object`);
   for (const [field, kind] of Object.entries(fields)) {
@@ -132,7 +132,7 @@ export function assertRecord(value: any, fields: Record<string, Kind>, what: str
   }
 }
 
-/** The contract's error shape (§2): code, status, message, ErrorInfo (with `reason` when given), request id. */
+/** The error shape of docs/api.md §5: code, status, message, ErrorInfo (with `reason` when given), request id. */
 export function assertError(res: ApiResponse, status: number, reason?: string): void {
   assert.equal(res.status, status, JSON.stringify(res.body));
   const e = res.body?.error;
@@ -146,7 +146,7 @@ export function assertError(res: ApiResponse, status: number, reason?: string): 
   assert.equal(e.request_id, res.headers.get('x-request-id'));
 }
 
-/** What a typed client call answers (openapi-fetch): data on success, the contract's error body otherwise. */
+/** What a typed client call answers (openapi-fetch): data on success, the API's error body (docs/api.md §5) otherwise. */
 type Answer<T> = { data?: T; error?: unknown; response: Response };
 
 /** The data of a typed client call that must succeed with `status` (the error body is the message otherwise). */
@@ -156,7 +156,7 @@ export async function ok<T>(call: Promise<Answer<T>>, status = 200): Promise<Exc
   return data as Exclude<T, undefined>;
 }
 
-/** A typed client call that must fail with `status` (and `reason`) in the contract's error shape. */
+/** A typed client call that must fail with `status` (and `reason`) in the API's error shape (docs/api.md §5). */
 export async function fails(call: Promise<Answer<unknown>>, status: number, reason?: string): Promise<ApiResponse> {
   const { error, response } = await call;
   const res = { status: response.status, headers: response.headers, body: error };

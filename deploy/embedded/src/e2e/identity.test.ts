@@ -117,7 +117,7 @@ describe('identity end to end', () => {
     assert.equal(all.body.data.filter((m: { email?: string }) => m.email === 'race@matrix.test').length, 1);
   });
 
-  it('answers every identity endpoint with 2xx or 403 per role, as contract §4 says', async () => {
+  it('answers every identity endpoint with 2xx or 403 per role, as docs/api.md §3 says', async () => {
     await stack.api('PUT', '/api/v1/integration-keys/matrix', {
       key: tenant.key,
       body: { credential: 'matrix-credential-0001' },
@@ -227,7 +227,7 @@ describe('identity end to end', () => {
     assert.deepEqual(mismatches, [], `\n| endpoint | owner | admin | member | viewer |\n${table.join('\n')}`);
   });
 
-  it('lets nobody escalate: no own role or policies, no role or level above their own, no acting on a higher rank (contract §4)', async () => {
+  it('lets nobody escalate: no own role or policies, no role or level above their own, no acting on a higher rank (docs/api.md §3)', async () => {
     const membersAdmin = await newMember('member', [{ domain: 'members', access_level: 'admin' }]);
     const actors = { ...keys, membersAdmin: membersAdmin.key };
     const self = { ...ids, membersAdmin: membersAdmin.id };

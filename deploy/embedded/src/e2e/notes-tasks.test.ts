@@ -34,7 +34,7 @@ const RECORD = {
   created_at: 'date-time',
   updated_at: 'date-time',
 } as const;
-// The spec's Note, Tag and Task records: always-present fields, then the optional ones.
+// The Note, Tag and Task records (docs/notes-tasks.md): always-present fields, then the optional ones.
 const NOTE = { ...RECORD, title: 'string', body: 'string', is_archived: 'boolean', is_pinned: 'boolean' } as const;
 const NOTE_OPTIONAL = {
   deleted_at: 'date-time',
@@ -131,7 +131,7 @@ describe('notes-tasks end to end', () => {
     }
   });
 
-  it('serves every note endpoint with the spec’s Note record', async () => {
+  it('serves every note endpoint with the Note record of docs/notes-tasks.md', async () => {
     const api = stack.client(a.key);
     const notebook = randomUUID();
     const n = await ok(
@@ -237,49 +237,55 @@ describe('notes-tasks end to end', () => {
   });
 
   it('serves backlinks: live notes of the tenant that mention the entity, most recently updated first', async () => {
+    const api = stack.client(a.key);
     const contact = randomUUID();
-    const n1 = (await call('POST', '/notes', a.key, { title: 'first', body: `Call [[contact:${contact}|Dana]] today` }))
-      .body;
-    const n2 = (
-      await call('POST', '/notes', a.key, {
-        title: 'second',
-        body: `[[contact:${contact}]] again, and \`[[task:${contact}]]\` is code`,
-      })
-    ).body;
-    await call('POST', '/notes', b.key, { title: 'beta note', body: `[[contact:${contact}]]` });
-    const res = await call('GET', `/backlinks/contact/${contact}`, a.key);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.ok(Array.isArray(res.body), 'a bare array');
-    for (const x of res.body) assertNote(x);
+    const backlinks = (client: typeof api, entity_type: 'contact' | 'task') =>
+      ok(
+        client.GET('/api/v1/backlinks/{entity_type}/{entity_id}', {
+          params: { path: { entity_type, entity_id: contact } },
+        }),
+      );
+    const titles = async (client: typeof api) => (await backlinks(client, 'contact')).map((x) => x.title);
+    const n1 = await ok(
+      api.POST('/api/v1/notes', { body: { title: 'first', body: `Call [[contact:${contact}|Dana]] today` } }),
+      201,
+    );
+    const n2 = await ok(
+      api.POST('/api/v1/notes', {
+        body: { title: 'second', body: `[[contact:${contact}]] again, and \`[[task:${contact}]]\` is code` },
+      }),
+      201,
+    );
+    const beta = stack.client(b.key);
+    await ok(beta.POST('/api/v1/notes', { body: { title: 'beta note', body: `[[contact:${contact}]]` } }), 201);
+    const found = await backlinks(api, 'contact');
+    assert.ok(Array.isArray(found), 'a bare array');
+    for (const x of found) assertNote(x);
     assert.deepEqual(
-      res.body.map((x: any) => x.title),
+      found.map((x) => x.title),
       ['second', 'first'],
     );
-    assert.deepEqual(
-      (await call('GET', `/backlinks/task/${contact}`, a.key)).body,
-      [],
-      'a mention in a code span is not indexed',
+    assert.deepEqual(await backlinks(api, 'task'), [], 'a mention in a code span is not indexed');
+    await ok(api.PATCH('/api/v1/notes/{id}', { params: { path: { id: n1.id } }, body: { title: 'first, edited' } }));
+    assert.deepEqual(await titles(api), ['first, edited', 'second']);
+    await ok(
+      api.PATCH('/api/v1/notes/{id}', { params: { path: { id: n1.id } }, body: { body: 'no mention any more' } }),
     );
-    await call('PATCH', `/notes/${n1.id}`, a.key, { title: 'first, edited' });
-    assert.deepEqual(
-      (await call('GET', `/backlinks/contact/${contact}`, a.key)).body.map((x: any) => x.title),
-      ['first, edited', 'second'],
-    );
-    await call('PATCH', `/notes/${n1.id}`, a.key, { body: 'no mention any more' });
-    await call('DELETE', `/notes/${n2.id}`, a.key);
-    assert.deepEqual((await call('GET', `/backlinks/contact/${contact}`, a.key)).body, []);
-    assert.deepEqual(
-      (await call('GET', `/backlinks/contact/${contact}`, b.key)).body.map((x: any) => x.title),
-      ['beta note'],
-    );
+    await ok(api.DELETE('/api/v1/notes/{id}', { params: { path: { id: n2.id } } }), 204);
+    assert.deepEqual(await titles(api), []);
+    assert.deepEqual(await titles(beta), ['beta note']);
 
+    // An entity type the API does not know: what a client without the typed paths can send.
     const unknown = await call('GET', `/backlinks/widget/${contact}`, a.key);
     assertError(unknown, 400);
     assert.deepEqual(violations(unknown), ['entity_type']);
-    assert.deepEqual(violations(await call('GET', '/backlinks/contact/not-a-uuid', a.key)), ['entity_id']);
+    const notAnId = { params: { path: { entity_type: 'contact' as const, entity_id: 'not-a-uuid' } } };
+    assert.deepEqual(violations(await fails(api.GET('/api/v1/backlinks/{entity_type}/{entity_id}', notAnId), 400)), [
+      'entity_id',
+    ]);
   });
 
-  it('serves every task endpoint with the spec’s Task record', async () => {
+  it('serves every task endpoint with the Task record of docs/notes-tasks.md', async () => {
     const api = stack.client(a.key);
     const t = await ok(
       api.POST('/api/v1/tasks', {
@@ -424,48 +430,42 @@ describe('notes-tasks end to end', () => {
   });
 
   it('keeps positions dense under 20 parallel moves, and tags single under 20 parallel attaches', async () => {
-    const parent = (await call('POST', '/tasks', a.key, { title: 'Backlog' })).body;
-    const kids: any[] = [];
+    const api = stack.client(a.key);
+    const parent = await ok(api.POST('/api/v1/tasks', { body: { title: 'Backlog' } }), 201);
+    const kids: (typeof parent)[] = [];
     for (let i = 0; i < 20; i++)
-      kids.push((await call('POST', '/tasks', a.key, { title: `item ${i}`, parent_id: parent.id })).body);
-    const moves = await Promise.all(
+      kids.push(await ok(api.POST('/api/v1/tasks', { body: { title: `item ${i}`, parent_id: parent.id } }), 201));
+    await Promise.all(
       kids.map((k, i) =>
-        call(
-          'PATCH',
-          `/tasks/${k.id}`,
-          a.key,
-          i % 2 ? { before_id: kids[(i + 5) % 20].id } : { after_id: kids[(i + 3) % 20].id },
+        ok(
+          api.PATCH('/api/v1/tasks/{id}', {
+            params: { path: { id: k.id } },
+            body: i % 2 ? { before_id: kids[(i + 5) % 20]!.id } : { after_id: kids[(i + 3) % 20]!.id },
+          }),
         ),
       ),
     );
+    const after = await ok(api.GET('/api/v1/tasks/{id}/subtasks', { params: { path: { id: parent.id } } }));
     assert.deepEqual(
-      moves.map((r) => r.status),
-      Array(20).fill(200),
-    );
-    const after = (await call('GET', `/tasks/${parent.id}/subtasks`, a.key)).body;
-    assert.deepEqual(
-      after.map((x: any) => x.position),
+      after.map((x) => x.position),
       Array.from({ length: 20 }, (_, i) => i + 1),
     );
-    assert.equal(new Set(after.map((x: any) => x.id)).size, 20);
+    assert.equal(new Set(after.map((x) => x.id)).size, 20);
 
-    const note = (await call('POST', '/notes', a.key, { title: 'race', body: '' })).body;
+    const note = await ok(api.POST('/api/v1/notes', { body: { title: 'race', body: '' } }), 201);
+    const onNote = { params: { path: { id: note.id } } };
     const attaches = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        call('POST', `/notes/${note.id}/tags`, a.key, { name: i % 2 ? 'Hot' : 'hot' }),
+        ok(api.POST('/api/v1/notes/{id}/tags', { ...onNote, body: { name: i % 2 ? 'Hot' : 'hot' } })),
       ),
     );
+    assert.equal(new Set(attaches.map((tag) => tag.id)).size, 1);
     assert.deepEqual(
-      attaches.map((r) => r.status),
-      Array(20).fill(200),
+      (await ok(api.GET('/api/v1/notes/{id}/tags', onNote))).map((x) => x.id),
+      [attaches[0]!.id],
     );
-    assert.equal(new Set(attaches.map((r) => r.body.id)).size, 1);
-    assert.deepEqual(
-      (await call('GET', `/notes/${note.id}/tags`, a.key)).body.map((x: any) => x.id),
-      [attaches[0]!.body.id],
-    );
-    const hot = (await call('GET', '/tags?limit=200', a.key)).body.data.filter(
-      (x: any) => x.name.toLowerCase() === 'hot',
+    const hot = (await ok(api.GET('/api/v1/tags', { params: { query: { limit: 200 } } }))).data.filter(
+      (x) => x.name.toLowerCase() === 'hot',
     );
     assert.equal(hot.length, 1);
   });
@@ -497,7 +497,7 @@ describe('notes-tasks end to end', () => {
     }
   });
 
-  it('answers bad input with 400 in the contract’s shape', async () => {
+  it('answers bad input with 400 in the error shape of docs/api.md §5', async () => {
     const note = (await call('POST', '/notes', a.key, { title: 'v', body: '' })).body;
     const top = (await call('POST', '/tasks', a.key, { title: 'top' })).body;
     const child = (await call('POST', '/tasks', a.key, { title: 'child', parent_id: top.id })).body;

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document's `required` against the server (contract §6.3): every request body field
+ * The OpenAPI document's `required` against the server (docs/api.md §4): every request body field
  * the document lists as required is refused when it is left out (400 naming it), and a body that
  * carries every listed field is never refused for a missing field the document does not list.
  * Raw HTTP on purpose: these requests are deliberately incomplete.

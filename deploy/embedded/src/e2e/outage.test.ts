@@ -23,6 +23,7 @@ import {
   freePort,
   healthStatus,
   startEmbeddedPostgres,
+  waitingAttempts,
   type EmbeddedPostgresHandle,
 } from '@workauto/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
@@ -197,7 +198,14 @@ describe(
         200,
       );
       const key = await tenantKey(cluster);
-      await sleep(5_000);
+      // The sentinel: notes-tasks tried its database twice more meanwhile (it waits, it does not give up).
+      const tried = waitingAttempts([notesOutput()], 'database');
+      await eventually(
+        'notes-tasks tries its database again',
+        () => exited(cluster).length > 0 || waitingAttempts([notesOutput()], 'database') >= tried + 2,
+        30_000,
+        200,
+      );
       assert.deepEqual(exited(cluster), [], cluster.output());
       assert.match(notesOutput(), /outage_notes_tasks/, 'the log line names the database it waits for');
 

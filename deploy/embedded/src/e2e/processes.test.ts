@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { Downstream, decodeStatusDetails } from '@workauto/grpc';
 import { NotesTasksServiceService } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
+import { eventually } from '@workauto/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
 
 // A service on its own needs Kafka (KAFKA_BROKERS is required by every main), as in a cluster.
@@ -55,13 +55,17 @@ describe(
       const key = tenant.body.api_key as string;
       assert.equal((await call('POST', '/notes', key, { title: 'from another process' })).status, 201);
       assert.equal((await call('POST', '/pipelines', key, { name: 'Sales' })).status, 201);
-      for (let i = 0; ; i++) {
-        const log = await call('GET', '/audit-log?limit=200', key);
-        const actions = new Set((log.body.data as { action: string }[]).map((e) => e.action));
-        if (actions.has('note.created') && actions.has('pipeline.created')) break;
-        assert.ok(i < 200, `note.created and pipeline.created reached the audit log; have ${[...actions].join(', ')}`);
-        await sleep(50);
-      }
+      let actions = new Set<string>();
+      await eventually(
+        () => `note.created and pipeline.created reached the audit log; have ${[...actions].join(', ')}`,
+        async () => {
+          const log = await call('GET', '/audit-log?limit=200', key);
+          actions = new Set((log.body.data as { action: string }[]).map((e) => e.action));
+          return actions.has('note.created') && actions.has('pipeline.created');
+        },
+        20_000,
+        50,
+      );
     });
 
     it('refuses a direct gRPC call that is not signed by the gateway, and serves no reflection', async () => {

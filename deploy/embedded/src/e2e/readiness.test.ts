@@ -6,18 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { databaseUrlFor } from '@workauto/db';
+import { eventually } from '@workauto/testing';
 import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
-
-async function eventually(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await sleep(100);
-  }
-}
 
 describe("readiness is the gateway's own; a service without its database answers 503", () => {
   let stack: TestStack;

@@ -136,7 +136,7 @@ describe('replicas: revocation and OAuth across instances', () => {
     await assertNothingChanges(b, admin.key, victim.id);
   });
 
-  it('an OAuth callback that meets a down IdP answers 503 in the contract shape and keeps the state for a retry', async () => {
+  it('an OAuth callback that meets a down IdP answers 503 in the error shape of docs/api.md §5 and keeps the state for a retry', async () => {
     // Replica B's identity has never talked to the IdP (fresh process: discovery not cached).
     const identityB: RunningService = await createIdentityService(
       {

@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
+import { eventually } from '@workauto/testing';
 import { startMcpServer } from '@workauto/apps/testing/mcp-servers';
 import { FakeProvider } from '@workauto/agents/testing';
 import { startServiceProcesses, type ServiceProcesses } from '../processes.js';
@@ -128,15 +129,14 @@ describe(
 
       // Each process exports its spans in its own batches: on a loaded machine that takes seconds.
       let trace: Span[] = [];
-      for (const until = Date.now() + 30_000; Date.now() < until;) {
-        trace = spans.filter((s) => s.traceId === traceId);
-        if (
-          trace.some((s) => s.service === 'gateway') &&
-          trace.some((s) => s.service === 'notes-tasks' && s.kind === 2)
-        )
-          break;
-        await sleep(100);
-      }
+      await eventually(
+        'the gateway and notes-tasks exported their spans of the call',
+        () =>
+          (trace = spans.filter((s) => s.traceId === traceId)).some((s) => s.service === 'gateway') &&
+          trace.some((s) => s.service === 'notes-tasks' && s.kind === 2),
+        30_000,
+        100,
+      ).catch(() => undefined); // the assertions below say which span is missing
       const services = new Set(trace.map((s) => s.service));
       assert.ok(
         services.has('gateway') && services.has('notes-tasks'),
@@ -150,11 +150,12 @@ describe(
       // identity's audit consumer continues that trace from the Kafka headers: its span is a child
       // of the span that recorded the event.
       const recordedBy = traceparent!.split('-')[2]!;
-      let consumed: Span | undefined;
-      for (const until = Date.now() + 30_000; !consumed && Date.now() < until;) {
-        consumed = spans.find((s) => s.traceId === traceId && s.service === 'identity' && s.kind === 5);
-        if (!consumed) await sleep(100);
-      }
+      const consumed = await eventually(
+        "identity's consumer exported its span",
+        () => spans.find((s) => s.traceId === traceId && s.service === 'identity' && s.kind === 5),
+        30_000,
+        100,
+      ).catch(() => undefined); // the assertion below lists the trace's spans
       assert.ok(
         consumed,
         `identity's consumer span is in the trace: ${JSON.stringify(spans.filter((s) => s.traceId === traceId).map((s) => [s.service, s.name, s.kind]))}`,
@@ -179,11 +180,11 @@ describe(
         (await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey })).status,
         200,
       );
-      for (let i = 0; i < 100 && !spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)); i++)
-        await sleep(100);
-      assert.ok(
-        spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)),
+      await eventually(
         'the agents service exported its spans',
+        () => spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)),
+        10_000,
+        100,
       );
       await sleep(500);
 
@@ -206,11 +207,12 @@ describe(
         await call('PATCH', '/apps/traced', key, { enabled_tools: ['echo'] });
         assert.equal((await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } })).status, 200);
         assert.equal(mcp.calls.at(-1)?.headers.authorization, `Bearer ${appSecret}`);
-        for (let i = 0; i < 100 && !spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)); i++)
-          await sleep(100);
-        assert.ok(
-          spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)),
-          `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`,
+        await eventually(
+          () =>
+            `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`,
+          () => spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)),
+          10_000,
+          100,
         );
       } finally {
         await mcp.close();

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { signedBy, startReceiver, type Received, type Receiver } from '@workauto/webhooks/testing';
+import { eventually } from '@workauto/testing';
 import {
   assertError,
   assertRecord,
@@ -38,17 +38,12 @@ describe('webhooks through the gateway', () => {
     r.received.filter((x) =>
       typeof type === 'string' ? JSON.parse(x.body).type === type : type.test(JSON.parse(x.body).type),
     );
-  async function arrival(r: Receiver, match: (x: Received) => boolean, ms = 15_000): Promise<Received> {
-    for (const end = Date.now() + ms; ;) {
-      const found = r.received.find(match);
-      if (found) return found;
-      if (Date.now() > end)
-        throw new Error(
-          `no matching delivery within ${ms} ms; got ${r.received.map((x) => JSON.parse(x.body).type).join(', ')}`,
-        );
-      await sleep(20);
-    }
-  }
+  const arrival = (r: Receiver, match: (x: Received) => boolean, ms = 15_000): Promise<Received> =>
+    eventually(
+      () => `a matching delivery; got ${r.received.map((x) => JSON.parse(x.body).type).join(', ')}`,
+      () => r.received.find(match),
+      ms,
+    );
   const about = (type: string, id: string) => (x: Received) => {
     const b = JSON.parse(x.body);
     return b.type === type && b.data?.id === id;
@@ -185,11 +180,10 @@ describe('webhooks through the gateway', () => {
     assert.deepEqual(event.payload, JSON.parse(delivered.body));
     assert.deepEqual(event.channels, ['note']);
     // The receiver has the request a moment before the attempt is recorded.
-    let detail = await call('GET', `/webhook-events/${event.id}`);
-    for (let i = 0; detail.body.status !== 'delivered' && i < 100; i++) {
-      await sleep(50);
-      detail = await call('GET', `/webhook-events/${event.id}`);
-    }
+    const detail = await eventually('the delivery is recorded', async () => {
+      const res = await call('GET', `/webhook-events/${event.id}`);
+      return res.body.status === 'delivered' && res;
+    });
     assert.equal(detail.status, 200);
     assert.equal(detail.body.status, 'delivered');
     assert.equal(detail.body.deliveries[0].endpoint_id, ep.id);
@@ -288,7 +282,17 @@ describe('webhooks through the gateway', () => {
     await arrival(deals, about('deal.updated', otherDeal.id));
     await arrival(pipelineCh, about('deal.updated', deal.id));
     await arrival(both, about('deal.updated', deal.id));
-    await sleep(500);
+    // The sentinel: each change is delivered to every endpoint it matched (one intake transaction
+    // makes all of an event's deliveries; "delivered" means none is pending), so a receiver lacks
+    // an event because the filters left it out, not because it is still on its way.
+    await arrival(all, about('deal.created', deal.id));
+    await arrival(all, about('deal.created', otherDeal.id));
+    await arrival(all, about('deal.updated', otherDeal.id));
+    for (const id of all.received.map((x) => x.headers['webhook-id'] as string))
+      await eventually(
+        `event ${id} is delivered to every endpoint it matched`,
+        async () => (await call('GET', `/webhook-events/${id}`)).body.status === 'delivered',
+      );
     assert.deepEqual(new Set(notes.received.map((x) => JSON.parse(x.body).type)), new Set(['note.created']));
     assert.deepEqual(
       new Set(ofType(deals, /./).map((x) => JSON.parse(x.body).type)),
@@ -333,20 +337,19 @@ describe('webhooks through the gateway', () => {
     const got = (await call('GET', `/webhook-endpoints/${ep.id}`)).body;
     assert.equal(got.is_enabled, false);
     assert.match(got.disabled_reason, /410 Gone/);
-    for (let i = 0; ; i++) {
-      const entries = (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as {
-        resource_id: string;
-        actor_id: string;
-        actor_type: string;
-      }[];
-      const entry = entries.find((e) => e.resource_id === ep.id);
-      if (entry) {
-        assert.equal(entry.actor_id, 'system');
-        break;
-      }
-      assert.ok(i < 150, 'webhook_endpoint.disabled reached the audit log');
-      await sleep(100);
-    }
+    const entry = await eventually(
+      'webhook_endpoint.disabled reached the audit log',
+      async () =>
+        (
+          (await call('GET', '/audit-log?action=webhook_endpoint.disabled')).body.data as {
+            resource_id: string;
+            actor_id: string;
+          }[]
+        ).find((e) => e.resource_id === ep.id),
+      15_000,
+      100,
+    );
+    assert.equal(entry.actor_id, 'system');
   });
 
   it('delivers and lists an event whose data holds metadata as deep as the API accepts', async () => {
@@ -505,8 +508,23 @@ describe('webhooks through the gateway', () => {
         (e: { id: string }) => e.id === eventId,
       ),
     );
+    // The sentinel: the other tenant's own endpoint got the change and every delivery of its event
+    // is done (one intake transaction makes them all), so this endpoint would have it by now.
+    const theirReceiver = await receiver();
+    const theirEndpoint = await call(
+      'POST',
+      '/webhook-endpoints',
+      { url: theirReceiver.url, event_types: ['note.created'] },
+      other.key,
+    );
+    assert.equal(theirEndpoint.status, 201, JSON.stringify(theirEndpoint.body));
     const theirs = (await call('POST', '/notes', { title: 'Other' }, other.key)).body;
-    await sleep(800);
+    const theirEvent = (await arrival(theirReceiver, about('note.created', theirs.id))).headers['webhook-id'] as string;
+    await eventually(
+      "the other tenant's event is delivered to every endpoint it matched",
+      async () =>
+        (await call('GET', `/webhook-events/${theirEvent}`, undefined, other.key)).body.status === 'delivered',
+    );
     assert.ok(
       !r.received.some((x) => JSON.parse(x.body).data?.id === theirs.id),
       "the other tenant's change never reaches this endpoint",

@@ -6,7 +6,7 @@ import type { Domain } from '@workauto/grpc';
 
 export type ProviderName = 'openai' | 'anthropic';
 
-/** The access a tool needs in its domain (contract §4's domains): read to list or search, write to create. */
+/** The access a tool needs in its domain (the domains of docs/api.md §3): read to list or search, write to create. */
 export interface ToolAccess {
   domain: Domain;
   level: 'read' | 'write';

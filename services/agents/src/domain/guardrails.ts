@@ -1,5 +1,5 @@
 /**
- * Guardrails (contract §5 Agents): rules a tenant puts on a blueprint's runs. Validation names the
+ * Guardrails (docs/agents.md "Configs"): rules a tenant puts on a blueprint's runs. Validation names the
  * element and field of a bad rule (`guardrails[2].pattern`); the rest are the pure checks the
  * executor applies. Every check runs in time linear in what it reads (no backtracking), so one
  * tenant's rules cannot hold the service's thread while other tenants wait.

@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 
-/** The shorthands the contract accepts besides 5- and 6-field expressions. */
+/** The shorthands a schedule accepts (docs/agents.md "Configs") besides 5- and 6-field expressions. */
 const SHORTHANDS = ['@hourly', '@daily', '@weekly', '@monthly', '@yearly'];
 
 function cron(schedule: string): Cron {

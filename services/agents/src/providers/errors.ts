@@ -1,7 +1,7 @@
 import { EgressConnectionError, EgressError, EgressRefusedError, EgressResponseTooLargeError } from '@workauto/egress';
 
 /**
- * Provider failures → the contract's categories, in one place for both SDKs and both uses (the key
+ * Provider failures → the categories of docs/agents.md "Provider keys (BYOK)", in one place for both SDKs and both uses (the key
  * probe's ProbeResult.category, a run's failure_category, byok_status). Messages are ours, never the
  * provider's: OpenAI's 401 text quotes part of the key.
  */

@@ -31,7 +31,7 @@ export function createProviders(s: ProviderSettings, egress: EgressPolicy): Prov
   };
 }
 
-/** The contract's default provider of a key: anthropic for keys starting sk-ant-, else openai. */
+/** A key's default provider (docs/agents.md "Provider keys (BYOK)"): anthropic for keys starting sk-ant-, else openai. */
 export function providerOfKey(apiKey: string): ProviderName {
   return apiKey.startsWith('sk-ant-') ? 'anthropic' : 'openai';
 }

@@ -66,7 +66,7 @@ const CREATED_AT_TRIES = 100;
  * if that is later; a unique index on (tenant_id, created_at) refuses a second run at the same
  * instant, and the insert that met it tries again. No lock: only inserts that meet on the very
  * same instant wait for each other. The instant is a whole
- * millisecond, not the contract's microsecond: responses carry timestamps as JS Dates
+ * millisecond, not the API's microsecond (docs/api.md §4): responses carry timestamps as JS Dates
  * (milliseconds), and a created_at shown to the client must be the very value its cursor names
  * (docs/agents.md). A scheduled run that exists already for its tick inserts nothing (undefined).
  */

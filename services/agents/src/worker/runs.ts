@@ -33,7 +33,7 @@ export interface RunSettings {
   tenantConcurrency: number;
   /** A job's lease; a worker that stops renewing it for this long has vanished. */
   leaseMs: number;
-  /** How often a running run looks at its status for a cancel (at most 5 s by the contract). */
+  /** How often a running run looks at its status for a cancel (at most 5 s: docs/agents.md "Runs"). */
   heartbeatMs: number;
   /** How often an idle worker looks for due runs. */
   pollMs: number;

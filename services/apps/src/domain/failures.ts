@@ -1,5 +1,5 @@
 /**
- * What a failed exchange with an MCP server means (contract §5 "Apps"): `auth_failed` (it answered
+ * What a failed exchange with an MCP server means (docs/apps.md "Probing"): `auth_failed` (it answered
  * 401/403: alive, bad credentials), `unreachable` (connection error, timeout, 5xx, refused by the
  * egress policy) or `protocol_error` (it answers, but not as MCP). Pure: the session records what
  * happened on the wire, this decides.

@@ -9,7 +9,7 @@ export interface ListedTool {
 }
 
 export const TOOL_LIMITS = {
-  /** tools/list pages followed in one probe (contract §5). */
+  /** tools/list pages followed in one probe (docs/apps.md "Probing"). */
   pages: 64,
   /** Tools kept per app. */
   tools: 1_000,

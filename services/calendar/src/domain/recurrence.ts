@@ -5,7 +5,7 @@ import { RecurrenceError } from './errors.js';
 import { canonicalTimezone } from './timezones.js';
 
 /**
- * Recurring calendar events (api-contract §5 "Calendar"): the pure recurrence engine of the calendar
+ * Recurring calendar events (docs/calendar.md "Recurrence rules"): the pure recurrence engine of the calendar
  * service, its only expander (docs/calendar.md). No I/O: the handlers and the occurrence index call
  * it with stored rows.
  *
@@ -34,7 +34,7 @@ export const RRULE_MAX_LENGTH = 500;
  */
 export const MAX_COUNT = 1_000;
 export const MAX_INTERVAL = 1_000;
-/** The contract caps GET /events windows at 366 days. */
+/** GET /events windows are at most 366 days (docs/calendar.md "Limits (all 400s, never a hang)"). */
 export const MAX_WINDOW_DAYS = 366;
 /** Occurrences one expansion returns at most (a year of an hourly series is 8,784). */
 export const MAX_OCCURRENCES = 10_000;
@@ -471,7 +471,7 @@ export function checkSeries(series: Series): void {
   if (p.parsed.count !== undefined) guarded('rrule', () => p.ruleWithoutExdates().all());
 }
 
-/** Refuses a window the contract does not allow (GET /events: from before to, at most 366 days). */
+/** Refuses a window docs/calendar.md does not allow (GET /events: from before to, at most 366 days). */
 export function checkWindow(from: Date, to: Date): void {
   if (!Number.isFinite(from.getTime()))
     throw new RecurrenceError('from', 'INVALID_WINDOW', 'is not a valid timestamp: use RFC 3339');

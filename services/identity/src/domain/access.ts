@@ -1,4 +1,4 @@
-/** Roles, domains and access levels of contract §4, and how they combine. Pure rules. */
+/** Roles, domains and access levels of docs/api.md §3, and how they combine. Pure rules. */
 
 const ROLES = ['owner', 'admin', 'member', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];

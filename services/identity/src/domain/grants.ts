@@ -1,5 +1,5 @@
 /**
- * Who may give whom which role and access (contract §4): nobody changes their own role or access
+ * Who may give whom which role and access (docs/api.md §3, docs/identity.md "Roles, access levels and grants"): nobody changes their own role or access
  * policies, nobody grants a role or an access level above their own, and nobody changes, removes or
  * impersonates a member who outranks them. Pure rules; the handlers load the members and call them.
  */

@@ -14,7 +14,7 @@ export function invitationStatus(
   return 'pending';
 }
 
-/** Why a code cannot be claimed, as the contract's statuses: claimed 409, expired or revoked 410. */
+/** Why a code cannot be claimed, as docs/identity.md "Invitations" gives its statuses: claimed 409, expired or revoked 410. */
 export function assertClaimable(status: InvitationStatus): void {
   if (status === 'claimed')
     throw errors.failedPrecondition(

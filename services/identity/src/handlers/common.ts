@@ -143,7 +143,7 @@ export async function liveKeyHolder(
  * The calling member with its effective access, checked against the database, never a cache:
  * the API key the gateway authenticated (the actor) is unrevoked and its member active. Mutations
  * call it inside their transaction, so a key revoked through any gateway replica acts no more
- * (contract §4) and a revocation running concurrently waits for the key's lock.
+ * (docs/api.md §2) and a revocation running concurrently waits for the key's lock.
  */
 export async function caller(db: Queryable, ctx: CallContext): Promise<Grantor & { member: members.MemberRow }> {
   const actor = ctx.actor;
@@ -157,7 +157,7 @@ export async function caller(db: Queryable, ctx: CallContext): Promise<Grantor &
   return { member, id: member.id, role: member.role, access: await accessOf(db, member) };
 }
 
-/** Acting on another member's credentials needs admin on members (contract §4). */
+/** Acting on another member's credentials needs admin on members (docs/api.md §3). */
 export function assertMembersAdmin(access: Record<Domain, Level>, what: string): void {
   if (!atLeast(access.members, 'admin')) {
     throw errors.permissionDenied('ACCESS_DENIED', `${what} needs the admin level on the members domain`);

@@ -13,30 +13,25 @@ import type { AuditEntryRow } from '../domain/audit-export.js';
 export type AuditRow = AuditEntryRow;
 
 /** Idempotent on the event id: a redelivered event is not recorded twice. */
-export async function insertAuditEntry(db: Queryable, e: AuditRow): Promise<void> {
-  await db.query(
-    INSERT_AUDIT_ENTRY([
-      e.id,
-      e.tenant_id,
-      e.action,
-      e.actor_id,
-      e.actor_type,
-      e.resource_type,
-      e.resource_id,
-      e.ip_address,
-      e.user_agent,
-      e.metadata,
-      e.created_at,
-      e.member_id,
-    ]),
-  );
+export function insertAuditEntry(db: Queryable, e: AuditRow): Promise<void> {
+  return insertAuditEntries(db, [e]);
 }
 
-/** One per change of every service (the audit tail's last step), prepared once per connection. */
-const INSERT_AUDIT_ENTRY = preparedStatement(
-  'audit_log_insert',
+/**
+ * Entries in one statement (the audit consumer's batch, the audit tail's last step: one round trip
+ * however many changes it carries), prepared once per connection; idempotent on the event ids.
+ */
+export async function insertAuditEntries(db: Queryable, entries: AuditRow[]): Promise<void> {
+  await db.query(INSERT_AUDIT_ENTRIES([JSON.stringify(entries)]));
+}
+
+const INSERT_AUDIT_ENTRIES = preparedStatement<[string]>(
+  'audit_log_insert_many',
   `INSERT INTO audit_log (id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, metadata, created_at, member_id)
-   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
+   SELECT id, tenant_id, action, actor_id, actor_type, resource_type, resource_id, ip_address, user_agent, coalesce(metadata, '{}'), created_at, member_id
+     FROM jsonb_to_recordset($1::jsonb) AS e(id uuid, tenant_id uuid, action text, actor_id text, actor_type text, resource_type text,
+          resource_id text, ip_address text, user_agent text, metadata jsonb, created_at timestamptz, member_id uuid)
+   ON CONFLICT (id) DO NOTHING`,
 );
 
 /** The filters of the list and the export; each one present narrows the entries. */

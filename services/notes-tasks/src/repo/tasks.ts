@@ -169,6 +169,34 @@ export async function siblingIds(
   return rows.sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : 1)).map((r) => r.id);
 }
 
+/**
+ * Where a new last child of `parentId` (null: top level) goes: one past the last position, and how
+ * many live children there are (counted for a parent only: the subtask limit), read from the
+ * children index (tasks_children) instead of every sibling row, so that the sibling-set lock a
+ * create holds stays short however many siblings there are. Call under that lock.
+ */
+export async function nextPosition(
+  db: Queryable,
+  tenantId: string,
+  parentId: string | null,
+): Promise<{ position: number; live: number }> {
+  const { rows } = await db.query<{ last: number | null; live: number }>(
+    parentId === null ? NEXT_POSITION.top([tenantId]) : NEXT_POSITION.child([tenantId, parentId]),
+  );
+  return { position: (rows[0]?.last ?? 0) + 1, live: rows[0]?.live ?? 0 };
+}
+
+const NEXT_POSITION = {
+  top: preparedStatement<[string]>(
+    'tasks_next_top_position',
+    'SELECT max(position) AS last, 0 AS live FROM tasks WHERE tenant_id = $1 AND parent_id IS NULL AND deleted_at IS NULL',
+  ),
+  child: preparedStatement<[string, string]>(
+    'tasks_next_child_position',
+    'SELECT max(position) AS last, count(*)::int AS live FROM tasks WHERE tenant_id = $1 AND parent_id = $2 AND deleted_at IS NULL',
+  ),
+};
+
 /** Sets position 1..n in the order of `ids` (only rows whose position changes are written). */
 export async function setPositions(db: Queryable, tenantId: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return;

@@ -2,7 +2,7 @@
  * Intake: the domain-events consumer. In the consumer's transaction (one per batch, with dedup on
  * the event id) it records the webhook event and one delivery job per matching enabled endpoint.
  */
-import type { PoolClient } from '@workauto/db';
+import type { PoolClient, Queryable } from '@workauto/db';
 import { newId } from '@workauto/db';
 import type { EnqueueOptions } from '@workauto/jobs';
 import type { ConsumedEvent } from '@workauto/events';
@@ -21,6 +21,17 @@ function webhookBody(event: Pick<ConsumedEvent, 'type' | 'occurred_at' | 'data'>
     timestamp: (event.occurred_at ?? new Date()).toISOString(),
     data: event.data ?? null,
   });
+}
+
+/**
+ * The events of a batch that may have a delivery: those of tenants with an enabled endpoint. The
+ * rest (most events: most tenants have no endpoint) are skipped without a transaction or a
+ * processed_events row; takeIn would record nothing for them either.
+ */
+export async function worthTakingIn(db: Queryable, batch: ConsumedEvent[]): Promise<Set<string>> {
+  const tenants = [...new Set(batch.flatMap((e) => (e.tenant_id ? [e.tenant_id] : [])))];
+  const withEndpoints = tenants.length ? await endpoints.tenantsWithEndpoints(db, tenants) : new Set<string>();
+  return new Set(batch.filter((e) => e.tenant_id && withEndpoints.has(e.tenant_id)).map((e) => e.id));
 }
 
 export async function takeIn(

@@ -1,7 +1,7 @@
 /**
  * Delivery attempts as jobs of @workauto/jobs (queue webhook-deliveries, key = endpoint id, so
  * WEBHOOK_ENDPOINT_CONCURRENCY caps one receiver across replicas): claimed with a lease (FOR
- * UPDATE SKIP LOCKED), sent signed, recorded, and rescheduled per the contract.
+ * UPDATE SKIP LOCKED), sent signed, recorded, and rescheduled (docs/webhooks.md "How it works").
  */
 import { newId, withTransaction } from '@workauto/db';
 import { PermanentFailure, RetryLater, type Job, type JobWorker } from '@workauto/jobs';

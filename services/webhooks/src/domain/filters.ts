@@ -1,4 +1,4 @@
-/** Which events an endpoint receives (contract §5 Webhooks: event_types, channels). Pure. */
+/** Which events an endpoint receives (docs/webhooks.md "Filters and channels"). Pure. */
 import type { EventType } from '@workauto/events';
 
 /** A channel's length (an endpoint's filters hold at most 100 entries: the proto's rule). */

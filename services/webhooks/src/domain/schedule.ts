@@ -1,4 +1,4 @@
-/** When a delivery's next attempt runs (contract §5 Webhooks: schedule, jitter, Retry-After). Pure. */
+/** When a delivery's next attempt runs (docs/webhooks.md "How it works": schedule, jitter, Retry-After). Pure. */
 import { parseDuration } from '@workauto/config';
 
 /** Delay before each attempt: at once, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts, Svix's). */

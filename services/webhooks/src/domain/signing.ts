@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 
-/** `whsec_` + base64 of 32 random bytes (contract §5). */
+/** `whsec_` + base64 of 32 random bytes (docs/webhooks.md "What a receiver must do"). */
 export function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }

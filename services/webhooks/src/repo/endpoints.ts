@@ -93,6 +93,15 @@ export async function enabledEndpoints(
   return rows;
 }
 
+/** Which of these tenants have an enabled endpoint (one query for a batch of events). */
+export async function tenantsWithEndpoints(db: Queryable, tenantIds: string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ tenant_id: string }>(
+    'SELECT DISTINCT tenant_id FROM webhook_endpoints WHERE tenant_id = ANY($1::uuid[]) AND is_enabled AND deleted_at IS NULL',
+    [tenantIds],
+  );
+  return new Set(rows.map((r) => r.tenant_id));
+}
+
 export interface EndpointPatch {
   url?: string | undefined;
   description?: string | null | undefined;

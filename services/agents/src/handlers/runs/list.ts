@@ -4,7 +4,7 @@ import { AgentRunStatus } from '@workauto/protos/workauto/agents/v1/agents.js';
 import * as runs from '../../repo/runs.js';
 import { blueprintOf, runStatuses, toRun, type AgentsDeps, type Handler } from '../common.js';
 
-/** The spec's cursor: the created_at of the last run returned (RFC 3339); the next page is strictly older. */
+/** The runs list's cursor (docs/api.md §7): the created_at of the last run returned (RFC 3339); the next page is strictly older. */
 const RUN_CURSOR: CursorCodec<KeysetCursor> = {
   ...timestampCursor,
   rule: 'must be an RFC 3339 timestamp: next_cursor of the previous page (the created_at of its last run)',

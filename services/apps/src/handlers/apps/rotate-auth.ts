@@ -20,7 +20,7 @@ export function rotateAppAuth(deps: AppsDeps): Handler<'rotateAppAuth'> {
     const auth = authOf(v, req.auth, false);
     v.done();
     const tenantId = ctx.tenant;
-    // No probe (spec rule 7): POST /apps/{slug}/probe verifies the new secret.
+    // No probe (docs/apps.md "Fields and rules"): POST /apps/{slug}/probe verifies the new secret.
     return withTransaction(
       pool,
       async (tx) => {

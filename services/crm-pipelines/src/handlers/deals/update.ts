@@ -17,7 +17,7 @@ export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {
       { text: ['contact_id', 'owner_id', 'expected_close_date'], other: ['confidence'] },
       v,
     );
-    // Ids, the title, the date and the ranges are the proto's rules (docs/api.md §Validation).
+    // Ids, the title, the date and the ranges are the proto's rules (docs/api.md §16).
     if (req.amount !== undefined && amountRangeProblem(req.amount)) v.add('amount', amountRangeProblem(req.amount)!);
     checkCurrency(v, 'currency', req.currency);
     checkConfidence(v, 'confidence', req.confidence);
@@ -40,7 +40,7 @@ export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {
         const target = placement?.stage;
         const moves = target !== undefined && target.id !== current.stage_id;
         const pipeline = placement?.pipeline ?? (await pipelines.findPipeline(tx, tenantId, current.pipeline_id))!;
-        // The deal's currency is its pipeline's (contract §5): a move changes it, and the amount kept
+        // The deal's currency is its pipeline's (docs/crm-pipelines.md "Money and numbers"): a move changes it, and the amount kept
         // must fit the new currency's minor unit.
         const currency = req.currency === undefined ? pipeline.currency : normalizeCurrency(req.currency)!;
         checkMoney(pipeline, currency, req.amount);

@@ -2,7 +2,7 @@ import { newId, type PoolClient } from '@workauto/db';
 import { generateToken, hint, sha256Hex } from '@workauto/crypto';
 import * as apiKeys from '../../repo/api-keys.js';
 
-// API keys: every caller manages its own keys; another member's keys need admin on members (contract §4).
+// API keys: every caller manages its own keys; another member's keys need admin on members (docs/api.md §3).
 
 /** Issues a new API key for a member: returns the key (shown once) and stores only its hash. */
 export async function issueApiKey(tx: PoolClient, tenantId: string, memberId: string, name: string) {

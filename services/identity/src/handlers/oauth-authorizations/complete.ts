@@ -66,7 +66,7 @@ export function completeOAuthAuthorization(deps: IdentityDeps): Handler<'complet
     };
     // No signal: the single-use code is already exchanged, so keeping its tokens beats dropping them.
     const stored = await withTransaction(pool, async (tx) => {
-      // The key that started the flow must still be live: a revoked key connects nothing (contract §4).
+      // The key that started the flow must still be live: a revoked key connects nothing (docs/api.md §2).
       if (pending.actor_type !== 'api_key' || !(await liveKeyHolder(tx, pending.tenant_id, pending.actor_id)))
         return false;
       const row = await storeCredential(deps, tx, pending.tenant_id, req.idp, credential, {

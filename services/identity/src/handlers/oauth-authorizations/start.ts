@@ -12,7 +12,7 @@ const STATE_TTL_MS = 10 * 60_000;
 
 export function startOAuthAuthorization({ pool, oauth, keyring }: IdentityDeps): Handler<'startOAuthAuthorization'> {
   return async (req, ctx) => {
-    if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body, as the contract says
+    if (!oauth.has(req.idp)) throw unknownIdp(req.idp); // before the body (docs/identity.md "Integration keys and OAuth")
     checkReturnTo(validate(), 'return_to', req.return_to, oauth.settings.allowedReturnOrigins).done();
     const config = await oauth.configuration(req.idp).catch((err: unknown) => {
       if (isProviderOutage(err))

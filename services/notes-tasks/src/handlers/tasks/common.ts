@@ -24,7 +24,7 @@ export function checkTaskFields(
   req: CreateTaskRequest | UpdateTaskRequest,
   clearable: boolean,
 ): Validator {
-  // Lengths, ids, dates, years, the priority, minutes and metadata's size are the proto's rules (docs/api.md §Validation).
+  // Lengths, ids, dates, years, the priority, minutes and metadata's size are the proto's rules (docs/api.md §16).
   if (req.rrule !== undefined && !(clearable && req.rrule === '')) {
     const problem = rruleProblem(req.rrule, undefined);
     if (problem) v.add('rrule', problem);

@@ -21,15 +21,15 @@ export function createTask({ pool }: NotesTasksDeps): Handler<'createTask'> {
         await tasks.lockSiblingSets(tx, tenantId, [parentId]);
         if (parentId && !(await tasks.findTask(tx, tenantId, parentId)))
           throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
-        const siblings = await tasks.siblingIds(tx, tenantId, parentId);
-        if (parentId) assertRoomForSubtask(siblings.length);
+        const next = await tasks.nextPosition(tx, tenantId, parentId);
+        if (parentId) assertRoomForSubtask(next.live);
         const row = await tasks.insertTask(tx, {
           id: newId(),
           tenant_id: tenantId,
           parent_id: parentId,
           title: req.title.trim(),
           description: textOrNull(req.description) ?? null,
-          position: siblings.length + 1,
+          position: next.position,
           priority: (priorities.toDomain(req.priority) as Priority | undefined) ?? 'none',
           assignee_id: lower(req.assignee_id) ?? null,
           creator_id: ctx.actor?.memberId ?? null,
