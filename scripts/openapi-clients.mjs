@@ -98,7 +98,8 @@ function locked(name, fn) {
       } catch {
         // released meanwhile
       }
-      if (Date.now() > giveUp) throw new Error(`waited 10 minutes for ${dir}: remove it if no run holds it`);
+      if (Date.now() > giveUp)
+        throw new Error(`waited 10 minutes for ${dir}: remove it if no run holds it`, { cause: err });
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
     }
   }

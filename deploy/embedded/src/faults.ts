@@ -502,7 +502,11 @@ export async function checkInvariants(
       let outbox = 0;
       for (const database of DATABASES)
         outbox += Number(
-          (await (await db(database)).query('SELECT count(*) AS n FROM outbox WHERE published_at IS NULL')).rows[0].n,
+          (
+            await (
+              await db(database)
+            ).query<{ n: string }>('SELECT count(*) AS n FROM outbox WHERE published_at IS NULL')
+          ).rows[0]!.n,
         );
       // The delivery queue only: periodic workers keep a row of their own in the same table.
       const jobs = (

@@ -59,7 +59,7 @@ interface DevCredentials {
 }
 const credentialsFile = join(dataDir, 'dev-credentials.json');
 const saved: Partial<DevCredentials> = existsSync(credentialsFile)
-  ? JSON.parse(readFileSync(credentialsFile, 'utf8'))
+  ? (JSON.parse(readFileSync(credentialsFile, 'utf8')) as Partial<DevCredentials>)
   : {};
 const credentials: DevCredentials = {
   ...saved,

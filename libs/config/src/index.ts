@@ -98,7 +98,7 @@ export const vars = {
     const n = z.coerce.number({ error }).int({ error }).min(range.min, { error });
     return z.preprocess(emptyIsUnset, (range.max === undefined ? n : n.max(range.max, { error })).default(fallback));
   },
-  url: () => z.string().url(),
+  url: () => z.url(),
   logLevel: () => z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   milliseconds: (fallback: number) => z.coerce.number().int().positive().default(fallback),
   /** host:port of a gRPC service. */

@@ -1,11 +1,11 @@
 /** PostgreSQL error codes that repos turn into domain errors. */
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  const e = err as { code?: string; constraint?: string };
+  const e = err as { code?: string; constraint?: string } | null | undefined;
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
 }
 
 export function isForeignKeyViolation(err: unknown): boolean {
-  return (err as { code?: string })?.code === '23503';
+  return (err as { code?: string } | null | undefined)?.code === '23503';
 }
 
 /**

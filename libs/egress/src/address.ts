@@ -62,7 +62,7 @@ function refusal(address: Address, nameAddress: boolean): string | null {
   if (v4 !== null) {
     const inner = refusal(v4, nameAddress);
     if (inner === null) return null;
-    return nameAddress ? `${inner}: ${v4} written as IPv6` : `${inner} written as IPv6`;
+    return nameAddress ? `${inner}: ${v4.toString()} written as IPv6` : `${inner} written as IPv6`;
   }
   if (range !== 'unicast') return describe(range);
   return address.match(GLOBAL_UNICAST_V6) ? null : 'outside the IPv6 global unicast space (2000::/3)';

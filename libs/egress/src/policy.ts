@@ -311,7 +311,7 @@ function limitedBody(
   onTooLarge: ((err: EgressResponseTooLargeError) => void) | undefined,
 ): Response {
   if (!response.body) return response;
-  const source = response.body.getReader();
+  const source: ReadableStreamDefaultReader<Uint8Array> = response.body.getReader();
   let read = 0;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {

@@ -171,7 +171,7 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
         if (attempt < maxAttempts) await new Promise((r) => setTimeout(r, retryDelayMs * 2 ** (attempt - 1)));
       }
     }
-    await deadLetter(item.message, (lastError as Error)?.message ?? String(lastError));
+    await deadLetter(item.message, lastError instanceof Error ? lastError.message : String(lastError));
   };
 
   const pruneProcessed = async () => {

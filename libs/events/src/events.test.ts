@@ -498,7 +498,9 @@ describe('consumer', () => {
   it('reads data and metadata from their JSON text only, never from the deprecated Structs', () => {
     const both = Event.encode({
       ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000aa', type: 'note.updated', tenant_id: TENANT }),
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       data: { id: 'old' },
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       metadata: { title: 'old' },
       data_json: JSON.stringify({ id: 'n-1' }),
       metadata_json: JSON.stringify({ title: 'x' }),
@@ -506,7 +508,9 @@ describe('consumer', () => {
     assert.deepEqual([decodeEvent(both).data, decodeEvent(both).metadata], [{ id: 'n-1' }, { title: 'x' }]);
     const structsOnly = Event.encode({
       ...Event.fromPartial({ id: '0193a000-0000-7000-8000-0000000000ab', type: 'note.deleted', tenant_id: TENANT }),
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       data: { id: 'old' },
+      // eslint-disable-next-line @typescript-eslint/no-deprecated
       metadata: { title: 'old' },
     }).finish();
     assert.deepEqual([decodeEvent(structsOnly).data, decodeEvent(structsOnly).metadata], [undefined, {}]);

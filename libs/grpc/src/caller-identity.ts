@@ -139,9 +139,10 @@ export class CallerSigner {
 
   /** From a private JWK (JSON, with kid; Ed25519 or P-256). Throws a message that says what to set. */
   constructor(privateJwk: string, opts: { issuer: string; ttlSeconds?: number; maxCachedTokens?: number }) {
-    const jwk = parseJson(privateJwk, 'the caller signing key') as JsonWebKey & { kid?: string };
-    if (typeof jwk !== 'object' || jwk === null || !jwk.d)
+    const parsed: unknown = parseJson(privateJwk, 'the caller signing key');
+    if (typeof parsed !== 'object' || parsed === null || !(parsed as JsonWebKey).d)
       throw new Error(`the caller signing key must be a private JWK; ${WHAT_TO_SET}`);
+    const jwk = parsed as JsonWebKey & { kid?: string };
     if (!jwk.kid)
       throw new Error(`the caller signing key has no kid (services pick the verifying key by it); ${WHAT_TO_SET}`);
     const { key, algorithm } = importKey(jwk, 'private');

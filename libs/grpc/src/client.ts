@@ -446,7 +446,7 @@ export class Downstream {
     if (!isTransportFailure(err)) return false;
     const now = Date.now();
     let recent = this.failures.get(path);
-    if (!recent) this.failures.set(path, (recent = new Map()));
+    if (!recent) this.failures.set(path, (recent = new Map<string, number>()));
     for (const [who, at] of recent) if (now - at > ROLLING_WINDOW_MS) recent.delete(who);
     const who = tenant ?? '';
     recent.delete(who);

@@ -214,7 +214,10 @@ function sqlState(err: unknown): string {
 }
 
 /** Reads the rich details back from a failed call (gateway and service-to-service clients). */
-export function decodeStatusDetails(err: grpc.ServiceError): ErrorDetails {
+export function decodeStatusDetails(
+  // An error a client built itself (a cancelled or timed-out call) may carry no metadata.
+  err: Pick<grpc.ServiceError, 'code' | 'details' | 'message'> & { metadata?: grpc.Metadata | undefined },
+): ErrorDetails {
   const out: ErrorDetails = {
     code: err.code,
     message: err.details || err.message,

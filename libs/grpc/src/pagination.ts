@@ -60,6 +60,8 @@ function canonicalJson(value: unknown): string {
       .sort()
       .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
       .join(',')}}`;
+  // JSON.stringify answers undefined for undefined, though its type says string.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   return JSON.stringify(value) ?? 'null';
 }
 

@@ -1,10 +1,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { metrics, type Histogram } from '@opentelemetry/api';
-import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
 import { IdempotencyKeyInUseError, IdempotencyKeyReusedError, runKeyed } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
-import { loadRules, loadSchema, reflectionDefinition, ruleViolations, type Violation } from '@workauto/protos';
+import { loadRules, loadSchema, ruleViolations, type Violation } from '@workauto/protos';
 import { callerAudience, type CallerSigner, type CallerVerifier } from './caller-identity.js';
 import { CallContext } from './context.js';
 import { asDomainError, errors, toServiceError, DomainError } from './errors.js';
@@ -145,10 +144,6 @@ export class GrpcServer {
       advice: { explicitBucketBoundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10] },
     });
     this.health.addToServer(this.server);
-    if (options.reflection) {
-      const { definition, services } = reflectionDefinition(options.protoFiles);
-      new ReflectionService(definition, { services }).addToServer(this.server);
-    }
   }
 
   add<S extends ServiceDefinition>(fullName: string, definition: S, handlers: Handlers<S>): this {
@@ -341,6 +336,7 @@ export class GrpcServer {
   /** Binds and starts serving; health stays NOT_SERVING until markServing(). Returns the bound port. */
   async listen(host: string, port: number): Promise<number> {
     await loadRules(); // the field rules every request is checked against, before the first one comes
+    if (this.options.reflection) await this.addReflection();
     return new Promise((resolve, reject) => {
       // An IPv6 address goes in brackets: `[::]:50051` (every address, IPv4 ones too, on a dual-stack node).
       const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
@@ -348,6 +344,19 @@ export class GrpcServer {
         err ? reject(err) : resolve(bound),
       );
     });
+  }
+
+  /**
+   * Reflection and its loader (@grpc/reflection, @grpc/proto-loader, protobufjs) are imported only
+   * here, when reflection is on: off by default, a service process never loads them.
+   */
+  private async addReflection(): Promise<void> {
+    const [{ ReflectionService }, { reflectionDefinition }] = await Promise.all([
+      import('@grpc/reflection'),
+      import('@workauto/protos/reflection'),
+    ]);
+    const { definition, services } = reflectionDefinition(this.options.protoFiles);
+    new ReflectionService(definition, { services }).addToServer(this.server);
   }
 
   /** NOT_SERVING without stopping (a dependency is down): balancers and the gateway's readiness see it. */

@@ -298,7 +298,15 @@ export class JobQueue<P> {
   }
 
   async status(db: Queryable, id: string): Promise<JobStatus | undefined> {
-    const { rows } = await db.query(
+    const { rows } = await db.query<{
+      id: string;
+      state: JobState;
+      attempts: number;
+      next_attempt_at: Date;
+      lease_owner: string | null;
+      lease_expires_at: Date | null;
+      last_error: string | null;
+    }>(
       `SELECT id, state, attempts, next_attempt_at, lease_owner, lease_expires_at, last_error FROM jobs WHERE queue = $1 AND id = $2`,
       [this.name, id],
     );
@@ -503,7 +511,7 @@ export class JobWorker<P> {
     const connect = async () => {
       if (stopped || signal.aborted) return;
       let c: PoolClient | undefined;
-      let released = false;
+      let released = false as boolean; // set by drop(), from the connection's error handler
       const drop = (err?: Error) => {
         if (!c || released) return;
         released = true;
@@ -526,7 +534,9 @@ export class JobWorker<P> {
           again();
         });
         await c.query(`LISTEN ${JOBS_CHANNEL}`);
-        // Stopped while it connected: never keep the connection checked out.
+        // Stopped while it connected: never keep the connection checked out. (TypeScript keeps the
+        // narrowing of the test above across the await.)
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
         if (stopped) return drop();
         client = c;
         this.wake(); // jobs enqueued before it listened

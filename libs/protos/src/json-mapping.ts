@@ -425,10 +425,13 @@ export function messageToJson(desc: DescMessage, msg: unknown): unknown {
   for (const field of desc.fields) {
     if (field.fieldKind === 'map') {
       out[field.name] = Object.fromEntries(
-        Object.entries((obj[field.name] as Record<string, unknown>) ?? {}).map(([k, v]) => [k, singleToJson(field, v)]),
+        Object.entries((obj[field.name] as Record<string, unknown> | undefined) ?? {}).map(([k, v]) => [
+          k,
+          singleToJson(field, v),
+        ]),
       );
     } else if (field.fieldKind === 'list') {
-      out[field.name] = ((obj[field.name] as unknown[]) ?? []).map((v) => singleToJson(field, v));
+      out[field.name] = ((obj[field.name] as unknown[] | undefined) ?? []).map((v) => singleToJson(field, v));
     } else if (field.oneof) {
       const set = obj[field.oneof.name] as { $case: string; value: unknown } | undefined;
       out[field.name] = set?.$case === field.name ? singleToJson(field, set.value) : null;
@@ -451,7 +454,7 @@ function singleToJson(field: DescField, value: unknown): unknown {
     case ScalarType.BOOL:
       return value ?? false;
     case ScalarType.BYTES:
-      return Buffer.from((value as Uint8Array) ?? []).toString('base64');
+      return Buffer.from((value as Uint8Array | undefined) ?? []).toString('base64');
     case ScalarType.FLOAT:
       return Math.fround(Number(value ?? 0)); // what the float's four bytes on the wire hold
     default:

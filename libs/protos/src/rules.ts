@@ -78,7 +78,7 @@ function jsonBytesOption(): DescExtension {
 
 function jsonLimit(field: DescField): number | undefined {
   const ext = jsonBytesOption();
-  return ext && field.message?.typeName === 'google.protobuf.Struct' && hasOption(field, ext)
+  return field.message?.typeName === 'google.protobuf.Struct' && hasOption(field, ext)
     ? (getOption(field, ext) as number)
     : undefined;
 }

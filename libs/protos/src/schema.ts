@@ -22,7 +22,6 @@ import {
 } from '@bufbuild/protobuf';
 import { FileDescriptorSetSchema, type SourceCodeInfo_Location } from '@bufbuild/protobuf/wkt';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
-import * as protoLoader from '@grpc/proto-loader';
 import { messageTypeRegistry } from './gen/typeRegistry.js';
 
 /** The product's descriptor set (proto/), beside this package's dist/. */
@@ -114,7 +113,7 @@ const extensions = new WeakMap<DescFile, Map<string, DescExtension | undefined>>
 /** An extension by full name, declared in a file or in one of the files it imports. */
 function extensionIn(file: DescFile, typeName: string): DescExtension | undefined {
   let byName = extensions.get(file);
-  if (!byName) extensions.set(file, (byName = new Map()));
+  if (!byName) extensions.set(file, (byName = new Map<string, DescExtension | undefined>()));
   if (!byName.has(typeName)) {
     const seen = new Set<DescFile>();
     const visit = (f: DescFile): DescExtension | undefined => {
@@ -184,19 +183,4 @@ export function commentOf(desc: Commented): string {
     .map((line) => (line.startsWith(' ') ? line.slice(1) : line))
     .join('\n')
     .trim();
-}
-
-/**
- * A proto-loader package definition of the descriptor set, as @grpc/reflection takes it, and the
- * services declared in `files` (names relative to proto/), which reflection is limited to.
- */
-export function reflectionDefinition(
-  files: string[],
-  path = DESCRIPTOR_SET,
-): { definition: protoLoader.PackageDefinition; services: string[] } {
-  const schema = loadSchema(path);
-  const services = schema.files
-    .filter((f) => files.includes(f.proto.name))
-    .flatMap((f) => f.services.map((s) => s.typeName));
-  return { definition: protoLoader.loadFileDescriptorSetFromBuffer(readFileSync(path), { keepCase: true }), services };
 }

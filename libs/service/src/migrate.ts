@@ -38,7 +38,7 @@ export async function migrate(opts: {
   } catch (err) {
     logger.fatal(
       { err, database: describeDatabase(opts.databaseUrl) },
-      `migrate failed: ${(err as Error).message ?? String(err)}`,
+      `migrate failed: ${err instanceof Error ? err.message : String(err)}`,
     );
     return 1;
   } finally {

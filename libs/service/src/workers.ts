@@ -94,9 +94,12 @@ export class WorkerSupervisor {
       const started = Date.now();
       try {
         await worker.run({ signal, graceMs: this.graceMs, beat: () => this.lastBeat.set(worker.name, Date.now()) });
+        // The signal may abort while the worker runs; TypeScript keeps the narrowing of the loop's test.
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
         if (signal.aborted) return;
         log.error('worker loop returned before shutdown; starting it again');
       } catch (err) {
+        // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- as above
         if (signal.aborted) {
           log.error({ err }, 'worker loop failed while stopping');
           return;

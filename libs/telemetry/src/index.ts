@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
@@ -63,6 +64,10 @@ export function startTelemetry(
     ...(tracing ? {} : { spanProcessors: [], logRecordProcessors: [] }),
   });
   sdk.start();
+  // The instrumentations patch a package when it is require()d; our ES modules import grpc-js, which
+  // no require hook sees. Required once here, it is patched in the module object every importer
+  // shares. (Until reflection was imported only when on, @grpc/reflection's own require did this.)
+  createRequire(import.meta.url)('@grpc/grpc-js');
   return async () => {
     metricsServer?.close();
     await sdk.shutdown();

@@ -38,6 +38,8 @@ export function requestCost(req: CostedRequest): number {
 function bodyBytes(req: CostedRequest): number {
   const declared = Number(req.get('content-length'));
   if (Number.isFinite(declared) && declared > 0) return declared;
+  // JSON.stringify answers undefined for no body, though its type says string.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
   return Buffer.byteLength(JSON.stringify(req.body) ?? '');
 }
 

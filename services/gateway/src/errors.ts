@@ -113,7 +113,7 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
     } else if (!d.reason) {
       // A status without details comes from grpc-js itself (service down, deadline, a broken
       // message): its text names addresses and internals, so the client gets a fixed message.
-      d.reason = grpc.status[d.code] ?? 'UNKNOWN';
+      d.reason = statusName(d.code);
       d.domain = GATEWAY_DOMAIN;
       d.message = GENERIC_MESSAGES[d.code] ?? d.message;
     } else if (d.reason === 'CALLER_IDENTITY_INVALID') {
@@ -154,7 +154,7 @@ export function toHttpError(err: unknown, requestId: string): HttpError {
     body: {
       error: {
         code: status,
-        status: grpc.status[d.code] ?? 'UNKNOWN',
+        status: statusName(d.code),
         message: d.message,
         details,
         request_id: requestId,
@@ -202,3 +202,10 @@ export const gatewayErrors = {
       { metadata: { service } },
     ),
 };
+
+/** The gRPC status name of a code; a code grpc-js does not know (a newer peer's) is UNKNOWN. */
+function statusName(code: grpc.status): string {
+  // A reverse enum lookup answers undefined for a code it lacks, though its type says string.
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
+  return grpc.status[code] ?? 'UNKNOWN';
+}

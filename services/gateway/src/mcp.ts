@@ -76,8 +76,17 @@ export function mcpEndpoint(downstreams: Map<string, Downstream>, auth: Authenti
   };
 }
 
-/** One request's server: its handlers call the agents service as the request's caller. */
+/**
+ * One request's server: its handlers call the agents service as the request's caller.
+ *
+ * The SDK's low-level `Server`, which it marks deprecated except "for advanced use cases": this is one.
+ * The tools, their JSON Schemas and the caller's right to each come from the agents service per request;
+ * `McpServer` takes only zod schemas registered before the request, so it would restate the schemas and
+ * cost a ListMcpTools call before every tools/call.
+ */
+// eslint-disable-next-line @typescript-eslint/no-deprecated
 function mcpServer(agents: Downstream, caller: Caller, signer: CallerSigner, requestId: string): Server {
+  // eslint-disable-next-line @typescript-eslint/no-deprecated -- as above
   const server = new Server(
     { name: 'workauto', title: 'workauto', version: '1.0.0' },
     {

@@ -128,6 +128,20 @@ describe('OpenAPI document', () => {
       (p: { name: string }) => p.name === 'provider',
     );
     assert.equal(provider.schema.pattern, '^[a-z0-9][a-z0-9_-]{0,63}$', 'a CEL rule that is one regular expression');
+
+    // Apps and the audit log, like every other service.
+    const param = (path: string, method: 'get' | 'put', name: string) =>
+      doc.paths[path]![method].parameters.find((p: { name: string }) => p.name === name).schema;
+    assert.equal(param('/api/v1/apps/{slug}', 'get', 'slug').pattern, '^[a-z][a-z0-9-]{1,62}$');
+    assert.deepEqual(value(s['CreateAppRequest'].properties.display_name), {
+      type: 'string',
+      maxLength: 200,
+      minLength: 1,
+      pattern: '\\S',
+    });
+    assert.equal(param('/api/v1/audit-log', 'get', 'resource_id').format, 'uuid');
+    assert.equal(param('/api/v1/audit-log', 'get', 'action').maxLength, 200);
+    assert.deepEqual(param('/api/v1/audit-log/export', 'get', 'format').enum, ['ndjson', 'csv']);
   });
 
   it('documents every operation, property and parameter in words (the protos comments)', async () => {

@@ -428,7 +428,7 @@ export function buildOpenApi(routes: Route[], options: OpenApiOptions = {}): Rec
       // A token route's token is a query parameter a client sets (a security scheme of type apiKey
       // would be a credential generators ask for on every call, or not at all).
       const token = r.auth === 'api_key_or_token' && f.name === TOKEN_FIELD;
-      const description = token ? `${commentOf(f) ?? ''} ${TOKEN_TEXT}`.trim() : commentOf(f);
+      const description = token ? `${commentOf(f)} ${TOKEN_TEXT}`.trim() : commentOf(f);
       parameters.push({
         name: f.name,
         in: 'query',

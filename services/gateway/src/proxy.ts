@@ -202,7 +202,7 @@ export function transcodingHandler(
     }
 
     let response: Record<string, unknown>;
-    let replayed = false;
+    let replayed = false as boolean; // set by the onMetadata callback, which TypeScript does not follow
     try {
       response = await downstream.call(methods.get(route)!, encoded, {
         metadata: signer.metadata(caller, callerAudience(route.grpcPath)),

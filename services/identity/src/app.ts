@@ -59,7 +59,7 @@ export function createIdentityService(
                 resource_id: event.resource?.id || null,
                 ip_address: event.request?.ip_address || null,
                 user_agent: event.request?.user_agent || null,
-                metadata: event.metadata ?? {},
+                metadata: event.metadata,
                 created_at: event.occurred_at ?? new Date(),
               })),
             ),

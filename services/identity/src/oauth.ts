@@ -4,9 +4,9 @@ import { z } from '@workauto/config';
 /** One identity provider, by OIDC discovery (issuer) or by explicit OAuth 2.0 endpoints. */
 export const providerSchema = z
   .object({
-    issuer: z.string().url().optional(),
-    authorization_endpoint: z.string().url().optional(),
-    token_endpoint: z.string().url().optional(),
+    issuer: z.url().optional(),
+    authorization_endpoint: z.url().optional(),
+    token_endpoint: z.url().optional(),
     client_id: z.string().min(1),
     client_secret: z.string().min(1),
     scopes: z.array(z.string()).default(['openid', 'email', 'profile']),
@@ -81,6 +81,9 @@ export class OAuthProviders {
         p.client_id,
         undefined,
         auth,
+        // openid-client marks allowInsecureRequests deprecated only so it stands out; it has no successor.
+        // Plain HTTP is allowed for a provider on loopback only (a development or test provider).
+        // eslint-disable-next-line @typescript-eslint/no-deprecated
         isLoopback(issuer) ? { execute: [client.allowInsecureRequests] } : undefined,
       );
     }
@@ -94,6 +97,7 @@ export class OAuthProviders {
       undefined,
       auth,
     );
+    // eslint-disable-next-line @typescript-eslint/no-deprecated -- loopback only, as above
     if (isLoopback(new URL(p.token_endpoint!))) client.allowInsecureRequests(config);
     return config;
   }

@@ -203,7 +203,7 @@ describe('MCP server at /api/v1/mcp', () => {
     await assert.rejects(
       client.callTool({ name: 'drop_everything', arguments: {} }),
       (err: unknown) =>
-        err instanceof McpError && err.code === ErrorCode.InvalidParams && /tools\/list/.test(err.message),
+        err instanceof McpError && err.code === (ErrorCode.InvalidParams as number) && /tools\/list/.test(err.message),
     );
     // Only the member's task was made (the viewer's refusal made nothing).
     assert.equal(

@@ -104,6 +104,8 @@ export class RunEventHub {
             ctx.beat();
           }
         } catch (err) {
+          // The signal may abort while the loop awaits; TypeScript keeps the narrowing of the loop's test.
+          // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
           if (signal.aborted) break;
           this.logger.warn(
             { err, retry_in_ms: RECONNECT_MS },

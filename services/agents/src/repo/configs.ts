@@ -176,7 +176,7 @@ export async function keysNotUnder(
   activeKeyId: string,
   limit: number,
 ): Promise<{ id: string; tenant_id: string; agent_blueprint: string; byok_ciphertext: string }[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ id: string; tenant_id: string; agent_blueprint: string; byok_ciphertext: string }>(
     `SELECT id, tenant_id, agent_blueprint, byok_ciphertext FROM agent_configs
      WHERE byok_ciphertext IS NOT NULL AND byok_key_id <> $1 ORDER BY id LIMIT $2`,
     [activeKeyId, limit],

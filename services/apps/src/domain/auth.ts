@@ -27,7 +27,6 @@ const CLIENT_ID_MAX = 512;
 const SCOPE_MAX = 1_000;
 // RFC 6749 scope tokens (%x21 / %x23-5B / %x5D-7E), separated by single spaces.
 const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/;
-export const SLUG = /^[a-z][a-z0-9-]{1,62}$/;
 
 // RFC 9110 token characters.
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$/;

@@ -22,12 +22,12 @@ export const SOURCE = 'apps';
 export const authTypes = enumMapping(AuthType);
 const statuses = enumMapping(AppStatus);
 
-/** Field limits (docs/apps.md). */
+/**
+ * Field limits the proto's rules cannot state: enabled_tools counts the distinct names (docs/apps.md).
+ * The others (lengths, JSON sizes) are rules in proto/workauto/apps/v1/apps.proto.
+ */
 export const LIMITS = {
-  displayName: 200,
-  description: 2_000,
   enabledTools: 1_000,
-  arguments: 256 * 1024,
 };
 
 export interface AppsDeps {

@@ -127,6 +127,9 @@ export async function withMcpSession<T>(
       // Servers that speak only the older HTTP+SSE transport answer the Streamable POST with 404 or 405.
       if (err instanceof StreamableHTTPError && (err.code === 404 || err.code === 405)) {
         observed.statuses.length = 0;
+        // Deprecated in the SDK as the MCP specification retired HTTP+SSE, which is still how those
+        // servers speak; the specification asks clients to fall back to it (docs/apps.md).
+        // eslint-disable-next-line @typescript-eslint/no-deprecated
         return await attempt(new SSEClientTransport(url, transportOptions));
       }
       throw err;

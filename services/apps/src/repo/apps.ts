@@ -280,7 +280,7 @@ export async function pruneTools(
 
 /** The tenant's enabled, non-stale tools of healthy apps (for agents), by app slug and name. */
 export async function agentTools(db: Queryable, tenantId: string): Promise<(ToolRow & { slug: string })[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<ToolRow & { slug: string }>(
     `SELECT a.slug, t.app_id, t.name, t.description, t.input_schema, t.first_seen_at, t.last_seen_at, t.stale
        FROM apps a JOIN app_tools t ON t.app_id = a.id AND t.tenant_id = a.tenant_id
       WHERE a.tenant_id = $1 AND a.status = 'healthy' AND NOT t.stale AND t.name = ANY(a.enabled_tools)

@@ -94,6 +94,9 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
   let currentHeaders: IncomingMessage['headers'] = {};
 
   const build = () => {
+    // The SDK's low-level Server (deprecated but for advanced uses): this one lists tools with raw JSON
+    // Schemas and pages them with cursors a test chooses, which McpServer does not let it control.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
     const server = new Server({ name: 'test-mcp', version: '1.0.0' }, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
       const size = options.pageSize ?? Math.max(1, state.tools.length);
@@ -117,6 +120,8 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
     return server;
   };
 
+  // The older HTTP+SSE transport (deprecated in the SDK) is what the servers the client falls back for speak.
+  // eslint-disable-next-line @typescript-eslint/no-deprecated
   const sse = new Map<string, SSEServerTransport>();
   const httpServer = http.createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
@@ -155,6 +160,7 @@ export async function startMcpServer(options: McpTestServerOptions): Promise<Mcp
       return;
     }
     if (req.method === 'GET' && path === '/sse') {
+      // eslint-disable-next-line @typescript-eslint/no-deprecated -- the older transport, as above
       const transport = new SSEServerTransport('/messages', res);
       sse.set(transport.sessionId, transport);
       res.on('close', () => sse.delete(transport.sessionId));

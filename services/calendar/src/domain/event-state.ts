@@ -51,8 +51,8 @@ export interface Changes {
   timing: { [K in keyof Timing]?: Timing[K] | null };
 }
 
-export const hasDescriptive = (c: Changes) => Object.values(c.descriptive).some((v) => v !== undefined);
-export const hasTiming = (c: Changes) => Object.values(c.timing).some((v) => v !== undefined);
+export const hasDescriptive = (c: Changes) => Object.values<unknown>(c.descriptive).some((v) => v !== undefined);
+export const hasTiming = (c: Changes) => Object.values<unknown>(c.timing).some((v) => v !== undefined);
 /** Whether the change moves the series' occurrences (its start, length, zone or rule). */
 export const movesSeries = (c: Changes) =>
   (['is_all_day', 'start_at', 'end_at', 'start_date', 'end_date', 'timezone', 'rrule'] as const).some(
@@ -62,7 +62,7 @@ export const movesSeries = (c: Changes) =>
 /** The timing after a change, refused with a 400 naming the field when it does not describe an event. */
 export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
   const allDay = c.is_all_day ?? base.is_all_day;
-  const given = <K extends keyof Timing>(k: K, fallback: Timing[K]): Timing[K] =>
+  const given = <K extends keyof Timing>(k: K, fallback: Timing[K]): Timing[K] | null =>
     c[k] === undefined ? fallback : c[k];
   if (allDay) {
     if (c.start_at || c.end_at)
@@ -82,7 +82,7 @@ export function mergeTiming(base: Timing, c: Changes['timing']): Timing {
     end_at: allDay ? null : given('end_at', base.is_all_day ? null : base.end_at),
     start_date: allDay ? given('start_date', base.is_all_day ? base.start_date : null) : null,
     end_date: allDay ? given('end_date', base.is_all_day ? base.end_date : null) : null,
-    timezone: given('timezone', base.timezone),
+    timezone: given('timezone', base.timezone) ?? base.timezone, // a change never clears the zone (handlers/events/changes.ts)
     rrule: given('rrule', base.rrule) || null,
     exdates: [],
   };

@@ -31,6 +31,8 @@ export function calendarServiceHandlers(deps: CalendarDeps): Handlers<typeof Cal
     getCalendar: getCalendar(deps),
     updateCalendar: updateCalendar(deps),
     deleteCalendar: deleteCalendar(deps),
+    // Deprecated, still served: /v1 keeps what it has (docs/api.md §14); StreamCalendarFeed replaces it.
+    // eslint-disable-next-line @typescript-eslint/no-deprecated
     getCalendarFeed: getCalendarFeed(deps),
     streamCalendarFeed: streamCalendarFeed(deps),
     resolveCalendarFeedToken: resolveCalendarFeedToken(deps),

@@ -74,7 +74,7 @@ const DRAIN_MAX_BYTES = 64 * 1024;
 
 async function drain(res: Response): Promise<void> {
   if (!res.body) return;
-  const reader = res.body.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
   try {
     for (let read = 0; read <= DRAIN_MAX_BYTES;) {
       const { done, value } = await reader.read();

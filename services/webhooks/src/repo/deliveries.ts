@@ -166,7 +166,7 @@ export async function retryableOf(
   tenantId: string,
   eventId: string,
 ): Promise<{ id: string; endpoint_id: string }[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<{ id: string; endpoint_id: string }>(
     `SELECT d.id, d.endpoint_id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
       WHERE d.tenant_id = $1 AND d.event_id = $2 AND d.status = 'failed' AND w.is_enabled AND w.deleted_at IS NULL
       ORDER BY d.id FOR UPDATE OF d`,

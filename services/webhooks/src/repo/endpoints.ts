@@ -86,7 +86,7 @@ export async function enabledEndpoints(
   db: Queryable,
   tenantId: string,
 ): Promise<Pick<EndpointRow, 'id' | 'event_types' | 'channels'>[]> {
-  const { rows } = await db.query(
+  const { rows } = await db.query<Pick<EndpointRow, 'id' | 'event_types' | 'channels'>>(
     'SELECT id, event_types, channels FROM webhook_endpoints WHERE tenant_id = $1 AND is_enabled AND deleted_at IS NULL',
     [tenantId],
   );

@@ -10,7 +10,7 @@ import type { ToolClients } from '../../tools/clients.js';
 /** The tools act as a member: its signed levels decide what it may call. */
 export function member(ctx: CallContext): { memberId: string } {
   const memberId = ctx.actor?.memberId;
-  if (!memberId || !ctx.actor?.access)
+  if (!memberId || !ctx.actor.access)
     throw errors.permissionDenied(
       'MEMBER_REQUIRED',
       "the MCP tools act as a member: call /api/v1/mcp with a member's API key",

@@ -1,5 +1,6 @@
 import { errors, parsePage, timestampCursor, toPage, type CursorCodec } from '@workauto/grpc';
 import type { KeysetCursor } from '@workauto/db';
+import { AgentRunStatus } from '@workauto/protos/workauto/agents/v1/agents.js';
 import * as runs from '../../repo/runs.js';
 import { blueprintOf, runStatuses, toRun, type AgentsDeps, type Handler } from '../common.js';
 
@@ -14,7 +15,7 @@ export function listAgentRuns({ pool }: AgentsDeps): Handler<'listAgentRuns'> {
     const b = blueprintOf(req.blueprint);
     const page = parsePage(req, RUN_CURSOR);
     const status = runStatuses.toDomain(req.status) as runs.RunStatus | undefined;
-    if (req.status !== 0 && status === undefined)
+    if (req.status !== AgentRunStatus.AGENT_RUN_STATUS_UNSPECIFIED && status === undefined)
       throw errors.invalidField('status', `must be one of ${runStatuses.names.join(', ')}`);
     return toPage(await runs.listRuns(pool, ctx.tenant, b.id, status, page), toRun, RUN_CURSOR);
   };

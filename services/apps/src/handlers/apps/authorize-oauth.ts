@@ -1,15 +1,13 @@
 import { checkReturnTo, validate } from '@workauto/grpc';
-import { SLUG } from '../../domain/auth.js';
 import type { AppsDeps, Handler } from '../common.js';
-import { mustFind, SLUG_RULE } from './common.js';
+import { mustFind } from './common.js';
 
 // An oauth2 app's consent (docs/apps.md "OAuth"): the flows themselves are in ../../oauth/connect.ts.
 
 export function authorizeAppOAuth(deps: AppsDeps): Handler<'authorizeAppOAuth'> {
   const { pool, oauth } = deps;
   return async (req, ctx) => {
-    const v = validate().check(SLUG.test(req.slug), 'slug', SLUG_RULE);
-    checkReturnTo(v, 'return_to', req.return_to, deps.redirects.allowedReturnOrigins).done();
+    checkReturnTo(validate(), 'return_to', req.return_to, deps.redirects.allowedReturnOrigins).done();
     return oauth.authorize(await mustFind(pool, ctx.tenant, req.slug), req.return_to, ctx);
   };
 }

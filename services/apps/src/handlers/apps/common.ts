@@ -1,15 +1,11 @@
-import { checkEnum, errors, validate, type Validator } from '@workauto/grpc';
-import { checkAuth, SLUG, type AuthFields, type AuthInput, type AuthType } from '../../domain/auth.js';
+import { checkEnum, errors, type Validator } from '@workauto/grpc';
+import { checkAuth, type AuthFields, type AuthInput, type AuthType } from '../../domain/auth.js';
 import * as apps from '../../repo/apps.js';
 import type { AppRow } from '../../repo/apps.js';
 import { authTypes, partsOne, toApp } from '../common.js';
 
-// What the app handlers share: the slug and auth checks, finding an app, its API view with its tools.
-
-export const SLUG_RULE =
-  'must match ^[a-z][a-z0-9-]{1,62}$ (lowercase letter first, then 1-62 lowercase letters, digits or -)';
-
-export const checkSlug = (slug: string) => validate().check(SLUG.test(slug), 'slug', SLUG_RULE).done();
+// What the app handlers share: the auth checks, finding an app, its API view with its tools. The
+// requests' field rules (slug, lengths, JSON sizes) are in the proto, checked before a handler runs.
 
 /** The auth fields of a request: the enum mapped, then checked (domain/auth.ts). */
 export function authOf(

@@ -1,12 +1,11 @@
 import { newId, withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import { checkMetadata, errors, textOrNull, validate } from '@workauto/grpc';
+import { errors, textOrNull, validate } from '@workauto/grpc';
 import { sealed } from '../../credentials.js';
-import { SLUG } from '../../domain/auth.js';
 import { connectHint } from '../../domain/oauth.js';
 import * as apps from '../../repo/apps.js';
-import { appData, fullUrl, LIMITS, SOURCE, toApp, type AppParts, type AppsDeps, type Handler } from '../common.js';
-import { authOf, SLUG_RULE } from './common.js';
+import { appData, fullUrl, SOURCE, toApp, type AppParts, type AppsDeps, type Handler } from '../common.js';
+import { authOf } from './common.js';
 
 /** A new app has no tools and no OAuth connection yet. */
 const NO_PARTS: AppParts = { tools: [], oauth: undefined };
@@ -14,12 +13,7 @@ const NO_PARTS: AppParts = { tools: [], oauth: undefined };
 export function createApp(deps: AppsDeps): Handler<'createApp'> {
   const { pool, keyring, egress, prober } = deps;
   return async (req, ctx) => {
-    const v = validate()
-      .check(SLUG.test(req.slug), 'slug', SLUG_RULE)
-      .text('display_name', req.display_name, { required: true, max: LIMITS.displayName })
-      .text('description', req.description, { min: 0, max: LIMITS.description })
-      .text('mcp_server_url', req.mcp_server_url, { required: true, max: 2048 });
-    checkMetadata(v, 'metadata', req.metadata);
+    const v = validate();
     const auth = authOf(v, req.auth, true);
     v.done();
     // Checked and stored as sent: whitespace anywhere (surrounding too) is refused, never trimmed away.

@@ -2,12 +2,11 @@ import { withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
 import * as apps from '../../repo/apps.js';
 import { SOURCE, type AppsDeps, type Handler } from '../common.js';
-import { checkSlug, mustFind } from './common.js';
+import { mustFind } from './common.js';
 
 export function deleteApp(deps: AppsDeps): Handler<'deleteApp'> {
   const { pool } = deps;
   return async (req, ctx) => {
-    checkSlug(req.slug);
     await withTransaction(
       pool,
       async (tx) => {

@@ -2,17 +2,16 @@ import { withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
 import { validate } from '@workauto/grpc';
 import { sealed } from '../../credentials.js';
-import { SLUG } from '../../domain/auth.js';
 import * as apps from '../../repo/apps.js';
 import { connectHint } from '../../domain/oauth.js';
 import { forgetConnection } from '../../repo/oauth.js';
 import { appData, fullUrl, partsOne, SOURCE, toApp, type AppsDeps, type Handler } from '../common.js';
-import { authOf, mustFind, SLUG_RULE } from './common.js';
+import { authOf, mustFind } from './common.js';
 
 export function rotateAppAuth(deps: AppsDeps): Handler<'rotateAppAuth'> {
   const { pool, keyring } = deps;
   return async (req, ctx) => {
-    const v = validate().check(SLUG.test(req.slug), 'slug', SLUG_RULE);
+    const v = validate();
     if (!req.auth)
       v.add(
         'auth',

@@ -1,23 +1,17 @@
 import { withTransaction } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import { changedFields, checkMetadata, patchNulls, textOrNull, validate } from '@workauto/grpc';
-import { SLUG } from '../../domain/auth.js';
+import { changedFields, patchNulls, textOrNull, validate } from '@workauto/grpc';
 import * as apps from '../../repo/apps.js';
 import { connectHint } from '../../domain/oauth.js';
 import { forgetConnection } from '../../repo/oauth.js';
 import { appData, fullUrl, LIMITS, partsOne, SOURCE, toApp, type AppsDeps, type Handler } from '../common.js';
-import { mustFind, SLUG_RULE, viewOf } from './common.js';
+import { mustFind, viewOf } from './common.js';
 
 export function updateApp(deps: AppsDeps): Handler<'updateApp'> {
   const { pool, egress, prober } = deps;
   return async (patchRequest, ctx) => {
     const v = validate();
     const { req } = patchNulls(patchRequest, { text: ['description'] }, v);
-    v.check(SLUG.test(req.slug), 'slug', SLUG_RULE)
-      .text('display_name', req.display_name, { max: LIMITS.displayName })
-      .text('description', req.description, { min: 0, max: LIMITS.description })
-      .text('mcp_server_url', req.mcp_server_url, { max: 2048 });
-    checkMetadata(v, 'metadata', req.metadata);
     const setsTools = req.update_mask?.includes('enabled_tools') || req.enabled_tools.length > 0;
     const enabled = [...new Set(req.enabled_tools)];
     if (setsTools && enabled.length > LIMITS.enabledTools)

@@ -19,7 +19,7 @@ export function authenticateToken({ pool, platformAdminToken }: IdentityDeps): H
         access: {},
       };
     }
-    if (!token?.startsWith('wk_'))
+    if (!token.startsWith('wk_'))
       throw errors.unauthenticated(
         'INVALID_CREDENTIAL',
         'the bearer token is not a valid API key; check the key or create a new one',
