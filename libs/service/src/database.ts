@@ -38,7 +38,7 @@ export async function untilAvailable<T>(
 ): Promise<T> {
   const clock = options.clock ?? systemClock;
   const started = clock.now().getTime();
-  let retried = false;
+  let retried = false as boolean; // set by onRetry, which TypeScript does not see run
   const result = await retry(step, {
     backoff: { firstMs: options.firstDelayMs ?? 250, maxMs: options.maxDelayMs ?? 5_000 },
     retryable: isTransient,
