@@ -79,7 +79,7 @@ test: build openapi-lint chart-check chart-install migrations-check
 	KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
 	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
-	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=2 --test-timeout=180000 $(TEST_GLOBS); \
+	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=3 --test-timeout=180000 $(TEST_GLOBS); \
 	status=$$?; \
 	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
 	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
