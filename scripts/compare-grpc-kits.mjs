@@ -93,21 +93,9 @@ async function grpcJs(getNote = async () => note) {
     server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
   );
   const client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), NO_CHANNELZ);
-  const m = Definition.getNote;
   return {
     port,
-    call: () =>
-      new Promise((resolve, reject) =>
-        client.makeUnaryRequest(
-          m.path,
-          m.requestSerialize,
-          m.responseDeserialize,
-          request,
-          new grpc.Metadata(),
-          { deadline: Date.now() + 5_000 },
-          (e, r) => (e ? reject(e) : resolve(r)),
-        ),
-      ),
+    call: getNoteCall(client),
     close: () => (client.close(), server.forceShutdown()),
   };
 }
@@ -321,22 +309,27 @@ async function errorsCheck() {
 }
 
 /** A grpc-js client (as our gateway's) in front of a server started by one of the variants. */
+/** One GetNote through a bare grpc-js client, with a 5 s deadline. */
+function getNoteCall(client) {
+  const m = Definition.getNote;
+  return () =>
+    new Promise((resolve, reject) =>
+      client.makeUnaryRequest(
+        m.path,
+        m.requestSerialize,
+        m.responseDeserialize,
+        request,
+        new grpc.Metadata(),
+        { deadline: Date.now() + 5_000 },
+        (e, r) => (e ? reject(e) : resolve(r)),
+      ),
+    );
+}
+
 async function grpcJsClientFor(v) {
   const client = new grpc.Client(`127.0.0.1:${v.port}`, grpc.credentials.createInsecure());
-  const m = Definition.getNote;
   return {
-    call: () =>
-      new Promise((resolve, reject) =>
-        client.makeUnaryRequest(
-          m.path,
-          m.requestSerialize,
-          m.responseDeserialize,
-          request,
-          new grpc.Metadata(),
-          { deadline: Date.now() + 5_000 },
-          (e, r) => (e ? reject(e) : resolve(r)),
-        ),
-      ),
+    call: getNoteCall(client),
     close: () => (client.close(), v.close()),
   };
 }
