@@ -43,7 +43,7 @@ function auditSuite(name: string, kafka: boolean) {
       });
       after(() => stack?.stop());
 
-      it('shows a deactivation within 5 s with actor, resource, client address and user agent', async () => {
+      it('shows a deactivation with actor, resource, client address and user agent', async () => {
         const inv = await stack.api('POST', '/api/v1/invitations', {
           key: acme.key,
           body: { email: `m-${randomBytes(3).toString('hex')}@acme.test`, name: 'Mia', role: 'member' },
