@@ -38,6 +38,12 @@ const egressOptions: EgressPolicyOptions = {
   },
 };
 
+/**
+ * Longer than any advance of the test's clock: a scheduled probe running beside a test's own call
+ * would meet the 401 or spend the refresh that call is asserted to (probes are tested in schedule.test.ts).
+ */
+const NO_SCHEDULED_PROBES_MS = 7 * 24 * 3_600_000;
+
 describe('apps behind OAuth', () => {
   let apps: Apps;
   let replica: Apps;
@@ -99,6 +105,7 @@ describe('apps behind OAuth', () => {
         oauth: REDIRECTS,
         toolCallTimeoutMs: 5_000,
         probeTimeoutMs: 5_000,
+        probeIntervalMs: NO_SCHEDULED_PROBES_MS,
       }),
     ]);
     // Another replica on the same database: refreshes are coordinated there, not in memory.
@@ -110,6 +117,7 @@ describe('apps behind OAuth', () => {
       clock,
       oauth: REDIRECTS,
       toolCallTimeoutMs: 5_000,
+      probeIntervalMs: NO_SCHEDULED_PROBES_MS,
     });
   });
 
