@@ -32,16 +32,20 @@ export interface Backoff {
   /** No wait is longer (default: none). */
   maxMs?: number;
   /**
-   * `full`: each wait is a random part of its value ("full jitter"), so callers that failed
-   * together (two colliding transactions) do not try again in step. Default none.
+   * So callers that failed together (two colliding transactions, jobs of one broken endpoint) do
+   * not try again in step. `full`: each wait is a random part of its value ("full jitter"); a
+   * number: each wait is within that fraction of its value either way (0.2: ±20 %, so the schedule
+   * keeps its shape). Default none.
    */
-  jitter?: 'full' | 'none';
+  jitter?: 'full' | 'none' | number;
 }
 
 /** The wait before retry number `retry` (1: the first), in ms. */
 export function backoffDelay(backoff: Backoff, retry: number, random: () => number = Math.random): number {
   const base = Math.min(backoff.firstMs * (backoff.factor ?? 2) ** (retry - 1), backoff.maxMs ?? Infinity);
-  return backoff.jitter === 'full' ? random() * base : base;
+  const { jitter = 'none' } = backoff;
+  if (jitter === 'none') return base;
+  return jitter === 'full' ? random() * base : base * (1 - jitter + 2 * jitter * random());
 }
 
 /** A failed attempt, as `onRetry` and `timedOut` see it. */

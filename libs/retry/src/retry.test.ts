@@ -1,20 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { backoffDelay, retry, type Clock } from './index.js';
-
-/** A clock on which every wait passes at once and is written down: time is bounded without the wall clock. */
-function recordingClock(): Clock & { waits: number[] } {
-  let at = 0;
-  const waits: number[] = [];
-  return {
-    waits,
-    now: () => new Date(at),
-    sleep: async (ms: number) => {
-      waits.push(ms);
-      at += ms;
-    },
-  };
-}
+import { eventually, InstantClock } from './testing.js';
 
 /** An attempt that fails `times` times with `error`, then resolves to its attempt number. */
 function failing(times: number, error: unknown = new Error('busy')) {
@@ -40,11 +27,48 @@ describe('backoffDelay', () => {
       40,
     );
   });
+
+  it('with a fractional jitter keeps each wait within that fraction of its value, either way', () => {
+    const backoff = { firstMs: 1_000, maxMs: 3_600_000, jitter: 0.2 };
+    assert.deepEqual(
+      [0, 0.5, 1].map((r) => Math.round(backoffDelay(backoff, 3, () => r))),
+      [3_200, 4_000, 4_800],
+    );
+    assert.equal(Math.round(backoffDelay(backoff, 30, () => 1)), 4_320_000, 'the cap, then the jitter');
+  });
+});
+
+describe('eventually', () => {
+  it('answers what the check found once it finds something, and names what it waited for when it never does', async () => {
+    let calls = 0;
+    assert.deepEqual(await eventually('the third call', () => ++calls >= 3 && { calls }, 5_000, 1), { calls: 3 });
+    await assert.rejects(
+      eventually(
+        () => `a check that never holds (asked ${calls} times)`,
+        () => (calls++, null),
+        50,
+        5,
+      ),
+      (err: Error) => /^not within 50 ms: a check that never holds \(asked \d+ times\)$/.test(err.message) && calls > 5,
+    );
+  });
+
+  it('ends the wait at once with an error the check throws', async () => {
+    let calls = 0;
+    await assert.rejects(
+      eventually('a broken check', () => {
+        calls++;
+        throw new Error('the table does not exist');
+      }),
+      /the table does not exist/,
+    );
+    assert.equal(calls, 1);
+  });
 });
 
 describe('retry', () => {
   it('tries again after each retryable failure, waiting by the backoff, until an attempt succeeds', async () => {
-    const clock = recordingClock();
+    const clock = new InstantClock();
     const seen: string[] = [];
     const n = await retry(failing(3), {
       backoff: { firstMs: 100 },
@@ -57,7 +81,7 @@ describe('retry', () => {
   });
 
   it('throws at once a failure that is not retryable, and the last one when the attempts are used up', async () => {
-    const clock = recordingClock();
+    const clock = new InstantClock();
     const fatal = new Error('syntax error');
     await assert.rejects(
       retry(failing(5, fatal), { backoff: { firstMs: 10 }, clock, retryable: (e) => e !== fatal }),
@@ -69,7 +93,7 @@ describe('retry', () => {
   });
 
   it('cuts the last wait to the time left and then throws what timedOut makes of the last failure', async () => {
-    const clock = recordingClock();
+    const clock = new InstantClock();
     await assert.rejects(
       retry(failing(Infinity), {
         backoff: { firstMs: 400, factor: 1 },

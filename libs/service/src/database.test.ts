@@ -7,18 +7,12 @@ import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
 import { createLogger, setLogTarget, tapLogs } from '@workauto/logger';
-import type { Clock } from '@workauto/retry';
+import { InstantClock } from '@workauto/retry/testing';
 import { untilAvailable } from './database.js';
 import { DependencyUnavailableError } from './dependency-error.js';
 
 // Lines go nowhere but to the tap (a sink that takes each at once, so none is left queued).
 setLogTarget(new Writable({ write: (_chunk, _enc, done) => done() }));
-
-/** A clock on which every wait passes at once, and counts in its time. */
-function instantClock(): Clock {
-  let at = 0;
-  return { now: () => new Date(at), sleep: async (ms) => void (at += ms) };
-}
 
 const what = { dependency: 'database', where: 'db:5432/app', hint: 'check DATABASE_URL' };
 const refused = () => Promise.reject(new Error('connect ECONNREFUSED'));
@@ -42,7 +36,7 @@ describe('untilAvailable', () => {
     let result: unknown;
     const lines = await logged(async () => {
       result = await untilAvailable(what, createLogger('wait-test', 'info'), step, () => true, {
-        clock: instantClock(),
+        clock: new InstantClock(),
       });
     });
     assert.equal(result, 'up');
@@ -64,7 +58,7 @@ describe('untilAvailable', () => {
     let thrown: unknown;
     const lines = await logged(() =>
       untilAvailable(what, createLogger('wait-test', 'info'), step, () => true, {
-        clock: instantClock(),
+        clock: new InstantClock(),
         timeoutMs: 1_000,
       }).catch((err: unknown) => (thrown = err)),
     );
@@ -87,7 +81,7 @@ describe('untilAvailable', () => {
         () => Promise.reject(fatal),
         (e) => e !== fatal,
         {
-          clock: instantClock(),
+          clock: new InstantClock(),
         },
       ),
       fatal,

@@ -13,8 +13,9 @@ export {
   type TestCallOptions,
 } from './grpc.js';
 export { healthStatus } from './health.js';
-export { eventually } from './eventually.js';
-export { ManualClock } from './clock.js';
+// The polling helper and the test clocks live in the dependency-free @workauto/retry, so the libraries
+// this package depends on reach them too; here they are beside the rest of what tests use.
+export { eventually, InstantClock, ManualClock } from '@workauto/retry/testing';
 export { stalledRequest } from './stalled-client.js';
 export { spawnServerProcess, type ServerProcess } from './process.js';
 export { startPrivateKafka, type PrivateKafka } from './kafka.js';
