@@ -344,6 +344,8 @@ describe('updateTenantRow', () => {
       undefined,
       "another tenant's row is not found",
     );
+    const dbNow = async () => (await pool.query<{ t: Date }>('SELECT now() AS t')).rows[0]!.t.getTime();
+    const before = await dbNow();
     const row = await updateTenantRow<{ id: string; name: string; updated_at: Date }>(
       pool,
       'items',
@@ -354,7 +356,10 @@ describe('updateTenantRow', () => {
       columns,
     );
     assert.equal(row?.name, 'new');
-    assert.ok(row && Date.now() - row.updated_at.getTime() < 60_000, 'updated_at moved to now');
+    const after = await dbNow();
+    const updatedAt = row?.updated_at.getTime() ?? 0;
+    // On the database's clock, which set it: between a transaction before the update and one after.
+    assert.ok(before <= updatedAt && updatedAt <= after, 'updated_at moved to the time of the update');
     const same = await updateTenantRow<{ name: string }>(pool, 'items', 'name', tenant, id, {}, columns);
     assert.equal(same?.name, 'new', 'an empty patch only touches updated_at');
   });

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '@workauto/retry/testing';
 import {
   IDEMPOTENCY_MIGRATIONS,
   IdempotencyKeyInUseError,
@@ -61,14 +61,15 @@ const createThing = (name: string, inside?: () => Promise<void>) =>
 
 /** Resolves once some statement of the database waits for a lock (the sentinel of a blocked INSERT). */
 async function untilAStatementWaits(): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await pool.query(
-      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-    );
-    if (rows.length) return;
-    await sleep(25);
-  }
-  assert.fail('no statement waited for a lock');
+  await eventually(
+    'a statement waits for a lock',
+    async () =>
+      (
+        await pool.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+      ).rows.length > 0,
+  );
 }
 
 const count = async (name: string) =>

@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
+import { eventually, InstantClock } from '@workauto/retry/testing';
 import pg from 'pg';
 import { createPool, ensureDatabase } from './index.js';
 import { MigrationError, MigrationLockTimeoutError, pendingMigrations, runMigrations } from './migrations.js';
@@ -89,15 +89,16 @@ function migratingProcess(url: string, dir: string, name: string) {
 
 /** The pid of the session holding the migration lock of url's database, once one does. */
 async function lockHolderPid(pool: pg.Pool): Promise<number> {
-  for (let i = 0; i < 300; i++) {
-    const { rows } = await pool.query<{ pid: number }>(
-      `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
-          AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-    );
-    if (rows[0]) return rows[0].pid;
-    await sleep(20);
-  }
-  throw new Error('nobody took the migration lock within 6 s');
+  return eventually(
+    'a session takes the migration lock',
+    async () =>
+      (
+        await pool.query<{ pid: number }>(
+          `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+        )
+      ).rows[0]?.pid,
+  );
 }
 
 describe('runMigrations', () => {
@@ -139,8 +140,14 @@ describe('runMigrations', () => {
     const held = await holdLock(url, 'transaction');
     try {
       const log = recorder();
-      const started = Date.now();
-      const err = await runMigrations(pool, [dir], { lockTimeoutMs: 900, waitLogEveryMs: 300, logger: log }).then(
+      // Its polls pass at once on this clock: the whole timeout is waited on it, not on the wall clock.
+      const clock = new InstantClock();
+      const err = await runMigrations(pool, [dir], {
+        lockTimeoutMs: 900,
+        waitLogEveryMs: 300,
+        logger: log,
+        clock,
+      }).then(
         () => assert.fail('migrated although the lock was held'),
         (e: unknown) => e,
       );
@@ -151,8 +158,12 @@ describe('runMigrations', () => {
       );
       assert.match(err.message, new RegExp(`pg_terminate_backend\\(${held.pid}\\)`));
       assert.match(err.message, /MIGRATION_LOCK_TIMEOUT_MS \(900\)/);
-      assert.ok(Date.now() - started >= 900, 'waited the whole timeout');
-      assert.ok(log.lines.filter((l) => l.level === 'warn').length >= 2, 'logged the wait while it lasted');
+      assert.deepEqual(clock.waits, [200, 200, 200, 200, 100], 'polled every 200 ms for the whole timeout, no longer');
+      assert.deepEqual(
+        log.lines.filter((l) => l.level === 'warn').map((l) => l.fields.waited_ms),
+        [0, 400, 800],
+        'logged the wait while it lasted, every 300 ms at most',
+      );
       assert.equal(await tableExists(pool, 'm_things'), false, 'applied nothing');
     } finally {
       await held.release();
@@ -168,7 +179,9 @@ describe('runMigrations', () => {
     try {
       const log = recorder();
       const running = runMigrations(pool, [dir], { waitLogEveryMs: 200, logger: log });
-      while (!log.lines.some((l) => l.msg.includes(`held by pid ${held.pid}`))) await sleep(20);
+      await eventually('the runner logs who holds the lock', () =>
+        log.lines.some((l) => l.msg.includes(`held by pid ${held.pid}`)),
+      );
       assert.equal(await tableExists(pool, 'm_things'), false, 'nothing applied while the old runner holds the lock');
       await held.release();
       assert.deepEqual(await running, ['0001_things']);
@@ -283,14 +296,15 @@ describe('runMigrations', () => {
     await reader.query('SELECT 1');
     try {
       const running = runMigrations(pool, [dir], { logger: recorder() });
-      for (let i = 0; ; i++) {
-        const { rows } = await pool.query(
-          "SELECT 1 FROM pg_stat_activity WHERE query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event = 'virtualxid'",
-        );
-        if (rows.length) break;
-        assert.ok(i < 250, 'the index build waits for the older snapshot');
-        await sleep(20);
-      }
+      await eventually(
+        'the index build waits for the older snapshot',
+        async () =>
+          (
+            await pool.query(
+              "SELECT 1 FROM pg_stat_activity WHERE query LIKE '%CREATE INDEX CONCURRENTLY%' AND wait_event = 'virtualxid'",
+            )
+          ).rows.length > 0,
+      );
       // What a pod of an older release runs at start: a blocking wait for the lock, as a session.
       const old = new pg.Client({ connectionString: url, statement_timeout: 3_000 });
       await old.connect();

@@ -10,6 +10,7 @@ import dns from 'node:dns';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
+import { eventually } from '@workauto/retry/testing';
 import { HealthImplementation } from 'grpc-health-check';
 import { Downstream, grpcTarget } from './client.js';
 import { SERVER_CHANNEL_OPTIONS } from './server.js';
@@ -165,12 +166,10 @@ describe('Downstream balancing over replicas', () => {
     // servers' max_connection_age is minutes away): only the client's own re-resolution finds it.
     const added = await start('127.0.0.6', first.port);
     resolvesTo = [first.host, second.host, added.host];
-    const until = Date.now() + 10_000;
-    while (added.calls === 0 && Date.now() < until) {
+    await eventually('the added replica receives calls without restarting the client', async () => {
       await d.call(ECHO, Buffer.alloc(0));
-      await sleep(20);
-    }
-    assert.ok(added.calls > 0, 'the added replica receives calls without restarting the client');
+      return added.calls > 0;
+    });
   });
 
   it('a rolling restart of two replicas (surge, out of DNS, then drained) fails no call', async () => {
@@ -230,7 +229,7 @@ describe('Downstream balancing over replicas', () => {
     assert.ok((await codes(8)).includes(grpc.status.DEADLINE_EXCEEDED), 'calls picked the hung replica');
     // Once the checks are done, the hung replica gets no more calls and the live one answers them all.
     const hungAddress = `${hung.host}:${hung.port}`;
-    for (let i = 0; i < 100 && !d.addressesLeftOut.includes(hungAddress); i++) await sleep(50);
+    await eventually('the hung replica is left out', () => d.addressesLeftOut.includes(hungAddress), 20_000, 50);
     assert.deepEqual(d.addressesLeftOut, [hungAddress], 'the hung replica is left out, the slow one is not');
     hung.calls = 0;
     const after = await codes(40);

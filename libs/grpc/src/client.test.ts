@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { eventually } from '@workauto/retry/testing';
 import { HealthImplementation } from 'grpc-health-check';
 import { Downstream } from './client.js';
 import { DomainError, MAX_FIELD_VIOLATIONS, decodeStatusDetails, errors, toServiceError } from './errors.js';
@@ -140,9 +141,7 @@ describe('Downstream circuit breaker', () => {
     const AWAY = raw('/test.Test/Away');
     const first = await d.call(AWAY, Buffer.alloc(0)).catch((e: unknown) => e);
     assert.equal(decodeStatusDetails(first as grpc.ServiceError).reason, 'DATABASE_UNAVAILABLE');
-    const end = Date.now() + 2_000;
-    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(d.isDown, true, 'the failure started a health check, which found the service unwell');
+    await eventually('the failure started a health check, which found the service unwell', () => d.isDown);
   });
 
   it('answers a response over the 4 MiB receive limit as an internal error naming the service, never "retry later" (429)', async () => {
@@ -169,13 +168,14 @@ describe('Downstream circuit breaker', () => {
     const d = new Downstream('svc', address, { deadlineMs: 60 * 60_000 });
     clients.push(d);
     const before = cancelledOnServer;
+    const reached = reachedServer.Hang ?? 0;
     const controller = new AbortController();
     const reason = new Error('the run was cancelled');
-    setTimeout(() => controller.abort(reason), 100);
-    const err = await d.call(HANG, Buffer.alloc(0), { signal: controller.signal }).catch((e: unknown) => e);
-    assert.equal(err, reason);
-    const end = Date.now() + 2_000;
-    while (cancelledOnServer === before && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+    const calling = d.call(HANG, Buffer.alloc(0), { signal: controller.signal }).catch((e: unknown) => e);
+    await eventually('the call reached the service', () => (reachedServer.Hang ?? 0) > reached);
+    controller.abort(reason);
+    assert.equal(await calling, reason);
+    await eventually('the service saw the cancel', () => cancelledOnServer > before);
     assert.equal(cancelledOnServer, before + 1);
     assert.equal(
       await d.call(HANG, Buffer.alloc(0), { signal: AbortSignal.abort(reason) }).catch((e: unknown) => e),
@@ -212,10 +212,10 @@ describe('Downstream circuit breaker', () => {
     const first = await d.call(ECHO, Buffer.alloc(0)).catch((e: unknown) => e);
     assert.ok(first instanceof DomainError && first.code === grpc.status.DEADLINE_EXCEEDED, String(first));
     assert.equal(first.extra.metadata?.service, 'notes_tasks');
-    // The health check that follows the first deadline gets no answer either: the service is down.
-    const end = Date.now() + 2_000;
-    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(d.isDown, true);
+    await eventually(
+      'the health check that follows the first deadline gets no answer either: the service is down',
+      () => d.isDown,
+    );
     const reached = reachedServer.Echo;
     const refused = await d.call(ECHO, Buffer.alloc(0)).catch((e: unknown) => e);
     assert.equal(reachedServer.Echo, reached, 'a down service costs no deadline: the call is never sent');
@@ -239,8 +239,9 @@ describe('Downstream circuit breaker', () => {
     });
     clients.push(d);
     assert.equal(await d.checkHealth(), 'serving'); // connected
+    const reached = reachedServer.Hang ?? 0;
     const inFlight = Array.from({ length: 20 }, () => d.call(HANG, Buffer.alloc(0)).catch((e: unknown) => e));
-    await new Promise((r) => setTimeout(r, 100));
+    await eventually('the 20 calls reached the service', () => (reachedServer.Hang ?? 0) - reached === 20);
     const expiring = Array.from({ length: 1_500 }, () =>
       d.call(HANG, Buffer.alloc(0), { deadlineMs: 200 }).catch((e: unknown) => e),
     );
@@ -344,9 +345,7 @@ describe('Downstream circuit breaker', () => {
     const d = new Downstream('svc', address, { resetTimeoutMs: 200 });
     clients.push(d);
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.UNAVAILABLE);
-    const end = Date.now() + 2_000;
-    while (!d.isDown && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
-    assert.equal(d.isDown, true);
+    await eventually('the service is marked down', () => d.isDown);
     // The same port serves again.
     const server = new grpc.Server();
     new HealthImplementation({ '': 'SERVING' }).addToServer(server);
@@ -368,9 +367,7 @@ describe('Downstream circuit breaker', () => {
       server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (e) => (e ? reject(e) : resolve())),
     );
     servers.push(server);
-    const back = Date.now() + 5_000;
-    while (d.isDown && Date.now() < back) await new Promise((r) => setTimeout(r, 50));
-    assert.equal(d.isDown, false);
+    await eventually('the health check finds it back', () => !d.isDown, 20_000, 50);
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
   });
 });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { createLogger } from '@workauto/logger';
+import { eventually } from '@workauto/retry/testing';
 import { CallerSigner, CallerVerifier, callerAudience, generateCallerKeys } from './caller-identity.js';
 import { Downstream } from './client.js';
 import type { CallContext } from './context.js';
@@ -156,11 +157,18 @@ describe('server-streaming rpcs', () => {
     // The reader stops here. What the handler was asked for settles: the one the client reads ahead,
     // what HTTP/2's 64 KiB window lets through, and the one being written (before: 16 buffered by
     // the client, and 16 more by the server).
+    // No event marks "the server wants no more": settled is the count unchanged over 300 ms.
     let last = -1;
-    for (const until = Date.now() + 10_000; yielded !== last && Date.now() < until;) {
-      last = yielded;
-      await new Promise((r) => setTimeout(r, 300));
-    }
+    await eventually(
+      () => `the handler stops being asked for messages (asked for ${yielded})`,
+      () => {
+        const settled = yielded === last;
+        last = yielded;
+        return settled;
+      },
+      20_000,
+      300,
+    );
     t.diagnostic(`the handler was asked for ${yielded} messages of 64 KiB while the reader read 1`);
     assert.ok(yielded <= 6, `the handler was asked for ${yielded} messages of 64 KiB while the reader read 1`);
     await messages.return();

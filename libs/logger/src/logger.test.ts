@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { context, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { eventually } from '@workauto/retry/testing';
 import { createLogger, tapLogs } from './index.js';
 
 describe('logger', () => {
@@ -57,7 +58,7 @@ describe('logger', () => {
       'claim',
     );
     // The sink passes a line on once the previous one is written.
-    for (let i = 0; i < 100 && lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await eventually('both lines are written', () => lines.length >= 2, 20_000, 10);
     stop();
     const [failed, claim] = lines.map((l) => JSON.parse(l));
     assert.equal(failed.err.code, '40P01');
@@ -82,7 +83,7 @@ describe('logger', () => {
       logger.info('inside');
     });
     logger.info('outside');
-    for (let i = 0; i < 100 && lines.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await eventually('both lines are written', () => lines.length >= 2, 20_000, 10);
     untap();
     context.disable();
     const [inside, outside] = lines.map((l) => JSON.parse(l));
