@@ -9,10 +9,11 @@ import { metrics } from '@opentelemetry/api';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { createPool, runMigrations, withTransaction, type Pool } from '@workauto/db';
 import { createLogger } from '@workauto/logger';
-import { eventually, testDatabase } from '@workauto/testing';
+import { captureLogs, eventually, testDatabase } from '@workauto/testing';
 import {
   JOBS_MIGRATIONS,
   JobQueue,
+  exponentialBackoff,
   PermanentFailure,
   RetryLater,
   type Job,
@@ -36,6 +37,20 @@ function run<P>(worker: JobWorker<P>, graceMs = 2_000, beat: () => void = () => 
   started.push(handle);
   return handle;
 }
+
+describe('exponentialBackoff', () => {
+  it('waits 1 s before the second attempt, doubling up to an hour, each within ±20 %', (t) => {
+    const schedule = (random: number) => {
+      t.mock.method(Math, 'random', () => random);
+      const waits = [1, 2, 3, 12, 13, 30].map((attempt) => exponentialBackoff(attempt));
+      t.mock.restoreAll();
+      return waits;
+    };
+    assert.deepEqual(schedule(0.5), [1_000, 2_000, 4_000, 2_048_000, 3_600_000, 3_600_000]);
+    assert.deepEqual(schedule(0), [800, 1_600, 3_200, 1_638_400, 2_880_000, 2_880_000]);
+    assert.deepEqual(schedule(1), [1_200, 2_400, 4_800, 2_457_600, 4_320_000, 4_320_000]);
+  });
+});
 
 describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
   let url: string;
@@ -108,32 +123,32 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.deepEqual([...new Set(runs.values())], [1], 'each job ran exactly once');
   });
 
-  it('with listen, starts an enqueued job at once and the next job of a capped key as soon as a slot frees, not a poll later', async () => {
+  it('with listen, starts an enqueued job at its NOTIFY and the next job of a capped key as soon as a slot frees, not at a poll', async () => {
     const queue = newQueue();
-    const startedAt: number[] = [];
+    let started = 0;
+    let running = 0;
+    let peak = 0;
     const worker = queue.worker(replicaPool(), {
       logger,
-      pollMs: 5_000,
+      pollMs: 3_600_000, // no poll comes during the test: only a wake claims a job
       listen: true,
       maxPerKey: 1,
       async handle() {
-        startedAt.push(performance.now());
+        started++;
+        peak = Math.max(peak, ++running);
         await sleep(20);
+        running--;
       },
     });
     run(worker);
-    await sleep(500); // idle: its first poll found nothing, the next one is 5 s away
-    const enqueued = performance.now();
-    for (let i = 0; i < 3; i++) await queue.enqueue(pool, { i }, { key: 'one-endpoint' });
-    await eventually('all 3 ran', () => startedAt.length === 3, 4_000);
-    assert.ok(
-      startedAt[0]! - enqueued < 1_000,
-      `the first started ${Math.round(startedAt[0]! - enqueued)} ms after the commit`,
+    await eventually('the worker listens and waits, its first claims done', () => worker.listening && worker.idle);
+    // One transaction, one NOTIFY: it starts the first; the key's cap of 1 leaves the others to the slots freeing.
+    await queue.enqueueMany(
+      pool,
+      [0, 1, 2].map((i) => ({ payload: { i }, options: { key: 'one-endpoint' } })),
     );
-    assert.ok(
-      startedAt[2]! - enqueued < 2_000,
-      `one at a time (maxPerKey 1), each as soon as the previous ended: the third after ${Math.round(startedAt[2]! - enqueued)} ms`,
-    );
+    await eventually('all 3 ran', () => started === 3);
+    assert.equal(peak, 1, 'one at a time (maxPerKey 1)');
   });
 
   it('enqueues many jobs in one statement, each with its key, attempts and due time', async () => {
@@ -164,33 +179,31 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
 
   it('listens again after its LISTEN connection is killed', async () => {
     const queue = newQueue();
-    const startedAt: number[] = [];
-    run(
-      queue.worker(replicaPool(), {
-        logger,
-        pollMs: 10_000,
-        listen: true,
-        async handle() {
-          startedAt.push(performance.now());
-        },
-      }),
-    );
+    let started = 0;
+    const worker = queue.worker(replicaPool(), {
+      logger,
+      pollMs: 3_600_000, // no poll comes during the test: only a wake claims a job
+      listen: true,
+      async handle() {
+        started++;
+      },
+    });
+    run(worker);
     const listeners = async () =>
       (
         await pool.query<{ pid: number }>(
           `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
         )
       ).rows;
-    await eventually('the worker listens', async () => (await listeners()).length > 0, 5_000);
+    await eventually('the worker listens', async () => worker.listening && (await listeners()).length > 0);
     for (const { pid } of await listeners()) await pool.query('SELECT pg_terminate_backend($1)', [pid]);
-    await sleep(3_000); // it reconnects after 2 s
-    const enqueued = performance.now();
-    await queue.enqueue(pool, { i: 1 });
-    await eventually('the job ran', () => startedAt.length === 1, 5_000);
-    assert.ok(
-      startedAt[0]! - enqueued < 1_000,
-      `woken ${Math.round(startedAt[0]! - enqueued)} ms after the enqueue, not at the 10 s poll`,
+    await eventually('it lost the connection', () => !worker.listening);
+    await eventually(
+      'it listens again and waits, the wake of the new connection done',
+      () => worker.listening && worker.idle,
     );
+    await queue.enqueue(pool, { i: 1 });
+    await eventually('the job ran, woken by its NOTIFY', () => started === 1);
   });
 
   it('runs the attempt again when the replica running it dies (its lease expires)', async () => {
@@ -293,7 +306,8 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await queue.enqueueMany(pool, jobs);
     const now = new Map<string, number>();
     const peak = new Map<string, number>();
-    const finished = new Map<string, number>(); // tenant → when its last job ended
+    const done = new Map<string, number>(); // tenant → its jobs done
+    let noisyDoneWhenQuietDone = 0;
     const count = (k: string, d: number) => {
       now.set(k, (now.get(k) ?? 0) + d);
       peak.set(k, Math.max(peak.get(k) ?? 0, now.get(k)!));
@@ -308,7 +322,8 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
         count(job.payload.tenant, 1);
         count(`${job.payload.tenant}/${job.payload.endpoint}`, 1);
         await sleep(job.payload.tenant === 'noisy' ? 60 : 5);
-        finished.set(job.payload.tenant, Date.now());
+        done.set(job.payload.tenant, (done.get(job.payload.tenant) ?? 0) + 1);
+        if (job.payload.tenant === 'quiet' && done.get('quiet') === 30) noisyDoneWhenQuietDone = done.get('noisy') ?? 0;
         count(job.payload.tenant, -1);
         count(`${job.payload.tenant}/${job.payload.endpoint}`, -1);
       },
@@ -321,9 +336,11 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       [...peak].filter(([k]) => k.startsWith('noisy/')).every(([, n]) => n <= 4),
       'each endpoint still capped at 4',
     );
+    // The noisy tenant's 60 jobs take ten turns of its 6 slots; the quiet one's 30 run in slots of their
+    // own meanwhile, four at a time: done with a turn of the noisy tenant's jobs (6) or more still to go.
     assert.ok(
-      finished.get('quiet')! < finished.get('noisy')! - 200,
-      'the quiet tenant, enqueued last, was done long before the noisy one: it was never left without slots',
+      noisyDoneWhenQuietDone <= 54,
+      `the quiet tenant, enqueued last, was done while the noisy one had ${60 - noisyDoneWhenQuietDone} of 60 jobs left: it was never left without slots`,
     );
   });
 
@@ -402,6 +419,79 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.equal(times.get('gone')!.length, 1, 'a permanent failure is not retried');
     assert.equal(await queue.requeue(pool, gone), true);
     assert.equal((await queue.status(pool, gone))?.state, 'queued');
+  });
+
+  /**
+   * Makes the database refuse (raise) the first `times` updates of queue's jobs that `when` matches
+   * (a trigger; its count is a sequence, which a refused write does not roll back). Returns how
+   * many it was asked, and its removal.
+   */
+  async function refuseUpdates(queue: string, when: string, times: number) {
+    const name = `refuse_${queue}`;
+    await pool.query(`CREATE SEQUENCE ${name}`);
+    await pool.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('${name}') <= ${times} THEN RAISE EXCEPTION 'the database refused the write (a test)'; END IF;
+        RETURN NEW;
+      END $$`);
+    await pool.query(
+      `CREATE TRIGGER ${name} BEFORE UPDATE ON jobs FOR EACH ROW WHEN (NEW.queue = '${queue}' AND ${when}) EXECUTE FUNCTION ${name}()`,
+    );
+    return {
+      asked: async () => Number((await pool.query<{ n: string }>(`SELECT last_value AS n FROM ${name}`)).rows[0]!.n),
+      remove: () => pool.query(`DROP TRIGGER ${name} ON jobs; DROP FUNCTION ${name}(); DROP SEQUENCE ${name}`),
+    };
+  }
+
+  it('records an outcome the database refused twice at its third try (500 ms, then 1 s later): the job ran once', async () => {
+    const queue = newQueue();
+    const refused = await refuseUpdates(queue.name, "NEW.state = 'succeeded'", 2);
+    try {
+      const id = await queue.enqueue(pool, { i: 1 });
+      let runs = 0;
+      run(
+        queue.worker(replicaPool(), {
+          logger,
+          pollMs: 10,
+          async handle() {
+            runs++;
+          },
+        }),
+      );
+      // Unrecorded, the job would stay running until its lease expires (30 s) and then run again.
+      await eventually('the job succeeded', async () => (await queue.status(pool, id))?.state === 'succeeded');
+      assert.equal(runs, 1, 'recorded, not run again');
+      assert.equal(await refused.asked(), 3, 'recorded at the third try');
+    } finally {
+      await refused.remove();
+    }
+  });
+
+  it('claims again after a claim failed, waiting twice the poll interval, doubling', async () => {
+    const queue = newQueue();
+    const refused = await refuseUpdates(queue.name, "OLD.state = 'queued' AND NEW.state = 'running'", 3);
+    const logs = captureLogs();
+    try {
+      const id = await queue.enqueue(pool, { i: 1 });
+      run(
+        queue.worker(replicaPool(), {
+          logger: createLogger('jobs-claims', 'warn'),
+          pollMs: 50,
+          handle: async () => undefined,
+        }),
+      );
+      await eventually('the job succeeded', async () => (await queue.status(pool, id))?.state === 'succeeded');
+      assert.equal(await refused.asked(), 4);
+      const waits = logs.lines
+        .flatMap((chunk) => chunk.split('\n').filter(Boolean))
+        .map((l) => JSON.parse(l) as { msg: string; queue?: string; retry_in_ms?: number })
+        .filter((l) => l.queue === queue.name && l.msg.startsWith('could not claim jobs'))
+        .map((l) => l.retry_in_ms);
+      assert.deepEqual(waits, [100, 200, 400]);
+    } finally {
+      logs.stop();
+      await refused.remove();
+    }
   });
 
   it('tells the work it ends, in the same transaction, when a job dies: a last attempt that failed, or one whose replica died', async () => {
@@ -621,7 +711,9 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.equal(await holds(attempt!), false, 'a released attempt holds nothing');
   });
 
-  it('delivers thousands of jobs a second with per-key caps (two replicas)', async () => {
+  it('runs 5,000 jobs over 50 keys capped at 4 on two replicas: each once, never more than 4 of a key at once', async (t) => {
+    // How fast is a `make bench` figure, not a bound here: webhook deliveries per second run on this
+    // queue (scripts/bench-webhooks.mjs), and scripts/compare-job-queues.mjs runs this very load.
     const queue = newQueue<{ endpoint: number }>();
     const total = 5_000;
     await pool.query(
@@ -630,25 +722,27 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
       [queue.name, total],
     );
     let done = 0;
+    const running = new Map<number, number>();
+    let peak = 0;
     const options: WorkerOptions<{ endpoint: number }> = {
       logger,
       concurrency: 50,
       maxPerKey: 4,
       pollMs: 10,
-      handle: async () => {
+      handle: async ({ payload: { endpoint } }) => {
+        running.set(endpoint, (running.get(endpoint) ?? 0) + 1);
+        peak = Math.max(peak, running.get(endpoint)!);
         await sleep(2);
+        running.set(endpoint, running.get(endpoint)! - 1);
         done++;
       },
     };
-    const started = Date.now();
+    const started = performance.now();
     const replicas = [1, 2].map(() => run(queue.worker(replicaPool(), options)));
     await eventually('all done', async () => (await states(queue.name)).succeeded === total, 60_000);
-    const perSecond = Math.round((total / (Date.now() - started)) * 1000);
+    t.diagnostic(`${total} jobs in ${Math.round(performance.now() - started)} ms`);
     await Promise.all(replicas.map((r) => r.stop()));
-    console.log(`jobs: ${total} jobs in ${Date.now() - started} ms = ${perSecond}/s`);
-    assert.equal(done, total);
-    // Alone on this 2-core machine: 3,200–4,300/s; inside the whole suite, beside other tests, ~700/s.
-    // The floor catches a regression by an order of magnitude without failing on a busy machine.
-    assert.ok(perSecond > 300, `${perSecond} jobs/s`);
+    assert.equal(done, total, 'each job ran once');
+    assert.ok(peak <= 4, `at most 4 of a key at once, not ${peak}`);
   });
 });

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { metrics } from '@opentelemetry/api';
 import { newId, preparedStatement, withTransaction, type Pool, type PoolClient, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+import { backoffDelay, retry, systemClock, type Backoff } from '@workauto/retry';
 import type { QueryConfig } from 'pg';
 
 /** NOTIFY channel of enqueued jobs (payload: the queue's name). */
@@ -140,11 +140,13 @@ const gauges = () => {
 const BACKLOG = `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() LIMIT 100000) AS due)::int AS waiting,
     GREATEST(0, EXTRACT(EPOCH FROM now() - (SELECT min(next_attempt_at) FROM jobs WHERE queue = $1 AND state = 'queued')))::float8 AS oldest_s`;
 
-/** Exponential backoff with jitter: 1 s, 2 s, 4 s … capped at 1 h. */
+/** The default retry schedule of a failed attempt: 1 s, 2 s, 4 s … capped at 1 h, each ±20 %. */
 export function exponentialBackoff(attempt: number, firstMs = 1_000, maxMs = 3_600_000): number {
-  const base = Math.min(firstMs * 2 ** Math.max(0, attempt - 1), maxMs);
-  return Math.round(base * (0.8 + Math.random() * 0.4));
+  return Math.round(backoffDelay({ firstMs, maxMs, jitter: 0.2 }, Math.max(1, attempt)));
 }
+
+/** Recording an attempt's outcome is tried again after 500 ms and 1 s (a database restarting, a failover). */
+const RECORD_OUTCOME_BACKOFF: Backoff = { firstMs: 500 };
 
 interface ClaimedRow {
   id: string;
@@ -378,6 +380,8 @@ export class JobWorker<P> {
   private slotFreed: (() => void) | undefined;
   /** Ends the loop's idle wait early (listen); `woken` remembers a wake that came while it was busy. */
   private idleEnded: (() => void) | undefined;
+  /** The connection that LISTENs for enqueued jobs, while it does. */
+  private listener: PoolClient | undefined;
   private woken = false;
   private wakeSoon: NodeJS.Timeout | undefined;
   private readonly concurrency: number;
@@ -396,6 +400,19 @@ export class JobWorker<P> {
   /** Attempts running in this process now. */
   get running(): number {
     return this.inFlight.size;
+  }
+
+  /** Whether it LISTENs for enqueued jobs now (with `listen`; a lost connection is replaced after a few seconds). */
+  get listening(): boolean {
+    return this.listener !== undefined;
+  }
+
+  /**
+   * Whether its claim loop waits now for a wake or its next poll, every wake before handled: a job
+   * enqueued from here on is claimed at its NOTIFY (with `listen`) or at the poll.
+   */
+  get idle(): boolean {
+    return this.idleEnded !== undefined;
   }
 
   /**
@@ -437,17 +454,18 @@ export class JobWorker<P> {
           failures = 0;
         } catch (err) {
           failures++;
-          const delay = Math.min(pollMs * 2 ** failures, 5_000);
+          // Twice the poll interval, doubling, at most 5 s.
+          const delay = backoffDelay({ firstMs: 2 * pollMs, maxMs: 5_000 }, failures);
           logger.warn(
             { err, queue: this.queue, retry_in_ms: delay },
             'could not claim jobs; retrying (is the database reachable?)',
           );
-          await sleep(delay, undefined, { signal }).catch(() => undefined);
+          await systemClock.sleep(delay, signal);
           continue;
         }
         for (const job of claimed) this.start(job);
         // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or a wake).
-        if (claimed.length < free) await this.idle(pollMs, signal);
+        if (claimed.length < free) await this.waitForWork(pollMs, signal);
       }
     } finally {
       await this.drain(ctx.graceMs);
@@ -478,7 +496,7 @@ export class JobWorker<P> {
     this.idleEnded?.();
   }
 
-  private idle(ms: number, signal: AbortSignal): Promise<void> {
+  private waitForWork(ms: number, signal: AbortSignal): Promise<void> {
     if (this.woken) {
       this.woken = false;
       return Promise.resolve();
@@ -502,8 +520,7 @@ export class JobWorker<P> {
    * a lost connection is replaced after a few seconds (polling covers the gap). Returns its stop.
    */
   private listen(signal: AbortSignal): () => Promise<void> {
-    let client: PoolClient | undefined;
-    let retry: NodeJS.Timeout | undefined;
+    let reconnect: NodeJS.Timeout | undefined;
     let stopped = false;
     const onNotification = (msg: { payload?: string | undefined }) => {
       if (msg.payload === this.queue) this.wake();
@@ -516,11 +533,11 @@ export class JobWorker<P> {
         if (!c || released) return;
         released = true;
         c.removeListener('notification', onNotification);
-        if (client === c) client = undefined;
+        if (this.listener === c) this.listener = undefined;
         c.release(err);
       };
       const again = () => {
-        if (!stopped) retry = setTimeout(() => void connect(), 2_000);
+        if (!stopped) reconnect = setTimeout(() => void connect(), 2_000);
       };
       try {
         c = await this.pool.connect();
@@ -538,7 +555,7 @@ export class JobWorker<P> {
         // narrowing of the test above across the await.)
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
         if (stopped) return drop();
-        client = c;
+        this.listener = c;
         this.wake(); // jobs enqueued before it listened
       } catch (err) {
         if (released) return; // the error handler dealt with it
@@ -553,9 +570,9 @@ export class JobWorker<P> {
     void connect();
     return async () => {
       stopped = true;
-      clearTimeout(retry);
-      const c = client;
-      client = undefined;
+      clearTimeout(reconnect);
+      const c = this.listener;
+      this.listener = undefined;
       if (!c) return;
       c.removeListener('notification', onNotification);
       // UNLISTEN before the connection goes back to the pool for other work.
@@ -643,32 +660,31 @@ export class JobWorker<P> {
       );
     }
     const { onDead } = this.options;
-    for (let i = 1; ; i++) {
-      try {
-        const rowCount =
+    let rowCount: number | null;
+    try {
+      rowCount = await retry(
+        async () =>
           failure !== undefined && onDead
             ? await withTransaction(this.pool, async (tx) => {
                 const { rows } = await tx.query<{ state: JobState }>(statement);
                 if (rows[0]?.state === 'dead') await onDead(tx, job, reason);
                 return rows.length;
               })
-            : (await this.pool.query(statement)).rowCount;
-        if (rowCount === 0)
-          logger.warn(
-            { queue: this.queue, job_id: job.id, attempt: job.attempt },
-            'lease lost before the attempt ended; its outcome is discarded and the job runs again',
-          );
-        return;
-      } catch (err) {
-        // Unrecorded, the lease expires and the attempt runs again: at least once, never lost.
-        if (i >= 3)
-          return logger.error(
-            { err, queue: this.queue, job_id: job.id },
-            'could not record a job outcome; it will run again after its lease expires',
-          );
-        await sleep(500 * i);
-      }
+            : (await this.pool.query(statement)).rowCount,
+        { backoff: RECORD_OUTCOME_BACKOFF, attempts: 3 },
+      );
+    } catch (err) {
+      // Unrecorded, the lease expires and the attempt runs again: at least once, never lost.
+      return logger.error(
+        { err, queue: this.queue, job_id: job.id },
+        'could not record a job outcome; it will run again after its lease expires',
+      );
     }
+    if (rowCount === 0)
+      logger.warn(
+        { queue: this.queue, job_id: job.id, attempt: job.attempt },
+        'lease lost before the attempt ended; its outcome is discarded and the job runs again',
+      );
   }
 
   private async claim(limit: number): Promise<Job<P>[]> {

@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '@workauto/logger';
+import { backoffDelay, systemClock, type Clock } from '@workauto/retry';
 
 /** What a background loop is given each time it is (re)started. */
 export interface WorkerContext {
@@ -26,7 +26,12 @@ export interface WorkerOptions {
   checkEveryMs?: number;
   /** First restart delay after a crash; doubles up to 30 s (default 1 s). */
   restartDelayMs?: number;
+  /** What restart waits, and how long a loop ran, are measured on (default the system's clock). */
+  clock?: Clock;
 }
+
+/** A loop that ran this long before it failed is restarted after the first delay again. */
+const RAN_A_GOOD_WHILE_MS = 60_000;
 
 /**
  * Runs a service's workers. A loop that throws (or returns before shutdown) is logged and started
@@ -88,33 +93,37 @@ export class WorkerSupervisor {
 
   private async supervise(worker: Worker): Promise<void> {
     const { signal } = this.controller;
+    const { clock = systemClock } = this.options;
     const log = this.logger.child({ worker: worker.name });
-    let delay = this.options.restartDelayMs ?? 1_000;
+    const backoff = { firstMs: this.options.restartDelayMs ?? 1_000, maxMs: 30_000 };
+    let restarts = 0; // since the loop last ran a good while
     while (!signal.aborted) {
-      const started = Date.now();
+      const started = clock.now().getTime();
+      let crash: { err: unknown } | undefined;
       try {
         await worker.run({ signal, graceMs: this.graceMs, beat: () => this.lastBeat.set(worker.name, Date.now()) });
         // The signal may abort while the worker runs; TypeScript keeps the narrowing of the loop's test.
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition
         if (signal.aborted) return;
-        log.error('worker loop returned before shutdown; starting it again');
       } catch (err) {
         // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- as above
         if (signal.aborted) {
           log.error({ err }, 'worker loop failed while stopping');
           return;
         }
+        crash = { err };
+      }
+      if (clock.now().getTime() - started > RAN_A_GOOD_WHILE_MS) restarts = 0;
+      const delay = backoffDelay(backoff, ++restarts);
+      if (crash)
         log.error(
-          { err, restart_in_ms: delay },
+          { err: crash.err, restart_in_ms: delay },
           'worker loop crashed; starting it again (see the error for the cause)',
         );
-      }
-      // A loop that ran a good while before failing starts over with the short delay.
-      if (Date.now() - started > 60_000) delay = this.options.restartDelayMs ?? 1_000;
+      else log.error({ restart_in_ms: delay }, 'worker loop returned before shutdown; starting it again');
       // Waiting to restart is not being stuck: the silence is counted from the restart.
       this.lastBeat.set(worker.name, Date.now() + delay);
-      await sleep(delay, undefined, { signal }).catch(() => undefined);
-      delay = Math.min(delay * 2, 30_000);
+      await clock.sleep(delay, signal);
     }
   }
 
