@@ -245,16 +245,18 @@ describe(
       assert.equal(await pending(pool), 5);
       const relay = await OutboxRelay.start({ pool, transport, source: 'test', logger, pollMs: 100 });
       await eventually('every event was delivered twice', () => (deliveries = counting.messages.length) >= 10);
+      // The sentinel: one more event of the same resource (its partition, after the ten): once it is
+      // applied, the consumer has handled every delivery before it.
+      const [sentinel] = await record(pool, 1, 'crash');
       await eventually(
-        'every event was applied',
-        async () => (await pool.query('SELECT 1 FROM applied')).rowCount === 5,
+        'the event after them was applied',
+        async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [sentinel])).rowCount === 1,
       );
-      await sleep(500);
       const applied = await pool.query<{ event_id: string }>('SELECT event_id FROM applied ORDER BY event_id');
-      assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids].sort());
+      assert.deepEqual(applied.rows.map((r) => r.event_id).sort(), [...ids, sentinel].sort());
       assert.equal(deliveries, 10);
       const processed = await pool.query('SELECT 1 FROM processed_events WHERE group_id = $1', ['applier']);
-      assert.equal(processed.rowCount, 5);
+      assert.equal(processed.rowCount, 6, 'each applied once');
       await Promise.all([consumer.stop(), counting.sub.stop(), relay.stop()]);
       await pool.end();
     });
@@ -352,23 +354,18 @@ describe(
       const listed = await run('--dry-run');
       assert.equal(listed.stdout.trim().split('\n').length, 2, listed.stdout);
       await run('--event-id', lost!);
-      await eventually(
-        'the replayed event was applied',
-        async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [lost])).rowCount === 1,
-      );
-      await sleep(500);
-      assert.equal(
-        (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount,
-        0,
-        'only the event asked for was replayed',
-      );
+      // The sentinel: an event of the same resource (its partition) published after the replay ended;
+      // once it is applied, whatever the replay produced was handled before it.
+      const [sentinel] = await record(pool, 1, 'replay');
+      const isApplied = async (id: string | undefined) =>
+        (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [id])).rowCount === 1;
+      await eventually('the event after the replay was applied', () => isApplied(sentinel));
+      assert.equal(await isApplied(lost), true, 'the replayed event was applied');
+      assert.equal(await isApplied(kept), false, 'only the event asked for was replayed');
       // Replaying it again (and everything else) applies nothing twice.
       await run('--all');
-      await eventually(
-        'the other one was applied',
-        async () => (await pool.query('SELECT 1 FROM applied WHERE event_id = $1', [kept])).rowCount === 1,
-      );
-      assert.equal((await pool.query('SELECT 1 FROM applied')).rowCount, 2);
+      await eventually('the other one was applied', () => isApplied(kept));
+      assert.equal((await pool.query('SELECT 1 FROM applied')).rowCount, 3);
       await Promise.all([consumer.stop(), dead.sub.stop(), relay.stop()]);
       await pool.end();
     });
@@ -459,10 +456,12 @@ describe('outbox relay', () => {
       ensureTopics: async () => undefined,
       close: async () => undefined,
     };
+    const [before] = await record(pool, 1, 'before-the-relay');
     const relay = new OutboxRelay({ pool, transport: slow, source: 'test', logger, pollMs: 60_000, batchSize: 5 });
     relay.start();
-    await eventually('it leads', () => relay.active);
-    await sleep(100); // its first (empty) drain is over: from now on only NOTIFY wakes it
+    // The sentinel: its first drain (less than a batch: it then waits) published what was there
+    // before; from now on only a NOTIFY wakes it.
+    await eventually('its first drain published the event recorded before it started', () => received.has(before!));
     // 12 in one transaction (one NOTIFY, more than a batch: the relay must go on draining by itself).
     const burst = await record(pool, 12);
     await eventually('the whole burst is published', () => burst.every((id) => received.has(id)), 5_000);
@@ -480,17 +479,22 @@ describe('outbox relay', () => {
   it('lets one relay per database be active, and another takes over when it stops', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport();
+    // The second on a pool of its own, as in another replica: each of its checkouts is a try to lead.
+    const secondPool = createPool(pool.options.connectionString!);
+    let tries = 0;
+    secondPool.on('acquire', () => tries++);
     const first = new OutboxRelay({ pool, transport, source: 'test', logger, pollMs: 50 });
-    const second = new OutboxRelay({ pool, transport, source: 'test', logger, pollMs: 50 });
+    const second = new OutboxRelay({ pool: secondPool, transport, source: 'test', logger, pollMs: 50 });
     first.start();
     await eventually('the first is active', () => first.active);
     second.start();
-    await sleep(300);
+    // The sentinel: a second try began, so the first one ended.
+    await eventually('the second tried to lead twice', () => tries >= 2);
     assert.equal(second.active, false);
     await first.stop();
-    await eventually('the second took over', () => second.active, 5_000);
+    await eventually('the second took over', () => second.active);
     await second.stop();
-    await pool.end();
+    await Promise.all([pool.end(), secondPool.end()]);
   });
 });
 

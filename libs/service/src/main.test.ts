@@ -2,14 +2,16 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
+import { eventually } from '@workauto/retry/testing';
 
 const MAIN = new URL('./main.js', import.meta.url).href;
 
-/** A process whose start waits forever (a database that never answers). */
+/** A process whose start waits forever (a database that never answers), saying on stderr when it began. */
 const fixture = `
   import { runProcess } from ${JSON.stringify(MAIN)};
   import { z } from '@workauto/config';
-  await runProcess({ name: 'fixture', env: { FIXTURE_URL: z.string().url() }, start: () => new Promise(() => void setInterval(() => {}, 1_000)) });
+  const start = () => (process.stderr.write('start began\\n'), new Promise(() => void setInterval(() => {}, 1_000)));
+  await runProcess({ name: 'fixture', env: { FIXTURE_URL: z.string().url() }, start });
 `;
 
 function start(env: Record<string, string>) {
@@ -41,7 +43,7 @@ describe('runProcess', () => {
 
   it('exits 0 on SIGTERM while the start is still waiting, saying so', async () => {
     const p = start({ FIXTURE_URL: 'postgres://db/x' });
-    await new Promise((r) => setTimeout(r, 2_500));
+    await eventually('the start began', () => p.output().stderr.includes('start began'));
     p.child.kill('SIGTERM');
     assert.equal(await p.exited, 0);
     assert.match(p.output().stdout, /stopped before the start completed/);
