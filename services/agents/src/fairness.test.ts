@@ -1,7 +1,8 @@
 /**
  * One tenant never slows or starves another: runs in flight per tenant are capped across
- * replicas, the worst guardrails a tenant can store do not hold the service's thread, and an app
- * tool's long result is cut before it reaches the model. Real notes-tasks, crm-pipelines and apps
+ * replicas, the worst guardrails a tenant can store run (that they cannot hold the service's thread
+ * is shown in guardrails.test.ts, by the work they take: counted, not timed), and an app tool's
+ * long result is cut before it reaches the model. Real notes-tasks, crm-pipelines and apps
  * services, a real MCP server behind the apps service, and a fake provider on loopback.
  */
 import assert from 'node:assert/strict';
@@ -88,22 +89,6 @@ describe('fairness between tenants', () => {
     return last!;
   }
 
-  /** The slowest answer another tenant got from the service while `work` went on. */
-  async function slowestAnswerDuring(work: Promise<unknown>): Promise<number> {
-    const other = tenant();
-    let finished = false;
-    const ended = work.finally(() => (finished = true));
-    let slowest = 0;
-    while (!finished) {
-      const started = performance.now();
-      await stack.client.call(S.listAgentConfigs, {}, other.call);
-      slowest = Math.max(slowest, performance.now() - started);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await ended;
-    return slowest;
-  }
-
   it("caps a tenant's runs in flight across replicas; another tenant's run starts within 5 s; the rest start oldest first", async () => {
     const a = await withKey('task-triage', (body) =>
       hasToolResult(body)
@@ -136,10 +121,10 @@ describe('fairness between tenants', () => {
       await eventually(`run-${n} calls the tool`, () => callers().length === n, 10_000);
       assert.equal(callers()[n - 1], `run-${n}`);
     }
-    while (waiting.length || mcp.calls.length < 6) {
+    await eventually('every run called the tool and was answered', () => {
       waiting.shift()?.();
-      await new Promise((r) => setTimeout(r, 20));
-    }
+      return !waiting.length && mcp.calls.length >= 6;
+    });
     for (const r of runs)
       assert.equal((await untilDone(a, 'task-triage', r.id)).status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED);
     assert.equal(maxInFlight, TENANT_CAP, 'never more than the cap of one tenant running at once');
@@ -159,34 +144,30 @@ describe('fairness between tenants', () => {
     assert.equal(result.length, 20_000, 'cut to TOOL_RESULT_MAX_CHARS, as built-in results are');
   });
 
-  it('answers other tenants as usual while a run filters tools through the worst deny_tools glob', async () => {
+  it('runs a config with the worst deny_tools glob, offering the tools it leaves', async () => {
     const d = await withKey(
       'pipeline-review',
       [{ text: 'reviewed' }],
       [{ type: 'deny_tools', tools: [`${'*'.repeat(14)}Z`] }],
     );
     const run = await stack.client.call(S.createAgentRun, { blueprint: 'pipeline-review', input: 'go' }, d.call);
-    const slowest = await slowestAnswerDuring(untilDone(d, 'pipeline-review', run.id));
-    assert.equal((await get(d, 'pipeline-review', run.id)).status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED);
-    assert.ok(slowest < 1_500, `another tenant waited ${Math.round(slowest)} ms for an answer`);
+    assert.equal((await untilDone(d, 'pipeline-review', run.id)).status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED);
     const offered = JSON.parse(stack.fake.chats(d.key)[0]!.body).tools.map(
       (x: { function: { name: string } }) => x.function.name,
     );
     assert.deepEqual(offered, ['list_deals', 'pipeline_summary', 'create_note', 'create_task'], 'nothing ends in Z');
   });
 
-  it('answers other tenants as usual while a run checks ^(a+)+$ against 31 a and a !', async () => {
+  it('runs a config whose block_pattern ^(a+)+$ checks an answer of 31 a and a !, and keeps the answer', async () => {
     const e = await withKey(
       'task-triage',
       [{ text: `${'a'.repeat(31)}!` }],
       [{ type: 'block_pattern', pattern: '^(a+)+$' }],
     );
     const run = await stack.client.call(S.createAgentRun, { blueprint: 'task-triage', input: 'go' }, e.call);
-    const slowest = await slowestAnswerDuring(untilDone(e, 'task-triage', run.id));
-    const ended = await get(e, 'task-triage', run.id);
+    const ended = await untilDone(e, 'task-triage', run.id);
     assert.equal(ended.status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, ended.failure_detail);
     assert.equal(ended.output?.text, `${'a'.repeat(31)}!`);
-    assert.ok(slowest < 1_500, `another tenant waited ${Math.round(slowest)} ms for an answer`);
   });
 
   it('fails a run whose stored block_pattern RE2 refuses (accepted before), before any provider call', async () => {
