@@ -881,15 +881,12 @@ describe('gateway in front of identity', () => {
     const inFlight = stopping('POST', '/api/v1/invitations/claim', { body: { code: 'wkinv_unknown' } }).catch(
       (err: unknown) => err as Error,
     );
-    await eventually(
-      "the call waits for identity's read behind the lock",
-      async () =>
-        (
-          await lock.query(
-            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-          )
-        ).rows.length > 0,
-    );
+    await eventually("the call waits for identity's read behind the lock", async () => {
+      const { rows } = await lock.query(
+        `SELECT 1 FROM pg_locks WHERE relation = 'invitations'::regclass AND NOT granted`,
+      );
+      return rows.length > 0;
+    });
     gateways.splice(gateways.indexOf(gateway), 1);
     let closed = false;
     const closing = gateway.close().then(() => (closed = true));
