@@ -193,22 +193,6 @@ export async function runStatus(db: Queryable, id: string): Promise<RunStatus | 
   return rows[0]?.status;
 }
 
-/**
- * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
- * by the attempt holding the run's job lease, in the transaction that checked it.
- */
-export async function recordProgress(
-  db: Queryable,
-  id: string,
-  p: { costMicroCents: number; feeCents: number; output: unknown },
-): Promise<void> {
-  await db.query(
-    `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
-     WHERE id = $1 AND status IN ('running', 'cancelled')`,
-    [id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
-  );
-}
-
 /** One step of a run as stored (text already cut and cleaned of secrets: domain/steps.ts). */
 export interface StepRow {
   step_index: number;
@@ -227,26 +211,37 @@ export interface StepRow {
 const STEP_COLUMNS = `step_index, type, started_at, ended_at, tool_name, arguments, result, is_error, input_tokens,
   output_tokens, cost_micro_cents`;
 
-/** Where a run's next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them). */
-export async function nextStepIndex(db: Queryable, runId: string): Promise<number> {
+/**
+ * A run's start of work: which key it uses (a platform key's runs pay the platform fee), and where
+ * its next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them).
+ */
+export async function startWork(db: Queryable, runId: string, usedPlatformKey: boolean): Promise<{ nextStep: number }> {
   const { rows } = await db.query<{ next: number }>(
-    `SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
-    [runId],
+    `WITH key_use AS (UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1)
+     SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
+    [runId, usedPlatformKey],
   );
-  return rows[0]!.next;
+  return { nextStep: rows[0]!.next };
 }
 
 /**
- * A step that ended, written while the run is running (or was cancelled while it ran) by the
- * attempt holding the run's job lease, in the transaction that checked it; its NOTIFY in the same
- * statement. False when the run is no longer running.
+ * A step that ended, written while the run is running (or was cancelled while it ran), and its
+ * NOTIFY: one statement, written only while `lease` (the job queue's lease query, parameters from
+ * $13) finds the attempt's lease, which it locks until the transaction ends. False when the run is
+ * no longer running or the lease is gone.
  */
-export async function insertStep(db: Queryable, runId: string, step: StepRow): Promise<boolean> {
+export async function insertStep(
+  db: Queryable,
+  runId: string,
+  step: StepRow,
+  lease: { sql: string; values: unknown[] },
+): Promise<boolean> {
   const { rows } = await db.query(
-    `WITH ins AS (
+    `WITH lease AS (${lease.sql}),
+     ins AS (
        INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
        SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
-       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled')
+       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)
        RETURNING tenant_id, run_id, step_index)
      SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
        json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
@@ -263,9 +258,26 @@ export async function insertStep(db: Queryable, runId: string, step: StepRow): P
       step.input_tokens,
       step.output_tokens,
       step.cost_micro_cents,
+      ...lease.values,
     ],
   );
   return rows.length === 1;
+}
+
+/**
+ * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
+ * in the transaction whose insertStep found the attempt's lease (and holds it locked).
+ */
+export async function recordProgress(
+  db: Queryable,
+  id: string,
+  p: { costMicroCents: number; feeCents: number; output: unknown },
+): Promise<void> {
+  await db.query(
+    `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
+     WHERE id = $1 AND status IN ('running', 'cancelled')`,
+    [id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
+  );
 }
 
 /** A run's steps in order (the run's tenant only). */
@@ -275,11 +287,6 @@ export async function listSteps(db: Queryable, tenantId: string, runId: string):
     [tenantId, runId],
   );
   return rows;
-}
-
-/** Which key the run uses (a platform key's runs pay the platform fee). */
-export async function markKeyUse(db: Queryable, id: string, usedPlatformKey: boolean): Promise<void> {
-  await db.query(`UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1`, [id, usedPlatformKey]);
 }
 
 /**
