@@ -466,7 +466,7 @@ export class JobWorker<P> {
    */
   async holdsLease(tx: Queryable, job: Job<P>): Promise<boolean> {
     const lease = this.lease(job, 1);
-    const { rows } = await tx.query(lease.sql, lease.values);
+    const { rows } = await tx.query(preparedStatement('jobs_holds_lease', lease.sql)(lease.values));
     return rows.length === 1;
   }
 

@@ -1,4 +1,4 @@
-import { newId, type Queryable } from '@workauto/db';
+import { newId, preparedStatement, type Queryable } from '@workauto/db';
 
 // bigint columns arrive as numbers (@workauto/db parses INT8; the values here stay far below 2^53).
 import type { ProviderName } from '../domain/blueprints.js';
@@ -160,8 +160,10 @@ export async function configForRun(
   blueprint: string,
 ): Promise<{ config: ConfigRow | undefined; stored: StoredKey | undefined }> {
   const { rows } = await db.query<ConfigRow & { byok_ciphertext: string | null }>(
-    `SELECT ${COLUMNS}, byok_ciphertext FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
-    [tenantId, blueprint],
+    preparedStatement(
+      'agents_config_for_run',
+      `SELECT ${COLUMNS}, byok_ciphertext FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
+    )([tenantId, blueprint]),
   );
   const r = rows[0];
   if (!r) return { config: undefined, stored: undefined };
