@@ -13,7 +13,12 @@
  *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
  *
  * It ends with `path/F1 <ratio>x`, `gateway-F1 <µs> us`, `service-F1 <µs> us` and
- * `postgresql path/F1 <ratio>x`. Env: CONNECTIONS (32), TURN (4 s), ROUNDS (8), WARMUP (3 s).
+ * `postgresql path/F1 <ratio>x`. Env: CONNECTIONS (32), TURN (4 s), ROUNDS (8), WARMUP (3 s); TARGETS
+ * (e.g. `F1,A,B`: only these take turns, for a quicker A/B; the path's lines need F1 and path);
+ * RATE (requests per second, all connections together; default none: as fast as each target
+ * answers). CPU per request falls as the rate rises (more work per turn of each event loop, more
+ * frames per write), so an A/B whose arms run at different rates also measures that: a RATE both
+ * arms sustain compares them at the same one.
  *
  * A/B of a change in one sitting: AB names two built checkouts of the repository (e.g. this one
  * and a git worktree of main after `make build`); the gateway and notes-tasks of each run beside
@@ -150,6 +155,7 @@ async function main() {
   const TURN = Number(process.env.TURN ?? 4);
   const ROUNDS = Number(process.env.ROUNDS ?? 8);
   const WARMUP = Number(process.env.WARMUP ?? 3);
+  const RATE = Number(process.env.RATE ?? 0);
   const AUTOCANNON = fileURLToPath(new URL('../node_modules/autocannon/autocannon.js', import.meta.url));
   const SELF = fileURLToPath(import.meta.url);
 
@@ -206,6 +212,8 @@ async function main() {
         front: `${arm.name}-gateway`,
         service: `${arm.name}-notes-tasks`,
       });
+    const only = process.env.TARGETS?.split(',');
+    if (only) targets.splice(0, targets.length, ...targets.filter((t) => only.includes(t.name)));
     // The same note from every target.
     const answers = await Promise.all(targets.map((t) => fetch(t.url, { headers: t.headers }).then((r) => r.json())));
     for (const [i, a] of answers.entries())
@@ -214,6 +222,7 @@ async function main() {
 
     const load = async (t, seconds) => {
       const args = [AUTOCANNON, '-c', String(CONNECTIONS), '-d', String(seconds), '-j'];
+      if (RATE) args.push('--overallRate', String(RATE));
       for (const [k, v] of Object.entries(t.headers)) args.push('-H', `${k}=${v}`);
       const child = spawn(process.execPath, [...args, t.url], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
@@ -276,25 +285,9 @@ async function main() {
     for (const t of targets) {
       const x = m[t.name];
       console.log(
-        `| ${t.name} | ${x.front.toFixed(0)} | ${t.service ? x.service.toFixed(0) : '—'} | ${['path', 'A', 'B'].includes(t.name) ? x.identity.toFixed(0) : '—'} | ${x.postgresql.toFixed(0)} | ${x.total.toFixed(0)} | ${(x.total / m.F0.total).toFixed(2)} | ${x.rps.toFixed(0)} |`,
+        `| ${t.name} | ${x.front.toFixed(0)} | ${t.service ? x.service.toFixed(0) : '—'} | ${['path', 'A', 'B'].includes(t.name) ? x.identity.toFixed(0) : '—'} | ${x.postgresql.toFixed(0)} | ${x.total.toFixed(0)} | ${m.F0 ? (x.total / m.F0.total).toFixed(2) : '—'} | ${x.rps.toFixed(0)} |`,
       );
     }
-    const ratio = m.path.total / m.F1.total;
-    const gatewayOver = m.path.front - m.F1.front;
-    const serviceOver = m.path.service - m.F1.service;
-    const pgRatio = m.path.postgresql / m.F1.postgresql;
-    console.log(
-      `load generator apart: ${m.F0.generator.toFixed(0)} / ${m.F1.generator.toFixed(0)} / ${m.path.generator.toFixed(0)} µs per request (F0 / F1 / path)`,
-    );
-    const targets36 = [
-      ['floor_path_vs_f1', 'GET /notes/{id} CPU per request, the real path ÷ F1 (the floor)', ratio, '×', 1.15],
-      ['floor_gateway_over_f1', 'gateway CPU per request above F1’s Express + grpc-js client', gatewayOver, 'µs', 35],
-      ['floor_service_over_f1', 'notes-tasks CPU per GetNote above F1’s grpc-js server', serviceOver, 'µs', 15],
-      ['floor_pg_vs_f1', 'PostgreSQL CPU per GetNote, the real path ÷ F1', pgRatio, '×', 1.1],
-    ];
-    for (const [id, label, value, unit, target] of targets36)
-      report(id, label, value, unit, { value: target, better: 'lower' });
-    report('floor_f1_vs_f0', 'F1 (the floor) ÷ F0 (bare Express + pg), CPU per request', m.F1.total / m.F0.total, '×');
     if (arms.length) {
       const paired = (k) =>
         median(turns.get('A').map((a, i) => a[k] - turns.get('B')[i][k]))
@@ -304,8 +297,33 @@ async function main() {
       console.log(
         `A − B, round by round, medians: gateway ${paired('front')} µs, notes-tasks ${paired('service')} µs, PostgreSQL ${paired('postgresql')} µs, total ${paired('total')} µs`,
       );
-      console.log(`A/F1 ${(m.A.total / m.F1.total).toFixed(2)}x, B/F1 ${(m.B.total / m.F1.total).toFixed(2)}x`);
+      if (m.F1)
+        console.log(`A/F1 ${(m.A.total / m.F1.total).toFixed(2)}x, B/F1 ${(m.B.total / m.F1.total).toFixed(2)}x`);
     }
+    if (!m.F1 || !m.path) return; // TARGETS left the floor or the path out
+    const ratio = m.path.total / m.F1.total;
+    const gatewayOver = m.path.front - m.F1.front;
+    const serviceOver = m.path.service - m.F1.service;
+    const pgRatio = m.path.postgresql / m.F1.postgresql;
+    if (m.F0)
+      console.log(
+        `load generator apart: ${m.F0.generator.toFixed(0)} / ${m.F1.generator.toFixed(0)} / ${m.path.generator.toFixed(0)} µs per request (F0 / F1 / path)`,
+      );
+    const targets36 = [
+      ['floor_path_vs_f1', 'GET /notes/{id} CPU per request, the real path ÷ F1 (the floor)', ratio, '×', 1.15],
+      ['floor_gateway_over_f1', 'gateway CPU per request above F1’s Express + grpc-js client', gatewayOver, 'µs', 35],
+      ['floor_service_over_f1', 'notes-tasks CPU per GetNote above F1’s grpc-js server', serviceOver, 'µs', 15],
+      ['floor_pg_vs_f1', 'PostgreSQL CPU per GetNote, the real path ÷ F1', pgRatio, '×', 1.1],
+    ];
+    for (const [id, label, value, unit, target] of targets36)
+      report(id, label, value, unit, { value: target, better: 'lower' });
+    if (m.F0)
+      report(
+        'floor_f1_vs_f0',
+        'F1 (the floor) ÷ F0 (bare Express + pg), CPU per request',
+        m.F1.total / m.F0.total,
+        '×',
+      );
     console.log(`path/F1 ${ratio.toFixed(2)}x`);
     console.log(`gateway-F1 ${gatewayOver.toFixed(0)} us`);
     console.log(`service-F1 ${serviceOver.toFixed(0)} us`);
