@@ -25,6 +25,8 @@
  * the product's, started alike with its environment (the same databases, identity and keys), as
  * targets `A` and `B`, and the run ends with their differences round by round:
  *   AB=$PWD,/path/to/main/checkout node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
+ * The product's processes log at warn (lib-bench); AB_LOG_LEVEL=info runs the arms at production's
+ * level instead (the chart's default: one access-log line per request; their output is discarded).
  */
 import { fork, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -381,10 +383,15 @@ async function startArm(dir, name, stackUrl, children) {
     return child;
   };
   const servicePort = await freePort();
-  run('notes-tasks', `${name}-notes-tasks`, { ...environ(notesTasks), GRPC_PORT: String(servicePort) });
+  run('notes-tasks', `${name}-notes-tasks`, {
+    ...environ(notesTasks),
+    ...(process.env.AB_LOG_LEVEL ? { LOG_LEVEL: process.env.AB_LOG_LEVEL } : {}),
+    GRPC_PORT: String(servicePort),
+  });
   const port = await freePort();
   const gw = run('gateway', `${name}-gateway`, {
     ...environ(gateway),
+    ...(process.env.AB_LOG_LEVEL ? { LOG_LEVEL: process.env.AB_LOG_LEVEL } : {}),
     PORT: String(port),
     NOTES_TASKS_ADDR: `127.0.0.1:${servicePort}`,
   });
