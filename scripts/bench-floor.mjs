@@ -25,7 +25,10 @@
  * the product's, started alike with its environment (the same databases, identity and keys), as
  * targets `A` and `B`, and the run ends with their differences round by round:
  *   AB=$PWD,/path/to/main/checkout node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
- * The product's processes log at warn (lib-bench); AB_LOG_LEVEL=info runs the arms at production's
+ * AB_TOGETHER=1: A and B take their turn at the same time (each at RATE, if given), so the load
+ * the rest of the machine puts on them is the same, instant by instant (then PostgreSQL's and
+ * identity's CPU, which they share, is divided among both arms' requests: compare the gateways
+ * and the services). The product's processes log at warn (lib-bench); AB_LOG_LEVEL=info runs the arms at production's
  * level instead (the chart's default: one access-log line per request; their output is discarded).
  */
 import { fork, spawn } from 'node:child_process';
@@ -240,30 +243,48 @@ async function main() {
       `GET /api/v1/notes/{id}, c=${CONNECTIONS}, ${ROUNDS} rounds of ${TURN} s turns (F0, F1, path), load average ${loadBefore.toFixed(2)}:`,
     );
     const GENERATOR = 'its finished children (load generator)';
+    const together = arms.length === 2 && process.env.AB_TOGETHER === '1';
+    if (together)
+      targets.push(
+        ...targets.splice(
+          targets.findIndex((t) => t.name === 'B'),
+          1,
+        ),
+      ); // B last: A's partner
     const turns = new Map(targets.map((t) => [t.name, []]));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? [...targets].reverse() : targets;
-      for (const t of order) {
+      // AB_TOGETHER: the two arms take their turn at once, so whatever else the machine does weighs on both alike.
+      const groups = [];
+      for (const t of order)
+        if (!(together && t.name === 'B')) groups.push(together && t.name === 'A' ? [t, targets.at(-1)] : [t]);
+      for (const group of groups) {
         const before = cpuSnapshot();
-        const r = await load(t, TURN);
+        const results = await Promise.all(group.map((t) => load(t, TURN)));
         const spent = cpuDelta(before, cpuSnapshot());
-        const n = r.requests.total;
-        if (r.non2xx + r.errors + r.timeouts > 0) throw new Error(`${t.name}: requests failed`);
-        const us = (k) => ((spent.get(k) ?? 0) * 1000) / n;
-        const turn = {
-          front: us(t.front),
-          service: t.service ? us(t.service) : 0,
-          identity: t.front.endsWith('gateway') && t.front !== 'f1-gateway' ? us('identity') : 0,
-          postgresql: us('postgresql'),
-          generator: us(GENERATOR),
-          rps: n / TURN,
-          p99: r.latency.p99,
-        };
-        turn.total = turn.front + turn.service + turn.identity + turn.postgresql;
-        turns.get(t.name).push(turn);
-        console.log(
-          `  ${t.name.padEnd(4)} front ${turn.front.toFixed(0).padStart(4)} µs  service ${turn.service.toFixed(0).padStart(4)} µs  postgresql ${turn.postgresql.toFixed(0).padStart(3)} µs  total ${turn.total.toFixed(0).padStart(4)} µs  (load generator ${turn.generator.toFixed(0)} µs)  ${turn.rps.toFixed(0)} req/s  p99 ${turn.p99} ms`,
-        );
+        const all = results.reduce((sum, r) => sum + r.requests.total, 0);
+        for (const [i, t] of group.entries()) {
+          const r = results[i];
+          const n = r.requests.total;
+          if (r.non2xx + r.errors + r.timeouts > 0) throw new Error(`${t.name}: requests failed`);
+          const us = (k) => ((spent.get(k) ?? 0) * 1000) / n;
+          // What both arms share (PostgreSQL, identity, the load generators) is divided among all their requests.
+          const shared = (k) => ((spent.get(k) ?? 0) * 1000) / all;
+          const turn = {
+            front: us(t.front),
+            service: t.service ? us(t.service) : 0,
+            identity: t.front.endsWith('gateway') && t.front !== 'f1-gateway' ? shared('identity') : 0,
+            postgresql: shared('postgresql'),
+            generator: shared(GENERATOR),
+            rps: n / TURN,
+            p99: r.latency.p99,
+          };
+          turn.total = turn.front + turn.service + turn.identity + turn.postgresql;
+          turns.get(t.name).push(turn);
+          console.log(
+            `  ${t.name.padEnd(4)} front ${turn.front.toFixed(0).padStart(4)} µs  service ${turn.service.toFixed(0).padStart(4)} µs  postgresql ${turn.postgresql.toFixed(0).padStart(3)} µs  total ${turn.total.toFixed(0).padStart(4)} µs  (load generator ${turn.generator.toFixed(0)} µs)  ${turn.rps.toFixed(0)} req/s  p99 ${turn.p99} ms`,
+          );
+        }
       }
     }
     const median = (v) => {
