@@ -181,6 +181,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.json(openapi);
   });
   pages.use(docsRoutes());
+  app.use(
+    inOneLayer(
+      requestId,
+      corsHeaders(options.corsAllowedOrigins ?? []),
+      // An API call never matches the health, OpenAPI and docs routes: it skips their matching.
+      (req, res, next) => (isApiCall(req.path) ? next() : pages(req, res, next)),
+    ),
+  );
 
   const streamWatch = new StreamWatch(auth, logger, options.streamReauthorizeMs);
   const transcode = transcodingHandler(
@@ -200,53 +208,47 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
   );
   const parseJson = express.json({ limit: MAX_BODY, strict: false, type: JSON_TYPES });
-  const api = inOneLayer(
-    failedAuthLimiter(limitPerMinute, send, counter),
-    rateLimiter(limitPerMinute, send, counter),
-    corsPreflight(options.corsAllowedOrigins ?? [], routes),
-    // JSON bodies only (415 otherwise), at most 1 MiB (413), within the shape limits (400).
-    (req, res, next) => {
-      // Without a body the three steps do nothing but set req.body = undefined: a GET skips them.
-      if (!hasBody(req)) {
-        if (!('body' in (req as object))) req.body = undefined;
-        return next();
-      }
-      // The method first: a path without it is a 405 whatever its body (docs/api.md §5).
-      const match = matchRoute(routes, req.method, req.originalUrl.split('?')[0] ?? '');
-      if (match && 'methodNotAllowed' in match)
-        return next(gatewayErrors.methodNotAllowed(req.method, match.methodNotAllowed));
-      const declared = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
-      if (declared && !req.is(JSON_TYPES)) {
-        return next(
-          new GatewayError(
-            grpc.status.INVALID_ARGUMENT,
-            'UNSUPPORTED_MEDIA_TYPE',
-            'send the body as JSON with Content-Type: application/json',
-            415,
-          ),
-        );
-      }
-      parseJson(req, res, (err?: unknown) => (err ? next(err) : checkBody(req, res, next)));
-    },
-    mcpEndpoint(downstreams, auth, callerSigner),
-    async (req: Request, res: Response) => {
-      try {
-        await transcode(req, res);
-      } finally {
-        auth.finished(req);
-      }
-    },
-  );
-  // One Express layer for every request: Express makes each handler given to app.use a layer of its
-  // own, and each layer matches its path (and a mount rewrites req.url) again, on every request.
+  // One Express layer for the whole /api chain: Express makes each handler given to app.use a layer of
+  // its own, and each layer matches the mount path and rewrites req.url again, on every request.
   app.use(
-    inOneLayer(requestId, corsHeaders(options.corsAllowedOrigins ?? []), (req, res, next) => {
-      const path = req.path.toLowerCase();
-      // An API call never matches the health, OpenAPI and docs routes: it skips their matching.
-      if (isApiCall(path)) return api(req, res, next);
-      // What those do not answer under /api (a POST to the OpenAPI document, /api itself) is the API's 404 or 405.
-      pages(req, res, (err?: unknown) => (err || !underApi(path) ? next(err) : api(req, res, next)));
-    }),
+    '/api',
+    inOneLayer(
+      failedAuthLimiter(limitPerMinute, send, counter),
+      rateLimiter(limitPerMinute, send, counter),
+      corsPreflight(options.corsAllowedOrigins ?? [], routes),
+      // JSON bodies only (415 otherwise), at most 1 MiB (413), within the shape limits (400).
+      (req, res, next) => {
+        // Without a body the three steps do nothing but set req.body = undefined: a GET skips them.
+        if (!hasBody(req)) {
+          if (!('body' in (req as object))) req.body = undefined;
+          return next();
+        }
+        // The method first: a path without it is a 405 whatever its body (docs/api.md §5).
+        const match = matchRoute(routes, req.method, req.originalUrl.split('?')[0] ?? '');
+        if (match && 'methodNotAllowed' in match)
+          return next(gatewayErrors.methodNotAllowed(req.method, match.methodNotAllowed));
+        const declared = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+        if (declared && !req.is(JSON_TYPES)) {
+          return next(
+            new GatewayError(
+              grpc.status.INVALID_ARGUMENT,
+              'UNSUPPORTED_MEDIA_TYPE',
+              'send the body as JSON with Content-Type: application/json',
+              415,
+            ),
+          );
+        }
+        parseJson(req, res, (err?: unknown) => (err ? next(err) : checkBody(req, res, next)));
+      },
+      mcpEndpoint(downstreams, auth, callerSigner),
+      async (req: Request, res: Response) => {
+        try {
+          await transcode(req, res);
+        } finally {
+          auth.finished(req);
+        }
+      },
+    ),
   );
 
   app.use((req: Request, _res: Response, next: NextFunction) =>
@@ -306,14 +308,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   };
 }
 
-/** Under /api/ and neither the OpenAPI document nor the docs page; `path` lowercased (Express matches paths regardless of case). */
+/** Under /api/ and neither the OpenAPI document nor the docs page (Express matches paths regardless of case). */
 function isApiCall(path: string): boolean {
-  return path.startsWith('/api/') && !path.startsWith(OPENAPI_PATH) && !path.startsWith(DOCS_PATH);
-}
-
-/** What Express's mount of /api matched: /api itself or a path under it; `path` lowercased. */
-function underApi(path: string): boolean {
-  return path === '/api' || path.startsWith('/api/');
+  const p = path.toLowerCase();
+  return p.startsWith('/api/') && !p.startsWith(OPENAPI_PATH) && !p.startsWith(DOCS_PATH);
 }
 
 /** type-is's hasBody, the test body-parser skips a request by (an empty Content-Length still has a body: {}). */

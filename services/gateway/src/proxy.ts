@@ -64,8 +64,7 @@ const IDENTITY_AUDIENCE = callerAudience(IdentityServiceService.authenticateToke
  */
 export function requestCaller(req: Request, requestId: string): Caller {
   const ua = req.get('user-agent');
-  const ip = req.ip; // computed at each read (the trusted proxies' X-Forwarded-For): read once
-  return { requestId, ...(ip ? { clientIp: ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
+  return { requestId, ...(req.ip ? { clientIp: req.ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
 }
 
 export function addPrincipal(caller: Caller, principal: Principal): Caller {
