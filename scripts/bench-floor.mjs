@@ -28,8 +28,10 @@
  * AB_TOGETHER=1: A and B take their turn at the same time (each at RATE, if given), so the load
  * the rest of the machine puts on them is the same, instant by instant (then PostgreSQL's and
  * identity's CPU, which they share, is divided among both arms' requests: compare the gateways
- * and the services). The product's processes log at warn (lib-bench); AB_LOG_LEVEL=info runs the arms at production's
- * level instead (the chart's default: one access-log line per request; their output is discarded).
+ * and the services). AB_ENV sets variables of both arms' processes, e.g. production's settings:
+ * `AB_ENV=LOG_LEVEL=info,METRICS_PORT=0` (the chart's defaults: an access-log line per request, the
+ * arms' output discarded; Prometheus metrics, so OpenTelemetry and its instrumentations run, on a
+ * port of their own). The product's processes log at warn and run no telemetry (lib-bench).
  */
 import { fork, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -358,6 +360,16 @@ async function main() {
   }
 }
 
+/** AB_ENV (`KEY=value,KEY=value`) as an object. */
+function abEnv() {
+  return Object.fromEntries(
+    (process.env.AB_ENV ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
 /** /proc/<pid>/environ as an object. */
 function environ(pid) {
   return Object.fromEntries(
@@ -406,13 +418,13 @@ async function startArm(dir, name, stackUrl, children) {
   const servicePort = await freePort();
   run('notes-tasks', `${name}-notes-tasks`, {
     ...environ(notesTasks),
-    ...(process.env.AB_LOG_LEVEL ? { LOG_LEVEL: process.env.AB_LOG_LEVEL } : {}),
+    ...abEnv(),
     GRPC_PORT: String(servicePort),
   });
   const port = await freePort();
   const gw = run('gateway', `${name}-gateway`, {
     ...environ(gateway),
-    ...(process.env.AB_LOG_LEVEL ? { LOG_LEVEL: process.env.AB_LOG_LEVEL } : {}),
+    ...abEnv(),
     PORT: String(port),
     NOTES_TASKS_ADDR: `127.0.0.1:${servicePort}`,
   });
