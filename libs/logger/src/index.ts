@@ -46,17 +46,15 @@ const MAX_DEPTH = 3;
 function censored<T>(value: T, depth = 0, holdsCode = false): T {
   if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || value instanceof Date) return value;
   const source = value as Record<string, unknown>;
+  const list = Array.isArray(source);
   let copy: Record<string, unknown> | undefined;
-  // An error's enumerable properties are what pino's err serializer writes (its own and inherited).
-  for (const key in source) {
-    if (!Array.isArray(source) && !(value instanceof Error) && !Object.prototype.hasOwnProperty.call(source, key))
-      continue;
+  for (const key of keysOf(source)) {
     const item = source[key];
-    const secret = !Array.isArray(source) && (SECRET_KEYS.has(key) || (holdsCode && key === 'code'));
+    const secret = !list && (SECRET_KEYS.has(key) || (holdsCode && key === 'code'));
     const next = secret
       ? CENSOR
       : depth < MAX_DEPTH
-        ? censored(item, depth + 1, !Array.isArray(source) && SECRET_CODE_HOLDERS.has(key))
+        ? censored(item, depth + 1, !list && SECRET_CODE_HOLDERS.has(key))
         : item;
     if (next === item) continue;
     copy ??= copyOf(source);
@@ -65,13 +63,29 @@ function censored<T>(value: T, depth = 0, holdsCode = false): T {
   return (copy ?? value) as T;
 }
 
+/**
+ * The keys whose values a line writes: an object's own enumerable ones; an error's as pino's err
+ * serializer reads them (enumerable, own and inherited, and an AggregateError's `errors`).
+ */
+function keysOf(source: object): string[] {
+  if (!(source instanceof Error)) return Object.keys(source);
+  const keys: string[] = [];
+  for (const key in source) keys.push(key);
+  if (Array.isArray((source as { errors?: unknown }).errors) && !keys.includes('errors')) keys.push('errors');
+  return keys;
+}
+
 /** A shallow copy that stays what it was (an array, an error of its class, with its message and stack). */
 function copyOf(source: Record<string, unknown>): Record<string, unknown> {
   if (Array.isArray(source)) return [...(source as unknown[])] as unknown as Record<string, unknown>;
-  return Object.create(Object.getPrototypeOf(source) as object, Object.getOwnPropertyDescriptors(source)) as Record<
-    string,
-    unknown
-  >;
+  const copy = Object.create(
+    Object.getPrototypeOf(source) as object,
+    Object.getOwnPropertyDescriptors(source),
+  ) as Record<string, unknown>;
+  // An error's stack is read through the original (its accessor reads the error it was captured on).
+  if (source instanceof Error)
+    Object.defineProperty(copy, 'stack', { value: source.stack, writable: true, configurable: true });
+  return copy;
 }
 
 /**
