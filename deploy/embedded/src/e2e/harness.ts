@@ -6,7 +6,7 @@ import { setLogTarget } from '@workauto/logger';
 import { databaseUrlFor } from '@workauto/db';
 import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { testCallerKeys } from '@workauto/testing';
-import { createClient, type WorkautoClient } from '@workauto/client';
+import { createClient, type ErrorBody, type WorkautoClient } from '@workauto/client';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
 export interface ApiResponse<T = any> {
@@ -162,6 +162,12 @@ export async function fails(call: Promise<Answer<unknown>>, status: number, reas
   const res = { status: response.status, headers: response.headers, body: error };
   assertError(res, status, reason);
   return res;
+}
+
+/** The ErrorInfo reason of a typed client call's error body (docs/api.md §5), e.g. NOTE_NOT_FOUND. */
+export function reasonOf(error: unknown): string | undefined {
+  const details = (error as ErrorBody | undefined)?.error.details ?? [];
+  return details.find((d) => 'reason' in d)?.reason;
 }
 
 /** The fields named by a 400's BadRequest detail. */
