@@ -164,6 +164,15 @@ export async function fails(call: Promise<Answer<unknown>>, status: number, reas
   return res;
 }
 
+/**
+ * A typed client call's answer in the shape `api()` gives (status, headers, and the data or the error
+ * body), for a test that judges several possible outcomes of one call.
+ */
+export async function answer(call: Promise<Answer<unknown>>): Promise<ApiResponse> {
+  const { data, error, response } = await call;
+  return { status: response.status, headers: response.headers, body: error ?? data };
+}
+
 /** The ErrorInfo reason of a typed client call's error body (docs/api.md §5), e.g. NOTE_NOT_FOUND. */
 export function reasonOf(error: unknown): string | undefined {
   const details = (error as ErrorBody | undefined)?.error.details ?? [];
