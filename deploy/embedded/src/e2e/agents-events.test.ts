@@ -270,7 +270,7 @@ describe('agent run events through the gateway, served by another replica', () =
         201,
       );
       const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
-      return { key: claimed.api_key!, id: claimed.member!.id };
+      return { key: claimed.api_key, id: claimed.member!.id };
     };
     const cases: [string, (m: { key: string; id: string }) => Promise<{ response: Response }>, number][] = [
       [

@@ -97,7 +97,7 @@ describe('agents through the gateway', () => {
         as(a.key).POST('/api/v1/invitations', { body: { email: `${role}-${randomUUID()}@alpha.test`, role } }),
         201,
       );
-      return (await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }))).api_key!;
+      return (await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }))).api_key;
     };
     member = await invite('member');
     viewer = await invite('viewer');
@@ -715,7 +715,7 @@ describe('agents through the gateway', () => {
       201,
     );
     const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
-    const runner = as(claimed.api_key!);
+    const runner = as(claimed.api_key);
     const policies = (crm: 'none' | 'read') =>
       ok(
         owner.PUT('/api/v1/members/{member_id}/access-policies', {

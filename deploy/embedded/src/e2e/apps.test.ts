@@ -270,7 +270,7 @@ describe('apps through the gateway', () => {
         201,
       );
       const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
-      return stack.client(claimed.api_key!);
+      return stack.client(claimed.api_key);
     };
     const [asMember, asViewer] = [await member('member'), await member('viewer')];
     // member: read on apps (lists and reads), no tool calls (write), no configuration (admin).

@@ -187,7 +187,7 @@ describe('audit log export', () => {
     );
     const member = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
     const asCsv = { params: { query: { format: 'csv' as const } }, parseAs: 'text' as const };
-    await fails(stack.client(member.api_key!).GET('/api/v1/audit-log/export', asCsv), 403);
+    await fails(stack.client(member.api_key).GET('/api/v1/audit-log/export', asCsv), 403);
     await fails(stack.client().GET('/api/v1/audit-log/export', asCsv), 401);
   });
 

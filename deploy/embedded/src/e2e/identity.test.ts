@@ -69,8 +69,8 @@ describe('identity end to end', () => {
     );
     secrets.push(inv.code!);
     const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
-    secrets.push(claimed.api_key!);
-    return { id: claimed.member!.id, key: claimed.api_key! };
+    secrets.push(claimed.api_key);
+    return { id: claimed.member!.id, key: claimed.api_key };
   }
 
   it('claims an invitation into a member, its policies and a working key', async () => {
@@ -92,7 +92,7 @@ describe('identity end to end', () => {
     assert.equal(JSON.stringify(listed).includes(code), false, 'codes are never listed');
     const claim = () => stack.client().POST('/api/v1/invitations/claim', { body: { code } });
     const claimed = await ok(claim());
-    secrets.push(claimed.api_key!);
+    secrets.push(claimed.api_key);
     assert.equal(claimed.member!.name, 'New Person');
     assert.equal(claimed.member!.role, 'member');
     assert.equal(claimed.member!.is_active, true);
@@ -100,7 +100,7 @@ describe('identity end to end', () => {
       claimed.access_policies.map((p) => [p.domain, p.access_level]),
       [['audit', 'read']],
     );
-    await ok(stack.client(claimed.api_key!).GET('/api/v1/members/{id}', byId(claimed.member!.id)));
+    await ok(stack.client(claimed.api_key).GET('/api/v1/members/{id}', byId(claimed.member!.id)));
     await fails(claim(), 409, 'INVITATION_ALREADY_CLAIMED');
     await fails(stack.client().POST('/api/v1/invitations/claim', { body: { code: 'inv_nope' } }), 404);
   });
@@ -116,7 +116,7 @@ describe('identity end to end', () => {
     );
     const statuses = results.map((r) => r.response.status).sort();
     assert.deepEqual(statuses, [200, ...Array(19).fill(409)]);
-    for (const r of results) if (r.data) secrets.push(r.data.api_key!);
+    for (const r of results) if (r.data) secrets.push(r.data.api_key);
     const all = await ok(owner.GET('/api/v1/members', { params: { query: { limit: 200 } } }));
     assert.equal(all.data.filter((m) => m.email === 'race@matrix.test').length, 1);
   });

@@ -84,7 +84,7 @@ describe('replicas: revocation and OAuth across instances', () => {
       201,
     );
     const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
-    return { id: claimed.member!.id, key: claimed.api_key! };
+    return { id: claimed.member!.id, key: claimed.api_key };
   }
 
   /** Through replica B, whose cache still holds the key: no credential, note or member change is made. */

@@ -11,7 +11,6 @@ import { signedBy, startReceiver, type Received, type Receiver } from '@workauto
 import { eventually } from '@workauto/testing';
 import type { WorkautoClient } from '@workauto/client';
 import {
-  answer,
   assertError,
   assertRecord,
   fails,
@@ -63,7 +62,7 @@ describe('webhooks through the gateway', () => {
       201,
     );
     const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
-    return { id: claimed.member!.id, client: stack.client(claimed.api_key!) };
+    return { id: claimed.member!.id, client: stack.client(claimed.api_key) };
   };
 
   before(async () => {
