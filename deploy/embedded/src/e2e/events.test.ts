@@ -197,50 +197,21 @@ describe('events through the gateway', () => {
       }),
       201,
     );
-    const resources = [
-      {
-        service: 'identity',
-        id: memberId,
-        get: () => api.GET('/api/v1/members/{id}', byId(memberId)),
-        type: 'member.updated',
-      },
-      {
-        service: 'notes_tasks',
-        id: note.id,
-        get: () => api.GET('/api/v1/notes/{id}', byId(note.id)),
-        type: 'note.updated',
-      },
-      {
-        service: 'notes_tasks',
-        id: task.id,
-        get: () => api.GET('/api/v1/tasks/{id}', byId(task.id)),
-        type: 'task.created',
-      },
-      {
-        service: 'crm_pipelines',
-        id: pipeline.id,
-        get: () => api.GET('/api/v1/pipelines/{id}', byId(pipeline.id)),
-        type: 'pipeline.created',
-      },
-      {
-        service: 'crm_pipelines',
-        id: deal.id,
-        get: () => api.GET('/api/v1/deals/{id}', byId(deal.id)),
-        type: 'deal.created',
-      },
-      {
-        service: 'crm_pipelines',
-        id: contact.id,
-        get: () => api.GET('/api/v1/contacts/{id}', byId(contact.id)),
-        type: 'contact.updated',
-      },
+    // [service, resource id, event type, GET of the resource]
+    const resources: [string, string, string, () => Promise<{ data?: unknown; response: Response }>][] = [
+      ['identity', memberId, 'member.updated', () => api.GET('/api/v1/members/{id}', byId(memberId))],
+      ['notes_tasks', note.id, 'note.updated', () => api.GET('/api/v1/notes/{id}', byId(note.id))],
+      ['notes_tasks', task.id, 'task.created', () => api.GET('/api/v1/tasks/{id}', byId(task.id))],
+      ['crm_pipelines', pipeline.id, 'pipeline.created', () => api.GET('/api/v1/pipelines/{id}', byId(pipeline.id))],
+      ['crm_pipelines', deal.id, 'deal.created', () => api.GET('/api/v1/deals/{id}', byId(deal.id))],
+      ['crm_pipelines', contact.id, 'contact.updated', () => api.GET('/api/v1/contacts/{id}', byId(contact.id))],
     ];
-    for (const r of resources) {
-      const event = await lastEvent(r.service, r.id);
-      const got = await ok<unknown>(r.get());
-      assert.equal(event.type, r.type);
+    for (const [service, id, type, get] of resources) {
+      const event = await lastEvent(service, id);
+      const got = await ok(get());
+      assert.equal(event.type, type);
       assert.equal(event.data_schema, 'v1');
-      assert.deepEqual(event.data, got, `${r.type}: event data is the GET body`);
+      assert.deepEqual(event.data, got, `${type}: event data is the GET body`);
     }
     const channelEvent = await lastEvent('crm_pipelines', channel.id);
     const channels = await ok(api.GET('/api/v1/contacts/{contact_id}/channels', ofContact)); // response_body: the list itself
