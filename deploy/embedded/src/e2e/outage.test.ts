@@ -269,7 +269,7 @@ describe(
         await eventually(
           'it waits for the database',
           () => waiting.output().includes('waiting for the database'),
-          15_000,
+          60_000, // a process's start: 1–2 s alone, 15 s and more beside a second `make test`
           100,
         );
         const closed = once(waiting.proc, 'close');
