@@ -6,7 +6,7 @@ import { setLogTarget } from '@workauto/logger';
 import { databaseUrlFor } from '@workauto/db';
 import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { testCallerKeys } from '@workauto/testing';
-import { createClient, type WorkautoClient } from '@workauto/client';
+import { createClient, type ErrorBody, type WorkautoClient } from '@workauto/client';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
 export interface ApiResponse<T = any> {
@@ -169,6 +169,21 @@ export async function fails(call: Promise<Answer<unknown>>, status: number, reas
   const res = { status: response.status, headers: response.headers, body: error };
   assertError(res, status, reason);
   return res;
+}
+
+/**
+ * A typed client call's answer in the shape `api()` gives (status, headers, and the data or the error
+ * body), for a test that judges several possible outcomes of one call.
+ */
+export async function answer(call: Promise<Answer<unknown>>): Promise<ApiResponse> {
+  const { data, error, response } = await call;
+  return { status: response.status, headers: response.headers, body: error ?? data };
+}
+
+/** The ErrorInfo reason of a typed client call's error body (docs/api.md §5), e.g. NOTE_NOT_FOUND. */
+export function reasonOf(error: unknown): string | undefined {
+  const details = (error as ErrorBody | undefined)?.error.details ?? [];
+  return details.find((d) => 'reason' in d)?.reason;
 }
 
 /** The fields named by a 400's BadRequest detail. */
