@@ -6,6 +6,8 @@ TEST_DIRS := libs/*/dist services/*/dist deploy/embedded/dist
 # Timed against its own quiet moments, so it runs alone after the rest (three files at once, the Kafka
 # 4.x run and lint beside them, load a 2-core machine enough to move a p99 by hundreds of ms).
 TEST_ALONE := deploy/embedded/dist/e2e/noisy-neighbour.test.js
+# Shared by every `make test` of this machine (any clone): suites hold it shared, TEST_ALONE exclusive.
+TEST_LOCK := $${TMPDIR:-/tmp}/workauto-make-test.lock
 # Run again on the current Kafka 4.x line, beside the suite (on 3.9): the event library's tests (the
 # transport, the outbox relay, consumers, dead letters, TLS, SASL and mTLS listeners) and the audit
 # log end to end through Kafka.
@@ -75,21 +77,24 @@ dev: build
 ## test: the chart checks (offline and on a real API server), the migration checks, the previous release
 ## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
 ## a real Kafka 3.9 broker (started and stopped here), three files at once, with lint-code and the Kafka
-## tests on a Kafka 4.x broker (KAFKA_4_TESTS) beside it; then TEST_ALONE on a quiet machine
+## tests on a Kafka 4.x broker (KAFKA_4_TESTS) beside it; then TEST_ALONE on a quiet machine: it measures
+## one tenant's latency under another's attack, so it waits (TEST_LOCK, exclusive) until no other
+## `make test` on this machine is in its suite (which holds TEST_LOCK shared), at most 30 minutes
 test: build openapi-lint chart-check chart-install migrations-check
-	@lint_log=$$(mktemp); $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
+	@lint_log=$$(mktemp); flock -s $(TEST_LOCK) $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
 	kafka4_log=$$(mktemp); \
-	KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
+	KAFKA_LINE=4 flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
 	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
-	node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=3 --test-timeout=180000 \
+	flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=3 --test-timeout=180000 \
 	  $$(find $(TEST_DIRS) -name '*.test.js' ! -path '$(TEST_ALONE)' | sort); \
 	status=$$?; \
 	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
 	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
 	if wait $$lint; then echo 'lint-code: Prettier, eslint and knip found nothing'; \
 	else cat "$$lint_log"; echo 'lint-code failed: the findings are above (make lint-code)'; status=1; fi; \
-	node deploy/embedded/dist/with-infra.js -- node --test --test-timeout=300000 $(TEST_ALONE) || status=1; \
+	flock -x -w 1800 $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-timeout=300000 $(TEST_ALONE) \
+	  || { status=1; echo "$(TEST_ALONE) failed, or another make test held $(TEST_LOCK) for 30 minutes"; }; \
 	rm -f "$$lint_log" "$$kafka4_log"; exit $$status
 
 proto-lint: install

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startRunStack, tenant, newKey } from '../services/agents/dist/test-support.js';
 import { hasToolResult } from '../services/agents/dist/testing/fake-provider.js';
-import { report, summarize } from './lib-bench.mjs';
+import { printTopStatements, report, statementsSince, summarize } from './lib-bench.mjs';
 
 const RUNS = Number(process.env.RUNS ?? 1_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
@@ -64,6 +64,8 @@ try {
   console.log(
     `queued ${RUNS} runs through the API in ${((performance.now() - created) / 1000).toFixed(1)} s (${(RUNS / ((performance.now() - created) / 1000)).toFixed(0)}/s)`,
   );
+  const databaseUrl = stack.db.options.connectionString;
+  await statementsSince(databaseUrl); // from here: the runs' own statements
   const due = await stack.db.connect();
   try {
     await due.query('BEGIN');
@@ -83,6 +85,12 @@ try {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  await printTopStatements(databaseUrl, 25);
+  const statements = await statementsSince(databaseUrl);
+  if (statements)
+    console.log(
+      `SQL statements per run: ${[...statements].map(([db, { calls }]) => `${db} ${(calls / RUNS).toFixed(1)}`).join(', ')}`,
+    );
   const { rows } = await stack.db.query(
     `SELECT extract(epoch FROM started_at - run_at) * 1000 AS to_running_ms, extract(epoch FROM finished_at - run_at) * 1000 AS to_done_ms,
             extract(epoch FROM finished_at - started_at) * 1000 AS running_ms

@@ -13,13 +13,25 @@
  *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
  *
  * It ends with `path/F1 <ratio>x`, `gateway-F1 <µs> us`, `service-F1 <µs> us` and
- * `postgresql path/F1 <ratio>x`. Env: CONNECTIONS (32), TURN (4 s), ROUNDS (8), WARMUP (3 s).
+ * `postgresql path/F1 <ratio>x`. Env: CONNECTIONS (32), TURN (4 s), ROUNDS (8), WARMUP (3 s); TARGETS
+ * (e.g. `F1,A,B`: only these take turns, for a quicker A/B; the path's lines need F1 and path);
+ * RATE (requests per second, all connections together; default none: as fast as each target
+ * answers). CPU per request falls as the rate rises (more work per turn of each event loop, more
+ * frames per write), so an A/B whose arms run at different rates also measures that: a RATE both
+ * arms sustain compares them at the same one.
  *
  * A/B of a change in one sitting: AB names two built checkouts of the repository (e.g. this one
  * and a git worktree of main after `make build`); the gateway and notes-tasks of each run beside
  * the product's, started alike with its environment (the same databases, identity and keys), as
  * targets `A` and `B`, and the run ends with their differences round by round:
  *   AB=$PWD,/path/to/main/checkout node deploy/embedded/dist/with-infra.js -- node scripts/bench-floor.mjs
+ * AB_TOGETHER=1: A and B take their turn at the same time (each at RATE, if given), so the load
+ * the rest of the machine puts on them is the same, instant by instant (then PostgreSQL's and
+ * identity's CPU, which they share, is divided among both arms' requests: compare the gateways
+ * and the services). AB_ENV sets variables of both arms' processes, e.g. production's settings:
+ * `AB_ENV=LOG_LEVEL=info,METRICS_PORT=0` (the chart's defaults: an access-log line per request, the
+ * arms' output discarded; Prometheus metrics, so OpenTelemetry and its instrumentations run, on a
+ * port of their own). The product's processes log at warn and run no telemetry (lib-bench).
  */
 import { fork, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -150,6 +162,7 @@ async function main() {
   const TURN = Number(process.env.TURN ?? 4);
   const ROUNDS = Number(process.env.ROUNDS ?? 8);
   const WARMUP = Number(process.env.WARMUP ?? 3);
+  const RATE = Number(process.env.RATE ?? 0);
   const AUTOCANNON = fileURLToPath(new URL('../node_modules/autocannon/autocannon.js', import.meta.url));
   const SELF = fileURLToPath(import.meta.url);
 
@@ -206,6 +219,8 @@ async function main() {
         front: `${arm.name}-gateway`,
         service: `${arm.name}-notes-tasks`,
       });
+    const only = process.env.TARGETS?.split(',');
+    if (only) targets.splice(0, targets.length, ...targets.filter((t) => only.includes(t.name)));
     // The same note from every target.
     const answers = await Promise.all(targets.map((t) => fetch(t.url, { headers: t.headers }).then((r) => r.json())));
     for (const [i, a] of answers.entries())
@@ -214,6 +229,7 @@ async function main() {
 
     const load = async (t, seconds) => {
       const args = [AUTOCANNON, '-c', String(CONNECTIONS), '-d', String(seconds), '-j'];
+      if (RATE) args.push('--overallRate', String(RATE));
       for (const [k, v] of Object.entries(t.headers)) args.push('-H', `${k}=${v}`);
       const child = spawn(process.execPath, [...args, t.url], { stdio: ['ignore', 'pipe', 'inherit'] });
       let out = '';
@@ -229,30 +245,48 @@ async function main() {
       `GET /api/v1/notes/{id}, c=${CONNECTIONS}, ${ROUNDS} rounds of ${TURN} s turns (F0, F1, path), load average ${loadBefore.toFixed(2)}:`,
     );
     const GENERATOR = 'its finished children (load generator)';
+    const together = arms.length === 2 && process.env.AB_TOGETHER === '1';
+    if (together)
+      targets.push(
+        ...targets.splice(
+          targets.findIndex((t) => t.name === 'B'),
+          1,
+        ),
+      ); // B last: A's partner
     const turns = new Map(targets.map((t) => [t.name, []]));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 ? [...targets].reverse() : targets;
-      for (const t of order) {
+      // AB_TOGETHER: the two arms take their turn at once, so whatever else the machine does weighs on both alike.
+      const groups = [];
+      for (const t of order)
+        if (!(together && t.name === 'B')) groups.push(together && t.name === 'A' ? [t, targets.at(-1)] : [t]);
+      for (const group of groups) {
         const before = cpuSnapshot();
-        const r = await load(t, TURN);
+        const results = await Promise.all(group.map((t) => load(t, TURN)));
         const spent = cpuDelta(before, cpuSnapshot());
-        const n = r.requests.total;
-        if (r.non2xx + r.errors + r.timeouts > 0) throw new Error(`${t.name}: requests failed`);
-        const us = (k) => ((spent.get(k) ?? 0) * 1000) / n;
-        const turn = {
-          front: us(t.front),
-          service: t.service ? us(t.service) : 0,
-          identity: t.front.endsWith('gateway') && t.front !== 'f1-gateway' ? us('identity') : 0,
-          postgresql: us('postgresql'),
-          generator: us(GENERATOR),
-          rps: n / TURN,
-          p99: r.latency.p99,
-        };
-        turn.total = turn.front + turn.service + turn.identity + turn.postgresql;
-        turns.get(t.name).push(turn);
-        console.log(
-          `  ${t.name.padEnd(4)} front ${turn.front.toFixed(0).padStart(4)} µs  service ${turn.service.toFixed(0).padStart(4)} µs  postgresql ${turn.postgresql.toFixed(0).padStart(3)} µs  total ${turn.total.toFixed(0).padStart(4)} µs  (load generator ${turn.generator.toFixed(0)} µs)  ${turn.rps.toFixed(0)} req/s  p99 ${turn.p99} ms`,
-        );
+        const all = results.reduce((sum, r) => sum + r.requests.total, 0);
+        for (const [i, t] of group.entries()) {
+          const r = results[i];
+          const n = r.requests.total;
+          if (r.non2xx + r.errors + r.timeouts > 0) throw new Error(`${t.name}: requests failed`);
+          const us = (k) => ((spent.get(k) ?? 0) * 1000) / n;
+          // What both arms share (PostgreSQL, identity, the load generators) is divided among all their requests.
+          const shared = (k) => ((spent.get(k) ?? 0) * 1000) / all;
+          const turn = {
+            front: us(t.front),
+            service: t.service ? us(t.service) : 0,
+            identity: t.front.endsWith('gateway') && t.front !== 'f1-gateway' ? shared('identity') : 0,
+            postgresql: shared('postgresql'),
+            generator: shared(GENERATOR),
+            rps: n / TURN,
+            p99: r.latency.p99,
+          };
+          turn.total = turn.front + turn.service + turn.identity + turn.postgresql;
+          turns.get(t.name).push(turn);
+          console.log(
+            `  ${t.name.padEnd(4)} front ${turn.front.toFixed(0).padStart(4)} µs  service ${turn.service.toFixed(0).padStart(4)} µs  postgresql ${turn.postgresql.toFixed(0).padStart(3)} µs  total ${turn.total.toFixed(0).padStart(4)} µs  (load generator ${turn.generator.toFixed(0)} µs)  ${turn.rps.toFixed(0)} req/s  p99 ${turn.p99} ms`,
+          );
+        }
       }
     }
     const median = (v) => {
@@ -276,25 +310,9 @@ async function main() {
     for (const t of targets) {
       const x = m[t.name];
       console.log(
-        `| ${t.name} | ${x.front.toFixed(0)} | ${t.service ? x.service.toFixed(0) : '—'} | ${['path', 'A', 'B'].includes(t.name) ? x.identity.toFixed(0) : '—'} | ${x.postgresql.toFixed(0)} | ${x.total.toFixed(0)} | ${(x.total / m.F0.total).toFixed(2)} | ${x.rps.toFixed(0)} |`,
+        `| ${t.name} | ${x.front.toFixed(0)} | ${t.service ? x.service.toFixed(0) : '—'} | ${['path', 'A', 'B'].includes(t.name) ? x.identity.toFixed(0) : '—'} | ${x.postgresql.toFixed(0)} | ${x.total.toFixed(0)} | ${m.F0 ? (x.total / m.F0.total).toFixed(2) : '—'} | ${x.rps.toFixed(0)} |`,
       );
     }
-    const ratio = m.path.total / m.F1.total;
-    const gatewayOver = m.path.front - m.F1.front;
-    const serviceOver = m.path.service - m.F1.service;
-    const pgRatio = m.path.postgresql / m.F1.postgresql;
-    console.log(
-      `load generator apart: ${m.F0.generator.toFixed(0)} / ${m.F1.generator.toFixed(0)} / ${m.path.generator.toFixed(0)} µs per request (F0 / F1 / path)`,
-    );
-    const targets36 = [
-      ['floor_path_vs_f1', 'GET /notes/{id} CPU per request, the real path ÷ F1 (the floor)', ratio, '×', 1.15],
-      ['floor_gateway_over_f1', 'gateway CPU per request above F1’s Express + grpc-js client', gatewayOver, 'µs', 35],
-      ['floor_service_over_f1', 'notes-tasks CPU per GetNote above F1’s grpc-js server', serviceOver, 'µs', 15],
-      ['floor_pg_vs_f1', 'PostgreSQL CPU per GetNote, the real path ÷ F1', pgRatio, '×', 1.1],
-    ];
-    for (const [id, label, value, unit, target] of targets36)
-      report(id, label, value, unit, { value: target, better: 'lower' });
-    report('floor_f1_vs_f0', 'F1 (the floor) ÷ F0 (bare Express + pg), CPU per request', m.F1.total / m.F0.total, '×');
     if (arms.length) {
       const paired = (k) =>
         median(turns.get('A').map((a, i) => a[k] - turns.get('B')[i][k]))
@@ -304,8 +322,33 @@ async function main() {
       console.log(
         `A − B, round by round, medians: gateway ${paired('front')} µs, notes-tasks ${paired('service')} µs, PostgreSQL ${paired('postgresql')} µs, total ${paired('total')} µs`,
       );
-      console.log(`A/F1 ${(m.A.total / m.F1.total).toFixed(2)}x, B/F1 ${(m.B.total / m.F1.total).toFixed(2)}x`);
+      if (m.F1)
+        console.log(`A/F1 ${(m.A.total / m.F1.total).toFixed(2)}x, B/F1 ${(m.B.total / m.F1.total).toFixed(2)}x`);
     }
+    if (!m.F1 || !m.path) return; // TARGETS left the floor or the path out
+    const ratio = m.path.total / m.F1.total;
+    const gatewayOver = m.path.front - m.F1.front;
+    const serviceOver = m.path.service - m.F1.service;
+    const pgRatio = m.path.postgresql / m.F1.postgresql;
+    if (m.F0)
+      console.log(
+        `load generator apart: ${m.F0.generator.toFixed(0)} / ${m.F1.generator.toFixed(0)} / ${m.path.generator.toFixed(0)} µs per request (F0 / F1 / path)`,
+      );
+    const targets36 = [
+      ['floor_path_vs_f1', 'GET /notes/{id} CPU per request, the real path ÷ F1 (the floor)', ratio, '×', 1.15],
+      ['floor_gateway_over_f1', 'gateway CPU per request above F1’s Express + grpc-js client', gatewayOver, 'µs', 35],
+      ['floor_service_over_f1', 'notes-tasks CPU per GetNote above F1’s grpc-js server', serviceOver, 'µs', 15],
+      ['floor_pg_vs_f1', 'PostgreSQL CPU per GetNote, the real path ÷ F1', pgRatio, '×', 1.1],
+    ];
+    for (const [id, label, value, unit, target] of targets36)
+      report(id, label, value, unit, { value: target, better: 'lower' });
+    if (m.F0)
+      report(
+        'floor_f1_vs_f0',
+        'F1 (the floor) ÷ F0 (bare Express + pg), CPU per request',
+        m.F1.total / m.F0.total,
+        '×',
+      );
     console.log(`path/F1 ${ratio.toFixed(2)}x`);
     console.log(`gateway-F1 ${gatewayOver.toFixed(0)} us`);
     console.log(`service-F1 ${serviceOver.toFixed(0)} us`);
@@ -315,6 +358,16 @@ async function main() {
     for (const c of children) if (!c.connected && c.exitCode === null) c.kill('SIGTERM');
     await stack.stop();
   }
+}
+
+/** AB_ENV (`KEY=value,KEY=value`) as an object. */
+function abEnv() {
+  return Object.fromEntries(
+    (process.env.AB_ENV ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
 }
 
 /** /proc/<pid>/environ as an object. */
@@ -363,10 +416,15 @@ async function startArm(dir, name, stackUrl, children) {
     return child;
   };
   const servicePort = await freePort();
-  run('notes-tasks', `${name}-notes-tasks`, { ...environ(notesTasks), GRPC_PORT: String(servicePort) });
+  run('notes-tasks', `${name}-notes-tasks`, {
+    ...environ(notesTasks),
+    ...abEnv(),
+    GRPC_PORT: String(servicePort),
+  });
   const port = await freePort();
   const gw = run('gateway', `${name}-gateway`, {
     ...environ(gateway),
+    ...abEnv(),
     PORT: String(port),
     NOTES_TASKS_ADDR: `127.0.0.1:${servicePort}`,
   });

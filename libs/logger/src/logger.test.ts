@@ -41,6 +41,36 @@ describe('logger', () => {
     assert.equal(entry.api_key, '[redacted]');
   });
 
+  it('censors secrets inside arrays, errors and child bindings three levels down, and leaves the logged object as it was', async () => {
+    const lines: string[] = [];
+    const stop = tapLogs((l) => lines.push(l));
+    const log = createLogger('test', 'info');
+    const fields = {
+      items: [{ token: 'SECRET1' }, { name: 'kept' }],
+      err: Object.assign(new Error('upstream refused'), { config: { headers: { authorization: 'Bearer SECRET2' } } }),
+      a: { b: { c: { password: 'SECRET3' } } },
+    };
+    log.error(fields, 'failed');
+    log.child({ cookie: 'SECRET4', scope: 'kept' }).info('child');
+    const inner = Object.assign(new Error('one of them'), { token: 'SECRET5' });
+    log.error({ err: new AggregateError([inner], 'all failed') }, 'failed');
+    for (let i = 0; i < 100 && lines.length < 3; i++) await new Promise((r) => setTimeout(r, 10));
+    stop();
+    const text = lines.join('');
+    for (const s of ['SECRET1', 'SECRET2', 'SECRET3', 'SECRET4', 'SECRET5'])
+      assert.equal(text.includes(s), false, `${s} leaked`);
+    const [failed, child, aggregate] = lines.map((l) => JSON.parse(l));
+    assert.deepEqual(failed.items, [{ token: '[redacted]' }, { name: 'kept' }]);
+    assert.equal(failed.err.message, 'upstream refused', 'the error is still written as an error');
+    assert.equal(failed.err.type, 'Error');
+    assert.match(failed.err.stack, /^Error: upstream refused\n\s+at /, 'with its stack');
+    assert.equal(failed.err.config.headers.authorization, '[redacted]');
+    assert.equal(child.scope, 'kept');
+    assert.equal(aggregate.err.aggregateErrors[0].token, '[redacted]', "an AggregateError's errors are written too");
+    assert.equal(fields.items[0]!.token, 'SECRET1', "the caller's object is not changed");
+    assert.equal(fields.err.config.headers.authorization, 'Bearer SECRET2');
+  });
+
   it('keeps error codes (SQLSTATEs, gRPC statuses) and redacts only secret codes', async () => {
     const lines: string[] = [];
     const stop = tapLogs((l) => lines.push(l));

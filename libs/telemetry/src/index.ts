@@ -5,6 +5,7 @@ import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { GrpcInstrumentation } from '@opentelemetry/instrumentation-grpc';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
+import { AlwaysOffSampler } from '@opentelemetry/sdk-trace';
 
 /** Query parameters whose values spans never record: the instrumentation's own list (signed URLs) and our feed tokens. */
 const REDACTED_QUERY_PARAMS = [
@@ -60,8 +61,10 @@ export function startTelemetry(
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
     ],
     ...(metricsPort !== undefined ? { metricReaders: [prometheus] } : {}),
-    // Without a collector nothing is exported but metrics: no span or log exporter to a default address.
-    ...(tracing ? {} : { spanProcessors: [], logRecordProcessors: [] }),
+    // Without a collector nothing is exported but metrics: no span or log exporter to a default address,
+    // and no span recorded (the instrumentations' spans, which nothing would read, cost each request
+    // tens of µs of CPU in every process: docs/benchmarks.md). Their metrics are recorded all the same.
+    ...(tracing ? {} : { spanProcessors: [], logRecordProcessors: [], sampler: new AlwaysOffSampler() }),
   });
   sdk.start();
   // The instrumentations patch a package when it is require()d; our ES modules import grpc-js, which

@@ -102,10 +102,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { logger } = options;
   const callerSigner = new CallerSigner(options.callerSigningKey, { issuer: 'gateway' });
   const routes = await loadRoutes();
+  const deadlineMs = options.deadlineMs ?? 5_000;
   const downstreams = new Map(
     Object.entries(options.downstreams).map(([name, addr]) => [
       name,
-      new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs: options.deadlineMs ?? 5_000 }),
+      new Downstream(name, addr, { ...options.downstreamOptions, deadlineMs }),
     ]),
   );
   const limitPerMinute = options.rateLimitPerMinute ?? 600;
@@ -120,7 +121,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     counter,
   );
-  const auth = new Authenticator(() => downstreams.get('identity'), options.authCacheTtlMs ?? 1_000, tenantLimits);
+  const auth = new Authenticator(
+    () => downstreams.get('identity'),
+    options.authCacheTtlMs ?? 1_000,
+    tenantLimits,
+    Math.round(deadlineMs * 0.6),
+  );
   try {
     // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
     await untilDatabaseAnswers(options.databaseUrl, logger, () => runMigrations(pool, [MIGRATIONS]), {
@@ -132,7 +138,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     throw err;
   }
   counter.startSweeping();
-  const deadlineMs = options.deadlineMs ?? 5_000;
   const idempotency = new IdempotencyStore(pool, keyring, logger);
   idempotency.startSweeping();
   const openapi = buildOpenApi(routes);

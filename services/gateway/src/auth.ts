@@ -83,6 +83,8 @@ export class Authenticator {
     private readonly identity: () => Downstream | undefined,
     private readonly ttlMs: number,
     private readonly tenantLimits?: TenantLimits,
+    /** The credential lookup's share of a request's budget: it must leave time for the call itself. */
+    private readonly lookupDeadlineMs = 3_000,
   ) {}
 
   clear(): void {
@@ -178,7 +180,7 @@ export class Authenticator {
     const lookup = identity.call(
       IdentityServiceService.authenticateToken,
       { token },
-      { metadata: metadata(), deadlineMs: 3_000 },
+      { metadata: metadata(), deadlineMs: this.lookupDeadlineMs },
     );
     if (this.ttlMs > 0) {
       if (this.cache.size >= MAX_ENTRIES) this.cache.delete(this.cache.keys().next().value!);

@@ -589,16 +589,30 @@ describe('gateway in front of identity', () => {
 
   it('rate-limits per credential with 429 RESOURCE_EXHAUSTED and Retry-After', async () => {
     const limited = await startGateway({ rateLimitPerMinute: 3 });
-    for (let i = 0; i < 3; i++) assert.equal((await limited.api('GET', '/api/v1/members', { key: a.key })).status, 200);
+    const remaining: string[] = [];
+    const policies = new Set<string | null>();
+    for (let i = 0; i < 3; i++) {
+      const ok = await limited.api('GET', '/api/v1/members', { key: a.key });
+      assert.equal(ok.status, 200);
+      // The IETF RateLimit fields (draft 8): what is left for how many seconds, and the policy with the key's partition.
+      const [, r, t] = /^"3-in-1min"; r=(\d+); t=(\d+)$/.exec(ok.headers.get('ratelimit') ?? '') ?? [];
+      assert.ok(r !== undefined && Number(t) <= 60, `RateLimit: ${ok.headers.get('ratelimit')}`);
+      remaining.push(r);
+      policies.add(ok.headers.get('ratelimit-policy'));
+    }
+    assert.deepEqual(remaining, ['2', '1', '0']);
+    assert.equal(policies.size, 1, 'one policy and partition key for one credential');
+    const [policy] = policies;
+    assert.match(policy ?? '', /^"3-in-1min"; q=3; w=60; pk=:[A-Za-z0-9+/]+=*:$/);
     const res = await limited.api('GET', '/api/v1/members', { key: a.key });
     assertError(res, 429, 'RATE_LIMITED');
     assert.equal(res.body.error.status, 'RESOURCE_EXHAUSTED');
     assert.ok(Number(res.headers.get('retry-after')) >= 1);
-    assert.equal(
-      (await limited.api('GET', '/api/v1/members', { key: b.key })).status,
-      200,
-      'another credential has its own budget',
-    );
+    assert.match(res.headers.get('ratelimit') ?? '', /^"3-in-1min"; r=0; t=\d+$/);
+    const other = await limited.api('GET', '/api/v1/members', { key: b.key });
+    assert.equal(other.status, 200, 'another credential has its own budget');
+    assert.match(other.headers.get('ratelimit') ?? '', /; r=2; /);
+    assert.notEqual(other.headers.get('ratelimit-policy'), policy, 'and its own partition key');
     // Without a credential, the client address is the key.
     const anon = await Promise.all([1, 2, 3, 4].map(() => limited.api('GET', '/api/v1/members')));
     assert.deepEqual(anon.map((r) => r.status).sort(), [401, 401, 401, 429]);

@@ -7,9 +7,8 @@
  * the limit, and at least the limit less the unused leases of the other replicas ((replicas − 1) %).
  *
  * Every admission of the gateway counts through the one RateCounter interface: the per-credential
- * and failed-authentication limiters (as an express-rate-limit store) and the tenant's limits.
+ * and failed-authentication limiters (rate-limit.ts) and the tenant's limits.
  */
-import type { ClientRateLimitInfo, Options, Store } from 'express-rate-limit';
 import type { Pool } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 
@@ -202,30 +201,4 @@ export class SharedRateCounter implements RateCounter {
       // The next sweep deletes them.
     }
   }
-}
-
-/**
- * The counter as an express-rate-limit store (its limiters keep their RateLimit headers and 429s):
- * `prefix` keeps one limiter's keys apart from another's.
- */
-export function rateCounterStore(counter: RateCounter, prefix: string): Store {
-  let limit = 0;
-  return {
-    prefix,
-    localKeys: false,
-    init(options: Options) {
-      if (typeof options.limit !== 'number') throw new Error('the shared rate counter needs a fixed limit per minute');
-      limit = options.limit;
-    },
-    async increment(key: string): Promise<ClientRateLimitInfo> {
-      const d = await counter.take(`${prefix}${key}`, limit);
-      return { totalHits: d.used, resetTime: d.resetTime };
-    },
-    decrement(key: string) {
-      counter.giveBack(`${prefix}${key}`);
-    },
-    resetKey() {
-      // Nothing resets a shared allowance early.
-    },
-  };
 }

@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { pages, type WorkautoClient } from '@workauto/client';
 import { startReceiver, type Receiver } from '@workauto/webhooks/testing';
-import { eventually } from '@workauto/testing';
-import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
+import { captureLogs, eventually } from '@workauto/testing';
+import { ok, startTestStack, type TestStack } from './harness.js';
 
 const KAFKA_SH = fileURLToPath(new URL('../../../../scripts/kafka.sh', import.meta.url));
 const runDir = mkdtempSync(join(tmpdir(), 'workauto-outage-kafka-'));
@@ -45,7 +45,7 @@ describe(
   { skip: process.env.WORKAUTO_KAFKA === 'off' ? 'WORKAUTO_KAFKA=off' : false },
   () => {
     let stack: TestStack;
-    let acme: TenantFixture;
+    let api: WorkautoClient;
     let receiver: Receiver;
     let halted = false;
 
@@ -56,13 +56,12 @@ describe(
         kafkaBrokers: line.slice('KAFKA_BROKERS='.length),
         gatewayOptions: { rateLimitPerMinute: 100_000 },
       });
-      acme = await stack.createTenant('Acme');
+      api = stack.client((await stack.createTenant('Acme')).key);
       receiver = await startReceiver();
-      const ep = await stack.api('POST', '/api/v1/webhook-endpoints', {
-        key: acme.key,
-        body: { url: receiver.url, event_types: ['note.created'] },
-      });
-      assert.equal(ep.status, 201, JSON.stringify(ep.body));
+      await ok(
+        api.POST('/api/v1/webhook-endpoints', { body: { url: receiver.url, event_types: ['note.created'] } }),
+        201,
+      );
     });
     after(async () => {
       // A test that failed mid-outage leaves the broker halted: bring it back, so the stack's
@@ -73,41 +72,49 @@ describe(
       await kafka('stop');
     });
 
-    const noteEntries = async () => {
-      const entries: { resource_id: string }[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await stack.api(
-          'GET',
-          `/api/v1/audit-log?action=note.created&limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-          { key: acme.key },
-        );
-        assert.equal(page.status, 200);
-        entries.push(...page.body.data);
-        cursor = page.body.has_more ? page.body.next_cursor : undefined;
-      } while (cursor);
+    /** Every audit entry of `action`, page after page. */
+    const entriesOf = async (action: string) => {
+      const entries = [];
+      for await (const entry of pages((cursor) =>
+        api.GET('/api/v1/audit-log', { params: { query: { action, limit: 200, cursor } } }),
+      ))
+        entries.push(entry);
       return entries;
     };
+    const noteEntries = () => entriesOf('note.created');
 
     it('keeps 100 changes made while the broker is down and applies each once when it is back', async () => {
       // The pipeline works before the outage.
       await eventually(
         'tenant.created reached the audit log before the outage',
-        async () =>
-          (await stack.api('GET', '/api/v1/audit-log?action=tenant.created', { key: acme.key })).body.data.length === 1,
+        async () => (await entriesOf('tenant.created')).length === 1,
       );
       halted = true;
       await kafka('halt');
+      const logs = captureLogs();
       const ids: string[] = [];
-      for (let i = 0; i < 100; i++) {
-        const res = await stack.api('POST', '/api/v1/notes', {
-          key: acme.key,
-          body: { title: `during the outage ${i}` },
-        });
-        assert.equal(res.status, 201, 'a change succeeds while the broker is down');
-        ids.push(res.body.id);
+      try {
+        for (let i = 0; i < 100; i++) {
+          const res = await api.POST('/api/v1/notes', { body: { title: `during the outage ${i}` } });
+          assert.equal(res.response.status, 201, 'a change succeeds while the broker is down');
+          ids.push(res.data!.id);
+        }
+        // The sentinel: notes-tasks' relay tried to publish after the 100 changes committed and failed,
+        // with every one of them still in its outbox. Only then is "nothing arrived" worth checking.
+        await eventually(
+          "notes-tasks' relay failed to publish with the 100 changes pending",
+          () =>
+            logs.lines
+              .flatMap((chunk) => chunk.split('\n'))
+              .filter((line) => line.startsWith('{') && line.includes('events could not be published'))
+              .map((line) => JSON.parse(line) as { source?: string; pending?: number })
+              .some((line) => line.source === 'notes-tasks' && (line.pending ?? 0) >= 100),
+          60_000,
+          100,
+        );
+      } finally {
+        logs.stop();
       }
-      await sleep(1_000);
       assert.equal((await noteEntries()).length, 0, 'nothing can arrive while the broker is down');
       await kafka('resume');
       halted = false;
@@ -117,7 +124,17 @@ describe(
         90_000,
         250,
       );
-      await sleep(2_000); // anything extra (a duplicate) would arrive by now
+      // The sentinel for duplicates: each note changed once more. Its note.updated has the note's key,
+      // so it follows every copy of its note.created on the note's partition, and the audit consumer
+      // applies a partition in order: once the 100 note.updated entries are in, any duplicate is too.
+      for (const id of ids)
+        await ok(api.PATCH('/api/v1/notes/{id}', { params: { path: { id } }, body: { is_pinned: true } }));
+      await eventually(
+        'the 100 note.updated entries reached the audit log',
+        async () => new Set((await entriesOf('note.updated')).map((e) => e.resource_id)).size >= 100,
+        90_000,
+        250,
+      );
       const entries = await noteEntries();
       assert.equal(entries.length, 100, 'every change has its entry, none twice');
       assert.deepEqual(entries.map((e) => e.resource_id).sort(), [...ids].sort());

@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import ICAL from 'ical.js';
 import pg from 'pg';
 import { captureLogs, eventually } from '@workauto/testing';
-import { TIMESTAMP, assertError, startTestStack, type TenantFixture, type TestStack } from './harness.js';
+import { TIMESTAMP, assertError, fails, ok, startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 const logs = captureLogs();
 
@@ -30,22 +30,22 @@ describe('calendar feed URLs through the gateway', () => {
     await stack?.stop();
   });
 
+  /** Raw calls: the .ics feed (not JSON), and requests the document refuses (an unknown field or parameter). */
   const call = (method: string, path: string, key: string | undefined, body?: unknown) =>
     stack.api(method, `/api/v1${path}`, { ...(key ? { key } : {}), ...(body === undefined ? {} : { body }) });
+  const byId = (id: string) => ({ params: { path: { id } } });
 
   async function calendar(key: string, name: string): Promise<string> {
-    const res = await call('POST', '/calendars', key, { name, timezone: 'Europe/Berlin' });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body.id as string;
+    return (await ok(stack.client(key).POST('/api/v1/calendars', { body: { name, timezone: 'Europe/Berlin' } }), 201))
+      .id;
   }
 
   async function feedUrl(key: string, id: string): Promise<string> {
-    const res = await call('POST', `/calendars/${id}/feed-token`, key);
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    assert.deepEqual(Object.keys(res.body).sort(), ['created_at', 'feed_url']);
-    assert.match(res.body.created_at, TIMESTAMP);
-    issued.push(res.body.feed_url);
-    return res.body.feed_url as string;
+    const res = await ok(stack.client(key).POST('/api/v1/calendars/{id}/feed-token', byId(id)), 201);
+    assert.deepEqual(Object.keys(res).sort(), ['created_at', 'feed_url']);
+    assert.match(res.created_at ?? '', TIMESTAMP);
+    issued.push(res.feed_url);
+    return res.feed_url;
   }
 
   /** A feed URL fetched as a calendar app does: a plain GET, no Authorization header. */
@@ -64,16 +64,21 @@ describe('calendar feed URLs through the gateway', () => {
   }
 
   it('serves a calendar by its feed URL without a credential, replaces and revokes it, and refuses anything else with 404', async () => {
+    const api = stack.client(a.key);
     const team = await calendar(a.key, 'Team');
     const other = await calendar(a.key, 'Other');
-    const ev = await call('POST', '/events', a.key, {
-      calendar_id: team,
-      title: 'Weekly sync',
-      start_at: '2026-12-07T09:00:00Z',
-      end_at: '2026-12-07T09:30:00Z',
-      rrule: 'FREQ=WEEKLY;COUNT=4',
-    });
-    assert.equal(ev.status, 201, JSON.stringify(ev.body));
+    await ok(
+      api.POST('/api/v1/events', {
+        body: {
+          calendar_id: team,
+          title: 'Weekly sync',
+          start_at: '2026-12-07T09:00:00Z',
+          end_at: '2026-12-07T09:30:00Z',
+          rrule: 'FREQ=WEEKLY;COUNT=4',
+        },
+      }),
+      201,
+    );
 
     const url = await feedUrl(a.key, team);
     assert.match(url, new RegExp(`^${stack.url}/api/v1/calendars/${team}/events\\.ics\\?token=wkcal_[0-9A-Za-z]{43}$`));
@@ -119,22 +124,21 @@ describe('calendar feed URLs through the gateway', () => {
     assert.equal((await subscribe(replaced)).status, 200);
 
     // DELETE revokes it (204, again 204 once there is none).
-    assert.equal((await call('DELETE', `/calendars/${team}/feed-token`, a.key)).status, 204);
+    await ok(api.DELETE('/api/v1/calendars/{id}/feed-token', byId(team)), 204);
     await notFound(await subscribe(replaced));
-    assert.equal((await call('DELETE', `/calendars/${team}/feed-token`, a.key)).status, 204);
+    await ok(api.DELETE('/api/v1/calendars/{id}/feed-token', byId(team)), 204);
     assert.equal((await subscribe(otherUrl)).status, 200, "revoking one calendar's URL leaves the others'");
 
     // Both changes are audited as calendar events, without the token.
-    let entries: { action: string; resource_id: string; metadata: Record<string, unknown> }[] = [];
-    await eventually('the feed token events are in the audit log', async () => {
-      const page = await call('GET', '/audit-log?resource_type=calendar&limit=200', a.key);
-      entries = (page.body.data as typeof entries).filter(
-        (e) => e.resource_id === team && e.action.startsWith('calendar.feed_token'),
+    const entries = await eventually('the feed token events are in the audit log', async () => {
+      const page = await ok(
+        api.GET('/api/v1/audit-log', { params: { query: { resource_type: 'calendar', limit: 200 } } }),
       );
-      return entries.some((e) => e.action === 'calendar.feed_token_revoked');
+      const ofTeam = page.data.filter((e) => e.resource_id === team && e.action.startsWith('calendar.feed_token'));
+      return ofTeam.some((e) => e.action === 'calendar.feed_token_revoked') ? ofTeam : undefined;
     });
     assert.deepEqual(
-      entries.map((e) => [e.action, e.metadata.replaced]),
+      entries.map((e) => [e.action, e.metadata?.replaced]),
       [
         ['calendar.feed_token_revoked', undefined],
         ['calendar.feed_token_created', true],
@@ -148,8 +152,9 @@ describe('calendar feed URLs through the gateway', () => {
   it("keeps tenants apart: another tenant's key cannot make or revoke a URL, and its token never reads our calendars", async () => {
     const ours = await calendar(a.key, 'Ours');
     const theirs = await calendar(b.key, 'Theirs');
-    assertError(await call('POST', `/calendars/${ours}/feed-token`, b.key), 404, 'CALENDAR_NOT_FOUND');
-    assertError(await call('DELETE', `/calendars/${ours}/feed-token`, b.key), 404, 'CALENDAR_NOT_FOUND');
+    const beta = stack.client(b.key);
+    await fails(beta.POST('/api/v1/calendars/{id}/feed-token', byId(ours)), 404, 'CALENDAR_NOT_FOUND');
+    await fails(beta.DELETE('/api/v1/calendars/{id}/feed-token', byId(ours)), 404, 'CALENDAR_NOT_FOUND');
     const theirUrl = await feedUrl(b.key, theirs);
     await notFound(await subscribe(withToken(ours, tokenOf(theirUrl))));
     // With our API key, their token does not open their calendar either.
@@ -167,7 +172,7 @@ describe('calendar feed URLs through the gateway', () => {
       assert.equal(rows.length, 1);
       assert.equal(rows[0].token_hash, createHash('sha256').update(tokenOf(url)).digest('hex'));
       assert.equal(JSON.stringify(rows).includes(tokenOf(url)), false, 'the token itself is not stored');
-      assert.equal((await call('DELETE', `/calendars/${gone}`, a.key)).status, 204);
+      await ok(stack.client(a.key).DELETE('/api/v1/calendars/{id}', byId(gone)), 204);
       await notFound(await subscribe(url));
       const left = await db.query('SELECT 1 FROM calendar_feed_tokens WHERE calendar_id = $1', [gone]);
       assert.equal(left.rowCount, 0, "the deleted calendar's token is deleted with it");

@@ -10,7 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { decodeEvent, type ConsumedEvent } from '@workauto/events';
 import { eventually } from '@workauto/testing';
-import { startTestStack, type TenantFixture, type TestStack } from './harness.js';
+import type { WorkautoClient } from '@workauto/client';
+import { ok, startTestStack, type TenantFixture, type TestStack } from './harness.js';
 
 /** JSON nested `depth` levels of containers: {"a":1} is 1, {"a":{"b":1}} is 2. */
 function nested(depth: number): Record<string, unknown> {
@@ -25,8 +26,8 @@ const DEEPEST_METADATA = nested(31);
 describe('events through the gateway', () => {
   let stack: TestStack;
   let acme: TenantFixture;
-  const call = (method: string, path: string, body?: unknown) =>
-    stack.api(method, `/api/v1${path}`, { key: acme.key, ...(body === undefined ? {} : { body }) });
+  let api: WorkautoClient;
+  const byId = (id: string) => ({ params: { path: { id } } });
 
   /** The latest event recorded for a resource, read from its service's outbox (checking, never setting up). */
   async function lastEvent(service: string, resourceId: string): Promise<ConsumedEvent> {
@@ -44,16 +45,11 @@ describe('events through the gateway', () => {
     }
   }
 
-  type AuditEntry = { resource_id: string; metadata: Record<string, unknown> };
-  async function auditEntry(
-    action: string,
-    resourceId: string,
-    ms = 15_000,
-  ): Promise<{ metadata: Record<string, unknown> }> {
+  async function auditEntry(action: string, resourceId: string, ms = 15_000) {
     return eventually(
       `${action} of ${resourceId} is in the audit log`,
       async () =>
-        ((await call('GET', `/audit-log?action=${action}&limit=100`)).body.data as AuditEntry[]).find(
+        (await ok(api.GET('/api/v1/audit-log', { params: { query: { action, limit: 100 } } }))).data.find(
           (e) => e.resource_id === resourceId,
         ),
       ms,
@@ -62,57 +58,73 @@ describe('events through the gateway', () => {
   }
 
   async function newMember(): Promise<string> {
-    const inv = await call('POST', '/invitations', {
-      email: `m-${randomBytes(3).toString('hex')}@acme.test`,
-      name: 'Mia',
-      role: 'member',
-    });
-    assert.equal(inv.status, 201, JSON.stringify(inv.body));
-    const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
-    assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
-    return claimed.body.member.id as string;
+    const inv = await ok(
+      api.POST('/api/v1/invitations', {
+        body: { email: `m-${randomBytes(3).toString('hex')}@acme.test`, name: 'Mia', role: 'member' },
+      }),
+      201,
+    );
+    const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
+    return claimed.member!.id;
+  }
+
+  /** A PATCH whose answer carries the resource's metadata. */
+  type Change = {
+    action: string;
+    id: string;
+    patch: () => Promise<{ data?: { metadata: unknown }; error?: unknown; response: Response }>;
+  };
+  /** PATCH of a member, a note and a contact with `metadata` (and another field each): one service each. */
+  function changesWith(
+    metadata: Record<string, unknown>,
+    memberId: string,
+    noteId: string,
+    contactId: string,
+  ): Change[] {
+    return [
+      {
+        action: 'member.updated',
+        id: memberId,
+        patch: () => api.PATCH('/api/v1/members/{id}', { ...byId(memberId), body: { role: 'admin', metadata } }),
+      },
+      {
+        action: 'note.updated',
+        id: noteId,
+        patch: () => api.PATCH('/api/v1/notes/{id}', { ...byId(noteId), body: { title: 'Deeper', metadata } }),
+      },
+      {
+        action: 'contact.updated',
+        id: contactId,
+        patch: () => api.PATCH('/api/v1/contacts/{id}', { ...byId(contactId), body: { company: 'Globex', metadata } }),
+      },
+    ];
   }
 
   before(async () => {
     stack = await startTestStack({ gatewayOptions: { rateLimitPerMinute: 100_000 } });
     acme = await stack.createTenant('Acme');
+    api = stack.client(acme.key);
   });
   after(() => stack?.stop());
 
   it('audits a mutation of every service whose metadata is as deep as the API accepts', async () => {
     const memberId = await newMember();
-    const note = await call('POST', '/notes', { title: 'Deep' });
-    const contact = await call('POST', '/contacts', { name: 'Dana' });
-    const changes = [
-      {
-        action: 'member.updated',
-        path: `/members/${memberId}`,
-        body: { role: 'admin', metadata: DEEPEST_METADATA },
-        id: memberId,
-      },
-      {
-        action: 'note.updated',
-        path: `/notes/${note.body.id}`,
-        body: { title: 'Deeper', metadata: DEEPEST_METADATA },
-        id: note.body.id as string,
-      },
-      {
-        action: 'contact.updated',
-        path: `/contacts/${contact.body.id}`,
-        body: { company: 'Globex', metadata: DEEPEST_METADATA },
-        id: contact.body.id as string,
-      },
-    ];
+    const note = await ok(api.POST('/api/v1/notes', { body: { title: 'Deep' } }), 201);
+    const contact = await ok(api.POST('/api/v1/contacts', { body: { name: 'Dana' } }), 201);
+    const changes = changesWith(DEEPEST_METADATA, memberId, note.id, contact.id);
     for (const change of changes) {
-      const res = await call('PATCH', change.path, change.body);
-      assert.equal(res.status, 200, `${change.path}: ${JSON.stringify(res.body)}`);
-      assert.deepEqual(res.body.metadata, DEEPEST_METADATA);
+      const changed = await ok(change.patch());
+      assert.deepEqual(changed.metadata, DEEPEST_METADATA, change.action);
     }
     for (const change of changes) {
       const entry = await auditEntry(change.action, change.id);
-      assert.deepEqual(entry.metadata.metadata, DEEPEST_METADATA, `${change.action}: the audit entry holds the change`);
+      assert.deepEqual(
+        entry.metadata?.metadata,
+        DEEPEST_METADATA,
+        `${change.action}: the audit entry holds the change`,
+      );
     }
-    assert.equal((await auditEntry('member.updated', memberId)).metadata.role, 'admin');
+    assert.equal((await auditEntry('member.updated', memberId)).metadata?.role, 'admin');
   });
 
   it('never answers 200 to a change it then leaves out of the audit log, however deep its metadata', async () => {
@@ -121,34 +133,17 @@ describe('events through the gateway', () => {
     // Event's Struct metadata hit the protobuf decoder's recursion limit at this depth).
     const tooDeep = nested(33);
     const memberId = await newMember();
-    const note = await call('POST', '/notes', { title: 'Too deep' });
-    const contact = await call('POST', '/contacts', { name: 'Deep Dana' });
-    const changes = [
-      {
-        action: 'member.updated',
-        path: `/members/${memberId}`,
-        body: { role: 'admin', metadata: tooDeep },
-        id: memberId,
-      },
-      {
-        action: 'note.updated',
-        path: `/notes/${note.body.id}`,
-        body: { metadata: tooDeep },
-        id: note.body.id as string,
-      },
-      {
-        action: 'contact.updated',
-        path: `/contacts/${contact.body.id}`,
-        body: { metadata: tooDeep },
-        id: contact.body.id as string,
-      },
-    ];
-    for (const change of changes) {
-      const res = await call('PATCH', change.path, change.body);
-      assert.ok(res.status === 400 || res.status === 200, `${change.path}: ${res.status} ${JSON.stringify(res.body)}`);
-      if (res.status === 200)
+    const note = await ok(api.POST('/api/v1/notes', { body: { title: 'Too deep' } }), 201);
+    const contact = await ok(api.POST('/api/v1/contacts', { body: { name: 'Deep Dana' } }), 201);
+    for (const change of changesWith(tooDeep, memberId, note.id, contact.id)) {
+      const { response, data, error } = await change.patch();
+      assert.ok(
+        response.status === 400 || response.status === 200,
+        `${change.action}: ${response.status} ${JSON.stringify(error ?? data)}`,
+      );
+      if (response.status === 200)
         assert.deepEqual(
-          (await auditEntry(change.action, change.id)).metadata.metadata,
+          (await auditEntry(change.action, change.id)).metadata?.metadata,
           tooDeep,
           `${change.action} was accepted, so it is audited`,
         );
@@ -157,64 +152,69 @@ describe('events through the gateway', () => {
 
   it("carries in each event's data the resource exactly as GET returns it", async () => {
     const memberId = await newMember();
-    assert.equal(
-      (await call('PATCH', `/members/${memberId}`, { name: 'Mia Renamed', metadata: { team: 'blue' } })).status,
-      200,
+    await ok(
+      api.PATCH('/api/v1/members/{id}', {
+        ...byId(memberId),
+        body: { name: 'Mia Renamed', metadata: { team: 'blue' } },
+      }),
     );
-    const note = (await call('POST', '/notes', { title: 'Plan', body: 'see [[later]]', metadata: { n: 1 } })).body;
-    assert.equal((await call('PATCH', `/notes/${note.id}`, { is_pinned: true })).status, 200);
-    const task = (
-      await call('POST', '/tasks', {
-        title: 'Ship',
-        due_at: '2026-12-01T09:30:00.123456Z',
-        priority: 'high',
-        rrule: 'FREQ=WEEKLY',
-      })
-    ).body;
-    const pipeline = (
-      await call('POST', '/pipelines', {
-        name: 'Sales',
-        stages: [
-          { name: 'Lead', stage_type: 'open', default_confidence: 0.25 },
-          { name: 'Won', stage_type: 'won' },
-        ],
-      })
-    ).body;
-    const deal = (
-      await call('POST', '/deals', {
-        title: 'Big',
-        amount: 1234.5,
-        stage_id: pipeline.stages[0].id,
-        expected_close_date: '2026-12-31',
-      })
-    ).body;
-    const contact = (await call('POST', '/contacts', { name: 'Erin' })).body;
-    assert.equal((await call('PATCH', `/contacts/${contact.id}`, { job_title: 'CFO' })).status, 200);
-    const channel = (
-      await call('POST', `/contacts/${contact.id}/channels`, {
-        type: 'email',
-        value: 'Erin@Example.com',
-        is_primary: true,
-      })
-    ).body;
-    const resources = [
-      { service: 'identity', id: memberId, get: `/members/${memberId}`, type: 'member.updated' },
-      { service: 'notes_tasks', id: note.id, get: `/notes/${note.id}`, type: 'note.updated' },
-      { service: 'notes_tasks', id: task.id, get: `/tasks/${task.id}`, type: 'task.created' },
-      { service: 'crm_pipelines', id: pipeline.id, get: `/pipelines/${pipeline.id}`, type: 'pipeline.created' },
-      { service: 'crm_pipelines', id: deal.id, get: `/deals/${deal.id}`, type: 'deal.created' },
-      { service: 'crm_pipelines', id: contact.id, get: `/contacts/${contact.id}`, type: 'contact.updated' },
+    const note = await ok(
+      api.POST('/api/v1/notes', { body: { title: 'Plan', body: 'see [[later]]', metadata: { n: 1 } } }),
+      201,
+    );
+    await ok(api.PATCH('/api/v1/notes/{id}', { ...byId(note.id), body: { is_pinned: true } }));
+    const task = await ok(
+      api.POST('/api/v1/tasks', {
+        body: { title: 'Ship', due_at: '2026-12-01T09:30:00.123456Z', priority: 'high', rrule: 'FREQ=WEEKLY' },
+      }),
+      201,
+    );
+    const pipeline = await ok(
+      api.POST('/api/v1/pipelines', {
+        body: {
+          name: 'Sales',
+          stages: [
+            { name: 'Lead', stage_type: 'open', default_confidence: 0.25 },
+            { name: 'Won', stage_type: 'won' },
+          ],
+        },
+      }),
+      201,
+    );
+    const deal = await ok(
+      api.POST('/api/v1/deals', {
+        body: { title: 'Big', amount: 1234.5, stage_id: pipeline.stages[0]!.id, expected_close_date: '2026-12-31' },
+      }),
+      201,
+    );
+    const contact = await ok(api.POST('/api/v1/contacts', { body: { name: 'Erin' } }), 201);
+    await ok(api.PATCH('/api/v1/contacts/{id}', { ...byId(contact.id), body: { job_title: 'CFO' } }));
+    const ofContact = { params: { path: { contact_id: contact.id } } };
+    const channel = await ok(
+      api.POST('/api/v1/contacts/{contact_id}/channels', {
+        ...ofContact,
+        body: { type: 'email', value: 'Erin@Example.com', is_primary: true },
+      }),
+      201,
+    );
+    // [service, resource id, event type, GET of the resource]
+    const resources: [string, string, string, () => Promise<{ data?: unknown; response: Response }>][] = [
+      ['identity', memberId, 'member.updated', () => api.GET('/api/v1/members/{id}', byId(memberId))],
+      ['notes_tasks', note.id, 'note.updated', () => api.GET('/api/v1/notes/{id}', byId(note.id))],
+      ['notes_tasks', task.id, 'task.created', () => api.GET('/api/v1/tasks/{id}', byId(task.id))],
+      ['crm_pipelines', pipeline.id, 'pipeline.created', () => api.GET('/api/v1/pipelines/{id}', byId(pipeline.id))],
+      ['crm_pipelines', deal.id, 'deal.created', () => api.GET('/api/v1/deals/{id}', byId(deal.id))],
+      ['crm_pipelines', contact.id, 'contact.updated', () => api.GET('/api/v1/contacts/{id}', byId(contact.id))],
     ];
-    for (const r of resources) {
-      const event = await lastEvent(r.service, r.id);
-      const got = await call('GET', r.get);
-      assert.equal(got.status, 200, JSON.stringify(got.body));
-      assert.equal(event.type, r.type);
+    for (const [service, id, type, get] of resources) {
+      const event = await lastEvent(service, id);
+      const got = await ok(get());
+      assert.equal(event.type, type);
       assert.equal(event.data_schema, 'v1');
-      assert.deepEqual(event.data, got.body, `${r.type}: event data is the GET body`);
+      assert.deepEqual(event.data, got, `${type}: event data is the GET body`);
     }
     const channelEvent = await lastEvent('crm_pipelines', channel.id);
-    const channels = (await call('GET', `/contacts/${contact.id}/channels`)).body as { id: string }[]; // response_body: the list itself
+    const channels = await ok(api.GET('/api/v1/contacts/{contact_id}/channels', ofContact)); // response_body: the list itself
     assert.deepEqual(
       channelEvent.data,
       channels.find((c) => c.id === channel.id),
@@ -222,16 +222,31 @@ describe('events through the gateway', () => {
   });
 
   it('puts each event on its channels: the resource type, and its parent where it has one', async () => {
-    const pipeline = (
-      await call('POST', '/pipelines', { name: 'Channels', stages: [{ name: 'Lead', stage_type: 'open' }] })
-    ).body;
-    const stage = (await call('POST', `/pipelines/${pipeline.id}/stages`, { name: 'Won', stage_type: 'won' })).body;
-    const deal = (await call('POST', '/deals', { title: 'D', amount: 1, stage_id: pipeline.stages[0].id })).body;
-    const contact = (await call('POST', '/contacts', { name: 'Cy' })).body;
-    const channel = (await call('POST', `/contacts/${contact.id}/channels`, { type: 'email', value: 'cy@example.com' }))
-      .body;
-    const task = (await call('POST', '/tasks', { title: 'Parent' })).body;
-    const subtask = (await call('POST', '/tasks', { title: 'Child', parent_id: task.id })).body;
+    const pipeline = await ok(
+      api.POST('/api/v1/pipelines', { body: { name: 'Channels', stages: [{ name: 'Lead', stage_type: 'open' }] } }),
+      201,
+    );
+    const stage = await ok(
+      api.POST('/api/v1/pipelines/{pipeline_id}/stages', {
+        params: { path: { pipeline_id: pipeline.id } },
+        body: { name: 'Won', stage_type: 'won' },
+      }),
+      201,
+    );
+    const deal = await ok(
+      api.POST('/api/v1/deals', { body: { title: 'D', amount: 1, stage_id: pipeline.stages[0]!.id } }),
+      201,
+    );
+    const contact = await ok(api.POST('/api/v1/contacts', { body: { name: 'Cy' } }), 201);
+    const channel = await ok(
+      api.POST('/api/v1/contacts/{contact_id}/channels', {
+        params: { path: { contact_id: contact.id } },
+        body: { type: 'email', value: 'cy@example.com' },
+      }),
+      201,
+    );
+    const task = await ok(api.POST('/api/v1/tasks', { body: { title: 'Parent' } }), 201);
+    const subtask = await ok(api.POST('/api/v1/tasks', { body: { title: 'Child', parent_id: task.id } }), 201);
     const expected: [string, string, string[]][] = [
       ['crm_pipelines', pipeline.id, ['pipeline']],
       ['crm_pipelines', stage.id, ['pipeline_stage', `pipeline:${pipeline.id}`]],
@@ -241,16 +256,18 @@ describe('events through the gateway', () => {
       ['notes_tasks', task.id, ['task']],
       ['notes_tasks', subtask.id, ['task', `task:${task.id}`]],
     ];
-    const calendar = (await call('POST', '/calendars', { name: 'Team' })).body;
-    const meeting = (
-      await call('POST', '/events', {
-        calendar_id: calendar.id,
-        title: 'Sync',
-        start_at: '2026-12-01T09:00:00Z',
-        end_at: '2026-12-01T09:30:00Z',
-      })
-    ).body;
-    assert.ok(meeting.id, JSON.stringify(meeting));
+    const calendar = await ok(api.POST('/api/v1/calendars', { body: { name: 'Team' } }), 201);
+    const meeting = await ok(
+      api.POST('/api/v1/events', {
+        body: {
+          calendar_id: calendar.id,
+          title: 'Sync',
+          start_at: '2026-12-01T09:00:00Z',
+          end_at: '2026-12-01T09:30:00Z',
+        },
+      }),
+      201,
+    );
     expected.push(
       ['calendar', calendar.id, ['calendar']],
       ['calendar', meeting.id, ['calendar_event', `calendar:${calendar.id}`]],

@@ -13,8 +13,10 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { eventually } from '@workauto/testing';
 import { REPLICATED, Workload, checkInvariants, startFaultCluster, type FaultCluster } from '../faults.js';
 import type { ServiceName } from '../processes.js';
 
@@ -23,8 +25,12 @@ const BROKER_MS = Number(process.env.FAULTS_BROKER_MS ?? 8_000);
 const SEQUENTIAL = process.env.FAULTS_SEQUENTIAL_ROLLS === '1';
 /** `freeze` (SIGSTOP) here; `kill` for the documented run (its JVM start takes 5–50 s on this machine). */
 const BROKER = process.env.FAULTS_BROKER === 'kill' ? 'kill' : 'freeze';
-/** The chart's preStop sleep, shortened: above the gateway's 2 s re-resolution of a service's name. */
-const PRE_STOP_MS = 3_000;
+/**
+ * The chart's preStop sleep (5 s): well above the gateway's 2 s re-resolution of a service's name,
+ * which a loaded machine delays (at 3 s, beside a second `make test`, calls still reached a
+ * process after its SIGTERM and got 503).
+ */
+const PRE_STOP_MS = 5_000;
 const SINGLE: ServiceName[] = ['apps', 'calendar', 'agents'];
 
 describe(
@@ -59,6 +65,22 @@ describe(
       };
     };
     const signal = (child: string, sig: NodeJS.Signals) => cluster.processes.children.get(child)!.proc.kill(sig);
+    /**
+     * Waits until a stopped process has a call waiting in its socket: the gateway has sent it, so its
+     * deadline runs. (A fixed sleep was not enough on a loaded machine: the gateway had not sent the
+     * call yet when it was stopped, so its deadline started after it woke and the call succeeded.)
+     */
+    const untilCallQueued = async (child: string) => {
+      const bytes = await eventually(
+        `a call waiting in ${child}'s socket`,
+        async () => {
+          const queued = await receiveQueue(cluster.processes.children.get(child)!.address);
+          return queued > CALL_BYTES && queued;
+        },
+        30_000,
+      );
+      console.log(`faults ${at()}: ${bytes} bytes waiting in ${child}'s socket`);
+    };
     const eventsTitled = async (title: string) => {
       const rows = await query(
         cluster.databaseUrl('calendar'),
@@ -82,7 +104,7 @@ describe(
       // when it reads it) while the gateway is stopped; the gateway wakes past its own deadline.
       signal('calendar', 'SIGSTOP');
       const first = call(gateway!, 'POST', '/events', event(title), key);
-      await sleep(500);
+      await untilCallQueued('calendar');
       signal('gateway', 'SIGSTOP');
       signal('calendar', 'SIGCONT');
       await sleep(6_000);
@@ -105,7 +127,7 @@ describe(
       const title = `gateway killed ${key}`;
       signal('calendar', 'SIGSTOP');
       const first = call(doomed!, 'POST', '/events', event(title), key);
-      await sleep(500);
+      await untilCallQueued('calendar');
       signal('gateway', 'SIGSTOP');
       signal('calendar', 'SIGCONT');
       await sleep(1_000); // calendar commits; its answer waits in the stopped gateway's socket
@@ -302,6 +324,22 @@ function warnings(output: string): Record<string, number> {
     }
   }
   return top();
+}
+
+/** More than an HTTP/2 PING or a health check: the HEADERS and DATA of a CreateEvent call. */
+const CALL_BYTES = 120;
+
+/** Bytes received and not yet read on the established TCP connections to `address` (host:port), from /proc/net/tcp. */
+async function receiveQueue(address: string): Promise<number> {
+  const [host, port] = address.split(':');
+  const local = `${Buffer.from(host!.split('.').map(Number).reverse()).toString('hex').toUpperCase()}:${Number(port).toString(16).toUpperCase().padStart(4, '0')}`;
+  const table = await readFile('/proc/net/tcp', 'utf8');
+  let queued = 0;
+  for (const line of table.split('\n').slice(1)) {
+    const [, localAddress, , state, queues] = line.trim().split(/\s+/);
+    if (localAddress === local && state === '01') queued += parseInt(queues!.split(':')[1]!, 16);
+  }
+  return queued;
 }
 
 /** The child name of the n-th live gateway. */

@@ -6,7 +6,7 @@ import { setLogTarget } from '@workauto/logger';
 import { databaseUrlFor } from '@workauto/db';
 import { generateCallerKeys, mergeVerifyKeys } from '@workauto/grpc';
 import { testCallerKeys } from '@workauto/testing';
-import { createClient, type WorkautoClient } from '@workauto/client';
+import { createClient, type ErrorBody, type WorkautoClient } from '@workauto/client';
 import { startStack, type Stack, type StackOptions } from '../stack.js';
 
 export interface ApiResponse<T = any> {
@@ -58,6 +58,9 @@ function gatewayKeysTrustingTests() {
   return { ...gateway, verifyKeys: mergeVerifyKeys(gateway.verifyKeys, testCallerKeys.verifyKeys) };
 }
 
+/** The gateway's downstream deadline in e2e stacks (production: 5 s, DOWNSTREAM_DEADLINE_MS). */
+const E2E_DEADLINE_MS = 30_000;
+
 export async function startTestStack(overrides: Partial<StackOptions> = {}): Promise<TestStack> {
   const server = process.env.TEST_DATABASE_URL;
   if (!server) throw new Error('TEST_DATABASE_URL is not set: run the tests with `make test`, which starts PostgreSQL');
@@ -73,6 +76,10 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
     encryptionKeys: Keyring.generateSpec(),
     callerKeys: gatewayKeysTrustingTests(),
     ...overrides,
+    // These stacks test what the API answers, not how fast a shared 2-core machine does: with a second
+    // `make test` beside this one, a call waits seconds for a core, past the production 5 s deadline.
+    // Tests of the deadline itself give theirs (gateway.test's hung service, the fault cluster).
+    gatewayOptions: { deadlineMs: E2E_DEADLINE_MS, ...overrides.gatewayOptions },
   });
   const api: TestStack['api'] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
@@ -162,6 +169,21 @@ export async function fails(call: Promise<Answer<unknown>>, status: number, reas
   const res = { status: response.status, headers: response.headers, body: error };
   assertError(res, status, reason);
   return res;
+}
+
+/**
+ * A typed client call's answer in the shape `api()` gives (status, headers, and the data or the error
+ * body), for a test that judges several possible outcomes of one call.
+ */
+export async function answer(call: Promise<Answer<unknown>>): Promise<ApiResponse> {
+  const { data, error, response } = await call;
+  return { status: response.status, headers: response.headers, body: error ?? data };
+}
+
+/** The ErrorInfo reason of a typed client call's error body (docs/api.md §5), e.g. NOTE_NOT_FOUND. */
+export function reasonOf(error: unknown): string | undefined {
+  const details = (error as ErrorBody | undefined)?.error.details ?? [];
+  return details.find((d) => 'reason' in d)?.reason;
 }
 
 /** The fields named by a 400's BadRequest detail. */

@@ -219,7 +219,7 @@ describe(
       );
     });
 
-    it('a process waiting for its database (a service, the gateway) exits 0 on SIGTERM at once; bad configuration exits 1 naming the variable', async () => {
+    it('a process waiting for its database (a service, the gateway) exits 0 on SIGTERM before trying it again; bad configuration exits 1 naming the variable', async () => {
       const closedPort = await freePort();
       const spawnMain = (env: Record<string, string>, service = 'notes-tasks') => {
         const main = fileURLToPath(new URL(`../../../../services/${service}/dist/main.js`, import.meta.url));
@@ -234,12 +234,25 @@ describe(
       };
       const databaseUrl = `postgres://postgres:postgres@127.0.0.1:${closedPort}/notes`;
       const keys = generateCallerKeys('gateway');
+      /** The JSON log lines a process wrote from its `shutting down` line (its SIGTERM handler's first) on. */
+      const sinceSignal = (output: string) => {
+        // Whole lines only: the last one may still be arriving.
+        const lines = output
+          .split('\n')
+          .slice(0, -1)
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { msg: string });
+        const at = lines.findIndex((l) => l.msg === 'shutting down');
+        return at < 0 ? [] : lines.slice(at).map((l) => l.msg);
+      };
+      const triedAgain = (msgs: string[]) => msgs.some((m) => m.startsWith('waiting for the database'));
       for (const waiting of [
         spawnMain({
           DATABASE_URL: databaseUrl,
           KAFKA_BROKERS: process.env.KAFKA_BROKERS!,
           GRPC_PORT: '0',
           CALLER_VERIFY_KEYS: keys.verifyKeys,
+          LOG_LEVEL: 'info', // the lines of the stop
         }),
         spawnMain(
           {
@@ -248,6 +261,7 @@ describe(
             PORT: '0',
             HOST: '127.0.0.1',
             CALLER_SIGNING_KEY: keys.signingKey,
+            LOG_LEVEL: 'info',
           },
           'gateway',
         ),
@@ -255,14 +269,27 @@ describe(
         await eventually(
           'it waits for the database',
           () => waiting.output().includes('waiting for the database'),
-          15_000,
+          60_000, // a process's start: 1–2 s alone, 15 s and more beside a second `make test`
           100,
         );
-        const signalled = Date.now();
+        const closed = once(waiting.proc, 'close');
+        // "At once" as an order, not a time: the signal ends the wait before the process tries its
+        // database again (it tries every 0.25 to 5 s while it waits). One that let the signal wait
+        // for its start would log another attempt after `shutting down`, and never exit.
+        const retried = new Promise<string>((resolve) =>
+          waiting.proc.stdout.on('data', () => {
+            if (triedAgain(sinceSignal(waiting.output()))) resolve('it tried its database again after SIGTERM');
+          }),
+        );
         waiting.proc.kill('SIGTERM');
-        const [code] = await waiting.exit;
-        assert.equal(code, 0, waiting.output());
-        assert.ok(Date.now() - signalled < 3_000, 'at once');
+        const ended = await Promise.race([waiting.exit, retried]);
+        if (!Array.isArray(ended)) waiting.proc.kill('SIGKILL'); // it would wait for its database for good
+        assert.ok(Array.isArray(ended), `${String(ended)}: ${waiting.output()}`);
+        assert.equal(ended[0], 0, waiting.output());
+        await closed;
+        const stop = sinceSignal(waiting.output());
+        assert.ok(stop.includes('stopped before the start completed'), waiting.output());
+        assert.equal(triedAgain(stop), false, waiting.output());
       }
 
       const misconfigured = spawnMain({

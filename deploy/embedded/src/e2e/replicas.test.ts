@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { randomUUID } from 'node:crypto';
+import { createClient } from '@workauto/client';
 import { Keyring } from '@workauto/crypto';
 import { createGateway, type Gateway } from '@workauto/gateway';
 import { createIdentityService, type OAuthSettings, type RunningService } from '@workauto/identity';
 import { generateCallerKeys } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
 import { freePort } from '@workauto/testing';
-import { assertError, startTestStack, type TestStack, type TenantFixture } from './harness.js';
+import { assertError, fails, ok, startTestStack, type TestStack, type TenantFixture } from './harness.js';
 import { startFakeIdp } from './fake-idp.js';
 
 /**
@@ -70,43 +71,45 @@ describe('replicas: revocation and OAuth across instances', () => {
     });
     const port = await gateway.listen('127.0.0.1', 0);
     extra.push(gateway);
-    const api = async (method: string, path: string, key: string, body?: unknown) => {
-      const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-    };
-    return { port, api };
+    /** The typed client through this replica. */
+    const client = (key: string) => createClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: key });
+    return { port, client };
   }
 
   async function newAdmin() {
-    const inv = await stack.api('POST', '/api/v1/invitations', {
-      key: tenant.key,
-      body: { email: `a-${randomUUID()}@replicas.test`, role: 'admin' },
-    });
-    assert.equal(inv.status, 201, JSON.stringify(inv.body));
-    const claimed = await stack.api('POST', '/api/v1/invitations/claim', { body: { code: inv.body.code } });
-    assert.equal(claimed.status, 200, JSON.stringify(claimed.body));
-    return { id: claimed.body.member.id as string, key: claimed.body.api_key as string };
+    const inv = await ok(
+      stack.client(tenant.key).POST('/api/v1/invitations', {
+        body: { email: `a-${randomUUID()}@replicas.test`, role: 'admin' },
+      }),
+      201,
+    );
+    const claimed = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
+    return { id: claimed.member!.id, key: claimed.api_key };
   }
 
   /** Through replica B, whose cache still holds the key: no credential, note or member change is made. */
   async function assertNothingChanges(b: Awaited<ReturnType<typeof gatewayReplica>>, key: string, victimId: string) {
+    const viaB = b.client(key);
+    const victimPath = { params: { path: { id: victimId } } };
     // Another service first: an identity mutation through B would clear B's whole cache and hide the gap.
-    assertError(await b.api('POST', '/api/v1/notes', key, { title: 'written by a dead key' }), 401);
-    assertError(await b.api('POST', '/api/v1/api-keys', key, { name: 'escape hatch' }), 401);
-    assertError(await b.api('PATCH', `/api/v1/members/${victimId}`, key, { name: 'renamed by a dead key' }), 401);
-    assertError(await b.api('PUT', `/api/v1/members/${victimId}/access-policies`, key, { policies: [] }), 401);
+    await fails(viaB.POST('/api/v1/notes', { body: { title: 'written by a dead key' } }), 401);
+    await fails(viaB.POST('/api/v1/api-keys', { body: { name: 'escape hatch' } }), 401);
+    await fails(viaB.PATCH('/api/v1/members/{id}', { ...victimPath, body: { name: 'renamed by a dead key' } }), 401);
+    await fails(
+      viaB.PUT('/api/v1/members/{member_id}/access-policies', {
+        params: { path: { member_id: victimId } },
+        body: { policies: [] },
+      }),
+      401,
+    );
     // And the refusal reaches this replica's reads too.
-    assertError(await b.api('GET', '/api/v1/members', key), 401);
-    const victim = await stack.api('GET', `/api/v1/members/${victimId}`, { key: tenant.key });
-    assert.notEqual(victim.body.name, 'renamed by a dead key');
-    const notes = await stack.api('GET', '/api/v1/notes?limit=100', { key: tenant.key });
+    await fails(viaB.GET('/api/v1/members'), 401);
+    const owner = stack.client(tenant.key);
+    const victim = await ok(owner.GET('/api/v1/members/{id}', victimPath));
+    assert.notEqual(victim.name, 'renamed by a dead key');
+    const notes = await ok(owner.GET('/api/v1/notes', { params: { query: { limit: 100 } } }));
     assert.equal(
-      notes.body.data.some((n: { title: string }) => n.title === 'written by a dead key'),
+      notes.data.some((n) => n.title === 'written by a dead key'),
       false,
     );
   }
@@ -116,12 +119,14 @@ describe('replicas: revocation and OAuth across instances', () => {
     const admin = await newAdmin();
     const victim = await newAdmin();
     const keyCount = async () =>
-      (await stack.api('GET', `/api/v1/api-keys?member_id=${admin.id}&limit=100`, { key: tenant.key })).body.data
-        .length;
-    assert.equal((await b.api('GET', '/api/v1/members', admin.key)).status, 200); // B caches the key
-    const own = await stack.api('GET', '/api/v1/api-keys', { key: admin.key });
-    const revoked = await stack.api('DELETE', `/api/v1/api-keys/${own.body.data[0].id}`, { key: tenant.key });
-    assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+      (
+        await ok(
+          stack.client(tenant.key).GET('/api/v1/api-keys', { params: { query: { member_id: admin.id, limit: 100 } } }),
+        )
+      ).data.length;
+    await ok(b.client(admin.key).GET('/api/v1/members')); // B caches the key
+    const own = await ok(stack.client(admin.key).GET('/api/v1/api-keys'));
+    await ok(stack.client(tenant.key).DELETE('/api/v1/api-keys/{id}', { params: { path: { id: own.data[0]!.id } } }));
     const before = await keyCount();
     await assertNothingChanges(b, admin.key, victim.id);
     assert.equal(await keyCount(), before, 'no key was minted for the revoked key');
@@ -131,8 +136,8 @@ describe('replicas: revocation and OAuth across instances', () => {
     const b = await gatewayReplica();
     const admin = await newAdmin();
     const victim = await newAdmin();
-    assert.equal((await b.api('GET', '/api/v1/members', admin.key)).status, 200);
-    assert.equal((await stack.api('DELETE', `/api/v1/members/${admin.id}`, { key: tenant.key })).status, 200);
+    await ok(b.client(admin.key).GET('/api/v1/members')); // B caches the key
+    await ok(stack.client(tenant.key).DELETE('/api/v1/members/{id}', { params: { path: { id: admin.id } } }));
     await assertNothingChanges(b, admin.key, victim.id);
   });
 
@@ -154,12 +159,14 @@ describe('replicas: revocation and OAuth across instances', () => {
     extra.push({ close: () => identityB.stop() });
     const b = await gatewayReplica(`127.0.0.1:${identityB.port}`);
     const connection = randomUUID();
-    const start = await stack.api('POST', '/api/v1/oauth/fake/authorize', {
-      key: tenant.key,
-      body: { connection_id: connection, return_to: 'https://app.example.com/settings' },
-    });
-    assert.equal(start.status, 200, JSON.stringify(start.body));
-    const consent = await fetch(start.body.authorize_url, { redirect: 'manual' });
+    const start = await ok(
+      stack.client(tenant.key).POST('/api/v1/oauth/{idp}/authorize', {
+        params: { path: { idp: 'fake' } },
+        body: { connection_id: connection, return_to: 'https://app.example.com/settings' },
+      }),
+    );
+    // Raw from here: the browser's redirects, IdP consent and the callback, followed by hand.
+    const consent = await fetch(start.authorize_url, { redirect: 'manual' });
     const callback = new URL(consent.headers.get('location')!);
     const viaB = `http://127.0.0.1:${b.port}${callback.pathname}${callback.search}`;
     const viaA = `${stack.url}${callback.pathname}${callback.search}`;

@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Keyring, generateToken } from '@workauto/crypto';
 import { databaseUrlFor } from '@workauto/db';
@@ -92,14 +91,41 @@ describe(
     });
 
     it('follows one request from the gateway into the service and its event, with no credential exported', async () => {
-      const call = async (method: string, path: string, key: string, body?: unknown) => {
+      const call = async (method: string, path: string, key: string, body?: unknown, traceparent?: string) => {
         const res = await fetch(`${cluster.url}/api/v1${path}`, {
           method,
-          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            ...(traceparent ? { traceparent } : {}),
+          },
           body: body ? JSON.stringify(body) : undefined,
         });
         return { status: res.status, body: await res.json() };
       };
+      /** A trace of the test's own for one call (W3C traceparent), so that its spans can be found. */
+      const newTrace = () => {
+        const traceId = randomBytes(16).toString('hex');
+        return { traceId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
+      };
+      /**
+       * The sentinel before a "no secret in any span" check: each process a call crossed has exported
+       * the call's server span, the last of its spans there to end (a process exports its spans in the
+       * order they ended, one batch at a time), so every span of the call is at the collector.
+       */
+      const exportedEverySpanOf = (traces: { traceId: string }[], services: string[]) =>
+        eventually(
+          () =>
+            `${services.join(' and ')} exported their server spans of the calls: ${JSON.stringify(spans.filter((s) => traces.some((t) => t.traceId === s.traceId)).map((s) => [s.service, s.name, s.kind]))}`,
+          () =>
+            traces.every(({ traceId }) =>
+              services.every((service) =>
+                spans.some((s) => s.traceId === traceId && s.service === service && s.kind === 2),
+              ),
+            ),
+          30_000,
+          100,
+        );
       const tenant = await call('POST', '/admin/tenants', adminToken, {
         name: 'Traced',
         owner: { name: 'Owner', email: 'owner@traced.test' },
@@ -172,21 +198,23 @@ describe(
       const refusedKey = `sk-ant-${randomBytes(24).toString('hex')}`;
       fake.probes.set(providerKey, 'ok');
       fake.probes.set(refusedKey, 401);
+      const validated = newTrace();
+      const stored = newTrace();
       assert.equal(
-        (await call('POST', '/agent-configs/validate-key', key, { api_key: refusedKey })).body.category,
+        (await call('POST', '/agent-configs/validate-key', key, { api_key: refusedKey }, validated.traceparent)).body
+          .category,
         'invalid_key',
       );
       assert.equal(
-        (await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey })).status,
+        (await call('PUT', '/agent-configs/task-triage/byok-key', key, { api_key: providerKey }, stored.traceparent))
+          .status,
         200,
       );
-      await eventually(
-        'the agents service exported its spans',
-        () => spans.some((s) => s.service === 'agents' && /PutByokKey/.test(s.name)),
-        10_000,
-        100,
+      await exportedEverySpanOf([validated, stored], ['gateway', 'agents']);
+      assert.ok(
+        spans.some((s) => s.traceId === stored.traceId && s.service === 'agents' && /PutByokKey/.test(s.name)),
+        'the agents service traced PutByokKey',
       );
-      await sleep(500);
 
       // An app's secret travels to its MCP server on a probe and a tool call, and into no span.
       const appSecret = `app-secret-${randomBytes(8).toString('hex')}`;
@@ -205,14 +233,17 @@ describe(
         assert.equal(created.status, 201, JSON.stringify(created.body) + cluster.output());
         assert.equal((await call('POST', '/apps/traced/probe', key, {})).body.status, 'healthy');
         await call('PATCH', '/apps/traced', key, { enabled_tools: ['echo'] });
-        assert.equal((await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } })).status, 200);
+        const toolCall = newTrace();
+        assert.equal(
+          (await call('POST', '/apps/traced/tools/echo/call', key, { arguments: { x: 1 } }, toolCall.traceparent))
+            .status,
+          200,
+        );
         assert.equal(mcp.calls.at(-1)?.headers.authorization, `Bearer ${appSecret}`);
-        await eventually(
-          () =>
-            `the apps service exported its spans: ${JSON.stringify([...new Set(spans.map((s) => `${s.service} ${s.name}`))])}`,
-          () => spans.some((s) => s.service === 'apps' && /CallTool/.test(s.name)),
-          10_000,
-          100,
+        await exportedEverySpanOf([toolCall], ['gateway', 'apps']);
+        assert.ok(
+          spans.some((s) => s.traceId === toolCall.traceId && s.service === 'apps' && /CallTool/.test(s.name)),
+          'the apps service traced CallTool',
         );
       } finally {
         await mcp.close();

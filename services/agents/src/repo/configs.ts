@@ -1,4 +1,4 @@
-import { newId, type Queryable } from '@workauto/db';
+import { newId, preparedStatement, type Queryable } from '@workauto/db';
 
 // bigint columns arrive as numbers (@workauto/db parses INT8; the values here stay far below 2^53).
 import type { ProviderName } from '../domain/blueprints.js';
@@ -153,21 +153,28 @@ export async function clearKey(db: Queryable, tenantId: string, blueprint: strin
   return rows[0];
 }
 
-/** The config's stored key, if any (for a run). */
-export async function storedKey(db: Queryable, tenantId: string, blueprint: string): Promise<StoredKey | undefined> {
-  const { rows } = await db.query<{
-    byok_provider: ProviderName | null;
-    byok_ciphertext: string | null;
-    byok_key_version: number;
-    base_url: string | null;
-  }>(
-    `SELECT byok_provider, byok_ciphertext, byok_key_version, base_url FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
-    [tenantId, blueprint],
+/** For a run: the config (if any) and its stored key (if any), in one read. */
+export async function configForRun(
+  db: Queryable,
+  tenantId: string,
+  blueprint: string,
+): Promise<{ config: ConfigRow | undefined; stored: StoredKey | undefined }> {
+  const { rows } = await db.query<ConfigRow & { byok_ciphertext: string | null }>(
+    preparedStatement(
+      'agents_config_for_run',
+      `SELECT ${COLUMNS}, byok_ciphertext FROM agent_configs WHERE tenant_id = $1 AND agent_blueprint = $2`,
+    )([tenantId, blueprint]),
   );
   const r = rows[0];
-  return r?.byok_provider && r.byok_ciphertext
-    ? { provider: r.byok_provider, ciphertext: r.byok_ciphertext, version: r.byok_key_version, base_url: r.base_url }
-    : undefined;
+  if (!r) return { config: undefined, stored: undefined };
+  const { byok_ciphertext: ciphertext, ...config } = r;
+  return {
+    config,
+    stored:
+      r.byok_provider && ciphertext
+        ? { provider: r.byok_provider, ciphertext, version: r.byok_key_version, base_url: r.base_url }
+        : undefined,
+  };
 }
 
 /** Ciphertexts written with a keyring key other than the active one (for `re-encrypt` after a rotation). */

@@ -1,4 +1,12 @@
-import { listPage, newestFirst, newId, type PageQuery, type Queryable, type KeysetPage } from '@workauto/db';
+import {
+  listPage,
+  newestFirst,
+  newId,
+  preparedStatement,
+  type PageQuery,
+  type Queryable,
+  type KeysetPage,
+} from '@workauto/db';
 import type { AccessLevels } from '@workauto/grpc';
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled';
@@ -127,8 +135,10 @@ export async function runForWorker(
   opts: { lock?: boolean } = {},
 ): Promise<RunRow | undefined> {
   const { rows } = await db.query<RunRow>(
-    `SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND id = $2${opts.lock ? ' FOR UPDATE' : ''}`,
-    [tenantId, id],
+    preparedStatement(
+      opts.lock ? 'agents_run_for_worker_locked' : 'agents_run_for_worker',
+      `SELECT ${COLUMNS} FROM agent_runs WHERE tenant_id = $1 AND id = $2${opts.lock ? ' FOR UPDATE' : ''}`,
+    )([tenantId, id]),
   );
   return rows[0];
 }
@@ -171,19 +181,25 @@ export async function cancelRun(tx: Queryable, tenantId: string, id: string): Pr
   return rows[0]!;
 }
 
+/*
+ * The statements every run's worker makes, prepared once per connection (parsed and planned once:
+ * planning was about a third of the agents database's time in bench-agents).
+ */
+const START_RUN = preparedStatement<[string, string]>(
+  'agents_start_run',
+  withStatusNotify(`UPDATE agent_runs SET status = 'running', claims = claims + 1,
+     started_at = coalesce(started_at, now()),
+     deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
+     consecutive_failures = 0, updated_at = now()
+   WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
+);
+
 /**
  * A run a worker claimed (its job's lease is the run's lease): running, one more start counted
  * (first start: started_at and deadline_at set now).
  */
 export async function startRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
-  const { rows } = await tx.query<RunRow>(
-    withStatusNotify(`UPDATE agent_runs SET status = 'running', claims = claims + 1,
-       started_at = coalesce(started_at, now()),
-       deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
-       consecutive_failures = 0, updated_at = now()
-     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
-    [tenantId, id],
-  );
+  const { rows } = await tx.query<RunRow>(START_RUN([tenantId, id]));
   return rows[0]!;
 }
 
@@ -191,22 +207,6 @@ export async function startRun(tx: Queryable, tenantId: string, id: string): Pro
 export async function runStatus(db: Queryable, id: string): Promise<RunStatus | undefined> {
   const { rows } = await db.query<{ status: RunStatus }>(`SELECT status FROM agent_runs WHERE id = $1`, [id]);
   return rows[0]?.status;
-}
-
-/**
- * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
- * by the attempt holding the run's job lease, in the transaction that checked it.
- */
-export async function recordProgress(
-  db: Queryable,
-  id: string,
-  p: { costMicroCents: number; feeCents: number; output: unknown },
-): Promise<void> {
-  await db.query(
-    `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
-     WHERE id = $1 AND status IN ('running', 'cancelled')`,
-    [id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)],
-  );
 }
 
 /** One step of a run as stored (text already cut and cleaned of secrets: domain/steps.ts). */
@@ -227,30 +227,45 @@ export interface StepRow {
 const STEP_COLUMNS = `step_index, type, started_at, ended_at, tool_name, arguments, result, is_error, input_tokens,
   output_tokens, cost_micro_cents`;
 
-/** Where a run's next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them). */
-export async function nextStepIndex(db: Queryable, runId: string): Promise<number> {
+/**
+ * A run's start of work: which key it uses (a platform key's runs pay the platform fee), and where
+ * its next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them).
+ */
+export async function startWork(db: Queryable, runId: string, usedPlatformKey: boolean): Promise<{ nextStep: number }> {
   const { rows } = await db.query<{ next: number }>(
-    `SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
-    [runId],
+    preparedStatement(
+      'agents_start_work',
+      `WITH key_use AS (UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1)
+       SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
+    )([runId, usedPlatformKey]),
   );
-  return rows[0]!.next;
+  return { nextStep: rows[0]!.next };
 }
 
 /**
- * A step that ended, written while the run is running (or was cancelled while it ran) by the
- * attempt holding the run's job lease, in the transaction that checked it; its NOTIFY in the same
- * statement. False when the run is no longer running.
+ * A step that ended, written while the run is running (or was cancelled while it ran), and its
+ * NOTIFY: one statement, written only while `lease` (the job queue's lease query, parameters from
+ * $13) finds the attempt's lease, which it locks until the transaction ends. False when the run is
+ * no longer running or the lease is gone.
  */
-export async function insertStep(db: Queryable, runId: string, step: StepRow): Promise<boolean> {
+export async function insertStep(
+  db: Queryable,
+  runId: string,
+  step: StepRow,
+  lease: { sql: string; values: unknown[] },
+): Promise<boolean> {
   const { rows } = await db.query(
-    `WITH ins AS (
+    preparedStatement(
+      'agents_insert_step',
+      `WITH lease AS (${lease.sql}),
+     ins AS (
        INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
        SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
-       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled')
+       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)
        RETURNING tenant_id, run_id, step_index)
      SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
        json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
-    [
+    )([
       runId,
       step.step_index,
       step.type,
@@ -263,9 +278,28 @@ export async function insertStep(db: Queryable, runId: string, step: StepRow): P
       step.input_tokens,
       step.output_tokens,
       step.cost_micro_cents,
-    ],
+      ...lease.values,
+    ]),
   );
   return rows.length === 1;
+}
+
+/**
+ * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
+ * in the transaction whose insertStep found the attempt's lease (and holds it locked).
+ */
+export async function recordProgress(
+  db: Queryable,
+  id: string,
+  p: { costMicroCents: number; feeCents: number; output: unknown },
+): Promise<void> {
+  await db.query(
+    preparedStatement(
+      'agents_record_progress',
+      `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
+       WHERE id = $1 AND status IN ('running', 'cancelled')`,
+    )([id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)]),
+  );
 }
 
 /** A run's steps in order (the run's tenant only). */
@@ -275,11 +309,6 @@ export async function listSteps(db: Queryable, tenantId: string, runId: string):
     [tenantId, runId],
   );
   return rows;
-}
-
-/** Which key the run uses (a platform key's runs pay the platform fee). */
-export async function markKeyUse(db: Queryable, id: string, usedPlatformKey: boolean): Promise<void> {
-  await db.query(`UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1`, [id, usedPlatformKey]);
 }
 
 /**
@@ -309,13 +338,17 @@ export interface Finish {
   consecutiveFailures: number;
 }
 
+const FINISH_RUN = preparedStatement(
+  'agents_finish_run',
+  withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
+     failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
+   WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
+);
+
 /** A run's end, written only while it is still running (a cancel that came first wins). */
 export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
   const { rows } = await tx.query<RunRow>(
-    withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
-       failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
-     WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
-    [
+    FINISH_RUN([
       id,
       f.status,
       JSON.stringify(f.output),
@@ -324,7 +357,7 @@ export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<R
       f.failureCategory,
       f.failureDetail,
       f.consecutiveFailures,
-    ],
+    ]),
   );
   return rows[0];
 }

@@ -174,8 +174,7 @@ export class RunWorker {
       outcome: { status: 'failed', category, detail, output: emptyOutput(), costMicroCents: spent } as Outcome,
     });
     if (!blueprint) return fail('internal', `blueprint ${row.agent_blueprint} is no longer offered by this deployment`);
-    const config = await configs.findConfig(pool, row.tenant_id, blueprint.id);
-    const stored = await configs.storedKey(pool, row.tenant_id, blueprint.id);
+    const { config, stored } = await configs.configForRun(pool, row.tenant_id, blueprint.id);
     const platform = new Set(
       (Object.entries(this.deps.platformKeys) as [ProviderName, string | undefined][]).flatMap(([p, k]) =>
         k ? [p] : [],
@@ -195,9 +194,8 @@ export class RunWorker {
         );
       }
     } else apiKey = this.deps.platformKeys[provider]!;
-    await runs.markKeyUse(pool, row.id, usedPlatformKey);
+    const { nextStep: firstStepIndex } = await runs.startWork(pool, row.id, usedPlatformKey);
     const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
-    const firstStepIndex = await runs.nextStepIndex(pool, row.id);
     try {
       const outcome = await execute(
         {
@@ -221,18 +219,23 @@ export class RunWorker {
           spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
           firstStepIndex,
-          // The step, the cost and output so far, and the NOTIFY: one transaction, under the job's lease.
-          recordStep: (step, progress) =>
-            withTransaction(pool, async (tx) => {
-              if (!(await this.jobs.holdsLease(tx, job))) return;
-              await runs.insertStep(tx, row.id, step);
-              if (progress)
-                await runs.recordProgress(tx, row.id, {
-                  costMicroCents: progress.costMicroCents,
-                  feeCents: fee(progress.costMicroCents),
-                  output: progress.output,
-                });
-            }),
+          // The step and its NOTIFY under the job's lease: one statement; with the cost and output so
+          // far, one transaction (the step's insert bumps the run's event number: another statement).
+          recordStep: async (step, progress) => {
+            const lease = this.jobs.lease(job, 13);
+            if (!progress) {
+              await runs.insertStep(pool, row.id, step, lease);
+              return;
+            }
+            await withTransaction(pool, async (tx) => {
+              if (!(await runs.insertStep(tx, row.id, step, lease))) return;
+              await runs.recordProgress(tx, row.id, {
+                costMicroCents: progress.costMicroCents,
+                feeCents: fee(progress.costMicroCents),
+                output: progress.output,
+              });
+            });
+          },
         },
       );
       if (outcome.status === 'failed' && outcome.providerCategory && stored) {
@@ -323,7 +326,9 @@ export class RunWorker {
     outcome: Exclude<Outcome, { status: 'stopped' }>,
   ): Promise<void> {
     const failed = outcome.status === 'failed';
-    const before = await runs.streakBefore(tx, row.tenant_id, row.agent_blueprint, row.id);
+    // A success ends any streak: it needs neither the previous run's count nor the per-blueprint lock
+    // that serialises failures (taken for every run, it made all of a blueprint's runs end one at a time).
+    const before = failed ? await runs.streakBefore(tx, row.tenant_id, row.agent_blueprint, row.id) : 0;
     const ended = await runs.finishRun(tx, row.id, {
       status: outcome.status,
       output: outcome.output,
