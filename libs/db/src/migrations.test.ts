@@ -84,18 +84,19 @@ function migratingProcess(url: string, dir: string, name: string) {
       resolve({ code, out, applied: last.startsWith('{"applied"') ? JSON.parse(last).applied : [] });
     }),
   );
-  return { child, done };
+  return { child, done, output: () => out };
 }
 
 /** The pid of the session holding the migration lock of url's database, once one does. */
-async function lockHolderPid(pool: pg.Pool): Promise<number> {
+async function lockHolderPid(pool: pg.Pool, notPid = 0): Promise<number> {
   return eventually(
     'a session takes the migration lock',
     async () =>
       (
         await pool.query<{ pid: number }>(
-          `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+          `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> $1
               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          [notPid],
         )
       ).rows[0]?.pid,
   );
@@ -106,13 +107,23 @@ describe('runMigrations', () => {
     const url = await freshDatabase();
     const dir = await migrationsDir({
       '0001_things.sql': 'CREATE TABLE m_things (id int PRIMARY KEY);',
-      '0002_slow.sql': 'SELECT pg_sleep(1.5); INSERT INTO m_things VALUES (1);',
+      // Slow until the test lets it go: after the second has logged its wait (a fixed pg_sleep let
+      // the first finish before a slow machine had started the second).
+      '0002_slow.sql': 'SELECT pg_advisory_xact_lock(4242); INSERT INTO m_things VALUES (1);',
     });
     const pool = createPool(url, { max: 2 });
+    const gate = new pg.Client({ connectionString: url });
+    await gate.connect();
     try {
+      await gate.query('SELECT pg_advisory_lock(4242)');
+      const gatePid = (await gate.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       const first = migratingProcess(url, dir, 'migrator-a');
-      const holder = await lockHolderPid(pool);
+      const holder = await lockHolderPid(pool, gatePid);
       const second = migratingProcess(url, dir, 'migrator-b');
+      await eventually('the second waits for the migration lock', () =>
+        second.output().includes('waiting for the migration lock'),
+      );
+      await gate.end();
       const [a, b] = await Promise.all([first.done, second.done]);
       assert.equal(a.code, 0, a.out);
       assert.equal(b.code, 0, b.out);
@@ -129,6 +140,7 @@ describe('runMigrations', () => {
       assert.deepEqual((await pool.query('SELECT id FROM m_things')).rows, [{ id: 1 }], 'applied once');
       assert.equal((await pool.query('SELECT count(*)::int AS n FROM schema_migrations')).rows[0].n, 2);
     } finally {
+      await gate.end().catch(() => undefined);
       await pool.end();
     }
   });
