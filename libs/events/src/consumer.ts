@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { isDatabaseUnavailable, preparedStatement, withTransaction } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
+import { backoffDelay, systemClock } from '@workauto/retry';
 import { decodeEvent, type ConsumedEvent } from './event.js';
 import { TOPICS, type EventTransport, type Subscription, type TransportMessage } from './transport.js';
 
@@ -168,7 +169,7 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
         // it later (the dead-letter topic is for events that cannot be applied).
         if (isDatabaseUnavailable(err)) throw err;
         lastError = err;
-        if (attempt < maxAttempts) await new Promise((r) => setTimeout(r, retryDelayMs * 2 ** (attempt - 1)));
+        if (attempt < maxAttempts) await systemClock.sleep(backoffDelay({ firstMs: retryDelayMs }, attempt));
       }
     }
     await deadLetter(item.message, lastError instanceof Error ? lastError.message : String(lastError));

@@ -1,6 +1,7 @@
 import { metrics } from '@opentelemetry/api';
 import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafkajs';
 import type { Logger } from '@workauto/logger';
+import { retry } from '@workauto/retry';
 import type { KafkaClientSecurity } from './kafka-security.js';
 import type { EventTransport, Subscription, TransportMessage } from './transport.js';
 
@@ -294,15 +295,8 @@ function subscribeWhenLed(consumer: Consumer, topic: string): Promise<void> {
 }
 
 /** `fn` again while it fails with a retriable Kafka error: 10 tries, 0.3 s doubling to 3 s between them. */
-async function whileRetriable<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (!isRetriableKafkaError(err) || attempt >= 10) throw err;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(300 * 2 ** (attempt - 1), 3_000)));
-    }
-  }
+function whileRetriable<T>(fn: () => Promise<T>): Promise<T> {
+  return retry(fn, { backoff: { firstMs: 300, maxMs: 3_000 }, attempts: 10, retryable: isRetriableKafkaError });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { backoffDelay, systemClock } from '@workauto/retry';
 import type { EventTransport, Subscription, TransportMessage } from './transport.js';
 
 /**
@@ -26,13 +27,13 @@ export class LocalTransport implements EventTransport {
   /** One key's batch to every subscriber of its topic, retried until the subscriber takes it. */
   private async deliver(batch: TransportMessage[]): Promise<void> {
     for (const sub of this.subscribers.get(batch[0]!.topic) ?? []) {
-      for (let attempt = 0; ; attempt++) {
+      for (let retry = 1; ; retry++) {
         try {
           await sub.handle(batch);
           break;
         } catch {
           if (this.closed) throw new Error('the local event transport closed during delivery');
-          await new Promise((r) => setTimeout(r, Math.min(this.retryDelayMs * 2 ** attempt, 5_000)));
+          await systemClock.sleep(backoffDelay({ firstMs: this.retryDelayMs, maxMs: 5_000 }, retry));
         }
       }
     }

@@ -2,6 +2,7 @@ import { metrics } from '@opentelemetry/api';
 import type pg from 'pg';
 import type { Logger } from '@workauto/logger';
 import { preparedStatement } from '@workauto/db';
+import { backoffDelay } from '@workauto/retry';
 import { TOPICS, type EventTransport, type TransportMessage } from './transport.js';
 
 /** Looked up at each use, like consumer.ts's: the meter provider is registered when telemetry starts. */
@@ -148,7 +149,7 @@ export class OutboxRelay {
         await this.sleep(pollMs);
       } catch (err) {
         this.failures++;
-        const delay = Math.min(250 * 2 ** this.failures, 30_000);
+        const delay = backoffDelay({ firstMs: 500, maxMs: 30_000 }, this.failures);
         const pending = await this.pendingCount().catch(() => -1);
         publishFailures().add(1, { source: this.opts.source });
         if (pending >= 0) backlog().record(pending, { source: this.opts.source });
