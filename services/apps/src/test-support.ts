@@ -37,8 +37,10 @@ export async function startApps(options: StartOptions = {}) {
     egress,
     // Hour-long by default: the tests see only the probe a create or a URL change starts.
     probeIntervalMs: options.probeIntervalMs ?? 3_600_000,
-    probeTimeoutMs: options.probeTimeoutMs ?? 1_500,
-    toolCallTimeoutMs: options.toolCallTimeoutMs ?? 1_500,
+    // Room for a loaded machine (beside a second `make test`, a probe of a healthy server took over
+    // 1.5 s and the app came out unreachable); tests of a hanging server wait this long for it.
+    probeTimeoutMs: options.probeTimeoutMs ?? 10_000,
+    toolCallTimeoutMs: options.toolCallTimeoutMs ?? 10_000,
     ...(options.toolResultMaxBytes ? { toolResultMaxBytes: options.toolResultMaxBytes } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.oauth ? { oauth: options.oauth } : {}),
