@@ -35,9 +35,7 @@ export type NewNote = Omit<NoteRow, 'created_at' | 'updated_at' | 'deleted_at'>;
 
 export async function insertNote(db: Queryable, n: NewNote): Promise<NoteRow> {
   const { rows } = await db.query<NoteRow>(
-    `INSERT INTO notes (id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
-    [
+    INSERT_NOTE([
       n.id,
       n.tenant_id,
       n.title,
@@ -48,10 +46,17 @@ export async function insertNote(db: Queryable, n: NewNote): Promise<NoteRow> {
       n.notebook_id,
       n.source_url,
       n.word_count,
-    ],
+    ]),
   );
   return rows[0]!;
 }
+
+/** Every note created (8 % of the API mix): its planning was nearly half its time, so it is prepared. */
+const INSERT_NOTE = preparedStatement(
+  'notes_insert',
+  `INSERT INTO notes (id, tenant_id, title, body, is_archived, is_pinned, metadata, notebook_id, source_url, word_count)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
+);
 
 /**
  * A live note of the tenant. `lock`: 'update' before changing it; 'share' while attaching tags
