@@ -18,7 +18,8 @@
  * RATE (requests per second, all connections together; default none: as fast as each target
  * answers). CPU per request falls as the rate rises (more work per turn of each event loop, more
  * frames per write), so an A/B whose arms run at different rates also measures that: a RATE both
- * arms sustain compares them at the same one.
+ * arms sustain compares them at the same one. WORKAUTO_PG_STAT_STATEMENTS=1: the rounds' requests per
+ * target and notes_tasks' top statements (calls per request, planning: what the load does not move).
  *
  * A/B of a change in one sitting: AB names two built checkouts of the repository (e.g. this one
  * and a git worktree of main after `make build`); the gateway and notes-tasks of each run beside
@@ -40,7 +41,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from '@workauto/testing';
-import { cpuDelta, cpuSnapshot, report, startBenchStack } from './lib-bench.mjs';
+import { cpuDelta, cpuSnapshot, printTopStatements, report, startBenchStack, statementsSince } from './lib-bench.mjs';
 
 const ROLE = process.argv[2] === '--role' ? process.argv[3] : undefined;
 const COLUMNS =
@@ -239,6 +240,7 @@ async function main() {
       return JSON.parse(out);
     };
     for (const t of targets) await load(t, WARMUP);
+    await statementsSince(notesUrl); // WORKAUTO_PG_STAT_STATEMENTS=1: count the rounds' statements only
 
     const loadBefore = loadavg()[0];
     console.log(
@@ -288,6 +290,11 @@ async function main() {
           );
         }
       }
+    }
+    const requests = [...turns].map(([name, v]) => `${name} ${v.reduce((sum, t) => sum + t.rps * TURN, 0)}`);
+    if (process.env.WORKAUTO_PG_STAT_STATEMENTS === '1') {
+      console.log(`\nrequests in the rounds: ${requests.join(', ')}`);
+      await printTopStatements(notesUrl, 8);
     }
     const median = (v) => {
       const s = [...v].sort((a, b) => a - b);
