@@ -25,7 +25,7 @@ import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
 import { PUBLIC_BASE_URL_FIELD } from './public-url.js';
-import { buildRequest } from './transcode.js';
+import { buildRequest, encodedRequest } from './transcode.js';
 import type { StreamKind, StreamPace, StreamSlots } from './stream-slots.js';
 import type { StreamWatch } from './stream-watch.js';
 import type { TokenTenants } from './token-tenants.js';
@@ -95,7 +95,9 @@ function unaryMethod(route: Route) {
 /** The request message's bytes; a value the mapping let through but the codec refuses is the client's 400. */
 function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
   try {
-    return Buffer.from(route.requestType.encode(request));
+    // The bytes the field rules were checked on, when buildRequest made them (a view, not a copy).
+    const bytes = encodedRequest(request) ?? route.requestType.encode(request);
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   } catch (err) {
     throw gatewayErrors.badRequest(
       [

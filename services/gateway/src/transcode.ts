@@ -158,6 +158,7 @@ function fieldRuleViolations(route: Route, request: Record<string, unknown>, sha
   } catch {
     return []; // a value the mapping refused is left undefined inside a list: its violation says why
   }
+  encodings.set(request, bytes);
   const refused = shape.map((v) => v.field);
   return ruleViolations(type.desc, bytes).filter(
     (v) => !refused.some((f) => v.field === f || v.field.startsWith(`${f}.`) || v.field.startsWith(`${f}[`)),
@@ -287,7 +288,17 @@ export function buildRequest(
   // Last, so a client's invalid request is its 400 whatever these would say.
   for (const f of gatewayFields) {
     const value = gatewayValues[f.name];
-    if (value) setField(request, f, value());
+    if (!value) continue;
+    setField(request, f, value());
+    encodings.delete(request); // the bytes the rules were checked on lack this field
   }
   return request;
+}
+
+/** A request's bytes as its field rules were checked on them (buildRequest), so the call does not encode it again. */
+const encodings = new WeakMap<object, Uint8Array>();
+
+/** The bytes of a request buildRequest made, if it encoded them for the field rules and nothing changed it since. */
+export function encodedRequest(request: object): Uint8Array | undefined {
+  return encodings.get(request);
 }
