@@ -10,7 +10,14 @@
  */
 import { hash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
-import { isDomain, levelAtLeast, type AccessLevels, type Downstream, protoAccessLevel } from '@workauto/grpc';
+import {
+  isDomain,
+  levelAtLeast,
+  type AccessLevels,
+  type Domain,
+  type Downstream,
+  protoAccessLevel,
+} from '@workauto/grpc';
 import type { Logger } from '@workauto/logger';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
 import type { Clock } from '@workauto/retry';
@@ -181,7 +188,8 @@ export class Authenticator {
         'TENANT_CREDENTIAL_REQUIRED',
       );
     if (route.domain) {
-      const have = protoAccessLevel.toLevel(principal.access[route.domain]) ?? 'none';
+      // The principal's levels as mapped once per lookup (accessLevels), not the enum's name per request.
+      const have = accessLevels(principal)[route.domain as Domain] ?? 'none';
       if (!levelAtLeast(have, route.level)) {
         throw gatewayErrors.forbidden(
           `this needs ${route.level} access to ${route.domain}; your access there is ${have}. Ask an admin to change your role or access policy`,
