@@ -4,7 +4,7 @@ import { loadConfig, vars } from '@workauto/config';
 import { retry, type Backoff, type Clock } from '@workauto/retry';
 import { isConcurrencyFailure } from './errors.js';
 import { keyedCall } from './idempotency.js';
-import { TenantShares } from './tenant-share.js';
+import { TenantShares, type TenantSlot } from './tenant-share.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -108,24 +108,39 @@ class TenantFairPool extends pg.Pool {
   override connect(): Promise<pg.PoolClient>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
+    let slot: ReturnType<TenantShares['acquire']>;
+    try {
+      slot = this.shares.acquire();
+    } catch (err) {
+      if (!callback) return Promise.reject(err as Error);
+      // Called back later, as every other failed checkout is.
+      return void process.nextTick(() => callback(err as Error, undefined, () => undefined));
+    }
+    // pool.query's checkout (a callback) of a tenant under its share: no promise on the way (a
+    // GetNote's checkout went through four; docs/benchmarks.md, "Where the time goes").
+    if (callback && !(slot instanceof Promise)) {
+      if (!slot) return super.connect(callback);
+      const held = slot;
+      return super.connect((err, client) => {
+        if (err || !client) {
+          held.release();
+          return callback(err, undefined, () => undefined);
+        }
+        holdSlot(client, held);
+        callback(undefined, client, (e) => client.release(e as Error | undefined));
+      });
+    }
     const checkout = (async () => {
-      const slot = await this.shares.acquire();
-      if (!slot) return super.connect();
+      const held = await slot;
+      if (!held) return super.connect();
       let client: pg.PoolClient;
       try {
         client = await super.connect();
       } catch (err) {
-        slot.release();
+        held.release();
         throw err;
       }
-      slot.checkedOut();
-      // pg-pool gives each checkout its own release function: this one also frees the tenant's slot.
-      const release = client.release.bind(client);
-      client.release = (err?: Error | boolean) => {
-        slot.release();
-        return release(err);
-      };
-      return client;
+      return holdSlot(client, held);
     })();
     if (!callback) return checkout;
     checkout.then(
@@ -133,6 +148,17 @@ class TenantFairPool extends pg.Pool {
       (err: Error) => callback(err, undefined, () => undefined),
     );
   }
+}
+
+/** The checkout holds its tenant's slot until released: pg-pool gives each checkout its own release function, this one also frees the slot. */
+function holdSlot(client: pg.PoolClient, slot: TenantSlot): pg.PoolClient {
+  slot.checkedOut();
+  const release = client.release.bind(client);
+  client.release = (err?: Error | boolean) => {
+    slot.release();
+    return release(err);
+  };
+  return client;
 }
 
 /** Connections of a pool one tenant may hold at once (DATABASE_TENANT_CONNECTIONS; default half the pool). */

@@ -94,9 +94,11 @@ export class TenantShares {
 
   /**
    * A slot for the current call's tenant, or none needed (outside a scope, or a call that holds a
-   * connection already); resolves to what gives it back, and to what the call's checkout count does.
+   * connection already): what gives it back, and what the call's checkout count does. Returned at
+   * once when the tenant is under its share (every checkout but a queued one: no promise for it),
+   * a promise when the checkout waits; throws TenantShareBusyError when it may not wait.
    */
-  async acquire(): Promise<{ release(): void; checkedOut(): void } | undefined> {
+  acquire(): TenantSlot | undefined | Promise<TenantSlot> {
     const call = scope.getStore();
     if (!call) return undefined;
     let out = false;
@@ -114,26 +116,8 @@ export class TenantShares {
     let entry = this.tenants.get(call.tenant);
     if (!entry) this.tenants.set(call.tenant, (entry = { inUse: 0, waiting: [] }));
     const t = entry;
-    if (t.inUse >= this.share) {
-      const waitMs = Math.min(
-        this.waitMs,
-        call.deadline === undefined ? Infinity : call.deadline - DEADLINE_MARGIN_MS - Date.now(),
-      );
-      if (waitMs <= 0) throw new TenantShareBusyError(this.share);
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-        const timer = setTimeout(() => {
-          t.waiting.splice(t.waiting.indexOf(wake), 1);
-          reject(new TenantShareBusyError(this.share));
-        }, waitMs);
-        t.waiting.push(wake);
-      });
-    } else t.inUse++;
     let released = false;
-    return {
+    const slot: TenantSlot = {
       checkedOut: counted.checkedOut,
       release: () => {
         if (released) return;
@@ -146,5 +130,33 @@ export class TenantShares {
         if (t.inUse === 0) this.tenants.delete(call.tenant);
       },
     };
+    if (t.inUse < this.share) {
+      t.inUse++;
+      return slot;
+    }
+    const waitMs = Math.min(
+      this.waitMs,
+      call.deadline === undefined ? Infinity : call.deadline - DEADLINE_MARGIN_MS - Date.now(),
+    );
+    if (waitMs <= 0) throw new TenantShareBusyError(this.share);
+    return new Promise<TenantSlot>((resolve, reject) => {
+      const wake = () => {
+        clearTimeout(timer);
+        resolve(slot);
+      };
+      const timer = setTimeout(() => {
+        t.waiting.splice(t.waiting.indexOf(wake), 1);
+        reject(new TenantShareBusyError(this.share));
+      }, waitMs);
+      t.waiting.push(wake);
+    });
   }
+}
+
+/** A checkout's hold on its tenant's share (TenantShares.acquire). */
+export interface TenantSlot {
+  /** Gives the slot back (once; later calls do nothing): to the tenant's next waiting checkout, if any. */
+  release(): void;
+  /** The checkout got its connection: the call holds one more. */
+  checkedOut(): void;
 }
