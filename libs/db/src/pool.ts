@@ -112,7 +112,7 @@ class TenantFairPool extends pg.Pool {
     try {
       slot = this.shares.acquire();
     } catch (err) {
-      if (!callback) return Promise.reject(err as Error);
+      if (!callback) return Promise.reject(err);
       // Called back later, as every other failed checkout is.
       return void process.nextTick(() => callback(err as Error, undefined, () => undefined));
     }
