@@ -344,6 +344,42 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     );
   });
 
+  it("claims a waiting group's job while a group at its cap has older jobs on more keys than a claim looks at", async () => {
+    // A tenant at its cap with due jobs on many endpoints, all older than another tenant's job: a
+    // claim that did not leave the capped tenant out before choosing would fill its few candidates
+    // with that tenant's jobs, start none of them (no room) and never reach the waiting one.
+    const queue = newQueue<{ tenant: string }>();
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await queue.enqueueMany(
+      pool,
+      Array.from({ length: 60 }, (_, i) => ({
+        payload: { tenant: 'noisy' },
+        options: { key: `noisy-endpoint-${i % 20}`, group: 'noisy', runAt: hourAgo },
+      })),
+    );
+    let noisyRunning = 0;
+    let noisyPeak = 0;
+    const startedQuiet: string[] = [];
+    const worker = queue.worker(replicaPool(), {
+      logger,
+      concurrency: 4,
+      maxPerGroup: 2,
+      maxPerKey: 4,
+      pollMs: 10,
+      handle: async (job) => {
+        if (job.payload.tenant === 'quiet') return void startedQuiet.push(job.id);
+        noisyPeak = Math.max(noisyPeak, ++noisyRunning);
+        await new Promise<void>(() => undefined); // its receivers hang
+      },
+    });
+    run(worker, 0);
+    await eventually('the noisy tenant is at its cap', async () => (await states(queue.name)).running === 2);
+    const quiet = await queue.enqueue(pool, { tenant: 'quiet' }, { key: 'quiet-endpoint', group: 'quiet' });
+    await eventually("the quiet tenant's job started", () => startedQuiet.includes(quiet), 5_000);
+    assert.equal(noisyPeak, 2, 'the noisy tenant never ran more than its cap');
+    assert.equal((await states(queue.name)).running, 2);
+  });
+
   it("claims another group's job as fast with one group's backlog of 150,000 at its cap as without (the claim never scans a capped backlog)", async () => {
     // A tenant whose receivers hang (or whose runs wait on slow tools) piles up queued jobs behind
     // its cap. A claim that filtered that backlog row by row would cost more as it grew, until it
