@@ -53,6 +53,9 @@ export interface EnqueueOptions {
   runAt?: Date;
 }
 
+/** What a handler resolves when it recorded its attempt's success itself (JobWorker.succeeded). */
+export const SUCCESS_RECORDED = Symbol('the handler recorded the success');
+
 /** Thrown by a handler: try again after delayMs (e.g. a Retry-After), instead of the worker's schedule. */
 export class RetryLater extends Error {
   override name = 'RetryLater';
@@ -70,7 +73,11 @@ export class PermanentFailure extends Error {
 }
 
 export interface WorkerOptions<P> {
-  handle(job: Job<P>, signal: AbortSignal): Promise<void>;
+  /**
+   * Runs an attempt. Resolving records the success; a handler that recorded it itself, in its own
+   * statement with JobWorker.succeeded() (one round trip instead of two), resolves SUCCESS_RECORDED.
+   */
+  handle(job: Job<P>, signal: AbortSignal): Promise<void | typeof SUCCESS_RECORDED>;
   logger: Logger;
   /** Jobs this process runs at once (default 20). */
   concurrency?: number;
@@ -182,11 +189,11 @@ interface ClaimedRow {
  * planned once, not per call: docs/benchmarks.md, "Webhook deliveries"). The queue is a parameter,
  * so every queue shares them.
  */
-const SUCCEED = preparedStatement<[string, string, number]>(
-  'jobs_succeed',
+/** An attempt's success, only by the lease holder: parameters job id, owner and attempt from $first. */
+const succeedSql = (first: number) =>
   `UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, finished_at = now(), updated_at = now()
-   WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`,
-);
+   WHERE id = $${first} AND state = 'running' AND lease_owner = $${first + 1} AND attempts = $${first + 2} RETURNING id`;
+const SUCCEED = preparedStatement<[string, string, number]>('jobs_succeed', succeedSql(1));
 const FAIL = preparedStatement<[string, string, number, boolean, number, string]>(
   'jobs_fail',
   `UPDATE jobs SET state = CASE WHEN $4 OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
@@ -506,6 +513,15 @@ export class JobWorker<P> {
     };
   }
 
+  /**
+   * The attempt's success as a statement to put in a handler's own (`WITH job AS (…)`, parameters
+   * numbered from `first`), which then resolves SUCCESS_RECORDED: the handler's writes and the
+   * job's end in one round trip. It returns the job's id only while this attempt holds the lease.
+   */
+  succeeded(job: Job<P>, first: number): { sql: string; values: unknown[] } {
+    return { sql: succeedSql(first), values: [job.id, this.owner, job.attempt] };
+  }
+
   /** Claims again at once (a job was enqueued, or an attempt ended). */
   wake(): void {
     this.woken = true;
@@ -620,19 +636,24 @@ export class JobWorker<P> {
     const timer = setTimeout(() => abort.abort(new Error(`attempt timed out after ${timeoutMs} ms`)), timeoutMs);
     const done = (async () => {
       let outcome: unknown;
+      let recorded = false;
       try {
-        await Promise.race([
-          this.options.handle(job, abort.signal),
-          new Promise<never>((_, reject) =>
-            abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true }),
-          ),
-        ]);
+        recorded =
+          SUCCESS_RECORDED ===
+          (await Promise.race([
+            this.options.handle(job, abort.signal),
+            new Promise<never>((_, reject) =>
+              abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true }),
+            ),
+          ]));
       } catch (err) {
         outcome = err ?? new Error('the handler failed without an error');
       } finally {
         clearTimeout(timer);
       }
-      await this.finish(job, outcome);
+      // Recorded by the handler (or discarded there: its lease was gone), nothing is left to write.
+      if (!recorded) await this.finish(job, outcome);
+      else this.released.delete(job.id);
     })().finally(() => {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
