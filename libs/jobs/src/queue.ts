@@ -106,8 +106,9 @@ export interface WorkerOptions<P> {
   metricsEveryMs?: number;
   /**
    * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
-   * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
-   * only finds retries that became due. Default false.
+   * pooled connection of its own; a worker always claims again when one of its attempts ends).
+   * pollMs then only finds retries that became due and jobs other replicas' attempts made room
+   * for. Default false.
    */
   listen?: boolean;
   /**
@@ -454,6 +455,7 @@ export class JobWorker<P> {
           continue;
         }
         let claimed: Job<P>[];
+        let contended: boolean;
         try {
           if (Date.now() - lastTakeBack >= takeBackEveryMs) {
             lastTakeBack = Date.now();
@@ -463,7 +465,7 @@ export class JobWorker<P> {
             lastSweep = Date.now();
             await this.deleteOldFinished();
           }
-          claimed = await this.claim(free);
+          ({ claimed, contended } = await this.claim(free));
           failures = 0;
         } catch (err) {
           failures++;
@@ -477,8 +479,11 @@ export class JobWorker<P> {
           continue;
         }
         for (const job of claimed) this.start(job);
-        // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or a wake).
-        if (claimed.length < free) await this.waitForWork(pollMs, signal);
+        // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or
+        // a wake), or only a few ms when another replica's claim held a key or group this one needed
+        // (its claim ends within a few ms; a poll later, that key's or group's slots would sit idle).
+        if (claimed.length < free)
+          await this.waitForWork(contended ? Math.min(pollMs, 2 + Math.random() * 6) : pollMs, signal);
       }
     } finally {
       await this.drain(ctx.graceMs);
@@ -657,12 +662,12 @@ export class JobWorker<P> {
     })().finally(() => {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
-      // Attempts ending close together share one claim (a few ms later) instead of one claim each.
-      if (this.options.listen)
-        this.wakeSoon ??= setTimeout(() => {
-          this.wakeSoon = undefined;
-          this.wake();
-        }, 3);
+      // An ended attempt frees a slot here and room in its key and group: claim again. Attempts
+      // ending close together share one claim (a few ms later) instead of one claim each.
+      this.wakeSoon ??= setTimeout(() => {
+        this.wakeSoon = undefined;
+        this.wake();
+      }, 3);
     });
     this.inFlight.set(job.id, { job, abort, done });
   }
@@ -724,12 +729,14 @@ export class JobWorker<P> {
       );
   }
 
-  private async claim(limit: number): Promise<Job<P>[]> {
+  /** Starts up to `limit` due jobs; `contended` when a key's or group's lock was another replica's. */
+  private async claim(limit: number): Promise<{ claimed: Job<P>[]; contended: boolean }> {
     const { maxPerKey, maxPerGroup } = this.options;
     const NO_CAP = 2 ** 31 - 1;
     const caps = { k: maxPerKey ?? NO_CAP, g: maxPerGroup ?? NO_CAP };
     const capped = maxPerKey !== undefined || maxPerGroup !== undefined;
     type Kind = 'k' | 'g';
+    let contended = false;
     const rows = await withTransaction(this.pool, async (tx) => {
       // A capped claim reads more candidates than it has slots: some of their keys or groups may be locked by another replica's claim, or full.
       const want = capped ? limit * 4 : limit;
@@ -748,6 +755,7 @@ export class JobWorker<P> {
         keys.length || groups.length
           ? (await tx.query<{ kind: Kind; name: string }>(LOCK([this.queue, keys, groups]))).rows
           : [];
+      contended = locked.length < keys.length + groups.length;
       const room = new Map(locked.map((l) => [`${l.kind}:${l.name}`, caps[l.kind]]));
       if (locked.length) {
         const counts = await tx.query<{ kind: Kind; name: string; n: number }>(
@@ -774,7 +782,7 @@ export class JobWorker<P> {
       if (!chosen.length) return [];
       return (await tx.query<ClaimedRow>(START([this.owner, this.leaseMs, chosen]))).rows;
     });
-    return rows.map((r) => this.jobOf(r));
+    return { claimed: rows.map((r) => this.jobOf(r)), contended };
   }
 
   private jobOf(r: ClaimedRow): Job<P> {
