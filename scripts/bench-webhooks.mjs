@@ -138,7 +138,11 @@ try {
     console.log(
       `webhooks database per delivery: ${(webhooksDb.calls / total).toFixed(2)} statements, ${((webhooksDb.ms * 1000) / total).toFixed(0)} µs`,
     );
-  console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
 } finally {
   await receiver.close();
   await stack.stop();
