@@ -14,7 +14,14 @@ import { loadavg } from 'node:os';
 import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startRunStack, tenant, newKey } from '../services/agents/dist/test-support.js';
 import { hasToolResult } from '../services/agents/dist/testing/fake-provider.js';
-import { printTopStatements, report, statementsSince, summarize } from './lib-bench.mjs';
+import {
+  cpuSnapshot,
+  printCpuPerRequest,
+  printTopStatements,
+  report,
+  statementsSince,
+  summarize,
+} from './lib-bench.mjs';
 
 const RUNS = Number(process.env.RUNS ?? 1_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
@@ -67,6 +74,7 @@ try {
   );
   const databaseUrl = stack.db.options.connectionString;
   await statementsSince(databaseUrl); // from here: the runs' own statements
+  const cpuBefore = cpuSnapshot();
   const due = await stack.db.connect();
   try {
     await due.query('BEGIN');
@@ -86,6 +94,8 @@ try {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  // The CPU a run costs, whatever the machine's load: this process is both replicas, the fake provider and notes-tasks.
+  printCpuPerRequest('runs', cpuBefore, cpuSnapshot(), RUNS);
   await printTopStatements(databaseUrl, 25);
   const statements = await statementsSince(databaseUrl);
   if (statements)
