@@ -241,7 +241,7 @@ try {
     const cpuBefore = cpuSnapshot();
     const at32 = await level(32, DURATION);
     const mixCpu = mixCpuPerRequest(cpuDelta(cpuBefore, cpuSnapshot()), at32.total);
-    await printTopStatements(databaseUrl('identity'), 6);
+    for (const db of ['identity', 'notes_tasks', 'crm_pipelines']) await printTopStatements(databaseUrl(db), 8);
     const statements = await statementsSince(databaseUrl('notes_tasks'));
     if (statements) {
       console.log(`  SQL statements per request at c=32, by database (pg_stat_statements):`);

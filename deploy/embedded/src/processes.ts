@@ -251,12 +251,23 @@ export async function startServiceProcesses(opts: {
       () => false,
     );
   };
+  /**
+   * Why a child died: its code or signal, and its output up to `close` — 'exit' can come before
+   * the last bytes of its stdout and stderr (a fatal line written just before process.exit).
+   */
+  const exitReport = async (child: string) => {
+    const { proc, output } = children.get(child)!;
+    const closed = proc.stdout?.readableEnded !== false && proc.stderr?.readableEnded !== false;
+    if (!closed) await Promise.race([once(proc, 'close'), sleep(2_000)]);
+    const how = proc.signalCode ? `signal ${proc.signalCode}` : `code ${proc.exitCode}`;
+    return `${child} exited during start-up (${how}):\n${output.join('')}`;
+  };
   const untilReady = async (names: string[], timeoutMs: number) => {
     for (const end = Date.now() + timeoutMs; ;) {
       const states = await Promise.all(names.map(isReady));
       if (states.every(Boolean)) return;
       const dead = names.find((n) => !running(n));
-      if (dead) throw new Error(`${dead} exited during start-up:\n${children.get(dead)!.output.join('')}`);
+      if (dead) throw new Error(await exitReport(dead));
       if (Date.now() > end) throw new Error(`the services were not ready within ${timeoutMs} ms:\n${output()}`);
       await sleep(100);
     }

@@ -9,6 +9,7 @@ import {
   createPool,
   decodeCursor,
   preparedStatement,
+  shapedStatement,
   encodeCursor,
   ensureDatabase,
   isConcurrencyFailure,
@@ -327,6 +328,33 @@ describe('preparedStatement', () => {
       () => preparedStatement('test_one_name', 'SELECT 2'),
       /two prepared statements are named test_one_name/,
     );
+  });
+});
+
+describe('shapedStatement', () => {
+  it('prepares each shape under a name of its own, with the values apart, and keeps at most 500 shapes', async () => {
+    const tenant = newId();
+    for (const name of ['a', 'b'])
+      await pool.query('INSERT INTO items (id, tenant_id, name) VALUES ($1, $2, $3)', [newId(), tenant, name]);
+    const byName = (name: string) =>
+      shapedStatement('SELECT name FROM items WHERE tenant_id = $1 AND name = $2 ORDER BY name', [tenant, name]);
+    const all = shapedStatement('SELECT name FROM items WHERE tenant_id = $1 ORDER BY name', [tenant]);
+    assert.equal(byName('a').name, byName('b').name, 'one shape, one name, whatever the values');
+    assert.notEqual(byName('a').name, all.name);
+    const { a, both, prepared } = await withTransaction(pool, async (tx) => ({
+      a: (await tx.query(byName('a'))).rows.map((r) => r.name),
+      both: (await tx.query(all)).rows.map((r) => r.name),
+      prepared: (
+        await tx.query(`SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = ANY($1)`, [
+          [byName('a').name, all.name],
+        ])
+      ).rows[0].n,
+    }));
+    assert.deepEqual([a, both, prepared], [['a'], ['a', 'b'], 2]);
+    // Past the cap a new shape runs unnamed; the shapes named before keep their names.
+    for (let i = 0; i < 500; i++) shapedStatement(`SELECT ${i} AS n`, []);
+    assert.equal(shapedStatement('SELECT -1 AS n', []).name, undefined);
+    assert.ok(byName('a').name, 'a shape named before the cap keeps its name');
   });
 });
 

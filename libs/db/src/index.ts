@@ -1,6 +1,7 @@
 export {
   createPool,
   preparedStatement,
+  shapedStatement,
   withTransaction,
   ensureDatabase,
   databaseUrlFor,

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { isUuid } from './ids.js';
-import type { Queryable } from './pool.js';
+import { shapedStatement, type Queryable } from './pool.js';
 
 /**
  * Keyset pagination, the one way every list pages (docs/api.md §6: newest first, ties by id).
@@ -81,12 +81,14 @@ export async function listPage<R extends pg.QueryResultRow>(
     : '';
   const dir = desc ? 'DESC' : 'ASC';
   const { rows } = await db.query<R & { keyset_at: string; keyset_id: string }>(
-    `SELECT ${q.columns}, ${keyText(q.order.key)} AS keyset_at, ${q.order.id} AS keyset_id
+    shapedStatement(
+      `SELECT ${q.columns}, ${keyText(q.order.key)} AS keyset_at, ${q.order.id} AS keyset_id
        FROM ${q.from}
       WHERE (${q.where}) ${after}
       ORDER BY ${q.order.key} ${dir}, ${q.order.id} ${dir}
       LIMIT ${param(page.size + 1)}`,
-    params,
+      params,
+    ),
   );
   const kept = rows.slice(0, page.size);
   const keys = kept.map((r) => ({ at: r.keyset_at, id: r.keyset_id }));

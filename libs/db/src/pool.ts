@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { loadConfig, vars } from '@workauto/config';
 import { retry, type Backoff, type Clock } from '@workauto/retry';
@@ -66,6 +67,27 @@ export function preparedStatement<V extends unknown[] = unknown[]>(
     throw new Error(`two prepared statements are named ${name}; give each its own name`);
   preparedTexts.set(name, text);
   return (values) => ({ name, text, values });
+}
+
+/** The most statement shapes a process prepares (shapedStatement); past them a new shape runs unnamed. */
+const MAX_SHAPES = 500;
+const shapes = new Set<string>();
+
+/**
+ * A statement built per call from one of a bounded set of shapes (a list's filters and cursor, a
+ * partial update's columns), prepared under a name derived from its text: each shape a connection
+ * runs is parsed once and, after its first few calls, runs a generic plan, as preparedStatement's
+ * fixed texts do (planning a list was 40–90 % of its time: docs/benchmarks.md, "The API mix").
+ * Values never go into the text. Past MAX_SHAPES shapes in the process, a new one runs unnamed, so
+ * what a connection keeps stays bounded whatever the callers build.
+ */
+export function shapedStatement(text: string, values: unknown[]): pg.QueryConfig {
+  const name = `shape_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+  if (!shapes.has(name)) {
+    if (shapes.size >= MAX_SHAPES) return { text, values };
+    shapes.add(name);
+  }
+  return { name, text, values };
 }
 
 type ConnectCallback = (
@@ -291,8 +313,10 @@ export async function updateTenantRow<R extends pg.QueryResultRow>(
     sets.push(`${column} = $${values.length}`);
   }
   const { rows } = await db.query<R>(
-    `UPDATE ${table} SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING ${returning}`,
-    values,
+    shapedStatement(
+      `UPDATE ${table} SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING ${returning}`,
+      values,
+    ),
   );
   return rows[0];
 }

@@ -835,11 +835,22 @@ describe('which Kafka failures a start waits out', () => {
   const protocolError = (code: number) =>
     new kafkajs.KafkaJSProtocolError({
       ...{
+        [-1]: { type: 'UNKNOWN', retriable: false },
         3: { type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: true },
+        8: { type: 'BROKER_NOT_AVAILABLE', retriable: false },
+        27: { type: 'REBALANCE_IN_PROGRESS', retriable: false },
+        29: { type: 'TOPIC_AUTHORIZATION_FAILED', retriable: false },
         38: { type: 'INVALID_REPLICATION_FACTOR', retriable: false },
       }[code]!,
       code,
-      message: { 3: 'This server does not host this topic-partition', 38: 'Replication-factor is invalid' }[code]!,
+      message: {
+        [-1]: 'The server experienced an unexpected error when processing the request',
+        3: 'This server does not host this topic-partition',
+        8: 'The broker is not available',
+        27: 'The group is rebalancing, so a rejoin is needed',
+        29: 'Not authorized to access topics: [Topic authorization failed]',
+        38: 'Replication-factor is invalid',
+      }[code]!,
     } as never);
 
   /** kafkajs's types declare these constructors without arguments; at run time they take a message. */
@@ -862,8 +873,36 @@ describe('which Kafka failures a start waits out', () => {
     );
   });
 
+  it('waits out what a broker answers while it recovers from a pause, though kafkajs calls it final', () => {
+    for (const code of [-1, 8, 27]) {
+      assert.equal(isRetriableKafkaError(protocolError(code)), true, protocolError(code).message);
+      const wrapped = new kafkajs.KafkaJSNumberOfRetriesExceeded(protocolError(code), {
+        retryCount: 3,
+        retryTime: 2_000,
+      });
+      assert.equal(isRetriableKafkaError(wrapped), true);
+    }
+    assert.equal(
+      isRetriableKafkaError(new kafkajs.KafkaJSRequestTimeoutError('Request Metadata(key: 3, version: 6) timed out')),
+      true,
+    );
+  });
+
   it('fails at once on what waiting cannot fix', () => {
     assert.equal(isRetriableKafkaError(protocolError(38)), false);
+    assert.equal(isRetriableKafkaError(protocolError(29)), false);
+    assert.equal(
+      isRetriableKafkaError(
+        new kafkajs.KafkaJSNumberOfRetriesExceeded(protocolError(29), { retryCount: 3, retryTime: 2_000 }),
+      ),
+      false,
+    );
+    assert.equal(
+      isRetriableKafkaError(
+        new kafkajs.KafkaJSConnectionError('Connection error: self-signed certificate in certificate chain'),
+      ),
+      false,
+    );
     assert.equal(
       isRetriableKafkaError(kafkaError(kafkajs.KafkaJSSASLAuthenticationError, 'SASL SCRAM authentication failed')),
       false,

@@ -74,7 +74,9 @@ export class KafkaTransport implements EventTransport {
       logCreator:
         () =>
         ({ level, log: entry }) => {
-          if (level <= logLevel.WARN) log.warn({ kafka: entry.message, namespace: entry.namespace }, 'kafka client');
+          // The broker's error too ("Response Metadata(…)" alone does not say which): kafkajs puts it in `error`.
+          if (level <= logLevel.WARN)
+            log.warn({ kafka: entry.message, namespace: entry.namespace, error: entry.error }, 'kafka client');
         },
     });
   }
@@ -314,33 +316,49 @@ export class TopicsMissingError extends Error {
 }
 
 /**
- * kafkajs errors that are final to kafkajs but pass with time: its own waits running out (topic
- * leaders, a lock) and no group coordinator yet (a fresh cluster creates __consumer_offsets on demand).
+ * What the broker answers when waiting cannot help: credentials, ACLs, a request this cluster's
+ * settings or version refuse. Every other Kafka failure may pass by itself.
  */
-const TRANSIENT_NAMES = new Set(['KafkaJSTimeout', 'KafkaJSLockTimeout', 'KafkaJSGroupCoordinatorNotFound']);
+const REFUSAL_TYPES =
+  /AUTHORIZATION_FAILED|SASL|^INVALID_(REPLICATION_FACTOR|PARTITIONS|CONFIG|REPLICA_ASSIGNMENT|TOPIC_EXCEPTION|REQUEST)$|^POLICY_VIOLATION$|^UNSUPPORTED_|^SECURITY_DISABLED$|^TOPIC_DELETION_DISABLED$/;
+const REFUSAL_NAMES = new Set([
+  'KafkaJSSASLAuthenticationError',
+  'KafkaJSServerDoesNotSupportApiKey',
+  'KafkaJSNotImplemented',
+  'KafkaJSInvariantViolation',
+]);
+/** A TLS handshake the client refused: a certificate no configured CA signed, or for another name. */
+const TLS_REFUSAL = /certificate|self[- ]signed|unable to verify|altnames/i;
 
 /**
- * A Kafka failure that may pass by itself: retriable as kafkajs marks it, also when it comes
- * wrapped (after its own retries kafkajs throws KafkaJSNumberOfRetriesExceeded, retriable false,
- * around the retriable error: a broker that is away, a topic whose leader is still being elected,
- * "This server does not host this topic-partition"). Refusals are not (a wrong SASL password, a
- * replication factor above the brokers, a missing ACL): retrying cannot fix them.
+ * A Kafka failure a start waits out, up to its deadline: any error of the Kafka client (kafkajs
+ * marks some final that pass with time: its own retries or waits running out, BROKER_NOT_AVAILABLE,
+ * an unknown server error or a rebalance while a broker recovers from a pause; they also come
+ * wrapped in KafkaJSNumberOfRetriesExceeded), and TopicsMissingError. Refusals are not (a wrong
+ * SASL password, a missing ACL, a replication factor above the brokers, an untrusted certificate):
+ * the start fails at once, naming them. Nor is an error that is not Kafka's (a bug).
  */
 export function isRetriableKafkaError(err: unknown): boolean {
+  let kafka = false;
   for (
     let e = err as
-        { retriable?: boolean; name?: string; originalError?: unknown; cause?: unknown; message?: string } | undefined,
+        | {
+            retriable?: boolean;
+            name?: string;
+            type?: string;
+            originalError?: unknown;
+            cause?: unknown;
+            message?: string;
+          }
+        | undefined,
       depth = 0;
     e && depth < 5;
     depth++
   ) {
-    if (
-      e.retriable ||
-      TRANSIENT_NAMES.has(e.name ?? '') ||
-      /does not host this topic-partition|leader not available|no leader/i.test(e.message ?? '')
-    )
-      return true;
+    if (REFUSAL_NAMES.has(e.name ?? '') || REFUSAL_TYPES.test(e.type ?? '') || TLS_REFUSAL.test(e.message ?? ''))
+      return false;
+    if (e.name?.startsWith('KafkaJS') || e.retriable) kafka = true;
     e = (e.originalError ?? e.cause) as typeof e;
   }
-  return false;
+  return kafka;
 }

@@ -17,6 +17,16 @@ export const systemClock: Clock = {
   sleep: (ms, signal) => sleep(ms, undefined, { signal }).catch(() => undefined),
 };
 
+/**
+ * The system's monotonic time (performance.now, as a Date) with its waits: for leases, which a wall
+ * clock set back would stretch. A wait may end a little early on it (timers run on the event loop's
+ * time of its last turn): a lease waits until `now()` says it is over.
+ */
+export const monotonicClock: Clock = {
+  now: () => new Date(performance.timeOrigin + performance.now()),
+  sleep: systemClock.sleep,
+};
+
 /** The system's clock, whose waits do not keep the process alive: for retries in the background. */
 export const backgroundClock: Clock = {
   now: () => new Date(),

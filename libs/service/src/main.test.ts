@@ -46,6 +46,6 @@ describe('runProcess', () => {
     await eventually('the start began', () => p.output().stderr.includes('start began'));
     p.child.kill('SIGTERM');
     assert.equal(await p.exited, 0);
-    assert.match(p.output().stdout, /stopped before the start completed/);
+    assert.match(p.output().stdout, /stopped by a signal before the start completed/);
   });
 });

@@ -127,7 +127,9 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   removeEarlySignalHandlers();
   installShutdownSignals(logger, async () => {
     if (running) await running.stop();
-    else logger.info('stopped before the start completed');
+    // warn: seen at production's level, it tells why a pod that never served went away (a
+    // startup probe's limit, a rollout replaced it).
+    else logger.warn('stopped by a signal before the start completed');
     await stopTelemetry();
   });
   // Loaded only now: the OpenTelemetry SDK takes a while to load, and signals are handled by then.

@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { Keyring } from '@workauto/crypto';
 import { createPool, runMigrations } from '@workauto/db';
 import { untilDatabaseAnswers } from '@workauto/service';
-import { CallerSigner, Downstream, type DownstreamOptions } from '@workauto/grpc';
+import { CallerSigner, Downstream, callerAudience, type DownstreamOptions } from '@workauto/grpc';
+import { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/identity.js';
 import type { Logger } from '@workauto/logger';
 import { Authenticator } from './auth.js';
 import { GatewayError, gatewayErrors, toHttpError } from './errors.js';
@@ -126,6 +127,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     options.authCacheTtlMs ?? 1_000,
     tenantLimits,
     Math.round(deadlineMs * 0.6),
+    {
+      metadata: () =>
+        callerSigner.metadata(
+          { requestId: randomUUID() },
+          callerAudience(IdentityServiceService.getRevocationEpoch.path),
+        ),
+      logger,
+    },
   );
   try {
     // Its Idempotency-Key database may come up after it (a cluster starting, an outage): wait, don't exit.
@@ -305,6 +314,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         clearInterval(idle);
       }
       streamWatch.stop();
+      await auth.stop();
       for (const d of downstreams.values()) d.close();
       idempotency.stop();
       counter.stop();

@@ -1,18 +1,24 @@
 /**
- * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken.
- * Reads (GET) may use an answer cached for at most ttlMs: the bound for a revocation to reach this
- * replica's reads when another replica served it (the replica that serves an identity mutation
- * clears its cache at once). Mutations never use the cache: a key revoked, or a member deactivated,
- * through any replica creates and changes nothing from that moment on (docs/api.md §2).
+ * Who is calling: bearer token → principal, resolved by identity's AuthenticateToken, and the
+ * answer cached for at most ttlMs (the replica that serves an identity mutation clears its cache at
+ * once). Reads use the cache within that TTL. Writes use it only while this replica's write lease
+ * holds (write-lease.ts): identity answers a change that may take a grant away (a key revoked, a
+ * member deactivated, a role or access policy changed) only once every replica has either
+ * forgotten its cached credentials or stopped using them for writes, so a revoked grant creates and
+ * changes nothing through any replica from the moment its revocation is answered (docs/identity.md,
+ * "The gateway's authentication cache").
  */
 import { createHash } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
 import { isDomain, levelAtLeast, type AccessLevels, type Downstream, protoAccessLevel } from '@workauto/grpc';
+import type { Logger } from '@workauto/logger';
 import { ActorType, IdentityServiceService, type Principal } from '@workauto/protos/workauto/identity/v1/identity.js';
+import type { Clock } from '@workauto/retry';
 import { requestCost } from './cost.js';
 import { gatewayErrors } from './errors.js';
 import { TOKEN_FIELD, type Route } from './routes.js';
 import type { TenantLimits } from './tenant-limits.js';
+import { WriteLease, type RevocationEpoch } from './write-lease.js';
 
 const accessByPrincipal = new WeakMap<Principal, AccessLevels>();
 
@@ -79,16 +85,34 @@ export class Authenticator {
   /** What ends each admitted request's hold on its tenant's limits (finished(req) calls it). */
   private readonly admitted = new WeakMap<object, () => void>();
 
+  /** Unset: every write asks identity. */
+  private readonly writeLease: WriteLease | undefined;
+
   constructor(
     private readonly identity: () => Downstream | undefined,
     private readonly ttlMs: number,
     private readonly tenantLimits?: TenantLimits,
     /** The credential lookup's share of a request's budget: it must leave time for the call itself. */
     private readonly lookupDeadlineMs = 3_000,
-  ) {}
+    /** Writes may use the cache while identity's write lease holds: `metadata` signs the epoch's reads. */
+    writeCache?: { metadata: () => grpc.Metadata; logger?: Logger; clock?: Clock },
+  ) {
+    if (writeCache && ttlMs > 0)
+      this.writeLease = new WriteLease(
+        () => this.revocationEpoch(writeCache.metadata()),
+        () => this.clear(),
+        writeCache.logger,
+        writeCache.clock,
+      );
+  }
 
   clear(): void {
     this.cache.clear();
+  }
+
+  /** Ends the revocation epoch's reads (the gateway closes). */
+  async stop(): Promise<void> {
+    await this.writeLease?.stop();
   }
 
   /** The request is answered (or failed): its tenant's in-flight count goes down. */
@@ -127,7 +151,8 @@ export class Authenticator {
             : 'this endpoint needs an API key: send "Authorization: Bearer <key>"',
       );
     }
-    const principal = await this.resolve(credential, metadata, route.method !== 'GET');
+    const write = route.method !== 'GET';
+    const principal = await this.resolve(credential, metadata, write && !this.writeLease?.writesMayUseCache());
     this.check(route, principal);
     if (route.auth !== 'platform_admin') await this.admit(req, principal.tenant_id);
     return principal;
@@ -166,7 +191,17 @@ export class Authenticator {
     }
   }
 
-  /** fresh: ask identity even on a cache hit (a mutation), and let its answer replace the cached one. */
+  private revocationEpoch(metadata: grpc.Metadata): Promise<RevocationEpoch> {
+    const identity = this.identity();
+    if (!identity) return Promise.reject(gatewayErrors.notConfigured('identity', 'IDENTITY_ADDR'));
+    return identity.call(
+      IdentityServiceService.getRevocationEpoch,
+      {},
+      { metadata, deadlineMs: this.lookupDeadlineMs },
+    );
+  }
+
+  /** fresh: ask identity even on a cache hit (a write without a lease), and let its answer replace the cached one. */
   private resolve(
     { token, key }: RequestCredential,
     metadata: () => grpc.Metadata,

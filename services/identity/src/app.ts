@@ -7,6 +7,7 @@ import { IdentityServiceService } from '@workauto/protos/workauto/identity/v1/id
 import { Keyring } from '@workauto/crypto';
 import { identityHandlers } from './handlers/index.js';
 import { OAuthProviders, type OAuthSettings } from './oauth.js';
+import { WriteLease } from './write-lease.js';
 
 export interface IdentityConfig extends ServiceConfig {
   platformAdminToken: string;
@@ -14,9 +15,18 @@ export interface IdentityConfig extends ServiceConfig {
   encryptionKeys: string;
   /** Identity providers for OAuth consent; none configured means every idp is a 404. */
   oauth?: OAuthSettings;
+  /**
+   * AUTH_WRITE_LEASE_MS: how long after reading the revocation epoch a gateway may authenticate
+   * writes from its cache, and so how long after committing identity answers a change that may
+   * take a grant away (default 500; 0: gateways ask identity for every write).
+   */
+  authWriteLeaseMs?: number;
 }
 
 export type { RunningService };
+
+/** Revocations answered half a second later; a gateway reads the epoch every ~125 ms while it serves writes. */
+const DEFAULT_WRITE_LEASE_MS = 500;
 
 /** identity with the shared start-up (@workauto/service), and the audit log's consumer of the audit stream. */
 export function createIdentityService(
@@ -35,7 +45,14 @@ export function createIdentityService(
       grpcService: 'workauto.identity.v1.IdentityService',
       definition: IdentityServiceService,
       migrations: fileURLToPath(new URL('../migrations', import.meta.url)),
-      handlers: (pool) => identityHandlers({ pool, platformAdminToken: config.platformAdminToken, keyring, oauth }),
+      handlers: (pool) =>
+        identityHandlers({
+          pool,
+          platformAdminToken: config.platformAdminToken,
+          keyring,
+          oauth,
+          writeLease: new WriteLease(config.authWriteLeaseMs ?? DEFAULT_WRITE_LEASE_MS),
+        }),
       // The audit log is the audit stream of every service, applied once per event, a batch in one statement.
       consumers: async (pool, transport) => [
         await startConsumer({

@@ -27,6 +27,8 @@ await runService({
         }
       }),
     ...oauthRedirectVars,
+    // How long gateways may authenticate writes from their cache; revocations are answered this long after they commit.
+    AUTH_WRITE_LEASE_MS: z.coerce.number().int().min(0).max(5_000).default(500),
   },
   start: async (config, env, logger) =>
     // Imported here, after telemetry started, so its instrumentations see grpc and pg.
@@ -34,6 +36,7 @@ await runService({
       {
         ...config,
         platformAdminToken: env.PLATFORM_ADMIN_TOKEN,
+        authWriteLeaseMs: env.AUTH_WRITE_LEASE_MS,
         encryptionKeys: env.ENCRYPTION_KEYS,
         oauth: {
           providers: env.OAUTH_PROVIDERS,

@@ -288,7 +288,7 @@ describe(
         assert.equal(ended[0], 0, waiting.output());
         await closed;
         const stop = sinceSignal(waiting.output());
-        assert.ok(stop.includes('stopped before the start completed'), waiting.output());
+        assert.ok(stop.includes('stopped by a signal before the start completed'), waiting.output());
         assert.equal(triedAgain(stop), false, waiting.output());
       }
 

@@ -114,6 +114,17 @@ describe('replicas: revocation and OAuth across instances', () => {
     );
   }
 
+  /**
+   * B has the key cached for reads and for writes: the writes are what start B's reads of the
+   * revocation epoch, and from then on its writes are authenticated from the cache (docs/identity.md,
+   * "The gateway's authentication cache").
+   */
+  async function cachedOn(b: Awaited<ReturnType<typeof gatewayReplica>>, key: string) {
+    await ok(b.client(key).GET('/api/v1/members'));
+    for (let i = 0; i < 3; i++)
+      await ok(b.client(key).POST('/api/v1/notes', { body: { title: `cached by B ${i}` } }), 201);
+  }
+
   it('a key revoked through replica A creates and changes nothing through replica B that has it cached', async () => {
     const b = await gatewayReplica();
     const admin = await newAdmin();
@@ -124,7 +135,7 @@ describe('replicas: revocation and OAuth across instances', () => {
           stack.client(tenant.key).GET('/api/v1/api-keys', { params: { query: { member_id: admin.id, limit: 100 } } }),
         )
       ).data.length;
-    await ok(b.client(admin.key).GET('/api/v1/members')); // B caches the key
+    await cachedOn(b, admin.key);
     const own = await ok(stack.client(admin.key).GET('/api/v1/api-keys'));
     await ok(stack.client(tenant.key).DELETE('/api/v1/api-keys/{id}', { params: { path: { id: own.data[0]!.id } } }));
     const before = await keyCount();
@@ -136,9 +147,38 @@ describe('replicas: revocation and OAuth across instances', () => {
     const b = await gatewayReplica();
     const admin = await newAdmin();
     const victim = await newAdmin();
-    await ok(b.client(admin.key).GET('/api/v1/members')); // B caches the key
+    await cachedOn(b, admin.key);
     await ok(stack.client(tenant.key).DELETE('/api/v1/members/{id}', { params: { path: { id: admin.id } } }));
     await assertNothingChanges(b, admin.key, victim.id);
+  });
+
+  it("a member's role or access lowered through replica A writes nothing the old grant allowed through replica B right after the answer", async () => {
+    const b = await gatewayReplica();
+    const lowerings: ((id: string) => Promise<{ response: Response }>)[] = [
+      (id: string) =>
+        stack.client(tenant.key).PATCH('/api/v1/members/{id}', { params: { path: { id } }, body: { role: 'viewer' } }),
+      (id: string) =>
+        stack.client(tenant.key).PUT('/api/v1/members/{member_id}/access-policies', {
+          params: { path: { member_id: id } },
+          body: { policies: [{ domain: 'notes', access_level: 'read' }] },
+        }),
+    ];
+    for (const lower of lowerings) {
+      const inv = await ok(
+        stack.client(tenant.key).POST('/api/v1/invitations', {
+          body: { email: `m-${randomUUID()}@replicas.test`, role: 'member' },
+        }),
+        201,
+      );
+      const member = await ok(stack.client().POST('/api/v1/invitations/claim', { body: { code: inv.code! } }));
+      await cachedOn(b, member.api_key);
+      const lowered = await lower(member.member!.id);
+      assert.equal(lowered.response.status, 200);
+      await fails(
+        b.client(member.api_key).POST('/api/v1/notes', { body: { title: 'written with a lowered grant' } }),
+        403,
+      );
+    }
   });
 
   it('an OAuth callback that meets a down IdP answers 503 in the error shape of docs/api.md §5 and keeps the state for a retry', async () => {

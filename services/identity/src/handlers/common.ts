@@ -20,6 +20,7 @@ import type { Grantor } from '../domain/grants.js';
 import { invitationStatus } from '../domain/invitations.js';
 import { atLeast } from '../domain/policies.js';
 import type { OAuthProviders } from '../oauth.js';
+import type { WriteLease } from '../write-lease.js';
 import * as members from '../repo/members.js';
 import * as policies from '../repo/access-policies.js';
 import * as apiKeys from '../repo/api-keys.js';
@@ -37,6 +38,8 @@ export interface IdentityDeps {
   platformAdminToken: string;
   keyring: Keyring;
   oauth: OAuthProviders;
+  /** How long gateways may authenticate writes from their cache; changes that may take a grant away are answered after it. */
+  writeLease: WriteLease;
 }
 
 type H = Handlers<typeof IdentityServiceService>;

@@ -24,26 +24,34 @@ import { completeOAuthAuthorization } from './oauth-authorizations/complete.js';
 import { startOAuthAuthorization } from './oauth-authorizations/start.js';
 import { createTenant } from './tenants/create.js';
 import { authenticateToken } from './tokens/authenticate.js';
+import { getRevocationEpoch } from './tokens/revocation-epoch.js';
 
 export type { IdentityDeps } from './common.js';
 
 /** Every rpc of IdentityService, one file per rpc: handlers/<resource>/<verb>.ts. */
 export function identityHandlers(deps: IdentityDeps): Handlers<typeof IdentityServiceService> {
+  // The changes that may take a grant away are answered once no gateway may still write with the
+  // old grant from its cache (write-lease.ts); their commit bumps the revocation epoch (migration 0008).
+  const afterLease = <A extends unknown[], R>(handler: (...args: A) => Promise<R>) =>
+    deps.writeLease.answersAfterLease(handler);
+  const update = updateMember(deps);
+  const updateWithRole = afterLease(update);
   return {
     createTenant: createTenant(deps),
     listMembers: listMembers(deps),
     getMember: getMember(deps),
-    updateMember: updateMember(deps),
-    deactivateMember: deactivateMember(deps),
+    // A rename or a new email changes no grant: only a role change waits.
+    updateMember: (req, ctx) => (req.role ? updateWithRole : update)(req, ctx),
+    deactivateMember: afterLease(deactivateMember(deps)),
     listAccessPolicies: listAccessPolicies(deps),
-    replaceAccessPolicies: replaceAccessPolicies(deps),
+    replaceAccessPolicies: afterLease(replaceAccessPolicies(deps)),
     createInvitation: createInvitation(deps),
     listInvitations: listInvitations(deps),
     revokeInvitation: revokeInvitation(deps),
     claimInvitation: claimInvitation(deps),
     listApiKeys: listApiKeys(deps),
     createApiKey: createApiKey(deps),
-    revokeApiKey: revokeApiKey(deps),
+    revokeApiKey: afterLease(revokeApiKey(deps)),
     listIntegrationKeys: listIntegrationKeys(deps),
     getIntegrationKey: getIntegrationKey(deps),
     putIntegrationKey: putIntegrationKey(deps),
@@ -53,5 +61,6 @@ export function identityHandlers(deps: IdentityDeps): Handlers<typeof IdentitySe
     listAuditLog: listAuditLog(deps),
     exportAuditLog: exportAuditLog(deps),
     authenticateToken: authenticateToken(deps),
+    getRevocationEpoch: getRevocationEpoch(deps),
   };
 }

@@ -3,6 +3,7 @@ import {
   listPage,
   newestFirst,
   preparedStatement,
+  shapedStatement,
   updateTenantRow,
   type Columns,
   type KeysetPage,
@@ -114,8 +115,10 @@ export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
   checkColumns('tasks', t, NEW);
   const entries = Object.entries(t);
   const { rows } = await db.query<TaskRow>(
-    `INSERT INTO tasks (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
-    entries.map(([, v]) => v),
+    shapedStatement(
+      `INSERT INTO tasks (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
+      entries.map(([, v]) => v),
+    ),
   );
   return rows[0]!;
 }
