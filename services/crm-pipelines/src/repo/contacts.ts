@@ -67,7 +67,9 @@ function likePattern(q: string): string {
 
 /**
  * Newest first; `q` matches a case-insensitive substring of the name, the company, or any live
- * channel's value or canonical value (trigram indexes serve the ILIKEs).
+ * channel's value or canonical value (trigram indexes serve the ILIKEs). Its condition is in the
+ * statement only when q is given: each shape is prepared (listPage) and runs a generic plan, where
+ * one text with `$2 IS NULL OR …` was planned on every call.
  */
 export async function listContacts(
   db: Queryable,
@@ -80,13 +82,14 @@ export async function listContacts(
     {
       columns: COLUMNS,
       from: 'contacts c',
-      where: `c.tenant_id = $1 AND c.deleted_at IS NULL
-        AND ($2::text IS NULL
-             OR c.name ILIKE $2 OR c.company ILIKE $2
-             OR EXISTS (SELECT 1 FROM contact_channels ch
-                         WHERE ch.contact_id = c.id AND ch.tenant_id = $1 AND ch.deleted_at IS NULL
-                           AND (ch.value ILIKE $2 OR ch.canonical_value ILIKE $2)))`,
-      params: [tenantId, q ? likePattern(q) : null],
+      where: q
+        ? `c.tenant_id = $1 AND c.deleted_at IS NULL
+           AND (c.name ILIKE $2 OR c.company ILIKE $2
+                OR EXISTS (SELECT 1 FROM contact_channels ch
+                            WHERE ch.contact_id = c.id AND ch.tenant_id = $1 AND ch.deleted_at IS NULL
+                              AND (ch.value ILIKE $2 OR ch.canonical_value ILIKE $2)))`
+        : 'c.tenant_id = $1 AND c.deleted_at IS NULL',
+      params: q ? [tenantId, likePattern(q)] : [tenantId],
       order: newestFirst('c'),
     },
     page,
