@@ -28,11 +28,16 @@ export async function insertContact(
   c: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'company' | 'job_title' | 'metadata'>,
 ): Promise<ContactRow> {
   const { rows } = await db.query<ContactRow>(
-    `INSERT INTO contacts (id, tenant_id, name, company, job_title, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [c.id, c.tenant_id, c.name, c.company, c.job_title, c.metadata],
+    INSERT_CONTACT([c.id, c.tenant_id, c.name, c.company, c.job_title, c.metadata]),
   );
   return rows[0]!;
 }
+
+/** Every contact create, prepared once per connection (it was planned on every call). */
+const INSERT_CONTACT = preparedStatement(
+  'contacts_insert',
+  `INSERT INTO contacts (id, tenant_id, name, company, job_title, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+);
 
 /**
  * A live contact of the tenant. `forUpdate` locks it: every change to its channels takes this
