@@ -10,10 +10,18 @@
  * Env: RUNS (1000), CONCURRENCY (runs per replica at once, 16), TENANTS (1). Needs TEST_DATABASE_URL (with-infra sets it).
  */
 import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startRunStack, tenant, newKey } from '../services/agents/dist/test-support.js';
 import { hasToolResult } from '../services/agents/dist/testing/fake-provider.js';
-import { printTopStatements, report, statementsSince, summarize } from './lib-bench.mjs';
+import {
+  cpuSnapshot,
+  printCpuPerRequest,
+  printTopStatements,
+  report,
+  statementsSince,
+  summarize,
+} from './lib-bench.mjs';
 
 const RUNS = Number(process.env.RUNS ?? 1_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
@@ -66,6 +74,7 @@ try {
   );
   const databaseUrl = stack.db.options.connectionString;
   await statementsSince(databaseUrl); // from here: the runs' own statements
+  const cpuBefore = cpuSnapshot();
   const due = await stack.db.connect();
   try {
     await due.query('BEGIN');
@@ -85,6 +94,8 @@ try {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
+  // The CPU a run costs, whatever the machine's load: this process is both replicas, the fake provider and notes-tasks.
+  printCpuPerRequest('runs', cpuBefore, cpuSnapshot(), RUNS);
   await printTopStatements(databaseUrl, 25);
   const statements = await statementsSince(databaseUrl);
   if (statements)
@@ -106,6 +117,14 @@ try {
   });
   console.log(`run_at → running: ${summarize(rows.map((r) => Number(r.to_running_ms)))}`);
   console.log(`running → done:   ${summarize(rows.map((r) => Number(r.running_ms)))}`);
+  // How much of the slots' time ran a run (started → finished): the rest is a slot waiting for its
+  // next claim, or a run's start and end around it (its job claimed, recorded, finished).
+  const running = rows.reduce((a, r) => a + Number(r.running_ms), 0) / 1000;
+  console.log(
+    `slots running a run: ${((100 * running) / (2 * CONCURRENCY * lastDoneS)).toFixed(0)} % of 2 × ${CONCURRENCY} slots × ${lastDoneS.toFixed(1)} s (a run ${((1000 * running) / RUNS).toFixed(0)} ms on average); load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   console.log(`provider calls: ${keys.reduce((n, k) => n + stack.fake.chats(k).length, 0)}`);
 } finally {
   await stack.stop();

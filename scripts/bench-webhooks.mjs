@@ -15,7 +15,17 @@
  * Env: CHANGES (500), ENDPOINTS (50), NOTES (120).
  */
 import { startReceiver } from '@workauto/webhooks/testing';
-import { percentile, printTopStatements, report, startBenchStack, summarize } from './lib-bench.mjs';
+import {
+  cpuSnapshot,
+  percentile,
+  printCpuPerRequest,
+  printTopStatements,
+  report,
+  startBenchStack,
+  statementsSince,
+  summarize,
+} from './lib-bench.mjs';
+import { loadavg } from 'node:os';
 
 const CHANGES = Number(process.env.CHANGES ?? 500);
 const ENDPOINTS = Number(process.env.ENDPOINTS ?? 50);
@@ -84,6 +94,8 @@ try {
     });
   const before = receiver.received.length;
   const total = NOTES * ENDPOINTS;
+  await statementsSince(databaseUrl('webhooks')); // from here: the throughput phase's statements
+  const cpuBefore = cpuSnapshot();
   let made = 0;
   const started = performance.now();
   await Promise.all(
@@ -97,6 +109,7 @@ try {
   const apiDone = performance.now();
   for (const end = performance.now() + 180_000; receiver.received.length - before < total && performance.now() < end;)
     await new Promise((r) => setTimeout(r, 50));
+  const cpuAfter = cpuSnapshot();
   const got = receiver.received.slice(before);
   if (got.length < total) throw new Error(`only ${got.length} of ${total} deliveries arrived within 180 s`);
   const times = got.map((r) => r.at).sort((a, b) => a - b);
@@ -115,7 +128,21 @@ try {
     '/s',
     { value: 1500, better: 'higher' },
   );
+  // Per delivery, whatever the machine's load: the CPU of every process (the receiver and the
+  // API's clients are this script) and the webhooks database's statements (the notes' intake too).
+  printCpuPerRequest('deliveries', cpuBefore, cpuAfter, total);
   await printTopStatements(databaseUrl('webhooks'));
+  const statements = await statementsSince(databaseUrl('webhooks'));
+  const webhooksDb = statements && [...statements].find(([db]) => db.endsWith('_webhooks'))?.[1];
+  if (webhooksDb)
+    console.log(
+      `webhooks database per delivery: ${(webhooksDb.calls / total).toFixed(2)} statements, ${((webhooksDb.ms * 1000) / total).toFixed(0)} µs`,
+    );
+  console.log(
+    `load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
 } finally {
   await receiver.close();
   await stack.stop();

@@ -1,7 +1,7 @@
-import type { Logger } from '@workauto/logger';
+import { exitAfterLogs, type Logger } from '@workauto/logger';
 
 /**
- * Runs stop() once on SIGTERM or SIGINT, then exits. A second signal exits at once, so a stuck
+ * Runs stop() once on SIGTERM or SIGINT, then exits once its log lines are written. A second signal exits at once, so a stuck
  * drain never needs `kill -9`.
  */
 export function installShutdownSignals(logger: Logger, stop: () => Promise<void>): void {
@@ -9,7 +9,8 @@ export function installShutdownSignals(logger: Logger, stop: () => Promise<void>
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      void exitAfterLogs(1);
+      return;
     }
     stopping = true;
     logger.info({ signal }, 'shutting down');
@@ -17,11 +18,11 @@ export function installShutdownSignals(logger: Logger, stop: () => Promise<void>
     stop().then(
       () => {
         logger.info({ signal, ms: Math.round(performance.now() - started) }, 'stopped: calls drained, work finished');
-        process.exit(0);
+        void exitAfterLogs(0);
       },
       (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
-        process.exit(1);
+        void exitAfterLogs(1);
       },
     );
   };

@@ -3,6 +3,7 @@ export {
   JobWorker,
   RetryLater,
   PermanentFailure,
+  SUCCESS_RECORDED,
   JOBS_MIGRATIONS,
   exponentialBackoff,
   type Job,

@@ -16,6 +16,7 @@ import {
   exponentialBackoff,
   PermanentFailure,
   RetryLater,
+  SUCCESS_RECORDED,
   type Job,
   type JobWorker,
   type WorkerOptions,
@@ -344,6 +345,42 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     );
   });
 
+  it("claims a waiting group's job while a group at its cap has older jobs on more keys than a claim looks at", async () => {
+    // A tenant at its cap with due jobs on many endpoints, all older than another tenant's job: a
+    // claim that did not leave the capped tenant out before choosing would fill its few candidates
+    // with that tenant's jobs, start none of them (no room) and never reach the waiting one.
+    const queue = newQueue<{ tenant: string }>();
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    await queue.enqueueMany(
+      pool,
+      Array.from({ length: 60 }, (_, i) => ({
+        payload: { tenant: 'noisy' },
+        options: { key: `noisy-endpoint-${i % 20}`, group: 'noisy', runAt: hourAgo },
+      })),
+    );
+    let noisyRunning = 0;
+    let noisyPeak = 0;
+    const startedQuiet: string[] = [];
+    const worker = queue.worker(replicaPool(), {
+      logger,
+      concurrency: 4,
+      maxPerGroup: 2,
+      maxPerKey: 4,
+      pollMs: 10,
+      handle: async (job) => {
+        if (job.payload.tenant === 'quiet') return void startedQuiet.push(job.id);
+        noisyPeak = Math.max(noisyPeak, ++noisyRunning);
+        await new Promise<void>(() => undefined); // its receivers hang
+      },
+    });
+    run(worker, 0);
+    await eventually('the noisy tenant is at its cap', async () => (await states(queue.name)).running === 2);
+    const quiet = await queue.enqueue(pool, { tenant: 'quiet' }, { key: 'quiet-endpoint', group: 'quiet' });
+    await eventually("the quiet tenant's job started", () => startedQuiet.includes(quiet), 5_000);
+    assert.equal(noisyPeak, 2, 'the noisy tenant never ran more than its cap');
+    assert.equal((await states(queue.name)).running, 2);
+  });
+
   it("claims another group's job as fast with one group's backlog of 150,000 at its cap as without (the claim never scans a capped backlog)", async () => {
     // A tenant whose receivers hang (or whose runs wait on slow tools) piles up queued jobs behind
     // its cap. A claim that filtered that backlog row by row would cost more as it grew, until it
@@ -378,6 +415,36 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await eventually('the noisy tenant is at its cap', async () => (await states(queue.name)).running === 2, 20_000);
     const quiet = await queue.enqueue(pool, { tenant: 'quiet' }, { key: 'quiet-endpoint', group: 'quiet' });
     await eventually("the quiet tenant's job started", () => startedQuiet.includes(quiet), 20_000);
+  });
+
+  it("ends a job in the handler's own statement (succeeded, SUCCESS_RECORDED), only while its attempt holds the lease", async () => {
+    const queue = newQueue<{ i: number }>();
+    await pool.query('CREATE TABLE IF NOT EXISTS handler_results (job_id uuid PRIMARY KEY, ended boolean NOT NULL)');
+    const ids = await queue.enqueueMany(pool, [{ payload: { i: 1 } }, { payload: { i: 2 } }]);
+    const worker: JobWorker<{ i: number }> = queue.worker(replicaPool(), {
+      logger,
+      pollMs: 10,
+      handle: async (job) => {
+        // Job 2 presents another attempt's number: not the lease holder, so its job is not ended.
+        const end = worker.succeeded(job.payload.i === 1 ? job : { ...job, attempt: job.attempt + 1 }, 2);
+        await pool.query(`WITH job AS (${end.sql}) INSERT INTO handler_results SELECT $1, EXISTS (SELECT 1 FROM job)`, [
+          job.id,
+          ...end.values,
+        ]);
+        return SUCCESS_RECORDED;
+      },
+    });
+    const r = run(worker);
+    await eventually('both handled', async () => (await pool.query('SELECT 1 FROM handler_results')).rowCount === 2);
+    await r.stop();
+    const ended = Object.fromEntries(
+      (await pool.query('SELECT job_id, ended FROM handler_results')).rows.map((row) => [row.job_id, row.ended]),
+    );
+    assert.deepEqual(ended, { [ids[0]!]: true, [ids[1]!]: false });
+    assert.equal((await queue.status(pool, ids[0]!))?.state, 'succeeded');
+    // The worker wrote nothing after the handler: the job the statement did not end stays running
+    // until its lease expires, and then runs again (at least once).
+    assert.equal((await queue.status(pool, ids[1]!))?.state, 'running');
   });
 
   it('retries at next_attempt_at on the schedule, honours RetryLater, and gives up as dead', async () => {

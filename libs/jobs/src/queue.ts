@@ -53,6 +53,9 @@ export interface EnqueueOptions {
   runAt?: Date;
 }
 
+/** What a handler resolves when it recorded its attempt's success itself (JobWorker.succeeded). */
+export const SUCCESS_RECORDED = Symbol('the handler recorded the success');
+
 /** Thrown by a handler: try again after delayMs (e.g. a Retry-After), instead of the worker's schedule. */
 export class RetryLater extends Error {
   override name = 'RetryLater';
@@ -70,7 +73,11 @@ export class PermanentFailure extends Error {
 }
 
 export interface WorkerOptions<P> {
-  handle(job: Job<P>, signal: AbortSignal): Promise<void>;
+  /**
+   * Runs an attempt. Resolving records the success; a handler that recorded it itself, in its own
+   * statement with JobWorker.succeeded() (one round trip instead of two), resolves SUCCESS_RECORDED.
+   */
+  handle(job: Job<P>, signal: AbortSignal): Promise<void | typeof SUCCESS_RECORDED>;
   logger: Logger;
   /** Jobs this process runs at once (default 20). */
   concurrency?: number;
@@ -99,8 +106,9 @@ export interface WorkerOptions<P> {
   metricsEveryMs?: number;
   /**
    * Claim at once instead of at the next poll when a job of this queue is enqueued (LISTEN on a
-   * pooled connection of its own) and when an attempt ends (a capped key's next job). pollMs then
-   * only finds retries that became due. Default false.
+   * pooled connection of its own; a worker always claims again when one of its attempts ends).
+   * pollMs then only finds retries that became due and jobs other replicas' attempts made room
+   * for. Default false.
    */
   listen?: boolean;
   /**
@@ -136,9 +144,30 @@ const gauges = () => {
     }),
   };
 };
-/** Counted up to 100,000 (a bound on the query's cost); the oldest comes from the jobs_ready index. */
-const BACKLOG = `SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() LIMIT 100000) AS due)::int AS waiting,
-    GREATEST(0, EXTRACT(EPOCH FROM now() - (SELECT min(next_attempt_at) FROM jobs WHERE queue = $1 AND state = 'queued')))::float8 AS oldest_s`;
+/**
+ * The distinct (group, key) pairs with queued jobs of queue $1, walked through the
+ * jobs_ready_by_group_and_key index one probe each (a loose index scan): its cost follows the
+ * number of pairs, not of the jobs waiting. NULL group or key is '' (jobs' keys and groups are ids).
+ */
+const QUEUED_PAIRS = `pairs(g, k) AS (
+     (SELECT coalesce(group_key, ''), coalesce(concurrency_key, '') FROM jobs
+       WHERE queue = $1 AND state = 'queued'
+       ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1)
+     UNION ALL
+     SELECT next.g, next.k FROM pairs p CROSS JOIN LATERAL (
+       SELECT coalesce(group_key, '') AS g, coalesce(concurrency_key, '') AS k FROM jobs
+        WHERE queue = $1 AND state = 'queued' AND (coalesce(group_key, ''), coalesce(concurrency_key, '')) > (p.g, p.k)
+        ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1) next
+   )`;
+/** The jobs of pair p (of QUEUED_PAIRS), through the same index. */
+const PAIR_JOBS = `SELECT id, next_attempt_at FROM jobs
+   WHERE queue = $1 AND state = 'queued' AND coalesce(group_key, '') = p.g AND coalesce(concurrency_key, '') = p.k`;
+
+/** Due jobs counted up to 100,000 (a bound on the query's cost); the oldest is the oldest of each pair's first. */
+const BACKLOG = `WITH RECURSIVE ${QUEUED_PAIRS}
+  SELECT (SELECT count(*) FROM (SELECT 1 FROM jobs WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() LIMIT 100000) AS due)::int AS waiting,
+    GREATEST(0, EXTRACT(EPOCH FROM now() - (SELECT min(first.next_attempt_at) FROM pairs p CROSS JOIN LATERAL (
+      ${PAIR_JOBS} ORDER BY next_attempt_at LIMIT 1) first)))::float8 AS oldest_s`;
 
 /** The default retry schedule of a failed attempt: 1 s, 2 s, 4 s … capped at 1 h, each ±20 %. */
 export function exponentialBackoff(attempt: number, firstMs = 1_000, maxMs = 3_600_000): number {
@@ -161,11 +190,11 @@ interface ClaimedRow {
  * planned once, not per call: docs/benchmarks.md, "Webhook deliveries"). The queue is a parameter,
  * so every queue shares them.
  */
-const SUCCEED = preparedStatement<[string, string, number]>(
-  'jobs_succeed',
+/** An attempt's success, only by the lease holder: parameters job id, owner and attempt from $first. */
+const succeedSql = (first: number) =>
   `UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, last_error = NULL, finished_at = now(), updated_at = now()
-   WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3`,
-);
+   WHERE id = $${first} AND state = 'running' AND lease_owner = $${first + 1} AND attempts = $${first + 2} RETURNING id`;
+const SUCCEED = preparedStatement<[string, string, number]>('jobs_succeed', succeedSql(1));
 const FAIL = preparedStatement<[string, string, number, boolean, number, string]>(
   'jobs_fail',
   `UPDATE jobs SET state = CASE WHEN $4 OR attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
@@ -175,53 +204,37 @@ const FAIL = preparedStatement<[string, string, number, boolean, number, string]
    WHERE id = $1 AND state = 'running' AND lease_owner = $2 AND attempts = $3
    RETURNING state`,
 );
-const CLAIM_UNCAPPED = preparedStatement<[string, number, string, number]>(
-  'jobs_claim_uncapped',
-  `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
-   WHERE id IN (SELECT id FROM jobs WHERE queue = $3 AND state = 'queued' AND next_attempt_at <= now()
-                ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
-   RETURNING id, concurrency_key, payload, attempts, max_attempts`,
-);
-/** Keys (kind 'k') and groups (kind 'g') at their cap. */
-const FULL = preparedStatement<[string, number, number]>(
-  'jobs_full_keys_and_groups',
-  `SELECT 'k' AS kind, concurrency_key AS name FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
-   GROUP BY 2 HAVING count(*) >= $2
-   UNION ALL
-   SELECT 'g', group_key FROM jobs WHERE queue = $1 AND state = 'running' AND group_key IS NOT NULL
-   GROUP BY 2 HAVING count(*) >= $3`,
-);
 /**
- * The oldest due jobs of keys and groups with room. The distinct (group, key) pairs with queued
- * jobs are walked through the index (one probe each, a loose index scan), and only pairs with room
- * are looked into: a capped key or group costs one probe however many of its jobs wait, where a
- * scan in due order had to step over every one of them (and outlasted the statement timeout once a
+ * The oldest due jobs of keys and groups with room, locked (SKIP LOCKED) for this claim's
+ * transaction. Only the pairs whose key and group are below their caps ($2, $3) are looked into: a
+ * capped key or group costs one probe of the walk however many of its jobs wait, where a scan in
+ * due order had to step over every one of them (and outlasted the statement timeout once a
  * tenant's backlog reached millions, stopping every tenant's jobs). From each pair no more jobs are
  * read than could start ($5 without a key, $6 with one: a key never starts more than its cap), and
  * the chosen ids are one array: as `id IN (subquery)` the generic plan joined every queued job with
  * every candidate (52 ms per claim at 600 queued deliveries, docs/benchmarks.md).
+ *
+ * Every step has one good plan whatever the statistics say (a queue's are stale by nature: ANALYZE
+ * saw it drained, then a burst came): the pairs and their jobs only through
+ * jobs_ready_by_group_and_key (no other index covers queued jobs), the rows locked by id through
+ * the primary key. The locking select therefore does not test `state`; the row it returns is the
+ * newest version (another replica may have started it since this statement's snapshot), so the
+ * caller skips rows that are no longer queued, and START tests again.
  */
-const CANDIDATES = preparedStatement<[string, string[], string[], number, number, number]>(
-  'jobs_candidates',
-  `WITH RECURSIVE pairs(g, k) AS (
-     (SELECT coalesce(group_key, ''), coalesce(concurrency_key, '') FROM jobs
-       WHERE queue = $1 AND state = 'queued'
-       ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1)
-     UNION ALL
-     SELECT next.g, next.k FROM pairs p CROSS JOIN LATERAL (
-       SELECT coalesce(group_key, '') AS g, coalesce(concurrency_key, '') AS k FROM jobs
-        WHERE queue = $1 AND state = 'queued' AND (coalesce(group_key, ''), coalesce(concurrency_key, '')) > (p.g, p.k)
-        ORDER BY coalesce(group_key, ''), coalesce(concurrency_key, '') LIMIT 1) next
-   )
-   SELECT id, concurrency_key AS key, group_key AS "group" FROM jobs
+const CANDIDATES = preparedStatement<[string, number, number, number, number, number]>(
+  'jobs_claim_candidates',
+  `WITH RECURSIVE ${QUEUED_PAIRS},
+   full_keys AS (SELECT concurrency_key AS k FROM jobs WHERE queue = $1 AND state = 'running' AND concurrency_key IS NOT NULL
+                 GROUP BY 1 HAVING count(*) >= $2),
+   full_groups AS (SELECT group_key AS g FROM jobs WHERE queue = $1 AND state = 'running' AND group_key IS NOT NULL
+                   GROUP BY 1 HAVING count(*) >= $3)
+   SELECT id, concurrency_key AS key, group_key AS "group", state FROM jobs
     WHERE id = ANY (ARRAY(SELECT due.id FROM pairs p CROSS JOIN LATERAL (
-                   SELECT id, next_attempt_at FROM jobs
-                    WHERE queue = $1 AND state = 'queued' AND coalesce(group_key, '') = p.g
-                      AND coalesce(concurrency_key, '') = p.k AND next_attempt_at <= now()
-                    ORDER BY next_attempt_at, id LIMIT CASE WHEN p.k = '' THEN $5::int ELSE $6::int END) due
-                  WHERE NOT (p.k = ANY($2)) AND NOT (p.g = ANY($3))
-                  ORDER BY due.next_attempt_at, due.id LIMIT $4))
-      AND state = 'queued'
+                     ${PAIR_JOBS} AND next_attempt_at <= now()
+                      ORDER BY next_attempt_at, id LIMIT CASE WHEN p.k = '' THEN $5::int ELSE $6::int END) due
+                   WHERE NOT EXISTS (SELECT 1 FROM full_keys f WHERE f.k = p.k)
+                     AND NOT EXISTS (SELECT 1 FROM full_groups f WHERE f.g = p.g)
+                   ORDER BY due.next_attempt_at, due.id LIMIT $4))
     ORDER BY next_attempt_at, id FOR UPDATE SKIP LOCKED`,
 );
 /** Takes what it can of the keys' and groups' locks (never waits); returns the ones it holds. */
@@ -240,7 +253,7 @@ const RUNNING = preparedStatement<[string, string[], string[]]>(
 const START = preparedStatement<[string, number, string[]]>(
   'jobs_start',
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
-   WHERE id = ANY($3) RETURNING id, concurrency_key, payload, attempts, max_attempts`,
+   WHERE id = ANY($3) AND state = 'queued' RETURNING id, concurrency_key, payload, attempts, max_attempts`,
 );
 export const RENEW = preparedStatement<[number, string[], string]>(
   'jobs_renew',
@@ -347,7 +360,8 @@ export class JobQueue<P> {
   async queuedKeys(db: Queryable, keys: readonly string[]): Promise<Set<string>> {
     if (!keys.length) return new Set();
     const { rows } = await db.query<{ key: string }>(
-      `SELECT DISTINCT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'queued' AND concurrency_key = ANY($2)`,
+      // coalesce: the expression of jobs_ready_by_group_and_key, read by a skip scan over its groups.
+      `SELECT DISTINCT concurrency_key AS key FROM jobs WHERE queue = $1 AND state = 'queued' AND coalesce(concurrency_key, '') = ANY($2)`,
       [this.name, keys],
     );
     return new Set(rows.map((r) => r.key));
@@ -441,6 +455,7 @@ export class JobWorker<P> {
           continue;
         }
         let claimed: Job<P>[];
+        let contended: boolean;
         try {
           if (Date.now() - lastTakeBack >= takeBackEveryMs) {
             lastTakeBack = Date.now();
@@ -450,7 +465,7 @@ export class JobWorker<P> {
             lastSweep = Date.now();
             await this.deleteOldFinished();
           }
-          claimed = await this.claim(free);
+          ({ claimed, contended } = await this.claim(free));
           failures = 0;
         } catch (err) {
           failures++;
@@ -464,8 +479,11 @@ export class JobWorker<P> {
           continue;
         }
         for (const job of claimed) this.start(job);
-        // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or a wake).
-        if (claimed.length < free) await this.waitForWork(pollMs, signal);
+        // A full batch means more may be due: claim again at once; otherwise wait a poll interval (or
+        // a wake), or only a few ms when another replica's claim held a key or group this one needed
+        // (its claim ends within a few ms; a poll later, that key's or group's slots would sit idle).
+        if (claimed.length < free)
+          await this.waitForWork(contended ? Math.min(pollMs, 2 + Math.random() * 6) : pollMs, signal);
       }
     } finally {
       await this.drain(ctx.graceMs);
@@ -498,6 +516,15 @@ export class JobWorker<P> {
       sql: `SELECT 1 FROM jobs WHERE id = $${first} AND state = 'running' AND lease_owner = $${first + 1} AND attempts = $${first + 2} FOR SHARE`,
       values: [job.id, this.owner, job.attempt],
     };
+  }
+
+  /**
+   * The attempt's success as a statement to put in a handler's own (`WITH job AS (…)`, parameters
+   * numbered from `first`), which then resolves SUCCESS_RECORDED: the handler's writes and the
+   * job's end in one round trip. It returns the job's id only while this attempt holds the lease.
+   */
+  succeeded(job: Job<P>, first: number): { sql: string; values: unknown[] } {
+    return { sql: succeedSql(first), values: [job.id, this.owner, job.attempt] };
   }
 
   /** Claims again at once (a job was enqueued, or an attempt ended). */
@@ -614,28 +641,33 @@ export class JobWorker<P> {
     const timer = setTimeout(() => abort.abort(new Error(`attempt timed out after ${timeoutMs} ms`)), timeoutMs);
     const done = (async () => {
       let outcome: unknown;
+      let recorded = false;
       try {
-        await Promise.race([
-          this.options.handle(job, abort.signal),
-          new Promise<never>((_, reject) =>
-            abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true }),
-          ),
-        ]);
+        recorded =
+          SUCCESS_RECORDED ===
+          (await Promise.race([
+            this.options.handle(job, abort.signal),
+            new Promise<never>((_, reject) =>
+              abort.signal.addEventListener('abort', () => reject(abort.signal.reason), { once: true }),
+            ),
+          ]));
       } catch (err) {
         outcome = err ?? new Error('the handler failed without an error');
       } finally {
         clearTimeout(timer);
       }
-      await this.finish(job, outcome);
+      // Recorded by the handler (or discarded there: its lease was gone), nothing is left to write.
+      if (!recorded) await this.finish(job, outcome);
+      else this.released.delete(job.id);
     })().finally(() => {
       this.inFlight.delete(job.id);
       this.slotFreed?.();
-      // Attempts ending close together share one claim (a few ms later) instead of one claim each.
-      if (this.options.listen)
-        this.wakeSoon ??= setTimeout(() => {
-          this.wakeSoon = undefined;
-          this.wake();
-        }, 3);
+      // An ended attempt frees a slot here and room in its key and group: claim again. Attempts
+      // ending close together share one claim (a few ms later) instead of one claim each.
+      this.wakeSoon ??= setTimeout(() => {
+        this.wakeSoon = undefined;
+        this.wake();
+      }, 3);
     });
     this.inFlight.set(job.id, { job, abort, done });
   }
@@ -697,68 +729,60 @@ export class JobWorker<P> {
       );
   }
 
-  private async claim(limit: number): Promise<Job<P>[]> {
+  /** Starts up to `limit` due jobs; `contended` when a key's or group's lock was another replica's. */
+  private async claim(limit: number): Promise<{ claimed: Job<P>[]; contended: boolean }> {
     const { maxPerKey, maxPerGroup } = this.options;
-    let rows: ClaimedRow[];
-    if (maxPerKey === undefined && maxPerGroup === undefined) {
-      ({ rows } = await this.pool.query<ClaimedRow>(CLAIM_UNCAPPED([this.owner, this.leaseMs, this.queue, limit])));
-    } else {
-      const NO_CAP = 2 ** 31 - 1;
-      const caps = { k: maxPerKey ?? NO_CAP, g: maxPerGroup ?? NO_CAP };
-      type Kind = 'k' | 'g';
-      rows = await withTransaction(this.pool, async (tx) => {
-        // Keys and groups at their cap are skipped in the scan, so one busy endpoint (or tenant) cannot hide the others' jobs.
-        const full = (await tx.query<{ kind: Kind; name: string }>(FULL([this.queue, caps.k, caps.g]))).rows;
-        const candidates = (
-          await tx.query<{ id: string; key: string | null; group: string | null }>(
-            CANDIDATES([
-              this.queue,
-              full.filter((f) => f.kind === 'k').map((f) => f.name),
-              full.filter((f) => f.kind === 'g').map((f) => f.name),
-              limit * 4,
-              Math.min(limit * 4, caps.g),
-              Math.min(limit * 4, caps.k, caps.g),
-            ]),
-          )
-        ).rows;
-        const keys =
-          maxPerKey === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
-        const groups =
-          maxPerGroup === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.group === null ? [] : [c.group])))];
-        // Whoever holds a key's (or group's) lock until its commit is the only one starting that
-        // key's jobs, and counts the running ones after taking it: the caps hold across replicas.
-        const locked =
-          keys.length || groups.length
-            ? (await tx.query<{ kind: Kind; name: string }>(LOCK([this.queue, keys, groups]))).rows
-            : [];
-        const room = new Map(locked.map((l) => [`${l.kind}:${l.name}`, caps[l.kind]]));
-        if (locked.length) {
-          const counts = await tx.query<{ kind: Kind; name: string; n: number }>(
-            RUNNING([
-              this.queue,
-              locked.filter((l) => l.kind === 'k').map((l) => l.name),
-              locked.filter((l) => l.kind === 'g').map((l) => l.name),
-            ]),
-          );
-          for (const { kind, name, n } of counts.rows) room.set(`${kind}:${name}`, caps[kind] - n);
-        }
-        const chosen: string[] = [];
-        for (const c of candidates) {
-          if (chosen.length >= limit) break;
-          // A capped key or group this claim does not hold the lock of (or has no room in) is skipped.
-          const slots = [
-            maxPerKey !== undefined && c.key !== null ? `k:${c.key}` : undefined,
-            maxPerGroup !== undefined && c.group !== null ? `g:${c.group}` : undefined,
-          ].filter((x): x is string => x !== undefined);
-          if (slots.some((slot) => (room.get(slot) ?? 0) <= 0)) continue;
-          for (const slot of slots) room.set(slot, room.get(slot)! - 1);
-          chosen.push(c.id);
-        }
-        if (!chosen.length) return [];
-        return (await tx.query<ClaimedRow>(START([this.owner, this.leaseMs, chosen]))).rows;
-      });
-    }
-    return rows.map((r) => this.jobOf(r));
+    const NO_CAP = 2 ** 31 - 1;
+    const caps = { k: maxPerKey ?? NO_CAP, g: maxPerGroup ?? NO_CAP };
+    const capped = maxPerKey !== undefined || maxPerGroup !== undefined;
+    type Kind = 'k' | 'g';
+    let contended = false;
+    const rows = await withTransaction(this.pool, async (tx) => {
+      // A capped claim reads more candidates than it has slots: some of their keys or groups may be locked by another replica's claim, or full.
+      const want = capped ? limit * 4 : limit;
+      const candidates = (
+        await tx.query<{ id: string; key: string | null; group: string | null; state: JobState }>(
+          CANDIDATES([this.queue, caps.k, caps.g, want, Math.min(want, caps.g), Math.min(want, caps.k, caps.g)]),
+        )
+      ).rows.filter((c) => c.state === 'queued'); // started by another replica since the statement's snapshot
+      const keys =
+        maxPerKey === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
+      const groups =
+        maxPerGroup === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.group === null ? [] : [c.group])))];
+      // Whoever holds a key's (or group's) lock until its commit is the only one starting that
+      // key's jobs, and counts the running ones after taking it: the caps hold across replicas.
+      const locked =
+        keys.length || groups.length
+          ? (await tx.query<{ kind: Kind; name: string }>(LOCK([this.queue, keys, groups]))).rows
+          : [];
+      contended = locked.length < keys.length + groups.length;
+      const room = new Map(locked.map((l) => [`${l.kind}:${l.name}`, caps[l.kind]]));
+      if (locked.length) {
+        const counts = await tx.query<{ kind: Kind; name: string; n: number }>(
+          RUNNING([
+            this.queue,
+            locked.filter((l) => l.kind === 'k').map((l) => l.name),
+            locked.filter((l) => l.kind === 'g').map((l) => l.name),
+          ]),
+        );
+        for (const { kind, name, n } of counts.rows) room.set(`${kind}:${name}`, caps[kind] - n);
+      }
+      const chosen: string[] = [];
+      for (const c of candidates) {
+        if (chosen.length >= limit) break;
+        // A capped key or group this claim does not hold the lock of (or has no room in) is skipped.
+        const slots = [
+          maxPerKey !== undefined && c.key !== null ? `k:${c.key}` : undefined,
+          maxPerGroup !== undefined && c.group !== null ? `g:${c.group}` : undefined,
+        ].filter((x): x is string => x !== undefined);
+        if (slots.some((slot) => (room.get(slot) ?? 0) <= 0)) continue;
+        for (const slot of slots) room.set(slot, room.get(slot)! - 1);
+        chosen.push(c.id);
+      }
+      if (!chosen.length) return [];
+      return (await tx.query<ClaimedRow>(START([this.owner, this.leaseMs, chosen]))).rows;
+    });
+    return { claimed: rows.map((r) => this.jobOf(r)), contended };
   }
 
   private jobOf(r: ClaimedRow): Job<P> {

@@ -115,6 +115,22 @@ export function setLogTarget(target: NodeJS.WritableStream): void {
   sink.target = target;
 }
 
+/**
+ * Exits with `code` once every line logged so far is written. process.exit() drops what the sink
+ * still holds, and it holds a line logged in the same tick as an earlier one until that one's write
+ * completes: a start's fatal line right after a warning was lost so, and the process exited 1
+ * saying nothing. Waits at most 2 s for an output that does not drain.
+ */
+export function exitAfterLogs(code: number): Promise<never> {
+  process.exitCode = code;
+  return new Promise<never>(() => {
+    const exit = () => process.exit(code);
+    setTimeout(exit, 2_000);
+    // Written in order: its callback runs once the lines before it are out.
+    sink.write('', exit);
+  });
+}
+
 /** The level LOG_LEVEL names (default info), read like every other variable (a bad one is named). */
 function levelFromEnv(): string {
   return loadConfig({ LOG_LEVEL: vars.logLevel() }).LOG_LEVEL;

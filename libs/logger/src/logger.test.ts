@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { context, trace, TraceFlags } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { eventually } from '@workauto/retry/testing';
@@ -121,5 +123,27 @@ describe('logger', () => {
     assert.equal(inside.span_id, '00f067aa0ba902b7');
     assert.equal(inside.trace_flags, '01');
     assert.equal(outside.trace_id, undefined);
+  });
+
+  it('exits only once every line logged so far is written: a fatal line right after a warning is not lost', async () => {
+    // process.exit() alone lost such a line every time: the sink held it behind the warning's write.
+    const script = [
+      `import { createLogger, exitAfterLogs } from ${JSON.stringify(new URL('./index.js', import.meta.url).href)};`,
+      `const logger = createLogger('fixture', 'warn');`,
+      `logger.warn('waiting for the event broker');`,
+      `logger.fatal('fixture did not start');`,
+      `await exitAfterLogs(3);`,
+    ].join('\n');
+    const run = promisify(execFile);
+    const exited = await run(process.execPath, ['--input-type=module', '-e', script]).then(
+      () => assert.fail('exit code 0'),
+      (err: { code: number; stdout: string }) => err,
+    );
+    assert.equal(exited.code, 3);
+    const msgs = exited.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { msg: string }).msg);
+    assert.deepEqual(msgs, ['waiting for the event broker', 'fixture did not start']);
   });
 });

@@ -12,7 +12,7 @@ import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, grpcServiceVars, kafkaVars, loadConfig, vars, z } from '@workauto/config';
 import { installShutdownSignals } from '@workauto/grpc/signals';
-import { createLogger, type Logger } from '@workauto/logger';
+import { createLogger, exitAfterLogs, type Logger } from '@workauto/logger';
 import { DependencyUnavailableError } from './dependency-error.js';
 import type { RunningService, ServiceConfig } from './service.js';
 
@@ -67,19 +67,19 @@ async function runMigrateCommand(name: string, dirs: string[]): Promise<void> {
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     createLogger(name, 'info').fatal({ reason: 'invalid configuration' }, err.message);
-    process.exit(1);
+    return exitAfterLogs(1);
   }
   const logger = createLogger(name, env.LOG_LEVEL);
   // A Job's pod stopped mid-way (a node drained) must not count as done: its transaction rolls back.
   removeEarlySignalHandlers();
   const stop = (signal: NodeJS.Signals) => {
     logger.fatal({ signal }, `migrate stopped by ${signal}: what it had not committed rolled back; run it again`);
-    process.exit(1);
+    void exitAfterLogs(1);
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   const { migrate } = await import('./migrate.js');
-  process.exit(await migrate({ name, databaseUrl: env.DATABASE_URL, dirs, logger }));
+  await exitAfterLogs(await migrate({ name, databaseUrl: env.DATABASE_URL, dirs, logger }));
 }
 
 /**
@@ -161,7 +161,7 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
       // One line that says what to do (run the migrate Job), not a stack.
       logger.fatal((err as Error).message);
       await stopTelemetry().catch(() => undefined);
-      process.exit(1);
+      return exitAfterLogs(1);
     }
     if (err instanceof DependencyUnavailableError)
       // One line that says it all (no stack: the dependency, not the code, is what failed).
@@ -171,7 +171,7 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
       );
     else logger.fatal({ err }, `${opts.name} did not start`);
     await stopTelemetry().catch(() => undefined);
-    process.exit(1);
+    await exitAfterLogs(1);
   }
 }
 

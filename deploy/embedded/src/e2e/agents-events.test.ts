@@ -15,7 +15,7 @@ import { createGateway, type Gateway } from '@workauto/gateway';
 import { generateCallerKeys } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
 import { eventually } from '@workauto/testing';
-import { assertError, ok, startTestStack, type TenantFixture, type TestStack } from './harness.js';
+import { assertError, ok, startTestStack, type TenantFixture, type TestStack, E2E_DEADLINE_MS } from './harness.js';
 
 interface Received {
   id: number;
@@ -68,6 +68,7 @@ describe('agent run events through the gateway, served by another replica', () =
       logger: silent,
       databaseUrl: stack.databaseUrl('gateway'),
       encryptionKeys,
+      deadlineMs: E2E_DEADLINE_MS,
       callerSigningKey: callerKeys.signingKey,
       downstreams: { ...downstreams, agents: `127.0.0.1:${replica.port}` },
     });

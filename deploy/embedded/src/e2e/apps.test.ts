@@ -23,7 +23,8 @@ describe('apps through the gateway', () => {
         { name: 'echo' },
       ],
     });
-    stack = await startTestStack({ apps: { probeTimeoutMs: 2_000, toolCallTimeoutMs: 2_000 } });
+    // 10 s: a healthy server beside a second `make test` answers in seconds; a server that is down refuses at once.
+    stack = await startTestStack({ apps: { probeTimeoutMs: 10_000, toolCallTimeoutMs: 10_000 } });
     a = await stack.createTenant('Alpha');
     b = await stack.createTenant('Beta');
   });

@@ -58,8 +58,11 @@ function gatewayKeysTrustingTests() {
   return { ...gateway, verifyKeys: mergeVerifyKeys(gateway.verifyKeys, testCallerKeys.verifyKeys) };
 }
 
-/** The gateway's downstream deadline in e2e stacks (production: 5 s, DOWNSTREAM_DEADLINE_MS). */
-const E2E_DEADLINE_MS = 30_000;
+/**
+ * The gateway's downstream deadline in e2e stacks (production: 5 s, DOWNSTREAM_DEADLINE_MS); a
+ * test's own extra gateway on a stack's services takes it too.
+ */
+export const E2E_DEADLINE_MS = 30_000;
 
 export async function startTestStack(overrides: Partial<StackOptions> = {}): Promise<TestStack> {
   const server = process.env.TEST_DATABASE_URL;

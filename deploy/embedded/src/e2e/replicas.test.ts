@@ -8,7 +8,15 @@ import { createIdentityService, type OAuthSettings, type RunningService } from '
 import { generateCallerKeys } from '@workauto/grpc';
 import { createLogger } from '@workauto/logger';
 import { freePort } from '@workauto/testing';
-import { assertError, fails, ok, startTestStack, type TestStack, type TenantFixture } from './harness.js';
+import {
+  assertError,
+  fails,
+  ok,
+  startTestStack,
+  type TestStack,
+  type TenantFixture,
+  E2E_DEADLINE_MS,
+} from './harness.js';
 import { startFakeIdp } from './fake-idp.js';
 
 /**
@@ -66,6 +74,7 @@ describe('replicas: revocation and OAuth across instances', () => {
       downstreams,
       databaseUrl: stack.databaseUrl('gateway'),
       encryptionKeys,
+      deadlineMs: E2E_DEADLINE_MS,
       callerSigningKey: callerKeys.signingKey,
       authCacheTtlMs: AUTH_CACHE_TTL_MS,
     });

@@ -15,7 +15,16 @@ import { createLogger } from '@workauto/logger';
 import { eventually, stalledRequest } from '@workauto/testing';
 import { Keyring } from '@workauto/crypto';
 import { generateCallerKeys } from '@workauto/grpc';
-import { answer, assertError, fails, ok, startTestStack, type TenantFixture, type TestStack } from './harness.js';
+import {
+  answer,
+  assertError,
+  fails,
+  ok,
+  startTestStack,
+  type TenantFixture,
+  type TestStack,
+  E2E_DEADLINE_MS,
+} from './harness.js';
 
 const IDLE_MS = 1_500;
 
@@ -45,6 +54,7 @@ describe("a tenant's capacity at the gateway", () => {
       logger: createLogger('gateway', 'silent'),
       databaseUrl: stack.databaseUrl('gateway'),
       encryptionKeys,
+      deadlineMs: E2E_DEADLINE_MS,
       callerSigningKey: callerKeys.signingKey,
       downstreams: Object.fromEntries(Object.entries(stack.services).map(([n, s]) => [n, `127.0.0.1:${s.port}`])),
       ...options,

@@ -9,9 +9,9 @@
  */
 import type { CallerSigner } from '@workauto/grpc';
 import type { Keyring } from '@workauto/crypto';
-import { withTransaction, type Pool, type PoolClient } from '@workauto/db';
+import { preparedStatement, withTransaction, type Pool, type PoolClient } from '@workauto/db';
 import { recordEvent } from '@workauto/events';
-import type { Job, JobWorker } from '@workauto/jobs';
+import { SUCCESS_RECORDED, type Job, type JobWorker } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import type { Worker } from '@workauto/service';
 import { findBlueprint, type ProviderName } from '../domain/blueprints.js';
@@ -99,7 +99,7 @@ export class RunWorker {
     return { name: 'agent-runs', run: (ctx) => this.jobs.run(ctx) };
   }
 
-  private async handle(job: Job<RunJob>, jobSignal: AbortSignal): Promise<void> {
+  private async handle(job: Job<RunJob>, jobSignal: AbortSignal): Promise<void | typeof SUCCESS_RECORDED> {
     const { pool } = this.deps;
     const { tenant_id: tenantId, run_id: runId } = job.payload;
     const events = agentContext(tenantId, runId, jobSignal, this.deps.signer);
@@ -153,7 +153,7 @@ export class RunWorker {
     }, this.deps.settings.heartbeatMs);
     try {
       const { outcome, refused } = await this.run(started, job, stop.signal);
-      await this.record(started, job, outcome, refused);
+      if (await this.record(started, job, outcome, refused)) return SUCCESS_RECORDED;
     } finally {
       clearInterval(beat);
       jobSignal.removeEventListener('abort', onJobAbort);
@@ -257,18 +257,22 @@ export class RunWorker {
     }
   }
 
+  /** Writes the run's end and ends its job in the same transaction; false if it wrote nothing. */
   private async record(
     row: runs.RunRow,
     job: Job<RunJob>,
     outcome: Outcome,
     refused: KeyRefusal | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     // Cancelled: the cancel wrote the run; released: onRelease did, or the lease went to another attempt.
-    if (outcome.status === 'stopped') return;
-    await withTransaction(this.deps.pool, async (tx) => {
-      if (!(await this.jobs.holdsLease(tx, job))) return; // taken back: the run is another attempt's now
+    if (outcome.status === 'stopped') return false;
+    return withTransaction(this.deps.pool, async (tx) => {
+      // The job ends first, only while this attempt holds its lease (its row then stays locked
+      // until the commit): the run's end and the job's in one transaction, one round trip fewer.
+      const end = this.jobs.succeeded(job, 1);
+      if (!(await tx.query(preparedStatement('agents_end_run_job', end.sql)(end.values))).rowCount) return false; // taken back: the run is another attempt's now
       const locked = await runs.runForWorker(tx, row.tenant_id, row.id, { lock: true });
-      if (!locked || locked.status !== 'running') return; // cancelled meanwhile: the cancel wins
+      if (!locked || locked.status !== 'running') return true; // cancelled meanwhile: the cancel wins
       await this.finish(tx, locked, outcome);
       if (refused) {
         const config = await configs.setByokStatus(
@@ -289,6 +293,7 @@ export class RunWorker {
           });
         }
       }
+      return true;
     });
   }
 

@@ -4,7 +4,7 @@
  * UPDATE SKIP LOCKED), sent signed, recorded, and rescheduled (docs/webhooks.md "How it works").
  */
 import { newId, withTransaction } from '@workauto/db';
-import { PermanentFailure, RetryLater, type Job, type JobWorker } from '@workauto/jobs';
+import { PermanentFailure, RetryLater, SUCCESS_RECORDED, type Job, type JobWorker } from '@workauto/jobs';
 import type { Logger } from '@workauto/logger';
 import { nextDelay } from '../domain/schedule.js';
 import { secretContext, type DeliveryJob, type WebhooksDeps } from '../handlers/common.js';
@@ -22,7 +22,7 @@ const days = (ms: number) => (ms % 86_400_000 === 0 ? `${ms / 86_400_000} days` 
 
 export function deliveryWorker(deps: WebhooksDeps, logger: Logger): JobWorker<DeliveryJob> {
   const { pool, settings } = deps;
-  return deps.queue.worker(pool, {
+  const worker: JobWorker<DeliveryJob> = deps.queue.worker(pool, {
     logger,
     concurrency: settings.workerConcurrency,
     maxPerKey: settings.endpointConcurrency,
@@ -31,13 +31,19 @@ export function deliveryWorker(deps: WebhooksDeps, logger: Logger): JobWorker<De
     attemptTimeoutMs: settings.timeoutMs + 10_000,
     pollMs: POLL_MS,
     listen: true,
-    handle: (job, signal) => attempt(deps, job, signal),
+    handle: (job, signal) => attempt(deps, worker, job, signal),
     // Attempts ran out outside the schedule (replicas died mid-attempt): the delivery fails rather than staying pending.
     onDead: async (tx, job) => void (await deliveries.failWithoutAttempt(tx, job.payload.delivery_id, job.id)),
   });
+  return worker;
 }
 
-async function attempt(deps: WebhooksDeps, job: Job<DeliveryJob>, signal: AbortSignal): Promise<void> {
+async function attempt(
+  deps: WebhooksDeps,
+  worker: JobWorker<DeliveryJob>,
+  job: Job<DeliveryJob>,
+  signal: AbortSignal,
+): Promise<void | typeof SUCCESS_RECORDED> {
   const { pool, settings } = deps;
   const work = await deliveries.findWork(pool, job.payload.delivery_id);
   // Settled meanwhile (endpoint disabled, a retry made a newer job): nothing to do.
@@ -72,9 +78,9 @@ async function attempt(deps: WebhooksDeps, job: Job<DeliveryJob>, signal: AbortS
     success: result.success,
   } as const;
   if (result.success) {
-    // The common case in one statement.
-    await deliveries.recordAttempt(pool, outcome);
-    return;
+    // The common case in one statement, the job's end with it.
+    await deliveries.recordAttempt(pool, outcome, worker.succeeded(job, 12));
+    return SUCCESS_RECORDED;
   }
   await withTransaction(pool, async (tx) => {
     const endpoint = await deliveries.recordAttempt(tx, outcome);
