@@ -26,6 +26,7 @@ import {
   cpuDelta,
   cpuSnapshot,
   percentile,
+  printPlannedStatements,
   printTopStatements,
   report,
   startBenchStack,
@@ -242,6 +243,7 @@ try {
     const at32 = await level(32, DURATION);
     const mixCpu = mixCpuPerRequest(cpuDelta(cpuBefore, cpuSnapshot()), at32.total);
     for (const db of ['identity', 'notes_tasks', 'crm_pipelines']) await printTopStatements(databaseUrl(db), 8);
+    await printPlannedStatements(databaseUrl('notes_tasks'), 14);
     const statements = await statementsSince(databaseUrl('notes_tasks'));
     if (statements) {
       console.log(`  SQL statements per request at c=32, by database (pg_stat_statements):`);

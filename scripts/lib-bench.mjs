@@ -91,6 +91,29 @@ export async function printTopStatements(url, top = 12) {
   });
 }
 
+/**
+ * The statements of every database that PostgreSQL planned most (pg_stat_statements, with
+ * WORKAUTO_PG_STAT_STATEMENTS=1): calls, plans (a prepared statement on its generic plan is planned
+ * a few times per connection; one planned on every call, plans ≈ calls), planning and total time.
+ */
+export async function printPlannedStatements(url, top = 12) {
+  await withStatStatements(url, async (client) => {
+    const { rows } = await client.query(
+      `SELECT d.datname AS db, s.calls, s.plans, round(s.total_plan_time::numeric, 1) AS plan_ms,
+              round((s.total_plan_time + s.total_exec_time)::numeric, 1) AS ms,
+              left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110) AS query
+         FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+        ORDER BY s.total_plan_time DESC LIMIT $1`,
+      [top],
+    );
+    console.log('most planned statements, every database (pg_stat_statements):');
+    for (const r of rows)
+      console.log(
+        `  ${String(r.plan_ms).padStart(8)} ms planning of ${String(r.ms).padStart(8)} ms  ${String(r.plans).padStart(6)} plans ${String(r.calls).padStart(6)} calls  ${r.db.replace(/^bench_[0-9a-f]+_/, '').padEnd(14)} ${r.query}`,
+      );
+  });
+}
+
 /** fn(client) on a connection to url with pg_stat_statements, when the run's PostgreSQL has it (else undefined). */
 async function withStatStatements(url, fn) {
   if (process.env.WORKAUTO_PG_STAT_STATEMENTS !== '1') return undefined;

@@ -60,9 +60,16 @@ const DRAIN_LOCK_KEY = 'workauto.outbox-relay.drain';
  * A drain's statements, prepared once per connection: on the audit tail's path, and the claim's
  * plan (window functions over the batch) cost more than its execution (docs/benchmarks.md).
  */
+/*
+ * The lock statement also makes the drain's statements run their generic plans
+ * (plan_cache_mode, for this transaction only): with a custom plan per call, PostgreSQL planned
+ * MARK_PUBLISHED on every drain, since a plan for the batch's actual array of seqs looks cheaper
+ * than one for an array of unknown length (docs/benchmarks.md, "The API mix").
+ */
 const TAKE_DRAIN_LOCK = preparedStatement<[string]>(
   'outbox_take_drain_lock',
-  'SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked',
+  `SELECT pg_try_advisory_xact_lock(hashtext($1)) AS locked,
+          set_config('plan_cache_mode', 'force_generic_plan', true) AS plan_cache_mode`,
 );
 const CLAIM_BATCH = preparedStatement<[number, number]>(
   'outbox_claim_batch',

@@ -28,11 +28,16 @@ export async function insertContact(
   c: Pick<ContactRow, 'id' | 'tenant_id' | 'name' | 'company' | 'job_title' | 'metadata'>,
 ): Promise<ContactRow> {
   const { rows } = await db.query<ContactRow>(
-    `INSERT INTO contacts (id, tenant_id, name, company, job_title, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
-    [c.id, c.tenant_id, c.name, c.company, c.job_title, c.metadata],
+    INSERT_CONTACT([c.id, c.tenant_id, c.name, c.company, c.job_title, c.metadata]),
   );
   return rows[0]!;
 }
+
+/** Every contact create, prepared once per connection (it was planned on every call). */
+const INSERT_CONTACT = preparedStatement(
+  'contacts_insert',
+  `INSERT INTO contacts (id, tenant_id, name, company, job_title, metadata) VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+);
 
 /**
  * A live contact of the tenant. `forUpdate` locks it: every change to its channels takes this
@@ -67,7 +72,9 @@ function likePattern(q: string): string {
 
 /**
  * Newest first; `q` matches a case-insensitive substring of the name, the company, or any live
- * channel's value or canonical value (trigram indexes serve the ILIKEs).
+ * channel's value or canonical value (trigram indexes serve the ILIKEs). Its condition is in the
+ * statement only when q is given: each shape is prepared (listPage) and runs a generic plan, where
+ * one text with `$2 IS NULL OR …` was planned on every call.
  */
 export async function listContacts(
   db: Queryable,
@@ -80,13 +87,14 @@ export async function listContacts(
     {
       columns: COLUMNS,
       from: 'contacts c',
-      where: `c.tenant_id = $1 AND c.deleted_at IS NULL
-        AND ($2::text IS NULL
-             OR c.name ILIKE $2 OR c.company ILIKE $2
-             OR EXISTS (SELECT 1 FROM contact_channels ch
-                         WHERE ch.contact_id = c.id AND ch.tenant_id = $1 AND ch.deleted_at IS NULL
-                           AND (ch.value ILIKE $2 OR ch.canonical_value ILIKE $2)))`,
-      params: [tenantId, q ? likePattern(q) : null],
+      where: q
+        ? `c.tenant_id = $1 AND c.deleted_at IS NULL
+           AND (c.name ILIKE $2 OR c.company ILIKE $2
+                OR EXISTS (SELECT 1 FROM contact_channels ch
+                            WHERE ch.contact_id = c.id AND ch.tenant_id = $1 AND ch.deleted_at IS NULL
+                              AND (ch.value ILIKE $2 OR ch.canonical_value ILIKE $2)))`
+        : 'c.tenant_id = $1 AND c.deleted_at IS NULL',
+      params: q ? [tenantId, likePattern(q)] : [tenantId],
       order: newestFirst('c'),
     },
     page,

@@ -92,6 +92,12 @@ const FIND_DEAL = preparedStatement<[string, string]>(
   `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`,
 );
 
+/** A deal as an update left it (deleted too: a delete is an update of deleted_at), prepared: every move reads it. */
+const READ_DEAL = preparedStatement<[string, string]>(
+  'deals_read',
+  `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2`,
+);
+
 export interface DealFilters {
   pipeline_id?: string | undefined;
   stage_id?: string | undefined;
@@ -164,10 +170,7 @@ const PATCH: Columns<DealPatch> = {
 
 export async function updateDeal(db: Queryable, tenantId: string, id: string, patch: DealPatch): Promise<DealRow> {
   await updateTenantRow(db, 'deals', 'id', tenantId, id, patch, PATCH);
-  const { rows } = await db.query<DealRow>(`SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2`, [
-    tenantId,
-    id,
-  ]);
+  const { rows } = await db.query<DealRow>(READ_DEAL([tenantId, id]));
   return rows[0]!;
 }
 

@@ -1,4 +1,4 @@
-import type { Queryable } from '@workauto/db';
+import { preparedStatement, type Queryable } from '@workauto/db';
 
 export interface HistoryRow {
   id: string;
@@ -38,10 +38,7 @@ export async function appendHistory(
   >,
 ): Promise<HistoryRow> {
   const { rows } = await db.query<HistoryRow>(
-    `INSERT INTO deal_stage_history (id, tenant_id, deal_id, seq, from_stage_id, from_stage_name, to_stage_id, to_stage_name, amount_at_change, confidence_at_change)
-     VALUES ($1, $2, $3, (SELECT coalesce(max(seq), 0) + 1 FROM deal_stage_history WHERE deal_id = $3), $4, $5, $6, $7, $8, $9)
-     RETURNING ${COLUMNS}`,
-    [
+    APPEND_HISTORY([
       h.id,
       h.tenant_id,
       h.deal_id,
@@ -51,10 +48,18 @@ export async function appendHistory(
       h.to_stage_name,
       h.amount_at_change,
       h.confidence_at_change,
-    ],
+    ]),
   );
   return rows[0]!;
 }
+
+/** Every move's insert, prepared once per connection (it was planned on every call). */
+const APPEND_HISTORY = preparedStatement(
+  'crm_history_append',
+  `INSERT INTO deal_stage_history (id, tenant_id, deal_id, seq, from_stage_id, from_stage_name, to_stage_id, to_stage_name, amount_at_change, confidence_at_change)
+   VALUES ($1, $2, $3, (SELECT coalesce(max(seq), 0) + 1 FROM deal_stage_history WHERE deal_id = $3), $4, $5, $6, $7, $8, $9)
+   RETURNING ${COLUMNS}`,
+);
 
 /**
  * The deal's last `limit` changes, oldest first: the list has no pages and a deal moved all day

@@ -1,6 +1,7 @@
 import {
   listPage,
   newestFirst,
+  shapedStatement,
   updateTenantRow,
   type Columns,
   type KeysetPage,
@@ -61,8 +62,10 @@ export async function findPipeline(
   lock?: PipelineLock,
 ): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
-    [tenantId, id],
+    shapedStatement(
+      `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
+      [tenantId, id],
+    ),
   );
   return rows[0];
 }
@@ -73,8 +76,10 @@ export async function findDefaultPipeline(
   lock?: PipelineLock,
 ): Promise<PipelineRow | undefined> {
   const { rows } = await db.query<PipelineRow>(
-    `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
-    [tenantId],
+    shapedStatement(
+      `SELECT ${COLUMNS} FROM pipelines WHERE tenant_id = $1 AND is_default AND deleted_at IS NULL${lock ? ` FOR ${lock.toUpperCase()}` : ''}`,
+      [tenantId],
+    ),
   );
   return rows[0];
 }

@@ -1,4 +1,4 @@
-import { updateTenantRow, type Columns } from '@workauto/db';
+import { shapedStatement, updateTenantRow, type Columns } from '@workauto/db';
 import type { Queryable } from '@workauto/db';
 
 /** A stage's type: how its deals weigh in the pipeline summary (repo/summary.ts). */
@@ -69,11 +69,16 @@ export async function findStage(
   id: string,
   opts: { pipelineId?: string; lock?: 'update' | 'share' } = {},
 ): Promise<StageRow | undefined> {
+  // Each (pipeline given, lock) is its own prepared shape: a move reads its stage twice per call.
+  const values = opts.pipelineId === undefined ? [tenantId, id] : [tenantId, id, opts.pipelineId];
   const { rows } = await db.query<StageRow>(
-    `SELECT ${COLUMNS} FROM pipeline_stages
-      WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL AND ($3::uuid IS NULL OR pipeline_id = $3)
-      ${opts.lock ? `FOR ${opts.lock.toUpperCase()}` : ''}`,
-    [tenantId, id, opts.pipelineId ?? null],
+    shapedStatement(
+      `SELECT ${COLUMNS} FROM pipeline_stages
+        WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL${opts.pipelineId === undefined ? '' : ' AND pipeline_id = $3'}${
+          opts.lock ? ` FOR ${opts.lock.toUpperCase()}` : ''
+        }`,
+      values,
+    ),
   );
   return rows[0];
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '@workauto/db';
+import { preparedStatement, type Queryable } from '@workauto/db';
 import type { StageType } from './stages.js';
 
 export interface StageSummaryRow {
@@ -23,7 +23,8 @@ export interface StageSummaryRow {
  * (0 when the stage has no default); won stages weigh 1, lost 0. Every live stage appears in display
  * order (LEFT JOIN: empty ones with zeros). Stage and pipeline values are rounded to `digits`
  * decimals only at the end (half away from zero); the totals are rounded from the exact sums, not
- * summed from rounded stage values.
+ * summed from rounded stage values. Prepared once per connection: planning the CTEs and the window
+ * took more than half of its time (docs/benchmarks.md, "The API mix").
  */
 export async function pipelineSummary(
   db: Queryable,
@@ -31,8 +32,13 @@ export async function pipelineSummary(
   pipelineId: string,
   digits: number,
 ): Promise<StageSummaryRow[]> {
-  const { rows } = await db.query<StageSummaryRow>(
-    `WITH per_stage AS MATERIALIZED (
+  const { rows } = await db.query<StageSummaryRow>(SUMMARY([tenantId, pipelineId, digits]));
+  return rows;
+}
+
+const SUMMARY = preparedStatement<[string, string, number]>(
+  'crm_pipeline_summary',
+  `WITH per_stage AS MATERIALIZED (
        SELECT t.stage_id,
               sum(t.deal_count) AS n,
               sum(t.total) AS total,
@@ -63,7 +69,4 @@ export async function pipelineSummary(
             round(sum(weighted) OVER (), $3)::text AS pipeline_weighted_value
        FROM stages
       ORDER BY display_order, id`,
-    [tenantId, pipelineId, digits],
-  );
-  return rows;
-}
+);
