@@ -747,13 +747,16 @@ describe(
       const ended = await Promise.race([Promise.all(pendingHangs).then(() => true), sleep(20_000).then(() => false)]);
       assert.ok(ended, 'every call on the hanging tool got its answer once the tool answered');
       assert.ok(aOutcomes.hangCalls.includes(200), `answers: ${aOutcomes.hangCalls.join(',')}`);
-      // On its own, within seconds (a service the gateway marked down is checked again every 5 s).
+      // On its own: within seconds (a service the gateway marked down is checked again every 5 s).
+      // Polled every 500 ms: each poll is a request on A's key, and polls every 20 ms spent its
+      // 1,000 a minute themselves (429 until the minute's end); 75 s bounds a hang, and allows that minute.
       const served = async (what: string, call: () => Promise<{ status: number; body: any }>, status: number) => {
         let last: { status: number; body: any } | undefined;
         await eventually(
           `${what} answers ${status}`,
           async () => (last = await call()).status === status,
-          20_000,
+          75_000,
+          500,
         ).catch(() =>
           assert.fail(`${what} answered ${last?.status}: ${JSON.stringify(last?.body ?? null).slice(0, 200)}`),
         );
