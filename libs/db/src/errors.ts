@@ -31,6 +31,11 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/** A `FOR UPDATE NOWAIT` found the row locked by another transaction (55P03 lock_not_available). */
+export function isLockNotAvailable(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '55P03';
+}
+
 /** SQLSTATEs of a transaction PostgreSQL aborted because of another one: running it again may succeed. */
 const CONCURRENCY_FAILURES = new Set(['40P01' /* deadlock_detected */, '40001' /* serialization_failure */]);
 

@@ -34,7 +34,13 @@ export {
   type ListQuery,
   type PageQuery,
 } from './pagination.js';
-export { isUniqueViolation, isForeignKeyViolation, isDatabaseUnavailable, isConcurrencyFailure } from './errors.js';
+export {
+  isUniqueViolation,
+  isForeignKeyViolation,
+  isDatabaseUnavailable,
+  isConcurrencyFailure,
+  isLockNotAvailable,
+} from './errors.js';
 export { newId, isUuid } from './ids.js';
 export { runForTenant, iterateForTenant, TenantShareBusyError, type TenantScopeOptions } from './tenant-share.js';
 export {

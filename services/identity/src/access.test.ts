@@ -13,6 +13,7 @@ import { AccessLevel } from '@workauto/protos/workauto/api/v1/policy.js';
 import { NO_ACCESS, effectiveAccess, type Role } from './domain/access.js';
 import { assertAccessWithin, assertNotOutranked, assertNotOwn, assertRoleWithin } from './domain/grants.js';
 import { failure, startIdentity } from './test-support.js';
+import { decodeStatusDetails } from '@workauto/grpc';
 import { isProviderOutage } from './oauth.js';
 import * as client from 'openid-client';
 import { freePort } from '@workauto/testing';
@@ -173,8 +174,14 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
     );
     const ok = results.filter((r) => r.status === 'fulfilled');
     assert.equal(ok.length, 1);
+    // The losers: claimed already, or refused while the winner's claim was still completing (both 409).
     for (const r of results.filter((r) => r.status === 'rejected')) {
-      assert.equal((r.reason as grpc.ServiceError).code, grpc.status.FAILED_PRECONDITION);
+      const { code, reason } = decodeStatusDetails(r.reason as grpc.ServiceError);
+      assert.ok(
+        (code === grpc.status.FAILED_PRECONDITION && reason === 'INVITATION_ALREADY_CLAIMED') ||
+          (code === grpc.status.ABORTED && reason === 'INVITATION_CLAIM_IN_PROGRESS'),
+        `a losing claim answered ${grpc.status[code]} ${reason}`,
+      );
     }
     const claimed = (ok[0] as PromiseFulfilledResult<ClaimInvitationResponse>).value;
     assert.equal(claimed.access_policies[0]!.domain, 'audit');
@@ -206,6 +213,32 @@ describe('invitations, API keys, policies and integration keys over gRPC', () =>
     await identity.client.call(S.claimInvitation, { code: once.code! });
     const c = await failure(identity.client.call(S.claimInvitation, { code: once.code! }));
     assert.deepEqual([c.reason, c.httpStatus], ['INVITATION_ALREADY_CLAIMED', 409]);
+  });
+
+  it('answers a claim of a code another claim is completing with 409 at once, holding no connection meanwhile', async () => {
+    const inv = await invite('held@invites.test');
+    // A claim in progress, as long as it takes: the invitation's row lock, held by another session.
+    const db = new pg.Client(identity.databaseUrl);
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('SELECT 1 FROM invitations WHERE id = $1 FOR UPDATE', [inv.id]);
+      // More claims than the service's pool has connections: none may queue behind the lock.
+      const claims = await Promise.all(
+        Array.from({ length: 12 }, () => failure(identity.client.call(S.claimInvitation, { code: inv.code! }))),
+      );
+      assert.deepEqual(
+        claims.map((c) => [c.code, c.reason]),
+        Array(12).fill([grpc.status.ABORTED, 'INVITATION_CLAIM_IN_PROGRESS']),
+      );
+      assert.match(claims[0]!.message, /retry/);
+    } finally {
+      await db.query('ROLLBACK');
+      await db.end();
+    }
+    // Once the other claim is gone, the code claims as before.
+    const claimed = await identity.client.call(S.claimInvitation, { code: inv.code! });
+    assert.equal(claimed.member!.email, 'held@invites.test');
   });
 
   it('lets a member manage only its own keys; revoked keys stop at once', async () => {

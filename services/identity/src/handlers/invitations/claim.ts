@@ -1,4 +1,4 @@
-import { withTransaction, newId, isUniqueViolation } from '@workauto/db';
+import { withTransaction, newId, isLockNotAvailable, isUniqueViolation } from '@workauto/db';
 import * as grpc from '@grpc/grpc-js';
 import { DomainError, errors } from '@workauto/grpc';
 import { sha256Hex } from '@workauto/crypto';
@@ -21,12 +21,20 @@ import { issueApiKey } from '../api-keys/common.js';
 
 export function claimInvitation({ pool }: IdentityDeps): Handler<'claimInvitation'> {
   return async (req, ctx) => {
-    // One transaction: the invitation row lock makes concurrent claims of one code queue, and
-    // only the first sees it pending; member, policies and key commit with the claim or not at all.
+    // One transaction: the invitation's row lock lets one claim of a code run at a time (the others
+    // are refused, 409, without waiting); member, policies and key commit with the claim or not at all.
     return withTransaction(
       pool,
       async (tx) => {
-        const inv = await invitations.lockInvitationByCode(tx, sha256Hex(req.code));
+        const inv = await invitations.lockInvitationByCode(tx, sha256Hex(req.code)).catch((err: unknown) => {
+          if (!isLockNotAvailable(err)) throw err;
+          // Another claim of the code is completing: it ends in a member or in an error within moments.
+          throw new DomainError(
+            grpc.status.ABORTED,
+            'INVITATION_CLAIM_IN_PROGRESS',
+            'another claim of this invitation is in progress; retry in a moment (it then answers with the member, or INVITATION_ALREADY_CLAIMED)',
+          );
+        });
         if (!inv)
           throw new DomainError(
             grpc.status.NOT_FOUND,
