@@ -33,6 +33,10 @@ function refusal(policy: EgressPolicy, url: string, field = 'url'): string {
 interface Receiver {
   port: number;
   connections: number;
+  /** Connections closed (by either side) so far. */
+  closed: number;
+  /** Resolves when the next connection closes. */
+  nextClose(): Promise<void>;
   requests: { method: string; url: string; body: string }[];
   close(): Promise<void>;
 }
@@ -47,6 +51,8 @@ async function receiver(
   const state: Receiver = {
     port: 0,
     connections: 0,
+    closed: 0,
+    nextClose: () => new Promise((resolve) => server.once('connection-closed', resolve)),
     requests: [],
     close: () =>
       new Promise((resolve) => {
@@ -54,7 +60,13 @@ async function receiver(
         server.close(() => resolve());
       }),
   };
-  server.on('connection', () => state.connections++);
+  server.on('connection', (socket: net.Socket) => {
+    state.connections++;
+    socket.on('close', () => {
+      state.closed++;
+      server.emit('connection-closed');
+    });
+  });
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     let body = '';
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
@@ -510,6 +522,112 @@ describe('fetch (at every connection)', () => {
     const unknownName = await rejection(policy.fetch('http://nowhere.test/'));
     assert.ok(unknownName instanceof EgressConnectionError, String(unknownName));
     assert.match(unknownName.message, /nowhere\.test has no address/);
+  });
+});
+
+describe('request (the delivery path: the same policy without fetch)', () => {
+  it('refuses a host name that resolves to loopback at connection, and a refused URL before it', async () => {
+    const target = await receiver({ tls: true });
+    after(() => target.close());
+    const policy = new EgressPolicy({
+      resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }),
+      extraCaCertificates: [TEST_CERTIFICATE],
+    });
+    after(() => policy.close());
+    const err = await rejection(
+      policy.request(`https://rebound.test:${target.port}/hook`, { method: 'POST', body: '{}' }),
+    );
+    assert.ok(err instanceof EgressRefusedError, String(err));
+    assert.equal(err.message.includes('127.0.0.1'), false, err.message);
+    const literal = await rejection(policy.request(`https://127.0.0.1:${target.port}/hook`, { method: 'POST' }));
+    assert.ok(literal instanceof EgressRefusedError, String(literal));
+    assert.equal(target.connections, 0);
+  });
+
+  it('sends method, path, query, headers and body; returns status and headers; a redirect is returned, never followed', async () => {
+    const elsewhere = await receiver();
+    after(() => elsewhere.close());
+    const target = await receiver({
+      handle: (req, res) =>
+        req.url === '/moved'
+          ? res.writeHead(302, { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end()
+          : res.writeHead(429, { 'retry-after': '7', 'x-seen': String(req.headers['webhook-id']) }).end('slow down'),
+    });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const res = await policy.request(`http://127.0.0.1:${target.port}/hook?e=3`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1' },
+      body: '{"a":1}',
+    });
+    assert.deepEqual([res.status, res.headers['retry-after'], res.headers['x-seen']], [429, '7', 'msg_1']);
+    await res.discardBody(1024);
+    assert.deepEqual(target.requests[0], { method: 'POST', url: '/hook?e=3', body: '{"a":1}' });
+    const moved = await policy.request(`http://127.0.0.1:${target.port}/moved`, { method: 'POST' });
+    assert.equal(moved.status, 302);
+    await moved.discardBody(1024);
+    assert.equal(elsewhere.requests.length, 0);
+  });
+
+  it('reuses connections after short answers, and drops the one an answer past the limit came on', async () => {
+    const target = await receiver({ handle: (req, res) => res.end(req.url === '/long' ? 'x'.repeat(100_000) : 'ok') });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const send = async (path: string) =>
+      (await policy.request(`http://127.0.0.1:${target.port}${path}`, { method: 'POST', body: '{}' })).discardBody(
+        1024,
+      );
+    for (let i = 0; i < 10; i++) await send('/');
+    assert.ok(target.connections <= 2, `10 short answers took ${target.connections} connections`);
+    assert.equal(target.closed, 0);
+    const closing = target.nextClose();
+    await send('/long');
+    await closing;
+    assert.equal(target.closed, 1);
+  });
+
+  it('gives up after the total timeout with EgressTimeoutError; a body that stalls is discarded at the timeout; the caller’s abort stays the caller’s', async () => {
+    const silent = await receiver({ handle: () => {} });
+    after(() => silent.close());
+    const stalls = await receiver({
+      handle: (_req, res) => {
+        res.writeHead(200);
+        res.write('partial');
+      },
+    });
+    after(() => stalls.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const err = await rejection(policy.request(`http://127.0.0.1:${silent.port}/`, { method: 'POST', timeoutMs: 200 }));
+    assert.ok(err instanceof EgressTimeoutError, String(err));
+    assert.match(err.message, /no complete response from http:\/\/127\.0\.0\.1:\d+ within 200 ms/);
+    const res = await policy.request(`http://127.0.0.1:${stalls.port}/`, { method: 'POST', timeoutMs: 300 });
+    assert.equal(res.status, 200);
+    await res.discardBody(1024); // resolves once the timeout cut the body off
+    const caller = new AbortController();
+    const pending = rejection(
+      policy.request(`http://127.0.0.1:${silent.port}/`, { method: 'POST', signal: caller.signal }),
+    );
+    caller.abort(new Error('the worker is stopping'));
+    const aborted = await pending;
+    assert.ok(!(aborted instanceof EgressError), String(aborted));
+    assert.equal((aborted as Error).message, 'the worker is stopping');
+  });
+
+  it('reports a connection failure as EgressConnectionError without the address', async () => {
+    const closed = await receiver();
+    const port = closed.port;
+    await closed.close();
+    const policy = new EgressPolicy({ allowPrivate: true, resolve: resolver({ 'down.test': [v4('127.0.0.1')] }) });
+    after(() => policy.close());
+    const err = await rejection(policy.request(`http://down.test:${port}/`, { method: 'POST' }));
+    assert.ok(err instanceof EgressConnectionError, String(err));
+    assert.match(
+      err.message,
+      /^could not reach http:\/\/down\.test:\d+: the connection was refused.*\(ECONNREFUSED\)$/,
+    );
   });
 });
 

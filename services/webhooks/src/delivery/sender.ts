@@ -1,6 +1,6 @@
 /** One signed POST to a receiver through the egress policy, and what came of it. */
 import { productVersion } from '@workauto/config';
-import { EgressError, type EgressPolicy } from '@workauto/egress';
+import { EgressError, type EgressPolicy, type EgressResponse } from '@workauto/egress';
 import { webhookHeaders } from '../domain/signing.js';
 import { retryAfterMs } from '../domain/schedule.js';
 
@@ -33,15 +33,15 @@ export async function sendSigned(
 ): Promise<AttemptResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  let res: Response;
+  let res: EgressResponse;
   try {
-    res = await egress.fetch(req.url, {
+    res = await egress.request(req.url, {
       method: 'POST',
       // Receivers and their firewalls tell deliveries apart by it (and which release sent them).
       headers: { ...webhookHeaders(req.secrets, req.webhookId, req.body), 'user-agent': userAgent() },
       body: req.body,
       timeoutMs: req.timeoutMs,
-      ...(req.signal ? { signal: req.signal } : {}),
+      signal: req.signal,
     });
   } catch (err) {
     if (err instanceof EgressError)
@@ -49,10 +49,13 @@ export async function sendSigned(
     throw err;
   }
   const responseTimeMs = elapsed();
-  await drain(res);
-  const status = res.status;
+  // Receivers' answers are not kept; reading a short one to the end lets the connection be reused.
+  await res.discardBody(DRAIN_MAX_BYTES);
+  const { status } = res;
   if (status >= 200 && status < 300) return { success: true, gone: false, httpStatus: status, responseTimeMs };
-  const retryAfter = status === 429 || status === 503 ? retryAfterMs(res.headers.get('retry-after')) : undefined;
+  const header = res.headers['retry-after'];
+  const retryAfter =
+    status === 429 || status === 503 ? retryAfterMs((Array.isArray(header) ? header[0] : header) ?? null) : undefined;
   const error =
     status >= 300 && status < 400
       ? `the receiver answered ${status}, a redirect, which is never followed; point the endpoint's url at the final address`
@@ -69,21 +72,5 @@ export async function sendSigned(
   };
 }
 
-/** Receivers' answers are not kept; reading a short one to the end lets the connection be reused. */
+/** A longer answer is dropped with its connection, never held. */
 const DRAIN_MAX_BYTES = 64 * 1024;
-
-async function drain(res: Response): Promise<void> {
-  if (!res.body) return;
-  const reader: ReadableStreamDefaultReader<Uint8Array> = res.body.getReader();
-  try {
-    for (let read = 0; read <= DRAIN_MAX_BYTES;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      read += value.byteLength;
-    }
-    // A long answer: dropped with its connection, never held.
-    await reader.cancel();
-  } catch {
-    // A body cut off or timed out: the status already decided the attempt.
-  }
-}
