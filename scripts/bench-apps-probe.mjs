@@ -9,7 +9,7 @@
  * Env: PROBES (200).
  */
 import { EgressPolicy } from '../libs/egress/dist/index.js';
-import { probeServer } from '../services/apps/dist/mcp/operations.js';
+import { listServerTools, probeOutcome } from '../services/apps/dist/mcp/operations.js';
 import { startMcpServer } from '../services/apps/dist/testing/mcp-servers.js';
 import { startBenchStack, summarize } from './lib-bench.mjs';
 
@@ -39,13 +39,15 @@ try {
   const session = [];
   for (let i = 0; i < PROBES; i++) {
     const t0 = performance.now();
-    const outcome = await probeServer({
-      url: server.url,
-      headers: { Authorization: 'Bearer bench-secret-123' },
-      egress,
-      timeoutMs: 10_000,
-      secrets: [],
-    });
+    const outcome = await probeOutcome(
+      listServerTools({
+        url: server.url,
+        headers: { Authorization: 'Bearer bench-secret-123' },
+        egress,
+        timeoutMs: 10_000,
+        secrets: [],
+      }),
+    );
     session.push(performance.now() - t0);
     if (!outcome.ok || outcome.listing.tools.length !== 10) throw new Error(`probe failed: ${JSON.stringify(outcome)}`);
   }
