@@ -205,6 +205,17 @@ export async function rewrapKey(
   return rowCount === 1;
 }
 
+/** Prepared: it runs at every run's end, and planning it took most of its time (docs/benchmarks.md, "Agent runs"). */
+const RECORD_RUN_RESULT = preparedStatement<[string, string, boolean]>(
+  'agents_record_run_result',
+  `UPDATE agent_configs SET
+     schedule_failure_streak = CASE WHEN $3 THEN schedule_failure_streak + 1 ELSE 0 END,
+     disable_reason = CASE WHEN $3 AND schedule IS NOT NULL AND disable_reason IS NULL AND schedule_failure_streak + 1 >= 5
+                           THEN '5 runs failed in a row; PUT the config to resume the schedule' ELSE disable_reason END
+   WHERE tenant_id = $1 AND agent_blueprint = $2 AND ($3 OR schedule_failure_streak <> 0)
+   RETURNING (disable_reason IS NOT NULL) AS paused`,
+);
+
 /**
  * After a run's end: the schedule's failure streak (reset by a success); 5 in a row pause the
  * schedule. A success with no streak writes nothing (no lock on the config row for the common case).
@@ -215,15 +226,7 @@ export async function recordRunResult(
   blueprint: string,
   failed: boolean,
 ): Promise<{ paused: boolean }> {
-  const { rows } = await db.query<{ paused: boolean }>(
-    `UPDATE agent_configs SET
-       schedule_failure_streak = CASE WHEN $3 THEN schedule_failure_streak + 1 ELSE 0 END,
-       disable_reason = CASE WHEN $3 AND schedule IS NOT NULL AND disable_reason IS NULL AND schedule_failure_streak + 1 >= 5
-                             THEN '5 runs failed in a row; PUT the config to resume the schedule' ELSE disable_reason END
-     WHERE tenant_id = $1 AND agent_blueprint = $2 AND ($3 OR schedule_failure_streak <> 0)
-     RETURNING (disable_reason IS NOT NULL) AS paused`,
-    [tenantId, blueprint, failed],
-  );
+  const { rows } = await db.query<{ paused: boolean }>(RECORD_RUN_RESULT([tenantId, blueprint, failed]));
   return { paused: rows[0]?.paused ?? false };
 }
 
