@@ -80,6 +80,34 @@ async function receiver(
   return state;
 }
 
+/** An https receiver on loopback, and a policy under which the name rebound.test resolves to it. */
+async function reboundReceiver() {
+  const target = await receiver({ tls: true });
+  after(() => target.close());
+  const policy = new EgressPolicy({
+    resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }),
+    extraCaCertificates: [TEST_CERTIFICATE],
+  });
+  after(() => policy.close());
+  return { target, policy };
+}
+
+/** A receiver that never answers, one that sends its status and part of a body then stalls, and a policy that may reach both. */
+async function stallingReceivers() {
+  const silent = await receiver({ handle: () => {} });
+  after(() => silent.close());
+  const stalls = await receiver({
+    handle: (_req, res) => {
+      res.writeHead(200);
+      res.write('partial');
+    },
+  });
+  after(() => stalls.close());
+  const policy = new EgressPolicy({ allowPrivate: true });
+  after(() => policy.close());
+  return { silent, stalls, policy };
+}
+
 /** A resolver answering from a fixed table, standing in for DNS (nothing resolves offline). */
 function resolver(table: Record<string, ResolvedAddress[]>) {
   return async (hostname: string) => table[hostname] ?? [];
@@ -286,13 +314,7 @@ describe('EgressPolicy.fromEnv', () => {
 
 describe('fetch (at every connection)', () => {
   it('refuses a host name that resolves to loopback, and the receiver there sees nothing (DNS rebinding)', async () => {
-    const target = await receiver({ tls: true });
-    after(() => target.close());
-    const policy = new EgressPolicy({
-      resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }),
-      extraCaCertificates: [TEST_CERTIFICATE],
-    });
-    after(() => policy.close());
+    const { target, policy } = await reboundReceiver();
     const url = `https://rebound.test:${target.port}/hook`;
     policy.checkUrl(url, 'url'); // passes when written: the name is not resolved then
     const err = await rejection(policy.fetch(url, { method: 'POST', body: '{}' }));
@@ -465,17 +487,7 @@ describe('fetch (at every connection)', () => {
   });
 
   it('gives up after the total timeout with EgressTimeoutError, before the response and while reading the body', async () => {
-    const silent = await receiver({ handle: () => {} });
-    after(() => silent.close());
-    const stalls = await receiver({
-      handle: (_req, res) => {
-        res.writeHead(200);
-        res.write('partial');
-      },
-    });
-    after(() => stalls.close());
-    const policy = new EgressPolicy({ allowPrivate: true });
-    after(() => policy.close());
+    const { silent, stalls, policy } = await stallingReceivers();
 
     // The receiver never answers: only the timeout ends the call.
     const err = await rejection(policy.fetch(`http://127.0.0.1:${silent.port}/`, { timeoutMs: 200 }));
@@ -527,13 +539,7 @@ describe('fetch (at every connection)', () => {
 
 describe('request (the delivery path: the same policy without fetch)', () => {
   it('refuses a host name that resolves to loopback at connection, and a refused URL before it', async () => {
-    const target = await receiver({ tls: true });
-    after(() => target.close());
-    const policy = new EgressPolicy({
-      resolve: resolver({ 'rebound.test': [v4('127.0.0.1')] }),
-      extraCaCertificates: [TEST_CERTIFICATE],
-    });
-    after(() => policy.close());
+    const { target, policy } = await reboundReceiver();
     const err = await rejection(
       policy.request(`https://rebound.test:${target.port}/hook`, { method: 'POST', body: '{}' }),
     );
@@ -589,17 +595,7 @@ describe('request (the delivery path: the same policy without fetch)', () => {
   });
 
   it('gives up after the total timeout with EgressTimeoutError; a body that stalls is discarded at the timeout; the caller’s abort stays the caller’s', async () => {
-    const silent = await receiver({ handle: () => {} });
-    after(() => silent.close());
-    const stalls = await receiver({
-      handle: (_req, res) => {
-        res.writeHead(200);
-        res.write('partial');
-      },
-    });
-    after(() => stalls.close());
-    const policy = new EgressPolicy({ allowPrivate: true });
-    after(() => policy.close());
+    const { silent, stalls, policy } = await stallingReceivers();
     const err = await rejection(policy.request(`http://127.0.0.1:${silent.port}/`, { method: 'POST', timeoutMs: 200 }));
     assert.ok(err instanceof EgressTimeoutError, String(err));
     assert.match(err.message, /no complete response from http:\/\/127\.0\.0\.1:\d+ within 200 ms/);
