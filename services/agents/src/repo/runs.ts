@@ -242,26 +242,48 @@ export async function startWork(db: Queryable, runId: string, usedPlatformKey: b
   return { nextStep: rows[0]!.next };
 }
 
+/** What a run has cost and answered so far, written with the step of each provider call. */
+export interface RunProgress {
+  costMicroCents: number;
+  feeCents: number;
+  output: unknown;
+}
+
 /**
  * A step that ended, written while the run is running (or was cancelled while it ran), and its
  * NOTIFY: one statement, written only while `lease` (the job queue's lease query, parameters from
- * $13) finds the attempt's lease, which it locks until the transaction ends. False when the run is
- * no longer running or the lease is gone.
+ * $13) finds the attempt's lease, which it locks until the statement's transaction ends. With
+ * `progress` (after a provider call) the run's cost and output so far are written in the same
+ * statement, only when the step was (kept on a run cancelled meanwhile too): one round trip and
+ * one commit where a transaction took four. False when the run is no longer running or the lease
+ * is gone.
  */
 export async function insertStep(
   db: Queryable,
   runId: string,
   step: StepRow,
   lease: { sql: string; values: unknown[] },
+  progress?: RunProgress,
 ): Promise<boolean> {
+  const p = 13 + lease.values.length; // the progress's parameters follow the lease's
   const { rows } = await db.query(
     preparedStatement(
-      'agents_insert_step',
+      progress ? 'agents_insert_step_with_progress' : 'agents_insert_step',
+      // With progress, the run's row is updated first and the step inserted from what the update
+      // returned: inserted first, the step's foreign key check locks the row, and the update of that
+      // row in the same statement fails ("already modified by an operation triggered by the current command").
       `WITH lease AS (${lease.sql}),
+     ${
+       progress
+         ? `run AS (
+       UPDATE agent_runs SET cost_micro_cents = $${p}, platform_fee_cents = $${p + 1}, output = $${p + 2}, updated_at = now()
+        WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)
+       RETURNING tenant_id, id),`
+         : `run AS (SELECT tenant_id, id FROM agent_runs WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)),`
+     }
      ins AS (
        INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
-       SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
-       FROM agent_runs r WHERE r.id = $1 AND r.status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)
+       SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM run r
        RETURNING tenant_id, run_id, step_index)
      SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
        json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
@@ -279,27 +301,10 @@ export async function insertStep(
       step.output_tokens,
       step.cost_micro_cents,
       ...lease.values,
+      ...(progress ? [progress.costMicroCents, progress.feeCents, JSON.stringify(progress.output)] : []),
     ]),
   );
   return rows.length === 1;
-}
-
-/**
- * Cost and output so far, after each provider call; kept on a run cancelled meanwhile too. Written
- * in the transaction whose insertStep found the attempt's lease (and holds it locked).
- */
-export async function recordProgress(
-  db: Queryable,
-  id: string,
-  p: { costMicroCents: number; feeCents: number; output: unknown },
-): Promise<void> {
-  await db.query(
-    preparedStatement(
-      'agents_record_progress',
-      `UPDATE agent_runs SET cost_micro_cents = $2, platform_fee_cents = $3, output = $4, updated_at = now()
-       WHERE id = $1 AND status IN ('running', 'cancelled')`,
-    )([id, p.costMicroCents, p.feeCents, JSON.stringify(p.output)]),
-  );
 }
 
 /** A run's steps in order (the run's tenant only). */

@@ -222,19 +222,17 @@ export class RunWorker {
           // The step and its NOTIFY under the job's lease: one statement; with the cost and output so
           // far, one transaction (the step's insert bumps the run's event number: another statement).
           recordStep: async (step, progress) => {
-            const lease = this.jobs.lease(job, 13);
-            if (!progress) {
-              await runs.insertStep(pool, row.id, step, lease);
-              return;
-            }
-            await withTransaction(pool, async (tx) => {
-              if (!(await runs.insertStep(tx, row.id, step, lease))) return;
-              await runs.recordProgress(tx, row.id, {
+            await runs.insertStep(
+              pool,
+              row.id,
+              step,
+              this.jobs.lease(job, 13),
+              progress && {
                 costMicroCents: progress.costMicroCents,
                 feeCents: fee(progress.costMicroCents),
                 output: progress.output,
-              });
-            });
+              },
+            );
           },
         },
       );
