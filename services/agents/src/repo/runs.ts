@@ -270,8 +270,9 @@ export async function insertStep(
     preparedStatement(
       progress ? 'agents_insert_step_with_progress' : 'agents_insert_step',
       // With progress, the run's row is updated first and the step inserted from what the update
-      // returned: inserted first, the step's foreign key check locks the row, and the update of that
-      // row in the same statement fails ("already modified by an operation triggered by the current command").
+      // returned: the step's insert trigger numbers the step on the run's row (agent_run_steps_number,
+      // its own UPDATE); an update of that row later in the same statement would fail ("already
+      // modified by an operation triggered by the current command").
       `WITH lease AS (${lease.sql}),
      ${
        progress

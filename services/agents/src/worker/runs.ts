@@ -219,8 +219,8 @@ export class RunWorker {
           spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
           firstStepIndex,
-          // The step and its NOTIFY under the job's lease: one statement; with the cost and output so
-          // far, one transaction (the step's insert bumps the run's event number: another statement).
+          // The step and its NOTIFY under the job's lease, with the cost and output so far after a
+          // provider call: one statement (runs.insertStep).
           recordStep: async (step, progress) => {
             await runs.insertStep(
               pool,
