@@ -376,10 +376,13 @@ export class Workload {
       }
       record.attempts++;
       const res = await api(gateway, 'POST', path, t.key, body, { 'idempotency-key': key });
-      const info = (res.body.error as { details?: { reason?: string; metadata?: { service?: string } }[] } | undefined)
-        ?.details?.[0];
-      // A 503 names the service it is about.
-      const reason = info?.reason && info.metadata?.service ? `${info.reason} ${info.metadata.service}` : info?.reason;
+      const info = (
+        res.body.error as
+          { details?: { reason?: string; metadata?: { service?: string; cause?: string } }[] } | undefined
+      )?.details?.[0];
+      // A 503 names the service it is about, and why it was not called (e.g. `SERVICE_UNAVAILABLE/service_down calendar`).
+      const why = info?.reason && info.metadata?.cause ? `${info.reason}/${info.metadata.cause}` : info?.reason;
+      const reason = why && info?.metadata?.service ? `${why} ${info.metadata.service}` : why;
       this.attempts.push({
         at: performance.now(),
         phase: this.phase,

@@ -198,7 +198,9 @@ describe('Downstream circuit breaker', () => {
     assert.ok(
       refused instanceof DomainError &&
         refused.code === grpc.status.UNAVAILABLE &&
-        refused.reason === 'SERVICE_UNAVAILABLE',
+        refused.reason === 'SERVICE_UNAVAILABLE' &&
+        refused.extra.metadata?.cause === 'circuit_open',
+      String(refused),
     );
     assert.equal(await codeOf(d.call(ECHO, Buffer.alloc(0))), grpc.status.OK);
     assert.equal(d.isDown, false);
@@ -221,7 +223,7 @@ describe('Downstream circuit breaker', () => {
     assert.equal(reachedServer.Echo, reached, 'a down service costs no deadline: the call is never sent');
     assert.ok(refused instanceof DomainError);
     assert.equal(refused.reason, 'SERVICE_UNAVAILABLE');
-    assert.deepEqual(refused.extra.metadata, { service: 'notes_tasks' });
+    assert.deepEqual(refused.extra.metadata, { service: 'notes_tasks', cause: 'service_down' });
   });
 
   it("answers 503 when the service ends the connection under a burst of deadlines, never INTERNAL (the API mix's 500s at 2,048 clients)", async () => {

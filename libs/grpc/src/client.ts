@@ -327,7 +327,7 @@ export class Downstream {
       .catch((err: unknown) => {
         if ((err as { code?: unknown }).code === 'EOPENBREAKER') {
           this.shortCircuited.add(1, { service: this.name, reason: 'circuit_open' });
-          throw this.unavailable();
+          throw this.unavailable('circuit_open');
         }
         throw this.failure(err);
       });
@@ -382,7 +382,7 @@ export class Downstream {
   private admit(opts: CallOptions, kind: 'call' | 'stream'): () => void {
     if (this.down) {
       this.shortCircuited.add(1, { service: this.name, reason: 'service_down' });
-      throw this.unavailable();
+      throw this.unavailable('service_down');
     }
     if (opts.signal?.aborted) throw opts.signal.reason;
     const cap = kind === 'call' ? this.options.maxInFlight : this.options.maxStreams;
@@ -657,11 +657,17 @@ export class Downstream {
     );
   }
 
-  private unavailable(): DomainError {
-    return this.serviceError(
+  /**
+   * The service cannot be called. `cause` (ErrorInfo metadata) says why, for whoever reads a 503:
+   * `service_down` (every address failed its health checks), `circuit_open` (the method's recent
+   * calls failed), `no_answer` (this call found no connection or got none back).
+   */
+  private unavailable(cause: 'service_down' | 'circuit_open' | 'no_answer'): DomainError {
+    return new DomainError(
       grpc.status.UNAVAILABLE,
       'SERVICE_UNAVAILABLE',
       `the ${this.name} service is unavailable; retry in a few seconds`,
+      { metadata: { service: this.name, cause } },
     );
   }
 
@@ -685,7 +691,7 @@ export class Downstream {
         `the ${this.name} service did not answer in time; retry later`,
       );
     }
-    return this.unavailable();
+    return this.unavailable('no_answer');
   }
 
   /** Re-raises a downstream failure as the same DomainError, so it travels on unchanged. */
