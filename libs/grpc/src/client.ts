@@ -640,9 +640,14 @@ export class Downstream {
     });
   }
 
-  /** A failure of the way to the service, naming it (ErrorInfo metadata `service`). */
-  private serviceError(code: grpc.status, reason: string, message: string): DomainError {
-    return new DomainError(code, reason, message, { metadata: { service: this.name } });
+  /** A failure of the way to the service, naming it (ErrorInfo metadata `service`, and `more`). */
+  private serviceError(
+    code: grpc.status,
+    reason: string,
+    message: string,
+    more: Record<string, string> = {},
+  ): DomainError {
+    return new DomainError(code, reason, message, { metadata: { service: this.name, ...more } });
   }
 
   /**
@@ -663,11 +668,11 @@ export class Downstream {
    * calls failed), `no_answer` (this call found no connection or got none back).
    */
   private unavailable(cause: 'service_down' | 'circuit_open' | 'no_answer'): DomainError {
-    return new DomainError(
+    return this.serviceError(
       grpc.status.UNAVAILABLE,
       'SERVICE_UNAVAILABLE',
       `the ${this.name} service is unavailable; retry in a few seconds`,
-      { metadata: { service: this.name, cause } },
+      { cause },
     );
   }
 
