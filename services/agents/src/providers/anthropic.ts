@@ -2,6 +2,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { toProviderError } from './errors.js';
 import type { AdapterOptions } from './openai.js';
 import { policyFetch } from './policy-fetch.js';
+import { SdkClients } from './sdk-clients.js';
 import type { ChatRequest, ChatResponse, ProviderAdapter, ProviderTarget, ToolCall } from './types.js';
 
 /** Anthropic through its official SDK: models list for the probe, messages with tool use. */
@@ -9,7 +10,11 @@ export class AnthropicAdapter implements ProviderAdapter {
   readonly name = 'anthropic' as const;
   constructor(private readonly options: AdapterOptions) {}
 
-  private client(target: ProviderTarget, timeout: number, maxRetries: number): Anthropic {
+  private readonly clients = new SdkClients((target, timeout, maxRetries) =>
+    this.newClient(target, timeout, maxRetries),
+  );
+
+  private newClient(target: ProviderTarget, timeout: number, maxRetries: number): Anthropic {
     // The key given here is the client's only credential: the SDK reads no ANTHROPIC_* key from the
     // environment. The platform's URL is the operator's; a tenant's goes through the egress policy.
     return new Anthropic({
@@ -24,7 +29,7 @@ export class AnthropicAdapter implements ProviderAdapter {
 
   async probe(target: ProviderTarget, signal?: AbortSignal): Promise<void> {
     try {
-      await this.client(target, this.options.probeTimeoutMs, 0).models.list({}, { signal });
+      await this.newClient(target, this.options.probeTimeoutMs, 0).models.list({}, { signal });
     } catch (err) {
       throw toProviderError('Anthropic', Anthropic, err, signal);
     }
@@ -58,7 +63,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       input_schema: t.inputSchema as Anthropic.Tool.InputSchema,
     }));
     try {
-      const res = await this.client(req, this.options.chatTimeoutMs, this.options.chatMaxRetries).messages.create(
+      const res = await this.clients.get(req, this.options.chatTimeoutMs, this.options.chatMaxRetries).messages.create(
         {
           model: req.model,
           system: req.system,

@@ -3,6 +3,7 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/reso
 import type { EgressPolicy } from '@workauto/egress';
 import { toProviderError } from './errors.js';
 import { policyFetch } from './policy-fetch.js';
+import { SdkClients } from './sdk-clients.js';
 import type { ChatRequest, ChatResponse, ProviderAdapter, ProviderTarget, ToolCall } from './types.js';
 
 export interface AdapterOptions {
@@ -22,7 +23,11 @@ export class OpenAiAdapter implements ProviderAdapter {
   readonly name = 'openai' as const;
   constructor(private readonly options: AdapterOptions) {}
 
-  private client(target: ProviderTarget, timeout: number, maxRetries: number): OpenAI {
+  private readonly clients = new SdkClients((target, timeout, maxRetries) =>
+    this.newClient(target, timeout, maxRetries),
+  );
+
+  private newClient(target: ProviderTarget, timeout: number, maxRetries: number): OpenAI {
     // Every setting given here, so the SDK reads none of OPENAI_* from the environment. The
     // platform's URL is the operator's; a tenant's goes through the egress policy.
     return new OpenAI({
@@ -39,7 +44,7 @@ export class OpenAiAdapter implements ProviderAdapter {
 
   async probe(target: ProviderTarget, signal?: AbortSignal): Promise<void> {
     try {
-      await this.client(target, this.options.probeTimeoutMs, 0).models.list({ signal });
+      await this.newClient(target, this.options.probeTimeoutMs, 0).models.list({ signal });
     } catch (err) {
       throw toProviderError('OpenAI', OpenAI, err, signal);
     }
@@ -70,14 +75,17 @@ export class OpenAiAdapter implements ProviderAdapter {
       function: { name: t.name, description: t.description, parameters: t.inputSchema },
     }));
     try {
-      const res = await this.client(
-        req,
-        this.options.chatTimeoutMs,
-        this.options.chatMaxRetries,
-      ).chat.completions.create(
-        { model: req.model, messages, max_completion_tokens: req.maxOutputTokens, ...(tools.length ? { tools } : {}) },
-        { signal },
-      );
+      const res = await this.clients
+        .get(req, this.options.chatTimeoutMs, this.options.chatMaxRetries)
+        .chat.completions.create(
+          {
+            model: req.model,
+            messages,
+            max_completion_tokens: req.maxOutputTokens,
+            ...(tools.length ? { tools } : {}),
+          },
+          { signal },
+        );
       const message = res.choices[0]?.message;
       const toolCalls: ToolCall[] = (message?.tool_calls ?? []).flatMap((c) =>
         c.type === 'function'
