@@ -185,22 +185,32 @@ export async function cancelRun(tx: Queryable, tenantId: string, id: string): Pr
  * The statements every run's worker makes, prepared once per connection (parsed and planned once:
  * planning was about a third of the agents database's time in bench-agents).
  */
-const START_RUN = preparedStatement<[string, string]>(
+const START_RUN = preparedStatement<[string, string, number]>(
   'agents_start_run',
   withStatusNotify(`UPDATE agent_runs SET status = 'running', claims = claims + 1,
      started_at = coalesce(started_at, now()),
      deadline_at = coalesce(deadline_at, now() + deadline_seconds * interval '1 second'),
      consecutive_failures = 0, updated_at = now()
-   WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`),
+   FROM (SELECT id AS startable_id, status AS previous_status FROM agent_runs
+         WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') AND claims < $3 FOR UPDATE) startable
+   WHERE id = startable_id RETURNING ${COLUMNS}, previous_status`),
 );
 
 /**
- * A run a worker claimed (its job's lease is the run's lease): running, one more start counted
- * (first start: started_at and deadline_at set now).
+ * A run a worker claimed (its job's lease is the run's lease), if it may start: queued, or
+ * running with fewer than `maxClaims` starts (its worker was lost). Then running, one more start
+ * counted (first start: started_at and deadline_at set now), and the status it had. Undefined
+ * otherwise: the worker reads the run to say why (runForWorker). One statement where the common
+ * case took a locked read and an update.
  */
-export async function startRun(tx: Queryable, tenantId: string, id: string): Promise<RunRow> {
-  const { rows } = await tx.query<RunRow>(START_RUN([tenantId, id]));
-  return rows[0]!;
+export async function startRun(
+  tx: Queryable,
+  tenantId: string,
+  id: string,
+  maxClaims: number,
+): Promise<(RunRow & { previous_status: RunStatus }) | undefined> {
+  const { rows } = await tx.query<RunRow & { previous_status: RunStatus }>(START_RUN([tenantId, id, maxClaims]));
+  return rows[0];
 }
 
 /** A run's status now (its worker looks for a cancel). */
@@ -338,6 +348,7 @@ export interface Finish {
   status: 'succeeded' | 'failed';
   output: unknown;
   costMicroCents: number;
+  /** The platform fee of that cost: written only if the run used a platform key (its row says). */
   feeCents: number;
   failureCategory: string | null;
   failureDetail: string | null;
@@ -346,7 +357,8 @@ export interface Finish {
 
 const FINISH_RUN = preparedStatement(
   'agents_finish_run',
-  withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4, platform_fee_cents = $5, failure_category = $6,
+  withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4,
+     platform_fee_cents = CASE WHEN used_platform_key THEN $5 ELSE platform_fee_cents END, failure_category = $6,
      failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
    WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
 );

@@ -104,21 +104,21 @@ export class RunWorker {
     const { tenant_id: tenantId, run_id: runId } = job.payload;
     const events = agentContext(tenantId, runId, jobSignal, this.deps.signer);
     const started = await withTransaction(pool, async (tx) => {
-      const row = await runs.runForWorker(tx, tenantId, runId, { lock: true });
-      if (!row || row.status === 'succeeded' || row.status === 'failed' || row.status === 'cancelled') return undefined;
-      if (row.status === 'running' && row.claims >= MAX_CLAIMS) {
-        await this.finish(tx, row, {
-          status: 'failed',
-          category: 'worker_lost',
-          detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`,
-          output: (row.output as RunOutput | null) ?? emptyOutput(),
-          costMicroCents: row.cost_micro_cents,
-        });
+      const running = await runs.startRun(tx, tenantId, runId, MAX_CLAIMS);
+      if (!running) {
+        // Not startable: ended already, or its workers were lost too often (then it fails here).
+        const row = await runs.runForWorker(tx, tenantId, runId, { lock: true });
+        if (row?.status === 'running' && row.claims >= MAX_CLAIMS)
+          await this.finish(tx, row, {
+            status: 'failed',
+            category: 'worker_lost',
+            detail: `the worker running it vanished ${row.claims} times (crashed or cut off); create a new run`,
+            output: (row.output as RunOutput | null) ?? emptyOutput(),
+            costMicroCents: row.cost_micro_cents,
+          });
         return undefined;
       }
-      const wasQueued = row.status === 'queued';
-      const running = await runs.startRun(tx, tenantId, runId);
-      if (wasQueued)
+      if (running.previous_status === 'queued')
         await recordEvent(tx, SOURCE, events, {
           type: 'agent_run.started',
           resourceType: 'agent_run',
@@ -269,9 +269,8 @@ export class RunWorker {
       // until the commit): the run's end and the job's in one transaction, one round trip fewer.
       const end = this.jobs.succeeded(job, 1);
       if (!(await tx.query(preparedStatement('agents_end_run_job', end.sql)(end.values))).rowCount) return false; // taken back: the run is another attempt's now
-      const locked = await runs.runForWorker(tx, row.tenant_id, row.id, { lock: true });
-      if (!locked || locked.status !== 'running') return true; // cancelled meanwhile: the cancel wins
-      await this.finish(tx, locked, outcome);
+      // Written only while the run is running (finishRun): a cancel that came first wins.
+      await this.finish(tx, row, outcome);
       if (refused) {
         const config = await configs.setByokStatus(
           tx,
@@ -336,9 +335,8 @@ export class RunWorker {
       status: outcome.status,
       output: outcome.output,
       costMicroCents: outcome.costMicroCents,
-      feeCents: row.used_platform_key
-        ? platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps)
-        : row.platform_fee_cents,
+      // Charged only if the run used a platform key (finishRun reads that from the row).
+      feeCents: platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps),
       failureCategory: failed ? outcome.category : null,
       failureDetail: failed ? outcome.detail : null,
       consecutiveFailures: failed ? before + 1 : 0,
