@@ -195,6 +195,21 @@ describe('agent runs', () => {
     assert.equal(third.consecutive_failures, 0);
   });
 
+  it('calls the provider with the key set last: a run after PUT byok-key never uses the replaced key', async () => {
+    const t = await tenantWithKey('task-triage', [{ text: 'first' }]);
+    assert.equal((await runUntilDone(t, 'task-triage')).status, AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED);
+    const replacement = newKey('openai');
+    stack.fake.script(replacement, [{ text: 'second' }]);
+    await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: replacement, provider: 0 }, t.call);
+    const run = await runUntilDone(t, 'task-triage');
+    assert.deepEqual(
+      [run.status, (run.output as { text: string }).text],
+      [AgentRunStatus.AGENT_RUN_STATUS_SUCCEEDED, 'second'],
+    );
+    assert.equal(stack.fake.chats(t.key).length, 1, 'the replaced key was used by the first run only');
+    assert.equal(stack.fake.chats(replacement).length, 1);
+  });
+
   const providerFailures: [ChatStep, FailureCategory, ByokStatus][] = [
     [{ error: 401 }, FailureCategory.FAILURE_CATEGORY_PROVIDER_AUTH, ByokStatus.BYOK_STATUS_INVALID],
     [{ error: 403 }, FailureCategory.FAILURE_CATEGORY_PROVIDER_AUTH, ByokStatus.BYOK_STATUS_INVALID],
