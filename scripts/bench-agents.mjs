@@ -2,7 +2,8 @@
  * Benchmark of agent runs (not a test): RUNS queued runs, each a script of one tool call (list_tasks
  * on a real notes-tasks) and a final answer from the fake provider on loopback, worked by two agents
  * replicas on one database. Prints runs per second (run_at → last run finished) and the time from
- * run_at to `running` (p50/p99).
+ * run_at to `running` (p50/p99). The fake provider runs in a process of its own, as a provider's
+ * servers are elsewhere: its CPU is a third party's, printed apart, and off the replicas' event loop.
  *
  *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-agents.mjs
  *   (or `make bench`; WORKAUTO_KAFKA=off skips the broker, which this benchmark does not need)
@@ -13,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startRunStack, tenant, newKey } from '../services/agents/dist/test-support.js';
-import { hasToolResult } from '../services/agents/dist/testing/fake-provider.js';
+import { FakeProviderProcess } from '../services/agents/dist/testing/fake-provider.js';
 import {
   cpuSnapshot,
   printCpuPerRequest,
@@ -28,6 +29,7 @@ const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 /** Runs are spread over this many tenants (a run's end is serialised per tenant and blueprint: its failure streak). */
 const TENANTS = Number(process.env.TENANTS ?? 1);
 
+const fake = await FakeProviderProcess.start();
 const stack = await startRunStack({
   replicas: 2,
   // The per-tenant cap (AGENT_TENANT_CONCURRENCY, default 4) would otherwise bound a one-tenant benchmark to 4 runs at once.
@@ -39,19 +41,26 @@ const stack = await startRunStack({
       heartbeatMs: 2_000,
       leaseMs: 30_000,
     },
+    providers: {
+      openaiBaseUrl: fake.openaiBaseUrl,
+      anthropicBaseUrl: fake.anthropicBaseUrl,
+      probeTimeoutMs: 1_000,
+      chatTimeoutMs: 5_000,
+      chatMaxRetries: 0,
+    },
   },
 });
 try {
   const tenants = Array.from({ length: TENANTS }, () => tenant());
-  const script = (body) =>
-    hasToolResult(body)
-      ? { text: 'Reviewed the tasks.', usage: { input: 2_000, output: 100 } }
-      : { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 1_000, output: 50 } };
+  const script = {
+    untilToolResult: { tools: [{ name: 'list_tasks', arguments: {} }], usage: { input: 1_000, output: 50 } },
+    afterToolResult: { text: 'Reviewed the tasks.', usage: { input: 2_000, output: 100 } },
+  };
   const keys = [];
   for (const t of tenants) {
     const key = newKey('openai');
     keys.push(key);
-    stack.fake.script(key, script);
+    await fake.script(key, script);
     await stack.client.call(S.putByokKey, { blueprint: 'task-triage', api_key: key, provider: 0 }, t.call);
   }
   // Every run is queued (through the API, due in an hour) before any is due; then all become due at
@@ -94,8 +103,8 @@ try {
     }
     await new Promise((r) => setTimeout(r, 200));
   }
-  // The CPU a run costs, whatever the machine's load: this process is both replicas, the fake provider and notes-tasks.
-  printCpuPerRequest('runs', cpuBefore, cpuSnapshot(), RUNS);
+  // The CPU a run costs, whatever the machine's load: this process is both replicas and notes-tasks.
+  printCpuPerRequest('runs', cpuBefore, cpuSnapshot(), RUNS, { apart: ['fake-provider'] });
   await printTopStatements(databaseUrl, 25);
   const statements = await statementsSince(databaseUrl);
   if (statements)
@@ -125,7 +134,10 @@ try {
       .map((l) => l.toFixed(1))
       .join(' ')}`,
   );
-  console.log(`provider calls: ${keys.reduce((n, k) => n + stack.fake.chats(k).length, 0)}`);
+  let calls = 0;
+  for (const k of keys) calls += (await fake.chats(k)).length;
+  console.log(`provider calls: ${calls}`);
 } finally {
   await stack.stop();
+  await fake.stop();
 }

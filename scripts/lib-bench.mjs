@@ -207,7 +207,11 @@ export function cpuSnapshot() {
     }
     // A process started with `node --title=role:<name>` by that name (bench-floor's servers, the B
     // build's services), a service by its main.js.
-    const service = /^role:(\S+)/.exec(cmd) ?? /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd);
+    // A third party's fake in its own process (testing/fake-provider-main.js) by its name.
+    const service =
+      /^role:(\S+)/.exec(cmd) ??
+      /services\/([a-z-]+)\/dist\/main\.js/.exec(cmd) ??
+      /\/testing\/(fake-[a-z-]+)-main\.js/.exec(cmd);
     add(
       service ? service[1] : cmd.startsWith('postgres') ? 'postgresql' : cmd.includes('kafka') ? 'kafka' : 'other',
       self,
@@ -228,14 +232,20 @@ export function cpuDelta(before, after) {
   return out;
 }
 
-/** Prints, per kind of process, the CPU µs per request between two snapshots, and the sum. */
-export function printCpuPerRequest(label, before, after, requests) {
+/**
+ * Prints, per kind of process, the CPU µs per request between two snapshots, and the sum; the
+ * kinds in `apart` (a third party's fake) are printed but not summed.
+ */
+export function printCpuPerRequest(label, before, after, requests, { apart = [] } = {}) {
   const rows = [...cpuDelta(before, after)].filter(([, ms]) => ms > 0).sort((a, b) => b[1] - a[1]);
-  const total = rows.reduce((a, [, ms]) => a + ms, 0);
+  const total = rows.reduce((a, [k, ms]) => (apart.includes(k) ? a : a + ms), 0);
   console.log(
     `  CPU per request, ${label} (${requests} requests): ${((total * 1000) / requests).toFixed(0)} µs in all`,
   );
-  for (const [k, ms] of rows) console.log(`    ${k.padEnd(40)} ${((ms * 1000) / requests).toFixed(0).padStart(6)} µs`);
+  for (const [k, ms] of rows)
+    console.log(
+      `    ${(apart.includes(k) ? `${k} (apart)` : k).padEnd(40)} ${((ms * 1000) / requests).toFixed(0).padStart(6)} µs`,
+    );
 }
 
 /** p-th percentile (nearest rank) of an ascending array. */

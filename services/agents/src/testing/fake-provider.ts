@@ -30,6 +30,19 @@ export type ChatStep =
   /** In the test's process only: answers `then` once `gate` settles (a test holds the run at that call). */
   | { gate: Promise<unknown>; then: ChatStep };
 
+/**
+ * A script of many conversations at once, as JSON (a fake in its own process takes it too): each
+ * chat answers `untilToolResult` while its conversation carries no tool result yet, then
+ * `afterToolResult` (a tool call, then the final answer, whichever run the chat belongs to).
+ */
+export interface ToolLoopScript {
+  untilToolResult: ChatStep;
+  afterToolResult: ChatStep;
+}
+
+/** What a key's chats answer: steps in order, a tool loop, or (in the test's process) a function of each request. */
+export type ChatScript = ChatStep[] | ToolLoopScript | ((body: ChatBody) => ChatStep);
+
 /** A chat request's body as either provider receives it (the fields a script looks at). */
 export interface ChatBody {
   model: string;
@@ -43,6 +56,14 @@ export function hasToolResult(body: ChatBody): boolean {
       m.role === 'tool' ||
       (Array.isArray(m.content) && m.content.some((c: { type?: string }) => c.type === 'tool_result')),
   );
+}
+
+/** The step a chat answers: the next of a list (consumed), or chosen by the request's body. */
+function nextStep(script: ChatScript | undefined, body: string): ChatStep | undefined {
+  if (!script) return undefined;
+  if (Array.isArray(script)) return script.shift();
+  if (typeof script === 'function') return script(JSON.parse(body) as ChatBody);
+  return hasToolResult(JSON.parse(body) as ChatBody) ? script.afterToolResult : script.untilToolResult;
 }
 
 export interface RecordedRequest {
@@ -71,7 +92,7 @@ export class FakeProvider {
   /** GET /v1/models per key; unknown keys get 401. */
   readonly probes = new Map<string, ProbeOutcome>();
   /** Chat scripts per key: steps consumed one per request (then "done"), or a function of the request's body. */
-  private readonly scripts = new Map<string, ChatStep[] | ((body: ChatBody) => ChatStep)>();
+  private readonly scripts = new Map<string, ChatScript>();
   private readonly sockets = new Set<Socket>();
   private server!: Server;
   private options: FakeProviderOptions = {};
@@ -99,10 +120,10 @@ export class FakeProvider {
     return this.url;
   }
 
-  /** What a key's chats answer: steps in order, or a function of each request (e.g. tool call first, then an answer). */
-  script(apiKey: string, steps: ChatStep[] | ((body: ChatBody) => ChatStep)): void {
+  /** What a key's chats answer: steps in order, a tool loop, or a function of each request. */
+  script(apiKey: string, steps: ChatScript): void {
     this.probes.set(apiKey, this.probes.get(apiKey) ?? 'ok');
-    this.scripts.set(apiKey, typeof steps === 'function' ? steps : [...steps]);
+    this.scripts.set(apiKey, Array.isArray(steps) ? [...steps] : steps);
   }
 
   /** Chat requests made with a key. */
@@ -171,9 +192,7 @@ export class FakeProvider {
       const probe = this.probes.get(key);
       if (probe === undefined) return this.error(res, provider, 401, key);
       const script = this.scripts.get(key);
-      let step = (typeof script === 'function' ? script(JSON.parse(record.body) as ChatBody) : script?.shift()) ?? {
-        text: 'done',
-      };
+      let step = nextStep(script, record.body) ?? { text: 'done' };
       while ('gate' in step) {
         await step.gate;
         step = step.then;
@@ -195,7 +214,11 @@ export class FakeProvider {
   private control(req: IncomingMessage, res: ServerResponse, body: string): void {
     const path = req.url?.split('?')[0];
     if (req.method === 'GET' && path === '/_fake/requests') return this.json(res, 200, this.requests);
-    const input = (body ? JSON.parse(body) : {}) as { key: string; outcome?: ProbeOutcome; steps?: ChatStep[] };
+    const input = (body ? JSON.parse(body) : {}) as {
+      key: string;
+      outcome?: ProbeOutcome;
+      steps?: ChatStep[] | ToolLoopScript;
+    };
     if (req.method === 'POST' && path === '/_fake/probes') {
       this.probes.set(input.key, input.outcome ?? 'ok');
       return this.json(res, 200, {});
@@ -347,8 +370,8 @@ export class FakeProviderProcess {
     return this.post('/_fake/probes', { key: apiKey, outcome });
   }
 
-  /** What a key's chats answer, in order. */
-  script(apiKey: string, steps: ChatStep[]): Promise<void> {
+  /** What a key's chats answer: steps in order, or a tool loop. */
+  script(apiKey: string, steps: ChatStep[] | ToolLoopScript): Promise<void> {
     return this.post('/_fake/scripts', { key: apiKey, steps });
   }
 
