@@ -306,6 +306,40 @@ describe('agent runs', () => {
     });
   }
 
+  it('fails a run whose job ran out of attempts before it ever started: it never stays queued', async () => {
+    const t = await tenantWithKey('task-triage', [{ text: 'never asked' }]);
+    const run = await stack.client.call(
+      S.createAgentRun,
+      { blueprint: 'task-triage', input: 'refused start', run_at: new Date(Date.now() + 3_600_000) },
+      t.call,
+    );
+    // The database refuses this run's start (a fault of the test's making); its job gets one attempt.
+    await stack.db.query(`CREATE OR REPLACE FUNCTION refuse_start() RETURNS trigger LANGUAGE plpgsql AS
+      $$ BEGIN RAISE EXCEPTION 'the test refuses this start'; END $$`);
+    await stack.db.query(`CREATE TRIGGER refuse_start BEFORE UPDATE ON agent_runs FOR EACH ROW
+      WHEN (NEW.id = '${run.id}' AND NEW.status = 'running') EXECUTE FUNCTION refuse_start()`);
+    try {
+      await stack.db.query(`UPDATE jobs SET max_attempts = 1, next_attempt_at = now() WHERE payload->>'run_id' = $1`, [
+        run.id,
+      ]);
+      let last = run;
+      await eventually(
+        `run ${run.id} fails`,
+        async () => {
+          last = await stack.client.call(S.getAgentRun, { blueprint: 'task-triage', id: run.id }, t.call);
+          return last.status === AgentRunStatus.AGENT_RUN_STATUS_FAILED;
+        },
+        20_000,
+        50,
+      ).catch(() => assert.fail(`the run stayed ${AgentRunStatus[last.status]} after its job gave up`));
+      assert.equal(last.failure_category, FailureCategory.FAILURE_CATEGORY_INTERNAL);
+      assert.match(last.failure_detail!, /could not be started after repeated attempts.*create a new run/);
+      assert.equal(stack.fake.chats(t.key).length, 0);
+    } finally {
+      await stack.db.query(`DROP TRIGGER refuse_start ON agent_runs`);
+    }
+  });
+
   it('cuts the answer at max_output_chars', async () => {
     const t = await tenantWithKey(
       'task-triage',

@@ -360,10 +360,13 @@ const FINISH_RUN = preparedStatement(
   withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4,
      platform_fee_cents = CASE WHEN used_platform_key THEN $5 ELSE platform_fee_cents END, failure_category = $6,
      failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
-   WHERE id = $1 AND status = 'running' RETURNING ${COLUMNS}`),
+   WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`),
 );
 
-/** A run's end, written only while it is still running (a cancel that came first wins). */
+/**
+ * A run's end, written only while it has not ended (a cancel that came first wins): running, or
+ * still queued when its job gave up before it could start (the worker's abandon).
+ */
 export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<RunRow | undefined> {
   const { rows } = await tx.query<RunRow>(
     FINISH_RUN([

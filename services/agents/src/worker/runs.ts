@@ -269,7 +269,7 @@ export class RunWorker {
       // until the commit): the run's end and the job's in one transaction, one round trip fewer.
       const end = this.jobs.succeeded(job, 1);
       if (!(await tx.query(preparedStatement('agents_end_run_job', end.sql)(end.values))).rowCount) return false; // taken back: the run is another attempt's now
-      // Written only while the run is running (finishRun): a cancel that came first wins.
+      // Written only while the run has not ended (finishRun): a cancel that came first wins.
       await this.finish(tx, row, outcome);
       if (refused) {
         const config = await configs.setByokStatus(
