@@ -91,24 +91,36 @@ try {
   const pick = (a) => a[Math.floor(Math.random() * a.length)];
   let n = 0;
   const MIX = [
-    [20, () => ({ method: 'GET', path: `/api/v1/notes/${pick(notes)}` })],
-    [10, () => ({ method: 'GET', path: '/api/v1/notes?limit=20' })],
-    [10, () => ({ method: 'GET', path: `/api/v1/tasks/${pick(tasks)}` })],
-    [10, () => ({ method: 'GET', path: '/api/v1/tasks?limit=20' })],
-    [8, () => ({ method: 'GET', path: `/api/v1/deals/${pick(deals)}` })],
-    [7, () => ({ method: 'GET', path: '/api/v1/contacts?limit=20' })],
-    [5, () => ({ method: 'GET', path: `/api/v1/pipelines/${pipeline.id}/summary` })],
-    [8, () => ({ method: 'POST', path: '/api/v1/notes', body: { title: `mix ${n++}`, body: 'written under load' } })],
-    [8, () => ({ method: 'PATCH', path: `/api/v1/deals/${pick(deals)}`, body: { stage_id: pick(stageIds) } })],
-    [6, () => ({ method: 'PATCH', path: `/api/v1/tasks/${pick(tasks)}`, body: { title: `task renamed ${n++}` } })],
-    [4, () => ({ method: 'POST', path: '/api/v1/tasks', body: { title: `mix task ${n++}` } })],
-    [4, () => ({ method: 'POST', path: '/api/v1/contacts', body: { name: `Mix contact ${n++}` } })],
+    [20, 'GET note', () => ({ method: 'GET', path: `/api/v1/notes/${pick(notes)}` })],
+    [10, 'list notes', () => ({ method: 'GET', path: '/api/v1/notes?limit=20' })],
+    [10, 'GET task', () => ({ method: 'GET', path: `/api/v1/tasks/${pick(tasks)}` })],
+    [10, 'list tasks', () => ({ method: 'GET', path: '/api/v1/tasks?limit=20' })],
+    [8, 'GET deal', () => ({ method: 'GET', path: `/api/v1/deals/${pick(deals)}` })],
+    [7, 'list contacts', () => ({ method: 'GET', path: '/api/v1/contacts?limit=20' })],
+    [5, 'pipeline summary', () => ({ method: 'GET', path: `/api/v1/pipelines/${pipeline.id}/summary` })],
+    [
+      8,
+      'create note',
+      () => ({ method: 'POST', path: '/api/v1/notes', body: { title: `mix ${n++}`, body: 'written under load' } }),
+    ],
+    [
+      8,
+      'move deal',
+      () => ({ method: 'PATCH', path: `/api/v1/deals/${pick(deals)}`, body: { stage_id: pick(stageIds) } }),
+    ],
+    [
+      6,
+      'update task',
+      () => ({ method: 'PATCH', path: `/api/v1/tasks/${pick(tasks)}`, body: { title: `task renamed ${n++}` } }),
+    ],
+    [4, 'create task', () => ({ method: 'POST', path: '/api/v1/tasks', body: { title: `mix task ${n++}` } })],
+    [4, 'create contact', () => ({ method: 'POST', path: '/api/v1/contacts', body: { name: `Mix contact ${n++}` } })],
   ];
   const totalWeight = MIX.reduce((a, [w]) => a + w, 0);
   const nextRequest = () => {
     let r = Math.random() * totalWeight;
-    for (const [w, make] of MIX) if ((r -= w) < 0) return make();
-    return MIX[0][1]();
+    for (const [w, kind, make] of MIX) if ((r -= w) < 0) return { kind, ...make() };
+    return { kind: MIX[0][1], ...MIX[0][2]() };
   };
 
   /**
@@ -117,6 +129,8 @@ try {
    */
   async function level(connections, seconds) {
     const latencies = [];
+    /** Each kind of request's latencies: which of them make the tail. */
+    const byKind = {};
     const codes = {};
     let errors = 0;
     let timeouts = 0;
@@ -147,6 +161,7 @@ try {
             if (res.status >= 500 && (samples[res.status] ??= []).length < SAMPLES_PER_STATUS)
               samples[res.status].push(`${next.method} ${next.path} → ${body.slice(0, 600)}`);
             latencies.push(performance.now() - t0);
+            (byKind[next.kind] ??= []).push(performance.now() - t0);
           } catch (err) {
             if (err.name === 'TimeoutError') timeouts++;
             else {
@@ -183,6 +198,14 @@ try {
     console.log(
       `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${row.p50.toFixed(0).padStart(5)} ms   p99 ${row.p99.toFixed(0).padStart(5)} ms   ` +
         `${row.total} responses, ${non2xx} non-2xx (${fiveXx} 5xx; ${shed} shed with Retry-After), ${errors} errors, ${timeouts} timeouts   codes ${JSON.stringify(codes)}   (t+${((performance.now() - stackReady) / 1000).toFixed(0)} s)`,
+    );
+    const kinds = Object.entries(byKind).map(([kind, ms]) => {
+      ms.sort((a, b) => a - b);
+      return { kind, p50: percentile(ms, 50), p99: percentile(ms, 99) };
+    });
+    kinds.sort((a, b) => b.p99 - a.p99);
+    console.log(
+      `    by kind, p50 / p99 ms: ${kinds.map((k) => `${k.kind} ${k.p50.toFixed(0)} / ${k.p99.toFixed(0)}`).join(', ')}`,
     );
     if (errors) console.log(`    no answer: ${JSON.stringify(failures)}`);
     for (const [status, bodies] of Object.entries(samples)) for (const b of bodies) console.log(`    ${status}: ${b}`);
