@@ -15,14 +15,11 @@ const MAX_CLIENTS = 256;
 export class SdkClients<Client> {
   private readonly clients = new Map<string, { client: Client; until: number }>();
 
-  constructor(
-    private readonly make: (target: ProviderTarget, timeoutMs: number, maxRetries: number) => Client,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(private readonly make: (target: ProviderTarget, timeoutMs: number, maxRetries: number) => Client) {}
 
   get(target: ProviderTarget, timeoutMs: number, maxRetries: number): Client {
     const id = `${timeoutMs} ${maxRetries} ${target.baseURL ?? ''} ${target.apiKey}`;
-    const now = this.now();
+    const now = Date.now();
     const kept = this.clients.get(id);
     if (kept && now < kept.until) return kept.client;
     const client = this.make(target, timeoutMs, maxRetries);
