@@ -270,7 +270,7 @@ export class RunWorker {
       const end = this.jobs.succeeded(job, 1);
       if (!(await tx.query(preparedStatement('agents_end_run_job', end.sql)(end.values))).rowCount) return false; // taken back: the run is another attempt's now
       // Written only while the run has not ended (finishRun): a cancel that came first wins.
-      await this.finish(tx, row, outcome);
+      if (!(await this.finish(tx, row, outcome))) return true;
       if (refused) {
         const config = await configs.setByokStatus(
           tx,
@@ -294,7 +294,7 @@ export class RunWorker {
     });
   }
 
-  /** Writes a run's end with its streak, the schedule's streak and the event. */
+  /** A run whose job gave up: failed, `worker_lost` if it was running, `internal` if it never started. */
   private async abandon(tx: PoolClient, job: RunJob, reason: string): Promise<void> {
     const row = await runs.runForWorker(tx, job.tenant_id, job.run_id, { lock: true });
     if (!row || (row.status !== 'queued' && row.status !== 'running')) return;
@@ -322,11 +322,12 @@ export class RunWorker {
     );
   }
 
+  /** Writes a run's end with its streak, the schedule's streak and the event; false if it had ended already (a cancel came first). */
   private async finish(
     tx: PoolClient,
     row: runs.RunRow,
     outcome: Exclude<Outcome, { status: 'stopped' }>,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const failed = outcome.status === 'failed';
     // A success ends any streak: it needs neither the previous run's count nor the per-blueprint lock
     // that serialises failures (taken for every run, it made all of a blueprint's runs end one at a time).
@@ -341,7 +342,7 @@ export class RunWorker {
       failureDetail: failed ? outcome.detail : null,
       consecutiveFailures: failed ? before + 1 : 0,
     });
-    if (!ended) return;
+    if (!ended) return false;
     const { paused } = await configs.recordRunResult(tx, row.tenant_id, row.agent_blueprint, failed);
     await recordEvent(tx, SOURCE, agentContext(row.tenant_id, row.id, new AbortController().signal), {
       type: failed ? 'agent_run.failed' : 'agent_run.succeeded',
@@ -352,5 +353,6 @@ export class RunWorker {
         ? { metadata: { failure_category: outcome.category, ...(paused ? { schedule_paused: true } : {}) } }
         : {}),
     });
+    return true;
   }
 }
