@@ -8,11 +8,12 @@ import type { ChatRequest, ChatResponse, ProviderAdapter, ProviderTarget, ToolCa
 /** Anthropic through its official SDK: models list for the probe, messages with tool use. */
 export class AnthropicAdapter implements ProviderAdapter {
   readonly name = 'anthropic' as const;
-  constructor(private readonly options: AdapterOptions) {}
-
+  /** The chat calls' clients: one per key and settings (SdkClients); a probe makes its own. */
   private readonly clients = new SdkClients((target, timeout, maxRetries) =>
     this.newClient(target, timeout, maxRetries),
   );
+
+  constructor(private readonly options: AdapterOptions) {}
 
   private newClient(target: ProviderTarget, timeout: number, maxRetries: number): Anthropic {
     // The key given here is the client's only credential: the SDK reads no ANTHROPIC_* key from the

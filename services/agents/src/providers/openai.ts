@@ -21,11 +21,12 @@ export interface AdapterOptions {
 /** OpenAI through its official SDK: models list for the probe, chat completions with function tools. */
 export class OpenAiAdapter implements ProviderAdapter {
   readonly name = 'openai' as const;
-  constructor(private readonly options: AdapterOptions) {}
-
+  /** The chat calls' clients: one per key and settings (SdkClients); a probe makes its own. */
   private readonly clients = new SdkClients((target, timeout, maxRetries) =>
     this.newClient(target, timeout, maxRetries),
   );
+
+  constructor(private readonly options: AdapterOptions) {}
 
   private newClient(target: ProviderTarget, timeout: number, maxRetries: number): OpenAI {
     // Every setting given here, so the SDK reads none of OPENAI_* from the environment. The

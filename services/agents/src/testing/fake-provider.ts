@@ -91,7 +91,7 @@ export class FakeProvider {
   readonly requests: RecordedRequest[] = [];
   /** GET /v1/models per key; unknown keys get 401. */
   readonly probes = new Map<string, ProbeOutcome>();
-  /** Chat scripts per key: steps consumed one per request (then "done"), or a function of the request's body. */
+  /** Chat scripts per key: steps consumed one per request (then "done"), a tool loop, or a function of the request's body. */
   private readonly scripts = new Map<string, ChatScript>();
   private readonly sockets = new Set<Socket>();
   private server!: Server;
