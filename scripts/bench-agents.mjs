@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { AgentsServiceService as S } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { startRunStack, tenant, newKey } from '../services/agents/dist/test-support.js';
-import { FakeProviderProcess } from '../services/agents/dist/testing/fake-provider.js';
+import { FakeProviderProcess, fakeProviderSettings } from '../services/agents/dist/testing/fake-provider.js';
 import {
   cpuSnapshot,
   printCpuPerRequest,
@@ -41,13 +41,7 @@ const stack = await startRunStack({
       heartbeatMs: 2_000,
       leaseMs: 30_000,
     },
-    providers: {
-      openaiBaseUrl: fake.openaiBaseUrl,
-      anthropicBaseUrl: fake.anthropicBaseUrl,
-      probeTimeoutMs: 1_000,
-      chatTimeoutMs: 5_000,
-      chatMaxRetries: 0,
-    },
+    providers: fakeProviderSettings(fake),
   },
 });
 try {

@@ -16,7 +16,7 @@ import {
   type CreateAgentRunRequest,
 } from '@workauto/protos/workauto/agents/v1/agents.js';
 import { createAgentsService, type AgentsConfig, type AgentsService } from './app.js';
-import { FakeProvider } from './testing/fake-provider.js';
+import { FakeProvider, fakeProviderSettings } from './testing/fake-provider.js';
 
 export { S, failure };
 
@@ -35,14 +35,7 @@ export async function startAgents(
       callerVerifyKeys: testCallerKeys.verifyKeys,
       encryptionKeys,
       ...opts.config,
-      providers: {
-        openaiBaseUrl: fake.openaiBaseUrl,
-        anthropicBaseUrl: fake.anthropicBaseUrl,
-        probeTimeoutMs: 1_000,
-        chatTimeoutMs: 5_000,
-        chatMaxRetries: 0,
-        ...opts.config?.providers,
-      },
+      providers: { ...fakeProviderSettings(fake), ...opts.config?.providers },
     },
     opts.logger ?? createLogger('agents', 'silent'),
   );

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { EventSource } from 'eventsource';
 import { createAgentsService, type AgentsService } from '@workauto/agents';
-import { FakeProvider, type ChatStep } from '@workauto/agents/testing';
+import { FakeProvider, fakeProviderSettings, type ChatStep } from '@workauto/agents/testing';
 import { Keyring } from '@workauto/crypto';
 import { createGateway, type Gateway } from '@workauto/gateway';
 import { generateCallerKeys } from '@workauto/grpc';
@@ -86,13 +86,7 @@ describe('agent run events through the gateway, served by another replica', () =
       encryptionKeys,
       callerKeys,
       agents: {
-        providers: {
-          openaiBaseUrl: fake.openaiBaseUrl,
-          anthropicBaseUrl: fake.anthropicBaseUrl,
-          probeTimeoutMs: 1_000,
-          chatTimeoutMs: 5_000,
-          chatMaxRetries: 0,
-        },
+        providers: fakeProviderSettings(fake),
         runs: { heartbeatMs: 200, pollMs: 50, schedulerPollMs: 200 },
       },
     });

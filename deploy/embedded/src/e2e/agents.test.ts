@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { FakeProvider, FakeProviderProcess } from '@workauto/agents/testing';
+import { FakeProvider, FakeProviderProcess, fakeProviderSettings } from '@workauto/agents/testing';
 import { startMcpServer } from '@workauto/apps/testing/mcp-servers';
 import { consent, OAuthMcpServer } from '@workauto/apps/testing/oauth-mcp-server';
 import { captureLogs, eventually, freePort } from '@workauto/testing';
@@ -80,13 +80,7 @@ describe('agents through the gateway', () => {
         oauth: { redirectBaseUrl: `http://127.0.0.1:${port}`, allowedReturnOrigins: ['https://app.example.com'] },
       },
       agents: {
-        providers: {
-          openaiBaseUrl: fake.openaiBaseUrl,
-          anthropicBaseUrl: fake.anthropicBaseUrl,
-          probeTimeoutMs: 1_000,
-          chatTimeoutMs: 5_000,
-          chatMaxRetries: 0,
-        },
+        providers: fakeProviderSettings(fake),
         runs: { heartbeatMs: 200, pollMs: 50, schedulerPollMs: 200 },
       },
     });

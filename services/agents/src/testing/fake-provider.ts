@@ -12,6 +12,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { spawnServerProcess, type ServerProcess } from '@workauto/testing';
+import type { ProviderSettings } from '../providers/index.js';
 
 /** What GET /v1/models answers for a key. */
 export type ProbeOutcome = 'ok' | 401 | 402 | 403 | 'quota' | 429 | 500 | 529 | 'hang';
@@ -64,6 +65,21 @@ function nextStep(script: ChatScript | undefined, body: string): ChatStep | unde
   if (Array.isArray(script)) return script.shift();
   if (typeof script === 'function') return script(JSON.parse(body) as ChatBody);
   return hasToolResult(JSON.parse(body) as ChatBody) ? script.afterToolResult : script.untilToolResult;
+}
+
+/**
+ * The agents service's provider settings for a fake (in the test's process or its own): both
+ * providers on it, short probe and chat timeouts, no SDK retries (a test's scripted error is
+ * answered once).
+ */
+export function fakeProviderSettings(fake: { openaiBaseUrl: string; anthropicBaseUrl: string }): ProviderSettings {
+  return {
+    openaiBaseUrl: fake.openaiBaseUrl,
+    anthropicBaseUrl: fake.anthropicBaseUrl,
+    probeTimeoutMs: 1_000,
+    chatTimeoutMs: 5_000,
+    chatMaxRetries: 0,
+  };
 }
 
 export interface RecordedRequest {
