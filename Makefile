@@ -91,7 +91,7 @@ test: build openapi-lint chart-check chart-install migrations-check
 	status=$$?; \
 	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
 	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
-	if wait $$lint; then echo 'lint-code: Prettier, eslint and knip found nothing'; \
+	if wait $$lint; then echo 'lint-code: Prettier, eslint, knip and the scripts imports check found nothing'; \
 	else cat "$$lint_log"; echo 'lint-code failed: the findings are above (make lint-code)'; status=1; fi; \
 	flock -x -w 1800 $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-timeout=300000 $(TEST_ALONE) \
 	  || { status=1; echo "$(TEST_ALONE) failed, or another make test held $(TEST_LOCK) for 30 minutes"; }; \
@@ -108,13 +108,15 @@ proto-breaking: install
 ## lint: buf lint, the chart and migration checks, and lint-code
 lint: proto-lint build chart-check migrations-check lint-code
 
-## lint-code: Prettier, eslint with type information (eslint.config.js) and knip (knip.jsonc: unused files,
-## exports, dependencies). Run it after make build (eslint reads the workspaces' .d.ts); make test runs it
-## beside the suite
+## lint-code: Prettier, eslint with type information (eslint.config.js), knip (knip.jsonc: unused files,
+## exports, dependencies) and the scripts' imports (.ci/script-imports.mjs: every name a script imports
+## exists). Run it after make build (eslint and the imports check read the workspaces' .d.ts); make test
+## runs it beside the suite
 lint-code:
 	prettier --check --log-level warn .
 	eslint .
 	knip
+	node .ci/script-imports.mjs
 
 ## format: Prettier over the tree (.prettierrc.json: 120 columns)
 format: install
