@@ -66,7 +66,6 @@ export async function findInvitation(
   return rows[0];
 }
 
-/** The invitation of a code, locked: concurrent claims of one code queue here and see the first one's outcome. */
 /**
  * The invitation of a code, locked for its claim. NOWAIT: a claim that meets another claim of the
  * code fails at once (55P03) rather than queueing behind it with a pool connection held.
