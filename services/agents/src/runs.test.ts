@@ -337,6 +337,7 @@ describe('agent runs', () => {
       assert.equal(stack.fake.chats(t.key).length, 0);
     } finally {
       await stack.db.query(`DROP TRIGGER refuse_start ON agent_runs`);
+      await stack.db.query(`DROP FUNCTION refuse_start()`);
     }
   });
 
