@@ -18,9 +18,18 @@ export function normalizeCurrency(code: string): string | undefined {
   return /^[A-Z]{3}$/.test(upper) && ISO_CURRENCIES.has(upper) ? upper : undefined;
 }
 
+/** Minor-unit decimals by ISO code, filled on first use: a NumberFormat costs ~8 µs and feeds the GC. */
+const minorDigitsByCurrency = new Map<string, number>();
+
 /** Decimals of the currency's minor unit (USD 2, JPY 0, KWD 3), from ICU's ISO 4217 data. */
 export function minorUnitDigits(currency: string): number {
-  return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  const known = minorDigitsByCurrency.get(currency);
+  if (known !== undefined) return known;
+  const digits =
+    new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2;
+  // Only ISO codes are kept, so the map stays as small as ICU's list whatever callers pass.
+  if (ISO_CURRENCIES.has(currency)) minorDigitsByCurrency.set(currency, digits);
+  return digits;
 }
 
 /** The plain decimal text of a finite non-negative number (`19.99`), or undefined for exponent forms and negatives. */
