@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { context, metrics, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { isDatabaseUnavailable, preparedStatement, withTransaction } from '@workauto/db';
+import { isDatabaseUnavailable, preparedStatement, withTransaction, type Queryable } from '@workauto/db';
 import type { Logger } from '@workauto/logger';
 import { backoffDelay, systemClock } from '@workauto/retry';
 import { decodeEvent, type ConsumedEvent } from './event.js';
@@ -16,13 +16,18 @@ const MARK_PROCESSED = preparedStatement<[string, string[]]>(
 const DEFAULT_REDELIVERY_MS = 7 * 24 * 3_600_000;
 
 /**
- * How a consumer applies events, inside the transaction that also records them as processed:
- * one at a time (handle), or the fresh events of a batch at once (handleBatch: one statement for
- * many events, e.g. the audit log's inserts; a failing batch is retried one event at a time).
+ * How a consumer applies events:
+ * - handle: one at a time, inside the transaction that also records each event as processed
+ *   (processed_events), so a redelivery is skipped;
+ * - handleBatch: a batch at once, for a handler whose one statement is itself idempotent on the
+ *   event ids (the audit log's insert, keyed by the event id, ON CONFLICT DO NOTHING; also within a
+ *   batch). It runs on the pool as that one statement: no transaction and no processed_events row,
+ *   which would only record a second time what its key already records (three round trips a batch).
+ *   A failing batch is retried one event at a time.
  */
 type ConsumerHandler =
   | { handle(tx: pg.PoolClient, event: ConsumedEvent): Promise<void>; handleBatch?: never }
-  | { handleBatch(tx: pg.PoolClient, events: ConsumedEvent[]): Promise<void>; handle?: never };
+  | { handleBatch(db: Queryable, events: ConsumedEvent[]): Promise<void>; handle?: never };
 
 export type ConsumerOptions = ConsumerCommon & ConsumerHandler;
 
@@ -63,8 +68,9 @@ const deadLettered = () =>
 
 /**
  * Consumes events exactly once in effect: a batch of events is applied in one transaction that also
- * inserts (group, event id) into processed_events, so a redelivery is skipped; the transport counts
- * the batch consumed only after that transaction committed. If the batch fails, its events are
+ * inserts (group, event id) into processed_events, so a redelivery is skipped (or, with handleBatch,
+ * by the handler's one idempotent statement); the transport counts the batch consumed only after it
+ * committed. If the batch fails, its events are
  * applied one at a time; an event that fails maxAttempts times goes to the dead-letter topic with
  * the reason (an error log line and the workauto.events.dead_lettered metric), so it never blocks
  * its partition. Each event is handled in a consumer span continuing the trace of the request that
@@ -138,31 +144,32 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
     }
   };
   type Decoded = { message: TransportMessage; event: ConsumedEvent };
-  /** Applies the events not applied before (by this group) in the transaction tx. */
-  const applyFresh = async (tx: pg.PoolClient, items: Decoded[]) => {
-    const { rows } = await tx.query<{ event_id: string }>(MARK_PROCESSED([groupId, items.map((d) => d.event.id)]));
-    const fresh = new Set(rows.map((r) => r.event_id));
-    // Not applied before (a redelivery), nor twice in this batch.
-    const toApply = items.filter(({ event }) => fresh.delete(event.id));
+  /** Applies the events not applied before by this group: handle's in a transaction that records them, handleBatch's as its one statement. */
+  const apply = async (items: Decoded[]) => {
     const { handle, handleBatch } = opts;
     if (handleBatch) {
-      if (toApply.length)
-        await traced(toApply, () =>
-          handleBatch(
-            tx,
-            toApply.map((d) => d.event),
-          ),
-        );
+      await traced(items, () =>
+        handleBatch(
+          pool,
+          items.map((d) => d.event),
+        ),
+      );
       return;
     }
-    for (const item of toApply) await traced([item], () => handle(tx, item.event));
+    await withTransaction(pool, async (tx) => {
+      const { rows } = await tx.query<{ event_id: string }>(MARK_PROCESSED([groupId, items.map((d) => d.event.id)]));
+      const fresh = new Set(rows.map((r) => r.event_id));
+      // Not applied before (a redelivery), nor twice in this batch.
+      for (const item of items.filter(({ event }) => fresh.delete(event.id)))
+        await traced([item], () => handle(tx, item.event));
+    });
   };
   /** One event on its own, retried, then dead-lettered: isolates what made a batch fail. */
   const applyOne = async (item: Decoded) => {
     let lastError: unknown;
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
       try {
-        await withTransaction(pool, (tx) => applyFresh(tx, [item]));
+        await apply([item]);
         return;
       } catch (err) {
         // The database being away is no fault of the event: give it back, the transport redelivers
@@ -218,9 +225,9 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
           : undefined;
       const items = wanted ? decoded.filter((d) => wanted.has(d.event.id)) : decoded;
       if (!items.length) return;
-      // The common case: the whole batch in one transaction.
+      // The common case: the whole batch at once.
       try {
-        await withTransaction(pool, (tx) => applyFresh(tx, items));
+        await apply(items);
         return;
       } catch {
         // Something in the batch fails: one at a time, in order, so the rest is applied and only

@@ -53,7 +53,8 @@ export function createIdentityService(
           oauth,
           writeLease: new WriteLease(config.authWriteLeaseMs ?? DEFAULT_WRITE_LEASE_MS),
         }),
-      // The audit log is the audit stream of every service, applied once per event, a batch in one statement.
+      // The audit log is the audit stream of every service, a batch in one statement, idempotent on
+      // the event ids (the entry's id): a redelivered event is not recorded twice.
       consumers: async (pool, transport) => [
         await startConsumer({
           transport,
@@ -61,9 +62,9 @@ export function createIdentityService(
           logger,
           groupId: 'identity.audit-log',
           topics: [TOPICS.audit],
-          handleBatch: (tx, events) =>
+          handleBatch: (db, events) =>
             insertAuditEntries(
-              tx,
+              db,
               events.map((event) => ({
                 id: event.id,
                 tenant_id: event.tenant_id,
