@@ -68,12 +68,11 @@ const deadLettered = () =>
 
 /**
  * Consumes events exactly once in effect: a batch of events is applied in one transaction that also
- * inserts (group, event id) into processed_events, so a redelivery is skipped (or, with handleBatch,
- * by the handler's one idempotent statement); the transport counts the batch consumed only after it
- * committed. If the batch fails, its events are
- * applied one at a time; an event that fails maxAttempts times goes to the dead-letter topic with
- * the reason (an error log line and the workauto.events.dead_lettered metric), so it never blocks
- * its partition. Each event is handled in a consumer span continuing the trace of the request that
+ * inserts (group, event id) into processed_events, so a redelivery is skipped (with handleBatch, the
+ * handler's one idempotent statement skips it); the transport counts the batch consumed only after
+ * it committed. If the batch fails, its events are applied one at a time; an event that fails
+ * maxAttempts times goes to the dead-letter topic with the reason (an error log line and the
+ * workauto.events.dead_lettered metric), so it never blocks its partition. Each event is handled in a consumer span continuing the trace of the request that
  * made it (the traceparent header). Ids older than keepProcessedMs are pruned from processed_events.
  */
 export async function startConsumer(opts: ConsumerOptions): Promise<Subscription> {
@@ -144,7 +143,10 @@ export async function startConsumer(opts: ConsumerOptions): Promise<Subscription
     }
   };
   type Decoded = { message: TransportMessage; event: ConsumedEvent };
-  /** Applies the events not applied before by this group: handle's in a transaction that records them, handleBatch's as its one statement. */
+  /**
+   * Applies a batch: handleBatch's as its one idempotent statement; handle's one at a time in a
+   * transaction that records them in processed_events, skipping those recorded before.
+   */
   const apply = async (items: Decoded[]) => {
     const { handle, handleBatch } = opts;
     if (handleBatch) {
