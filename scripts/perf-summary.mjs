@@ -31,17 +31,21 @@ const COMPILER =
 const NODE_THREAD = /^(MainThread|V8Worker|node|libuv-worker|DelayedTaskSche)/;
 const JVM_THREAD = /kafka|data-plane|raft|quorum|broker-|C1 Compiler|C2 Compiler|VM Thread|GC Thread|ExpirationReape/;
 
-/** The service a Node process ran, from the frames its perf map names. */
+/**
+ * What a Node process ran, from the frames its perf map names: a script of scripts/ (a benchmark
+ * and the processes it forks, e.g. bench-floor's F1, which import the services' modules too), else
+ * the service whose code it ran most.
+ */
 const serviceOf = new Map();
 function nameOf(pid, comm) {
   if (comm === 'postgres') return 'postgresql';
   if (!serviceOf.has(pid)) {
     const map = `/tmp/perf-${pid}.map`;
+    const text = existsSync(map) ? readFileSync(map, 'utf8') : '';
+    const script = /\/scripts\/([a-z-]+)\.mjs/.exec(text);
     const counts = new Map();
-    if (existsSync(map))
-      for (const m of readFileSync(map, 'utf8').matchAll(/services\/([a-z-]+)\/dist\//g))
-        counts.set(m[1], (counts.get(m[1]) ?? 0) + 1);
-    serviceOf.set(pid, [...counts].sort((a, b) => b[1] - a[1])[0]?.[0]);
+    for (const m of text.matchAll(/services\/([a-z-]+)\/dist\//g)) counts.set(m[1], (counts.get(m[1]) ?? 0) + 1);
+    serviceOf.set(pid, script ? `${script[1]} ${pid}` : [...counts].sort((a, b) => b[1] - a[1])[0]?.[0]);
   }
   if (serviceOf.get(pid)) return serviceOf.get(pid);
   if (JVM_THREAD.test(comm)) return 'kafka';
