@@ -5,21 +5,24 @@
  * and it sees what --cpu-prof does not: the garbage collector's and the optimizing compiler's
  * threads, PostgreSQL's backends and the Kafka broker.
  *
- *   PROFILE_NODE_OPTIONS=--perf-basic-prof WARMUP=30 RAMP=0 \
+ *   PROFILE_NODE_OPTIONS=--perf-prof RAMP=0 \
  *     node deploy/embedded/dist/with-infra.js -- node scripts/bench-mix.mjs &
  *   # once the measured level has begun (bench-mix prints the warm-up's line):
- *   perf record -F 499 -a -g -o /tmp/perf.data -- sleep 12
- *   node scripts/perf-summary.mjs /tmp/perf.data [TOP=12]
+ *   perf record -k mono -F 499 -a -g -o /tmp/perf.data -- sleep 12
+ *   perf inject --jit -i /tmp/perf.data -o /tmp/perf.jit.data
+ *   node scripts/perf-summary.mjs /tmp/perf.jit.data [TOP=12]
  *
- * --perf-basic-prof makes each service write /tmp/perf-<pid>.map (and an isolate-*-v8.log in its
- * working directory), which names the JavaScript frames; the map also tells which service a process
- * is. Per process: its share of all samples, then of its own samples the garbage collector's
- * (young and old generation, on any thread), the optimizing compiler's, the kernel's, and the rest
+ * --perf-prof makes each service write a jit-<pid>.dump in its working directory (the repository's
+ * root; delete them after), which perf inject turns into the names of the JavaScript frames, code
+ * moves included. --perf-basic-prof (a /tmp/perf-<pid>.map, read by perf directly, no -k mono or
+ * inject) is simpler but keeps the first name of a code address V8 freed and reused, so a frame can
+ * carry another function's name. A process is named by the code its frames run (a service, a
+ * script of scripts/). Per process: its share of all samples, then of its own samples the garbage
+ * collector's (young and old generation, on any thread), the optimizing compiler's, the kernel's, and the rest
  * (the program: JavaScript, V8's built-ins and runtime, Node's C++, libuv); then its JavaScript
  * functions by inclusive share (a function and what it calls).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 
 const data = process.argv[2] ?? 'perf.data';
 const TOP = Number(process.env.TOP ?? 12);
@@ -31,44 +34,29 @@ const COMPILER =
 const NODE_THREAD = /^(MainThread|V8Worker|node|libuv-worker|DelayedTaskSche)/;
 const JVM_THREAD = /kafka|data-plane|raft|quorum|broker-|C1 Compiler|C2 Compiler|VM Thread|GC Thread|ExpirationReape/;
 
-/**
- * What a Node process ran, from the frames its perf map names: a script of scripts/ (a benchmark
- * and the processes it forks, e.g. bench-floor's F1, which import the services' modules too), else
- * the service whose code it ran most.
- */
-const serviceOf = new Map();
-function nameOf(pid, comm) {
-  if (comm === 'postgres') return 'postgresql';
-  if (!serviceOf.has(pid)) {
-    const map = `/tmp/perf-${pid}.map`;
-    const text = existsSync(map) ? readFileSync(map, 'utf8') : '';
-    const script = /\/scripts\/([a-z-]+)\.mjs/.exec(text);
-    const counts = new Map();
-    for (const m of text.matchAll(/services\/([a-z-]+)\/dist\//g)) counts.set(m[1], (counts.get(m[1]) ?? 0) + 1);
-    serviceOf.set(pid, script ? `${script[1]} ${pid}` : [...counts].sort((a, b) => b[1] - a[1])[0]?.[0]);
-  }
-  if (serviceOf.get(pid)) return serviceOf.get(pid);
-  if (JVM_THREAD.test(comm)) return 'kafka';
-  // A Node process without a map (the load generator, with-infra): its threads under one name.
-  return NODE_THREAD.test(comm) ? `node ${pid}` : `${comm} ${pid}`;
-}
-
 const text = execFileSync('perf', ['script', '-i', data, '-F', 'pid,tid,comm,ip,sym,dso'], {
   maxBuffer: 1 << 30,
   encoding: 'utf8',
   stdio: ['ignore', 'pipe', 'ignore'],
 });
 
-const processes = new Map(); // name → { samples, gc, compiler, kernel, js: Map<frame, samples> }
+/** A JavaScript frame, named by a perf map (--perf-basic-prof) or a jitdump (--perf-prof, after perf inject --jit). */
+const JS_FRAME = /\bJS:[*+~^']*(.*?) \((?:\/tmp\/perf-\d+\.map|[^)]*jitted-\d+-\d+\.so)\)/;
+
+const processes = new Map(); // pid → { comm, samples, gc, compiler, kernel, js: Map<frame, samples>, code: Map<owner, samples> }
 let total = 0;
 /** One sample: its header line (comm pid/tid) and its frames, leaf first. */
 function account(header, frames) {
   const m = /^\s*(.+?)\s+(\d+)\/(\d+)\s*$/.exec(header);
   if (!m) return;
   total++;
-  const name = nameOf(m[2], m[1]);
-  let p = processes.get(name);
-  if (!p) processes.set(name, (p = { samples: 0, gc: 0, compiler: 0, kernel: 0, js: new Map() }));
+  let p = processes.get(m[2]);
+  if (!p)
+    processes.set(
+      m[2],
+      (p = { comm: m[1], samples: 0, gc: 0, compiler: 0, kernel: 0, js: new Map(), code: new Map() }),
+    );
+  if (JVM_THREAD.test(m[1])) p.comm = m[1];
   p.samples++;
   if (frames.some((f) => GC.test(f))) p.gc++;
   else if (frames.some((f) => COMPILER.test(f))) p.compiler++;
@@ -76,11 +64,14 @@ function account(header, frames) {
   // JavaScript frames, each counted once per sample however deep it recurses.
   const seen = new Set();
   for (const f of frames) {
-    const js = /\bJS:[*+~^']*(.*?) \(\/tmp\/perf-/.exec(f);
-    if (js && !seen.has(js[1])) {
-      seen.add(js[1]);
-      p.js.set(js[1], (p.js.get(js[1]) ?? 0) + 1);
-    }
+    const js = JS_FRAME.exec(f);
+    if (!js || seen.has(js[1])) continue;
+    seen.add(js[1]);
+    p.js.set(js[1], (p.js.get(js[1]) ?? 0) + 1);
+    // Whose code it is: a script of scripts/ (a benchmark and what it forks, e.g. bench-floor's F1,
+    // which imports the services' modules too) or a service.
+    const owner = /\/scripts\/([a-z-]+)\.mjs/.exec(js[1])?.[1] ?? /\/services\/([a-z-]+)\/dist\//.exec(js[1])?.[1];
+    if (owner) p.code.set(owner, (p.code.get(owner) ?? 0) + (owner.includes('bench') ? 1_000 : 1));
   }
 }
 
@@ -96,9 +87,29 @@ for (const line of text.split('\n')) {
 }
 if (header) account(header, frames);
 
+/** A process's name: postgresql, kafka, the service or script whose code it ran, else its command and pid. */
+function nameOf(pid, p) {
+  if (p.comm === 'postgres') return 'postgresql';
+  if (JVM_THREAD.test(p.comm)) return 'kafka';
+  const owner = [...p.code].sort((a, b) => b[1] - a[1])[0]?.[0];
+  if (owner) return owner.startsWith('bench') ? `${owner} ${pid}` : owner;
+  return NODE_THREAD.test(p.comm) ? `node ${pid}` : `${p.comm} ${pid}`;
+}
+// PostgreSQL's backends and the broker's threads are processes of their own: one line each.
+const byName = new Map();
+for (const [pid, p] of processes) {
+  const name = nameOf(pid, p);
+  const into = byName.get(name);
+  if (!into) byName.set(name, p);
+  else {
+    for (const k of ['samples', 'gc', 'compiler', 'kernel']) into[k] += p[k];
+    for (const [f, n] of p.js) into.js.set(f, (into.js.get(f) ?? 0) + n);
+  }
+}
+
 const pct = (n, of) => `${((100 * n) / of).toFixed(1).padStart(5)} %`;
 console.log(`${total} samples (${data})`);
-for (const [name, p] of [...processes].sort((a, b) => b[1].samples - a[1].samples)) {
+for (const [name, p] of [...byName].sort((a, b) => b[1].samples - a[1].samples)) {
   if (p.samples / total < 0.005) continue;
   const program = p.samples - p.gc - p.compiler - p.kernel;
   console.log(
@@ -107,6 +118,6 @@ for (const [name, p] of [...processes].sort((a, b) => b[1].samples - a[1].sample
   );
   for (const [frame, n] of [...p.js].sort((a, b) => b[1] - a[1]).slice(0, TOP))
     console.log(
-      `    ${pct(n, p.samples)}  ${frame.replace(/file:\/\/\/?[^ ]*?\/(services|libs|node_modules)\//, '$1/')}`,
+      `    ${pct(n, p.samples)}  ${frame.replace(/(file:\/\/)?\/[^ ]*?\/(services|libs|node_modules)\//, '$2/')}`,
     );
 }
