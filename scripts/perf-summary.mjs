@@ -13,7 +13,8 @@
  *   node scripts/perf-summary.mjs /tmp/perf.jit.data [TOP=12]
  *
  * --perf-prof makes each service write a jit-<pid>.dump in its working directory (the repository's
- * root; delete them after), which perf inject turns into the names of the JavaScript frames, code
+ * root), which perf inject turns into jitted-<pid>-<n>.so files beside it (git ignores both; delete
+ * them after: thousands of files) and the names of the JavaScript frames, code
  * moves included. --perf-basic-prof (a /tmp/perf-<pid>.map, read by perf directly, no -k mono or
  * inject) is simpler but keeps the first name of a code address V8 freed and reused, so a frame can
  * carry another function's name. A process is named by the code its frames run (a service, a
