@@ -482,6 +482,44 @@ describe('outbox relay', () => {
     }
   });
 
+  it('waits lingerMs after the commit that woke it, so a commit just after goes out in the same publish', async () => {
+    const pool = await freshPool();
+    const local = new LocalTransport();
+    const publishes: string[][] = [];
+    const counting: EventTransport = {
+      publish: async (messages) => {
+        publishes.push([...new Set(messages.map((m) => m.headers['event-id']!))]);
+        await local.publish(messages);
+      },
+      subscribe: (o) => local.subscribe(o),
+      ensureTopics: async () => undefined,
+      close: async () => undefined,
+    };
+    const [before] = await record(pool, 1, 'before-the-relay');
+    // The poll (60 s) never fires: only a NOTIFY wakes it.
+    const relay = new OutboxRelay({
+      pool,
+      transport: counting,
+      source: 'test',
+      logger,
+      pollMs: 60_000,
+      lingerMs: 1_500,
+    });
+    relay.start();
+    try {
+      await eventually('its first drain published what was there before', () => publishes.flat().includes(before!));
+      const [first] = await record(pool, 1, 'first');
+      // Long enough for a drain woken at once to have published the first alone; well inside the linger.
+      await sleep(50);
+      const [second] = await record(pool, 1, 'second');
+      await eventually('both are published', () => publishes.flat().includes(second!));
+      assert.deepEqual(publishes.slice(1), [[first, second]], 'the two commits went out in one publish');
+    } finally {
+      await relay.stop();
+      await pool.end();
+    }
+  });
+
   it('lets one relay per database be active, and another takes over when it stops', async () => {
     const pool = await freshPool();
     const transport = new LocalTransport();
