@@ -17,11 +17,11 @@
  * them after: thousands of files) and the names of the JavaScript frames, code
  * moves included. --perf-basic-prof (a /tmp/perf-<pid>.map, read by perf directly, no -k mono or
  * inject) is simpler but keeps the first name of a code address V8 freed and reused, so a frame can
- * carry another function's name. A process is named by the code its frames run (a service, a
- * script of scripts/). Per process: its share of all samples, then of its own samples the garbage
- * collector's (young and old generation, on any thread), the optimizing compiler's, the kernel's, and the rest
- * (the program: JavaScript, V8's built-ins and runtime, Node's C++, libuv); then its JavaScript
- * functions by inclusive share (a function and what it calls).
+ * carry another function's name. A process is named by the code its frames run (a script of
+ * scripts/, else a service). Per process: its share of all samples, then of its own samples the
+ * garbage collector's (young and old generation, on any thread), the optimizing compiler's, the
+ * kernel's, and the rest (the program: JavaScript, V8's built-ins and runtime, Node's C++, libuv);
+ * then its JavaScript functions by inclusive share (a function and what it calls).
  */
 import { execFileSync } from 'node:child_process';
 
@@ -44,7 +44,7 @@ const text = execFileSync('perf', ['script', '-i', data, '-F', 'pid,tid,comm,ip,
 /** A JavaScript frame, named by a perf map (--perf-basic-prof) or a jitdump (--perf-prof, after perf inject --jit). */
 const JS_FRAME = /\bJS:[*+~^']*(.*?) \((?:\/tmp\/perf-\d+\.map|[^)]*jitted-\d+-\d+\.so)\)/;
 
-const processes = new Map(); // pid → { comm, samples, gc, compiler, kernel, js: Map<frame, samples>, code: Map<owner, samples> }
+const processes = new Map(); // pid → { comm, samples, gc, compiler, kernel, js: Map<frame, samples>, script, services: Map<name, samples> }
 let total = 0;
 /** One sample: its header line (comm pid/tid) and its frames, leaf first. */
 function account(header, frames) {
@@ -55,7 +55,7 @@ function account(header, frames) {
   if (!p)
     processes.set(
       m[2],
-      (p = { comm: m[1], samples: 0, gc: 0, compiler: 0, kernel: 0, js: new Map(), code: new Map() }),
+      (p = { comm: m[1], samples: 0, gc: 0, compiler: 0, kernel: 0, js: new Map(), services: new Map() }),
     );
   if (JVM_THREAD.test(m[1])) p.comm = m[1];
   p.samples++;
@@ -70,9 +70,11 @@ function account(header, frames) {
     seen.add(js[1]);
     p.js.set(js[1], (p.js.get(js[1]) ?? 0) + 1);
     // Whose code it is: a script of scripts/ (a benchmark and what it forks, e.g. bench-floor's F1,
-    // which imports the services' modules too) or a service.
-    const owner = /\/scripts\/([a-z-]+)\.mjs/.exec(js[1])?.[1] ?? /\/services\/([a-z-]+)\/dist\//.exec(js[1])?.[1];
-    if (owner) p.code.set(owner, (p.code.get(owner) ?? 0) + (owner.includes('bench') ? 1_000 : 1));
+    // which imports the services' modules too: the script names it) or a service.
+    const script = /\/scripts\/([a-z-]+)\.mjs/.exec(js[1])?.[1];
+    const service = /\/services\/([a-z-]+)\/dist\//.exec(js[1])?.[1];
+    if (script) p.script = script;
+    else if (service) p.services.set(service, (p.services.get(service) ?? 0) + 1);
   }
 }
 
@@ -92,11 +94,12 @@ if (header) account(header, frames);
 function nameOf(pid, p) {
   if (p.comm === 'postgres') return 'postgresql';
   if (JVM_THREAD.test(p.comm)) return 'kafka';
-  const owner = [...p.code].sort((a, b) => b[1] - a[1])[0]?.[0];
-  if (owner) return owner.startsWith('bench') ? `${owner} ${pid}` : owner;
+  if (p.script) return `${p.script} ${pid}`;
+  const service = [...p.services].sort((a, b) => b[1] - a[1])[0]?.[0];
+  if (service) return service;
   return NODE_THREAD.test(p.comm) ? `node ${pid}` : `${p.comm} ${pid}`;
 }
-// PostgreSQL's backends and the broker's threads are processes of their own: one line each.
+// One line per name: PostgreSQL's backends (a process each) summed, and a service's replicas.
 const byName = new Map();
 for (const [pid, p] of processes) {
   const name = nameOf(pid, p);

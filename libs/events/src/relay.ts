@@ -160,7 +160,7 @@ export class OutboxRelay {
         if (more) continue;
         backlog().record(0, { source: this.opts.source });
         await this.sleep(pollMs);
-        if (this.notified && lingerMs > 0) await this.linger(lingerMs);
+        await this.lingerAfterCommit(lingerMs);
       } catch (err) {
         this.failures++;
         const delay = backoffDelay({ firstMs: 500, maxMs: 30_000 }, this.failures);
@@ -259,9 +259,9 @@ export class OutboxRelay {
     }
   }
 
-  /** Waits ms whatever commits arrive; only stop() ends it early. */
-  private linger(ms: number): Promise<void> {
-    if (!this.running) return Promise.resolve();
+  /** When a commit ended the sleep, waits ms more whatever commits arrive; only stop() ends it early. */
+  private lingerAfterCommit(ms: number): Promise<void> {
+    if (!this.running || !this.notified || ms <= 0) return Promise.resolve();
     return new Promise((resolve) => {
       const t = setTimeout(resolve, ms);
       this.wake = () => {
