@@ -97,8 +97,9 @@ const MARK_PUBLISHED = preparedStatement<[(string | number)[]]>(
  * Publishes committed outbox rows in seq (insert) order to the audit and domain-event topics, and
  * marks them published only after the transport acknowledged them. One relay per database is
  * active (a session advisory lock) and every drain is fenced by a transaction advisory lock, so
- * two drains never publish at once. Wakes on NOTIFY, polls as a fallback, and backs off while the
- * broker is unreachable — the rows wait in the outbox, nothing is lost.
+ * two drains never publish at once. Wakes on NOTIFY (then lingers lingerMs, so the commits right
+ * after go in the same publish), polls as a fallback, and backs off while the broker is
+ * unreachable — the rows wait in the outbox, nothing is lost.
  */
 export class OutboxRelay {
   private client: pg.PoolClient | undefined;
