@@ -22,11 +22,18 @@
  * garbage collector's (young and old generation, on any thread), the optimizing compiler's, the
  * kernel's, and the rest (the program: JavaScript, V8's built-ins and runtime, Node's C++, libuv);
  * then its JavaScript functions by inclusive share (a function and what it calls).
+ *
+ * BY=module instead lists each process's samples by the code they were in: the nearest JavaScript
+ * frame to the sample's leaf (the native code it called counted with it), named by its package,
+ * its file of our services and libs, or its Node module; GC and compiler apart. Two processes'
+ * lists side by side say what one spends that the other does not (docs/benchmarks.md, "Node's
+ * nextTick records": the product's gateway beside F1's).
  */
 import { execFileSync } from 'node:child_process';
 
 const data = process.argv[2] ?? 'perf.data';
 const TOP = Number(process.env.TOP ?? 12);
+const BY_MODULE = process.env.BY === 'module';
 
 const GC =
   /v8::internal::(Heap::CollectGarbage|ScavengerCollector|Scavenger::|ConcurrentMarking|Sweeper|MarkCompactCollector|MinorMarkSweep|IncrementalMarking|ArrayBufferSweeper)/;
@@ -55,13 +62,30 @@ function account(header, frames) {
   if (!p)
     processes.set(
       m[2],
-      (p = { comm: m[1], samples: 0, gc: 0, compiler: 0, kernel: 0, js: new Map(), services: new Map() }),
+      (p = {
+        comm: m[1],
+        samples: 0,
+        gc: 0,
+        compiler: 0,
+        kernel: 0,
+        js: new Map(),
+        modules: new Map(),
+        services: new Map(),
+      }),
     );
   if (JVM_THREAD.test(m[1])) p.comm = m[1];
   p.samples++;
   if (frames.some((f) => GC.test(f))) p.gc++;
   else if (frames.some((f) => COMPILER.test(f))) p.compiler++;
   else if (frames[0]?.includes('[kernel.kallsyms]')) p.kernel++;
+  if (BY_MODULE) {
+    const kind = frames.some((f) => GC.test(f))
+      ? '[GC]'
+      : frames.some((f) => COMPILER.test(f))
+        ? '[compiler]'
+        : moduleOf(frames.map((f) => JS_FRAME.exec(f)?.[1]).find(Boolean), frames);
+    p.modules.set(kind, (p.modules.get(kind) ?? 0) + 1);
+  }
   // JavaScript frames, each counted once per sample however deep it recurses.
   const seen = new Set();
   for (const f of frames) {
@@ -76,6 +100,17 @@ function account(header, frames) {
     if (script) p.script = script;
     else if (service) p.services.set(service, (p.services.get(service) ?? 0) + 1);
   }
+}
+
+/** The code a JavaScript frame is in: a package, a file of our services or libs, a Node module; or native code without one. */
+function moduleOf(frame, frames) {
+  if (!frame) return frames.some((f) => f.includes('[kernel.kallsyms]')) ? '[kernel, no JS]' : '[native, no JS]';
+  const pkg = /node_modules\/(@[^/]+\/[^/]+|[^/]+)\//.exec(frame);
+  if (pkg) return pkg[1];
+  const ours = /\/(services|libs)\/([^/]+)\/(?:dist\/)?([^:]+)/.exec(frame);
+  if (ours) return `${ours[1]}/${ours[2]}/${ours[3]}`;
+  const node = /node:(?:internal\/)?([a-z_0-9]+)/.exec(frame);
+  return node ? `node:${node[1]}` : 'other JavaScript';
 }
 
 let header;
@@ -108,6 +143,7 @@ for (const [pid, p] of processes) {
   else {
     for (const k of ['samples', 'gc', 'compiler', 'kernel']) into[k] += p[k];
     for (const [f, n] of p.js) into.js.set(f, (into.js.get(f) ?? 0) + n);
+    for (const [f, n] of p.modules) into.modules.set(f, (into.modules.get(f) ?? 0) + n);
   }
 }
 
@@ -120,7 +156,7 @@ for (const [name, p] of [...byName].sort((a, b) => b[1].samples - a[1].samples))
     `\n${name.padEnd(24)} ${pct(p.samples, total)} of all;  of its own: GC ${pct(p.gc, p.samples)}, ` +
       `compiler ${pct(p.compiler, p.samples)}, kernel ${pct(p.kernel, p.samples)}, program ${pct(program, p.samples)}`,
   );
-  for (const [frame, n] of [...p.js].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+  for (const [frame, n] of [...(BY_MODULE ? p.modules : p.js)].sort((a, b) => b[1] - a[1]).slice(0, TOP))
     console.log(
       `    ${pct(n, p.samples)}  ${frame.replace(/(file:\/\/)?\/[^ ]*?\/(services|libs|node_modules)\//, '$2/')}`,
     );
