@@ -41,6 +41,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort } from '@workauto/testing';
+import { keepNextTickRecord } from '@workauto/service/tick-records';
 import { cpuDelta, cpuSnapshot, printTopStatements, report, startBenchStack, statementsSince } from './lib-bench.mjs';
 
 const ROLE = process.argv[2] === '--role' ? process.argv[3] : undefined;
@@ -70,6 +71,8 @@ else await main();
 
 /** A floor process: listens, sends its port to the parent, serves until the parent disconnects. */
 async function serve(role) {
+  // As every process of the product does (libs/service main): the floor is the same stack's.
+  keepNextTickRecord();
   const env = JSON.parse(process.env.FLOOR_ENV);
   let port;
   if (role === 'f1-service') {
@@ -171,7 +174,9 @@ async function main() {
   const children = [];
   const start = async (role, env) => {
     const child = fork(SELF, ['--role', role], {
-      execArgv: [`--title=role:${role}`], // how lib-bench's cpuSnapshot tells the processes apart
+      // The title is how lib-bench's cpuSnapshot tells the processes apart; PROFILE_NODE_OPTIONS
+      // profiles F0 and F1 as it does the product's processes, to set one beside the other.
+      execArgv: [`--title=role:${role}`, ...(process.env.PROFILE_NODE_OPTIONS?.split(/\s+/).filter(Boolean) ?? [])],
       env: { ...process.env, FLOOR_ENV: JSON.stringify(env) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });

@@ -14,6 +14,7 @@ import { ConfigError, grpcServiceVars, kafkaVars, loadConfig, vars, z } from '@w
 import { installShutdownSignals } from '@workauto/grpc/signals';
 import { createLogger, exitAfterLogs, type Logger } from '@workauto/logger';
 import { DependencyUnavailableError } from './dependency-error.js';
+import { keepNextTickRecord } from './tick-records.js';
 import type { RunningService, ServiceConfig } from './service.js';
 
 type Env<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
@@ -96,6 +97,8 @@ export async function runProcess<S extends z.ZodRawShape>(opts: {
   migrations?: string[];
   start(env: ProcessEnv & MigrationEnv & Env<S>, logger: Logger): Promise<{ stop(): Promise<void> }>;
 }): Promise<void> {
+  // Before the first idle moment: after one, nextTick could lose its fast path for good (tick-records.ts).
+  keepNextTickRecord();
   const command = process.argv[2];
   if (command === 'migrate' && opts.migrations) return runMigrateCommand(opts.name, opts.migrations);
   if (command !== undefined) {
