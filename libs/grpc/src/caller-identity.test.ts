@@ -291,6 +291,44 @@ describe('signed caller identity', () => {
     });
   });
 
+  it('signs a frozen actor (serialized once) as it signs the same actor unfrozen: per tenant and audience', () => {
+    const signer = new CallerSigner(keys.signingKey, { issuer: 'gateway' });
+    const frozen = Object.freeze({
+      type: 'member',
+      id: 'key-1',
+      memberId: 'member-1',
+      access: Object.freeze({ notes: 'write' as const }),
+    });
+    const claimsOf = (token: string) =>
+      JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+    const IDENTITY = 'workauto.identity.v1.IdentityService';
+    for (const [tenantId, audience] of [
+      ['tenant-a', NOTES],
+      ['tenant-b', NOTES],
+      ['tenant-a', IDENTITY],
+    ] as const) {
+      const token = signer.sign({ requestId: 'req-1', tenantId, actor: frozen }, audience);
+      assert.equal(signer.sign({ requestId: 'req-2', tenantId, actor: frozen }, audience), token, 'reused');
+      assert.equal(
+        signer.sign({ requestId: 'req-3', tenantId, actor: { ...frozen } }, audience),
+        token,
+        'the same principal unfrozen gets the same token',
+      );
+      const claims = claimsOf(token);
+      assert.deepEqual(
+        [claims.tenant_id, claims.aud, claims.actor],
+        [tenantId, audience, { type: 'member', id: 'key-1', member_id: 'member-1', access: { notes: 'write' } }],
+      );
+    }
+    // An actor that can change is read on every call.
+    const open = { type: 'member', id: 'key-1', memberId: 'member-1' };
+    const before = signer.sign({ requestId: 'req-1', tenantId: 'tenant-a', actor: open }, NOTES);
+    open.memberId = 'member-2';
+    const after = signer.sign({ requestId: 'req-2', tenantId: 'tenant-a', actor: open }, NOTES);
+    assert.notEqual(after, before);
+    assert.equal((claimsOf(after).actor as { member_id: string }).member_id, 'member-2');
+  });
+
   it('renews a token after half its life, so a service never gets one about to expire', (t) => {
     // On a whole second: tokens carry whole seconds, so half of a 2 s life ends 1 s from here.
     t.mock.timers.enable({ apis: ['Date'], now: Math.floor(Date.now() / 1000) * 1000 });

@@ -127,6 +127,21 @@ function importKey(
   return { key, algorithm };
 }
 
+/** The claims a caller's token carries for calls to `audience`, its times apart. */
+function principalClaims(caller: Caller, audience: string): Record<string, unknown> {
+  const actor = caller.actor;
+  const claims: Record<string, unknown> = { aud: audience };
+  if (caller.tenantId) claims.tenant_id = caller.tenantId;
+  if (actor)
+    claims.actor = {
+      type: actor.type,
+      id: actor.id,
+      ...(actor.memberId ? { member_id: actor.memberId } : {}),
+      ...(actor.access ? { access: actor.access } : {}),
+    };
+  return claims;
+}
+
 /** Signs caller identity for the calls a process makes: the gateway, or a service with its own key. */
 export class CallerSigner {
   private readonly signer: (payload: Record<string, unknown>) => string;
@@ -134,6 +149,8 @@ export class CallerSigner {
   private readonly maxCached: number;
   /** (audience, principal) → its token and when to sign a fresh one (half its life, in ms). */
   private readonly tokens = new Map<string, { token: string; renewAt: number }>();
+  /** A frozen actor's cache keys, by tenant and audience (cacheKeyOf); gone with the actor. */
+  private readonly frozenActorKeys = new WeakMap<Actor, Map<string, string>>();
   /** Who signs (iss): the gateway or a service name, for logs and audits. */
   readonly issuer: string;
 
@@ -163,28 +180,34 @@ export class CallerSigner {
    * full name): signed at most once per half life per (principal, audience).
    */
   sign(caller: Caller, audience: string): string {
-    const actor = caller.actor;
-    const principal: Record<string, unknown> = { aud: audience };
-    if (caller.tenantId) principal.tenant_id = caller.tenantId;
-    if (actor)
-      principal.actor = {
-        type: actor.type,
-        id: actor.id,
-        ...(actor.memberId ? { member_id: actor.memberId } : {}),
-        ...(actor.access ? { access: actor.access } : {}),
-      };
-    // Keyed by every signed claim but the times: a claim added to the principal later is part of
-    // the key without anyone having to remember it.
-    const cacheKey = JSON.stringify(principal);
+    const cacheKey = this.cacheKeyOf(caller, audience);
     const nowMs = Date.now();
     const cached = this.tokens.get(cacheKey);
     if (cached && nowMs < cached.renewAt) return cached.token;
     const now = Math.floor(nowMs / 1000);
-    const token = this.signer({ ...principal, iat: now, exp: now + this.ttlSeconds });
+    const token = this.signer({ ...principalClaims(caller, audience), iat: now, exp: now + this.ttlSeconds });
     this.tokens.delete(cacheKey); // re-inserted last: the map's order is the order of signing
     if (this.tokens.size >= this.maxCached) this.tokens.delete(this.tokens.keys().next().value!);
     this.tokens.set(cacheKey, { token, renewAt: (now + this.ttlSeconds / 2) * 1000 });
     return token;
+  }
+
+  /**
+   * The signed claims but the times, serialized: a claim added to the principal later is part of
+   * the key without anyone having to remember it. A frozen actor (the gateway freezes the one it
+   * makes per looked-up principal) cannot change its claims, so its key is serialized once per
+   * tenant and audience rather than on every call.
+   */
+  private cacheKeyOf(caller: Caller, audience: string): string {
+    const actor = caller.actor;
+    if (!actor || !Object.isFrozen(actor) || (actor.access && !Object.isFrozen(actor.access)))
+      return JSON.stringify(principalClaims(caller, audience));
+    let keys = this.frozenActorKeys.get(actor);
+    if (!keys) this.frozenActorKeys.set(actor, (keys = new Map<string, string>()));
+    const at = `${caller.tenantId ?? ''} ${audience}`;
+    let key = keys.get(at);
+    if (key === undefined) keys.set(at, (key = JSON.stringify(principalClaims(caller, audience))));
+    return key;
   }
 
   /** Call metadata for a call to `audience`: the principal's token and the request's fields beside it. */

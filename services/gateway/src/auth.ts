@@ -37,7 +37,7 @@ export function accessLevels(principal: Principal): AccessLevels {
     for (const [domain, level] of Object.entries(principal.access)) {
       if (isDomain(domain)) access[domain] = protoAccessLevel.toLevel(level) ?? 'none';
     }
-    accessByPrincipal.set(principal, access);
+    accessByPrincipal.set(principal, Object.freeze(access));
   }
   return access;
 }

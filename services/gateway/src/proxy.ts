@@ -67,16 +67,23 @@ export function requestCaller(req: Request, requestId: string): Caller {
   return { requestId, ...(req.ip ? { clientIp: req.ip } : {}), ...(ua ? { userAgent: ua.slice(0, 512) } : {}) };
 }
 
+/** Each looked-up principal's tenant and actor, made once and frozen: the signer serializes a frozen actor once. */
+const principalParts = new WeakMap<Principal, Pick<Caller, 'tenantId' | 'actor'>>();
+
 export function addPrincipal(caller: Caller, principal: Principal): Caller {
-  return {
-    ...caller,
-    ...(principal.tenant_id ? { tenantId: principal.tenant_id } : {}),
-    actor: {
-      type: ACTOR_TYPES[principal.actor_type] ?? 'system',
-      id: principal.actor_id,
-      ...(principal.member_id ? { memberId: principal.member_id, access: accessLevels(principal) } : {}),
-    },
-  };
+  let part = principalParts.get(principal);
+  if (!part) {
+    part = Object.freeze({
+      ...(principal.tenant_id ? { tenantId: principal.tenant_id } : {}),
+      actor: Object.freeze({
+        type: ACTOR_TYPES[principal.actor_type] ?? 'system',
+        id: principal.actor_id,
+        ...(principal.member_id ? { memberId: principal.member_id, access: accessLevels(principal) } : {}),
+      }),
+    });
+    principalParts.set(principal, part);
+  }
+  return { ...caller, ...part };
 }
 
 /**
