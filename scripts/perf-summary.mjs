@@ -75,16 +75,18 @@ function account(header, frames) {
     );
   if (JVM_THREAD.test(m[1])) p.comm = m[1];
   p.samples++;
-  if (frames.some((f) => GC.test(f))) p.gc++;
-  else if (frames.some((f) => COMPILER.test(f))) p.compiler++;
+  const gc = frames.some((f) => GC.test(f));
+  const compiler = !gc && frames.some((f) => COMPILER.test(f));
+  if (gc) p.gc++;
+  else if (compiler) p.compiler++;
   else if (frames[0]?.includes('[kernel.kallsyms]')) p.kernel++;
   if (BY_MODULE) {
-    const kind = frames.some((f) => GC.test(f))
+    const where = gc
       ? '[GC]'
-      : frames.some((f) => COMPILER.test(f))
+      : compiler
         ? '[compiler]'
         : moduleOf(frames.map((f) => JS_FRAME.exec(f)?.[1]).find(Boolean), frames);
-    p.modules.set(kind, (p.modules.get(kind) ?? 0) + 1);
+    p.modules.set(where, (p.modules.get(where) ?? 0) + 1);
   }
   // JavaScript frames, each counted once per sample however deep it recurses.
   const seen = new Set();
