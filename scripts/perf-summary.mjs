@@ -51,7 +51,9 @@ const text = execFileSync('perf', ['script', '-i', data, '-F', 'pid,tid,comm,ip,
 /** A JavaScript frame, named by a perf map (--perf-basic-prof) or a jitdump (--perf-prof, after perf inject --jit). */
 const JS_FRAME = /\bJS:[*+~^']*(.*?) \((?:\/tmp\/perf-\d+\.map|[^)]*jitted-\d+-\d+\.so)\)/;
 
-const processes = new Map(); // pid → { comm, samples, gc, compiler, kernel, js: Map<frame, samples>, script, services: Map<name, samples> }
+// pid → { comm, samples, gc, compiler, kernel, js: Map<frame, samples>, modules: Map<code, samples>,
+//         script, services: Map<name, samples> }
+const processes = new Map();
 let total = 0;
 /** One sample: its header line (comm pid/tid) and its frames, leaf first. */
 function account(header, frames) {

@@ -72,8 +72,9 @@ const deadLettered = () =>
  * handler's one idempotent statement skips it); the transport counts the batch consumed only after
  * it committed. If the batch fails, its events are applied one at a time; an event that fails
  * maxAttempts times goes to the dead-letter topic with the reason (an error log line and the
- * workauto.events.dead_lettered metric), so it never blocks its partition. Each event is handled in a consumer span continuing the trace of the request that
- * made it (the traceparent header). Ids older than keepProcessedMs are pruned from processed_events.
+ * workauto.events.dead_lettered metric), so it never blocks its partition. Each event is handled in
+ * a consumer span continuing the trace of the request that made it (the traceparent header). Ids
+ * older than keepProcessedMs are pruned from processed_events.
  */
 export async function startConsumer(opts: ConsumerOptions): Promise<Subscription> {
   const {
