@@ -3,6 +3,7 @@ import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafka
 import type { Logger } from '@workauto/logger';
 import { retry } from '@workauto/retry';
 import type { KafkaClientSecurity } from './kafka-security.js';
+import { stopIdleRequestQueueTimers } from './kafkajs-idle-timer.js';
 import type { EventTransport, Subscription, TransportMessage } from './transport.js';
 
 /**
@@ -57,6 +58,7 @@ export class KafkaTransport implements EventTransport {
   readonly where: string;
 
   constructor(private readonly opts: KafkaTransportOptions) {
+    stopIdleRequestQueueTimers();
     this.ns = opts.namespace ?? '';
     this.retentionMs = opts.retentionMs ?? 7 * 24 * 3_600_000;
     this.where = `KAFKA_BROKERS=${opts.brokers.join(',')}`;
