@@ -7,7 +7,7 @@ import {
   type CreateTaskRequest,
   type Task,
 } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { insertTask, updateTask, type NewTask } from './repo/tasks.js';
+import { insertTask, nextPosition, updateTask, type NewTask } from './repo/tasks.js';
 import { S, badFields, failure, startNotesTasks, tenant, type NotesTasks } from './test-support.js';
 
 type T = ReturnType<typeof tenant>;
@@ -422,6 +422,37 @@ describe('tasks over gRPC', () => {
     assert.deepEqual(await positions(t, p1.id), [1, 2, 3, 4, 5]);
     assert.deepEqual(await positions(t, p2.id), [1, 2, 3, 4, 5, 6, 7]);
     assert.deepEqual(await positions(t, null), [1, 2]);
+  });
+
+  it("reads a new top-level task's position from the children index, however many top-level tasks there are", async () => {
+    // A create holds its sibling set's lock through this read: a read that scans every sibling
+    // makes each create slower, and the tenant's creates queue behind it, as the tenant grows.
+    // Counted in buffers, which do not depend on the machine's speed. (A subtask's read also
+    // counts its siblings, for the subtask limit: bounded by that limit.)
+    const t = tenant();
+    await nt.db.query(
+      `INSERT INTO tasks (id, tenant_id, title, position)
+       SELECT gen_random_uuid(), $1, 'sibling ' || g, g FROM generate_series(1, 2000) g`,
+      [t.id],
+    );
+    const plans: { Plan: Record<string, unknown> }[] = [];
+    const explaining = {
+      query: async (config: { text: string; values: unknown[] }) => {
+        const { rows } = await nt.db.query<{ 'QUERY PLAN': { Plan: Record<string, unknown> }[] }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${config.text}`,
+          config.values,
+        );
+        plans.push(rows[0]!['QUERY PLAN'][0]!);
+        return nt.db.query(config.text, config.values);
+      },
+    };
+    assert.equal((await nextPosition(explaining as never, t.id, null)).position, 2001);
+    const plan = plans[0]!.Plan;
+    const blocks = Number(plan['Shared Hit Blocks']) + Number(plan['Shared Read Blocks']);
+    assert.ok(
+      blocks <= 12,
+      `the position read touched ${blocks} blocks for 2,000 top-level tasks (plan: ${JSON.stringify(plan).slice(0, 400)})`,
+    );
   });
 
   it('keeps tenants apart', async () => {
