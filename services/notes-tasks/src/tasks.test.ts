@@ -7,7 +7,7 @@ import {
   type CreateTaskRequest,
   type Task,
 } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { insertTask, nextPosition, updateTask, type NewTask } from './repo/tasks.js';
+import { insertTask, nextPosition, siblingIds, updateTask, type NewTask } from './repo/tasks.js';
 import { S, badFields, failure, startNotesTasks, tenant, type NotesTasks } from './test-support.js';
 
 type T = ReturnType<typeof tenant>;
@@ -452,6 +452,44 @@ describe('tasks over gRPC', () => {
     assert.ok(
       blocks <= 12,
       `the position read touched ${blocks} blocks for 2,000 top-level tasks (plan: ${JSON.stringify(plan).slice(0, 400)})`,
+    );
+  });
+
+  it("reads a task's siblings from the children index, not from every task of the tenant", async () => {
+    // Moves and deletes renumber the siblings under their set's lock: reading them must not cost
+    // more as the tenant's other tasks grow. Counted in buffers, which do not depend on the machine.
+    const t = tenant();
+    const parent = await create(t, { title: 'parent' });
+    const kids = [
+      await create(t, { title: 'a', parent_id: parent.id }),
+      await create(t, { title: 'b', parent_id: parent.id }),
+    ];
+    await nt.db.query(
+      `INSERT INTO tasks (id, tenant_id, title, position)
+       SELECT gen_random_uuid(), $1, 'other ' || g, g FROM generate_series(2, 2001) g`,
+      [t.id],
+    );
+    const plans: { Plan: Record<string, unknown> }[] = [];
+    const explaining = {
+      query: async (text: string, values: unknown[]) => {
+        const { rows } = await nt.db.query<{ 'QUERY PLAN': { Plan: Record<string, unknown> }[] }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
+          values,
+        );
+        plans.push(rows[0]!['QUERY PLAN'][0]!);
+        return nt.db.query(text, values);
+      },
+    };
+    assert.deepEqual(
+      await siblingIds(explaining as never, t.id, parent.id),
+      kids.map((k) => k.id),
+    );
+    assert.equal((await siblingIds(nt.db, t.id, null)).length, 2001, 'the top level: the parent and 2,000 others');
+    const plan = plans[0]!.Plan;
+    const blocks = Number(plan['Shared Hit Blocks']) + Number(plan['Shared Read Blocks']);
+    assert.ok(
+      blocks <= 12,
+      `reading 2 subtasks touched ${blocks} blocks beside 2,001 top-level tasks (plan: ${JSON.stringify(plan).slice(0, 400)})`,
     );
   });
 

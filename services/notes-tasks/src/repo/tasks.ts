@@ -171,11 +171,13 @@ export async function siblingIds(
   parentId: string | null,
   lock = false,
 ): Promise<string[]> {
+  // One condition per case, which tasks_children answers; a coalesce() of both sides matched no
+  // index, so every task of the tenant was read to find one parent's children.
   const { rows } = await db.query<{ id: string; position: number }>(
     `SELECT id, position FROM tasks
-      WHERE tenant_id = $1 AND coalesce(parent_id, '${ROOT}'::uuid) = coalesce($2::uuid, '${ROOT}'::uuid) AND deleted_at IS NULL
+      WHERE tenant_id = $1 AND ${parentId === null ? 'parent_id IS NULL' : 'parent_id = $2'} AND deleted_at IS NULL
       ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
-    [tenantId, parentId],
+    parentId === null ? [tenantId] : [tenantId, parentId],
   );
   return rows.sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : 1)).map((r) => r.id);
 }
