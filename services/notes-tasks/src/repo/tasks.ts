@@ -103,7 +103,8 @@ export async function lockSiblingSets(db: Queryable, tenantId: string, parents: 
   for (const key of keys) await db.query(LOCK_SIBLINGS([tenantId, key]));
 }
 
-// Prepared: every task create takes both, and PostgreSQL planned each call again (most of their time).
+// Prepared: every change to the task tree takes the tree lock and a sibling-set lock, and
+// PostgreSQL planned each call again (most of their time).
 const LOCK_TREE = {
   shared: preparedStatement<[string]>(
     'tasks_lock_tree_shared',
