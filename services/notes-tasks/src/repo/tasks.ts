@@ -172,12 +172,21 @@ export async function siblingIds(
   parentId: string | null,
   lock = false,
 ): Promise<string[]> {
-  // One condition per case, which tasks_children answers; a coalesce() of both sides matched no
-  // index, so every task of the tenant was read to find one parent's children.
-  const { rows } = await db.query<{ id: string; position: number }>(
-    `SELECT id, position FROM tasks
+  // One condition per case, which tasks_children answers (a coalesce() of both sides matched no
+  // index, so every task of the tenant was read to find one parent's children), read in that
+  // index's order: ordered by id, the plan hung on the statistics, and until autovacuum's analyze
+  // after a tenant's import the unique (tenant_id, id) index won and read every task of the tenant.
+  // Locked rows are taken in id order (as every multi-row lock here), looked up by the ids read.
+  const children = `SELECT id FROM tasks
       WHERE tenant_id = $1 AND ${parentId === null ? 'parent_id IS NULL' : 'parent_id = $2'} AND deleted_at IS NULL
-      ORDER BY id${lock ? ' FOR UPDATE' : ''}`,
+      ORDER BY tenant_id, parent_id, position`;
+  const { rows } = await db.query<{ id: string; position: number }>(
+    lock
+      ? `SELECT id, position FROM tasks
+          WHERE tenant_id = $1 AND id = ANY(ARRAY(${children}))
+            AND ${parentId === null ? 'parent_id IS NULL' : 'parent_id = $2'} AND deleted_at IS NULL
+          ORDER BY id FOR UPDATE`
+      : children.replace('SELECT id FROM', 'SELECT id, position FROM'),
     parentId === null ? [tenantId] : [tenantId, parentId],
   );
   return rows.sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : 1)).map((r) => r.id);
