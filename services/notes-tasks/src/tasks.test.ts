@@ -498,8 +498,9 @@ describe('tasks over gRPC', () => {
           await siblingIds(explained.db, t.id, parent.id, lock),
           kids.map((k) => k.id),
         );
+        // Locking adds the rows' own lookups in id order: a few index descents more, not the tenant's other tasks.
         assert.ok(
-          explained.blocks() <= 12,
+          explained.blocks() <= (lock ? 24 : 12),
           `reading 2 subtasks${lock ? ' to lock them' : ''} touched ${explained.blocks()} blocks beside 2,001 top-level tasks, ${statistics} (plan: ${explained.plan()})`,
         );
       }

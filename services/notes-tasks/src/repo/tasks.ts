@@ -172,21 +172,28 @@ export async function siblingIds(
   parentId: string | null,
   lock = false,
 ): Promise<string[]> {
-  // One condition per case, which tasks_children answers (a coalesce() of both sides matched no
-  // index, so every task of the tenant was read to find one parent's children), read in that
-  // index's order: ordered by id, the plan hung on the statistics, and until autovacuum's analyze
-  // after a tenant's import the unique (tenant_id, id) index won and read every task of the tenant.
+  // A parent's children are read from the parent's row, whose unique key finds it whatever the
+  // statistics say, through tasks_children. Asked directly by tenant and parent, the planner chose
+  // by the tenant's estimated size: before autovacuum's analyze after a tenant's import it took the
+  // tenant to have one task and read all of them through the unique (tenant_id, id) index (1,949
+  // buffers for two subtasks beside 2,000 tasks). The top level has no parent row; its read is the
+  // size of the top level anyway. (A coalesce() of both cases matched no index at all.)
   // Locked rows are taken in id order (as every multi-row lock here), looked up by the ids read.
-  const children = `SELECT id FROM tasks
-      WHERE tenant_id = $1 AND ${parentId === null ? 'parent_id IS NULL' : 'parent_id = $2'} AND deleted_at IS NULL
-      ORDER BY tenant_id, parent_id, position`;
+  const children =
+    parentId === null
+      ? `SELECT id, position FROM tasks WHERE tenant_id = $1 AND parent_id IS NULL AND deleted_at IS NULL
+          ORDER BY tenant_id, parent_id, position`
+      : `SELECT c.id, c.position FROM tasks p
+           JOIN tasks c ON c.tenant_id = p.tenant_id AND c.parent_id = p.id AND c.deleted_at IS NULL
+          WHERE p.tenant_id = $1 AND p.id = $2
+          ORDER BY c.position`;
   const { rows } = await db.query<{ id: string; position: number }>(
     lock
       ? `SELECT id, position FROM tasks
-          WHERE tenant_id = $1 AND id = ANY(ARRAY(${children}))
+          WHERE tenant_id = $1 AND id = ANY(ARRAY(SELECT id FROM (${children}) AS children))
             AND ${parentId === null ? 'parent_id IS NULL' : 'parent_id = $2'} AND deleted_at IS NULL
           ORDER BY id FOR UPDATE`
-      : children.replace('SELECT id FROM', 'SELECT id, position FROM'),
+      : children,
     parentId === null ? [tenantId] : [tenantId, parentId],
   );
   return rows.sort((a, b) => a.position - b.position || (a.id < b.id ? -1 : 1)).map((r) => r.id);
