@@ -3,7 +3,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_DIRS := libs/*/dist services/*/dist deploy/embedded/dist
-# Timed against its own quiet moments, so it runs alone after the rest (three files at once, the Kafka
+# Timed against its own quiet moments, so it runs alone after the rest (four files at once, the Kafka
 # 4.x run and lint beside them, load a 2-core machine enough to move a p99 by hundreds of ms).
 TEST_ALONE := deploy/embedded/dist/e2e/noisy-neighbour.test.js
 # Shared by every `make test` of this machine (any clone): suites hold it shared, TEST_ALONE exclusive.
@@ -74,28 +74,31 @@ openapi-lint: build
 dev: build
 	node deploy/embedded/dist/main.js
 
-## test: the chart checks (offline and on a real API server), the migration checks, the previous release
-## built for the upgrade test (once per commit, cached), then the whole suite against real PostgreSQL and
-## a real Kafka 3.9 broker (started and stopped here), three files at once, with lint-code and the Kafka
+## test: the migration checks, the previous release built for the upgrade test (once per commit, cached),
+## then the whole suite against real PostgreSQL and a real Kafka 3.9 broker (started and stopped here),
+## four files at once, with lint-code, the chart checks (offline and on a real API server) and the Kafka
 ## tests on a Kafka 4.x broker (KAFKA_4_TESTS) beside it; then TEST_ALONE on a quiet machine: it measures
 ## one tenant's latency under another's attack, so it waits (TEST_LOCK, exclusive) until no other
 ## `make test` on this machine is in its suite (which holds TEST_LOCK shared), at most 30 minutes
-test: build openapi-lint chart-check chart-install migrations-check
+test: build openapi-lint migrations-check
 	@lint_log=$$(mktemp); flock -s $(TEST_LOCK) $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
+	charts_log=$$(mktemp); flock -s $(TEST_LOCK) $(MAKE) --no-print-directory chart-check chart-install > "$$charts_log" 2>&1 & charts=$$!; \
 	kafka4_log=$$(mktemp); \
 	KAFKA_LINE=4 flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
 	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
-	flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=3 --test-timeout=180000 \
+	flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=4 --test-timeout=180000 \
 	  $$(find $(TEST_DIRS) -name '*.test.js' ! -path '$(TEST_ALONE)' | sort); \
 	status=$$?; \
 	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
 	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
 	if wait $$lint; then echo 'lint-code: Prettier, eslint, knip and the scripts imports check found nothing'; \
 	else cat "$$lint_log"; echo 'lint-code failed: the findings are above (make lint-code)'; status=1; fi; \
+	wait $$charts; charts_status=$$?; cat "$$charts_log"; \
+	if [ $$charts_status -ne 0 ]; then echo 'the chart checks failed (above): make chart-check chart-install'; status=1; fi; \
 	flock -x -w 1800 $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-timeout=300000 $(TEST_ALONE) \
 	  || { status=1; echo "$(TEST_ALONE) failed, or another make test held $(TEST_LOCK) for 30 minutes"; }; \
-	rm -f "$$lint_log" "$$kafka4_log"; exit $$status
+	rm -f "$$lint_log" "$$kafka4_log" "$$charts_log"; exit $$status
 
 proto-lint: install
 	buf lint
