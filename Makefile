@@ -3,6 +3,12 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 TEST_DIRS := libs/*/dist services/*/dist deploy/embedded/dist
+# The files that take a minute or more (outages, rollouts, a killed replica) start first, so the
+# suite does not end waiting on one of them while the other lanes are idle; the rest follow by name.
+TEST_FIRST := deploy/embedded/dist/e2e/outage.test.js deploy/embedded/dist/e2e/faults.test.js \
+  deploy/embedded/dist/e2e/audit-outage.test.js deploy/embedded/dist/e2e/identity.test.js \
+  libs/events/dist/events.test.js deploy/embedded/dist/e2e/openapi-required.test.js \
+  services/webhooks/dist/crash.test.js libs/service/dist/startup.test.js
 # Timed against its own quiet moments, so it runs alone after the rest (four files at once, the Kafka
 # 4.x run and lint beside them, load a 2-core machine enough to move a p99 by hundreds of ms).
 TEST_ALONE := deploy/embedded/dist/e2e/noisy-neighbour.test.js
@@ -88,7 +94,7 @@ test: build openapi-lint migrations-check
 	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
 	flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=4 --test-timeout=180000 \
-	  $$(find $(TEST_DIRS) -name '*.test.js' ! -path '$(TEST_ALONE)' | sort); \
+	  $(TEST_FIRST) $$(find $(TEST_DIRS) -name '*.test.js' ! -path '$(TEST_ALONE)' | sort | grep -vxF $(patsubst %,-e %,$(TEST_FIRST))); \
 	status=$$?; \
 	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
 	else cat "$$kafka4_log"; echo 'the Kafka tests on Kafka 4.x failed (above): KAFKA_LINE=4 node deploy/embedded/dist/with-infra.js -- node --test <file>'; status=1; fi; \
