@@ -44,9 +44,9 @@ const TIMEOUT = Number(process.env.TIMEOUT ?? 10);
 const LEVELS = process.env.LEVELS ? process.env.LEVELS.split(',').map(Number) : undefined;
 /**
  * The load generator's HTTP client: undici's own request API, not fetch (which is undici under web
- * streams, Request and Response objects and an AbortSignal per request): 25 against 130 µs of CPU
- * per request here, CPU that shares the machine's two cores with the product and its queue with
- * the measured latencies (docs/benchmarks.md, "The API mix").
+ * streams, Request and Response objects and an AbortSignal per request): 120–140 against 370–400 µs
+ * of CPU per mix request, CPU that shares the machine's two cores with the product and the event
+ * loop that times the answers (docs/benchmarks.md, "The API mix").
  */
 const clients = new Agent();
 /** What undici throws when an answer took longer than TIMEOUT: counted as timeouts. */
