@@ -124,6 +124,40 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     assert.deepEqual([...new Set(runs.values())], [1], 'each job ran exactly once');
   });
 
+  it('polls an idle queue with one statement each, not a transaction, and claims a job that came due at its next poll', async () => {
+    const queue = newQueue();
+    const base = replicaPool();
+    const count = { statements: 0, transactions: 0 };
+    // The worker's pool, counted: a statement on its own (pool.query), or a transaction's connection.
+    const counted = new Proxy(base, {
+      get(target, prop, receiver) {
+        if (prop !== 'query' && prop !== 'connect') return Reflect.get(target, prop, receiver) as unknown;
+        const method = Reflect.get(target, prop, target) as (...args: unknown[]) => unknown;
+        return (...args: unknown[]) => {
+          count[prop === 'query' ? 'statements' : 'transactions']++;
+          return method.apply(target, args);
+        };
+      },
+    });
+    const ran: number[] = [];
+    const worker = run(
+      queue.worker(counted, {
+        logger,
+        concurrency: 2,
+        pollMs: 10,
+        handle: async (job) => void ran.push(job.payload.i),
+      }),
+    );
+    await eventually('30 polls of the idle queue', () => count.statements + count.transactions >= 30);
+    assert.ok(
+      count.transactions <= 1,
+      `${count.transactions} transactions and ${count.statements} statements for an idle queue: only its first claim takes a transaction`,
+    );
+    await queue.enqueue(pool, { i: 1 }); // its NOTIFY unheard (listen is off): found by a poll
+    await eventually('the job ran', () => ran.length === 1);
+    await worker.stop();
+  });
+
   it('with listen, starts an enqueued job at its NOTIFY and the next job of a capped key as soon as a slot frees, not at a poll', async () => {
     const queue = newQueue();
     let started = 0;

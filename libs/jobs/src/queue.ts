@@ -250,6 +250,16 @@ const RUNNING = preparedStatement<[string, string[], string[]]>(
    UNION ALL
    SELECT 'g', group_key, count(*)::int FROM jobs WHERE queue = $1 AND state = 'running' AND group_key = ANY($3) GROUP BY 2`,
 );
+/** Whether any job of the queue is due: what an idle queue's poll asks before it claims (jobs_ready answers it). */
+const ANY_DUE = preparedStatement<[string]>(
+  'jobs_any_due',
+  `SELECT 1 FROM jobs WHERE queue = $1 AND state = 'queued' AND next_attempt_at <= now() LIMIT 1`,
+);
+/** Whether any attempt of the queue outlived its lease: what takeBackExpiredLeases asks first. */
+const ANY_EXPIRED = preparedStatement<[string]>(
+  'jobs_any_expired',
+  `SELECT 1 FROM jobs WHERE queue = $1 AND state = 'running' AND lease_expires_at < now() LIMIT 1`,
+);
 const START = preparedStatement<[string, number, string[]]>(
   'jobs_start',
   `UPDATE jobs SET state = 'running', attempts = attempts + 1, lease_owner = $1, lease_expires_at = now() + $2 * interval '1 millisecond', updated_at = now()
@@ -397,6 +407,14 @@ export class JobWorker<P> {
   /** The connection that LISTENs for enqueued jobs, while it does. */
   private listener: PoolClient | undefined;
   private woken = false;
+  /**
+   * How the next claim starts. `claim`: at once. `probe`: the last claim found nothing, so it first
+   * asks whether any job is due, in one statement instead of a claim's transaction of three (an
+   * idle queue's poll: docs/benchmarks.md, "Idle CPU"). `blocked`: a probe found jobs due that no
+   * claim could take (their keys or groups are full), so probing would only add a statement: at
+   * once again, until a claim takes something.
+   */
+  private claimStart: 'claim' | 'probe' | 'blocked' = 'claim';
   private wakeSoon: NodeJS.Timeout | undefined;
   private readonly concurrency: number;
   private readonly leaseMs: number;
@@ -530,6 +548,7 @@ export class JobWorker<P> {
   /** Claims again at once (a job was enqueued, or an attempt ended). */
   wake(): void {
     this.woken = true;
+    if (this.claimStart === 'probe') this.claimStart = 'claim';
     this.idleEnded?.();
   }
 
@@ -737,14 +756,16 @@ export class JobWorker<P> {
     const capped = maxPerKey !== undefined || maxPerGroup !== undefined;
     type Kind = 'k' | 'g';
     let contended = false;
+    if (this.claimStart === 'probe' && (await this.pool.query(ANY_DUE([this.queue]))).rows.length === 0)
+      return { claimed: [], contended };
     const rows = await withTransaction(this.pool, async (tx) => {
       // A capped claim reads more candidates than it has slots: some of their keys or groups may be locked by another replica's claim, or full.
       const want = capped ? limit * 4 : limit;
-      const candidates = (
-        await tx.query<{ id: string; key: string | null; group: string | null; state: JobState }>(
-          CANDIDATES([this.queue, caps.k, caps.g, want, Math.min(want, caps.g), Math.min(want, caps.k, caps.g)]),
-        )
-      ).rows.filter((c) => c.state === 'queued'); // started by another replica since the statement's snapshot
+      const read = await tx.query<{ id: string; key: string | null; group: string | null; state: JobState }>(
+        CANDIDATES([this.queue, caps.k, caps.g, want, Math.min(want, caps.g), Math.min(want, caps.k, caps.g)]),
+      );
+      this.claimStart = read.rows.length ? 'claim' : this.claimStart === 'claim' ? 'probe' : 'blocked';
+      const candidates = read.rows.filter((c) => c.state === 'queued'); // started by another replica since the statement's snapshot
       const keys =
         maxPerKey === undefined ? [] : [...new Set(candidates.flatMap((c) => (c.key === null ? [] : [c.key])))];
       const groups =
@@ -809,6 +830,8 @@ export class JobWorker<P> {
   private async takeBackExpiredLeases(): Promise<void> {
     const reason = 'lease expired: the worker running the attempt stopped renewing it (crashed, stuck or cut off)';
     const { onDead } = this.options;
+    // Nearly always none: one statement (jobs_leases answers it) instead of a transaction of three.
+    if ((await this.pool.query(ANY_EXPIRED([this.queue]))).rows.length === 0) return;
     const rows = await withTransaction(this.pool, async (tx) => {
       const { rows } = await tx.query<ClaimedRow & { state: JobState }>(
         `UPDATE jobs SET state = CASE WHEN attempts >= max_attempts THEN 'dead' ELSE 'queued' END,
