@@ -9,7 +9,7 @@ TEST_FIRST := deploy/embedded/dist/e2e/outage.test.js deploy/embedded/dist/e2e/f
   deploy/embedded/dist/e2e/audit-outage.test.js deploy/embedded/dist/e2e/identity.test.js \
   libs/events/dist/events.test.js deploy/embedded/dist/e2e/openapi-required.test.js \
   services/webhooks/dist/crash.test.js libs/service/dist/startup.test.js
-# Timed against its own quiet moments, so it runs alone after the rest (four files at once, the Kafka
+# Timed against its own quiet moments, so it runs alone after the rest (five files at once, the Kafka
 # 4.x run and lint beside them, load a 2-core machine enough to move a p99 by hundreds of ms).
 TEST_ALONE := deploy/embedded/dist/e2e/noisy-neighbour.test.js
 # Shared by every `make test` of this machine (any clone): suites hold it shared, TEST_ALONE exclusive.
@@ -82,7 +82,7 @@ dev: build
 
 ## test: the migration checks, the previous release built for the upgrade test (once per commit, cached),
 ## then the whole suite against real PostgreSQL and a real Kafka 3.9 broker (started and stopped here),
-## four files at once, with lint-code, the chart checks (offline and on a real API server) and the Kafka
+## five files at once, with lint-code, the chart checks (offline and on a real API server) and the Kafka
 ## tests on a Kafka 4.x broker (KAFKA_4_TESTS) beside it; then TEST_ALONE on a quiet machine: it measures
 ## one tenant's latency under another's attack, so it waits (TEST_LOCK, exclusive) until no other
 ## `make test` on this machine is in its suite (which holds TEST_LOCK shared), at most 30 minutes
@@ -93,7 +93,7 @@ test: build openapi-lint migrations-check
 	KAFKA_LINE=4 flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=1 --test-timeout=180000 \
 	  --test-reporter=spec $(KAFKA_4_TESTS) > "$$kafka4_log" 2>&1 & kafka4=$$!; \
 	.ci/previous-release.sh > /dev/null && \
-	flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=4 --test-timeout=180000 \
+	flock -s $(TEST_LOCK) node deploy/embedded/dist/with-infra.js -- node --test --test-concurrency=5 --test-timeout=180000 \
 	  $(TEST_FIRST) $$(find $(TEST_DIRS) -name '*.test.js' ! -path '$(TEST_ALONE)' | sort | grep -vxF $(patsubst %,-e %,$(TEST_FIRST))); \
 	status=$$?; \
 	if wait $$kafka4; then echo "Kafka 4.x: $$(grep -E '^ℹ (tests|pass|fail) ' "$$kafka4_log" | tr '\n' ' ')"; \
