@@ -410,9 +410,10 @@ export class JobWorker<P> {
   /**
    * How the next claim starts. `claim`: at once. `probe`: the last claim found nothing, so it first
    * asks whether any job is due, in one statement instead of a claim's transaction of three (an
-   * idle queue's poll: docs/benchmarks.md, "Idle CPU"). `blocked`: a probe found jobs due that no
-   * claim could take (their keys or groups are full), so probing would only add a statement: at
-   * once again, until a claim takes something.
+   * idle queue's poll: docs/benchmarks.md, "Idle CPU"). `blocked`: a probe found jobs due that the
+   * claim then could not take: their keys or groups are full, so probing would only add a
+   * statement; or, rarely, another replica took them in between. At once again either way, until
+   * a claim takes something (in the second case an idle queue polls as it did before the probe).
    */
   private claimStart: 'claim' | 'probe' | 'blocked' = 'claim';
   private wakeSoon: NodeJS.Timeout | undefined;
