@@ -27,24 +27,31 @@ describe("a request's cost in its tenant's budget", () => {
 });
 
 describe('the pace of a tenant’s heavy writes', () => {
-  it('lets a tenth of the budget (at least two series) go at once, then refills at its rate, per tenant', () => {
+  it("lets a second's budget (at least two series) go at once, then refills at its rate, per tenant", () => {
     let now = 1_000_000;
     const pacer = new CostPacer(6_000, () => now);
-    // 600 units at once: 42 notes of 100 KB (14 units past their first).
+    // 102 units at once (two series' worth, above a second's 100): 7 notes of 100 KB (14 units past their first).
     let passed = 0;
     while (pacer.take('a', 14).ok) passed++;
-    assert.equal(passed, 42);
-    assert.deepEqual(pacer.take('a', 14), { ok: false, retryAfterSeconds: 1 }, '12 units left, 100 a second come back');
+    assert.equal(passed, 7);
+    assert.deepEqual(pacer.take('a', 14), { ok: false, retryAfterSeconds: 1 }, '4 units left, 100 a second come back');
     assert.equal(pacer.take('b', 14).ok, true, 'another tenant has its own bucket');
     assert.equal(pacer.take('a', 0).ok, true, 'an ordinary request is never paced');
-    now += 20; // 2 units back
+    now += 100; // 10 units back
     assert.equal(pacer.take('a', 14).ok, true);
-    // Series (50 units past their first): 12 of a full bucket, then two a second.
+    // Series (50 units past their first): 2 of a full bucket, then two a second.
     now += 10_000;
-    for (let i = 0; i < 12; i++) assert.equal(pacer.take('a', 50).ok, true);
+    for (let i = 0; i < 2; i++) assert.equal(pacer.take('a', 50).ok, true);
     assert.deepEqual(pacer.take('a', 50), { ok: false, retryAfterSeconds: 1 });
     now += 500;
     assert.equal(pacer.take('a', 50).ok, true);
+  });
+
+  it('holds a second of a large budget at once', () => {
+    const pacer = new CostPacer(60_000, () => 0);
+    let passed = 0;
+    while (pacer.take('a', 10).ok) passed++;
+    assert.equal(passed, 100, '1,000 units: a second of 60,000 a minute');
   });
 
   it('always fits two recurring series at once, whatever the budget, and takes back what a refusal gave back', () => {

@@ -46,7 +46,7 @@ export class TenantLimits {
     if (!paced.ok)
       throw limited(
         'TENANT_RATE_LIMITED',
-        `this tenant's large writes and recurring series come faster than its budget of ${perMinute} a minute allows on this gateway (a tenth of it at once, then at its rate); retry after ${paced.retryAfterSeconds} s`,
+        `this tenant's large writes and recurring series come faster than its budget of ${perMinute} a minute allows on this gateway (a second's worth at once, then at its rate); retry after ${paced.retryAfterSeconds} s`,
         { limit_per_minute: String(perMinute), retry_after_seconds: String(paced.retryAfterSeconds) },
       );
     this.inFlight.set(tenant, held + 1);
