@@ -280,21 +280,22 @@ export async function insertStep(
     preparedStatement(
       progress ? 'agents_insert_step_with_progress' : 'agents_insert_step',
       // With progress, the run's row is updated first and the step inserted from what the update
-      // returned: the step's insert trigger numbers the step on the run's row (agent_run_steps_number,
-      // its own UPDATE); an update of that row later in the same statement would fail ("already
-      // modified by an operation triggered by the current command").
+      // returned, its event id included: the update takes the run's next event number itself, so the
+      // step's insert trigger (agent_run_steps_number) does not write the row a second time. Without
+      // progress the trigger numbers the step (its own UPDATE of the run's row).
       `WITH lease AS (${lease.sql}),
      ${
        progress
          ? `run AS (
-       UPDATE agent_runs SET cost_micro_cents = $${p}, platform_fee_cents = $${p + 1}, output = $${p + 2}, updated_at = now()
+       UPDATE agent_runs r SET cost_micro_cents = $${p}, platform_fee_cents = $${p + 1}, output = $${p + 2},
+              event_seq = agent_run_next_event(r), updated_at = now()
         WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)
-       RETURNING tenant_id, id),`
-         : `run AS (SELECT tenant_id, id FROM agent_runs WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)),`
+       RETURNING tenant_id, id, event_seq),`
+         : `run AS (SELECT tenant_id, id, NULL::bigint AS event_seq FROM agent_runs WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)),`
      }
      ins AS (
-       INSERT INTO agent_run_steps (tenant_id, run_id, ${STEP_COLUMNS})
-       SELECT r.tenant_id, r.id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM run r
+       INSERT INTO agent_run_steps (tenant_id, run_id, event_id, ${STEP_COLUMNS})
+       SELECT r.tenant_id, r.id, r.event_seq, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM run r
        RETURNING tenant_id, run_id, step_index)
      SELECT 1 FROM ins CROSS JOIN LATERAL (SELECT pg_notify('${RUN_CHANNEL}',
        json_build_object('run_id', ins.run_id, 'tenant_id', ins.tenant_id, 'change', 'step', 'index', ins.step_index)::text)) n`,
