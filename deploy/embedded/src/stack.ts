@@ -39,6 +39,7 @@ export interface StackOptions {
       | 'corsAllowedOrigins'
       | 'publicBaseUrl'
       | 'tenantConcurrency'
+      | 'tenantRateLimitPerMinute'
       | 'tenantStreams'
       | 'streamIdleTimeoutMs'
     >

@@ -82,7 +82,10 @@ export async function startTestStack(overrides: Partial<StackOptions> = {}): Pro
     // These stacks test what the API answers, not how fast a shared 2-core machine does: with a second
     // `make test` beside this one, a call waits seconds for a core, past the production 5 s deadline.
     // Tests of the deadline itself give theirs (gateway.test's hung service, the fault cluster).
-    gatewayOptions: { deadlineMs: E2E_DEADLINE_MS, ...overrides.gatewayOptions },
+    // Nor do they test the pace of a tenant's heavy writes (a second's worth of its budget at once:
+    // two recurring series), which their fixtures outrun by creating dozens at once: a budget ten
+    // times the default's. tenant-capacity and noisy-neighbour test the pace with budgets of theirs.
+    gatewayOptions: { deadlineMs: E2E_DEADLINE_MS, tenantRateLimitPerMinute: 60_000, ...overrides.gatewayOptions },
   });
   const api: TestStack['api'] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
