@@ -4,7 +4,8 @@
  * deals through the gateway, each service in its own process (the deployment shape), real
  * PostgreSQL and Kafka. Throughput and p99 at concurrency 32 and 128, the answers at 1,024 (the
  * excess shed with Retry-After, nothing else), then a ramp (doubling the concurrency) to the point
- * where errors or timeouts start; no 5xx is allowed below that point.
+ * where failures start (errors, timeouts, a 5xx not shed with Retry-After), noting where shedding
+ * (a 503 or a tenant's 429 with Retry-After, by design) starts; no 5xx is allowed below that point.
  *
  *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-mix.mjs
  *
@@ -210,7 +211,8 @@ try {
       fiveXx,
       shed,
       unshed5xx,
-      bad: non2xx + errors + timeouts,
+      /** Failures: what a client cannot act on (a shed answer says when to retry, so it is not one). */
+      bad: unshed5xx + errors + timeouts,
     };
     console.log(
       `  c=${String(connections).padStart(4)}  ${row.rps.toFixed(0).padStart(6)} req/s   p50 ${row.p50.toFixed(0).padStart(5)} ms   p99 ${row.p99.toFixed(0).padStart(5)} ms   ` +
@@ -332,29 +334,36 @@ try {
         'responses',
         { value: 0, better: 'lower' },
       );
-      console.log(`ramp, ${RAMP_DURATION} s per level, until errors or timeouts:`);
-      let breaking;
-      const clean = [at32, at128].every((r) => r.bad === 0);
-      if (!clean) breaking = [at32, at128].find((r) => r.bad > 0);
+      console.log(`ramp, ${RAMP_DURATION} s per level, until errors, timeouts or 5xx without Retry-After:`);
+      let breaking = [at32, at128].find((r) => r.bad > 0);
+      let shedding = [at32, at128].find((r) => r.shed > 0);
       for (let c = 256; !breaking && c <= RAMP_MAX; c *= 2) {
-        const r = await level(c, RAMP_DURATION);
+        const r = c === 1024 ? at1024 : await level(c, RAMP_DURATION);
+        shedding ??= r.shed > 0 ? r : undefined;
         if (r.bad > 0) breaking = r;
       }
+      if (shedding)
+        report(
+          'mix_shedding_concurrency',
+          'API mix: concurrency where answers start to be shed (503 or 429 with Retry-After)',
+          shedding.connections,
+          'connections',
+        );
       if (breaking) {
         console.log(
-          `errors or timeouts start at concurrency ${breaking.connections} (${breaking.non2xx} non-2xx, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`,
+          `failures start at concurrency ${breaking.connections} (${breaking.unshed5xx} 5xx without Retry-After, ${breaking.errors} errors, ${breaking.timeouts} timeouts)`,
         );
         report(
           'mix_breaking_concurrency',
-          'API mix: concurrency where errors or timeouts start',
+          'API mix: concurrency where errors, timeouts or 5xx without Retry-After start',
           breaking.connections,
           'connections',
         );
       } else {
-        console.log(`no errors or timeouts up to concurrency ${RAMP_MAX}`);
+        console.log(`no errors, timeouts or 5xx without Retry-After up to concurrency ${RAMP_MAX}`);
         report(
           'mix_breaking_concurrency',
-          `API mix: no errors or timeouts up to this concurrency`,
+          `API mix: no errors, timeouts or 5xx without Retry-After up to this concurrency`,
           RAMP_MAX,
           'connections',
         );
