@@ -107,24 +107,34 @@ describe(
 
     it('a POST answered 504 after the service committed it: the retry with its key replays it, one event', async () => {
       const [gateway] = cluster.gateways;
-      const key = randomUUID();
-      const title = `after a 504 ${key}`;
+      let key = '';
+      let title = '';
+      let answered: Awaited<ReturnType<typeof call>> | undefined;
       // Calendar is stopped with the call in its socket; it runs the call (its deadline counts from
       // when it reads it) while the gateway is stopped; the gateway wakes past its own deadline.
-      signal('calendar', 'SIGSTOP');
-      const first = call(gateway!, 'POST', '/events', event(title), key);
-      await untilCallQueued('calendar');
-      signal('gateway', 'SIGSTOP');
-      signal('calendar', 'SIGCONT');
-      await sleep(6_000);
-      signal('gateway', 'SIGCONT');
-      const answered = await first;
+      // Woken, the gateway finds both its deadline due and the answer in its socket: which it sees
+      // first depends on where its event loop stopped (once in six CI runs, the answer: a true 201).
+      // That run is not the case under test, so the case is set up again, with a key of its own.
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        key = randomUUID();
+        title = `after a 504 ${key}`;
+        signal('calendar', 'SIGSTOP');
+        const first = call(gateway!, 'POST', '/events', event(title), key);
+        await untilCallQueued('calendar');
+        signal('gateway', 'SIGSTOP');
+        signal('calendar', 'SIGCONT');
+        await sleep(6_000);
+        signal('gateway', 'SIGCONT');
+        answered = await first;
+        if (answered.status !== 201) break;
+        console.log(`faults ${at()}: the answer came before the deadline (201); the case again`);
+      }
       const retry = await call(gateway!, 'POST', '/events', event(title), key);
       const events = await eventsTitled(title);
       console.log(
-        `faults ${at()}: 504 then retry: first ${answered.status}, retry ${retry.status} replayed=${retry.replayed}, events ${events}`,
+        `faults ${at()}: 504 then retry: first ${answered?.status}, retry ${retry.status} replayed=${retry.replayed}, events ${events}`,
       );
-      assert.equal(answered.status, 504, 'the gateway gave up on the call');
+      assert.equal(answered?.status, 504, 'the gateway gave up on the call (in one of three tries)');
       assert.equal(retry.status, 201);
       assert.ok(retry.replayed, 'the retry is the first call replayed');
       assert.equal(events, 1, 'one event, not two');
