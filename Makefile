@@ -87,8 +87,8 @@ dev: build
 ## one tenant's latency under another's attack, so it waits (TEST_LOCK, exclusive) until no other
 ## `make test` on this machine is in its suite (which holds TEST_LOCK shared), at most 30 minutes
 ## Every node process of the suite (the test files, the services they start, the linters) reads V8's
-## code cache of the modules it loads instead of compiling them again, a quarter of a process's
-## start-up CPU (docs/testing.md). Kept in node_modules: one per clone, gone with a reinstall.
+## code cache of the modules it loads instead of compiling them again: loading the whole product
+## took 1.4 s of CPU, 1.16 s with it (docs/testing.md). Kept in node_modules: one per clone.
 test: export NODE_COMPILE_CACHE := $(CURDIR)/node_modules/.cache/node-compile
 test: build openapi-lint migrations-check
 	@lint_log=$$(mktemp); flock -s $(TEST_LOCK) $(MAKE) --no-print-directory lint-code > "$$lint_log" 2>&1 & lint=$$!; \
