@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
+import zlib from 'node:zlib';
 import { after, describe, it } from 'node:test';
 import { ConfigError } from '@workauto/config';
 import { DomainError } from '@workauto/grpc';
@@ -624,6 +625,100 @@ describe('request (the delivery path: the same policy without fetch)', () => {
       err.message,
       /^could not reach http:\/\/down\.test:\d+: the connection was refused.*\(ECONNREFUSED\)$/,
     );
+  });
+});
+
+describe("fetchWhole (the providers' SDKs: fetch's signature, the answer read whole)", () => {
+  it('refuses a host name that resolves to loopback at connection, and a refused URL before it', async () => {
+    const { target, policy } = await reboundReceiver();
+    const err = await rejection(policy.fetchWhole(`https://rebound.test:${target.port}/v1/chat`, { method: 'POST' }));
+    assert.ok(err instanceof EgressRefusedError, String(err));
+    assert.equal(err.message.includes('127.0.0.1'), false, err.message);
+    const literal = await rejection(policy.fetchWhole(`https://127.0.0.1:${target.port}/v1/chat`));
+    assert.ok(literal instanceof EgressRefusedError, String(literal));
+    assert.equal(target.connections, 0);
+  });
+
+  it('sends method, path, headers and body; answers a Response with status, headers and body; a redirect is returned, never followed', async () => {
+    const elsewhere = await receiver();
+    after(() => elsewhere.close());
+    const seen: http.IncomingHttpHeaders[] = [];
+    const target = await receiver({
+      handle: (req, res) => {
+        seen.push(req.headers);
+        if (req.url === '/moved') return res.writeHead(307, { location: `http://127.0.0.1:${elsewhere.port}/` }).end();
+        if (req.url === '/empty') return res.writeHead(204).end();
+        res.writeHead(429, [
+          ['content-type', 'application/json'],
+          ['retry-after-ms', '700'],
+          ['set-cookie', 'a=1'],
+          ['set-cookie', 'b=2'],
+        ]);
+        res.end('{"error":{"message":"slow down"}}');
+      },
+    });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const res = await policy.fetchWhole(`http://127.0.0.1:${target.port}/v1/chat?x=1`, {
+      method: 'POST',
+      headers: new Headers({ 'content-type': 'application/json', authorization: 'Bearer sk-test' }),
+      body: '{"model":"m"}',
+    });
+    assert.ok(res instanceof Response);
+    assert.deepEqual(
+      [res.status, res.ok, res.headers.get('retry-after-ms'), res.headers.getSetCookie()],
+      [429, false, '700', ['a=1', 'b=2']],
+    );
+    assert.deepEqual(await res.json(), { error: { message: 'slow down' } });
+    assert.deepEqual(target.requests[0], { method: 'POST', url: '/v1/chat?x=1', body: '{"model":"m"}' });
+    assert.equal(seen[0]!.authorization, 'Bearer sk-test');
+    assert.equal(seen[0]!['accept-encoding'], 'identity');
+    const moved = await policy.fetchWhole(`http://127.0.0.1:${target.port}/moved`, { method: 'POST', body: '{}' });
+    assert.equal(moved.status, 307);
+    assert.equal(elsewhere.requests.length, 0);
+    const empty = await policy.fetchWhole(`http://127.0.0.1:${target.port}/empty`, { method: 'DELETE' });
+    assert.deepEqual([empty.status, empty.body], [204, null]);
+    assert.ok(target.connections <= 2, `three short answers took ${target.connections} connections`);
+  });
+
+  it('reads up to maxResponseBytes and no further, a body in a content coding included: past it, EgressResponseTooLargeError and the connection drops', async () => {
+    const plain = 'x'.repeat(100_000);
+    const target = await receiver({
+      handle: (req, res) => {
+        if (req.url === '/long') return res.end(plain);
+        const coded = zlib.gzipSync(req.url === '/bomb' ? Buffer.alloc(10_000_000) : Buffer.from('{"ok":true}'));
+        res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': coded.length }).end(coded);
+      },
+    });
+    after(() => target.close());
+    const policy = new EgressPolicy({ allowPrivate: true });
+    after(() => policy.close());
+    const url = (path: string) => `http://127.0.0.1:${target.port}${path}`;
+    const coded = await policy.fetchWhole(url('/coded'), { maxResponseBytes: 1_000 });
+    assert.deepEqual([await coded.json(), coded.headers.get('content-encoding')], [{ ok: true }, null]);
+    const closing = target.nextClose();
+    const long = await rejection(policy.fetchWhole(url('/long'), { maxResponseBytes: 1_000 }));
+    assert.ok(long instanceof EgressResponseTooLargeError, String(long));
+    await closing;
+    const bomb = await rejection(policy.fetchWhole(url('/bomb'), { maxResponseBytes: 100_000 }));
+    assert.ok(bomb instanceof EgressResponseTooLargeError, String(bomb));
+    assert.equal((await policy.fetchWhole(url('/long'))).headers.get('content-length'), '100000');
+  });
+
+  it('gives up after the total timeout with EgressTimeoutError, before the answer and while reading its body; the caller’s abort stays the caller’s', async () => {
+    const { silent, stalls, policy } = await stallingReceivers();
+    const before = await rejection(policy.fetchWhole(`http://127.0.0.1:${silent.port}/`, { timeoutMs: 200 }));
+    assert.ok(before instanceof EgressTimeoutError, String(before));
+    const during = await rejection(policy.fetchWhole(`http://127.0.0.1:${stalls.port}/`, { timeoutMs: 300 }));
+    assert.ok(during instanceof EgressTimeoutError, String(during));
+    assert.match(during.message, /no complete response from http:\/\/127\.0\.0\.1:\d+ within 300 ms/);
+    const caller = new AbortController();
+    const pending = rejection(policy.fetchWhole(`http://127.0.0.1:${stalls.port}/`, { signal: caller.signal }));
+    setTimeout(() => caller.abort(new Error('the run was cancelled')), 50);
+    const aborted = await pending;
+    assert.ok(!(aborted instanceof EgressError), String(aborted));
+    assert.equal((aborted as Error).message, 'the run was cancelled');
   });
 });
 

@@ -63,7 +63,10 @@ export async function createAgentsService(
   const keyring = Keyring.fromEnv(config.encryptionKeys);
   const ownEgress = config.egress ? undefined : new EgressPolicy();
   const egress = config.egress ?? ownEgress!;
-  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers }, egress);
+  // The platform's provider URLs are the operator's (OPENAI_BASE_URL, ANTHROPIC_BASE_URL): any address,
+  // dialled directly, as the global fetch did; what the policy adds is its client (fetchWhole).
+  const platformEgress = new EgressPolicy({ allowPrivate: true });
+  const providers = createProviders({ ...DEFAULT_PROVIDER_SETTINGS, ...config.providers }, egress, platformEgress);
   // Runs call other services as their agent, signed with this service's own key.
   const signer = config.callerSigningKey ? new CallerSigner(config.callerSigningKey, { issuer: 'agents' }) : undefined;
   const settings = { ...DEFAULT_RUN_SETTINGS, ...config.runs };
@@ -113,7 +116,7 @@ export async function createAgentsService(
     logger,
   ).catch(async (err: unknown) => {
     tools.close();
-    await ownEgress?.close();
+    await Promise.all([ownEgress?.close(), platformEgress.close()]);
     throw err;
   });
   return {
@@ -121,7 +124,7 @@ export async function createAgentsService(
     stop: () =>
       running.stop().finally(async () => {
         tools.close();
-        await ownEgress?.close();
+        await Promise.all([ownEgress?.close(), platformEgress.close()]);
       }),
     openEventStreams: () => live.hub.streams,
   };

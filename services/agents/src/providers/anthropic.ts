@@ -17,11 +17,11 @@ export class AnthropicAdapter implements ProviderAdapter {
 
   private newClient(target: ProviderTarget, timeout: number, maxRetries: number): Anthropic {
     // The key given here is the client's only credential: the SDK reads no ANTHROPIC_* key from the
-    // environment. The platform's URL is the operator's; a tenant's goes through the egress policy.
+    // environment. The platform's URL is the operator's; a tenant's goes through the tenant egress policy.
     return new Anthropic({
       apiKey: target.apiKey,
       baseURL: target.baseURL ?? this.options.baseURL,
-      ...(target.baseURL ? { fetch: policyFetch(this.options.egress, timeout) } : {}),
+      fetch: policyFetch(target.baseURL ? this.options.egress : this.options.platformEgress, timeout),
       timeout,
       maxRetries,
       logLevel: 'off',
@@ -32,7 +32,7 @@ export class AnthropicAdapter implements ProviderAdapter {
     try {
       await this.newClient(target, this.options.probeTimeoutMs, 0).models.list({}, { signal });
     } catch (err) {
-      throw toProviderError('Anthropic', Anthropic, err, signal);
+      throw toProviderError('Anthropic', Anthropic, err, signal, target);
     }
   }
 
@@ -82,7 +82,7 @@ export class AnthropicAdapter implements ProviderAdapter {
       );
       return { text, toolCalls, usage: { inputTokens: res.usage.input_tokens, outputTokens: res.usage.output_tokens } };
     } catch (err) {
-      throw toProviderError('Anthropic', Anthropic, err, signal);
+      throw toProviderError('Anthropic', Anthropic, err, signal, req);
     }
   }
 }

@@ -1,4 +1,5 @@
 import { EgressConnectionError, EgressError, EgressRefusedError, EgressResponseTooLargeError } from '@workauto/egress';
+import type { ProviderTarget } from './types.js';
 
 /**
  * Provider failures → the categories of docs/agents.md "Provider keys (BYOK)", in one place for both SDKs and both uses (the key
@@ -126,13 +127,20 @@ function egressFailure(provider: string, err: EgressError): ProviderError | unde
 
 /**
  * What an SDK threw, as a ProviderError; our own abort (cancel, deadline) comes back as the
- * signal's reason, and anything else unchanged.
+ * signal's reason, and anything else unchanged. A failure at a tenant's base_url is said as one;
+ * at the platform's URL, in the SDK's terms (the tenant set no URL to check).
  */
-export function toProviderError(provider: string, sdk: SdkErrorClasses, err: unknown, signal?: AbortSignal): unknown {
+export function toProviderError(
+  provider: string,
+  sdk: SdkErrorClasses,
+  err: unknown,
+  signal: AbortSignal | undefined,
+  target: ProviderTarget,
+): unknown {
   if (err instanceof ProviderError) return err;
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof sdk.APIUserAbortError) return err;
-  const egress = egressCause(err);
+  const egress = target.baseURL ? egressCause(err) : undefined;
   const fromEgress = egress && egressFailure(provider, egress);
   if (fromEgress) return fromEgress;
   if (err instanceof sdk.APIConnectionTimeoutError)

@@ -17,10 +17,11 @@ export interface ProviderSettings {
 
 export type Providers = Record<ProviderName, ProviderAdapter>;
 
-/** The adapters; calls to a tenant's base_url go through `egress`. */
-export function createProviders(s: ProviderSettings, egress: EgressPolicy): Providers {
+/** The adapters; calls to a tenant's base_url go through `egress`, to the platform's URLs through `platformEgress`. */
+export function createProviders(s: ProviderSettings, egress: EgressPolicy, platformEgress: EgressPolicy): Providers {
   const common: Omit<AdapterOptions, 'baseURL'> = {
     egress,
+    platformEgress,
     probeTimeoutMs: s.probeTimeoutMs,
     chatTimeoutMs: s.chatTimeoutMs,
     chatMaxRetries: s.chatMaxRetries,

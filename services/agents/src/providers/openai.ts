@@ -11,6 +11,8 @@ export interface AdapterOptions {
   baseURL: string;
   /** The policy every call to a tenant's base_url goes through (EGRESS_ALLOW_PRIVATE, EGRESS_ALLOWED_CIDRS). */
   egress: EgressPolicy;
+  /** The one calls to the platform's URL go through: the operator's URL, so any address (allowPrivate). */
+  platformEgress: EgressPolicy;
   /** Per request: the key probe's and each chat call's timeout. */
   probeTimeoutMs: number;
   chatTimeoutMs: number;
@@ -30,11 +32,11 @@ export class OpenAiAdapter implements ProviderAdapter {
 
   private newClient(target: ProviderTarget, timeout: number, maxRetries: number): OpenAI {
     // Every setting given here, so the SDK reads none of OPENAI_* from the environment. The
-    // platform's URL is the operator's; a tenant's goes through the egress policy.
+    // platform's URL is the operator's; a tenant's goes through the tenant egress policy.
     return new OpenAI({
       apiKey: target.apiKey,
       baseURL: target.baseURL ?? this.options.baseURL,
-      ...(target.baseURL ? { fetch: policyFetch(this.options.egress, timeout) } : {}),
+      fetch: policyFetch(target.baseURL ? this.options.egress : this.options.platformEgress, timeout),
       organization: null,
       project: null,
       timeout,
@@ -47,7 +49,7 @@ export class OpenAiAdapter implements ProviderAdapter {
     try {
       await this.newClient(target, this.options.probeTimeoutMs, 0).models.list({ signal });
     } catch (err) {
-      throw toProviderError('OpenAI', OpenAI, err, signal);
+      throw toProviderError('OpenAI', OpenAI, err, signal, target);
     }
   }
 
@@ -99,7 +101,7 @@ export class OpenAiAdapter implements ProviderAdapter {
         usage: { inputTokens: res.usage?.prompt_tokens ?? 0, outputTokens: res.usage?.completion_tokens ?? 0 },
       };
     } catch (err) {
-      throw toProviderError('OpenAI', OpenAI, err, signal);
+      throw toProviderError('OpenAI', OpenAI, err, signal, req);
     }
   }
 }
