@@ -193,23 +193,31 @@ const START_RUN = preparedStatement<[string, string, number]>(
      consecutive_failures = 0, updated_at = now()
    FROM (SELECT id AS startable_id, status AS previous_status FROM agent_runs
          WHERE tenant_id = $1 AND id = $2 AND status IN ('queued', 'running') AND claims < $3 FOR UPDATE) startable
-   WHERE id = startable_id RETURNING ${COLUMNS}, previous_status`),
+   WHERE id = startable_id RETURNING ${COLUMNS}, previous_status,
+     (SELECT coalesce(max(s.step_index) + 1, 0) FROM agent_run_steps s WHERE s.run_id = agent_runs.id)::int AS next_step`),
 );
+
+/** A run as its start returned it: the status it had, and where its next step goes. */
+export type StartedRun = RunRow & {
+  previous_status: RunStatus;
+  /** After the steps of its earlier attempts (a re-run after a lost or stopped worker keeps them). */
+  next_step: number;
+};
 
 /**
  * A run a worker claimed (its job's lease is the run's lease), if it may start: queued, or
  * running with fewer than `maxClaims` starts (its worker was lost). Then running, one more start
- * counted (first start: started_at and deadline_at set now), and the status it had. Undefined
- * otherwise: the worker reads the run to say why (runForWorker). One statement where the common
- * case took a locked read and an update.
+ * counted (first start: started_at and deadline_at set now), the status it had and its next
+ * step's index. Undefined otherwise: the worker reads the run to say why (runForWorker). One
+ * statement where the common case took a locked read, an update and a read of its steps.
  */
 export async function startRun(
   tx: Queryable,
   tenantId: string,
   id: string,
   maxClaims: number,
-): Promise<(RunRow & { previous_status: RunStatus }) | undefined> {
-  const { rows } = await tx.query<RunRow & { previous_status: RunStatus }>(START_RUN([tenantId, id, maxClaims]));
+): Promise<StartedRun | undefined> {
+  const { rows } = await tx.query<StartedRun>(START_RUN([tenantId, id, maxClaims]));
   return rows[0];
 }
 
@@ -238,25 +246,15 @@ const STEP_COLUMNS = `step_index, type, started_at, ended_at, tool_name, argumen
   output_tokens, cost_micro_cents`;
 
 /**
- * A run's start of work: which key it uses (a platform key's runs pay the platform fee), and where
- * its next step goes: after the steps of its earlier attempts (a re-run after a lost worker keeps them).
+ * What a run has cost and answered so far, written with the step of each provider call, and
+ * whether its attempt calls with a platform key (whose runs pay the platform fee): the run's row
+ * says so from its attempt's first step on, for the ends that do not know the key (abandon).
  */
-export async function startWork(db: Queryable, runId: string, usedPlatformKey: boolean): Promise<{ nextStep: number }> {
-  const { rows } = await db.query<{ next: number }>(
-    preparedStatement(
-      'agents_start_work',
-      `WITH key_use AS (UPDATE agent_runs SET used_platform_key = $2 WHERE id = $1)
-       SELECT coalesce(max(step_index) + 1, 0)::int AS next FROM agent_run_steps WHERE run_id = $1`,
-    )([runId, usedPlatformKey]),
-  );
-  return { nextStep: rows[0]!.next };
-}
-
-/** What a run has cost and answered so far, written with the step of each provider call. */
 export interface RunProgress {
   costMicroCents: number;
   feeCents: number;
   output: unknown;
+  usedPlatformKey: boolean;
 }
 
 /**
@@ -288,7 +286,7 @@ export async function insertStep(
        progress
          ? `run AS (
        UPDATE agent_runs r SET cost_micro_cents = $${p}, platform_fee_cents = $${p + 1}, output = $${p + 2},
-              event_seq = agent_run_next_event(r), updated_at = now()
+              used_platform_key = $${p + 3}, event_seq = agent_run_next_event(r), updated_at = now()
         WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)
        RETURNING tenant_id, id, event_seq),`
          : `run AS (SELECT tenant_id, id, NULL::bigint AS event_seq FROM agent_runs WHERE id = $1 AND status IN ('running', 'cancelled') AND EXISTS (SELECT 1 FROM lease)),`
@@ -313,7 +311,9 @@ export async function insertStep(
       step.output_tokens,
       step.cost_micro_cents,
       ...lease.values,
-      ...(progress ? [progress.costMicroCents, progress.feeCents, JSON.stringify(progress.output)] : []),
+      ...(progress
+        ? [progress.costMicroCents, progress.feeCents, JSON.stringify(progress.output), progress.usedPlatformKey]
+        : []),
     ]),
   );
   return rows.length === 1;
@@ -349,8 +349,10 @@ export interface Finish {
   status: 'succeeded' | 'failed';
   output: unknown;
   costMicroCents: number;
-  /** The platform fee of that cost: written only if the run used a platform key (its row says). */
+  /** The platform fee of that cost: written only if the run used a platform key. */
   feeCents: number;
+  /** Whether the attempt that ends it called with a platform key; undefined when no attempt chose a key (the row says). */
+  usedPlatformKey: boolean | undefined;
   failureCategory: string | null;
   failureDetail: string | null;
   consecutiveFailures: number;
@@ -359,7 +361,8 @@ export interface Finish {
 const FINISH_RUN = preparedStatement(
   'agents_finish_run',
   withStatusNotify(`UPDATE agent_runs SET status = $2, output = $3, cost_micro_cents = $4,
-     platform_fee_cents = CASE WHEN used_platform_key THEN $5 ELSE platform_fee_cents END, failure_category = $6,
+     used_platform_key = coalesce($9, used_platform_key),
+     platform_fee_cents = CASE WHEN coalesce($9, used_platform_key) THEN $5 ELSE platform_fee_cents END, failure_category = $6,
      failure_detail = $7, consecutive_failures = $8, finished_at = now(), updated_at = now()
    WHERE id = $1 AND status IN ('queued', 'running') RETURNING ${COLUMNS}`),
 );
@@ -379,6 +382,7 @@ export async function finishRun(tx: Queryable, id: string, f: Finish): Promise<R
       f.failureCategory,
       f.failureDetail,
       f.consecutiveFailures,
+      f.usedPlatformKey ?? null,
     ]),
   );
   return rows[0];

@@ -152,8 +152,8 @@ export class RunWorker {
       );
     }, this.deps.settings.heartbeatMs);
     try {
-      const { outcome, refused } = await this.run(started, job, stop.signal);
-      if (await this.record(started, job, outcome, refused)) return SUCCESS_RECORDED;
+      const { outcome, refused, usedPlatformKey } = await this.run(started, job, stop.signal);
+      if (await this.record(started, job, outcome, refused, usedPlatformKey)) return SUCCESS_RECORDED;
     } finally {
       clearInterval(beat);
       jobSignal.removeEventListener('abort', onJobAbort);
@@ -162,10 +162,10 @@ export class RunWorker {
 
   /** The run's key and loop. Everything that goes wrong becomes an Outcome with a category. */
   private async run(
-    row: runs.RunRow,
+    row: runs.StartedRun,
     job: Job<RunJob>,
     signal: AbortSignal,
-  ): Promise<{ outcome: Outcome; refused?: KeyRefusal }> {
+  ): Promise<{ outcome: Outcome; refused?: KeyRefusal; usedPlatformKey?: boolean }> {
     const { pool, keyring } = this.deps;
     const blueprint = findBlueprint(row.agent_blueprint);
     // A run re-run after a lost worker keeps what its first attempt already cost.
@@ -194,7 +194,6 @@ export class RunWorker {
         );
       }
     } else apiKey = this.deps.platformKeys[provider]!;
-    const { nextStep: firstStepIndex } = await runs.startWork(pool, row.id, usedPlatformKey);
     const fee = (cost: number) => (usedPlatformKey ? platformFeeCents(cost, this.deps.platformFeeBps) : 0);
     try {
       const outcome = await execute(
@@ -218,7 +217,7 @@ export class RunWorker {
           signal,
           spentMicroCents: spent,
           actAs: (s) => agentContext(row.tenant_id, row.id, s, this.deps.signer),
-          firstStepIndex,
+          firstStepIndex: row.next_step,
           // The step and its NOTIFY under the job's lease, with the cost and output so far after a
           // provider call: one statement (runs.insertStep).
           recordStep: async (step, progress) => {
@@ -231,6 +230,7 @@ export class RunWorker {
                 costMicroCents: progress.costMicroCents,
                 feeCents: fee(progress.costMicroCents),
                 output: progress.output,
+                usedPlatformKey,
               },
             );
           },
@@ -243,15 +243,19 @@ export class RunWorker {
             : outcome.category === 'provider_auth'
               ? 'invalid'
               : undefined;
-        if (status) return { outcome, refused: { version: stored.version, status, reason: outcome.detail } };
+        if (status)
+          return { outcome, refused: { version: stored.version, status, reason: outcome.detail }, usedPlatformKey };
       }
-      return { outcome };
+      return { outcome, usedPlatformKey };
     } catch (err) {
       this.deps.logger.error({ err, run_id: row.id }, 'agent run failed with an unexpected error');
-      return fail(
-        'internal',
-        'the run failed with an unexpected error on our side; the service log has the details (search for the run id)',
-      );
+      return {
+        ...fail(
+          'internal',
+          'the run failed with an unexpected error on our side; the service log has the details (search for the run id)',
+        ),
+        usedPlatformKey,
+      };
     }
   }
 
@@ -261,6 +265,7 @@ export class RunWorker {
     job: Job<RunJob>,
     outcome: Outcome,
     refused: KeyRefusal | undefined,
+    usedPlatformKey: boolean | undefined,
   ): Promise<boolean> {
     // Cancelled: the cancel wrote the run; released: onRelease did, or the lease went to another attempt.
     if (outcome.status === 'stopped') return false;
@@ -270,7 +275,7 @@ export class RunWorker {
       const end = this.jobs.succeeded(job, 1);
       if (!(await tx.query(preparedStatement('agents_end_run_job', end.sql)(end.values))).rowCount) return false; // taken back: the run is another attempt's now
       // Written only while the run has not ended (finishRun): a cancel that came first wins.
-      if (!(await this.finish(tx, row, outcome))) return true;
+      if (!(await this.finish(tx, row, outcome, usedPlatformKey))) return true;
       if (refused) {
         const config = await configs.setByokStatus(
           tx,
@@ -327,6 +332,8 @@ export class RunWorker {
     tx: PoolClient,
     row: runs.RunRow,
     outcome: Exclude<Outcome, { status: 'stopped' }>,
+    /** Whether the ending attempt called with a platform key; undefined: as the run's row says. */
+    usedPlatformKey?: boolean,
   ): Promise<boolean> {
     const failed = outcome.status === 'failed';
     // A success ends any streak: it needs neither the previous run's count nor the per-blueprint lock
@@ -336,8 +343,9 @@ export class RunWorker {
       status: outcome.status,
       output: outcome.output,
       costMicroCents: outcome.costMicroCents,
-      // Charged only if the run used a platform key (finishRun reads that from the row).
+      // Charged only if the run used a platform key (this attempt's, else as its row says).
       feeCents: platformFeeCents(outcome.costMicroCents, this.deps.platformFeeBps),
+      usedPlatformKey,
       failureCategory: failed ? outcome.category : null,
       failureDetail: failed ? outcome.detail : null,
       consecutiveFailures: failed ? before + 1 : 0,
