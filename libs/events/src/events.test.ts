@@ -125,6 +125,34 @@ describe(
       await pool.end();
     });
 
+    it('commits what a consumer handled when it stops: the next member of its group starts after it', async () => {
+      const t = kafka();
+      const message = (i: number) => ({
+        topic: 'resume.test',
+        key: `k${i}`,
+        value: Buffer.from(String(i)),
+        headers: {},
+      });
+      const consume = (seen: string[]) =>
+        t.subscribe({
+          groupId: 'resume',
+          topics: ['resume.test'],
+          handle: async (batch) => void seen.push(...batch.map((m) => m.value.toString())),
+        });
+      const before: string[] = [];
+      const first = await consume(before);
+      // One publish each, well inside the commit interval: committed only by the stop.
+      for (let i = 0; i < 5; i++) await t.publish([message(i)]);
+      await eventually('the first member handled the five', () => before.length === 5);
+      await first.stop();
+      await t.publish([message(5)]);
+      const after: string[] = [];
+      const second = await consume(after);
+      await eventually('the next member handled the sixth', () => after.includes('5'));
+      assert.deepEqual(after, ['5'], 'nothing the first member handled was delivered again');
+      await second.stop();
+    });
+
     it("reports each consumer group's lag per partition: what is left behind the partition end", async () => {
       const reader = new (class extends MetricReader {
         protected async onForceFlush() {}

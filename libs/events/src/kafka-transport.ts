@@ -1,5 +1,5 @@
 import { metrics } from '@opentelemetry/api';
-import { Kafka, logLevel, type Consumer, type Producer, type Admin } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Batch, type Consumer, type EachBatchPayload, type Producer } from 'kafkajs';
 import type { Logger } from '@workauto/logger';
 import { retry } from '@workauto/retry';
 import type { KafkaClientSecurity } from './kafka-security.js';
@@ -21,6 +21,8 @@ const RESTART_DELAY_MS = 5_000;
 
 /** Messages handed to a consumer at once (one database transaction applies them). */
 const BATCH_CHUNK = 100;
+/** A consumer's resolved offsets are committed this often (and every 100 messages, and at stop). */
+const COMMIT_INTERVAL_MS = 1_000;
 
 export interface KafkaTransportOptions {
   brokers: string[];
@@ -130,7 +132,13 @@ export class KafkaTransport implements EventTransport {
     const log = this.opts.logger;
     let stopped = false;
     /** A consumer of the group, connected and subscribed; its group join and its fetches run in the background. */
+    /** Commits what the current consumer resolved and has not committed yet (none before its first batch). */
+    let commitResolved: (() => Promise<void>) | undefined;
+    /** Batches being handled now, and who waits for the last of them to end (stop). */
+    let handling = 0;
+    let handled: (() => void) | undefined;
     const open = async (): Promise<Consumer> => {
+      commitResolved = undefined;
       const consumer = this.kafka.consumer({
         groupId: this.ns + opts.groupId,
         allowAutoTopicCreation: false,
@@ -173,40 +181,37 @@ export class KafkaTransport implements EventTransport {
       consumer
         .run({
           // Offsets are resolved by hand, chunk by chunk, only after the handler (and its database
-          // transaction) succeeded; kafkajs commits resolved offsets every second or 100 messages. A
-          // crash redelivers at most that much, which the consumers' processed_events dedup absorbs.
+          // transaction) succeeded, and committed once a second or every 100 messages, and at stop.
+          // Not kafkajs's autoCommit: it also commits after every partition's batch whatever the
+          // interval, more OffsetCommit requests to the broker than fetches (docs/events.md). A crash
+          // redelivers at most that much, which the consumers' processed_events dedup absorbs.
           // Partitions are consumed side by side; order holds within each (per key).
-          autoCommit: true,
-          autoCommitInterval: 1_000,
+          autoCommit: false,
+          autoCommitInterval: COMMIT_INTERVAL_MS,
           autoCommitThreshold: 100,
           eachBatchAutoResolve: false,
           partitionsConsumedConcurrently: this.opts.partitions ?? 3,
-          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-            const topic = batch.topic.slice(this.ns.length);
-            for (let i = 0; i < batch.messages.length; i += BATCH_CHUNK) {
-              if (!isRunning() || isStale()) return;
-              const chunk = batch.messages.slice(i, i + BATCH_CHUNK);
-              await opts.handle(
-                chunk.map((message) => {
-                  const headers: Record<string, string> = {};
-                  for (const [k, v] of Object.entries(message.headers ?? {}))
-                    if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
-                  return {
-                    topic,
-                    key: message.key?.toString('utf8') ?? '',
-                    value: message.value ?? Buffer.alloc(0),
-                    headers,
-                  };
-                }),
+          eachBatch: async ({
+            batch,
+            resolveOffset,
+            heartbeat,
+            isRunning,
+            isStale,
+            commitOffsetsIfNecessary,
+            uncommittedOffsets,
+          }) => {
+            if (stopped) return;
+            commitResolved = () => commitOffsetsIfNecessary(uncommittedOffsets());
+            handling++;
+            try {
+              await this.handleBatch(
+                batch,
+                opts,
+                { resolveOffset, heartbeat, commitOffsetsIfNecessary },
+                () => stopped || !isRunning() || isStale(),
               );
-              const last = chunk[chunk.length - 1]!.offset;
-              resolveOffset(last);
-              consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), {
-                group: opts.groupId,
-                topic,
-                partition: batch.partition,
-              });
-              await heartbeat();
+            } finally {
+              if (--handling === 0) handled?.();
             }
           },
         })
@@ -240,13 +245,63 @@ export class KafkaTransport implements EventTransport {
       timer.unref();
     };
     let current = await open();
+    // Resolved offsets of a quiet group are committed within a second too, not at its next batch:
+    // its lag, as the broker sees it, stays current. Nothing to commit sends nothing.
+    const committer = setInterval(() => void commitResolved?.().catch(() => undefined), COMMIT_INTERVAL_MS);
+    committer.unref();
     return {
       stop: async () => {
         stopped = true;
+        clearInterval(committer);
         this.consumers.delete(current);
+        // The batches in flight end at their next chunk; what they resolved is committed while this
+        // member is still in the group (kafkajs's stop leaves it first).
+        if (handling > 0) await new Promise<void>((resolve) => (handled = resolve));
+        await commitResolved?.().catch((err: unknown) =>
+          log.warn(
+            { group: opts.groupId, err: String(err).slice(0, 300) },
+            'event consumer could not commit its last offsets at stop; the next member redelivers them (skipped as duplicates)',
+          ),
+        );
         await current.disconnect();
       },
     };
+  }
+
+  /** A fetched batch, chunk by chunk: each handled, its last offset resolved, the commit made if due. */
+  private async handleBatch(
+    batch: Batch,
+    opts: { groupId: string; handle: (batch: TransportMessage[]) => Promise<void> },
+    kafka: Pick<EachBatchPayload, 'resolveOffset' | 'heartbeat' | 'commitOffsetsIfNecessary'>,
+    stopping: () => boolean,
+  ): Promise<void> {
+    const topic = batch.topic.slice(this.ns.length);
+    for (let i = 0; i < batch.messages.length; i += BATCH_CHUNK) {
+      if (stopping()) return;
+      const chunk = batch.messages.slice(i, i + BATCH_CHUNK);
+      await opts.handle(
+        chunk.map((message) => {
+          const headers: Record<string, string> = {};
+          for (const [k, v] of Object.entries(message.headers ?? {}))
+            if (v !== undefined) headers[k] = Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
+          return {
+            topic,
+            key: message.key?.toString('utf8') ?? '',
+            value: message.value ?? Buffer.alloc(0),
+            headers,
+          };
+        }),
+      );
+      const last = chunk[chunk.length - 1]!.offset;
+      kafka.resolveOffset(last);
+      consumerLag().record(Math.max(0, Number(batch.highWatermark) - Number(last) - 1), {
+        group: opts.groupId,
+        topic,
+        partition: batch.partition,
+      });
+      await kafka.commitOffsetsIfNecessary();
+      await kafka.heartbeat();
+    }
   }
 
   async ensureTopics(topics: string[]): Promise<void> {
