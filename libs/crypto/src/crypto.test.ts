@@ -39,6 +39,34 @@ describe('Keyring', () => {
     assert.throws(() => other.decrypt(ct, 'tenant-a'), /key k1, which is not in ENCRYPTION_KEYS/);
   });
 
+  it('keeps a decrypted secret five minutes by context and ciphertext, and still refuses one moved to another context', () => {
+    const ring = Keyring.fromEnv(Keyring.generateSpec('k1'));
+    const opened: string[] = [];
+    const decrypt = ring.decrypt.bind(ring);
+    ring.decrypt = (ciphertext, context) => (opened.push(context), decrypt(ciphertext, context));
+    const ct = ring.encrypt('whsec_value', 'endpoint:t1:e1');
+    const t0 = 1_000_000;
+    assert.equal(ring.decryptCached(ct, 'endpoint:t1:e1', t0), 'whsec_value');
+    assert.equal(ring.decryptCached(ct, 'endpoint:t1:e1', t0 + 60_000), 'whsec_value');
+    assert.deepEqual(opened, ['endpoint:t1:e1'], 'the second call was answered from the first');
+    assert.throws(() => ring.decryptCached(ct, 'endpoint:t2:e1', t0 + 60_000), /does not authenticate/);
+    const replaced = ring.encrypt('whsec_new', 'endpoint:t1:e1');
+    assert.equal(ring.decryptCached(replaced, 'endpoint:t1:e1', t0 + 60_000), 'whsec_new');
+    assert.equal(ring.decryptCached(ct, 'endpoint:t1:e1', t0 + 5 * 60_000), 'whsec_value');
+    assert.deepEqual(
+      opened,
+      ['endpoint:t1:e1', 'endpoint:t2:e1', 'endpoint:t1:e1', 'endpoint:t1:e1'],
+      'opened again after five minutes',
+    );
+  });
+
+  it('keeps at most a thousand decrypted secrets, the oldest dropped first', () => {
+    const ring = Keyring.fromEnv(Keyring.generateSpec('k1'));
+    const cts = Array.from({ length: 1_001 }, (_, i) => ring.encrypt(`secret-${i}`, `c${i}`));
+    cts.forEach((ct, i) => assert.equal(ring.decryptCached(ct, `c${i}`, 0), `secret-${i}`));
+    assert.equal(ring.cachedPlaintexts, 1_000);
+  });
+
   it('rejects keys that are not 32 bytes', () => {
     assert.throws(() => Keyring.fromEnv(`k1:${Buffer.alloc(16).toString('base64')}`), /32 bytes/);
     assert.throws(() => Keyring.fromEnv(''), /empty/);

@@ -67,9 +67,16 @@ export class KeyringError extends Error {
  *
  * Format: `wk1.<key id>.<base64url wrapped data key>.<base64url iv|ciphertext|tag>`.
  */
+/** How long decryptCached keeps a plaintext: the time a rotated-out key's secrets stay usable in a running process is unchanged (the keyring is read at start). */
+const DECRYPTED_KEPT_MS = 5 * 60_000;
+/** The most plaintexts decryptCached keeps (one per endpoint secret or provider key in use). */
+const DECRYPTED_KEPT_MAX = 1_000;
+
 export class Keyring {
   readonly activeKeyId: string;
   private readonly keys: Map<string, Buffer>;
+  /** decryptCached's plaintexts by context and ciphertext, oldest first. */
+  private readonly recent = new Map<string, { plaintext: string; until: number }>();
 
   constructor(keys: Map<string, Buffer>, activeKeyId: string) {
     if (!keys.has(activeKeyId)) throw new KeyringError(`active key ${activeKeyId} is not in the keyring`);
@@ -121,6 +128,31 @@ export class Keyring {
     if (!kek) throw new KeyringError(`ciphertext was written with key ${keyId}, which is not in ENCRYPTION_KEYS`);
     const dataKey = open(kek, Buffer.from(wrapped, 'base64url'), `wrap:${context}`);
     return open(dataKey, Buffer.from(body, 'base64url'), context).toString('utf8');
+  }
+
+  /**
+   * decrypt, with the plaintext kept for a few minutes (DECRYPTED_KEPT_MS) by context and
+   * ciphertext, for secrets opened on every call of a hot path: a webhook endpoint's signing secret
+   * per delivery, a tenant's provider key per agent run. Each decrypt makes two AES-GCM deciphers,
+   * 30–70 µs of CPU (10 % of a webhooks replica's at 1,400 deliveries/s, docs/benchmarks.md). A
+   * secret set again is a new ciphertext, so it is never answered from an old entry; an entry is
+   * found only with the context it was opened with, so a ciphertext moved to another row still
+   * fails. At most DECRYPTED_KEPT_MAX entries, the oldest dropped first. `now` is for tests.
+   */
+  decryptCached(ciphertext: string, context: string, now = Date.now()): string {
+    const id = `${context}\u0000${ciphertext}`;
+    const kept = this.recent.get(id);
+    if (kept && now < kept.until) return kept.plaintext;
+    const plaintext = this.decrypt(ciphertext, context);
+    this.recent.delete(id); // re-inserted last: the map's order is the order of decrypting
+    if (this.recent.size >= DECRYPTED_KEPT_MAX) this.recent.delete(this.recent.keys().next().value!);
+    this.recent.set(id, { plaintext, until: now + DECRYPTED_KEPT_MS });
+    return plaintext;
+  }
+
+  /** How many plaintexts decryptCached keeps now. */
+  get cachedPlaintexts(): number {
+    return this.recent.size;
   }
 
   /**

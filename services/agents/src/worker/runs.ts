@@ -186,7 +186,7 @@ export class RunWorker {
     let apiKey: string;
     if (stored) {
       try {
-        apiKey = keyring.decrypt(stored.ciphertext, keyContext(row.tenant_id, blueprint.id));
+        apiKey = keyring.decryptCached(stored.ciphertext, keyContext(row.tenant_id, blueprint.id));
       } catch {
         return fail(
           'internal',

@@ -59,7 +59,7 @@ async function attempt(
     body: work.payload,
     timeoutMs: settings.timeoutMs,
     signal,
-    secrets: work.secrets.map((c) => deps.keyring.decrypt(c, secretContext(work.tenant_id, work.endpoint_id))),
+    secrets: work.secrets.map((c) => deps.keyring.decryptCached(c, secretContext(work.tenant_id, work.endpoint_id))),
   });
   const delay =
     result.success || result.gone ? undefined : nextDelay(settings.retrySchedule, job.attempt, result.retryAfterMs);
