@@ -131,12 +131,12 @@ export class KafkaTransport implements EventTransport {
     await this.ensureTopics(opts.topics);
     const log = this.opts.logger;
     let stopped = false;
-    /** A consumer of the group, connected and subscribed; its group join and its fetches run in the background. */
     /** Commits what the current consumer resolved and has not committed yet (none before its first batch). */
     let commitResolved: (() => Promise<void>) | undefined;
     /** Batches being handled now, and who waits for the last of them to end (stop). */
     let handling = 0;
     let handled: (() => void) | undefined;
+    /** A consumer of the group, connected and subscribed; its group join and its fetches run in the background. */
     const open = async (): Promise<Consumer> => {
       commitResolved = undefined;
       const consumer = this.kafka.consumer({
