@@ -183,8 +183,9 @@ export class KafkaTransport implements EventTransport {
           // Offsets are resolved by hand, chunk by chunk, only after the handler (and its database
           // transaction) succeeded, and committed once a second or every 100 messages, and at stop.
           // Not kafkajs's autoCommit: it also commits after every partition's batch whatever the
-          // interval, more OffsetCommit requests to the broker than fetches (docs/events.md). A crash
-          // redelivers at most that much, which the consumers' processed_events dedup absorbs.
+          // interval, more OffsetCommit requests to the broker than fetches (docs/events.md). A crash,
+          // or a rebalance that moves a partition (a replica joining or leaving), redelivers at most
+          // that much, which the consumers' dedup absorbs.
           // Partitions are consumed side by side; order holds within each (per key).
           autoCommit: false,
           autoCommitInterval: COMMIT_INTERVAL_MS,
