@@ -168,6 +168,13 @@ describe('JSON → proto', () => {
 
   it('maps enums with the prefix of their type: THING_KIND_BIG_BOX ↔ big_box', () => {
     assert.equal(roundTrip(createType, { name: 'x', kind: 'big_box' }).kind, 'big_box');
+    const codec = messageType(createType);
+    const unknown = messageToJson(createType, codec.decode(codec.encode({ name: 'x', kind: 99 })));
+    assert.equal(
+      (unknown as Record<string, unknown>).kind,
+      null,
+      'a number the enum does not name (a newer peer) is null',
+    );
     const [v] = violations(createType, { name: 'x', kind: 'huge' });
     assert.equal(v?.field, 'kind');
     assert.match(v.description, /big_box, small/);
@@ -272,6 +279,11 @@ describe('proto → JSON', () => {
     assert.equal(timestampToJson(new Date(5)), '1970-01-01T00:00:00.005000Z');
     assert.equal(timestampToJson(new Date(-1)), '1969-12-31T23:59:59.999000Z');
     assert.equal(timestampToJson(new Date(Date.UTC(10000, 0, 1))), null, "outside Timestamp's range");
+    assert.equal(timestampToJson(new Date(Date.UTC(10000, 0, 1) - 1)), '9999-12-31T23:59:59.999000Z');
+    const early = new Date(Date.UTC(2000, 1, 29, 7, 8, 9, 10));
+    early.setUTCFullYear(1);
+    assert.equal(timestampToJson(early), '0001-03-01T07:08:09.010000Z', 'four digits of year, 1 is not a leap year');
+    assert.equal(timestampToJson(new Date(Date.UTC(2024, 1, 29, 23, 0, 0, 120))), '2024-02-29T23:00:00.120000Z');
   });
 
   it('writes an empty message with every default, and UNSPECIFIED enums as null', () => {
