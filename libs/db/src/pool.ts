@@ -5,6 +5,7 @@ import { retry, type Backoff, type Clock } from '@workauto/retry';
 import { isConcurrencyFailure } from './errors.js';
 import { keyedCall } from './idempotency.js';
 import { TenantShares, type TenantSlot } from './tenant-share.js';
+import { timestamptzParser } from './timestamptz.js';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -14,6 +15,11 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // int8 (counts, cents) as a JS number: our int8 values stay far below 2^53. NUMERIC stays text,
 // so money keeps its exact decimal value until a repo decides how to present it.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+// timestamptz read by position, pg's own parser kept for every other shape (timestamptz.ts).
+pg.types.setTypeParser(
+  pg.types.builtins.TIMESTAMPTZ,
+  timestamptzParser(pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ, 'text') as (text: string) => unknown),
+);
 
 /** statement_timeout of every pooled connection unless DATABASE_STATEMENT_TIMEOUT_MS says otherwise. */
 const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
