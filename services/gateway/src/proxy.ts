@@ -25,7 +25,7 @@ import { messageToJson } from '@workauto/protos';
 import { matchRoute, type Route } from './routes.js';
 import { AUTHENTICATED } from './rate-limit.js';
 import { PUBLIC_BASE_URL_FIELD } from './public-url.js';
-import { buildRequest, encodedRequest } from './transcode.js';
+import { buildRequest } from './transcode.js';
 import type { StreamKind, StreamPace, StreamSlots } from './stream-slots.js';
 import type { StreamWatch } from './stream-watch.js';
 import type { TokenTenants } from './token-tenants.js';
@@ -102,8 +102,7 @@ function unaryMethod(route: Route) {
 /** The request message's bytes; a value the mapping let through but the codec refuses is the client's 400. */
 function encodeRequest(route: Route, request: Record<string, unknown>): Buffer {
   try {
-    // The bytes the field rules were checked on, when buildRequest made them (a view, not a copy).
-    const bytes = encodedRequest(request) ?? route.requestType.encode(request);
+    const bytes = route.requestType.encode(request);
     return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   } catch (err) {
     throw gatewayErrors.badRequest(
@@ -424,10 +423,15 @@ const RETRYABLE = new Set([
   'DATA_LOSS',
 ]);
 
-/** A failure a retry must get again rather than redo: a client error the service answered. */
+/**
+ * A failure a retry must get again rather than redo: a client error the service answered. Invalid
+ * input (INVALID_ARGUMENT: a field's rule, which the service checks, or a value it refused) is not
+ * kept either: nothing was done, so the corrected request may come with the same key, as after a
+ * 400 the gateway gave for the request's shape (docs/api.md §8).
+ */
 function isDefinite(failure: HttpError): boolean {
   const status = (failure.body as { error?: { status?: string } }).error?.status ?? 'UNKNOWN';
-  return failure.status < 500 && !RETRYABLE.has(status);
+  return failure.status < 500 && status !== 'INVALID_ARGUMENT' && !RETRYABLE.has(status);
 }
 
 /** A route's success response: status from the proto (201, 204, 302, 200) and its JSON body. */

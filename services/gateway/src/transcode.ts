@@ -144,10 +144,12 @@ function scalarText(type: string, text: string, path: string, out: Violation[]):
 }
 
 /**
- * The protos' field rules (`buf.validate`: lengths, ranges, formats; docs/api.md, Validation)
- * on the request as mapped, in the same pass as its shape, so one 400 names every invalid field.
- * A field whose shape was refused (or a part of it) already has its violation; a body that is no
- * object at all has no fields to check.
+ * The protos' field rules (`buf.validate`: lengths, ranges, formats; docs/api.md, Validation) on a
+ * request whose shape was refused, so its one 400 names every invalid field. A request of the
+ * right shape is checked by its service alone (libs/grpc withFieldRules), before anything runs
+ * there, with the same violations and the same 400: each request's rules run once, not on both
+ * sides. A field whose shape was refused (or a part of it) already has its violation; a body that
+ * is no object at all has no fields to check.
  */
 function fieldRuleViolations(route: Route, request: Record<string, unknown>, shape: Violation[]): Violation[] {
   const type = route.requestType;
@@ -158,7 +160,6 @@ function fieldRuleViolations(route: Route, request: Record<string, unknown>, sha
   } catch {
     return []; // a value the mapping refused is left undefined inside a list: its violation says why
   }
-  encodings.set(request, bytes);
   const refused = shape.map((v) => v.field);
   return ruleViolations(type.desc, bytes).filter(
     (v) => !refused.some((f) => v.field === f || v.field.startsWith(`${f}.`) || v.field.startsWith(`${f}[`)),
@@ -283,22 +284,11 @@ export function buildRequest(
         out.push({ field: f.name, description: 'is required (a query parameter)' });
   }
 
-  out.push(...fieldRuleViolations(route, request, out));
-  if (out.length) throw gatewayErrors.badRequest(out);
+  if (out.length) throw gatewayErrors.badRequest([...out, ...fieldRuleViolations(route, request, out)]);
   // Last, so a client's invalid request is its 400 whatever these would say.
   for (const f of gatewayFields) {
     const value = gatewayValues[f.name];
-    if (!value) continue;
-    setField(request, f, value());
-    encodings.delete(request); // the bytes the rules were checked on lack this field
+    if (value) setField(request, f, value());
   }
   return request;
-}
-
-/** A request's bytes as its field rules were checked on them (buildRequest), so the call does not encode it again. */
-const encodings = new WeakMap<object, Uint8Array>();
-
-/** The bytes of a request buildRequest made, if it encoded them for the field rules and nothing changed it since. */
-export function encodedRequest(request: object): Uint8Array | undefined {
-  return encodings.get(request);
 }

@@ -75,6 +75,20 @@ describe('Idempotency-Key', () => {
     assert.equal(again.response.headers.get('idempotent-replayed'), 'true');
   });
 
+  it('keeps nothing for a request its service refused as invalid: corrected, the same key does the work', async () => {
+    const key = randomUUID();
+    const refused = await fails(createKey('x'.repeat(101), key), 400, 'INVALID_ARGUMENT');
+    assert.deepEqual(
+      refused.body.error.details.find((d: { field_violations?: unknown }) => d.field_violations)?.field_violations,
+      [{ field: 'name', description: 'must be at most 100 characters (after trimming)' }],
+      "the field's rule, checked by the service: one violation, as the gateway would have named it",
+    );
+    const corrected = await createKey('corrected', key);
+    assert.equal(corrected.response.status, 201, 'not 409 IDEMPOTENCY_KEY_REUSED: the 400 was not kept');
+    assert.equal(corrected.response.headers.get('idempotent-replayed'), null);
+    assert.equal((await keysNamed('corrected')).length, 1);
+  });
+
   it('creates one resource when 10 requests with one key race', async () => {
     const key = randomUUID();
     const results = await Promise.all(Array.from({ length: 10 }, () => createKey('racer', key)));
