@@ -48,6 +48,7 @@ describe('timestamptz', () => {
       '1900-01-01 00:00:00+00:53:28', // an offset with seconds (local mean time)
       '2026-01-01T00:00:00+00', // another DateStyle's separator
       '2026-01-01 00:00:0x+00',
+      '2026-01-01 00:00:00+0x',
       '2026-01-01',
     ])
       assert.deepEqual(parse(text), { handedOn: text }, text);

@@ -41,8 +41,9 @@ export function timestamptzParser(fallback: (text: string) => unknown): (text: s
       digits(text, 17, 2),
       ms,
     );
-    // NaN when a position held no digit: not this shape after all.
-    return Number.isNaN(utc) ? fallback(text) : new Date(utc - offsetMinutes * 60_000);
+    const at = utc - offsetMinutes * 60_000;
+    // NaN when a position held no digit (the offset's too): not this shape after all.
+    return Number.isNaN(at) ? fallback(text) : new Date(at);
   };
 }
 
