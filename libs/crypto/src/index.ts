@@ -57,6 +57,15 @@ export class KeyringError extends Error {
 }
 
 /**
+ * How long decryptCached keeps a plaintext. It does not lengthen a removed key's life: the keyring
+ * is read at start, so a running process decrypts with a key taken out of ENCRYPTION_KEYS until it
+ * restarts anyway.
+ */
+const DECRYPTED_KEPT_MS = 5 * 60_000;
+/** The most plaintexts decryptCached keeps (one per endpoint secret or provider key in use). */
+const DECRYPTED_KEPT_MAX = 1_000;
+
+/**
  * AES-256-GCM envelope encryption with a keyring.
  *
  * Each secret gets a fresh data key; the data key is wrapped by the keyring's active key. The
@@ -67,11 +76,6 @@ export class KeyringError extends Error {
  *
  * Format: `wk1.<key id>.<base64url wrapped data key>.<base64url iv|ciphertext|tag>`.
  */
-/** How long decryptCached keeps a plaintext: the time a rotated-out key's secrets stay usable in a running process is unchanged (the keyring is read at start). */
-const DECRYPTED_KEPT_MS = 5 * 60_000;
-/** The most plaintexts decryptCached keeps (one per endpoint secret or provider key in use). */
-const DECRYPTED_KEPT_MAX = 1_000;
-
 export class Keyring {
   readonly activeKeyId: string;
   private readonly keys: Map<string, Buffer>;
