@@ -55,6 +55,12 @@ describe('a named statement is described once per connection', () => {
         }
       }
       assert.equal(descriptions.n, 1, 'three more executions, no description sent again');
+      // Each row its own object: a caller that changes one changes no later row.
+      const kept = (await client.query(byId(1))).rows[0] as Record<string, unknown>;
+      kept.name = 'changed';
+      kept.added = true;
+      assert.deepEqual(Object.keys((await client.query(byId(2))).rows[0] as object), ['id', 'name', 'at', 'tags']);
+      assert.equal(((await client.query(byId(1))).rows[0] as { name: string }).name, 'one');
       assert.deepEqual(first.rows, [{ id: 1, name: 'one', at: new Date('2026-11-30T10:00:00Z'), tags: ['a', 'b'] }]);
       // Rows as arrays use the same description.
       const arrays = await client.query({ ...byId(2), rowMode: 'array' });
