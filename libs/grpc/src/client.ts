@@ -483,6 +483,10 @@ export class Downstream {
         resetTimeout: this.options.resetTimeoutMs,
         volumeThreshold: this.options.volumeThreshold,
         rollingCountTimeout: ROLLING_WINDOW_MS,
+        // Nothing reads the latency percentiles or the per-second snapshots: with them on, opossum keeps
+        // every call's latency and sorts the window's latencies every second, per method.
+        rollingPercentilesEnabled: false,
+        enableSnapshots: false,
         // opossum passes the fire() arguments after the error (its types omit them): the call's tenant.
         errorFilter: ((err: unknown, _call: unknown, tenant: string | undefined) =>
           !this.countsAgainstCircuit(path, err, tenant)) as (err: unknown) => boolean,
