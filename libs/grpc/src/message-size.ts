@@ -27,7 +27,9 @@ export function encodedSizeBound(value: unknown): number {
         return size;
       }
       let size = 8;
-      for (const [key, item] of Object.entries(value)) {
+      // for…in, not Object.entries: no pair array per field (a ts-proto object has no inherited keys).
+      for (const key in value) {
+        const item = (value as Record<string, unknown>)[key];
         if (item === undefined) continue;
         size += 24 + Buffer.byteLength(key) + encodedSizeBound(item);
       }
