@@ -309,7 +309,7 @@ async function lockHolder(pool: pg.Pool, name: string): Promise<{ pid: number | 
  * cut short leaves an INVALID index that IF NOT EXISTS would then skip: refused, with the fix.
  */
 async function applyOutsideTransaction(pool: pg.Pool, file: MigrationFile, applied: string[]): Promise<void> {
-  const client = new pg.Client({ ...pool.options, pipeline: false, statement_timeout: 0 });
+  const client = new pg.Client({ ...pool.options, statement_timeout: 0 });
   client.on('error', () => undefined);
   await client.connect();
   try {

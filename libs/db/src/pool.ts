@@ -201,10 +201,6 @@ export function createPool(
       // Fail a request fast rather than queueing forever when the database is gone.
       connectionTimeoutMillis: CONNECTION_TIMEOUT_MS,
       idleTimeoutMillis: 30_000,
-      // A query goes out without waiting for the one before it to finish: a transaction's BEGIN
-      // travels with its first statement (runOnce). Each query keeps its own Sync, so an error
-      // ends that query alone, as without pipelining.
-      pipeline: true,
     },
     new TenantShares(opts.tenantShare ?? tenantShare(max), CONNECTION_TIMEOUT_MS),
   );
@@ -268,19 +264,14 @@ async function runOnce<T>(
   // Part of a call with an Idempotency-Key: the key is recorded with the write (idempotency.ts).
   const keyed = keyedCall();
   const client = await pool.connect();
-  // Not awaited: the client pipelines, so BEGIN goes out with the transaction's first statement,
-  // one round trip less per transaction. A BEGIN that fails fails the statements behind it too (a
-  // broken connection, an aborted transaction): none of them runs outside the transaction.
-  const begun = client.query('BEGIN');
-  begun.catch(() => undefined); // awaited below, before COMMIT; a failure of fn's comes first
   try {
+    await client.query('BEGIN');
     if (keyed) {
       keyed.remember(pool);
       await keyed.begin(client);
     }
     const result = await fn(client);
     if (keyed) await keyed.beforeCommit(client, result);
-    await begun;
     // The last moment to honour a cancellation: after COMMIT the write is done.
     signal?.throwIfAborted();
     await client.query('COMMIT');

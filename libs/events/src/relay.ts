@@ -326,11 +326,8 @@ export class OutboxRelay {
     const topics = this.opts.topics ?? TOPICS;
     const tx = await pool.connect();
     try {
-      // BEGIN goes out with the lock's statement (the pool's clients pipeline: libs/db createPool).
-      const [, { rows: lock }] = await Promise.all([
-        tx.query('BEGIN'),
-        tx.query<{ locked: boolean }>(TAKE_DRAIN_LOCK([DRAIN_LOCK_KEY])),
-      ]);
+      await tx.query('BEGIN');
+      const { rows: lock } = await tx.query<{ locked: boolean }>(TAKE_DRAIN_LOCK([DRAIN_LOCK_KEY]));
       if (!lock[0]?.locked) {
         await tx.query('COMMIT');
         return { published: 0, more: false };
