@@ -411,6 +411,12 @@ describe('@workauto/jobs: a leased queue on PostgreSQL', () => {
     await eventually('the noisy tenant is at its cap', async () => (await states(queue.name)).running === 2);
     const quiet = await queue.enqueue(pool, { tenant: 'quiet' }, { key: 'quiet-endpoint', group: 'quiet' });
     await eventually("the quiet tenant's job started", () => startedQuiet.includes(quiet), 5_000);
+    // Its end is written after its handler returned: until then it counts as running too.
+    await eventually(
+      "the quiet tenant's job succeeded",
+      async () => (await queue.status(pool, quiet))?.state === 'succeeded',
+      5_000,
+    );
     assert.equal(noisyPeak, 2, 'the noisy tenant never ran more than its cap');
     assert.equal((await states(queue.name)).running, 2);
   });
