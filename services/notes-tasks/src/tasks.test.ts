@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import type { PoolClient } from '@workauto/db';
 import {
   TaskPriority,
   type CreateTaskRequest,
   type Task,
 } from '@workauto/protos/workauto/notes_tasks/v1/notes_tasks.js';
-import { insertTask, nextPosition, siblingIds, updateTask, type NewTask } from './repo/tasks.js';
+import { insertTask, lockForCreate, siblingIds, updateTask, type NewTask } from './repo/tasks.js';
 import { S, badFields, failure, startNotesTasks, tenant, type NotesTasks } from './test-support.js';
 
 type T = ReturnType<typeof tenant>;
@@ -34,27 +35,70 @@ describe('tasks over gRPC', () => {
 
   /**
    * A client that runs each statement under EXPLAIN (ANALYZE, BUFFERS) before running it: the
-   * buffers the first one touched measure a read's work independently of the machine's speed.
+   * buffers the first one touched measure a read's work independently of the machine's speed. On
+   * `client`, in a transaction, each EXPLAIN runs in a savepoint rolled back after it, so that a
+   * write under it runs once.
    */
-  const explaining = () => {
+  const explaining = (client?: PoolClient) => {
+    const db = client ?? nt.db;
     let first: Record<string, unknown> | undefined;
     const run = async (text: string, values: unknown[]) => {
-      const { rows } = await nt.db.query<{ 'QUERY PLAN': { Plan: Record<string, unknown> }[] }>(
+      if (client) await client.query('SAVEPOINT explained');
+      const { rows } = await db.query<{ 'QUERY PLAN': { Plan: Record<string, unknown> }[] }>(
         `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
         values,
       );
+      if (client) await client.query('ROLLBACK TO SAVEPOINT explained');
       first ??= rows[0]!['QUERY PLAN'][0]!.Plan;
-      return nt.db.query(text, values);
+      return db.query(text, values);
     };
+    const blocksOf = (node: Record<string, unknown> | undefined) =>
+      Number(node?.['Shared Hit Blocks']) + Number(node?.['Shared Read Blocks']);
+    /** The plan's first subquery run once (an InitPlan: a write's read of what it writes). */
+    const initPlan = (node: Record<string, unknown>): Record<string, unknown> | undefined =>
+      String(node['Subplan Name'] ?? '').startsWith('InitPlan')
+        ? node
+        : ((node.Plans as Record<string, unknown>[] | undefined) ?? []).map(initPlan).find(Boolean);
     return {
       db: {
         query: (q: string | { text: string; values: unknown[] }, values: unknown[] = []) =>
           typeof q === 'string' ? run(q, values) : run(q.text, q.values),
       } as never,
-      blocks: () => Number(first?.['Shared Hit Blocks']) + Number(first?.['Shared Read Blocks']),
+      blocks: () => blocksOf(first),
+      initPlanBlocks: () => blocksOf(first && initPlan(first)),
       plan: () => JSON.stringify(first).slice(0, 400),
     };
   };
+
+  /** A task row as the repo inserts it, every optional field empty. */
+  const taskRow = (t: T, fields: Partial<NewTask> = {}): NewTask => ({
+    id: randomUUID(),
+    tenant_id: t.id,
+    parent_id: null,
+    title: 'new',
+    description: null,
+    position: 1,
+    priority: 'none',
+    assignee_id: null,
+    creator_id: null,
+    project_id: null,
+    section_id: null,
+    status_id: null,
+    due_at: null,
+    due_date: null,
+    deadline: null,
+    start_date: null,
+    rrule: null,
+    rrule_anchor: null,
+    next_occurrence: null,
+    estimation_minutes: null,
+    time_spent_minutes: null,
+    external_id: null,
+    identifier: null,
+    snoozed_until: null,
+    metadata: {},
+    ...fields,
+  });
 
   it('creates a task with every field and reads it back', async () => {
     const t = tenant();
@@ -449,22 +493,50 @@ describe('tasks over gRPC', () => {
   });
 
   it("reads a new top-level task's position from the children index, however many top-level tasks there are", async () => {
-    // A create holds its sibling set's lock through this read: a read that scans every sibling
-    // makes each create slower, and the tenant's creates queue behind it, as the tenant grows.
-    // Counted in buffers, which do not depend on the machine's speed. (A subtask's read also
-    // counts its siblings, for the subtask limit: bounded by that limit.)
+    // A create holds its sibling set's lock through this read (inside its insert): a read that
+    // scans every sibling makes each create slower, and the tenant's creates queue behind it, as
+    // the tenant grows. Counted in buffers, which do not depend on the machine's speed. (A
+    // subtask's read also counts its siblings, for the subtask limit: bounded by that limit.)
     const t = tenant();
     await nt.db.query(
       `INSERT INTO tasks (id, tenant_id, title, position)
        SELECT gen_random_uuid(), $1, 'sibling ' || g, g FROM generate_series(1, 2000) g`,
       [t.id],
     );
-    const explained = explaining();
-    assert.equal((await nextPosition(explained.db, t.id, null)).position, 2001);
-    assert.ok(
-      explained.blocks() <= 12,
-      `the position read touched ${explained.blocks()} blocks for 2,000 top-level tasks (plan: ${explained.plan()})`,
-    );
+    const client = await nt.db.connect();
+    try {
+      await client.query('BEGIN');
+      const explained = explaining(client);
+      const task = await insertTask(explained.db, { ...taskRow(t), position: undefined });
+      assert.equal(task.position, 2001, 'last among 2,000');
+      assert.ok(
+        explained.initPlanBlocks() <= 12,
+        `the position read touched ${explained.initPlanBlocks()} blocks for 2,000 top-level tasks (plan: ${explained.plan()})`,
+      );
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+
+  it("takes a create's two locks in one statement: the tree's shared and its sibling set's", async () => {
+    // The tree lock (shared) is what keeps a reparent (exclusive) out while a create places its task.
+    const t = tenant();
+    const client = await nt.db.connect();
+    try {
+      await client.query('BEGIN');
+      await lockForCreate(client, t.id, null);
+      const { rows } = await client.query<{ mode: string }>(
+        `SELECT mode FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() ORDER BY mode`,
+      );
+      assert.deepEqual(
+        rows.map((r) => r.mode),
+        ['ExclusiveLock', 'ShareLock'],
+      );
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
   });
 
   it("reads a task's siblings from the children index, not from every task of the tenant", async () => {
@@ -540,33 +612,7 @@ describe('tasks over gRPC', () => {
     const task = await create(t, { title: 'kept' });
     // What a request spread into the row would bring: a key that is SQL, not a column.
     const fromRequest = JSON.parse('{"title = \'x\', tenant_id": "y"}') as object;
-    const row: NewTask = {
-      id: randomUUID(),
-      tenant_id: t.id,
-      parent_id: null,
-      title: 'new',
-      description: null,
-      position: 2,
-      priority: 'none',
-      assignee_id: null,
-      creator_id: null,
-      project_id: null,
-      section_id: null,
-      status_id: null,
-      due_at: null,
-      due_date: null,
-      deadline: null,
-      start_date: null,
-      rrule: null,
-      rrule_anchor: null,
-      next_occurrence: null,
-      estimation_minutes: null,
-      time_spent_minutes: null,
-      external_id: null,
-      identifier: null,
-      snoozed_until: null,
-      metadata: {},
-    };
+    const row = taskRow(t, { position: 2 });
     await assert.rejects(
       insertTask(nt.db, { ...row, ...fromRequest }),
       /tasks: no writable column title = 'x', tenant_id/,

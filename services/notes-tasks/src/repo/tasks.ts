@@ -120,13 +120,47 @@ const LOCK_SIBLINGS = preparedStatement<[string, string]>(
   `SELECT pg_advisory_xact_lock(hashtextextended('nt.siblings:' || $1 || ':' || $2, 0))`,
 );
 
-export async function insertTask(db: Queryable, t: NewTask): Promise<TaskRow> {
+/**
+ * A create's locks (the tree's, shared, then its sibling set's) in one statement, in the lock
+ * order above: the sibling-set lock is taken in the projection over the row of the tree lock's
+ * subquery, which OFFSET 0 keeps a step of its own. One round trip fewer before the create's
+ * position read, which waits for the sibling-set lock.
+ */
+export async function lockForCreate(db: Queryable, tenantId: string, parentId: string | null): Promise<void> {
+  await db.query(LOCK_FOR_CREATE([tenantId, parentId ?? ROOT]));
+}
+
+const LOCK_FOR_CREATE = preparedStatement<[string, string]>(
+  'tasks_lock_for_create',
+  `SELECT pg_advisory_xact_lock(hashtextextended('nt.siblings:' || $1 || ':' || $2, 0))
+     FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended('nt.tree:' || $1, 0)) OFFSET 0) AS tree`,
+);
+
+/**
+ * Inserts a task. A top-level task without a position goes last among the tenant's top-level
+ * tasks: the insert reads that position itself, a round trip fewer under the sibling-set lock a
+ * create holds (a subtask's comes from nextChildPosition, which also counts its siblings). Call
+ * under that lock.
+ */
+export async function insertTask(
+  db: Queryable,
+  task: Omit<NewTask, 'position'> & { position?: number | undefined },
+): Promise<TaskRow> {
+  const { position, ...t } = task;
   checkColumns('tasks', t, NEW);
-  const entries = Object.entries(t);
+  const entries = Object.entries(position === undefined ? t : { ...t, position });
+  const columns = entries.map(([k]) => k);
+  const values = entries.map(([, v]) => v);
+  const placeholders = values.map((_, i) => `$${i + 1}`);
+  if (position === undefined) {
+    if (t.parent_id !== null) throw new Error('insertTask: a subtask needs its position (nextChildPosition)');
+    columns.push('position');
+    placeholders.push(`coalesce((${lastTopPosition(`$${columns.indexOf('tenant_id') + 1}`)}), 0) + 1`);
+  }
   const { rows } = await db.query<TaskRow>(
     shapedStatement(
-      `INSERT INTO tasks (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${COLUMNS}`,
-      entries.map(([, v]) => v),
+      `INSERT INTO tasks (${columns.join(', ')}) VALUES (${placeholders.join(', ')}) RETURNING ${COLUMNS}`,
+      values,
     ),
   );
   return rows[0]!;
@@ -200,36 +234,34 @@ export async function siblingIds(
 }
 
 /**
- * Where a new last child of `parentId` (null: top level) goes: one past the last position, and how
- * many live children there are (counted for a parent only: the subtask limit), read from the
- * children index (tasks_children) instead of every sibling row, so that the sibling-set lock a
- * create holds stays short however many siblings there are. Call under that lock.
+ * The last position among the top-level tasks of the tenant in parameter `tenant`. Ordered as the
+ * index is, not max(): PostgreSQL does not take `parent_id IS NULL` as fixing parent_id, so neither
+ * max(position) nor ORDER BY position alone read tasks_children backwards; they scanned every
+ * top-level task of the tenant (≈ 400 µs at 2,000 of them, under the lock).
  */
-export async function nextPosition(
+const lastTopPosition = (tenant: string) =>
+  `SELECT position FROM tasks WHERE tenant_id = ${tenant} AND parent_id IS NULL AND deleted_at IS NULL
+    ORDER BY tenant_id DESC, parent_id DESC, position DESC LIMIT 1`;
+
+/**
+ * Where a new last subtask of `parentId` goes: one past the last position, and how many live
+ * children it has (the subtask limit), read from the children index (tasks_children) instead of
+ * every sibling row, so that the sibling-set lock a create holds stays short however many
+ * siblings there are. Call under that lock. (A top-level task's position is read by its insert.)
+ */
+export async function nextChildPosition(
   db: Queryable,
   tenantId: string,
-  parentId: string | null,
+  parentId: string,
 ): Promise<{ position: number; live: number }> {
-  const { rows } = await db.query<{ last: number | null; live: number }>(
-    parentId === null ? NEXT_POSITION.top([tenantId]) : NEXT_POSITION.child([tenantId, parentId]),
-  );
+  const { rows } = await db.query<{ last: number | null; live: number }>(NEXT_CHILD_POSITION([tenantId, parentId]));
   return { position: (rows[0]?.last ?? 0) + 1, live: rows[0]?.live ?? 0 };
 }
 
-const NEXT_POSITION = {
-  // Ordered as the index is, not max(): PostgreSQL does not take `parent_id IS NULL` as fixing
-  // parent_id, so neither max(position) nor ORDER BY position alone read tasks_children backwards;
-  // they scanned every top-level task of the tenant (≈ 400 µs at 2,000 of them, under the lock).
-  top: preparedStatement<[string]>(
-    'tasks_next_top_position',
-    `SELECT position AS last, 0 AS live FROM tasks WHERE tenant_id = $1 AND parent_id IS NULL AND deleted_at IS NULL
-      ORDER BY tenant_id DESC, parent_id DESC, position DESC LIMIT 1`,
-  ),
-  child: preparedStatement<[string, string]>(
-    'tasks_next_child_position',
-    'SELECT max(position) AS last, count(*)::int AS live FROM tasks WHERE tenant_id = $1 AND parent_id = $2 AND deleted_at IS NULL',
-  ),
-};
+const NEXT_CHILD_POSITION = preparedStatement<[string, string]>(
+  'tasks_next_child_position',
+  'SELECT max(position) AS last, count(*)::int AS live FROM tasks WHERE tenant_id = $1 AND parent_id = $2 AND deleted_at IS NULL',
+);
 
 /** Sets position 1..n in the order of `ids` (only rows whose position changes are written). */
 export async function setPositions(db: Queryable, tenantId: string, ids: string[]): Promise<void> {

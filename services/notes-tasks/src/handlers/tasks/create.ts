@@ -17,19 +17,22 @@ export function createTask({ pool }: NotesTasksDeps): Handler<'createTask'> {
     return withTransaction(
       pool,
       async (tx) => {
-        await tasks.lockTree(tx, tenantId, 'shared');
-        await tasks.lockSiblingSets(tx, tenantId, [parentId]);
-        if (parentId && !(await tasks.findTask(tx, tenantId, parentId)))
-          throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
-        const next = await tasks.nextPosition(tx, tenantId, parentId);
-        if (parentId) assertRoomForSubtask(next.live);
+        await tasks.lockForCreate(tx, tenantId, parentId);
+        let position: number | undefined; // a top-level task's is read by its insert
+        if (parentId) {
+          if (!(await tasks.findTask(tx, tenantId, parentId)))
+            throw errors.invalidField('parent_id', `no task ${parentId} in this tenant`);
+          const next = await tasks.nextChildPosition(tx, tenantId, parentId);
+          assertRoomForSubtask(next.live);
+          position = next.position;
+        }
         const row = await tasks.insertTask(tx, {
           id: newId(),
           tenant_id: tenantId,
           parent_id: parentId,
           title: req.title.trim(),
           description: textOrNull(req.description) ?? null,
-          position: next.position,
+          position,
           priority: (priorities.toDomain(req.priority) as Priority | undefined) ?? 'none',
           assignee_id: lower(req.assignee_id) ?? null,
           creator_id: ctx.actor?.memberId ?? null,
