@@ -364,11 +364,14 @@ describe('deals over gRPC', () => {
     const owner = tenant();
     const other = tenant();
     const p = await pipeline(owner);
-    await pipeline(other);
+    const others = await pipeline(other);
     const d = await crm.client.call(S.createDeal, { title: 'secret' }, owner.call);
     const calls = [
       () => crm.client.call(S.getDeal, { id: d.id }, other.call),
       () => crm.client.call(S.updateDeal, { id: d.id, title: 'mine' }, other.call),
+      // A move: to a stage of the caller's, and to one of the owner's (the missing deal answers first).
+      () => crm.client.call(S.updateDeal, { id: d.id, stage_id: others.stages[1]!.id }, other.call),
+      () => crm.client.call(S.updateDeal, { id: d.id, stage_id: p.stages[1]!.id }, other.call),
       () => crm.client.call(S.deleteDeal, { id: d.id }, other.call),
       () => crm.client.call(S.listDealHistory, { id: d.id }, other.call),
     ];

@@ -36,9 +36,15 @@ export interface DealRow {
   stage_name: string;
 }
 
-const COLUMNS = `d.id, d.tenant_id, d.pipeline_id, d.stage_id, d.title, d.amount::text AS amount, d.currency,
-  d.confidence::text AS confidence, d.contact_id, d.owner_id, d.expected_close_date::text AS expected_close_date,
-  d.metadata, d.created_at, d.updated_at, d.deleted_at, s.stage_type AS status, s.name AS stage_name`;
+/** The deal's own columns, of table (or alias) `d`. */
+const dealColumns = (d: string) => `${d}.id, ${d}.tenant_id, ${d}.pipeline_id, ${d}.stage_id, ${d}.title,
+  ${d}.amount::text AS amount, ${d}.currency, ${d}.confidence::text AS confidence, ${d}.contact_id, ${d}.owner_id,
+  ${d}.expected_close_date::text AS expected_close_date, ${d}.metadata, ${d}.created_at, ${d}.updated_at, ${d}.deleted_at`;
+const COLUMNS = `${dealColumns('d')}, s.stage_type AS status, s.name AS stage_name`;
+/** COLUMNS as an update returns them: the stage's fields are those of the stage the row is in now. */
+const UPDATED_COLUMNS = `${dealColumns('deals')},
+  (SELECT s.stage_type FROM pipeline_stages s WHERE s.id = deals.stage_id) AS status,
+  (SELECT s.name FROM pipeline_stages s WHERE s.id = deals.stage_id) AS stage_name`;
 const FROM = 'deals d JOIN pipeline_stages s ON s.id = d.stage_id';
 
 export type NewDeal = Omit<DealRow, 'created_at' | 'updated_at' | 'deleted_at' | 'status' | 'stage_name'>;
@@ -92,11 +98,6 @@ const FIND_DEAL = preparedStatement<[string, string]>(
   `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`,
 );
 
-/** A deal as an update left it (deleted too: a delete is an update of deleted_at), prepared: every move reads it. */
-const READ_DEAL = preparedStatement<[string, string]>(
-  'deals_read',
-  `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2`,
-);
 
 export interface DealFilters {
   pipeline_id?: string | undefined;
@@ -168,10 +169,9 @@ const PATCH: Columns<DealPatch> = {
   deleted_at: true,
 };
 
+/** Changes a deal and returns it as the change left it (deleted too: a delete is an update of deleted_at), in one statement. */
 export async function updateDeal(db: Queryable, tenantId: string, id: string, patch: DealPatch): Promise<DealRow> {
-  await updateTenantRow(db, 'deals', 'id', tenantId, id, patch, PATCH);
-  const { rows } = await db.query<DealRow>(READ_DEAL([tenantId, id]));
-  return rows[0]!;
+  return (await updateTenantRow<DealRow>(db, 'deals', UPDATED_COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
 /** Whether any live deal is in the stage (or, without a stage, in the pipeline). */

@@ -70,6 +70,25 @@ export async function findPipeline(
   return rows[0];
 }
 
+/** The live pipeline of a live stage, in one statement (a deal's move locks the pipeline before the stage). */
+export async function findPipelineOfStage(
+  db: Queryable,
+  tenantId: string,
+  stageId: string,
+  lock: PipelineLock,
+): Promise<PipelineRow | undefined> {
+  const { rows } = await db.query<PipelineRow>(
+    shapedStatement(
+      `SELECT ${COLUMNS} FROM pipelines
+        WHERE tenant_id = $1 AND deleted_at IS NULL
+          AND id = (SELECT pipeline_id FROM pipeline_stages WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL)
+          FOR ${lock.toUpperCase()}`,
+      [tenantId, stageId],
+    ),
+  );
+  return rows[0];
+}
+
 export async function findDefaultPipeline(
   db: Queryable,
   tenantId: string,

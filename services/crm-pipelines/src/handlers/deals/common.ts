@@ -70,13 +70,13 @@ export async function lockPlacement(
   to: { stageId?: string | undefined; pipelineId?: string | undefined },
 ): Promise<{ pipeline: pipelines.PipelineRow; stage: stages.StageRow }> {
   if (to.stageId) {
-    const unlocked = await stages.findStage(tx, tenantId, to.stageId);
-    if (!unlocked) throw errors.invalidField('stage_id', `no stage ${to.stageId} in this tenant`);
-    if (to.pipelineId && unlocked.pipeline_id !== to.pipelineId)
-      throw errors.invalidField('stage_id', `must be a stage of pipeline ${to.pipelineId}`);
-    const pipeline = await pipelines.findPipeline(tx, tenantId, unlocked.pipeline_id, 'key share');
+    // The stage's pipeline is found and locked in one statement (a stage never changes pipeline).
+    const pipeline = await pipelines.findPipelineOfStage(tx, tenantId, to.stageId, 'key share');
     if (!pipeline) throw errors.invalidField('stage_id', `no stage ${to.stageId} in this tenant`);
-    return { pipeline, stage: await lockStage(tx, tenantId, to.stageId, 'stage_id') };
+    const stage = await lockStage(tx, tenantId, to.stageId, 'stage_id');
+    if (to.pipelineId && stage.pipeline_id !== to.pipelineId)
+      throw errors.invalidField('stage_id', `must be a stage of pipeline ${to.pipelineId}`);
+    return { pipeline, stage };
   }
   const pipeline = to.pipelineId
     ? await pipelines.findPipeline(tx, tenantId, to.pipelineId, 'key share')

@@ -30,9 +30,19 @@ export function updateDeal(deps: CrmDeps): Handler<'updateDeal'> {
         const movesTo = (deal: deals.DealRow) =>
           Boolean(req.stage_id || (req.pipeline_id && req.pipeline_id !== deal.pipeline_id));
         const place = () => lockPlacement(tx, tenantId, { stageId: req.stage_id, pipelineId: req.pipeline_id });
-        const before = await deals.findDeal(tx, tenantId, req.id);
-        if (!before) throw errors.notFound('deal', req.id);
-        let placement = movesTo(before) ? await place() : undefined;
+        let placement: Awaited<ReturnType<typeof place>> | undefined;
+        if (req.stage_id) {
+          // A named stage moves the deal whatever stage it is in: the placement is locked without
+          // reading the deal first. A missing deal still answers before a bad stage.
+          placement = await place().catch(async (err: unknown) => {
+            const exists = await deals.findDeal(tx, tenantId, req.id).then(Boolean, () => true);
+            throw exists ? err : errors.notFound('deal', req.id);
+          });
+        } else {
+          const before = await deals.findDeal(tx, tenantId, req.id);
+          if (!before) throw errors.notFound('deal', req.id);
+          if (movesTo(before)) placement = await place();
+        }
         // The deal's row lock orders concurrent changes: each move reads the stage the previous one left.
         const current = await deals.findDeal(tx, tenantId, req.id, { forUpdate: true });
         if (!current) throw errors.notFound('deal', req.id);
