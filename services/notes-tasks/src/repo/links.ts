@@ -9,6 +9,16 @@ export async function replaceLinks(
   targets: { type: EntityType; id: string }[],
 ): Promise<void> {
   await db.query(DELETE_LINKS([tenantId, noteId]));
+  await addLinks(db, tenantId, noteId, targets);
+}
+
+/** The links of a note that has none yet (a note being created: nothing to delete first). */
+export async function addLinks(
+  db: Queryable,
+  tenantId: string,
+  noteId: string,
+  targets: { type: EntityType; id: string }[],
+): Promise<void> {
   if (targets.length === 0) return;
   await db.query(INSERT_LINKS([tenantId, noteId, targets.map((t) => t.type), targets.map((t) => t.id)]));
 }

@@ -3,7 +3,7 @@ import { textOrNull } from '@workauto/grpc';
 import { recordEvent } from '@workauto/events';
 import { mentionTargets } from '../../domain/mentions.js';
 import { wordCount } from '../../domain/words.js';
-import { replaceLinks } from '../../repo/links.js';
+import { addLinks } from '../../repo/links.js';
 import * as notes from '../../repo/notes.js';
 import { SOURCE, noteData, toNote, type NotesTasksDeps, type Handler } from '../common.js';
 
@@ -27,7 +27,7 @@ export function createNote(deps: NotesTasksDeps): Handler<'createNote'> {
           word_count: wordCount(req.body),
         });
         const mentions = mentionTargets(row.body);
-        await replaceLinks(tx, tenantId, row.id, mentions);
+        await addLinks(tx, tenantId, row.id, mentions);
         await recordEvent(tx, SOURCE, ctx, {
           type: 'note.created',
           resourceType: 'note',
