@@ -329,7 +329,8 @@ export function checkColumns(table: string, row: object, columns: Readonly<Recor
 
 /**
  * `UPDATE <table> SET <the patch's defined fields>, updated_at = now()` on one row of one tenant,
- * returning `returning`. Every key of the patch must be one of `columns` (checkColumns).
+ * returning `returning`. Every key of the patch must be one of `columns` (checkColumns). `live`:
+ * only a row not soft-deleted (`deleted_at IS NULL`) is updated; otherwise undefined is returned.
  */
 export async function updateTenantRow<R extends pg.QueryResultRow>(
   db: Queryable,
@@ -339,6 +340,7 @@ export async function updateTenantRow<R extends pg.QueryResultRow>(
   id: string,
   patch: object,
   columns: Readonly<Record<string, true>>,
+  opts: { live?: boolean } = {},
 ): Promise<R | undefined> {
   checkColumns(table, patch, columns);
   const sets: string[] = [];
@@ -350,7 +352,7 @@ export async function updateTenantRow<R extends pg.QueryResultRow>(
   }
   const { rows } = await db.query<R>(
     shapedStatement(
-      `UPDATE ${table} SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE tenant_id = $1 AND id = $2 RETURNING ${returning}`,
+      `UPDATE ${table} SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE tenant_id = $1 AND id = $2${opts.live ? ' AND deleted_at IS NULL' : ''} RETURNING ${returning}`,
       values,
     ),
   );

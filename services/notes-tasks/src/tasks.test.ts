@@ -403,7 +403,14 @@ describe('tasks over gRPC', () => {
     for (const id of [b.id, b1.id, b11.id])
       assert.equal((await failure(nt.client.call(S.getTask, { id }, t.call))).code, grpc.status.NOT_FOUND);
     assert.equal((await failure(nt.client.call(S.listSubtasks, { id: b.id }, t.call))).code, grpc.status.NOT_FOUND);
+    // A deleted task takes no change (a change of fields alone is one UPDATE, with no read before it).
+    assert.equal(
+      (await failure(nt.client.call(S.updateTask, { id: b.id, title: 'ghost' }, t.call))).code,
+      grpc.status.NOT_FOUND,
+    );
+    assert.equal((await nt.db.query('SELECT title FROM tasks WHERE id = $1', [b.id])).rows[0].title, 'b');
     assert.equal((await nt.events(t.id)).filter((e) => e === 'task.deleted').length, 3);
+    assert.ok(!(await nt.events(t.id)).includes('task.updated'), 'no event for the refused change');
     await nt.client.call(S.deleteTask, { id: p.id }, t.call);
     assert.equal((await failure(nt.client.call(S.getTask, { id: a.id }, t.call))).code, grpc.status.NOT_FOUND);
     assert.deepEqual((await nt.client.call(S.listTasks, {}, t.call)).data, []);

@@ -370,6 +370,16 @@ export async function updateTask(db: Queryable, tenantId: string, id: string, pa
   return (await updateTenantRow<TaskRow>(db, 'tasks', COLUMNS, tenantId, id, patch, PATCH))!;
 }
 
+/** Changes a live task, read by nothing before (its row lock is the update's); undefined when there is none. */
+export async function updateLiveTask(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  patch: TaskPatch,
+): Promise<TaskRow | undefined> {
+  return updateTenantRow<TaskRow>(db, 'tasks', COLUMNS, tenantId, id, patch, PATCH, { live: true });
+}
+
 /** Sets completed_at on those of the tasks that are open; returns them. */
 export async function completeOpen(db: Queryable, tenantId: string, ids: string[]): Promise<TaskRow[]> {
   const { rows } = await db.query<TaskRow>(
