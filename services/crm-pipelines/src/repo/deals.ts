@@ -98,7 +98,6 @@ const FIND_DEAL = preparedStatement<[string, string]>(
   `SELECT ${COLUMNS} FROM ${FROM} WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL`,
 );
 
-
 export interface DealFilters {
   pipeline_id?: string | undefined;
   stage_id?: string | undefined;
