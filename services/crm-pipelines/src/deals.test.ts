@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
+import { eventually } from '@workauto/testing';
 import { DealStatus } from '@workauto/protos/workauto/crm_pipelines/v1/crm_pipelines.js';
+import { findDeal } from './repo/deals.js';
 import { LOST, OPEN, S, SALES_STAGES, WON, failure, startCrm, tenant } from './test-support.js';
 
 describe('deals over gRPC', () => {
@@ -358,6 +360,44 @@ describe('deals over gRPC', () => {
       [],
       JSON.stringify(Object.fromEntries(outcomes)),
     );
+  });
+
+  it("reads a locked deal's stage as it is after the wait, even a stage created while it waited", async () => {
+    // The lock and the read are one statement whose stage lookups use the snapshot taken before
+    // the wait: a concurrent move into a stage newer than that snapshot must not lose the deal or
+    // leave it without a stage (it is read again).
+    const t = tenant();
+    const p = await pipeline(t);
+    const d = await crm.client.call(S.createDeal, { title: 'd', amount: 100 }, t.call);
+    const mover = await crm.db.connect();
+    const reader = await crm.db.connect();
+    const newStage = randomUUID();
+    try {
+      await mover.query('BEGIN');
+      await mover.query(
+        `INSERT INTO pipeline_stages (id, tenant_id, pipeline_id, name, stage_type, display_order)
+         VALUES ($1, $2, $3, 'Brand new', 'open', 99)`,
+        [newStage, t.id, p.id],
+      );
+      await mover.query('UPDATE deals SET stage_id = $2 WHERE id = $1', [d.id, newStage]);
+      await reader.query('BEGIN');
+      const locked = findDeal(reader, t.id, d.id, { forUpdate: true });
+      // The reader's statement has begun (and waits for the mover's row lock) before the mover commits.
+      await eventually('the reader waits for the row lock', async () => {
+        await mover.query('SELECT pg_stat_clear_snapshot()'); // a transaction otherwise sees one snapshot of the activity
+        const { rows } = await mover.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'`,
+        );
+        return rows[0]!.n > 0;
+      });
+      await mover.query('COMMIT');
+      const row = await locked;
+      assert.deepEqual([row?.stage_id, row?.stage_name, row?.status], [newStage, 'Brand new', 'open']);
+      await reader.query('COMMIT');
+    } finally {
+      mover.release();
+      reader.release();
+    }
   });
 
   it('keeps tenants apart on every by-id rpc', async () => {

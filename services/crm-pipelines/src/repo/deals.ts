@@ -41,10 +41,14 @@ const dealColumns = (d: string) => `${d}.id, ${d}.tenant_id, ${d}.pipeline_id, $
   ${d}.amount::text AS amount, ${d}.currency, ${d}.confidence::text AS confidence, ${d}.contact_id, ${d}.owner_id,
   ${d}.expected_close_date::text AS expected_close_date, ${d}.metadata, ${d}.created_at, ${d}.updated_at, ${d}.deleted_at`;
 const COLUMNS = `${dealColumns('d')}, s.stage_type AS status, s.name AS stage_name`;
-/** COLUMNS as an update returns them: the stage's fields are those of the stage the row is in now. */
-const UPDATED_COLUMNS = `${dealColumns('deals')},
-  (SELECT s.stage_type FROM pipeline_stages s WHERE s.id = deals.stage_id) AS status,
-  (SELECT s.name FROM pipeline_stages s WHERE s.id = deals.stage_id) AS stage_name`;
+/**
+ * COLUMNS with the stage's fields looked up by the row's stage_id as the statement ends with it:
+ * an update's new stage, or a locked row's stage after a wait for a concurrent move (a join would
+ * keep the stage row it matched before the wait, and lose the deal).
+ */
+const columnsByStageOf = (d: string) => `${dealColumns(d)},
+  (SELECT s.stage_type FROM pipeline_stages s WHERE s.id = ${d}.stage_id) AS status,
+  (SELECT s.name FROM pipeline_stages s WHERE s.id = ${d}.stage_id) AS stage_name`;
 const FROM = 'deals d JOIN pipeline_stages s ON s.id = d.stage_id';
 
 export type NewDeal = Omit<DealRow, 'created_at' | 'updated_at' | 'deleted_at' | 'status' | 'stage_name'>;
@@ -71,6 +75,9 @@ export async function insertDeal(db: Queryable, d: NewDeal): Promise<DealRow> {
   return (await findDeal(db, d.tenant_id, d.id))!;
 }
 
+/** A deal whose stage its statement could not see (findDeal). */
+type StagelessDeal = Omit<DealRow, 'status' | 'stage_name'> & Record<'status' | 'stage_name', null>;
+
 /** A live deal of the tenant; `forUpdate` locks it (every change of a deal goes through this lock). */
 export async function findDeal(
   db: Queryable,
@@ -79,10 +86,13 @@ export async function findDeal(
   opts: { forUpdate?: boolean } = {},
 ): Promise<DealRow | undefined> {
   if (opts.forUpdate) {
-    // Locked alone, then read: a FOR UPDATE over the join would, after waiting for a concurrent
-    // move, recheck the new row against the old stage row and lose it.
-    const locked = await db.query(LOCK_DEAL([tenantId, id]));
-    if (locked.rows.length === 0) return undefined;
+    // Locked and read in one statement, its stage by subqueries (columnsByStageOf). Those read
+    // with the statement's snapshot, taken before any wait for the lock: a deal moved meanwhile
+    // into a stage created after it finds no stage there, and is read again.
+    const { rows } = await db.query<DealRow | StagelessDeal>(LOCK_DEAL([tenantId, id]));
+    const locked = rows[0];
+    if (!locked) return undefined;
+    if (locked.status !== null) return locked;
   }
   const { rows } = await db.query<DealRow>(FIND_DEAL([tenantId, id]));
   return rows[0];
@@ -91,7 +101,7 @@ export async function findDeal(
 /** The busiest statements (every GET and change of a deal), prepared once per connection. */
 const LOCK_DEAL = preparedStatement<[string, string]>(
   'deals_lock',
-  `SELECT 1 FROM deals WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL FOR UPDATE`,
+  `SELECT ${columnsByStageOf('d')} FROM deals d WHERE d.tenant_id = $1 AND d.id = $2 AND d.deleted_at IS NULL FOR UPDATE`,
 );
 const FIND_DEAL = preparedStatement<[string, string]>(
   'deals_find',
@@ -170,7 +180,7 @@ const PATCH: Columns<DealPatch> = {
 
 /** Changes a deal and returns it as the change left it (deleted too: a delete is an update of deleted_at), in one statement. */
 export async function updateDeal(db: Queryable, tenantId: string, id: string, patch: DealPatch): Promise<DealRow> {
-  return (await updateTenantRow<DealRow>(db, 'deals', UPDATED_COLUMNS, tenantId, id, patch, PATCH))!;
+  return (await updateTenantRow<DealRow>(db, 'deals', columnsByStageOf('deals'), tenantId, id, patch, PATCH))!;
 }
 
 /** Whether any live deal is in the stage (or, without a stage, in the pipeline). */
