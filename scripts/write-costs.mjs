@@ -5,10 +5,11 @@
  * and of wall time, at one write in flight. Each kind runs ROUNDS rounds in a child process of its
  * own per build; with AB the two builds take turns (A B, then B A, …) and the run ends with their
  * medians and the pairs' differences, so an A/B of a change to a write's statements is read in one
- * sitting. Not a test.
+ * sitting. Not a test, and not part of `make bench` (which runs scripts/bench-*.mjs): it has no
+ * target, and takes four minutes.
  *
- *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/bench-writes.mjs
- *   AB=$PWD,/path/to/other/checkout node deploy/embedded/dist/with-infra.js -- node scripts/bench-writes.mjs
+ *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/write-costs.mjs
+ *   AB=$PWD,/path/to/other/checkout node deploy/embedded/dist/with-infra.js -- node scripts/write-costs.mjs
  *
  * Env: KINDS (create-task,update-task,create-note,move-deal), N (2,000 writes per round, after 400
  * to warm up), ROUNDS (4), AB (two built checkouts of the repository, A first).
