@@ -53,11 +53,10 @@ const FROM = 'deals d JOIN pipeline_stages s ON s.id = d.stage_id';
 
 export type NewDeal = Omit<DealRow, 'created_at' | 'updated_at' | 'deleted_at' | 'status' | 'stage_name'>;
 
+/** Inserts a deal and returns it with its stage's fields, in one statement (its stage is locked by the caller). */
 export async function insertDeal(db: Queryable, d: NewDeal): Promise<DealRow> {
-  await db.query(
-    `INSERT INTO deals (id, tenant_id, pipeline_id, stage_id, title, amount, currency, confidence, contact_id, owner_id, expected_close_date, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-    [
+  const { rows } = await db.query<DealRow>(
+    INSERT_DEAL([
       d.id,
       d.tenant_id,
       d.pipeline_id,
@@ -70,10 +69,16 @@ export async function insertDeal(db: Queryable, d: NewDeal): Promise<DealRow> {
       d.owner_id,
       d.expected_close_date,
       d.metadata,
-    ],
+    ]),
   );
-  return (await findDeal(db, d.tenant_id, d.id))!;
+  return rows[0]!;
 }
+
+const INSERT_DEAL = preparedStatement(
+  'deals_insert',
+  `INSERT INTO deals (id, tenant_id, pipeline_id, stage_id, title, amount, currency, confidence, contact_id, owner_id, expected_close_date, metadata)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${columnsByStageOf('deals')}`,
+);
 
 /** A deal whose stage its statement could not see (findDeal). */
 type StagelessDeal = Omit<DealRow, 'status' | 'stage_name'> & Record<'status' | 'stage_name', null>;
