@@ -7,8 +7,8 @@
  * (aud), so a token a service received cannot be replayed to another one.
  *
  * A token is per (principal, target service), not per call: the signer reuses it for the first half
- * of its life and each service verifies it once (a bounded cache keyed by the token, entries expiring
- * with it). The per-request fields (request id, client ip, user agent, idempotency key) travel beside
+ * of its life and each service verifies it once (a bounded cache of the tokens it verified, each
+ * entry expiring with its token). The per-request fields (request id, client ip, user agent, idempotency key) travel beside
  * it as plain metadata. Signing and verifying Ed25519 on every call would be most of the gateway
  * hop's cost; the trade-off is in docs/decisions.md (caller identity).
  */
@@ -230,8 +230,12 @@ export class CallerSigner {
  */
 export class CallerVerifier {
   private readonly byKid = new Map<string, (token: string) => Record<string, unknown>>();
-  /** Verified tokens → their audience, principal and the moment they stop being accepted (ms). */
-  private readonly verified = new Map<string, VerifiedToken>();
+  /**
+   * Verified tokens by their signature, each with the token itself, which a hit must equal: a
+   * token arrives as a new string on every call, and a Map hashes a new string over its whole
+   * length (≈ 700 characters; the signature is 86), then compares it.
+   */
+  private readonly verified = new Map<string, VerifiedToken & { token: string }>();
   private readonly maxCached: number;
 
   /** From a JWKS (JSON) of public keys, each with a kid. Throws a message that says what to set. */
@@ -276,15 +280,17 @@ export class CallerVerifier {
         `the call carries no caller identity (${CALLER_TOKEN_KEY}): services accept only calls signed by the gateway or by a service whose key is in their CALLER_VERIFY_KEYS; call through the gateway`,
       );
     }
-    let verified = this.verified.get(token);
+    const signature = token.slice(token.lastIndexOf('.') + 1);
+    let verified = this.verified.get(signature);
+    if (verified && verified.token !== token) verified = undefined; // another token with that signature: verified below, and refused
     if (verified && Date.now() >= verified.acceptedUntil) {
-      this.verified.delete(token);
+      this.verified.delete(signature);
       verified = undefined; // verified again below, which says it has expired
     }
     if (!verified) {
-      verified = this.verifyToken(token);
+      verified = { ...this.verifyToken(token), token };
       if (this.verified.size >= this.maxCached) this.verified.delete(this.verified.keys().next().value!);
-      this.verified.set(token, verified);
+      this.verified.set(signature, verified);
     }
     if (verified.audience !== audience)
       throw invalid(
