@@ -1,7 +1,7 @@
 /**
  * The API mix's writes one by one, each in a loop over real gRPC against its service on a fresh
  * database (docs/benchmarks.md, "Changes of issue 36"): µs per write of the process that runs the
- * service and its client (the service's relay included), of PostgreSQL (every postgres process),
+ * service and its client (the service's relay included), of PostgreSQL (the run's backends, by lib-bench's cpuSnapshot),
  * and of wall time, at one write in flight. Each kind runs ROUNDS rounds in a child process of its
  * own per build; with AB the two builds take turns (A B, then B A, …) and the run ends with their
  * medians and the pairs' differences, so an A/B of a change to a write's statements is read in one
@@ -15,9 +15,9 @@
  * to warm up), ROUNDS (4), AB (two built checkouts of the repository, A first).
  */
 import { fork } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { cpuDelta, cpuSnapshot } from './lib-bench.mjs';
 
 const KINDS = {
   'create-task': { service: 'notes-tasks', start: 'startNotesTasks' },
@@ -34,6 +34,7 @@ async function main() {
   const unknown = kinds.filter((k) => !KINDS[k]);
   if (unknown.length) throw new Error(`unknown KINDS ${unknown.join(', ')}: use ${Object.keys(KINDS).join(', ')}`);
   const ROUNDS = Number(process.env.ROUNDS ?? 4);
+  const N = Number(process.env.N ?? 2000);
   const here = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
   const arms = (process.env.AB ?? here).split(',');
   for (const kind of kinds) {
@@ -44,8 +45,14 @@ async function main() {
         const child = fork(fileURLToPath(import.meta.url), ['--role', kind, arms[a]], {
           stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
         });
+        await once(child, 'message'); // warmed up
+        // PostgreSQL's CPU from this run's processes (a backend that exits meanwhile keeps its share).
+        const before = cpuSnapshot();
+        child.send('go');
         const [result] = await once(child, 'message');
+        const postgresMs = cpuDelta(before, cpuSnapshot()).get('postgresql') ?? 0;
         await once(child, 'exit');
+        result.postgresql_us = Math.round((postgresMs * 1000) / N);
         results[a].push(result);
         console.log(`${kind} round ${r + 1} ${arms.length > 1 ? 'AB'[a] : ''} ${JSON.stringify(result)}`);
       }
@@ -95,35 +102,14 @@ async function measure(kind, root) {
     for (const end = i + n; i < end; i++) await write(i);
   };
   await run(400);
+  process.send('warmed up');
+  await once(process, 'message'); // the parent has read PostgreSQL's CPU
   const cpu0 = process.cpuUsage();
-  const pg0 = postgresTicks();
   const wall0 = performance.now();
   await run(N);
   const cpu = process.cpuUsage(cpu0);
-  const pg = postgresTicks() - pg0;
   const wall = performance.now() - wall0;
-  process.send({
-    service_us: Math.round((cpu.user + cpu.system) / N),
-    postgresql_us: Math.round((pg * 10_000) / N),
-    wall_us: Math.round((wall * 1000) / N),
-  });
+  process.send({ service_us: Math.round((cpu.user + cpu.system) / N), wall_us: Math.round((wall * 1000) / N) });
   await it.stop();
   process.exit(0);
-}
-
-/** CPU of every postgres process on the machine, in clock ticks (1/100 s). */
-function postgresTicks() {
-  let ticks = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (!stat.includes(' (postgres) ')) continue;
-      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // the process ended between the listing and the read
-    }
-  }
-  return ticks;
 }
