@@ -1,12 +1,12 @@
 /**
  * The API mix's writes one by one, each in a loop over real gRPC against its service on a fresh
  * database (docs/benchmarks.md, "Changes of issue 36"): µs per write of the process that runs the
- * service and its client (the service's relay included), of PostgreSQL (the run's backends, by lib-bench's cpuSnapshot),
- * and of wall time, at one write in flight. Each kind runs ROUNDS rounds in a child process of its
- * own per build; with AB the two builds take turns (A B, then B A, …) and the run ends with their
- * medians and the pairs' differences, so an A/B of a change to a write's statements is read in one
- * sitting. Not a test, and not part of `make bench` (which runs scripts/bench-*.mjs): it has no
- * target, and takes four minutes.
+ * service and its client (the service's relay included), of PostgreSQL (the run's backends, by
+ * lib-bench's cpuSnapshot), and of wall time, at one write in flight. Each kind runs ROUNDS rounds
+ * in a child process of its own per build; with AB the two builds take turns (A B, then B A, …)
+ * and the run ends with their medians and the pairs' differences, so an A/B of a change to a
+ * write's statements is read in one sitting. Not a test, and not part of `make bench` (which runs
+ * scripts/bench-*.mjs): it has no target, and takes four minutes.
  *
  *   make build && node deploy/embedded/dist/with-infra.js -- node scripts/write-costs.mjs
  *   AB=$PWD,/path/to/other/checkout node deploy/embedded/dist/with-infra.js -- node scripts/write-costs.mjs
