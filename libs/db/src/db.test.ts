@@ -148,7 +148,9 @@ describe('withTransaction', () => {
         await tx.query(`UPDATE items SET name = name || $2 WHERE id = $1`, [second, key]);
       });
     await Promise.all([lockBoth(a, b, 'ab'), lockBoth(b, a, 'ba')]);
-    assert.equal(runs.ab + runs.ba, 3, 'the victim ran once more, the winner once');
+    // Once more for the victim; on a loaded machine its retry can take the row the winner was
+    // woken for and deadlock again (PostgreSQL wakes the waiters, who race), which a retry resolves.
+    assert.ok(runs.ab + runs.ba >= 3, `the victim ran again (${JSON.stringify(runs)})`);
     const { rows } = await pool.query<{ name: string }>('SELECT name FROM items WHERE tenant_id = $1 ORDER BY name', [
       tenant,
     ]);
