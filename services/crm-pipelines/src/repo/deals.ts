@@ -47,8 +47,8 @@ const COLUMNS = `${dealColumns('d')}, s.stage_type AS status, s.name AS stage_na
  * keep the stage row it matched before the wait, and lose the deal).
  */
 const columnsByStageOf = (d: string) => `${dealColumns(d)},
-  (SELECT s.stage_type FROM pipeline_stages s WHERE s.id = ${d}.stage_id) AS status,
-  (SELECT s.name FROM pipeline_stages s WHERE s.id = ${d}.stage_id) AS stage_name`;
+  (SELECT s.stage_type FROM pipeline_stages s WHERE s.tenant_id = ${d}.tenant_id AND s.id = ${d}.stage_id) AS status,
+  (SELECT s.name FROM pipeline_stages s WHERE s.tenant_id = ${d}.tenant_id AND s.id = ${d}.stage_id) AS stage_name`;
 const FROM = 'deals d JOIN pipeline_stages s ON s.id = d.stage_id';
 
 export type NewDeal = Omit<DealRow, 'created_at' | 'updated_at' | 'deleted_at' | 'status' | 'stage_name'>;
