@@ -90,6 +90,8 @@ describe('JSON → proto', () => {
       },
     );
     assert.throws(() => fromJson(updateType, { role: 'VIEWER' }), /role/, 'enum names are lowercase only');
+    // 'ı'.toUpperCase() is 'I': a name compared in upper case took this for VIEWER.
+    assert.throws(() => fromJson(updateType, { role: 'v\u0131ewer' }), /role/, 'a dotless ı is not an i');
     assert.throws(
       () => fromJson(updateType, { role: 'unspecified' }),
       /role/,
