@@ -251,6 +251,9 @@ describe('pages under the message size limit', () => {
       const encoded = CalendarEvent.encode(m).finish().length;
       assert.ok(encodedSizeBound(m) >= encoded, `${encodedSizeBound(m)} >= ${encoded}`);
     }
+    // Short strings are bounded, not counted: at three bytes per UTF-16 unit, the most there is.
+    for (const text of ['日'.repeat(255), '\ud83d\ude00'.repeat(127), '\ud800'.repeat(255), 'x'.repeat(300)])
+      assert.ok(encodedSizeBound(text) >= Buffer.byteLength(text), `${text.length} units`);
   });
 });
 

@@ -16,7 +16,7 @@ export function encodedSizeBound(value: unknown): number {
     case 'bigint':
       return 16;
     case 'string':
-      return 8 + Buffer.byteLength(value);
+      return 8 + utf8LengthBound(value);
     case 'object': {
       if (value === null) return 4;
       if (value instanceof Date) return 24; // Timestamp: seconds and nanos
@@ -31,11 +31,24 @@ export function encodedSizeBound(value: unknown): number {
       for (const key in value) {
         const item = (value as Record<string, unknown>)[key];
         if (item === undefined) continue;
-        size += 24 + Buffer.byteLength(key) + encodedSizeBound(item);
+        size += 24 + utf8LengthBound(key) + encodedSizeBound(item);
       }
       return size;
     }
     default:
       return 0;
   }
+}
+
+/** Below this many UTF-16 code units a string's UTF-8 length is bounded, not counted. */
+const COUNTED_FROM = 256;
+
+/**
+ * A string's UTF-8 length, or for a short one three bytes per UTF-16 code unit, which no string
+ * exceeds (a surrogate pair is two units and four bytes). Counting is a call into C++ per string
+ * and key: 16 µs for a page of 20 tasks, against 3.5 µs with the bound (a loop). A looser bound
+ * only ends a page sooner when its items' short strings come near the page's 3 MiB budget.
+ */
+function utf8LengthBound(text: string): number {
+  return text.length < COUNTED_FROM ? 3 * text.length : Buffer.byteLength(text);
 }
