@@ -149,8 +149,8 @@ export class CallerSigner {
   private readonly maxCached: number;
   /** (audience, principal) → its token and when to sign a fresh one (half its life, in ms). */
   private readonly tokens = new Map<string, { token: string; renewAt: number }>();
-  /** A frozen actor's cache keys, by tenant and audience (cacheKeyOf); gone with the actor. */
-  private readonly frozenActorKeys = new WeakMap<Actor, Map<string, string>>();
+  /** A frozen actor's cache keys, by tenant, then audience (cacheKeyOf); gone with the actor. */
+  private readonly frozenActorKeys = new WeakMap<Actor, Map<string, Map<string, string>>>();
   /** Who signs (iss): the gateway or a service name, for logs and audits. */
   readonly issuer: string;
 
@@ -200,13 +200,19 @@ export class CallerSigner {
    */
   private cacheKeyOf(caller: Caller, audience: string): string {
     const actor = caller.actor;
-    if (!actor || !Object.isFrozen(actor) || (actor.access && !Object.isFrozen(actor.access)))
-      return JSON.stringify(principalClaims(caller, audience));
-    let keys = this.frozenActorKeys.get(actor);
-    if (!keys) this.frozenActorKeys.set(actor, (keys = new Map<string, string>()));
-    const at = `${caller.tenantId ?? ''} ${audience}`;
-    let key = keys.get(at);
-    if (key === undefined) keys.set(at, (key = JSON.stringify(principalClaims(caller, audience))));
+    // An actor seen frozen stays frozen: only a new one is checked (Object.isFrozen is a call into
+    // V8's runtime). The maps' keys are strings the caller already holds, whose hashes V8 keeps.
+    let byTenant = actor && this.frozenActorKeys.get(actor);
+    if (!byTenant) {
+      if (!actor || !Object.isFrozen(actor) || (actor.access && !Object.isFrozen(actor.access)))
+        return JSON.stringify(principalClaims(caller, audience));
+      this.frozenActorKeys.set(actor, (byTenant = new Map()));
+    }
+    const tenant = caller.tenantId ?? '';
+    let byAudience = byTenant.get(tenant);
+    if (!byAudience) byTenant.set(tenant, (byAudience = new Map()));
+    let key = byAudience.get(audience);
+    if (key === undefined) byAudience.set(audience, (key = JSON.stringify(principalClaims(caller, audience))));
     return key;
   }
 
