@@ -4,6 +4,7 @@ import { loadConfig, vars } from '@workauto/config';
 import { retry, type Backoff, type Clock } from '@workauto/retry';
 import { isConcurrencyFailure } from './errors.js';
 import { keyedCall } from './idempotency.js';
+import { readQueryConfigsWithoutCopy } from './query-config.js';
 import { describeStatementsOnce } from './row-descriptions.js';
 import { TenantShares, type TenantSlot } from './tenant-share.js';
 import { timestamptzParser } from './timestamptz.js';
@@ -23,6 +24,8 @@ pg.types.setTypeParser(
 );
 // A named statement's result described once per connection, not at every execution (row-descriptions.ts).
 describeStatementsOnce();
+// A query's config read by its fields, not copied whole (query-config.ts).
+readQueryConfigsWithoutCopy();
 
 /** statement_timeout of every pooled connection unless DATABASE_STATEMENT_TIMEOUT_MS says otherwise. */
 const DEFAULT_STATEMENT_TIMEOUT_MS = 3_000;
