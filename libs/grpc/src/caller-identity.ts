@@ -206,11 +206,11 @@ export class CallerSigner {
     if (!byTenant) {
       if (!actor || !Object.isFrozen(actor) || (actor.access && !Object.isFrozen(actor.access)))
         return JSON.stringify(principalClaims(caller, audience));
-      this.frozenActorKeys.set(actor, (byTenant = new Map()));
+      this.frozenActorKeys.set(actor, (byTenant = new Map<string, Map<string, string>>()));
     }
     const tenant = caller.tenantId ?? '';
     let byAudience = byTenant.get(tenant);
-    if (!byAudience) byTenant.set(tenant, (byAudience = new Map()));
+    if (!byAudience) byTenant.set(tenant, (byAudience = new Map<string, string>()));
     let key = byAudience.get(audience);
     if (key === undefined) byAudience.set(audience, (key = JSON.stringify(principalClaims(caller, audience))));
     return key;
