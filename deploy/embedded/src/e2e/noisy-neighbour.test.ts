@@ -242,7 +242,8 @@ describe(
      * B's bound is taken from the window's own idle moments. Memory: a Node process keeps the heap
      * (and the allocator the pages) it grew to under a new kind of load, used by nothing after a
      * collection; what the attack holds (a leak, an unbounded buffer) grows it again each time. So
-     * the first two rounds bring the processes to the attack's working set, and the memory after the
+     * the first two rounds bring the processes to the attack's working set (the most each held in
+     * them: a reading at one instant can fall just after a collection), and the memory after the
      * last three (watched until back within 20 %, or 5 s) is compared with that.
      */
     async function window(name: string, processes: string[], specs: Record<string, AttackSpec>): Promise<Attack> {
@@ -256,7 +257,7 @@ describe(
       const team = await attackers(specs);
       try {
         for (let round = 0; round < 5; round++) {
-          if (round === 2) startMb = pids.map(rssMb);
+          if (round === 2) startMb = [...peakMb];
           quiet.push(...(await measureB(0, 800, 25_000, 2)));
           const stop = team.round();
           await sleep(200);
