@@ -28,7 +28,8 @@ export const QUERY_FIELDS = [
   'rowMode',
 ] as const;
 
-type QueryConfig = Partial<Record<(typeof QUERY_FIELDS)[number], unknown>>;
+/** Every field Query reads, each one required: a field added to QUERY_FIELDS must be read below too. */
+type QueryConfig = Record<(typeof QUERY_FIELDS)[number], unknown>;
 type Normalize = (config: unknown, values?: unknown, callback?: unknown) => unknown;
 
 let installed = false;
@@ -43,7 +44,7 @@ export function readQueryConfigsWithoutCopy(): void {
     throw new Error('pg changed: its utils no longer have the normalizeQueryConfig libs/db query-config.ts replaces');
   utils.normalizeQueryConfig = (config, values, callback) => {
     if (config === null || typeof config !== 'object') return original(config, values, callback);
-    const given = config as QueryConfig;
+    const given = config as Partial<QueryConfig>;
     const read: QueryConfig = {
       text: given.text,
       values: given.values,
